@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""CDK entry point: `npx cdk synth` / `npx cdk deploy` run this through cdk.json.
+
+Context keys: `stackName` (default HybridCounter), `removalPolicy` (retain | destroy),
+`skipBundling` (true: synthesize without building the Lambda package, no network needed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+
+from infra import constants
+from infra.stack import HybridCounterStack
+
+
+def build_app(**app_props: Any) -> cdk.App:
+    app = cdk.App(**app_props)
+    stack_name = app.node.try_get_context(constants.STACK_NAME_CONTEXT_KEY) or constants.DEFAULT_STACK_NAME
+    HybridCounterStack(app, str(stack_name))
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

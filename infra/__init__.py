@@ -1,0 +1,1 @@
+"""AWS CDK app of the hybrid counter: one stack, one construct per concern."""

@@ -1,0 +1,47 @@
+"""The HTTP API: API Gateway (REST) proxying every route to the api function."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra import constants
+from infra.python_function import python_function
+
+
+class Api(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, code: lambda_.Code) -> None:
+        super().__init__(scope, construct_id)
+
+        self.function = python_function(
+            self,
+            constants.API_FUNCTION_ID,
+            code=code,
+            handler=constants.API_HANDLER,
+            table_name=table.table_name,
+            timeout_seconds=constants.API_TIMEOUT_SECONDS,
+            memory_mb=constants.API_MEMORY_MB,
+            description="Accounts and resources HTTP API",
+        )
+        table.grant_read_write_data(self.function)
+
+        self.rest_api = apigateway.LambdaRestApi(
+            self,
+            constants.REST_API_ID,
+            handler=self.function,
+            # The function routes itself, so every path and method goes to it.
+            proxy=True,
+            # The account-wide CloudWatch role is a one-per-region setting that a stack should not own.
+            cloud_watch_role=False,
+            deploy_options=apigateway.StageOptions(
+                stage_name=constants.API_STAGE_NAME,
+                tracing_enabled=True,
+            ),
+            description="Hybrid counter HTTP API",
+        )
+
+    @property
+    def url(self) -> str:
+        return self.rest_api.url

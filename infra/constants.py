@@ -1,0 +1,86 @@
+"""Names and settings of the stack that tests, tools and docs refer to.
+
+Kept in one place so a renamed output or a changed retry bound shows up in the template, the tests
+and the local runtime (which reads the event source settings from the template) together.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Stack
+DEFAULT_STACK_NAME: Final = "HybridCounter"
+STACK_NAME_CONTEXT_KEY: Final = "stackName"
+
+# Context read by the stack.
+REMOVAL_POLICY_CONTEXT_KEY: Final = "removalPolicy"
+REMOVAL_POLICY_RETAIN: Final = "retain"
+REMOVAL_POLICY_DESTROY: Final = "destroy"
+DEFAULT_REMOVAL_POLICY: Final = REMOVAL_POLICY_RETAIN
+# `-c skipBundling=true` synthesizes without building the Lambda package (no PyPI access needed).
+# The CLI always asks for bundling on synth/deploy and offers no switch to turn it off.
+SKIP_BUNDLING_CONTEXT_KEY: Final = "skipBundling"
+# CDK's own context key listing the stacks whose assets are bundled (an empty list bundles none).
+CDK_BUNDLING_STACKS_CONTEXT_KEY: Final = "aws:cdk:bundling-stacks"
+
+# Construct ids (stable: they feed the CloudFormation logical ids).
+DATA_CONSTRUCT_ID: Final = "Data"
+DEAD_LETTERS_CONSTRUCT_ID: Final = "DeadLetters"
+COUNTING_CONSTRUCT_ID: Final = "Counting"
+API_CONSTRUCT_ID: Final = "Api"
+TABLE_ID: Final = "Table"
+DLQ1_ID: Final = "StreamFailureQueue"
+DLQ2_ID: Final = "RedriveFailureQueue"
+DLQ2_ALARM_ID: Final = "RedriveFailureQueueNotEmpty"
+API_FUNCTION_ID: Final = "ApiFunction"
+STREAM_CONSUMER_FUNCTION_ID: Final = "StreamConsumerFunction"
+REDRIVE_FUNCTION_ID: Final = "RedriveFunction"
+REST_API_ID: Final = "RestApi"
+
+# Stack outputs (top-level CfnOutputs, so the logical id is exactly the name).
+OUTPUT_API_URL: Final = "ApiUrl"
+OUTPUT_TABLE_NAME: Final = "TableName"
+OUTPUT_STREAM_ARN: Final = "StreamArn"
+OUTPUT_DLQ1_URL: Final = "Dlq1Url"
+OUTPUT_DLQ2_URL: Final = "Dlq2Url"
+OUTPUT_DLQ1_ARN: Final = "Dlq1Arn"
+OUTPUT_DLQ2_ARN: Final = "Dlq2Arn"
+OUTPUT_DLQ2_ALARM_NAME: Final = "Dlq2AlarmName"
+
+# Handlers, relative to the asset root that holds the `functions` package.
+API_HANDLER: Final = "functions.api.handler.handler"
+STREAM_CONSUMER_HANDLER: Final = "functions.stream_consumer.handler.handler"
+REDRIVE_HANDLER: Final = "functions.redrive.handler.handler"
+
+# Function settings
+API_TIMEOUT_SECONDS: Final = 10
+STREAM_CONSUMER_TIMEOUT_SECONDS: Final = 30
+REDRIVE_TIMEOUT_SECONDS: Final = 60
+API_MEMORY_MB: Final = 256
+STREAM_CONSUMER_MEMORY_MB: Final = 512
+REDRIVE_MEMORY_MB: Final = 512
+POWERTOOLS_SERVICE_NAME: Final = "hybrid-counter"
+POWERTOOLS_METRICS_NAMESPACE: Final = "HybridCounter"
+LOG_LEVEL: Final = "INFO"
+
+# Stream event source of the consumer.
+STREAM_BATCH_SIZE: Final = 100
+STREAM_MAX_RETRY_ATTEMPTS: Final = 5
+STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600
+STREAM_BISECT_BATCH_ON_ERROR: Final = True
+# One concurrent batch per shard keeps records of an item in order (the consumer relies on it for
+# create-then-delete of the same resource).
+STREAM_PARALLELIZATION_FACTOR: Final = 1
+
+# Dead-letter queues and the redrive.
+DLQ_RETENTION_DAYS: Final = 14
+DLQ1_MAX_RECEIVE_COUNT: Final = 5
+# AWS recommends a queue visibility timeout of at least 6x the consuming function's timeout, so a
+# message is not handed out again while an invocation (plus its throttling retries) may still run.
+DLQ1_VISIBILITY_TIMEOUT_FACTOR: Final = 6
+REDRIVE_BATCH_SIZE: Final = 10
+DLQ2_ALARM_THRESHOLD: Final = 1
+DLQ2_ALARM_PERIOD_MINUTES: Final = 1
+
+# REST API
+API_STAGE_NAME: Final = "prod"

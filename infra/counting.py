@@ -1,0 +1,57 @@
+"""The stream consumer that turns resource writes into exact (eventual) counter updates."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from functions.core import schema
+from infra import constants
+from infra.python_function import python_function
+
+
+class Counting(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.Table,
+        stream_failure_queue: sqs.IQueue,
+        code: lambda_.Code,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        self.consumer_function = python_function(
+            self,
+            constants.STREAM_CONSUMER_FUNCTION_ID,
+            code=code,
+            handler=constants.STREAM_CONSUMER_HANDLER,
+            table_name=table.table_name,
+            timeout_seconds=constants.STREAM_CONSUMER_TIMEOUT_SECONDS,
+            memory_mb=constants.STREAM_CONSUMER_MEMORY_MB,
+            description="Applies resource creates and deletes from the table stream to the eventual counters",
+        )
+        self.consumer_function.add_event_source(
+            event_sources.DynamoEventSource(
+                table,
+                # Every record must be counted, so start from the oldest one still in the stream.
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=constants.STREAM_BATCH_SIZE,
+                filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in schema.STREAM_FILTER_PATTERNS],
+                report_batch_item_failures=True,
+                bisect_batch_on_error=constants.STREAM_BISECT_BATCH_ON_ERROR,
+                # Bounded, so a poison record cannot block its shard for the stream's 24 h retention;
+                # exhausted batches go to DLQ 1 and the redrive.
+                retry_attempts=constants.STREAM_MAX_RETRY_ATTEMPTS,
+                max_record_age=cdk.Duration.seconds(constants.STREAM_MAX_RECORD_AGE_SECONDS),
+                parallelization_factor=constants.STREAM_PARALLELIZATION_FACTOR,
+                on_failure=event_sources.SqsDlq(stream_failure_queue),
+            )
+        )
+        # The event source grants the stream read; the transactions need the table itself.
+        table.grant_read_write_data(self.consumer_function)

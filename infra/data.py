@@ -1,0 +1,37 @@
+"""The single DynamoDB table: accounts, eventual counters and resources, with its stream."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from functions.core import schema
+from infra import constants, settings
+
+
+class DataStore(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+
+        self.table = dynamodb.Table(
+            self,
+            constants.TABLE_ID,
+            partition_key=dynamodb.Attribute(name=schema.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            # The consumer needs both images: NEW to count creates, OLD/NEW to see soft deletes.
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=settings.removal_policy(self),
+        )
+        # Sparse: only resources with counting work left carry the bucket attribute, so a sweep
+        # reads pending work oldest first without scanning the table.
+        self.table.add_global_secondary_index(
+            index_name=schema.PENDING_INDEX_NAME,
+            partition_key=dynamodb.Attribute(name=schema.PENDING_BUCKET_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.PENDING_SINCE_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.INCLUDE,
+            non_key_attributes=list(schema.PENDING_PROJECTED_ATTRIBUTES),
+        )

@@ -1,0 +1,96 @@
+"""Where stream batches go when the consumer gives up, and the redrive that re-applies them.
+
+DLQ 1 receives the on-failure metadata of the stream event source; the redrive function re-reads
+that stream range and applies it. Messages the redrive cannot apply after a few receives land in
+DLQ 2, which is final and alarmed for operators.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import constants, settings
+from infra.python_function import python_function
+
+
+def _dead_letter_queue(
+    scope: Construct,
+    construct_id: str,
+    *,
+    visibility_timeout: cdk.Duration | None = None,
+    dead_letter_queue: sqs.DeadLetterQueue | None = None,
+) -> sqs.Queue:
+    return sqs.Queue(
+        scope,
+        construct_id,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        # The maximum: operators get two weeks to look at a failure before it is gone.
+        retention_period=cdk.Duration.days(constants.DLQ_RETENTION_DAYS),
+        visibility_timeout=visibility_timeout,
+        dead_letter_queue=dead_letter_queue,
+        removal_policy=settings.removal_policy(scope),
+    )
+
+
+class DeadLetters(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, code: lambda_.Code) -> None:
+        super().__init__(scope, construct_id)
+
+        self.final_queue = _dead_letter_queue(self, constants.DLQ2_ID)
+        self.stream_failure_queue = _dead_letter_queue(
+            self,
+            constants.DLQ1_ID,
+            visibility_timeout=cdk.Duration.seconds(
+                constants.DLQ1_VISIBILITY_TIMEOUT_FACTOR * constants.REDRIVE_TIMEOUT_SECONDS
+            ),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.final_queue, max_receive_count=constants.DLQ1_MAX_RECEIVE_COUNT
+            ),
+        )
+
+        self.redrive_function = python_function(
+            self,
+            constants.REDRIVE_FUNCTION_ID,
+            code=code,
+            handler=constants.REDRIVE_HANDLER,
+            table_name=table.table_name,
+            timeout_seconds=constants.REDRIVE_TIMEOUT_SECONDS,
+            memory_mb=constants.REDRIVE_MEMORY_MB,
+            description="Re-reads failed stream ranges from DLQ 1 and applies them to the counters",
+        )
+        self.redrive_function.add_event_source(
+            event_sources.SqsEventSource(
+                self.stream_failure_queue,
+                batch_size=constants.REDRIVE_BATCH_SIZE,
+                report_batch_item_failures=True,
+            )
+        )
+        table.grant_read_write_data(self.redrive_function)
+        # The redrive re-reads the stream range named in the failure metadata.
+        table.grant_stream_read(self.redrive_function)
+
+        self.final_queue_alarm = cloudwatch.Alarm(
+            self,
+            constants.DLQ2_ALARM_ID,
+            alarm_description=(
+                "Stream records the redrive could not apply reached the final dead-letter queue: "
+                "counters are not exact until an operator replays them"
+            ),
+            metric=self.final_queue.metric_approximate_number_of_messages_visible(
+                period=cdk.Duration.minutes(constants.DLQ2_ALARM_PERIOD_MINUTES),
+                statistic=cloudwatch.Stats.MAXIMUM,
+            ),
+            threshold=constants.DLQ2_ALARM_THRESHOLD,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            # SQS publishes no datapoints for an idle queue; silence is the healthy state.
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )

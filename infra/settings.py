@@ -1,0 +1,35 @@
+"""Deployment choices read from CDK context (`-c key=value` or cdk.json)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from infra import constants
+
+_REMOVAL_POLICIES = {
+    constants.REMOVAL_POLICY_RETAIN: cdk.RemovalPolicy.RETAIN,
+    constants.REMOVAL_POLICY_DESTROY: cdk.RemovalPolicy.DESTROY,
+}
+
+
+def removal_policy(scope: Construct) -> cdk.RemovalPolicy:
+    """What happens to stateful resources (table, queues, logs) when the stack is deleted.
+
+    Retain by default so deleting a stack never loses counters or dead letters; `destroy` is for
+    throw-away stacks (emulators, CI, experiments).
+    """
+    value = scope.node.try_get_context(constants.REMOVAL_POLICY_CONTEXT_KEY)
+    if value is None:
+        value = constants.DEFAULT_REMOVAL_POLICY
+    policy = _REMOVAL_POLICIES.get(str(value).strip().lower())
+    if policy is None:
+        allowed = ", ".join(f'"{name}"' for name in _REMOVAL_POLICIES)
+        raise ValueError(f'context "{constants.REMOVAL_POLICY_CONTEXT_KEY}" must be one of {allowed}, got {value!r}')
+    return policy
+
+
+def skip_bundling(scope: Construct) -> bool:
+    value = scope.node.try_get_context(constants.SKIP_BUNDLING_CONTEXT_KEY)
+    # CLI context values arrive as strings, cdk.json and App(context=...) values may be booleans.
+    return value is True or str(value).strip().lower() == "true"

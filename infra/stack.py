@@ -1,0 +1,69 @@
+"""The hybrid counter stack: data, dead letters, counting and API, wired together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from infra import constants, settings
+from infra.api import Api
+from infra.bundling import lambda_code
+from infra.counting import Counting
+from infra.data import DataStore
+from infra.dead_letters import DeadLetters
+
+
+class HybridCounterStack(cdk.Stack):
+    def __init__(self, scope: Construct, construct_id: str = constants.DEFAULT_STACK_NAME, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        if settings.skip_bundling(self):
+            # Must happen before any child exists (CDK refuses context changes after that); assets
+            # then point at the unbuilt source folder, which is fine for synth-only use.
+            self.node.set_context(constants.CDK_BUNDLING_STACKS_CONTEXT_KEY, [])
+
+        code = lambda_code()
+        data = DataStore(self, constants.DATA_CONSTRUCT_ID)
+        # Before counting: the consumer's on-failure destination is DLQ 1.
+        dead_letters = DeadLetters(self, constants.DEAD_LETTERS_CONSTRUCT_ID, table=data.table, code=code)
+        counting = Counting(
+            self,
+            constants.COUNTING_CONSTRUCT_ID,
+            table=data.table,
+            stream_failure_queue=dead_letters.stream_failure_queue,
+            code=code,
+        )
+        api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, code=code)
+
+        stream_arn = data.table.table_stream_arn
+        if stream_arn is None:  # the table is always created with a stream; this narrows the type
+            raise AssertionError("the table has no stream")
+
+        # Outputs live on the stack itself so their logical ids are exactly the constant names.
+        outputs = {
+            constants.OUTPUT_API_URL: (api.url, "Base URL of the HTTP API (stage included)"),
+            constants.OUTPUT_TABLE_NAME: (data.table.table_name, "DynamoDB table"),
+            constants.OUTPUT_STREAM_ARN: (stream_arn, "Stream read by the consumer, re-read by the redrive"),
+            constants.OUTPUT_DLQ1_URL: (
+                dead_letters.stream_failure_queue.queue_url,
+                "DLQ 1: failed stream batches, drained by the redrive function",
+            ),
+            constants.OUTPUT_DLQ1_ARN: (dead_letters.stream_failure_queue.queue_arn, "DLQ 1 ARN"),
+            constants.OUTPUT_DLQ2_URL: (
+                dead_letters.final_queue.queue_url,
+                "DLQ 2: batches the redrive could not apply; for operators",
+            ),
+            constants.OUTPUT_DLQ2_ARN: (dead_letters.final_queue.queue_arn, "DLQ 2 ARN"),
+            constants.OUTPUT_DLQ2_ALARM_NAME: (
+                dead_letters.final_queue_alarm.alarm_name,
+                "Alarm raised when DLQ 2 holds a message",
+            ),
+        }
+        for output_name, (value, description) in outputs.items():
+            cdk.CfnOutput(self, output_name, value=value, description=description)
+
+        self.data = data
+        self.dead_letters = dead_letters
+        self.counting = counting
+        self.api = api
