@@ -1,0 +1,80 @@
+"""Domain errors. The API maps each to one HTTP answer in one place (functions/api/errors.py)."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """An outcome the caller must hear about; `code` is the stable machine-readable name."""
+
+    code = "DomainError"
+
+
+class AccountNotFound(DomainError):
+    code = "AccountNotFound"
+
+    def __init__(self, account_id: str) -> None:
+        super().__init__(f"account {account_id!r} does not exist")
+
+
+class ResourceNotFound(DomainError):
+    code = "ResourceNotFound"
+
+    def __init__(self, account_id: str, resource_id: str) -> None:
+        super().__init__(f"resource {resource_id!r} does not exist in account {account_id!r}")
+
+
+class LimitExceeded(DomainError):
+    code = "LimitExceeded"
+
+    def __init__(self, account_id: str, limit: int) -> None:
+        super().__init__(f"account {account_id!r} has reached its limit of {limit} resources")
+        self.limit = limit
+
+
+class IdempotencyKeyMismatch(DomainError):
+    """The key was used before with a different request body."""
+
+    code = "IdempotencyKeyMismatch"
+
+    def __init__(self) -> None:
+        super().__init__("this Idempotency-Key was already used with a different request body")
+
+
+class IdempotencyKeyReused(DomainError):
+    """The resource this key created has since been deleted; replaying it would resurrect it."""
+
+    code = "IdempotencyKeyReused"
+
+    def __init__(self, resource_id: str) -> None:
+        super().__init__(
+            f"the resource {resource_id!r} created with this Idempotency-Key has been deleted; "
+            "use a new key to create another"
+        )
+
+
+class InvalidCursor(DomainError):
+    code = "InvalidCursor"
+
+    def __init__(self) -> None:
+        super().__init__("cursor is not one this API returned")
+
+
+class StoreUnavailable(Exception):
+    """DynamoDB did not complete a call after the adapter's retries (throttling, 5xx, network).
+
+    Not a DomainError: callers see a plain retryable 503, never DynamoDB's own error.
+    `may_have_landed` is False only when the write certainly did not happen (a 4xx such as
+    throttling, or a connection never made), so the caller may undo what preceded it.
+    """
+
+    def __init__(self, message: str, *, may_have_landed: bool) -> None:
+        super().__init__(message)
+        self.may_have_landed = may_have_landed
+
+
+class ResourceAlreadyExists(Exception):
+    """A conditional create found an item under the same key (returned for inspection)."""
+
+    def __init__(self, existing: object) -> None:
+        super().__init__("an item with this key already exists")
+        self.existing = existing

@@ -1,0 +1,81 @@
+"""Value objects of the domain. Plain dataclasses: no boto3, no HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+# Ids appear in keys and URLs: keep them to a safe alphabet and a bounded length.
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spaces
+
+# Namespace for ids derived from Idempotency-Key: the same key in the same account always names
+# the same resource, so the resource's conditional create is itself the idempotency check.
+_IDEMPOTENT_ID_NAMESPACE = uuid.UUID("6f3c5d1e-2a4b-4c8d-9e0f-1a2b3c4d5e6f")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """An account's limit and both counters, read together with strong consistency."""
+
+    account_id: str
+    limit: int
+    best_effort_net: int  # signed: a delete's decrement may land before its create's increment
+    eventual: int
+
+    @property
+    def best_effort(self) -> int:
+        return max(0, self.best_effort_net)
+
+    @property
+    def used(self) -> int:
+        return max(self.best_effort, self.eventual)
+
+    @property
+    def available(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+@dataclass(frozen=True)
+class NewResource:
+    """What a caller asks to create."""
+
+    name: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """Stable hash of the request body, to tell a replay from a different request."""
+        canonical = json.dumps(
+            {"name": self.name, "attributes": self.attributes}, sort_keys=True, separators=(",", ":")
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Resource:
+    account_id: str
+    resource_id: str
+    name: str
+    attributes: dict[str, Any]
+    created_at: str
+    request_fingerprint: str
+    request_token: str  # unique per create attempt: tells our own landed write from another's
+    deleted: bool = False
+    counter_processed: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Resource]
+    next_cursor: str | None
+
+
+def idempotent_resource_id(account_id: str, idempotency_key: str) -> str:
+    return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{account_id}\n{idempotency_key}"))
+
+
+def random_resource_id() -> str:
+    return str(uuid.uuid4())

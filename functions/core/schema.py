@@ -1,0 +1,51 @@
+"""Names of the single table's keys, items and index, shared by the functions and the stack.
+
+The stack imports this module too, so the table the functions expect and the table CDK deploys
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+
+ACCOUNT_PREFIX = "ACCOUNT#"
+ACCOUNT_SORT_KEY = "ACCOUNT"
+EVENTUAL_COUNTER_SORT_KEY = "COUNTER"
+RESOURCE_PREFIX = "RESOURCE#"
+
+# Sparse index holding only resources with counting work left to do (counter_processed=false or
+# deleted=true). Its partition key is spread over a fixed number of buckets so a sweep reads a
+# bounded set of partitions, oldest first, and never scans the table.
+PENDING_INDEX_NAME = "pending"
+PENDING_BUCKET_ATTRIBUTE = "pending_bucket"
+PENDING_SINCE_ATTRIBUTE = "pending_since"
+PENDING_BUCKET_COUNT = 16
+PENDING_PROJECTED_ATTRIBUTES = ("counter_processed", "deleted")
+
+# Environment variables every function reads at cold start.
+ENV_TABLE_NAME = "TABLE_NAME"
+
+# Resource attributes the counting flows depend on.
+COUNTER_PROCESSED_ATTRIBUTE = "counter_processed"
+DELETED_ATTRIBUTE = "deleted"
+
+# Lambda event filter patterns (OR-ed) for the stream consumer: only resource records that still
+# have counting work invoke it. The consumer checks the same conditions in code, because the
+# redrive path re-reads raw stream ranges that no filter has seen.
+STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
+    {
+        "eventName": ["INSERT", "MODIFY"],
+        "dynamodb": {
+            "Keys": {SORT_KEY: {"S": [{"prefix": RESOURCE_PREFIX}]}},
+            "NewImage": {COUNTER_PROCESSED_ATTRIBUTE: {"BOOL": [False]}},
+        },
+    },
+    {
+        "eventName": ["MODIFY"],
+        "dynamodb": {
+            "Keys": {SORT_KEY: {"S": [{"prefix": RESOURCE_PREFIX}]}},
+            "NewImage": {DELETED_ATTRIBUTE: {"BOOL": [True]}},
+        },
+    },
+)
