@@ -1,0 +1,470 @@
+"""DynamoDB adapters: every table call of the system lives here.
+
+`DynamoApiStore` implements the API's port (single-item writes only, never a transaction);
+`DynamoCountingStore` implements the consumer's port (transactions) and the sweep's reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.adapters.errors import call_at_most_once, error_code, unavailable
+from functions.core import keys, schema
+from functions.core.counting import (
+    COMMITTED,
+    GONE,
+    CancellationReason,
+    ConditionalDeleteResult,
+    ResourceState,
+    TransactionResult,
+    TransientStoreError,
+)
+from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.model import Page, Resource, Usage
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
+COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
+PENDING_BUCKET, PENDING_SINCE = schema.PENDING_BUCKET_ATTRIBUTE, schema.PENDING_SINCE_ATTRIBUTE
+CCF = "ConditionalCheckFailedException"
+
+# A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
+MAX_QUERY_PAGES_PER_LIST = 5
+
+
+def to_attributes(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _serializer.serialize(value) for name, value in values.items()}
+
+
+def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _plain(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def _key(pk: str, sk: str) -> dict[str, Any]:
+    return {PK: {"S": pk}, SK: {"S": sk}}
+
+
+def account_key(account_id: str) -> dict[str, Any]:
+    return _key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY)
+
+
+def counter_key(account_id: str) -> dict[str, Any]:
+    return _key(keys.account_pk(account_id), schema.EVENTUAL_COUNTER_SORT_KEY)
+
+
+def resource_key(account_id: str, resource_id: str) -> dict[str, Any]:
+    return _key(keys.account_pk(account_id), keys.resource_sk(resource_id))
+
+
+def resource_item(resource: Resource) -> dict[str, Any]:
+    return to_attributes(
+        {
+            PK: keys.account_pk(resource.account_id),
+            SK: keys.resource_sk(resource.resource_id),
+            "type": "resource",
+            "account_id": resource.account_id,
+            "resource_id": resource.resource_id,
+            "name": resource.name,
+            # JSON text keeps any JSON value exactly (DynamoDB maps reject floats and empty keys).
+            "attributes": json.dumps(resource.attributes, separators=(",", ":")),
+            "created_at": resource.created_at,
+            "request_fingerprint": resource.request_fingerprint,
+            "request_token": resource.request_token,
+            DELETED: resource.deleted,
+            COUNTER_PROCESSED: resource.counter_processed,
+            # In the sparse pending index until the consumer counts it.
+            PENDING_BUCKET: keys.pending_bucket(resource.account_id, resource.resource_id),
+            PENDING_SINCE: resource.created_at,
+        }
+    )
+
+
+def resource_from_item(item: Mapping[str, Any]) -> Resource:
+    values = from_attributes(item)
+    return Resource(
+        account_id=values["account_id"],
+        resource_id=values["resource_id"],
+        name=values["name"],
+        attributes=json.loads(values.get("attributes", "{}")),
+        created_at=values["created_at"],
+        request_fingerprint=values.get("request_fingerprint", ""),
+        request_token=values.get("request_token", ""),
+        deleted=bool(values.get(DELETED, False)),
+        counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
+    )
+
+
+def _condition_failed_item(error: ClientError) -> dict[str, Any] | None:
+    return error.response.get("Item")  # type: ignore[no-any-return]
+
+
+class DynamoApiStore:
+    """The API's storage. `client` has the SDK's standard retries; `at_most_once_client` has
+    none, for the writes whose duplicate would break an invariant (see adapters/errors.py)."""
+
+    def __init__(self, client: Any, at_most_once_client: Any, table_name: str) -> None:
+        self._client = client
+        self._once = at_most_once_client
+        self._table = table_name
+
+    # accounts ------------------------------------------------------------------------------
+
+    def put_account(self, account_id: str, limit: int, now: str) -> None:
+        self._call(
+            "put account",
+            self._client.update_item,
+            TableName=self._table,
+            Key=account_key(account_id),
+            UpdateExpression=(
+                "SET #limit = :limit, updated_at = :now, account_id = :id, #type = :type, "
+                "created_at = if_not_exists(created_at, :now), "
+                "best_effort = if_not_exists(best_effort, :zero), admitted = if_not_exists(admitted, :zero)"
+            ),
+            ExpressionAttributeNames={"#limit": "limit", "#type": "type"},
+            ExpressionAttributeValues=to_attributes(
+                {":limit": limit, ":now": now, ":id": account_id, ":type": "account", ":zero": 0}
+            ),
+        )
+
+    def read_usage(self, account_id: str) -> Usage | None:
+        wanted = [account_key(account_id), counter_key(account_id)]
+        found: dict[str, dict[str, Any]] = {}
+        for _ in range(4):  # BatchGetItem may leave keys unprocessed under load
+            response = self._call(
+                "read usage",
+                self._client.batch_get_item,
+                RequestItems={self._table: {"Keys": wanted, "ConsistentRead": True}},
+            )
+            for item in response.get("Responses", {}).get(self._table, []):
+                found[item[SK]["S"]] = from_attributes(item)
+            wanted = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+            if not wanted:
+                break
+        else:
+            raise StoreUnavailable("read usage: keys left unprocessed", may_have_landed=False)
+        account = found.get(schema.ACCOUNT_SORT_KEY)
+        if account is None:
+            return None
+        counter = found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})
+        return Usage(
+            account_id=account_id,
+            limit=int(account["limit"]),
+            best_effort_net=int(account.get("best_effort", 0)),
+            eventual=int(counter.get("count", 0)),
+        )
+
+    def reserve_slot(self, account_id: str) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression="ADD admitted :one",
+                ConditionExpression="attribute_exists(#limit) AND admitted < #limit",
+                ExpressionAttributeNames={"#limit": "limit"},
+                ExpressionAttributeValues={":one": {"N": "1"}},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("reserve slot", error) from error
+            if not _condition_failed_item(error):
+                raise AccountNotFound(account_id) from error
+            return False
+        except BotoCoreError as error:
+            raise unavailable("reserve slot", error) from error
+        return True
+
+    def release_slot(self, account_id: str) -> None:
+        def release() -> None:
+            try:
+                self._once.update_item(
+                    TableName=self._table,
+                    Key=account_key(account_id),
+                    UpdateExpression="ADD admitted :minus_one",
+                    ConditionExpression="admitted > :zero",
+                    ExpressionAttributeValues={":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
+                )
+            except ClientError as error:
+                if error_code(error) != CCF:  # already at zero: nothing held to release
+                    raise
+
+        call_at_most_once("release slot", release)
+
+    def increment_best_effort(self, account_id: str) -> None:
+        call_at_most_once(
+            "increment best-effort counter",
+            lambda: self._once.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression="ADD best_effort :one",
+                ExpressionAttributeValues={":one": {"N": "1"}},
+            ),
+        )
+
+    def decrement_best_effort(self, account_id: str) -> None:
+        # Signed on purpose: a decrement may land before the increment it cancels (a delete
+        # racing a create that is still in flight). Clamping at zero here would lose it, and the
+        # late increment would then overcount. Readers clamp instead (Usage.best_effort).
+        self._call(
+            "decrement best-effort counter",
+            self._client.update_item,
+            TableName=self._table,
+            Key=account_key(account_id),
+            UpdateExpression="ADD best_effort :minus_one",
+            ExpressionAttributeValues={":minus_one": {"N": "-1"}},
+        )
+
+    # resources ------------------------------------------------------------------------------
+
+    def put_resource(self, resource: Resource) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=resource_item(resource),
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": PK},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("create resource", error) from error
+            existing = resource_from_item(_condition_failed_item(error) or {})
+            if existing.request_token != resource.request_token:
+                raise ResourceAlreadyExists(existing) from error
+            # Our own write landed and the SDK retried it: that is success.
+        except BotoCoreError as error:
+            raise unavailable("create resource", error) from error
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        response = self._call(
+            "get resource",
+            self._client.get_item,
+            TableName=self._table,
+            Key=resource_key(account_id, resource_id),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return resource_from_item(item) if item else None
+
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=resource_key(account_id, resource_id),
+                UpdateExpression=(
+                    f"SET {DELETED} = :true, deleted_at = :now, delete_token = :token, "
+                    f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
+                ),
+                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":true": True,
+                        ":false": False,
+                        ":now": now,
+                        ":token": token,
+                        ":bucket": keys.pending_bucket(account_id, resource_id),
+                    }
+                ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("delete resource", error) from error
+            current = from_attributes(_condition_failed_item(error) or {})
+            return current.get("delete_token") == token  # our own landed write, retried
+        except BotoCoreError as error:
+            raise unavailable("delete resource", error) from error
+        return True
+
+    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+        start_key = _decode_cursor(account_id, cursor) if cursor else None
+        items: list[Resource] = []
+        for _ in range(MAX_QUERY_PAGES_PER_LIST):
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+                "FilterExpression": f"{DELETED} = :false",
+                "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
+                "ExpressionAttributeValues": to_attributes(
+                    {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX, ":false": False}
+                ),
+                "Limit": limit - len(items),
+                "ConsistentRead": True,
+            }
+            if start_key:
+                request["ExclusiveStartKey"] = start_key
+            response = self._call("list resources", self._client.query, **request)
+            items.extend(resource_from_item(item) for item in response.get("Items", []))
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key or len(items) >= limit:
+                break
+        return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
+
+    def _call(self, operation: str, method: Any, **request: Any) -> Any:
+        try:
+            return method(**request)
+        except (ClientError, BotoCoreError) as error:
+            raise unavailable(operation, error) from error
+
+
+def _encode_cursor(last_key: Mapping[str, Any]) -> str:
+    raw = json.dumps({"sk": last_key[SK]["S"]}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(account_id: str, cursor: str) -> dict[str, Any]:
+    """Only a resource sort key of this account can come back in: no key injection."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        sort_key = json.loads(raw)["sk"]
+    except (binascii.Error, ValueError, KeyError, TypeError) as error:
+        raise InvalidCursor() from error
+    if not isinstance(sort_key, str) or keys.resource_id_from_sk(sort_key) is None:
+        raise InvalidCursor()
+    return _key(keys.account_pk(account_id), sort_key)
+
+
+class DynamoCountingStore:
+    """The eventual counter's storage: one transaction per counting step, plus the sweep's reads."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def count_create(self, account_id: str, resource_id: str) -> TransactionResult:
+        return self._transact(
+            [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": resource_key(account_id, resource_id),
+                        "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
+                        "ConditionExpression": (
+                            f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false"
+                        ),
+                        "ExpressionAttributeNames": {"#pk": PK},
+                        "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
+                self._counter_update(account_id, +1),
+            ]
+        )
+
+    def remove_counted(self, account_id: str, resource_id: str) -> TransactionResult:
+        return self._transact(
+            [
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": resource_key(account_id, resource_id),
+                        "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :true",
+                        "ExpressionAttributeValues": to_attributes({":true": True}),
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
+                self._counter_update(account_id, -1),
+            ]
+        )
+
+    def remove_uncounted(self, account_id: str, resource_id: str) -> ConditionalDeleteResult:
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=resource_key(account_id, resource_id),
+                ConditionExpression=f"{DELETED} = :true AND {COUNTER_PROCESSED} = :false",
+                ExpressionAttributeValues=to_attributes({":true": True, ":false": False}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise TransientStoreError(f"remove uncounted: {error}") from error
+            return ConditionalDeleteResult(deleted=False, current=_state(_condition_failed_item(error)))
+        except BotoCoreError as error:
+            raise TransientStoreError(f"remove uncounted: {error}") from error
+        return ConditionalDeleteResult(deleted=True)
+
+    def pending_items(self, older_than: str | None) -> Iterator[dict[str, Any]]:
+        """Every resource in the sparse pending index, bucket by bucket, oldest first."""
+        for index in range(schema.PENDING_BUCKET_COUNT):
+            condition = "#bucket = :bucket"
+            values: dict[str, Any] = {":bucket": keys.pending_bucket_name(index)}
+            if older_than is not None:
+                condition += " AND #since < :cutoff"
+                values[":cutoff"] = older_than
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": schema.PENDING_INDEX_NAME,
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeNames": {"#bucket": PENDING_BUCKET, "#since": PENDING_SINCE}
+                if older_than is not None
+                else {"#bucket": PENDING_BUCKET},
+                "ExpressionAttributeValues": to_attributes(values),
+            }
+            while True:
+                try:
+                    response = self._client.query(**request)
+                except (ClientError, BotoCoreError) as error:
+                    raise TransientStoreError(f"query pending index: {error}") from error
+                yield from (from_attributes(item) for item in response.get("Items", []))
+                if "LastEvaluatedKey" not in response:
+                    break
+                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _counter_update(self, account_id: str, delta: int) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": counter_key(account_id),
+                "UpdateExpression": "ADD #count :delta SET account_id = :id",
+                "ExpressionAttributeNames": {"#count": "count"},
+                "ExpressionAttributeValues": to_attributes({":delta": delta, ":id": account_id}),
+            }
+        }
+
+    def _transact(self, actions: list[dict[str, Any]]) -> TransactionResult:
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise TransientStoreError(f"transaction failed: {error}") from error
+            reasons = error.response.get("CancellationReasons") or []
+            if len(reasons) != len(actions):
+                raise TransientStoreError("transaction cancelled without a reason per action") from error
+            return TransactionResult(
+                tuple(
+                    CancellationReason(code=str(reason.get("Code", "")), item=_state(reason.get("Item")))
+                    for reason in reasons
+                )
+            )
+        except BotoCoreError as error:
+            raise TransientStoreError(f"transaction failed: {error}") from error
+        return COMMITTED
+
+
+def _state(item: Mapping[str, Any] | None) -> ResourceState:
+    if not item:
+        return GONE
+    values = from_attributes(item)
+    return ResourceState(
+        exists=True,
+        deleted=bool(values.get(DELETED, False)),
+        counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
+    )

@@ -1,0 +1,82 @@
+"""The one place where domain errors and bad input become HTTP answers.
+
+Every error body is `{"error": {"code", "message"}}`. DynamoDB failures become a plain retryable
+503: its own error names (TransactionConflict, ThrottlingException, ...) never reach a caller.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from functions.api.models import ErrorDetail, ErrorResponse
+from functions.core.errors import (
+    AccountNotFound,
+    DomainError,
+    IdempotencyKeyMismatch,
+    IdempotencyKeyReused,
+    InvalidCursor,
+    LimitExceeded,
+    ResourceNotFound,
+    StoreUnavailable,
+)
+from functions.shared.observability import logger
+
+STATUS_OF: dict[type[DomainError], HTTPStatus] = {
+    AccountNotFound: HTTPStatus.NOT_FOUND,
+    ResourceNotFound: HTTPStatus.NOT_FOUND,
+    LimitExceeded: HTTPStatus.CONFLICT,
+    IdempotencyKeyReused: HTTPStatus.CONFLICT,
+    IdempotencyKeyMismatch: HTTPStatus.UNPROCESSABLE_ENTITY,
+    InvalidCursor: HTTPStatus.BAD_REQUEST,
+}
+
+RETRY_AFTER_SECONDS = "1"
+
+
+def error_response(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:
+    body = ErrorResponse(error=ErrorDetail(code=code, message=message))
+    return Response(
+        status_code=status.value,
+        content_type=content_types.APPLICATION_JSON,
+        body=body.model_dump_json(),
+        headers=headers,
+    )
+
+
+def describe_validation_errors(error: RequestValidationError) -> str:
+    parts = []
+    for detail in error.errors():
+        if detail.get("type") == "json_invalid":
+            parts.append("body: not valid JSON")
+            continue
+        location = ".".join(str(part) for part in detail.get("loc", ()) if part != "body") or "body"
+        parts.append(f"{location}: {detail.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def register(app: APIGatewayRestResolver) -> None:
+    @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
+    def domain_error(error: DomainError) -> Response[str]:
+        status = STATUS_OF.get(type(error), HTTPStatus.BAD_REQUEST)
+        return error_response(status, error.code, str(error))
+
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+    def invalid_request(error: RequestValidationError) -> Response[str]:
+        return error_response(HTTPStatus.BAD_REQUEST, "ValidationError", describe_validation_errors(error))
+
+    @app.exception_handler(StoreUnavailable)  # type: ignore[untyped-decorator]
+    def store_unavailable(error: StoreUnavailable) -> Response[str]:
+        logger.warning("store unavailable", extra={"reason": str(error)})
+        return error_response(
+            HTTPStatus.SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "the service is briefly unavailable; retry the request",
+            headers={"Retry-After": RETRY_AFTER_SECONDS},
+        )
+
+    @app.not_found
+    def route_not_found(_: Exception) -> Response[str]:
+        return error_response(HTTPStatus.NOT_FOUND, "RouteNotFound", "no such route")

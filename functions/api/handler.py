@@ -1,0 +1,143 @@
+"""API Lambda: REST proxy events in, the HTTP contract of SPEC section 4 out.
+
+Each route validates its input with typed models and calls one flow of functions.core.accounts.
+No transaction runs here; DynamoDB failures surface as a plain 503 (functions/api/errors.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.api import errors
+from functions.api.models import (
+    AccountView,
+    CreateResourceRequest,
+    PutAccountRequest,
+    ResourcePage,
+    ResourceView,
+)
+from functions.core import accounts
+from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource
+from functions.shared import clients
+from functions.shared.observability import logger, metrics, tracer
+
+MAX_BODY_BYTES = 64 * 1024
+DEFAULT_PAGE_SIZE = 25
+MAX_PAGE_SIZE = 100
+
+AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
+ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
+
+app = APIGatewayRestResolver(enable_validation=True)
+errors.register(app)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+    return Response(
+        status_code=status.value,
+        content_type=content_types.APPLICATION_JSON,
+        body=body.model_dump_json(),
+        headers=headers,
+    )
+
+
+@app.put("/accounts/<accountId>", summary="Create an account or change its limit")
+def put_account(accountId: AccountId, request: Annotated[PutAccountRequest, Body()]) -> AccountView:
+    usage = accounts.put_account(clients.api_store(), accountId, request.limit, now)
+    return AccountView.of(usage)
+
+
+@app.get("/accounts/<accountId>", summary="Read an account's limit and both counters")
+def get_account(accountId: AccountId) -> AccountView:
+    return AccountView.of(accounts.get_usage(clients.api_store(), accountId))
+
+
+@app.post(
+    "/accounts/<accountId>/resources",
+    summary="Create a resource if the account is below its limit",
+    responses={
+        201: {"description": "Created", "content": {"application/json": {"model": ResourceView}}},
+        200: {"description": "Replay of an earlier call with the same Idempotency-Key"},
+        409: {"description": "LimitExceeded, or the key's resource was deleted"},
+        422: {"description": "Idempotency-Key reused with a different body"},
+    },
+)
+def create_resource(
+    accountId: AccountId,
+    request: Annotated[CreateResourceRequest, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(pattern=IDEMPOTENCY_KEY_PATTERN, description="Retries with the same key never count twice."),
+    ] = None,
+) -> Response[str]:
+    created = accounts.create_resource(
+        clients.api_store(),
+        accountId,
+        NewResource(name=request.name, attributes=request.attributes),
+        idempotency_key,
+        now,
+    )
+    if created.replayed:
+        metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
+        return json_response(HTTPStatus.OK, ResourceView.of(created.resource))
+    metrics.add_metric(name="ResourcesCreated", unit=MetricUnit.Count, value=1)
+    location = f"/accounts/{accountId}/resources/{created.resource.resource_id}"
+    return json_response(HTTPStatus.CREATED, ResourceView.of(created.resource), {"Location": location})
+
+
+@app.get("/accounts/<accountId>/resources", summary="List live resources, newest pages by cursor")
+def list_resources(
+    accountId: AccountId,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> ResourcePage:
+    page = accounts.list_resources(clients.api_store(), accountId, limit, cursor)
+    return ResourcePage(items=[ResourceView.of(item) for item in page.items], nextCursor=page.next_cursor)
+
+
+@app.get("/accounts/<accountId>/resources/<resourceId>", summary="Read one live resource")
+def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
+    return ResourceView.of(accounts.get_resource(clients.api_store(), accountId, resourceId))
+
+
+@app.delete("/accounts/<accountId>/resources/<resourceId>", summary="Delete a resource")
+def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
+    accounts.delete_resource(clients.api_store(), accountId, resourceId, now)
+    metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
+    return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # Checked before routing: request validation would otherwise parse a huge body first.
+    if body_size(event) > MAX_BODY_BYTES:
+        too_large = errors.error_response(
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "PayloadTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
+        )
+        return {
+            "statusCode": too_large.status_code,
+            "headers": {"Content-Type": content_types.APPLICATION_JSON},
+            "body": too_large.body,
+            "isBase64Encoded": False,
+        }
+    return app.resolve(event, context)
+
+
+def body_size(event: dict[str, Any]) -> int:
+    body = event.get("body") or ""
+    size = len(body.encode())
+    return size * 3 // 4 if event.get("isBase64Encoded") else size

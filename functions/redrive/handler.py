@@ -1,0 +1,49 @@
+"""Redrive: turns each DLQ 1 message (a failed stream range) back into applied counting work.
+
+Each message is handled on its own; a message that cannot be completed is reported as failed, so
+SQS redelivers it after the visibility timeout and moves it to DLQ 2 after maxReceiveCount.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.core.redrive import parse_failure_message, redrive
+from functions.shared import clients
+from functions.shared.observability import logger, metrics, tracer
+
+# Each message stands alone: report every failed one, even when all fail, rather than erroring the
+# whole invocation, so SQS counts receives per message towards DLQ 2.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+@tracer.capture_method
+def redrive_message(record: SQSRecord) -> str:
+    batch = parse_failure_message(record.body)
+    store = clients.counting_store()
+    result = redrive(batch, clients.stream_reader(), store, store)
+    metrics.add_metric(name=f"Redriven{result.source.title()}", unit=MetricUnit.Count, value=1)
+    logger.info(
+        "range redriven",
+        extra={
+            "source": result.source,
+            "shard": batch.shard_id,
+            "start": batch.start_sequence_number,
+            "end": batch.end_sequence_number,
+            "outcomes": {k.value: v for k, v in result.report.outcomes.items()},
+        },
+    )
+    return result.source
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(event=event, record_handler=redrive_message, processor=processor, context=context)

@@ -1,0 +1,51 @@
+"""boto3 clients and adapters, built once per execution environment and reused across calls.
+
+Endpoints come from the standard AWS_ENDPOINT_URL variables, so the same code talks to AWS, to
+LocalStack or to the local emulator.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import boto3
+from botocore.config import Config
+
+from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore
+from functions.adapters.streams import DynamoStreamReader
+from functions.shared.config import Settings
+
+# Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
+_STANDARD = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=5)
+# No SDK retries: for writes that must not be applied twice (see functions/adapters/errors.py).
+_AT_MOST_ONCE = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2, read_timeout=5)
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+@lru_cache(maxsize=1)
+def api_store() -> DynamoApiStore:
+    return DynamoApiStore(
+        boto3.client("dynamodb", config=_STANDARD),
+        boto3.client("dynamodb", config=_AT_MOST_ONCE),
+        settings().table_name,
+    )
+
+
+@lru_cache(maxsize=1)
+def counting_store() -> DynamoCountingStore:
+    return DynamoCountingStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+
+
+@lru_cache(maxsize=1)
+def stream_reader() -> DynamoStreamReader:
+    return DynamoStreamReader(boto3.client("dynamodbstreams", config=_STANDARD))
+
+
+def reset() -> None:
+    """Forget cached clients (tests point them at a fresh emulator)."""
+    for cached in (settings, api_store, counting_store, stream_reader):
+        cached.cache_clear()

@@ -1,0 +1,50 @@
+"""Stream consumer: applies the eventual counter for a batch of resource records.
+
+The event source filters to resource records with counting work, reports failures per item
+(ReportBatchItemFailures), bisects on error and sends exhausted batches to DLQ 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.core.counting import BatchReport, process_stream_records
+from functions.shared import clients
+from functions.shared.batch import WholeBatchProcessor
+from functions.shared.observability import logger, metrics, tracer
+
+
+def sequence_number(record: DynamoDBRecord) -> str:
+    return str(record.dynamodb.sequence_number if record.dynamodb else "")
+
+
+processor = WholeBatchProcessor(event_type=EventType.DynamoDBStreams, item_id=sequence_number)
+
+
+def publish(report: BatchReport, prefix: str) -> None:
+    for outcome, count in report.outcomes.items():
+        metrics.add_metric(name=f"{prefix}{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
+
+
+@tracer.capture_method
+def apply_batch(records: Sequence[DynamoDBRecord]) -> list[str]:
+    report = process_stream_records(clients.counting_store(), [record.raw_event for record in records])
+    publish(report, "Records")
+    logger.info(
+        "batch applied", extra={"records": len(records), "outcomes": {k.value: v for k, v in report.outcomes.items()}}
+    )
+    return report.failed
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(event=event, record_handler=apply_batch, processor=processor, context=context)
