@@ -1,0 +1,80 @@
+"""Fixtures shared by the handler and integration tiers: one emulator process per session and a
+fresh table (from the synthesized template) per test."""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+
+from local.emulator import EmulatorProcess
+
+TEST_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
+    "POWERTOOLS_METRICS_NAMESPACE": "HybridCounterTests",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
+
+
+@pytest.fixture(scope="session")
+def emulator_url() -> Iterator[str]:
+    previous = {name: os.environ.get(name) for name in [*TEST_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
+    os.environ.update(TEST_ENVIRONMENT)
+    with EmulatorProcess() as emulator:
+        os.environ["AWS_ENDPOINT_URL"] = emulator.url
+        yield emulator.url
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@dataclass
+class System:
+    """Handles on the system under test: the real handlers over a table in the emulator."""
+
+    table: str
+    stream_arn: str
+    dynamodb: Any
+    streams: Any
+
+
+@pytest.fixture
+def system(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[System]:
+    from functions.shared import clients
+
+    urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
+    # A fresh default session per test: fault hooks registered by one test never leak into the next.
+    boto3.setup_default_session()
+    clients.reset()
+    table = f"counter-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("TABLE_NAME", table)
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb")
+    stream_arn = create_table(dynamodb, table)
+    yield System(table=table, stream_arn=stream_arn, dynamodb=dynamodb, streams=boto3.client("dynamodbstreams"))
+    clients.reset()
+
+
+TIER_OF_FOLDER = {"unit": "unit", "handler": "handler", "integration": "integration", "infra": "infra"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test carries the marker of its tier's folder, so `-m unit` selects a whole tier."""
+    for item in items:
+        folder = item.path.parent.name
+        if folder in TIER_OF_FOLDER:
+            item.add_marker(TIER_OF_FOLDER[folder])

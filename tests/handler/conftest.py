@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import System
+from tests.support.api_events import ApiClient
+from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
+from tests.support.truth import AccountTruth, assert_invariants, read_truth
+
+
+class Harness:
+    """The API, the stream and the consumer of one test's system, plus the truth about the table."""
+
+    def __init__(self, system: System) -> None:
+        from functions.api.handler import handler as api_handler
+        from functions.stream_consumer.handler import handler as consumer_handler
+
+        self.system = system
+        self.api = ApiClient(api_handler)
+        self.consumer = consumer_handler
+        self.tap = StreamTap(system.streams, system.stream_arn)
+
+    def deliver(self, records: list[dict]) -> list[str]:
+        """Invoke the consumer with these records; returns the sequence numbers it reported failed."""
+        return failed_sequence_numbers(deliver(self.consumer, records)) if records else []
+
+    def pump(self, rounds: int = 5) -> None:
+        """Deliver stream records until the stream is quiet (the consumer's own writes add more)."""
+        for _ in range(rounds):
+            records = self.tap.drain()
+            if not records:
+                return
+            assert self.deliver(records) == []
+        raise AssertionError(f"stream still busy after {rounds} rounds")
+
+    def truth(self, account_id: str) -> AccountTruth:
+        return read_truth(self.system.dynamodb, self.system.table).get(f"ACCOUNT#{account_id}", AccountTruth())
+
+    def check_invariants(self) -> None:
+        assert_invariants(self.system.dynamodb, self.system.table)
+
+
+@pytest.fixture
+def harness(system: System) -> Iterator[Harness]:
+    return Harness(system)

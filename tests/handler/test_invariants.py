@@ -1,0 +1,364 @@
+"""One test (or family) per invariant of SPEC section 3, each able to fail if the invariant broke.
+
+Races are lined up with barriers inside botocore hooks, never with sleeps. Concurrent callers
+call the same flows the handlers call (functions.core + the real adapters): a Lambda sandbox runs
+one invocation at a time, and Powertools' resolver is not meant to be shared between threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from functions.core import accounts
+from functions.core.counting import Outcome, process_stream_records
+from functions.core.errors import LimitExceeded
+from functions.core.model import NewResource
+from functions.shared import clients
+from tests.handler.conftest import Harness
+from tests.support import faults
+from tests.support.faults import expression
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def updates(fragment: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda params: fragment in expression(params)
+
+
+def run_together(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run `work(i)` on `count` threads at once; returns results or raised exceptions."""
+
+    def guarded(index: int) -> Any:
+        try:
+            return work(index)
+        except Exception as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(guarded, range(count)))
+
+
+def hold_until(parties: int, operation: str, matches: Callable[[dict[str, Any]], bool]) -> threading.Barrier:
+    """Make the first `parties` matching calls wait for each other just before they are sent."""
+    barrier = threading.Barrier(parties, timeout=20)
+    passed = [0]
+    lock = threading.Lock()
+
+    def wait(params: dict[str, Any]) -> None:
+        if not matches(params):
+            return
+        with lock:
+            if passed[0] >= parties:
+                return
+            passed[0] += 1
+        barrier.wait()
+
+    faults.before_call(operation, wait)
+    return barrier
+
+
+# --- Invariant 1: eventual exactness ------------------------------------------------------------
+
+
+def test_eventual_equals_processed_resources_at_every_step(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 10)
+    ids = [api.create("acme", f"r{i}").json()["resourceId"] for i in range(4)]
+    for one in harness.tap.drain():  # one record at a time, checking after each
+        assert harness.deliver([one]) == []
+        harness.check_invariants()
+    api.delete("acme", ids[0])
+    api.delete("acme", ids[1])
+    for one in harness.tap.drain():
+        assert harness.deliver([one]) == []
+        harness.check_invariants()
+    harness.pump()
+    truth = harness.truth("acme")
+    assert truth.eventual == truth.live == 2
+    assert truth.existing == 2  # soft-deleted resources were hard-deleted
+
+
+# --- Invariant 2: best-effort never overcounts -------------------------------------------------
+
+CREATE_WRITES = [
+    pytest.param("UpdateItem", "ADD admitted :one", id="after-reserve"),
+    pytest.param("PutItem", "", id="after-put"),
+    pytest.param("UpdateItem", "ADD best_effort :one", id="after-increment"),
+]
+DELETE_WRITES = [
+    pytest.param("UpdateItem", "ADD best_effort :minus_one", id="after-decrement"),
+    pytest.param("UpdateItem", "SET deleted = :true", id="after-soft-delete"),
+    pytest.param("UpdateItem", "ADD admitted :minus_one", id="after-release"),
+]
+
+
+@pytest.mark.parametrize(("operation", "fragment"), CREATE_WRITES)
+def test_create_crashing_after_any_write_never_overcounts(harness: Harness, operation: str, fragment: str) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    api.create("acme", "existing")
+    faults.crash_after(operation, updates(fragment))
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme", "vm", key="req-1")
+    harness.check_invariants()
+
+    retried = api.create("acme", "vm", key="req-1")  # the client retries with its key
+    assert retried.status in (200, 201)
+    harness.check_invariants()
+    harness.pump()
+    harness.check_invariants()
+    truth = harness.truth("acme")
+    assert truth.live == truth.eventual == 2  # the retry never created a second resource
+
+
+@pytest.mark.parametrize(("operation", "fragment"), CREATE_WRITES)
+def test_create_retried_without_a_key_creates_another_resource_and_never_overcounts(
+    harness: Harness, operation: str, fragment: str
+) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    faults.crash_after(operation, updates(fragment))
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme", "vm")
+    assert api.create("acme", "vm").status == 201
+    harness.pump()
+    harness.check_invariants()
+    truth = harness.truth("acme")
+    assert truth.eventual == truth.live  # one or two resources, each counted exactly once
+
+
+@pytest.mark.parametrize(("operation", "fragment"), DELETE_WRITES)
+def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, operation: str, fragment: str) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    keep = api.create("acme", "keep").json()["resourceId"]
+    doomed = api.create("acme", "doomed").json()["resourceId"]
+    harness.pump()
+    faults.crash_after(operation, updates(fragment))
+    with pytest.raises(faults.SimulatedCrash):
+        api.delete("acme", doomed)
+    harness.check_invariants()
+
+    assert api.delete("acme", doomed).status in (204, 404)  # the client retries
+    harness.check_invariants()
+    harness.pump()
+    truth = harness.truth("acme")
+    assert truth.live == truth.eventual == 1
+    assert api.request("GET", f"/accounts/acme/resources/{keep}").status == 200
+
+
+@pytest.mark.parametrize(("operation", "fragment"), CREATE_WRITES + DELETE_WRITES)
+def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, operation: str, fragment: str) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme", "vm").json()["resourceId"]
+    faults.time_out_after(operation, updates(fragment))
+    api.create("acme", "other")
+    api.delete("acme", resource_id)
+    harness.check_invariants()
+    harness.pump()
+    harness.check_invariants()
+
+
+def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness) -> None:
+    harness.api.put_account("acme", 5)
+    resource_id = harness.api.create("acme").json()["resourceId"]
+    hold_until(2, "UpdateItem", updates("ADD best_effort :minus_one"))
+    store = clients.api_store()
+    results = run_together(2, lambda _: accounts.delete_resource(store, "acme", resource_id, now))
+    assert sum(result is None for result in results) == 1  # one delete won, the other is a 404
+    harness.check_invariants()
+    assert harness.api.account("acme")["bestEffort"] == 0
+
+
+def test_delete_landing_before_the_create_counts_it_never_overcounts(harness: Harness) -> None:
+    """A delete that completes while its create is between the put and the increment.
+
+    The decrement lands before the increment it cancels. Stored clamped at zero it would be lost
+    and the late increment would leave best-effort at 1 with nothing live: it is stored signed."""
+    api = harness.api
+    api.put_account("acme", 5)
+    raced = []
+
+    def delete_first(params: dict[str, Any]) -> None:
+        if "ADD best_effort :one" in expression(params) and not raced:
+            page = api.request("GET", "/accounts/acme/resources").json()
+            raced.append(api.delete("acme", page["items"][0]["resourceId"]).status)
+
+    faults.before_call("UpdateItem", delete_first)
+    assert api.create("acme").status == 201
+    assert raced == [204]
+    harness.check_invariants()
+    assert api.account("acme")["bestEffort"] == 0
+    assert harness.truth("acme").live == 0
+
+
+def test_duplicate_deliveries_leave_best_effort_alone(harness: Harness) -> None:
+    harness.api.put_account("acme", 5)
+    harness.api.create("acme")
+    records = harness.tap.drain()
+    harness.deliver(records)
+    harness.deliver(records)
+    assert harness.api.account("acme")["bestEffort"] == 1
+    harness.check_invariants()
+
+
+# --- Invariant 3: at most once, at least once -------------------------------------------------
+
+
+def test_a_record_delivered_twice_counts_once(harness: Harness) -> None:
+    harness.api.put_account("acme", 5)
+    harness.api.create("acme")
+    records = harness.tap.drain()
+    assert harness.deliver(records) == []
+    assert harness.deliver(records) == []
+    assert harness.api.account("acme")["eventual"] == 1
+
+
+def test_a_record_delivered_twice_concurrently_counts_once(harness: Harness) -> None:
+    harness.api.put_account("acme", 5)
+    harness.api.create("acme")
+    records = harness.tap.drain()
+    hold_until(2, "TransactWriteItems", lambda _: True)  # both transactions in flight together
+    store = clients.counting_store()
+    reports = run_together(2, lambda _: process_stream_records(store, records))
+    assert sorted(report.outcomes[Outcome.APPLIED] for report in reports) == [0, 1]
+    assert sorted(report.outcomes[Outcome.ALREADY_DONE] for report in reports) == [0, 1]
+    assert harness.api.account("acme")["eventual"] == 1
+    harness.check_invariants()
+
+
+def test_an_insert_replayed_after_its_delete_was_processed_is_ignored(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    inserts = harness.tap.drain()
+    harness.deliver(inserts)
+    api.delete("acme", resource_id)
+    harness.pump()
+    assert harness.truth("acme").existing == 0
+    assert harness.deliver(inserts) == []  # late replay, as from DLQ 1
+    assert api.account("acme")["eventual"] == 0
+    harness.check_invariants()
+
+
+def test_a_delete_whose_create_was_never_counted_cancels_it(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    api.delete("acme", resource_id)
+    records = harness.tap.drain()
+    deletes = [r for r in records if r["eventName"] == "MODIFY"]
+    assert harness.deliver(deletes) == []  # the delete arrives first (out of order)
+    harness.check_invariants()
+    assert harness.truth("acme").existing == 0
+    assert harness.deliver(records) == []  # then everything, the INSERT included
+    assert api.account("acme")["eventual"] == 0
+    harness.check_invariants()
+
+
+def test_a_failed_record_is_reported_alone_and_counts_once_when_retried(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    api.create("acme", "first")
+    api.create("acme", "second")
+    records = [r for r in harness.tap.drain() if r["dynamodb"]["Keys"]["sk"]["S"].startswith("RESOURCE#")]
+    second = records[1]
+    second_id = second["dynamodb"]["Keys"]["sk"]["S"]
+    faults.answer_instead(
+        "TransactWriteItems",
+        lambda params: params["TransactItems"][0]["Update"]["Key"]["sk"]["S"] == second_id,
+        faults.transaction_cancelled("None", "TransactionConflict"),
+    )
+    assert harness.deliver(records) == [second["dynamodb"]["SequenceNumber"]]
+    assert api.account("acme")["eventual"] == 1
+    harness.check_invariants()
+    retry_from = records.index(second)  # Lambda retries from the lowest failed sequence number
+    assert harness.deliver(records[retry_from:]) == []
+    assert api.account("acme")["eventual"] == 2
+
+
+@pytest.mark.parametrize(
+    "codes",
+    [("TransactionConflict", "None"), ("None", "ThrottlingError"), ("None", "ProvisionedThroughputExceeded")],
+)
+def test_every_cancellation_but_our_own_condition_is_retried(harness: Harness, codes: tuple[str, str]) -> None:
+    harness.api.put_account("acme", 5)
+    harness.api.create("acme")
+    records = harness.tap.drain()
+    faults.answer_instead("TransactWriteItems", lambda _: True, faults.transaction_cancelled(*codes))
+    insert = next(r for r in records if r["eventName"] == "INSERT" and "RESOURCE#" in r["dynamodb"]["Keys"]["sk"]["S"])
+    with pytest.raises(Exception, match="All records failed processing"):
+        harness.deliver([insert])  # a batch whose every record failed is a function error (bisect)
+    assert harness.api.account("acme")["eventual"] == 0
+    assert harness.deliver([insert]) == []
+    assert harness.api.account("acme")["eventual"] == 1
+
+
+# --- Invariant 4: no new API errors ------------------------------------------------------------
+
+
+def test_the_api_path_never_runs_a_transaction(harness: Harness) -> None:
+    called: list[str] = []
+    for operation in ("TransactWriteItems", "TransactGetItems", "ExecuteTransaction"):
+        faults.before_call(operation, lambda _, name=operation: called.append(name))
+    api = harness.api
+    api.put_account("acme", 3)
+    ids = [api.create("acme", key=f"k{i}").json()["resourceId"] for i in range(3)]
+    api.create("acme", key="k0")
+    api.create("acme")  # 409
+    api.request("GET", "/accounts/acme/resources")
+    api.request("GET", f"/accounts/acme/resources/{ids[0]}")
+    api.delete("acme", ids[0])
+    api.account("acme")
+    assert called == []
+
+
+# --- Invariant 5: the limit holds under concurrency ---------------------------------------------
+
+
+@pytest.mark.parametrize(("limit", "existing", "racers"), [(5, 3, 8), (1, 0, 6)])
+def test_concurrent_creates_never_exceed_the_limit(harness: Harness, limit: int, existing: int, racers: int) -> None:
+    harness.api.put_account("acme", limit)
+    for _ in range(existing):
+        harness.api.create("acme")
+    # Every racer reads the counters before any of them writes: the paper's check alone would
+    # admit them all.
+    hold_until(racers, "BatchGetItem", lambda _: True)
+    store = clients.api_store()
+    results = run_together(
+        racers, lambda i: accounts.create_resource(store, "acme", NewResource(name=f"racer-{i}"), None, now)
+    )
+    admitted = [r for r in results if isinstance(r, accounts.Created)]
+    refused = [r for r in results if isinstance(r, LimitExceeded)]
+    assert len(admitted) == limit - existing
+    assert len(refused) == racers - len(admitted)
+    truth = harness.truth("acme")
+    assert truth.live == limit
+    harness.check_invariants()
+
+
+# --- Invariant 6: self-healing when an account empties -----------------------------------------
+
+
+def test_both_counters_return_to_zero_when_every_resource_is_deleted(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 10)
+    ids = [api.create("acme").json()["resourceId"] for _ in range(4)]
+    faults.crash_after("UpdateItem", updates("ADD best_effort :minus_one"))  # one delete decrements twice
+    with pytest.raises(faults.SimulatedCrash):
+        api.delete("acme", ids[0])
+    for resource_id in ids:
+        api.delete("acme", resource_id)
+    harness.pump()
+    account = api.account("acme")
+    assert (account["bestEffort"], account["eventual"], account["used"]) == (0, 0, 0)
+    harness.check_invariants()

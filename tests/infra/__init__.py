@@ -1,0 +1,1 @@
+"""CDK template, bundler and CLI tests."""

@@ -1,0 +1,387 @@
+"""The synthesized template carries the settings the counting design depends on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from functions.core import schema
+from infra import constants
+from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
+from infra.synth import synth_template_json, synthesize_stack_template
+
+pytestmark = pytest.mark.infra
+
+Resources = dict[str, dict[str, Any]]
+
+
+def resources_of_type(template_json: dict[str, Any], resource_type: str) -> Resources:
+    return {
+        logical_id: resource
+        for logical_id, resource in template_json["Resources"].items()
+        if resource["Type"] == resource_type
+    }
+
+
+def only(resources: Resources) -> tuple[str, dict[str, Any]]:
+    assert len(resources) == 1, f"expected exactly one match, got {sorted(resources)}"
+    return next(iter(resources.items()))
+
+
+def table(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return only(resources_of_type(template_json, "AWS::DynamoDB::Table"))
+
+
+def function_by_handler(template_json: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:
+    return only(
+        {
+            logical_id: resource
+            for logical_id, resource in resources_of_type(template_json, "AWS::Lambda::Function").items()
+            if resource["Properties"]["Handler"] == handler
+        }
+    )
+
+
+def queue_id_by_output(template_json: dict[str, Any], output_name: str) -> str:
+    # Queue URL outputs are {"Ref": <queue logical id>}: the outputs tell which queue is which.
+    return str(template_json["Outputs"][output_name]["Value"]["Ref"])
+
+
+def event_source_mapping_of(template_json: dict[str, Any], function_id: str) -> dict[str, Any]:
+    _, mapping = only(
+        {
+            logical_id: resource
+            for logical_id, resource in resources_of_type(template_json, "AWS::Lambda::EventSourceMapping").items()
+            if resource["Properties"]["FunctionName"] == {"Ref": function_id}
+        }
+    )
+    properties: dict[str, Any] = mapping["Properties"]
+    return properties
+
+
+# --- table -------------------------------------------------------------------------------------
+
+
+def test_table_keys_come_from_the_shared_schema(template_json: dict[str, Any]) -> None:
+    _, resource = table(template_json)
+    properties = resource["Properties"]
+    assert properties["KeySchema"] == [
+        {"AttributeName": schema.PARTITION_KEY, "KeyType": "HASH"},
+        {"AttributeName": schema.SORT_KEY, "KeyType": "RANGE"},
+    ]
+    attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
+    assert attribute_types[schema.PARTITION_KEY] == "S"
+    assert attribute_types[schema.SORT_KEY] == "S"
+
+
+def test_table_is_on_demand_with_stream_images_and_point_in_time_recovery(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "BillingMode": "PAY_PER_REQUEST",
+            "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        },
+    )
+
+
+def test_sparse_pending_index_matches_the_schema(template_json: dict[str, Any]) -> None:
+    _, resource = table(template_json)
+    properties = resource["Properties"]
+    (index,) = [gsi for gsi in properties["GlobalSecondaryIndexes"] if gsi["IndexName"] == schema.PENDING_INDEX_NAME]
+    assert index["KeySchema"] == [
+        {"AttributeName": schema.PENDING_BUCKET_ATTRIBUTE, "KeyType": "HASH"},
+        {"AttributeName": schema.PENDING_SINCE_ATTRIBUTE, "KeyType": "RANGE"},
+    ]
+    assert index["Projection"]["ProjectionType"] == "INCLUDE"
+    assert sorted(index["Projection"]["NonKeyAttributes"]) == sorted(schema.PENDING_PROJECTED_ATTRIBUTES)
+    attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
+    assert attribute_types[schema.PENDING_BUCKET_ATTRIBUTE] == "S"
+    assert attribute_types[schema.PENDING_SINCE_ATTRIBUTE] == "S"
+
+
+def test_stateful_resources_are_retained_by_default(template_json: dict[str, Any]) -> None:
+    _, resource = table(template_json)
+    assert resource["DeletionPolicy"] == "Retain"
+    assert resource["UpdateReplacePolicy"] == "Retain"
+    for queue in resources_of_type(template_json, "AWS::SQS::Queue").values():
+        assert queue["DeletionPolicy"] == "Retain"
+
+
+@pytest.mark.parametrize("value", ["destroy", "DESTROY"])
+def test_removal_policy_destroy_deletes_stateful_resources(value: str) -> None:
+    template_json = synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: value})
+    _, resource = table(template_json)
+    assert resource["DeletionPolicy"] == "Delete"
+    for stateful_type in ("AWS::SQS::Queue", "AWS::Logs::LogGroup"):
+        for stateful in resources_of_type(template_json, stateful_type).values():
+            assert stateful["DeletionPolicy"] == "Delete"
+
+
+def test_unknown_removal_policy_is_rejected_with_the_allowed_values() -> None:
+    with pytest.raises(ValueError, match=r'"retain", "destroy".*snapshot'):
+        synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: "snapshot"})
+
+
+# --- stream consumer ---------------------------------------------------------------------------
+
+
+def test_stream_event_source_settings(template_json: dict[str, Any]) -> None:
+    consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
+    table_id, _ = table(template_json)
+    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
+
+    mapping = event_source_mapping_of(template_json, consumer_id)
+
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["BatchSize"] == constants.STREAM_BATCH_SIZE == 100
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert mapping["MaximumRetryAttempts"] == constants.STREAM_MAX_RETRY_ATTEMPTS == 5
+    assert mapping["MaximumRecordAgeInSeconds"] == constants.STREAM_MAX_RECORD_AGE_SECONDS == 3600
+    assert mapping["ParallelizationFactor"] == 1
+    assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq1_id, "Arn"]}}}
+
+
+def test_stream_filters_are_the_schema_patterns(template_json: dict[str, Any]) -> None:
+    consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
+    mapping = event_source_mapping_of(template_json, consumer_id)
+
+    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+
+    # Round-trip through JSON on the expected side too: the schema may use tuples.
+    assert patterns == [json.loads(json.dumps(p)) for p in schema.STREAM_FILTER_PATTERNS]
+
+
+# --- dead letters and redrive ------------------------------------------------------------------
+
+
+def test_dlq1_redrives_to_dlq2_after_bounded_receives(template_json: dict[str, Any]) -> None:
+    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
+    dlq2_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ2_URL)
+    dlq1 = template_json["Resources"][dlq1_id]["Properties"]
+
+    assert dlq1["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq2_id, "Arn"]},
+        "maxReceiveCount": constants.DLQ1_MAX_RECEIVE_COUNT,
+    }
+    assert constants.DLQ1_MAX_RECEIVE_COUNT == 5
+
+
+def test_dlq1_visibility_covers_six_redrive_timeouts(template_json: dict[str, Any]) -> None:
+    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
+    _, redrive = function_by_handler(template_json, constants.REDRIVE_HANDLER)
+
+    visibility_timeout = template_json["Resources"][dlq1_id]["Properties"]["VisibilityTimeout"]
+
+    assert redrive["Properties"]["Timeout"] == constants.REDRIVE_TIMEOUT_SECONDS
+    assert visibility_timeout >= 6 * redrive["Properties"]["Timeout"]
+
+
+@pytest.mark.parametrize("output_name", [constants.OUTPUT_DLQ1_URL, constants.OUTPUT_DLQ2_URL])
+def test_dead_letter_queues_are_encrypted_and_kept_two_weeks(template_json: dict[str, Any], output_name: str) -> None:
+    queue = template_json["Resources"][queue_id_by_output(template_json, output_name)]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+    assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600 == 1209600
+
+
+@pytest.mark.parametrize("output_name", [constants.OUTPUT_DLQ1_URL, constants.OUTPUT_DLQ2_URL])
+def test_dead_letter_queues_refuse_plain_http(template_json: dict[str, Any], output_name: str) -> None:
+    queue_id = queue_id_by_output(template_json, output_name)
+    policies = [
+        policy["Properties"]
+        for policy in resources_of_type(template_json, "AWS::SQS::QueuePolicy").values()
+        if {"Ref": queue_id} in policy["Properties"]["Queues"]
+    ]
+    statements = [s for policy in policies for s in policy["PolicyDocument"]["Statement"]]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
+    )
+
+
+def test_alarm_fires_on_first_message_in_dlq2(template_json: dict[str, Any]) -> None:
+    dlq2_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ2_URL)
+    alarm_id, alarm = only(resources_of_type(template_json, "AWS::CloudWatch::Alarm"))
+    properties = alarm["Properties"]
+
+    assert template_json["Outputs"][constants.OUTPUT_DLQ2_ALARM_NAME]["Value"] == {"Ref": alarm_id}
+    assert properties["Namespace"] == "AWS/SQS"
+    assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert properties["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq2_id, "QueueName"]}}]
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["Threshold"] == 1
+    assert properties["EvaluationPeriods"] == 1
+    assert properties["DatapointsToAlarm"] == 1
+    assert properties["Period"] == 60
+    assert properties["TreatMissingData"] == "notBreaching"
+
+
+def test_redrive_consumes_dlq1_reporting_item_failures(template_json: dict[str, Any]) -> None:
+    redrive_id, _ = function_by_handler(template_json, constants.REDRIVE_HANDLER)
+    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
+
+    mapping = event_source_mapping_of(template_json, redrive_id)
+
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [dlq1_id, "Arn"]}
+    assert mapping["BatchSize"] == constants.REDRIVE_BATCH_SIZE
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+# --- functions ---------------------------------------------------------------------------------
+
+ALL_HANDLERS = (constants.API_HANDLER, constants.STREAM_CONSUMER_HANDLER, constants.REDRIVE_HANDLER)
+EXPECTED_TIMEOUTS = {
+    constants.API_HANDLER: 10,
+    constants.STREAM_CONSUMER_HANDLER: 30,
+    constants.REDRIVE_HANDLER: 60,
+}
+
+
+@pytest.mark.parametrize("handler", ALL_HANDLERS)
+def test_function_runtime_architecture_and_shared_settings(template_json: dict[str, Any], handler: str) -> None:
+    table_id, _ = table(template_json)
+    _, function = function_by_handler(template_json, handler)
+    properties = function["Properties"]
+
+    assert properties["Runtime"] == LAMBDA_RUNTIME.name == "python3.12"
+    assert properties["Architectures"] == [LAMBDA_ARCHITECTURE.name] == ["arm64"]
+    assert properties["Timeout"] == EXPECTED_TIMEOUTS[handler]
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+    assert properties["Environment"]["Variables"] == {
+        schema.ENV_TABLE_NAME: {"Ref": table_id},
+        "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
+        "POWERTOOLS_METRICS_NAMESPACE": "HybridCounter",
+        "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+    }
+    log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
+    assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_all_functions_share_one_code_asset(template_json: dict[str, Any]) -> None:
+    codes = {
+        json.dumps(function["Properties"]["Code"], sort_keys=True)
+        for function in resources_of_type(template_json, "AWS::Lambda::Function").values()
+    }
+    assert len(codes) == 1
+
+
+def test_no_log_retention_custom_resource(template: Template) -> None:
+    template.resource_count_is("Custom::LogRetention", 0)
+
+
+def iam_statements(template_json: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in resources_of_type(template_json, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_no_wildcard_dynamodb_actions(template_json: dict[str, Any]) -> None:
+    actions = [action for s in iam_statements(template_json) for action in as_list(s["Action"])]
+    dynamodb_actions = [a for a in actions if a.startswith("dynamodb:")]
+    assert dynamodb_actions, "the functions must be granted table access"
+    assert "*" not in actions
+    assert not [a for a in dynamodb_actions if "*" in a]
+
+
+def test_api_function_gets_table_access_but_not_stream_access(template_json: dict[str, Any]) -> None:
+    _, api = function_by_handler(template_json, constants.API_HANDLER)
+    api_role = api["Properties"]["Role"]["Fn::GetAtt"][0]
+    api_statements = [
+        s
+        for policy in resources_of_type(template_json, "AWS::IAM::Policy").values()
+        if {"Ref": api_role} in policy["Properties"]["Roles"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    api_actions = {a for s in api_statements for a in as_list(s["Action"])}
+    assert "dynamodb:DescribeStream" not in api_actions
+    assert "dynamodb:PutItem" in api_actions
+
+
+def test_api_proxies_every_route_to_the_api_function_on_stage_prod(template_json: dict[str, Any]) -> None:
+    api_function_id, _ = function_by_handler(template_json, constants.API_HANDLER)
+    methods = [m["Properties"] for m in resources_of_type(template_json, "AWS::ApiGateway::Method").values()]
+    proxy_resources = [
+        r["Properties"]["PathPart"] for r in resources_of_type(template_json, "AWS::ApiGateway::Resource").values()
+    ]
+    stages = [s["Properties"]["StageName"] for s in resources_of_type(template_json, "AWS::ApiGateway::Stage").values()]
+
+    assert stages == [constants.API_STAGE_NAME]
+    assert proxy_resources == ["{proxy+}"]
+    assert methods, "the root and the proxy resource need a method"
+    for method in methods:
+        assert method["HttpMethod"] == "ANY"
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        assert {"Fn::GetAtt": [api_function_id, "Arn"]} in method["Integration"]["Uri"]["Fn::Join"][1]
+
+
+def test_stack_owns_no_account_wide_api_gateway_role(template: Template) -> None:
+    template.resource_count_is("AWS::ApiGateway::Account", 0)
+
+
+# --- outputs and naming ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "output_name",
+    [
+        constants.OUTPUT_API_URL,
+        constants.OUTPUT_TABLE_NAME,
+        constants.OUTPUT_STREAM_ARN,
+        constants.OUTPUT_DLQ1_URL,
+        constants.OUTPUT_DLQ2_URL,
+    ],
+)
+def test_outputs_exist_under_their_constant_names(template_json: dict[str, Any], output_name: str) -> None:
+    assert output_name in template_json["Outputs"]
+
+
+def test_outputs_point_at_the_right_resources(template_json: dict[str, Any]) -> None:
+    table_id, _ = table(template_json)
+    outputs = template_json["Outputs"]
+    assert outputs[constants.OUTPUT_TABLE_NAME]["Value"] == {"Ref": table_id}
+    assert outputs[constants.OUTPUT_STREAM_ARN]["Value"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    api_url = json.dumps(outputs[constants.OUTPUT_API_URL]["Value"])
+    assert "execute-api" in api_url
+
+
+def test_synth_template_json_hands_out_independent_copies() -> None:
+    first = synth_template_json()
+    first["Resources"].clear()
+    assert synth_template_json()["Resources"]
+
+
+def test_stack_name_comes_from_context() -> None:
+    import app as cdk_app
+
+    assembly = cdk_app.build_app(
+        context={
+            constants.STACK_NAME_CONTEXT_KEY: "HybridCounterTest",
+            constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
+        }
+    ).synth()
+    assert [stack.stack_name for stack in assembly.stacks] == ["HybridCounterTest"]
+
+
+def test_redrive_may_read_the_table_stream(template_json: dict[str, Any]) -> None:
+    table_id, _ = table(template_json)
+    _, redrive = function_by_handler(template_json, constants.REDRIVE_HANDLER)
+    role_id = redrive["Properties"]["Role"]["Fn::GetAtt"][0]
+    stream_statements = [
+        s
+        for policy in resources_of_type(template_json, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Resource"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    ]
+    granted = {a for s in stream_statements for a in as_list(s["Action"])}
+    assert {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"} <= granted

@@ -1,0 +1,78 @@
+"""API Gateway REST proxy events (payload v1) built as API Gateway builds them, and a tiny client."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from tests.support.lambda_context import FakeLambdaContext
+
+
+def proxy_event(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
+    text = body if isinstance(body, str) or body is None else json.dumps(body)
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    return {
+        "resource": "/{proxy+}",
+        "path": parts.path,
+        "httpMethod": method,
+        "headers": headers,
+        "multiValueHeaders": {name: [value] for name, value in headers.items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": {"proxy": parts.path.lstrip("/")},
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method,
+            "path": f"/prod{parts.path}",
+            "stage": "prod",
+            "requestId": "test-request",
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": text,
+        "isBase64Encoded": False,
+    }
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    headers: dict[str, str]
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text) if self.text else None
+
+
+class ApiClient:
+    """Calls the api handler in-process with proxy events, like API Gateway would."""
+
+    def __init__(self, handler: Any) -> None:
+        self._handler = handler
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> ApiResponse:
+        result = self._handler(proxy_event(method, url, body, headers), FakeLambdaContext(function_name="api"))
+        merged = {k: v[-1] for k, v in (result.get("multiValueHeaders") or {}).items()}
+        merged.update(result.get("headers") or {})
+        return ApiResponse(result["statusCode"], merged, result.get("body") or "")
+
+    def put_account(self, account_id: str, limit: int) -> ApiResponse:
+        return self.request("PUT", f"/accounts/{account_id}", {"limit": limit})
+
+    def account(self, account_id: str) -> dict[str, Any]:
+        response = self.request("GET", f"/accounts/{account_id}")
+        assert response.status == 200, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+    def create(self, account_id: str, name: str = "r", key: str | None = None, **attributes: Any) -> ApiResponse:
+        headers = {"Idempotency-Key": key} if key else None
+        return self.request(
+            "POST", f"/accounts/{account_id}/resources", {"name": name, "attributes": attributes}, headers
+        )
+
+    def delete(self, account_id: str, resource_id: str) -> ApiResponse:
+        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")

@@ -1,0 +1,133 @@
+"""Failure injection through botocore's event hooks, on the clients the handlers really use.
+
+Hooks are registered on boto3's default session and the handlers' cached clients are dropped, so
+every client they build next carries them. Matching is on the API parameters of the call.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ReadTimeoutError
+
+from functions.shared import clients
+
+Params = dict[str, Any]
+
+
+class SimulatedCrash(Exception):
+    """The function died right after a write landed (nothing in the system catches this)."""
+
+
+def lands_then(
+    error_factory: Callable[[], Exception],
+    service: str,
+    operation: str,
+    matches: Callable[[Params], bool],
+    times: int = 1,
+) -> None:
+    """After a matching call has landed, raise `error_factory()` to the caller, `times` times."""
+    events = _session_events()
+    remaining = [times]
+    lock = threading.Lock()
+
+    def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
+        context["fault_matches"] = matches(params)
+
+    def fail_after(context: dict[str, Any], **_: Any) -> None:
+        with lock:
+            if not context.get("fault_matches") or remaining[0] == 0:
+                return
+            remaining[0] -= 1
+        raise error_factory()
+
+    events.register(f"provide-client-params.{service}.{operation}", remember)
+    events.register(f"after-call.{service}.{operation}", fail_after)
+
+
+def crash_after(operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1) -> None:
+    lands_then(lambda: SimulatedCrash(f"crashed after {operation}"), "dynamodb", operation, matches, times)
+
+
+def time_out_after(operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1) -> None:
+    """The write lands but the answer never arrives: the ambiguous failure."""
+    lands_then(lambda: ReadTimeoutError(endpoint_url="emulator"), "dynamodb", operation, matches, times)
+
+
+class _RawBody:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+
+def answer_instead(
+    operation: str,
+    matches: Callable[[Params], bool],
+    error: dict[str, Any],
+    status: int = 400,
+    times: int = 1,
+    service: str = "dynamodb",
+) -> list[int]:
+    """Answer matching requests with an AWS error on the wire, without sending them (nothing lands).
+
+    Injected at `before-send`, below the SDK's retry loop, so the SDK retries it as it would a real
+    answer. `error` is the JSON body DynamoDB sends (`__type`, `message`, modeled fields). Returns a
+    one-item list counting the answers given.
+    """
+    events = _session_events()
+    given = [0]
+    lock = threading.Lock()
+
+    def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
+        context["fault_matches"] = matches(params)
+
+    def short_circuit(request: Any, **_: Any) -> Any:
+        if not request.context.get("fault_matches"):
+            return None
+        with lock:
+            if given[0] >= times:
+                return None
+            given[0] += 1
+        headers = {"x-amzn-RequestId": "injected", "Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, status, headers, _RawBody(json.dumps(error).encode()))
+
+    events.register(f"provide-client-params.{service}.{operation}", remember)
+    events.register(f"before-send.{service}.{operation}", short_circuit)
+    return given
+
+
+def dynamodb_error(code: str, message: str = "injected", **fields: Any) -> dict[str, Any]:
+    return {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message, **fields}
+
+
+def transaction_cancelled(*codes: str) -> dict[str, Any]:
+    """DynamoDB's TransactionCanceledException body, one reason per action, in action order."""
+    return dynamodb_error(
+        "TransactionCanceledException",
+        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]",
+        CancellationReasons=[{"Code": code} if code == "None" else {"Code": code, "Message": code} for code in codes],
+    )
+
+
+def before_call(operation: str, action: Callable[[Params], None], service: str = "dynamodb") -> None:
+    """Run `action(params)` just before each matching call is sent (to line up races)."""
+    events = _session_events()
+    events.register(f"provide-client-params.{service}.{operation}", lambda params, **_: action(params))
+
+
+def expression(params: Params) -> str:
+    return str(params.get("UpdateExpression", ""))
+
+
+def _session_events() -> Any:
+    clients.reset()  # clients copy the session's hooks when they are built
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    return boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]

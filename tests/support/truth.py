@@ -1,0 +1,59 @@
+"""The ground truth of the table, read from outside the system (a scan: fine in tests only)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from functions.adapters.dynamodb import from_attributes
+from functions.core import schema
+
+
+@dataclass
+class AccountTruth:
+    live: int = 0  # resources that exist and are not soft-deleted
+    processed: int = 0  # existing resources with counter_processed=true
+    existing: int = 0  # resource items of any state
+    best_effort_net: int = 0
+    admitted: int = 0
+    eventual: int = 0
+    limit: int = 0
+
+    @property
+    def best_effort(self) -> int:
+        return max(0, self.best_effort_net)
+
+
+def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
+    accounts: dict[str, AccountTruth] = defaultdict(AccountTruth)
+    request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = client.scan(**request)
+        for raw in page["Items"]:
+            item = from_attributes(raw)
+            truth = accounts[item[schema.PARTITION_KEY]]
+            sort_key = item[schema.SORT_KEY]
+            if sort_key == schema.ACCOUNT_SORT_KEY:
+                truth.best_effort_net = item.get("best_effort", 0)
+                truth.admitted = item.get("admitted", 0)
+                truth.limit = item["limit"]
+            elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
+                truth.eventual = item.get("count", 0)
+            elif sort_key.startswith(schema.RESOURCE_PREFIX):
+                truth.existing += 1
+                truth.live += not item[schema.DELETED_ATTRIBUTE]
+                truth.processed += bool(item[schema.COUNTER_PROCESSED_ATTRIBUTE])
+        if "LastEvaluatedKey" not in page:
+            return dict(accounts)
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def assert_invariants(client: Any, table: str) -> dict[str, AccountTruth]:
+    """The invariants that hold at every instant (SPEC section 3: 1, 2 and the admission bound)."""
+    accounts = read_truth(client, table)
+    for key, truth in accounts.items():
+        assert truth.eventual == truth.processed, f"{key}: eventual {truth.eventual} != processed {truth.processed}"
+        assert truth.best_effort <= truth.live, f"{key}: best-effort {truth.best_effort} > live {truth.live}"
+        assert truth.admitted >= truth.live, f"{key}: admitted {truth.admitted} < live {truth.live}"
+    return accounts

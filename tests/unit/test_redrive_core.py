@@ -1,0 +1,114 @@
+"""Parsing Lambda's on-failure record and choosing between the stream and the sweep."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from functions.core.counting import COMMITTED, CancellationReason, Outcome, TransactionResult
+from functions.core.redrive import (
+    InvalidFailureMessage,
+    RedriveIncomplete,
+    StreamBatchInfo,
+    StreamRecordsGone,
+    parse_failure_message,
+    redrive,
+)
+from tests.unit.test_counting import ScriptedStore, record
+
+STREAM_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-11-22T00:00:00.000"
+
+
+def aws_message(**overrides: Any) -> str:
+    """The shape Lambda sends to an SQS on-failure destination for a DynamoDB stream batch."""
+    info = {
+        "shardId": "shardId-00000001700000000000-abcdef12",
+        "startSequenceNumber": "100",
+        "endSequenceNumber": "102",
+        "approximateArrivalOfFirstRecord": "2026-11-22T00:00:00Z",
+        "approximateArrivalOfLastRecord": "2026-11-22T00:00:01Z",
+        "batchSize": 3,
+        "streamArn": STREAM_ARN,
+        **overrides,
+    }
+    return json.dumps(
+        {
+            "requestContext": {
+                "requestId": "316aa6d0-8154-4c1a-9af7-85d5f4a6bc81",
+                "functionArn": "arn:aws:lambda:us-east-1:000000000000:function:consumer",
+                "condition": "RetryAttemptsExhausted",
+                "approximateInvokeCount": 6,
+            },
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+            "version": "1.0",
+            "timestamp": "2026-11-22T00:00:05.000Z",
+            "DDBStreamBatchInfo": info,
+        }
+    )
+
+
+def test_parses_the_aws_on_failure_record() -> None:
+    assert parse_failure_message(aws_message()) == StreamBatchInfo(
+        STREAM_ARN, "shardId-00000001700000000000-abcdef12", "100", "102", 3
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        json.dumps({"Records": []}),
+        aws_message(startSequenceNumber="abc"),
+        aws_message(streamArn=""),
+        aws_message(startSequenceNumber="200", endSequenceNumber="100"),
+        aws_message(shardId=None),
+    ],
+)
+def test_rejects_anything_else(body: str) -> None:
+    with pytest.raises(InvalidFailureMessage):
+        parse_failure_message(body)
+
+
+class Reader:
+    def __init__(self, records: list[dict[str, Any]] | None) -> None:
+        self.records = records
+
+    def read_range(self, batch: StreamBatchInfo) -> list[dict[str, Any]]:
+        if self.records is None:
+            raise StreamRecordsGone("trimmed")
+        return self.records
+
+
+class Pending:
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+
+    def pending_items(self, older_than: str | None) -> list[dict[str, Any]]:
+        return self.items
+
+
+BATCH = parse_failure_message(aws_message())
+PENDING_ITEM = {"pk": "ACCOUNT#a1", "sk": "RESOURCE#r9", "counter_processed": False, "deleted": False}
+
+
+def test_replays_the_range_from_the_stream() -> None:
+    store = ScriptedStore(count_results=[COMMITTED])
+    result = redrive(BATCH, Reader([record("INSERT", counter_processed=False, deleted=False)]), store, Pending([]))
+    assert result.source == "stream"
+    assert result.report.outcomes[Outcome.APPLIED] == 1
+
+
+def test_falls_back_to_the_sweep_when_records_are_gone() -> None:
+    store = ScriptedStore(count_results=[COMMITTED])
+    result = redrive(BATCH, Reader(None), store, Pending([PENDING_ITEM]))
+    assert result.source == "sweep"
+    assert store.calls == ["count_create"]
+
+
+def test_any_failed_item_fails_the_message() -> None:
+    conflict = TransactionResult((CancellationReason("TransactionConflict"), CancellationReason("None")))
+    store = ScriptedStore(count_results=[conflict])
+    with pytest.raises(RedriveIncomplete):
+        redrive(BATCH, Reader(None), store, Pending([PENDING_ITEM]))
