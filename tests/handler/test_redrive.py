@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import uuid
 from typing import Any
 
 import pytest
 
 from tests.handler.conftest import Harness
 from tests.support import faults
+from tests.support.failure_messages import on_failure_message
 from tests.support.lambda_context import FakeLambdaContext
-
-
-def on_failure_message(records: list[dict[str, Any]], shard_id: str, stream_arn: str) -> str:
-    """What Lambda sends to the on-failure destination when a batch exhausts its retries."""
-    return json.dumps(
-        {
-            "requestContext": {
-                "requestId": str(uuid.uuid4()),
-                "functionArn": "arn:aws:lambda:us-east-1:000000000000:function:consumer",
-                "condition": "RetryAttemptsExhausted",
-                "approximateInvokeCount": 6,
-            },
-            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-            "version": "1.0",
-            "timestamp": "2026-11-22T00:00:05.000Z",
-            "DDBStreamBatchInfo": {
-                "shardId": shard_id,
-                "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
-                "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"],
-                "approximateArrivalOfFirstRecord": "2026-11-22T00:00:00Z",
-                "approximateArrivalOfLastRecord": "2026-11-22T00:00:01Z",
-                "batchSize": len(records),
-                "streamArn": stream_arn,
-            },
-        }
-    )
 
 
 def sqs_event(*bodies: str) -> dict[str, Any]:
@@ -78,7 +51,13 @@ def failed_range(harness: Harness) -> str:
     for index in range(3):
         harness.api.create("acme", f"r{index}")
     records = harness.tap.drain()
-    return on_failure_message(records, shard_of(harness), harness.system.stream_arn)
+    return on_failure_message(
+        harness.system.stream_arn,
+        shard_of(harness),
+        records[0]["dynamodb"]["SequenceNumber"],
+        records[-1]["dynamodb"]["SequenceNumber"],
+        len(records),
+    )
 
 
 def test_redrive_rereads_the_range_and_counts_each_record_once(harness: Harness, failed_range: str) -> None:

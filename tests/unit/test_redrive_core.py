@@ -16,37 +16,14 @@ from functions.core.redrive import (
     parse_failure_message,
     redrive,
 )
+from tests.support.failure_messages import on_failure_message
 from tests.unit.test_counting import ScriptedStore, record
 
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-11-22T00:00:00.000"
 
 
 def aws_message(**overrides: Any) -> str:
-    """The shape Lambda sends to an SQS on-failure destination for a DynamoDB stream batch."""
-    info = {
-        "shardId": "shardId-00000001700000000000-abcdef12",
-        "startSequenceNumber": "100",
-        "endSequenceNumber": "102",
-        "approximateArrivalOfFirstRecord": "2026-11-22T00:00:00Z",
-        "approximateArrivalOfLastRecord": "2026-11-22T00:00:01Z",
-        "batchSize": 3,
-        "streamArn": STREAM_ARN,
-        **overrides,
-    }
-    return json.dumps(
-        {
-            "requestContext": {
-                "requestId": "316aa6d0-8154-4c1a-9af7-85d5f4a6bc81",
-                "functionArn": "arn:aws:lambda:us-east-1:000000000000:function:consumer",
-                "condition": "RetryAttemptsExhausted",
-                "approximateInvokeCount": 6,
-            },
-            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-            "version": "1.0",
-            "timestamp": "2026-11-22T00:00:05.000Z",
-            "DDBStreamBatchInfo": info,
-        }
-    )
+    return on_failure_message(STREAM_ARN, "shardId-00000001700000000000-abcdef12", "100", "102", 3, **overrides)
 
 
 def test_parses_the_aws_on_failure_record() -> None:
