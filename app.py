@@ -2,6 +2,7 @@
 """CDK entry point: `npx cdk synth` / `npx cdk deploy` run this through cdk.json.
 
 Context keys: `stackName` (default HybridCounter), `removalPolicy` (retain | destroy),
+`architecture` (arm64 | x86_64: the functions' CPU and the wheels bundled for it),
 `skipBundling` (true: synthesize without building the Lambda package, no network needed).
 """
 

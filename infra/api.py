@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import constants
+from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
 
 class Api(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, code: lambda_.Code) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
         super().__init__(scope, construct_id)
 
         self.function = python_function(
             self,
             constants.API_FUNCTION_ID,
-            code=code,
+            package=package,
             handler=constants.API_HANDLER,
             table_name=table.table_name,
             timeout_seconds=constants.API_TIMEOUT_SECONDS,

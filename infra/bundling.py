@@ -5,6 +5,10 @@ and import `functions.core...`) with the third-party dependencies of functions/r
 installed beside it. Dependencies are downloaded as wheels for the Lambda runtime's Python version
 and CPU architecture, never the developer machine's: a wheel with a C extension (pydantic_core)
 built for x86_64 / CPython 3.11 would fail to import in the arm64 / Python 3.12 runtime.
+
+The architecture is a deployment choice (context `architecture`, see `infra.settings.architecture`).
+`lambda_package` pairs the asset with the architecture it was built for, and the functions take
+both from that pair, so a function never runs wheels built for another machine.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,10 +29,9 @@ FUNCTIONS_PACKAGE: Final = "functions"
 FUNCTIONS_DIR: Final = REPO_ROOT / FUNCTIONS_PACKAGE
 REQUIREMENTS_FILE: Final = FUNCTIONS_DIR / "requirements.txt"
 
-# The runtime and architecture are the single source of truth: the functions use them and the
-# pip target below is derived from them, so the package cannot be built for another platform.
+# The runtime is the single source of truth: the functions use it and the pip target below is
+# derived from it (and from the architecture the package is built for).
 LAMBDA_RUNTIME: Final = lambda_.Runtime.PYTHON_3_12
-LAMBDA_ARCHITECTURE: Final = lambda_.Architecture.ARM_64
 
 # Lambda architecture name -> machine name used in wheel platform tags.
 _WHEEL_MACHINE_BY_ARCHITECTURE: Final = {"arm64": "aarch64", "x86_64": "x86_64"}
@@ -59,15 +63,18 @@ def wheel_python_version(runtime: lambda_.Runtime = LAMBDA_RUNTIME) -> str:
     return runtime.name[len(prefix) :]
 
 
-def wheel_platforms(architecture: lambda_.Architecture = LAMBDA_ARCHITECTURE) -> tuple[str, ...]:
+def wheel_platforms(architecture: lambda_.Architecture) -> tuple[str, ...]:
     """Wheel platform tags that load on the Lambda runtime of this architecture."""
-    machine = _WHEEL_MACHINE_BY_ARCHITECTURE[architecture.name]
+    machine = _WHEEL_MACHINE_BY_ARCHITECTURE.get(architecture.name)
+    if machine is None:
+        allowed = ", ".join(f'"{name}"' for name in _WHEEL_MACHINE_BY_ARCHITECTURE)
+        raise ValueError(f"no wheel platform for Lambda architecture {architecture.name!r} (known: {allowed})")
     return tuple(f"{policy}_{machine}" for policy in _MANYLINUX_POLICIES)
 
 
-def pip_install_command(requirements: Path, target_dir: Path) -> list[str]:
+def pip_install_command(requirements: Path, target_dir: Path, architecture: lambda_.Architecture) -> list[str]:
     """pip command installing Lambda-platform wheels of `requirements` into `target_dir`."""
-    platform_args = [arg for platform in wheel_platforms() for arg in ("--platform", platform)]
+    platform_args = [arg for platform in wheel_platforms(architecture) for arg in ("--platform", platform)]
     return [
         sys.executable,
         "-m",
@@ -91,11 +98,26 @@ def pip_install_command(requirements: Path, target_dir: Path) -> list[str]:
     ]
 
 
+def bundling_environment(architecture: lambda_.Architecture) -> dict[str, str]:
+    """Recorded in the asset's bundling options, which its source hash covers (see `lambda_code`)."""
+    return {
+        "TARGET_PYTHON_VERSION": wheel_python_version(),
+        "TARGET_ARCHITECTURE": architecture.name,
+        "TARGET_PLATFORMS": ",".join(wheel_platforms(architecture)),
+    }
+
+
 @jsii.implements(cdk.ILocalBundling)
 class LocalPythonBundler:
     """Builds the package with the Python running the CDK app, so Docker is never needed."""
 
-    def __init__(self, functions_dir: Path = FUNCTIONS_DIR, requirements: Path = REQUIREMENTS_FILE) -> None:
+    def __init__(
+        self,
+        architecture: lambda_.Architecture,
+        functions_dir: Path = FUNCTIONS_DIR,
+        requirements: Path = REQUIREMENTS_FILE,
+    ) -> None:
+        self._architecture = architecture
         self._functions_dir = functions_dir
         self._requirements = requirements
 
@@ -113,31 +135,44 @@ class LocalPythonBundler:
             ignore=shutil.ignore_patterns(*EXCLUDED_PATTERNS),
         )
         completed = subprocess.run(
-            pip_install_command(self._requirements, output_dir),
+            pip_install_command(self._requirements, output_dir, self._architecture),
             capture_output=True,
             text=True,
             check=False,
         )
         if completed.returncode != 0:
             raise RuntimeError(
-                f"installing {self._requirements} for the Lambda runtime failed "
+                f"installing {self._requirements} for the Lambda runtime ({self._architecture.name}) failed "
                 f"(exit {completed.returncode}):\n{completed.stdout}{completed.stderr}"
             )
 
 
-def lambda_code(functions_dir: Path = FUNCTIONS_DIR) -> lambda_.Code:
-    """The asset shared by all functions of a stack (bind the same object to each function)."""
+def lambda_code(architecture: lambda_.Architecture, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.Code:
+    """The asset shared by all functions of a stack (bind the same object to each function).
+
+    Prefer `lambda_package`, which keeps the architecture the asset was built for next to it.
+    """
     return lambda_.Code.from_asset(
         str(functions_dir),
         exclude=[f"**/{pattern}" for pattern in EXCLUDED_PATTERNS],
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry(PLACEHOLDER_IMAGE),
-            local=LocalPythonBundler(functions_dir, functions_dir / REQUIREMENTS_FILE.name),
+            local=LocalPythonBundler(architecture, functions_dir, functions_dir / REQUIREMENTS_FILE.name),
             # Never read by a container; recorded so the source hash (which covers the bundling
             # options) changes when the target platform does.
-            environment={
-                "TARGET_PYTHON_VERSION": wheel_python_version(),
-                "TARGET_PLATFORMS": ",".join(wheel_platforms()),
-            },
+            environment=bundling_environment(architecture),
         ),
     )
+
+
+@dataclass(frozen=True)
+class LambdaPackage:
+    """The shared code asset and the one architecture its wheels were installed for."""
+
+    code: lambda_.Code
+    architecture: lambda_.Architecture
+
+
+def lambda_package(architecture: lambda_.Architecture, functions_dir: Path = FUNCTIONS_DIR) -> LambdaPackage:
+    """Build the asset for `architecture` once per stack; every function takes both from the result."""
+    return LambdaPackage(code=lambda_code(architecture, functions_dir), architecture=architecture)

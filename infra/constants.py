@@ -17,6 +17,12 @@ REMOVAL_POLICY_CONTEXT_KEY: Final = "removalPolicy"
 REMOVAL_POLICY_RETAIN: Final = "retain"
 REMOVAL_POLICY_DESTROY: Final = "destroy"
 DEFAULT_REMOVAL_POLICY: Final = REMOVAL_POLICY_RETAIN
+# CPU architecture of every function and of the wheels in their package (`-c architecture=x86_64`
+# for emulators such as LocalStack on x86_64 hosts); the values are Lambda's own names.
+ARCHITECTURE_CONTEXT_KEY: Final = "architecture"
+ARCHITECTURE_ARM64: Final = "arm64"
+ARCHITECTURE_X86_64: Final = "x86_64"
+DEFAULT_ARCHITECTURE: Final = ARCHITECTURE_ARM64
 # `-c skipBundling=true` synthesizes without building the Lambda package (no PyPI access needed).
 # The CLI always asks for bundling on synth/deploy and offers no switch to turn it off.
 SKIP_BUNDLING_CONTEXT_KEY: Final = "skipBundling"

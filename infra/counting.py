@@ -11,6 +11,7 @@ from constructs import Construct
 
 from functions.core import schema
 from infra import constants
+from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
 
@@ -22,14 +23,14 @@ class Counting(Construct):
         *,
         table: dynamodb.Table,
         stream_failure_queue: sqs.IQueue,
-        code: lambda_.Code,
+        package: LambdaPackage,
     ) -> None:
         super().__init__(scope, construct_id)
 
         self.consumer_function = python_function(
             self,
             constants.STREAM_CONSUMER_FUNCTION_ID,
-            code=code,
+            package=package,
             handler=constants.STREAM_CONSUMER_HANDLER,
             table_name=table.table_name,
             timeout_seconds=constants.STREAM_CONSUMER_TIMEOUT_SECONDS,

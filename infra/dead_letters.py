@@ -10,12 +10,12 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import constants, settings
+from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
 
@@ -40,7 +40,7 @@ def _dead_letter_queue(
 
 
 class DeadLetters(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, code: lambda_.Code) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
         super().__init__(scope, construct_id)
 
         self.final_queue = _dead_letter_queue(self, constants.DLQ2_ID)
@@ -58,7 +58,7 @@ class DeadLetters(Construct):
         self.redrive_function = python_function(
             self,
             constants.REDRIVE_FUNCTION_ID,
-            code=code,
+            package=package,
             handler=constants.REDRIVE_HANDLER,
             table_name=table.table_name,
             timeout_seconds=constants.REDRIVE_TIMEOUT_SECONDS,

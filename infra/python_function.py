@@ -11,14 +11,14 @@ from constructs import Construct
 
 from functions.core import schema
 from infra import constants, settings
-from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
+from infra.bundling import LAMBDA_RUNTIME, LambdaPackage
 
 
 def python_function(
     scope: Construct,
     construct_id: str,
     *,
-    code: lambda_.Code,
+    package: LambdaPackage,
     handler: str,
     table_name: str,
     timeout_seconds: int,
@@ -44,10 +44,11 @@ def python_function(
     return lambda_.Function(
         scope,
         construct_id,
-        code=code,
+        code=package.code,
         handler=handler,
         runtime=LAMBDA_RUNTIME,
-        architecture=LAMBDA_ARCHITECTURE,
+        # Always the architecture the package's wheels were installed for.
+        architecture=package.architecture,
         timeout=cdk.Duration.seconds(timeout_seconds),
         memory_size=memory_mb,
         tracing=lambda_.Tracing.ACTIVE,

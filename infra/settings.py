@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import constants
@@ -10,6 +11,10 @@ from infra import constants
 _REMOVAL_POLICIES = {
     constants.REMOVAL_POLICY_RETAIN: cdk.RemovalPolicy.RETAIN,
     constants.REMOVAL_POLICY_DESTROY: cdk.RemovalPolicy.DESTROY,
+}
+_ARCHITECTURES = {
+    constants.ARCHITECTURE_ARM64: lambda_.Architecture.ARM_64,
+    constants.ARCHITECTURE_X86_64: lambda_.Architecture.X86_64,
 }
 
 
@@ -27,6 +32,22 @@ def removal_policy(scope: Construct) -> cdk.RemovalPolicy:
         allowed = ", ".join(f'"{name}"' for name in _REMOVAL_POLICIES)
         raise ValueError(f'context "{constants.REMOVAL_POLICY_CONTEXT_KEY}" must be one of {allowed}, got {value!r}')
     return policy
+
+
+def architecture(scope: Construct) -> lambda_.Architecture:
+    """CPU architecture of the functions and of the wheels bundled for them.
+
+    arm64 by default (cheaper on AWS); `x86_64` for emulators that run functions on an x86_64 host
+    (LocalStack on most CI machines and PCs). Read once per stack, see `infra.bundling.lambda_package`.
+    """
+    value = scope.node.try_get_context(constants.ARCHITECTURE_CONTEXT_KEY)
+    if value is None:
+        value = constants.DEFAULT_ARCHITECTURE
+    chosen = _ARCHITECTURES.get(str(value).strip().lower())
+    if chosen is None:
+        allowed = ", ".join(f'"{name}"' for name in _ARCHITECTURES)
+        raise ValueError(f'context "{constants.ARCHITECTURE_CONTEXT_KEY}" must be one of {allowed}, got {value!r}')
+    return chosen
 
 
 def skip_bundling(scope: Construct) -> bool:

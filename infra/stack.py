@@ -9,7 +9,7 @@ from constructs import Construct
 
 from infra import constants, settings
 from infra.api import Api
-from infra.bundling import lambda_code
+from infra.bundling import lambda_package
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
@@ -23,18 +23,19 @@ class HybridCounterStack(cdk.Stack):
             # then point at the unbuilt source folder, which is fine for synth-only use.
             self.node.set_context(constants.CDK_BUNDLING_STACKS_CONTEXT_KEY, [])
 
-        code = lambda_code()
+        # Read once: the same architecture selects the wheels and is set on every function.
+        package = lambda_package(settings.architecture(self))
         data = DataStore(self, constants.DATA_CONSTRUCT_ID)
         # Before counting: the consumer's on-failure destination is DLQ 1.
-        dead_letters = DeadLetters(self, constants.DEAD_LETTERS_CONSTRUCT_ID, table=data.table, code=code)
+        dead_letters = DeadLetters(self, constants.DEAD_LETTERS_CONSTRUCT_ID, table=data.table, package=package)
         counting = Counting(
             self,
             constants.COUNTING_CONSTRUCT_ID,
             table=data.table,
             stream_failure_queue=dead_letters.stream_failure_queue,
-            code=code,
+            package=package,
         )
-        api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, code=code)
+        api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, package=package)
 
         stream_arn = data.table.table_stream_arn
         if stream_arn is None:  # the table is always created with a stream; this narrows the type

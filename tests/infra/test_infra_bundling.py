@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
-from infra import bundling
+from infra import bundling, constants
 from infra.synth import cdk_json_context
 
 pytestmark = pytest.mark.infra
@@ -19,8 +22,12 @@ def flag_values(command: list[str], flag: str) -> list[str]:
     return [command[i + 1] for i, arg in enumerate(command) if arg == flag]
 
 
+ARM_64 = lambda_.Architecture.ARM_64
+X86_64 = lambda_.Architecture.X86_64
+
+
 def test_pip_targets_the_lambda_python_and_architecture(tmp_path: Path) -> None:
-    command = bundling.pip_install_command(Path("requirements.txt"), tmp_path)
+    command = bundling.pip_install_command(Path("requirements.txt"), tmp_path, ARM_64)
 
     assert flag_values(command, "--python-version") == ["3.12"]
     assert flag_values(command, "--implementation") == ["cp"]
@@ -30,9 +37,92 @@ def test_pip_targets_the_lambda_python_and_architecture(tmp_path: Path) -> None:
     assert flag_values(command, "--target") == [str(tmp_path)]
 
 
+def test_pip_for_x86_64_asks_for_x86_64_wheels(tmp_path: Path) -> None:
+    command = bundling.pip_install_command(Path("requirements.txt"), tmp_path, X86_64)
+
+    assert flag_values(command, "--platform") == ["manylinux2014_x86_64", "manylinux_2_28_x86_64"]
+    assert not [arg for arg in command if "aarch64" in arg]
+    assert flag_values(command, "--python-version") == ["3.12"]
+    assert "--only-binary=:all:" in command
+
+
 def test_pip_target_follows_the_runtime_constants() -> None:
     assert bundling.wheel_python_version(lambda_.Runtime.PYTHON_3_13) == "3.13"
-    assert bundling.wheel_platforms(lambda_.Architecture.X86_64)[0] == "manylinux2014_x86_64"
+    assert bundling.wheel_platforms(X86_64) == ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
+    assert bundling.wheel_platforms(ARM_64) == ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+
+
+def test_unknown_architecture_has_no_wheel_platform() -> None:
+    with pytest.raises(ValueError, match="riscv64"):
+        bundling.wheel_platforms(lambda_.Architecture.custom("riscv64"))
+
+
+def test_bundling_environment_records_the_target_platform() -> None:
+    """The environment is part of the asset's bundling options, hence of its hash."""
+    arm = bundling.bundling_environment(ARM_64)
+    x86 = bundling.bundling_environment(X86_64)
+
+    assert arm["TARGET_PLATFORMS"] == "manylinux2014_aarch64,manylinux_2_28_aarch64"
+    assert x86["TARGET_PLATFORMS"] == "manylinux2014_x86_64,manylinux_2_28_x86_64"
+    assert (arm["TARGET_ARCHITECTURE"], x86["TARGET_ARCHITECTURE"]) == ("arm64", "x86_64")
+    assert arm["TARGET_PYTHON_VERSION"] == x86["TARGET_PYTHON_VERSION"] == "3.12"
+
+
+def test_lambda_package_keeps_the_architecture_it_was_built_for() -> None:
+    assert bundling.lambda_package(X86_64).architecture is X86_64
+
+
+def lambda_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+
+
+@pytest.fixture
+def pip_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Replaces the bundler's pip run (offline, instant) and records the commands it was given."""
+    commands: list[list[str]] = []
+
+    def fake_run(command: list[str], **_kwargs: Any) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(bundling, "subprocess", SimpleNamespace(run=fake_run))
+    return commands
+
+
+def synth_with_bundling(outdir: Path, architecture: str) -> dict[str, Any]:
+    import app as cdk_app
+
+    context = {**cdk_json_context(), constants.ARCHITECTURE_CONTEXT_KEY: architecture}
+    assembly = cdk_app.build_app(outdir=str(outdir), context=context).synth()
+    template: dict[str, Any] = assembly.get_stack_by_name(constants.DEFAULT_STACK_NAME).template
+    return template
+
+
+@pytest.mark.parametrize("architecture", [constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64])
+def test_synth_bundles_for_the_context_architecture(
+    tmp_path: Path, pip_commands: list[list[str]], architecture: str
+) -> None:
+    """Real synth and bundler callback with pip faked: the functions and the wheels agree."""
+    template = synth_with_bundling(tmp_path, architecture)
+
+    machine = {constants.ARCHITECTURE_ARM64: "aarch64", constants.ARCHITECTURE_X86_64: "x86_64"}[architecture]
+    (command,) = pip_commands  # one shared package, bundled once
+    assert flag_values(command, "--platform") == [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}"]
+    functions = lambda_functions(template)
+    assert len(functions) == 3
+    assert all(function["Architectures"] == [architecture] for function in functions)
+
+
+def test_asset_hash_depends_on_the_architecture(tmp_path: Path, pip_commands: list[list[str]]) -> None:
+    """Switching architecture must upload a new package, never reuse the other machine's wheels."""
+    asset_keys = {
+        architecture: {
+            f["Code"]["S3Key"] for f in lambda_functions(synth_with_bundling(tmp_path / architecture, architecture))
+        }
+        for architecture in (constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64)
+    }
+    assert all(len(keys) == 1 for keys in asset_keys.values()), asset_keys
+    assert asset_keys[constants.ARCHITECTURE_ARM64].isdisjoint(asset_keys[constants.ARCHITECTURE_X86_64])
 
 
 def test_non_python_runtime_is_rejected() -> None:

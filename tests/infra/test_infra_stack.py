@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from aws_cdk.assertions import Template
 
 from functions.core import schema
 from infra import constants
-from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
+from infra.bundling import LAMBDA_RUNTIME
 from infra.synth import synth_template_json, synthesize_stack_template
 
 pytestmark = pytest.mark.infra
@@ -248,7 +249,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
     properties = function["Properties"]
 
     assert properties["Runtime"] == LAMBDA_RUNTIME.name == "python3.12"
-    assert properties["Architectures"] == [LAMBDA_ARCHITECTURE.name] == ["arm64"]
+    assert properties["Architectures"] == [constants.DEFAULT_ARCHITECTURE] == ["arm64"]
     assert properties["Timeout"] == EXPECTED_TIMEOUTS[handler]
     assert properties["TracingConfig"] == {"Mode": "Active"}
     assert properties["Environment"]["Variables"] == {
@@ -259,6 +260,39 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def function_architectures(template_json: dict[str, Any]) -> dict[str, list[str]]:
+    functions = resources_of_type(template_json, "AWS::Lambda::Function")
+    assert len(functions) == len(ALL_HANDLERS)
+    return {logical_id: function["Properties"]["Architectures"] for logical_id, function in functions.items()}
+
+
+def test_all_functions_default_to_arm64(template_json: dict[str, Any]) -> None:
+    architectures = function_architectures(template_json)
+    assert set(map(tuple, architectures.values())) == {("arm64",)}, architectures
+
+
+@pytest.mark.parametrize("value", ["x86_64", " X86_64 "])
+def test_architecture_context_switches_every_function(value: str) -> None:
+    template_json = synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: value})
+    architectures = function_architectures(template_json)
+    assert set(map(tuple, architectures.values())) == {("x86_64",)}, architectures
+    # Only the architecture changes: still one runtime and one shared package.
+    functions = resources_of_type(template_json, "AWS::Lambda::Function").values()
+    assert {function["Properties"]["Runtime"] for function in functions} == {"python3.12"}
+    assert len({json.dumps(function["Properties"]["Code"], sort_keys=True) for function in functions}) == 1
+
+
+def test_explicit_arm64_context_matches_the_default(template_json: dict[str, Any]) -> None:
+    template_arm64 = synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: constants.ARCHITECTURE_ARM64})
+    assert function_architectures(template_arm64) == function_architectures(template_json)
+
+
+@pytest.mark.parametrize("value", ["amd64", "aarch64", "x86-64", ""])
+def test_unknown_architecture_is_rejected_with_the_allowed_values(value: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f'"architecture" must be one of "arm64", "x86_64", got {value!r}')):
+        synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: value})
 
 
 def test_all_functions_share_one_code_asset(template_json: dict[str, Any]) -> None:
