@@ -134,7 +134,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "body": too_large.body,
             "isBase64Encoded": False,
         }
-    return app.resolve(event, context)
+    return app.resolve(as_json_request(event), context)
+
+
+def as_json_request(event: dict[str, Any]) -> dict[str, Any]:
+    """The API speaks JSON only: read every body as JSON, whatever Content-Type the client sent
+    (curl's `-d` says form-urlencoded, which the resolver would otherwise parse as a form)."""
+    if not event.get("body"):
+        return event
+    headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
+    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+    headers["Content-Type"] = content_types.APPLICATION_JSON
+    multi["Content-Type"] = [content_types.APPLICATION_JSON]
+    return {**event, "headers": headers, "multiValueHeaders": multi}
 
 
 def body_size(event: dict[str, Any]) -> int:

@@ -202,3 +202,10 @@ def test_error_bodies_are_json_with_code_and_message(harness: Harness) -> None:
     assert json.loads(response.text) == {
         "error": {"code": "ResourceNotFound", "message": "resource 'nope' does not exist in account 'acme'"}
     }
+
+
+def test_bodies_are_read_as_json_whatever_the_content_type(harness: Harness) -> None:
+    form = {"Content-Type": "application/x-www-form-urlencoded"}  # what `curl -d` sends
+    response = harness.api.request("PUT", "/accounts/acme", {"limit": 2}, form)
+    assert response.status == 200, response.text
+    assert harness.api.request("POST", "/accounts/acme/resources", {"name": "vm"}, form).status == 201
