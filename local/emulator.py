@@ -2,8 +2,10 @@
 
 Real DynamoDB applies each request atomically. moto's threaded server does not: two requests can
 interleave inside its Python code (a conditional update checked by both before either writes, a
-failed transaction restoring a table copy over a concurrent write). Serializing requests gives
-the emulator DynamoDB's per-request atomicity, so a concurrency test fails only for our bugs.
+failed transaction restoring a table copy over a concurrent write). Serializing DynamoDB and
+DynamoDB Streams requests gives the emulator DynamoDB's per-request atomicity, so a concurrency
+test fails only for our bugs. Other services stay concurrent: an SQS long poll waits for messages
+that other requests must be able to send meanwhile.
 
 Run as a process: `python -m local.emulator --port 0` prints `READY http://127.0.0.1:PORT`.
 """
@@ -23,23 +25,82 @@ LOOPBACK = "127.0.0.1"
 READY_PREFIX = "READY "
 
 
+# JSON-protocol targets (X-Amz-Target header) of the services served one request at a time.
+SERIALIZED_TARGET_PREFIXES = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
+
+
 class SerializedApplication:
-    """WSGI wrapper that lets one request at a time into the wrapped application."""
+    """WSGI wrapper that lets one DynamoDB request at a time into the wrapped application."""
 
     def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
         self._application = application
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith(SERIALIZED_TARGET_PREFIXES):
+            return self._application(environ, start_response)
         with self._lock:
             # Materialize the body inside the lock: moto computes responses lazily in places.
             return list(self._application(environ, start_response))
+
+
+def leave_invocations_to_the_local_lambda_service() -> None:
+    """Stop moto from acting on event source mappings itself.
+
+    moto hands new stream records and queue messages to a mapped function on its own (which needs
+    Docker), and then drops the stream records and receives the messages, which raises their
+    receive counts. The local Lambda service is the only poller, as Lambda is on AWS. The mappings
+    stay listed by the Lambda API. Only the tables' and queues' private dispatch lists are emptied.
+    """
+    from moto.dynamodb.models.table import Table
+    from moto.sqs.models import Queue
+
+    no_dispatch = property(lambda _: {}, lambda _self, _value: None)
+    Table.lambda_event_source_mappings = no_dispatch  # type: ignore[assignment]
+    Queue.lambda_event_source_mappings = no_dispatch  # type: ignore[assignment]
+
+
+def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
+    """Roll a cancelled transaction back inside the table object that was there before it ran.
+
+    moto rolls back by putting a deep copy of each table in the place of the live one. That copy
+    has a stream shard of its own, so every shard iterator already handed out keeps reading the
+    dropped table and never sees another record. On AWS a cancelled transaction changes nothing,
+    and a stream reader never notices it. Here, the state moto restored is moved back into the
+    live table object, and stream records that the cancelled transaction added are removed.
+    """
+    from moto.dynamodb.models import DynamoDBBackend
+
+    original = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: Any) -> Any:
+        live_tables = dict(self.tables)
+        try:
+            return original(self, transact_items)
+        except Exception:
+            for name, live in live_tables.items():
+                restored = self.tables.get(name)
+                if restored is None or restored is live:
+                    continue
+                shard = live.stream_shard
+                live.__dict__.update(restored.__dict__)
+                if shard is not None and restored.stream_shard is not None:
+                    del shard.items[len(restored.stream_shard.items) :]
+                    shard.table = live
+                live.stream_shard = shard
+                self.tables[name] = live
+            raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
 def serve(port: int, on_ready: Callable[[str], None]) -> None:
     # Imported here so that importing this module (to launch the process) stays cheap.
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
+
+    leave_invocations_to_the_local_lambda_service()
+    keep_tables_in_place_when_a_transaction_rolls_back()
 
     application = SerializedApplication(DomainDispatcherApplication(create_backend_app))
     server = make_server(LOOPBACK, port, application, threaded=True)
