@@ -1,0 +1,108 @@
+"""`python -m local` (what `make run` starts): the whole system on one machine, no Docker, no AWS.
+
+An embedded emulator (or the one at --endpoint-url / AWS_ENDPOINT_URL), the synthesized CDK
+template deployed into it, and the local Lambda service running the deployed functions, with the
+API on http://127.0.0.1:3000 until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from infra import constants
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m local", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=3000, help="API port on 127.0.0.1 (default 3000)")
+    parser.add_argument(
+        "--endpoint-url",
+        default=os.environ.get("AWS_ENDPOINT_URL"),
+        help="use this AWS endpoint (LocalStack, an emulator already running) instead of starting one",
+    )
+    parser.add_argument("--stack-name", default=constants.DEFAULT_STACK_NAME)
+    parser.add_argument("--faults", help="JSON file of fault rules to inject (see local/faults.py)")
+    parser.add_argument(
+        "--sqs-retry-visibility",
+        type=int,
+        default=None,
+        help="seconds a failed DLQ message stays invisible (default: the queue's own visibility timeout)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    started = time.perf_counter()
+
+    from local.emulator import EmulatorProcess
+    from local.runtime import LocalRuntime, RuntimeSettings
+
+    emulator = None
+    endpoint = args.endpoint_url
+    if not endpoint:
+        emulator = EmulatorProcess()
+        endpoint = emulator.start()
+    faults: list[dict[str, Any]] = json.loads(open(args.faults).read()) if args.faults else []  # noqa: SIM115
+    runtime = LocalRuntime(
+        RuntimeSettings(
+            endpoint_url=endpoint,
+            stack_name=args.stack_name,
+            port=args.port,
+            faults=faults,
+            sqs_retry_visibility_seconds=args.sqs_retry_visibility,
+        )
+    )
+    try:
+        runtime.deploy_and_start()
+        print_summary(runtime, endpoint, emulator is not None, time.perf_counter() - started)
+        wait_for_interrupt()
+    finally:
+        print("shutting down...", flush=True)
+        runtime.stop()
+        if emulator is not None:
+            emulator.stop()
+    return 0
+
+
+def print_summary(runtime: Any, endpoint: str, embedded: bool, seconds: float) -> None:
+    outputs = runtime.outputs
+    print(
+        "\n".join(
+            [
+                "",
+                f"  API           {runtime.api_url}",
+                f"                try: curl -X PUT {runtime.api_url}/accounts/acme -d '{{\"limit\": 5}}'",
+                f"  emulator      {endpoint}{'  (embedded moto server)' if embedded else ''}",
+                f"  table         {outputs.get(constants.OUTPUT_TABLE_NAME)}",
+                f"  stream        {outputs.get(constants.OUTPUT_STREAM_ARN)}",
+                f"  DLQ 1         {outputs.get(constants.OUTPUT_DLQ1_URL)}",
+                f"  DLQ 2         {outputs.get(constants.OUTPUT_DLQ2_URL)}",
+                f"  function logs {runtime.settings.log_dir}",
+                f"  ready in {seconds:.1f} s; one line per invocation below; Ctrl-C stops everything",
+                "",
+            ]
+        ),
+        flush=True,
+    )
+
+
+def wait_for_interrupt() -> None:
+    stop = threading.Event()
+    for name in ("SIGINT", "SIGTERM"):
+        signal.signal(getattr(signal, name), lambda *_: stop.set())
+    stop.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

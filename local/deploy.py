@@ -1,0 +1,109 @@
+"""Deploys the synthesized CDK template into an emulator with CloudFormation, as `cdk deploy` would.
+
+The same template as the real deployment, so there is no second definition of the infrastructure.
+Beforehand, this module provides what CDK's bootstrap provides: the bootstrap version parameter,
+and the asset bucket holding each Lambda package.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from infra.bundling import EXCLUDED_PATTERNS, FUNCTIONS_DIR, FUNCTIONS_PACKAGE, REPO_ROOT
+
+BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+BOOTSTRAP_VERSION = "30"
+
+
+def synthesize() -> dict[str, Any]:
+    """The stack's template, synthesized in a child process.
+
+    CDK runs a Node process behind the Python app. Keeping it out of the long-running runtime means
+    Ctrl-C, which the terminal sends to the whole process group, has no Node process left here to
+    break on the way out.
+    """
+    script = (
+        "import json, sys; from infra.synth import synthesize_stack_template; "
+        "json.dump(synthesize_stack_template(), sys.stdout)"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"cdk synthesis failed:\n{completed.stderr}")
+    template: dict[str, Any] = json.loads(completed.stdout)
+    return template
+
+
+def package_functions(functions_dir: Path = FUNCTIONS_DIR) -> bytes:
+    """A zip of the functions package (the emulator stores the code; the local runtime runs it)."""
+    excluded_folders = {pattern for pattern in EXCLUDED_PATTERNS if "*" not in pattern}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(functions_dir.rglob("*.py")):
+            relative = path.relative_to(functions_dir)
+            if not excluded_folders & set(relative.parts):
+                archive.write(path, f"{FUNCTIONS_PACKAGE}/{relative}")
+    return buffer.getvalue()
+
+
+def _substitute(value: Any, account: str, region: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "Fn::Sub" in value:
+        return str(value["Fn::Sub"]).replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
+    raise ValueError(f"cannot resolve asset location {value!r}")
+
+
+def upload_assets(template: Mapping[str, Any], s3: Any, account: str, region: str) -> None:
+    package = package_functions()
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        code = resource["Properties"]["Code"]
+        bucket, key = _substitute(code["S3Bucket"], account, region), _substitute(code["S3Key"], account, region)
+        existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+        if bucket not in existing:
+            s3.create_bucket(Bucket=bucket)
+        s3.put_object(Bucket=bucket, Key=key, Body=package)
+
+
+def deploy(client: Callable[[str], Any], region: str, template: Mapping[str, Any], stack_name: str) -> dict[str, str]:
+    """Create the stack (or keep the one already there) and return its outputs."""
+    cloudformation = client("cloudformation")
+    existing = _stack(cloudformation, stack_name)
+    if existing is None or existing["StackStatus"].endswith("_FAILED"):
+        ssm = client("ssm")
+        ssm.put_parameter(Name=BOOTSTRAP_VERSION_PARAMETER, Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True)
+        account = client("sts").get_caller_identity()["Account"]
+        upload_assets(template, client("s3"), account, region)
+        cloudformation.create_stack(
+            StackName=stack_name,
+            TemplateBody=json.dumps(template),
+            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+        )
+        cloudformation.get_waiter("stack_create_complete").wait(
+            StackName=stack_name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+        )
+        existing = _stack(cloudformation, stack_name)
+    assert existing is not None
+    return {output["OutputKey"]: output["OutputValue"] for output in existing.get("Outputs", [])}
+
+
+def _stack(cloudformation: Any, stack_name: str) -> dict[str, Any] | None:
+    try:
+        return dict(cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0])
+    except ClientError as error:
+        # CloudFormation has no error code of its own for a missing stack.
+        if error.response["Error"]["Code"] == "ValidationError" and "does not exist" in str(error):
+            return None
+        raise

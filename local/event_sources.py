@@ -1,0 +1,357 @@
+"""Event source mappings as the Lambda service runs them, driven by the deployed settings.
+
+DynamoDB stream sources poll every shard, filter, batch up to BatchSize and invoke. They honour
+the partial batch response (checkpoint at the lowest failed sequence number, retry from there),
+whole-batch errors, BisectBatchOnFunctionError (bisecting does not use up retries),
+MaximumRetryAttempts and MaximumRecordAgeInSeconds. Then they send the on-failure record to the
+destination queue, in AWS's metadata shape.
+
+SQS sources receive, invoke, delete what succeeded and leave the rest. The rest comes back after
+the visibility timeout, and the queue's redrive policy moves it on after maxReceiveCount.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from functions.adapters.streams import lambda_shaped
+from local.filters import matches_any, parse_filters
+from local.functions import FunctionPool, Invocation
+
+logger = logging.getLogger("local.runtime")
+
+Record = dict[str, Any]
+
+
+@dataclass
+class SourceStats:
+    invocations: int = 0
+    failed_invocations: int = 0
+    records_delivered: int = 0
+    sent_to_destination: int = 0
+    deleted_messages: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **counts: int) -> None:
+        with self.lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+
+def log_invocation(function: str, batch: int, invocation: Invocation, note: str = "") -> None:
+    outcome = "ok" if invocation.ok else f"error {invocation.error_type}"
+    logger.info("%-16s batch=%-3d %-28s %6.0f ms %s", function, batch, outcome, invocation.duration_ms, note)
+
+
+def _failed_ids(invocation: Invocation, valid_ids: Sequence[str]) -> list[str] | None:
+    """Ids reported in a partial batch response; None when the response is not a valid one,
+    which Lambda treats as a failure of the whole batch."""
+    payload = invocation.payload
+    if payload is None or payload == {}:
+        return []
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("batchItemFailures", []), list):
+        return None
+    ids = []
+    for failure in payload.get("batchItemFailures", []):
+        identifier = failure.get("itemIdentifier") if isinstance(failure, Mapping) else None
+        if not identifier or identifier not in valid_ids:
+            return None
+        ids.append(identifier)
+    return ids
+
+
+# --- DynamoDB streams ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamMapping:
+    uuid: str
+    stream_arn: str
+    function: FunctionPool
+    batch_size: int
+    starting_position: str
+    patterns: list[dict[str, Any]]
+    report_item_failures: bool
+    bisect: bool
+    max_retry_attempts: int  # -1: until the record expires
+    max_record_age_seconds: int  # -1: no limit beyond the stream's 24 h
+    on_failure_arn: str | None
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], function: FunctionPool) -> StreamMapping:
+        return cls(
+            uuid=mapping["UUID"],
+            stream_arn=mapping["EventSourceArn"],
+            function=function,
+            batch_size=int(mapping.get("BatchSize", 100)),
+            starting_position=mapping.get("StartingPosition", "TRIM_HORIZON"),
+            patterns=parse_filters(mapping.get("FilterCriteria")),
+            report_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
+            bisect=bool(mapping.get("BisectBatchOnFunctionError", False)),
+            max_retry_attempts=int(mapping.get("MaximumRetryAttempts", -1)),
+            max_record_age_seconds=int(mapping.get("MaximumRecordAgeInSeconds", -1)),
+            on_failure_arn=(mapping.get("DestinationConfig") or {}).get("OnFailure", {}).get("Destination"),
+        )
+
+
+class StreamShardPoller:
+    """One shard of one mapping: batches go out one at a time, in order (ParallelizationFactor 1)."""
+
+    def __init__(
+        self,
+        mapping: StreamMapping,
+        shard_id: str,
+        streams: Any,
+        send_on_failure: Callable[[str, str], None],
+        stats: SourceStats,
+        stop: threading.Event,
+        poll_interval: float,
+        retry_delay: Callable[[int], float],
+    ) -> None:
+        self.mapping = mapping
+        self.shard_id = shard_id
+        self._streams = streams
+        self._send_on_failure = send_on_failure
+        self._stats = stats
+        self._stop = stop
+        self._poll_interval = poll_interval
+        self._retry_delay = retry_delay
+        self._pending: list[Record] = []
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        try:
+            iterator: str | None = self._streams.get_shard_iterator(
+                StreamArn=self.mapping.stream_arn,
+                ShardId=self.shard_id,
+                ShardIteratorType=self.mapping.starting_position,
+            )["ShardIterator"]
+            while not self._stop.is_set() and (iterator or self._pending):
+                if iterator and len(self._pending) < self.mapping.batch_size:
+                    response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+                    iterator = response.get("NextShardIterator")
+                    for raw in response.get("Records", []):
+                        record = lambda_shaped(raw, self.mapping.stream_arn)
+                        if matches_any(self.mapping.patterns, record):
+                            self._pending.append(record)
+                if not self._pending:
+                    self._stop.wait(self._poll_interval)
+                    continue
+                batch = self._pending[: self.mapping.batch_size]
+                del self._pending[: len(batch)]
+                self._deliver(batch, retries_used=0, invocations=0)
+        except Exception:
+            if not self._stop.is_set():
+                logger.exception("stream poller for %s stopped", self.shard_id)
+        finally:
+            self.finished.set()
+
+    def _deliver(self, batch: list[Record], retries_used: int, invocations: int) -> None:
+        """Invoke until the batch is done or discarded to the on-failure destination."""
+        while batch and not self._stop.is_set():
+            batch = self._drop_expired(batch, invocations)
+            if not batch:
+                return
+            invocation = self.mapping.function.invoke({"Records": batch})
+            invocations += 1
+            self._stats.add(invocations=1, records_delivered=len(batch), failed_invocations=int(not invocation.ok))
+            sequence_numbers = [record["dynamodb"]["SequenceNumber"] for record in batch]
+            failed = _failed_ids(invocation, sequence_numbers) if invocation.ok else None
+            if invocation.ok and not self.mapping.report_item_failures:
+                failed = []
+            log_invocation(self.mapping.function.function.short_name, len(batch), invocation, self._note(failed))
+            if failed == []:
+                return
+            if failed is None and self.mapping.bisect and len(batch) > 1:
+                half = len(batch) // 2
+                self._deliver(batch[:half], retries_used, invocations)
+                self._deliver(batch[half:], retries_used, invocations)
+                return
+            if failed:  # checkpoint at the lowest failed sequence number: what came before is done
+                lowest = min(failed, key=int)
+                batch = batch[sequence_numbers.index(lowest) :]
+            retries_used += 1
+            if 0 <= self.mapping.max_retry_attempts < retries_used:
+                self._discard(batch, "RetryAttemptsExhausted", invocations, function_error=failed is None)
+                return
+            self._stop.wait(self._retry_delay(retries_used))
+
+    def _drop_expired(self, batch: list[Record], invocations: int) -> list[Record]:
+        if self.mapping.max_record_age_seconds < 0:
+            return batch
+        oldest_allowed = time.time() - self.mapping.max_record_age_seconds
+        fresh = [r for r in batch if r["dynamodb"].get("ApproximateCreationDateTime", time.time()) >= oldest_allowed]
+        if len(fresh) < len(batch):
+            expired = [r for r in batch if r not in fresh]
+            self._discard(expired, "MaximumRecordAgeExceeded", invocations, function_error=False)
+        return fresh
+
+    def _discard(self, batch: list[Record], condition: str, invocations: int, function_error: bool) -> None:
+        if self.mapping.on_failure_arn is None:
+            logger.warning("discarding %d record(s) of %s: %s, no destination", len(batch), self.shard_id, condition)
+            return
+        message = on_failure_record(self.mapping, self.shard_id, batch, condition, invocations, function_error)
+        self._send_on_failure(self.mapping.on_failure_arn, message)
+        self._stats.add(sent_to_destination=1)
+        logger.info("%-16s sent %d record(s) to the on-failure destination: %s", "stream", len(batch), condition)
+
+    @staticmethod
+    def _note(failed: list[str] | None) -> str:
+        if failed is None:
+            return "(whole batch failed)"
+        return f"({len(failed)} item failure(s))" if failed else ""
+
+
+def on_failure_record(
+    mapping: StreamMapping,
+    shard_id: str,
+    batch: Sequence[Record],
+    condition: str,
+    invocations: int,
+    function_error: bool,
+) -> str:
+    """The metadata Lambda sends to an on-failure destination for a stream batch (no records)."""
+    first, last = batch[0]["dynamodb"], batch[-1]["dynamodb"]
+    response_context: dict[str, Any] = {"statusCode": 200, "executedVersion": "$LATEST"}
+    if function_error:
+        response_context["functionError"] = "Unhandled"
+    return json.dumps(
+        {
+            "requestContext": {
+                "requestId": str(uuid.uuid4()),
+                "functionArn": mapping.function.function.arn,
+                "condition": condition,
+                "approximateInvokeCount": invocations,
+            },
+            "responseContext": response_context,
+            "version": "1.0",
+            "timestamp": _iso(time.time(), milliseconds=True),
+            "DDBStreamBatchInfo": {
+                "shardId": shard_id,
+                "startSequenceNumber": first["SequenceNumber"],
+                "endSequenceNumber": last["SequenceNumber"],
+                "approximateArrivalOfFirstRecord": _iso(first.get("ApproximateCreationDateTime", time.time())),
+                "approximateArrivalOfLastRecord": _iso(last.get("ApproximateCreationDateTime", time.time())),
+                "batchSize": len(batch),
+                "streamArn": mapping.stream_arn,
+            },
+        }
+    )
+
+
+def _iso(epoch: float, milliseconds: bool = False) -> str:
+    moment = datetime.fromtimestamp(epoch, UTC)
+    return moment.isoformat(timespec="milliseconds" if milliseconds else "seconds").replace("+00:00", "Z")
+
+
+# --- SQS ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueMapping:
+    uuid: str
+    queue_arn: str
+    queue_url: str
+    function: FunctionPool
+    batch_size: int
+    report_item_failures: bool
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], function: FunctionPool, queue_url: str) -> QueueMapping:
+        return cls(
+            uuid=mapping["UUID"],
+            queue_arn=mapping["EventSourceArn"],
+            queue_url=queue_url,
+            function=function,
+            batch_size=int(mapping.get("BatchSize", 10)),
+            report_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
+        )
+
+
+class QueuePoller:
+    def __init__(
+        self,
+        mapping: QueueMapping,
+        sqs: Any,
+        stats: SourceStats,
+        stop: threading.Event,
+        retry_visibility_seconds: int | None,
+    ) -> None:
+        self.mapping = mapping
+        self._sqs = sqs
+        self._stats = stats
+        self._stop = stop
+        # None: failed messages wait out the queue's visibility timeout, as on AWS.
+        self._retry_visibility = retry_visibility_seconds
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._poll_once()
+            except Exception:
+                if self._stop.is_set():
+                    return
+                logger.exception("queue poller for %s failed; polling again", self.mapping.queue_arn)
+                self._stop.wait(1)
+
+    def _poll_once(self) -> None:
+        messages = self._sqs.receive_message(
+            QueueUrl=self.mapping.queue_url,
+            MaxNumberOfMessages=min(self.mapping.batch_size, 10),
+            WaitTimeSeconds=1,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return
+        event = {"Records": [self._record(message) for message in messages]}
+        invocation = self.mapping.function.invoke(event)
+        ids = [message["MessageId"] for message in messages]
+        failed = _failed_ids(invocation, ids) if invocation.ok else None
+        if invocation.ok and not self.mapping.report_item_failures:
+            failed = []
+        failed_set = set(ids) if failed is None else set(failed)
+        done = [m for m in messages if m["MessageId"] not in failed_set]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self.mapping.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            )
+        if self._retry_visibility is not None:
+            for message in messages:
+                if message["MessageId"] in failed_set:
+                    self._sqs.change_message_visibility(
+                        QueueUrl=self.mapping.queue_url,
+                        ReceiptHandle=message["ReceiptHandle"],
+                        VisibilityTimeout=self._retry_visibility,
+                    )
+        self._stats.add(
+            invocations=1,
+            failed_invocations=int(not invocation.ok),
+            records_delivered=len(messages),
+            deleted_messages=len(done),
+        )
+        note = f"({len(failed_set)} message(s) left for retry)" if failed_set else ""
+        log_invocation(self.mapping.function.function.short_name, len(messages), invocation, note)
+
+    def _record(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        region = self.mapping.queue_arn.split(":")[3]
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": message.get("MessageAttributes", {}),
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.mapping.queue_arn,
+            "awsRegion": region,
+        }

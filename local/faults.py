@@ -1,0 +1,108 @@
+"""Faults the local runtime injects inside its sandboxes, below the handler's code.
+
+A rule answers matching AWS calls with an AWS error instead of sending them (nothing lands),
+at botocore's `before-send`, so the SDK's own retries see it as a real answer:
+
+    {"functions": ["stream_consumer"], "operation": "TransactWriteItems",
+     "contains": "ACCOUNT#poison", "answer": "TransactionConflict"}
+
+`functions` names handler packages (api, stream_consumer, redrive; empty = all), `contains` is
+matched against the call's parameters as JSON, `answer` is one of ANSWERS.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import boto3
+from botocore.awsrequest import AWSResponse
+
+_TYPE = "com.amazonaws.dynamodb.v20120810#"
+
+ANSWERS: dict[str, tuple[int, dict[str, Any]]] = {
+    "TransactionConflict": (
+        400,
+        {
+            "__type": f"{_TYPE}TransactionCanceledException",
+            "message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+            "[TransactionConflict, None]",
+            "CancellationReasons": [
+                {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
+                {"Code": "None"},
+            ],
+        },
+    ),
+    "ThrottlingException": (400, {"__type": f"{_TYPE}ThrottlingException", "message": "Rate exceeded"}),
+    "InternalServerError": (500, {"__type": f"{_TYPE}InternalServerError", "message": "Internal server error"}),
+}
+
+
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+
+def install(rules: Sequence[Mapping[str, Any]], function: str) -> None:
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    events = boto3.DEFAULT_SESSION.events
+    for rule in rules:
+        if rule.get("functions") and function not in rule["functions"]:
+            continue
+        if rule["answer"] not in ANSWERS:
+            raise ValueError(f"unknown fault answer {rule['answer']!r}; known: {sorted(ANSWERS)}")
+        _register(events, rule)
+
+
+def _register(events: Any, rule: Mapping[str, Any]) -> None:
+    needle = rule.get("contains", "")
+    status, body = ANSWERS[rule["answer"]]
+    answer_on_the_wire(
+        events,
+        rule.get("service", "dynamodb"),
+        rule["operation"],
+        lambda params: needle in json.dumps(params, default=str),
+        status,
+        body,
+    )
+
+
+def answer_on_the_wire(
+    events: Any,
+    service: str,
+    operation: str,
+    matches: Callable[[Mapping[str, Any]], bool],
+    status: int,
+    body: Mapping[str, Any],
+    times: int | None = None,
+) -> list[int]:
+    """Answer matching calls with `status` and the JSON `body`, at most `times` times (None: always).
+
+    Returns a one-item list counting the answers given."""
+    flag = f"fault_{uuid.uuid4().hex}"  # one per registration: several can watch one operation
+    given = [0]
+    lock = threading.Lock()
+
+    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[flag] = matches(params)
+
+    def answer(request: Any, **_: Any) -> AWSResponse | None:
+        if not request.context.get(flag):
+            return None
+        with lock:
+            if times is not None and given[0] >= times:
+                return None
+            given[0] += 1
+        headers = {"x-amzn-RequestId": "injected-fault", "Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
+
+    events.register(f"provide-client-params.{service}.{operation}", remember)
+    events.register(f"before-send.{service}.{operation}", answer)
+    return given

@@ -1,0 +1,156 @@
+"""Runs deployed functions the way the Lambda service does: each in its own processes ("sandboxes"),
+with the deployed handler and environment, one invocation at a time per sandbox.
+
+Separate processes matter: handlers keep state at module level (clients, Powertools resolvers)
+that Lambda never shares between concurrent invocations, and each function has its own
+environment variables.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Read in every sandbox before the handler loads: faults to inject below the handler's code, and
+# where its logs go (CloudWatch Logs, locally).
+FAULTS_ENV = "HYBRID_COUNTER_LOCAL_FAULTS"
+LOG_DIR_ENV = "HYBRID_COUNTER_LOCAL_LOG_DIR"
+
+
+@dataclass(frozen=True)
+class DeployedFunction:
+    """What the Lambda service knows of a function, read back from the emulator."""
+
+    name: str
+    arn: str
+    handler: str
+    timeout_seconds: int
+    memory_mb: int
+    environment: Mapping[str, str]
+
+    @property
+    def short_name(self) -> str:
+        return self.handler.split(".")[1] if self.handler.startswith("functions.") else self.name
+
+
+@dataclass
+class Invocation:
+    ok: bool
+    payload: Any = None
+    error_type: str = ""
+    error_message: str = ""
+    duration_ms: float = 0.0
+    timed_out: bool = False
+
+
+@dataclass
+class _Context:
+    function_name: str
+    invoked_function_arn: str
+    memory_limit_in_mb: int
+    deadline: float
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.time()) * 1000))
+
+
+# --- inside a sandbox process -------------------------------------------------------------------
+
+_handler: Callable[[Any, Any], Any] | None = None
+_function: DeployedFunction | None = None
+
+
+def _start_sandbox(function: DeployedFunction, base_environment: Mapping[str, str]) -> None:
+    global _handler, _function
+    os.environ.update(base_environment)
+    os.environ.update(function.environment)
+    os.environ["AWS_LAMBDA_FUNCTION_NAME"] = function.name
+    os.environ["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(function.memory_mb)
+    if os.environ.get(LOG_DIR_ENV):
+        log = open(os.path.join(os.environ[LOG_DIR_ENV], f"{function.short_name}.log"), "a", buffering=1)  # noqa: SIM115
+        sys.stdout = sys.stderr = log
+    if os.environ.get(FAULTS_ENV):
+        from local import faults
+
+        faults.install(json.loads(os.environ[FAULTS_ENV]), function.short_name)
+    module_name, _, attribute = function.handler.rpartition(".")
+    _handler = getattr(importlib.import_module(module_name), attribute)
+    _function = function
+
+
+def _invoke_in_sandbox(event: Any) -> tuple[bool, Any, str, str]:
+    assert _handler is not None
+    assert _function is not None
+    context = _Context(
+        function_name=_function.name,
+        invoked_function_arn=_function.arn,
+        memory_limit_in_mb=_function.memory_mb,
+        deadline=time.time() + _function.timeout_seconds,
+    )
+    try:
+        # A JSON round trip, as Lambda serializes the response: a handler returning something
+        # that is not JSON fails here as it would on AWS.
+        return True, json.loads(json.dumps(_handler(event, context))), "", ""
+    except Exception as error:
+        traceback.print_exc()
+        return False, None, type(error).__name__, str(error)
+
+
+# --- in the runtime -----------------------------------------------------------------------------
+
+
+class FunctionPool:
+    """Up to `concurrency` sandboxes of one function."""
+
+    def __init__(self, function: DeployedFunction, base_environment: Mapping[str, str], concurrency: int) -> None:
+        self.function = function
+        self._pool = ProcessPoolExecutor(
+            max_workers=concurrency,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_sandbox,
+            initargs=(function, dict(base_environment)),
+        )
+
+    def warm_up(self) -> None:
+        """Start a sandbox now, so the first real invocation does not pay for the imports."""
+        self._pool.submit(_noop).result()
+
+    def invoke(self, event: Any) -> Invocation:
+        started = time.perf_counter()
+        future: Future[tuple[bool, Any, str, str]] = self._pool.submit(_invoke_in_sandbox, event)
+        try:
+            ok, payload, error_type, message = future.result(timeout=self.function.timeout_seconds)
+        except FutureTimeout:
+            # The sandbox keeps running, as a timed-out Lambda's side effects may still land.
+            return Invocation(
+                ok=False,
+                error_type="TimeoutError",
+                error_message=f"Task timed out after {self.function.timeout_seconds} seconds",
+                duration_ms=(time.perf_counter() - started) * 1000,
+                timed_out=True,
+            )
+        return Invocation(ok, payload, error_type, message, (time.perf_counter() - started) * 1000)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _noop() -> None:
+    return None

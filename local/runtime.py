@@ -1,0 +1,235 @@
+"""The local stand-in for the Lambda service, around an emulator holding the deployed stack.
+
+It reads the deployment back from the emulator: the functions (handler, environment, timeout),
+the event source mappings (with every setting as deployed) and the API's routes. Then it runs
+them: API Gateway on a local port, one poller per stream shard, and one per queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from infra import constants
+from local.apigateway import ApiGateway, Route
+from local.event_sources import QueueMapping, QueuePoller, SourceStats, StreamMapping, StreamShardPoller
+from local.functions import FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
+
+logger = logging.getLogger("local.runtime")
+
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+}
+
+
+@dataclass
+class RuntimeSettings:
+    endpoint_url: str
+    region: str = "us-east-1"
+    stack_name: str = constants.DEFAULT_STACK_NAME
+    host: str = "127.0.0.1"
+    port: int = 3000
+    api_concurrency: int = 4
+    faults: Sequence[Mapping[str, Any]] = ()
+    # How long a failed SQS message stays invisible before its next try. None keeps the queue's
+    # own visibility timeout, as AWS does (DLQ 1's is 6 minutes); tests shorten it.
+    sqs_retry_visibility_seconds: int | None = None
+    stream_poll_interval_seconds: float = 0.25  # Lambda polls a shard four times a second
+    retry_backoff_seconds: float = 0.5  # base of the exponential backoff between stream retries
+    log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="hybrid-counter-logs-"))
+
+
+class LocalRuntime:
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self.settings = settings
+        self._stop = threading.Event()
+        self._pools: dict[str, FunctionPool] = {}
+        self._threads: list[threading.Thread] = []
+        self.stream_stats = SourceStats()
+        self.queue_stats = SourceStats()
+        self.outputs: dict[str, str] = {}
+        self.gateway: ApiGateway | None = None
+        self._known_shards: set[tuple[str, str]] = set()
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.settings.endpoint_url,
+            region_name=self.settings.region,
+            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=LOCAL_CREDENTIALS["AWS_SESSION_TOKEN"],
+        )
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def deploy_and_start(self) -> None:
+        """Deploy the synthesized template into the emulator (as `cdk deploy` would), then run it."""
+        from local.deploy import deploy, synthesize
+
+        self.start(deploy(self.client, self.settings.region, synthesize(), self.settings.stack_name))
+
+    def start(self, outputs: Mapping[str, str]) -> None:
+        self.outputs = dict(outputs)
+        functions = self._read_functions()
+        sandbox_env = {
+            **LOCAL_CREDENTIALS,
+            "AWS_ENDPOINT_URL": self.settings.endpoint_url,
+            "AWS_DEFAULT_REGION": self.settings.region,
+            "AWS_REGION": self.settings.region,
+            "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon here
+            LOG_DIR_ENV: self.settings.log_dir,
+        }
+        if self.settings.faults:
+            sandbox_env[FAULTS_ENV] = json.dumps(list(self.settings.faults))
+        mappings = self._read_event_source_mappings()
+        for arn, function in functions.items():
+            triggered = any(mapping["FunctionArn"] == arn for mapping in mappings)
+            self._pools[arn] = FunctionPool(function, sandbox_env, 2 if triggered else self.settings.api_concurrency)
+        for pool in self._pools.values():
+            pool.warm_up()
+        self._start_gateway()
+        for mapping in mappings:
+            target = self._pools.get(mapping["FunctionArn"])
+            if target is None or mapping.get("State", "Enabled") != "Enabled":
+                continue
+            source = mapping["EventSourceArn"]
+            if ":dynamodb:" in source:
+                self._start_stream(StreamMapping.from_mapping(mapping, target))
+            elif ":sqs:" in source:
+                self._start_queue(mapping, target)
+            else:
+                logger.warning("event source %s is not supported locally", source)
+
+    def _read_event_source_mappings(self) -> list[dict[str, Any]]:
+        # Listed whole and matched by function ARN: moto ignores an ARN given as FunctionName.
+        mappings: list[dict[str, Any]] = []
+        for page in self.client("lambda").get_paginator("list_event_source_mappings").paginate():
+            mappings.extend(page["EventSourceMappings"])
+        return mappings
+
+    def _read_functions(self) -> dict[str, DeployedFunction]:
+        lam = self.client("lambda")
+        resources = self.client("cloudformation").describe_stack_resources(StackName=self.settings.stack_name)
+        functions = {}
+        for resource in resources["StackResources"]:
+            if resource.get("ResourceType") != "AWS::Lambda::Function":
+                continue
+            config = lam.get_function(FunctionName=resource["PhysicalResourceId"])["Configuration"]
+            functions[config["FunctionArn"]] = DeployedFunction(
+                name=config["FunctionName"],
+                arn=config["FunctionArn"],
+                handler=config["Handler"],
+                timeout_seconds=int(config.get("Timeout", 3)),
+                memory_mb=int(config.get("MemorySize", 128)),
+                environment=dict((config.get("Environment") or {}).get("Variables", {})),
+            )
+        return functions
+
+    def _start_gateway(self) -> None:
+        api = self.client("apigateway")
+        resources = self.client("cloudformation").describe_stack_resources(StackName=self.settings.stack_name)
+        rest_api_ids = [
+            r["PhysicalResourceId"]
+            for r in resources["StackResources"]
+            if r.get("ResourceType") == "AWS::ApiGateway::RestApi"
+        ]
+        if not rest_api_ids:
+            return
+        rest_api_id = rest_api_ids[0]
+        routes = []
+        for resource in api.get_resources(restApiId=rest_api_id, limit=500)["items"]:
+            for method in resource.get("resourceMethods", {}):
+                integration = api.get_integration(restApiId=rest_api_id, resourceId=resource["id"], httpMethod=method)
+                function_arn = _function_arn_of(integration.get("uri", ""))
+                if function_arn in self._pools:
+                    routes.append(Route(resource["path"], method, self._pools[function_arn]))
+        stages = api.get_stages(restApiId=rest_api_id)["item"]
+        stage = stages[0]["stageName"] if stages else "prod"
+        self.gateway = ApiGateway(routes, stage, self.settings.host, self.settings.port)
+        self.gateway.start()
+
+    def _start_stream(self, mapping: StreamMapping) -> None:
+        streams = self.client("dynamodbstreams")
+        sqs = self.client("sqs")
+
+        def send_on_failure(destination_arn: str, message: str) -> None:
+            queue_url = sqs.get_queue_url(QueueName=destination_arn.rsplit(":", 1)[1])["QueueUrl"]
+            sqs.send_message(QueueUrl=queue_url, MessageBody=message)
+
+        def backoff(retries: int) -> float:
+            return float(min(self.settings.retry_backoff_seconds * 2 ** (retries - 1), 30.0))
+
+        def watch_shards() -> None:
+            # New shards appear as the stream grows; each gets its own poller, children after parents.
+            while not self._stop.is_set():
+                shards = streams.describe_stream(StreamArn=mapping.stream_arn)["StreamDescription"]["Shards"]
+                for shard in shards:
+                    key = (mapping.uuid, shard["ShardId"])
+                    if key in self._known_shards:
+                        continue
+                    self._known_shards.add(key)
+                    poller = StreamShardPoller(
+                        mapping,
+                        shard["ShardId"],
+                        self.client("dynamodbstreams"),
+                        send_on_failure,
+                        self.stream_stats,
+                        self._stop,
+                        self.settings.stream_poll_interval_seconds,
+                        backoff,
+                    )
+                    self._spawn(f"stream-{shard['ShardId'][-8:]}", poller.run)
+                self._stop.wait(5)
+
+        self._spawn("shard-watcher", watch_shards)
+
+    def _start_queue(self, mapping: Mapping[str, Any], pool: FunctionPool) -> None:
+        sqs = self.client("sqs")
+        queue_url = sqs.get_queue_url(QueueName=mapping["EventSourceArn"].rsplit(":", 1)[1])["QueueUrl"]
+        poller = QueuePoller(
+            QueueMapping.from_mapping(mapping, pool, queue_url),
+            sqs,
+            self.queue_stats,
+            self._stop,
+            self.settings.sqs_retry_visibility_seconds,
+        )
+        self._spawn("queue-" + queue_url.rsplit("/", 1)[1][-12:], poller.run)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    # -- stop ----------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.gateway is not None:
+            self.gateway.stop()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        for pool in self._pools.values():
+            pool.close()
+
+    @property
+    def api_url(self) -> str:
+        assert self.gateway is not None, "the stack has no REST API"
+        return self.gateway.url
+
+
+def _function_arn_of(integration_uri: str) -> str:
+    """arn:aws:apigateway:REGION:lambda:path/2015-03-31/functions/FUNCTION_ARN/invocations -> FUNCTION_ARN"""
+    marker = "/functions/"
+    if marker not in integration_uri:
+        return ""
+    return integration_uri.split(marker, 1)[1].rsplit("/invocations", 1)[0]
