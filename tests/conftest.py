@@ -69,7 +69,13 @@ def system(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Syste
     clients.reset()
 
 
-TIER_OF_FOLDER = {"unit": "unit", "handler": "handler", "integration": "integration", "infra": "infra"}
+TIER_OF_FOLDER = {
+    "unit": "unit",
+    "handler": "handler",
+    "integration": "integration",
+    "infra": "infra",
+    "runtime": "runtime",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

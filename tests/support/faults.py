@@ -6,16 +6,15 @@ every client they build next carries them. Matching is on the API parameters of 
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import boto3
-from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
 from functions.shared import clients
+from local.faults import answer_on_the_wire
 
 Params = dict[str, Any]
 
@@ -33,15 +32,16 @@ def lands_then(
 ) -> None:
     """After a matching call has landed, raise `error_factory()` to the caller, `times` times."""
     events = _session_events()
+    flag = f"fault_{id(matches)}_{id(error_factory)}"  # one per registration
     remaining = [times]
     lock = threading.Lock()
 
     def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
-        context["fault_matches"] = matches(params)
+        context[flag] = matches(params)
 
     def fail_after(context: dict[str, Any], **_: Any) -> None:
         with lock:
-            if not context.get("fault_matches") or remaining[0] == 0:
+            if not context.get(flag) or remaining[0] == 0:
                 return
             remaining[0] -= 1
         raise error_factory()
@@ -59,14 +59,6 @@ def time_out_after(operation: str, matches: Callable[[Params], bool] = lambda _:
     lands_then(lambda: ReadTimeoutError(endpoint_url="emulator"), "dynamodb", operation, matches, times)
 
 
-class _RawBody:
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self._body
-
-
 def answer_instead(
     operation: str,
     matches: Callable[[Params], bool],
@@ -81,26 +73,7 @@ def answer_instead(
     answer. `error` is the JSON body DynamoDB sends (`__type`, `message`, modeled fields). Returns a
     one-item list counting the answers given.
     """
-    events = _session_events()
-    given = [0]
-    lock = threading.Lock()
-
-    def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
-        context["fault_matches"] = matches(params)
-
-    def short_circuit(request: Any, **_: Any) -> Any:
-        if not request.context.get("fault_matches"):
-            return None
-        with lock:
-            if given[0] >= times:
-                return None
-            given[0] += 1
-        headers = {"x-amzn-RequestId": "injected", "Content-Type": "application/x-amz-json-1.0"}
-        return AWSResponse(request.url, status, headers, _RawBody(json.dumps(error).encode()))
-
-    events.register(f"provide-client-params.{service}.{operation}", remember)
-    events.register(f"before-send.{service}.{operation}", short_circuit)
-    return given
+    return answer_on_the_wire(_session_events(), service, operation, matches, status, error, times)
 
 
 def dynamodb_error(code: str, message: str = "injected", **fields: Any) -> dict[str, Any]:

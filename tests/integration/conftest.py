@@ -1,0 +1,77 @@
+"""The integration tier talks HTTP to an API base URL and reads counters only through the API.
+
+Without API_URL it starts the whole system locally: the embedded emulator, the synthesized
+template deployed into it and the local Lambda service, with two fault rules that only these
+tests trigger (poison accounts). With API_URL=https://.../prod/ (a `cdklocal deploy` on
+LocalStack, or a real stack), the same tests run unchanged against it; those that need injected
+faults skip, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.integration.http import HttpApi
+
+# Accounts whose transactions the local runtime answers with TransactionConflict.
+POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1
+POISON_EVERYWHERE = "poison-always"  # fails in the redrive too: ends in DLQ 2
+
+FAULTS = [
+    {
+        "functions": ["stream_consumer"],
+        "operation": "TransactWriteItems",
+        "contains": f"ACCOUNT#{POISON_IN_CONSUMER}",
+        "answer": "TransactionConflict",
+    },
+    {
+        "functions": [],
+        "operation": "TransactWriteItems",
+        "contains": f"ACCOUNT#{POISON_EVERYWHERE}",
+        "answer": "TransactionConflict",
+    },
+]
+
+
+@dataclass
+class System:
+    api: HttpApi
+    runtime: object | None  # the LocalRuntime when running locally; None against a deployment
+
+
+@pytest.fixture(scope="session")
+def system() -> Iterator[System]:
+    api_url = os.environ.get("API_URL")
+    if api_url:
+        yield System(api=HttpApi(api_url), runtime=None)
+        return
+
+    from local.emulator import EmulatorProcess
+    from local.runtime import LocalRuntime, RuntimeSettings
+
+    with EmulatorProcess() as emulator:
+        runtime = LocalRuntime(
+            RuntimeSettings(
+                endpoint_url=emulator.url,
+                port=0,
+                faults=FAULTS,
+                sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
+                retry_backoff_seconds=0.05,
+            )
+        )
+        runtime.deploy_and_start()
+        try:
+            yield System(api=HttpApi(runtime.api_url), runtime=runtime)
+        finally:
+            runtime.stop()
+
+
+@pytest.fixture
+def local_runtime(system: System) -> object:
+    if system.runtime is None:
+        pytest.skip("needs faults injected by the local runtime; API_URL points at a deployment")
+    return system.runtime

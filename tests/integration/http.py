@@ -1,0 +1,75 @@
+"""A small HTTP client for the API, with nothing but the standard library."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+
+class HttpApi:
+    def __init__(self, base_url: str, timeout: float = 30) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.base_url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return self._reply(response.status, dict(response.headers), response.read())
+        except urllib.error.HTTPError as error:
+            return self._reply(error.code, dict(error.headers), error.read())
+
+    @staticmethod
+    def _reply(status: int, headers: dict[str, str], raw: bytes) -> Reply:
+        return Reply(status, headers, json.loads(raw) if raw else None)
+
+    def new_account(self, prefix: str = "it", limit: int = 10) -> str:
+        """A fresh account per test, so tests never see each other's resources."""
+        account_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        assert self.request("PUT", f"/accounts/{account_id}", {"limit": limit}).status == 200
+        return account_id
+
+    def account(self, account_id: str) -> dict[str, Any]:
+        reply = self.request("GET", f"/accounts/{account_id}")
+        assert reply.status == 200, reply.body
+        return reply.body  # type: ignore[no-any-return]
+
+    def create(self, account_id: str, name: str = "r", key: str | None = None) -> Reply:
+        headers = {"Idempotency-Key": key} if key else None
+        return self.request("POST", f"/accounts/{account_id}/resources", {"name": name}, headers)
+
+    def delete(self, account_id: str, resource_id: str) -> Reply:
+        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
+
+
+def poll(read: Callable[[], T], until: Callable[[T], bool], timeout: float = 60, interval: float = 0.1) -> T:
+    """Read until the condition holds; fail with the last value seen after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if until(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s; last value: {value!r}")
+        time.sleep(interval)

@@ -1,0 +1,112 @@
+"""The system end to end over HTTP: the API, the stream, the consumer and the dead-letter path."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import POISON_EVERYWHERE, POISON_IN_CONSUMER, System
+from tests.integration.http import poll
+
+
+def eventual_reaches(system: System, account_id: str, expected: int, timeout: float = 60) -> dict[str, Any]:
+    return poll(lambda: system.api.account(account_id), lambda a: a["eventual"] == expected, timeout)
+
+
+def test_create_get_list_delete(system: System) -> None:
+    api = system.api
+    account_id = api.new_account()
+    created = api.create(account_id, "vm-1")
+    assert created.status == 201
+    resource_id = created.body["resourceId"]
+    assert api.request("GET", f"/accounts/{account_id}/resources/{resource_id}").body == created.body
+    listed = api.request("GET", f"/accounts/{account_id}/resources").body
+    assert [item["resourceId"] for item in listed["items"]] == [resource_id]
+    assert api.delete(account_id, resource_id).status == 204
+    assert api.request("GET", f"/accounts/{account_id}/resources/{resource_id}").status == 404
+    assert api.request("GET", f"/accounts/{account_id}/resources").body["items"] == []
+
+
+def test_eventual_converges_to_the_live_count(system: System) -> None:
+    api = system.api
+    account_id = api.new_account(limit=20)
+    ids = [api.create(account_id, f"r{i}").body["resourceId"] for i in range(6)]
+    for resource_id in ids[:2]:
+        api.delete(account_id, resource_id)
+    account = eventual_reaches(system, account_id, 4)
+    assert account["bestEffort"] == 4
+    assert account["used"] == 4
+
+
+def test_the_limit_is_refused_with_409(system: System) -> None:
+    api = system.api
+    account_id = api.new_account(limit=2)
+    assert [api.create(account_id).status for _ in range(3)] == [201, 201, 409]
+    assert api.create(account_id).body["error"]["code"] == "LimitExceeded"
+
+
+def test_concurrent_creates_at_the_last_slots_never_exceed_the_limit(system: System) -> None:
+    api = system.api
+    account_id = api.new_account(limit=3)
+    api.create(account_id)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(lambda i: api.create(account_id, f"racer-{i}").status, range(8)))
+    assert sorted(statuses) == [201, 201] + [409] * 6
+    items = api.request("GET", f"/accounts/{account_id}/resources?limit=100").body["items"]
+    assert len(items) == 3
+    eventual_reaches(system, account_id, 3)
+
+
+def test_idempotent_retries_count_once(system: System) -> None:
+    api = system.api
+    account_id = api.new_account()
+    first = api.create(account_id, "vm", key="req-1")
+    again = api.create(account_id, "vm", key="req-1")
+    assert (first.status, again.status) == (201, 200)
+    assert again.body == first.body
+    assert api.create(account_id, "other", key="req-1").status == 422
+    account = eventual_reaches(system, account_id, 1)
+    assert account["bestEffort"] == 1
+
+
+def test_bad_input_is_a_4xx(system: System) -> None:
+    api = system.api
+    account_id = api.new_account()
+    assert api.request("POST", f"/accounts/{account_id}/resources", {"name": ""}).status == 400
+    assert api.request("PUT", f"/accounts/{account_id}", {"limit": "many"}).status == 400
+    assert api.request("GET", "/accounts/nobody-here").status == 404
+
+
+def test_a_poison_record_reaches_dlq1_is_redriven_and_counted_once(system: System, local_runtime: Any) -> None:
+    api = system.api
+    account_id = api.new_account(prefix=POISON_IN_CONSUMER)
+    sent_before = local_runtime.stream_stats.sent_to_destination
+    assert api.create(account_id, "poison").status == 201
+    eventual_reaches(system, account_id, 1)
+    # It went the long way: retries exhausted, metadata to DLQ 1, redrive re-read the stream.
+    assert local_runtime.stream_stats.sent_to_destination > sent_before
+    time.sleep(0)  # nothing else to wait for: the count is already final
+    assert api.account(account_id)["eventual"] == 1
+
+
+def test_a_record_that_keeps_failing_ends_in_dlq2(system: System, local_runtime: Any) -> None:
+    api = system.api
+    account_id = api.new_account(prefix=POISON_EVERYWHERE)
+    assert api.create(account_id, "doomed").status == 201
+    sqs = local_runtime.client("sqs")
+    dlq2 = local_runtime.outputs["Dlq2Url"]
+
+    def waiting() -> int:
+        attributes = sqs.get_queue_attributes(QueueUrl=dlq2, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+    poll(waiting, lambda count: count >= 1, timeout=90, interval=0.5)
+    assert api.account(account_id)["eventual"] == 0  # never applied, and never double counted
+
+
+@pytest.mark.parametrize("path", ["/accounts/ac%20me", "/nowhere"])
+def test_unknown_routes_and_bad_ids_never_5xx(system: System, path: str) -> None:
+    assert 400 <= system.api.request("GET", path).status < 500

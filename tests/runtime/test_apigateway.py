@@ -1,0 +1,121 @@
+"""API Gateway's REST proxy: routing, the v1 event, and the response mapping, over real HTTP."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from local.apigateway import ApiGateway, Route, integration_response, proxy_event
+from local.functions import DeployedFunction, Invocation
+
+
+@dataclass
+class EchoFunction:
+    answer: Invocation | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    function: DeployedFunction = field(
+        default_factory=lambda: DeployedFunction("api", "arn:fn", "functions.api.handler.handler", 10, 256, {})
+    )
+
+    def invoke(self, event: dict[str, Any]) -> Invocation:
+        self.events.append(event)
+        if self.answer is not None:
+            return self.answer
+        return Invocation(
+            ok=True,
+            payload={
+                "statusCode": 201,
+                "headers": {"X-Single": "1"},
+                "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]},
+                "body": json.dumps({"path": event["path"]}),
+                "isBase64Encoded": False,
+            },
+        )
+
+
+@pytest.fixture
+def gateway() -> Iterator[tuple[ApiGateway, EchoFunction]]:
+    function = EchoFunction()
+    routes = [Route("/", "ANY", function), Route("/{proxy+}", "ANY", function)]  # type: ignore[arg-type]
+    api = ApiGateway(routes, "prod", "127.0.0.1", 0)
+    api.start()
+    yield api, function
+    api.stop()
+
+
+def call(url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, Any, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers={"X-Multi": "x"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def test_a_request_becomes_a_v1_proxy_event(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+    api, function = gateway
+    status, headers, body = call(f"{api.url}/accounts/a%201/resources?limit=2&tag=x&tag=y", "POST", b'{"name":"n"}')
+    assert status == 201
+    assert json.loads(body) == {"path": "/accounts/a%201/resources"}
+    assert headers.get_all("Set-Cookie") == ["a=1", "b=2"]
+    assert headers["X-Single"] == "1"
+    [event] = function.events
+    assert event["httpMethod"] == "POST"
+    assert event["resource"] == "/{proxy+}"
+    assert event["pathParameters"] == {"proxy": "accounts/a 1/resources"}
+    assert event["queryStringParameters"] == {"limit": "2", "tag": "y"}
+    assert event["multiValueQueryStringParameters"] == {"limit": ["2"], "tag": ["x", "y"]}
+    assert event["headers"]["X-Multi"] == "x"
+    assert event["body"] == '{"name":"n"}'
+    assert event["isBase64Encoded"] is False
+    assert event["requestContext"]["stage"] == "prod"
+    assert event["requestContext"]["path"] == "/prod/accounts/a%201/resources"
+
+
+def test_the_root_resource_matches_only_the_root(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+    api, function = gateway
+    call(f"{api.url}/")
+    assert function.events[0]["resource"] == "/"
+    assert function.events[0]["pathParameters"] is None
+
+
+def test_a_function_error_is_a_502(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+    api, function = gateway
+    function.answer = Invocation(ok=False, error_type="Exception")
+    status, _, body = call(f"{api.url}/x")
+    assert status == 502
+    assert json.loads(body) == {"message": "Internal server error"}
+
+
+def test_a_timeout_is_a_504(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+    api, function = gateway
+    function.answer = Invocation(ok=False, error_type="TimeoutError", timed_out=True)
+    assert call(f"{api.url}/x")[0] == 504
+
+
+def test_binary_bodies_are_base64_encoded() -> None:
+    event = proxy_event("POST", "/x", [], b"\xff\x00", "/{proxy+}", {"proxy": "x"}, "prod")
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == b"\xff\x00"
+
+
+def test_base64_responses_are_decoded() -> None:
+    status, _, body = integration_response({"statusCode": 200, "body": "aGk=", "isBase64Encoded": True})
+    assert (status, body) == (200, b"hi")
+
+
+def test_routes_prefer_literal_paths_and_methods() -> None:
+    literal = Route("/health", "GET", object())  # type: ignore[arg-type]
+    greedy = Route("/{proxy+}", "ANY", object())  # type: ignore[arg-type]
+    ordered = sorted([greedy, literal], key=lambda r: r.specificity, reverse=True)
+    assert ordered[0] is literal
+    assert literal.match("GET", "/health") == {}
+    assert literal.match("POST", "/health") is None
+    assert greedy.match("DELETE", "/a/b") == {"proxy": "a/b"}

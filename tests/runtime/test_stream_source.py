@@ -1,0 +1,176 @@
+"""The stream event source's rules: checkpointing, retries, bisect, record age, on-failure records."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from local.event_sources import SourceStats, StreamMapping, StreamShardPoller
+from local.functions import DeployedFunction, Invocation
+
+STREAM_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-11-22T00:00:00.000"
+DESTINATION = "arn:aws:sqs:us-east-1:000000000000:dlq1"
+
+
+def record(seq: int, age_seconds: float = 0) -> dict[str, Any]:
+    return {
+        "eventName": "INSERT",
+        "eventSourceARN": STREAM_ARN,
+        "dynamodb": {"SequenceNumber": str(seq), "ApproximateCreationDateTime": time.time() - age_seconds},
+    }
+
+
+@dataclass
+class ScriptedFunction:
+    """Stands in for a FunctionPool: answers with `behaviour(sequence numbers)` and records batches."""
+
+    behaviour: Callable[[list[str]], Invocation]
+    batches: list[list[str]] = field(default_factory=list)
+    function: DeployedFunction = field(
+        default_factory=lambda: DeployedFunction(
+            "consumer",
+            "arn:aws:lambda:us-east-1:000000000000:function:consumer",
+            "functions.stream_consumer.handler.handler",
+            30,
+            512,
+            {},
+        )
+    )
+
+    def invoke(self, event: dict[str, Any]) -> Invocation:
+        sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+        self.batches.append(sequence_numbers)
+        return self.behaviour(sequence_numbers)
+
+
+def ok() -> Invocation:
+    return Invocation(ok=True, payload={"batchItemFailures": []})
+
+
+def item_failures(*ids: str) -> Invocation:
+    return Invocation(ok=True, payload={"batchItemFailures": [{"itemIdentifier": i} for i in ids]})
+
+
+def function_error() -> Invocation:
+    return Invocation(ok=False, error_type="BatchProcessingError", error_message="All records failed")
+
+
+def poller(function: ScriptedFunction, sent: list[tuple[str, dict[str, Any]]], **settings: Any) -> StreamShardPoller:
+    mapping = StreamMapping(
+        uuid="esm-1",
+        stream_arn=STREAM_ARN,
+        function=function,  # type: ignore[arg-type]
+        batch_size=settings.get("batch_size", 100),
+        starting_position="TRIM_HORIZON",
+        patterns=[],
+        report_item_failures=settings.get("report_item_failures", True),
+        bisect=settings.get("bisect", True),
+        max_retry_attempts=settings.get("max_retry_attempts", 2),
+        max_record_age_seconds=settings.get("max_record_age_seconds", 3600),
+        on_failure_arn=DESTINATION,
+    )
+    return StreamShardPoller(
+        mapping,
+        "shardId-1",
+        streams=None,
+        send_on_failure=lambda arn, body: sent.append((arn, json.loads(body))),
+        stats=SourceStats(),
+        stop=threading.Event(),
+        poll_interval=0,
+        retry_delay=lambda _: 0,
+    )
+
+
+def deliver(poller_: StreamShardPoller, sequence_numbers: list[int]) -> None:
+    poller_._deliver([record(seq) for seq in sequence_numbers], retries_used=0, invocations=0)
+
+
+def test_a_successful_batch_is_invoked_once() -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda _: ok())
+    deliver(poller(function, sent), [1, 2, 3])
+    assert function.batches == [["1", "2", "3"]]
+    assert sent == []
+
+
+def test_partial_failure_retries_from_the_lowest_failed_sequence_number() -> None:
+    sent: list[Any] = []
+    answers = iter([item_failures("3", "2"), ok()])
+    function = ScriptedFunction(lambda _: next(answers))
+    deliver(poller(function, sent), [1, 2, 3, 4])
+    assert function.batches == [["1", "2", "3", "4"], ["2", "3", "4"]]
+    assert sent == []
+
+
+def test_retries_exhausted_send_aws_metadata_to_the_destination() -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda _: item_failures("3"))
+    deliver(poller(function, sent, max_retry_attempts=2), [1, 2, 3, 4])
+    assert function.batches == [["1", "2", "3", "4"], ["3", "4"], ["3", "4"]]  # first try + 2 retries
+    [(arn, message)] = sent
+    assert arn == DESTINATION
+    assert set(message) == {"requestContext", "responseContext", "version", "timestamp", "DDBStreamBatchInfo"}
+    assert message["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert message["requestContext"]["approximateInvokeCount"] == 3
+    assert message["requestContext"]["functionArn"] == function.function.arn
+    info = message["DDBStreamBatchInfo"]
+    assert (info["shardId"], info["startSequenceNumber"], info["endSequenceNumber"]) == ("shardId-1", "3", "4")
+    assert (info["batchSize"], info["streamArn"]) == (2, STREAM_ARN)
+    assert info["approximateArrivalOfFirstRecord"].endswith("Z")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"batchItemFailures": [{"itemIdentifier": ""}]}, {"batchItemFailures": [{"itemIdentifier": "99"}]}, "nonsense"],
+)
+def test_an_invalid_partial_response_fails_the_whole_batch(payload: Any) -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda _: Invocation(ok=True, payload=payload))
+    deliver(poller(function, sent, bisect=False, max_retry_attempts=1), [1, 2])
+    assert function.batches == [["1", "2"], ["1", "2"]]
+    assert sent[0][1]["DDBStreamBatchInfo"]["startSequenceNumber"] == "1"
+
+
+def test_bisect_isolates_the_failing_record_without_using_up_retries() -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda seqs: function_error() if "3" in seqs else ok())
+    deliver(poller(function, sent, max_retry_attempts=1), [1, 2, 3, 4])
+    assert function.batches == [["1", "2", "3", "4"], ["1", "2"], ["3", "4"], ["3"], ["3"], ["4"]]
+    [(_, message)] = sent
+    info = message["DDBStreamBatchInfo"]
+    assert (info["startSequenceNumber"], info["endSequenceNumber"], info["batchSize"]) == ("3", "3", 1)
+    assert message["responseContext"]["functionError"] == "Unhandled"
+
+
+def test_without_bisect_a_function_error_retries_the_whole_batch() -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda _: function_error())
+    deliver(poller(function, sent, bisect=False, max_retry_attempts=0), [1, 2])
+    assert function.batches == [["1", "2"]]
+    assert sent[0][1]["DDBStreamBatchInfo"]["batchSize"] == 2
+
+
+def test_item_failures_are_ignored_unless_the_mapping_reports_them() -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda _: item_failures("1"))
+    deliver(poller(function, sent, report_item_failures=False), [1, 2])
+    assert function.batches == [["1", "2"]]
+    assert sent == []
+
+
+def test_records_past_their_maximum_age_are_sent_on_without_an_invocation() -> None:
+    sent: list[Any] = []
+    function = ScriptedFunction(lambda _: ok())
+    poller(function, sent, max_record_age_seconds=60)._deliver(
+        [record(1, age_seconds=120), record(2)], retries_used=0, invocations=0
+    )
+    assert function.batches == [["2"]]
+    [(_, message)] = sent
+    assert message["requestContext"]["condition"] == "MaximumRecordAgeExceeded"
+    assert message["DDBStreamBatchInfo"]["startSequenceNumber"] == "1"
