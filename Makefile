@@ -8,11 +8,20 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install test unit handler infra lint typecheck openapi synth deploy destroy clean
+.PHONY: help install run test unit handler runtime integration infra lint typecheck openapi synth deploy destroy \
+	test-deployed localstack-up localstack-deploy localstack-test localstack-down clean
+
+LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
+	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
+# LocalStack runs Lambda in containers of the host's architecture.
+HOST_ARCHITECTURE := $(if $(filter arm64 aarch64,$(shell uname -m)),arm64,x86_64)
 
 help:
+	@echo "make run       the whole system on http://127.0.0.1:3000 (embedded emulator, local Lambda service)"
 	@echo "make test      install everything, lint, type-check and run every test tier"
-	@echo "make unit | handler | infra   one test tier"
+	@echo "make unit | handler | runtime | integration | infra   one test tier"
+	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"
+	@echo "make localstack-up | localstack-deploy | localstack-test | localstack-down   (needs Docker)"
 	@echo "make synth     synthesize the stack (cdk.out/)"
 	@echo "make deploy    cdk deploy to the AWS account of your credentials"
 	@echo "make openapi   regenerate docs/openapi.json from the api models"
@@ -30,6 +39,9 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(BIN)/.installed node_modules/.installed
 
+run: install
+	$(BIN)/python -m local --port 3000
+
 test: install lint typecheck
 	$(BIN)/python -m pytest
 
@@ -39,8 +51,33 @@ unit: $(BIN)/.installed
 handler: $(BIN)/.installed
 	$(BIN)/python -m pytest -m handler
 
+runtime: $(BIN)/.installed
+	$(BIN)/python -m pytest -m runtime
+
+integration: $(BIN)/.installed
+	$(BIN)/python -m pytest -m integration
+
 infra: install
 	$(BIN)/python -m pytest -m infra
+
+# The same integration tests, unchanged, against a deployed stack (faults-only tests skip).
+test-deployed: $(BIN)/.installed
+	API_URL=$$($(BIN)/python scripts/stack_outputs.py ApiUrl) $(BIN)/python -m pytest tests/integration
+
+localstack-up:
+	docker compose up -d --wait
+
+localstack-deploy: install
+	$(LOCALSTACK) PATH=$(CURDIR)/$(BIN):$$PATH npx cdklocal bootstrap --no-notices
+	$(LOCALSTACK) PATH=$(CURDIR)/$(BIN):$$PATH npx cdklocal deploy --no-notices --require-approval never \
+		-c removalPolicy=destroy -c architecture=$(HOST_ARCHITECTURE)
+
+localstack-test: $(BIN)/.installed
+	$(LOCALSTACK) API_URL=$$($(LOCALSTACK) $(BIN)/python scripts/stack_outputs.py ApiUrl) \
+		$(BIN)/python -m pytest tests/integration
+
+localstack-down:
+	docker compose down
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
