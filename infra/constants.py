@@ -90,3 +90,16 @@ DLQ2_ALARM_PERIOD_MINUTES: Final = 1
 
 # REST API
 API_STAGE_NAME: Final = "prod"
+
+# Sweeper: a scheduled safety net that applies old pending work and heals quiet accounts.
+SWEEPER_CONSTRUCT_ID: Final = "Sweeper"
+SWEEPER_FUNCTION_ID: Final = "SweeperFunction"
+SWEEPER_SCHEDULE_ID: Final = "SweeperSchedule"
+SWEEPER_HANDLER: Final = "functions.sweeper.handler.handler"
+SWEEPER_TIMEOUT_SECONDS: Final = 300
+SWEEPER_MEMORY_MB: Final = 512
+SWEEPER_RATE_MINUTES: Final = 5
+SWEEP_PENDING_OLDER_THAN_SECONDS: Final = 300  # the stream and the redrive get five minutes first
+HEAL_QUIET_SECONDS: Final = 60  # six times the API function's timeout
+HEAL_LOOKBACK_SECONDS: Final = 6 * 3600
+OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"

@@ -35,3 +35,12 @@ class DataStore(Construct):
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=list(schema.PENDING_PROJECTED_ATTRIBUTES),
         )
+        # Sparse: only account items carry the activity bucket. Sorted by the last API write, it
+        # lets the sweeper find accounts that went quiet (and heal them) without scanning.
+        self.table.add_global_secondary_index(
+            index_name=schema.ACTIVITY_INDEX_NAME,
+            partition_key=dynamodb.Attribute(name=schema.ACTIVITY_BUCKET_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.LAST_WRITE_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.INCLUDE,
+            non_key_attributes=list(schema.ACTIVITY_PROJECTED_ATTRIBUTES),
+        )

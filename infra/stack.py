@@ -13,6 +13,7 @@ from infra.bundling import lambda_package
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
+from infra.sweeper import Sweeper
 
 
 class HybridCounterStack(cdk.Stack):
@@ -36,6 +37,7 @@ class HybridCounterStack(cdk.Stack):
             package=package,
         )
         api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, package=package)
+        sweeper = Sweeper(self, constants.SWEEPER_CONSTRUCT_ID, table=data.table, package=package)
 
         stream_arn = data.table.table_stream_arn
         if stream_arn is None:  # the table is always created with a stream; this narrows the type
@@ -56,6 +58,10 @@ class HybridCounterStack(cdk.Stack):
                 "DLQ 2: batches the redrive could not apply; for operators",
             ),
             constants.OUTPUT_DLQ2_ARN: (dead_letters.final_queue.queue_arn, "DLQ 2 ARN"),
+            constants.OUTPUT_SWEEPER_FUNCTION: (
+                sweeper.function.function_name,
+                "Scheduled sweeper (ops sweep runs it)",
+            ),
             constants.OUTPUT_DLQ2_ALARM_NAME: (
                 dead_letters.final_queue_alarm.alarm_name,
                 "Alarm raised when DLQ 2 holds a message",
@@ -68,3 +74,4 @@ class HybridCounterStack(cdk.Stack):
         self.dead_letters = dead_letters
         self.counting = counting
         self.api = api
+        self.sweeper = sweeper

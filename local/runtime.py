@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 
 from infra import constants
 from local.apigateway import ApiGateway, Route
-from local.event_sources import QueueMapping, QueuePoller, SourceStats, StreamMapping, StreamShardPoller
+from local.event_sources import (
+    QueueMapping,
+    QueuePoller,
+    SourceStats,
+    StreamMapping,
+    StreamShardPoller,
+    log_invocation,
+)
 from local.functions import FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
 
 logger = logging.getLogger("local.runtime")
@@ -44,6 +54,7 @@ class RuntimeSettings:
     # own visibility timeout, as AWS does (DLQ 1's is 6 minutes); tests shorten it.
     sqs_retry_visibility_seconds: int | None = None
     stream_poll_interval_seconds: float = 0.25  # Lambda polls a shard four times a second
+    schedule_period_seconds: float | None = None  # None: each rule's own rate
     retry_backoff_seconds: float = 0.5  # base of the exponential backoff between stream retries
     log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="hybrid-counter-logs-"))
 
@@ -56,6 +67,7 @@ class LocalRuntime:
         self._threads: list[threading.Thread] = []
         self.stream_stats = SourceStats()
         self.queue_stats = SourceStats()
+        self.schedule_stats = SourceStats()
         self.outputs: dict[str, str] = {}
         self.gateway: ApiGateway | None = None
         self._known_shards: set[tuple[str, str]] = set()
@@ -92,12 +104,16 @@ class LocalRuntime:
         if self.settings.faults:
             sandbox_env[FAULTS_ENV] = json.dumps(list(self.settings.faults))
         mappings = self._read_event_source_mappings()
+        schedules = self._read_schedules()
         for arn, function in functions.items():
-            triggered = any(mapping["FunctionArn"] == arn for mapping in mappings)
-            self._pools[arn] = FunctionPool(function, sandbox_env, 2 if triggered else self.settings.api_concurrency)
+            background = any(m["FunctionArn"] == arn for m in mappings) or any(t == arn for _, _, t in schedules)
+            self._pools[arn] = FunctionPool(function, sandbox_env, 2 if background else self.settings.api_concurrency)
         for pool in self._pools.values():
             pool.warm_up()
         self._start_gateway()
+        for rule_arn, every_seconds, target_arn in schedules:
+            if target_arn in self._pools:
+                self._start_schedule(rule_arn, every_seconds, self._pools[target_arn])
         for mapping in mappings:
             target = self._pools.get(mapping["FunctionArn"])
             if target is None or mapping.get("State", "Enabled") != "Enabled":
@@ -116,6 +132,29 @@ class LocalRuntime:
         for page in self.client("lambda").get_paginator("list_event_source_mappings").paginate():
             mappings.extend(page["EventSourceMappings"])
         return mappings
+
+    def _read_schedules(self) -> list[tuple[str, float, str]]:
+        """(rule ARN, period in seconds, target function ARN) of every enabled `rate(...)` rule."""
+        events = self.client("events")
+        schedules = []
+        for rule in events.list_rules().get("Rules", []):
+            period = rate_seconds(rule.get("ScheduleExpression", ""))
+            if period is None or rule.get("State") != "ENABLED":
+                continue
+            for target in events.list_targets_by_rule(Rule=rule["Name"]).get("Targets", []):
+                schedules.append((rule["Arn"], period, target["Arn"]))
+        return schedules
+
+    def _start_schedule(self, rule_arn: str, every_seconds: float, pool: FunctionPool) -> None:
+        period = self.settings.schedule_period_seconds or every_seconds
+
+        def tick() -> None:
+            while not self._stop.wait(period):
+                invocation = pool.invoke(scheduled_event(rule_arn, self.settings.region))
+                self.schedule_stats.add(invocations=1, failed_invocations=int(not invocation.ok))
+                log_invocation(pool.function.short_name, 1, invocation, "(scheduled)")
+
+        self._spawn("schedule-" + rule_arn.rsplit("/", 1)[-1][-12:], tick)
 
     def _read_functions(self) -> dict[str, DeployedFunction]:
         lam = self.client("lambda")
@@ -225,6 +264,30 @@ class LocalRuntime:
     def api_url(self) -> str:
         assert self.gateway is not None, "the stack has no REST API"
         return self.gateway.url
+
+
+def rate_seconds(expression: str) -> float | None:
+    """rate(5 minutes) -> 300.0; None for anything else (cron expressions are not run locally)."""
+    found = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", expression.strip())
+    if found is None:
+        return None
+    unit = {"minute": 60, "hour": 3600, "day": 86400}[found.group(2).rstrip("s")]
+    return float(int(found.group(1)) * unit)
+
+
+def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
+    """The event EventBridge sends a target on a schedule."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": rule_arn.split(":")[4],
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [rule_arn],
+        "detail": {},
+    }
 
 
 def _function_arn_of(integration_uri: str) -> str:

@@ -28,6 +28,7 @@ from functions.core.counting import (
     TransientStoreError,
 )
 from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.healing import AccountState, HealPlan
 from functions.core.model import Page, Resource, Usage
 
 _serializer = TypeSerializer()
@@ -36,6 +37,7 @@ _deserializer = TypeDeserializer()
 PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
 PENDING_BUCKET, PENDING_SINCE = schema.PENDING_BUCKET_ATTRIBUTE, schema.PENDING_SINCE_ATTRIBUTE
+ACTIVITY_BUCKET, LAST_WRITE = schema.ACTIVITY_BUCKET_ATTRIBUTE, schema.LAST_WRITE_ATTRIBUTE
 CCF = "ConditionalCheckFailedException"
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
@@ -132,13 +134,22 @@ class DynamoApiStore:
             TableName=self._table,
             Key=account_key(account_id),
             UpdateExpression=(
-                "SET #limit = :limit, updated_at = :now, account_id = :id, #type = :type, "
-                "created_at = if_not_exists(created_at, :now), "
-                "best_effort = if_not_exists(best_effort, :zero), admitted = if_not_exists(admitted, :zero)"
+                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :now, account_id = :id, #type = :type, "
+                f"{ACTIVITY_BUCKET} = :bucket, created_at = if_not_exists(created_at, :now), "
+                "best_effort = if_not_exists(best_effort, :zero), admitted = if_not_exists(admitted, :zero), "
+                "heal_epoch = if_not_exists(heal_epoch, :zero) ADD version :one"
             ),
             ExpressionAttributeNames={"#limit": "limit", "#type": "type"},
             ExpressionAttributeValues=to_attributes(
-                {":limit": limit, ":now": now, ":id": account_id, ":type": "account", ":zero": 0}
+                {
+                    ":limit": limit,
+                    ":now": now,
+                    ":id": account_id,
+                    ":type": "account",
+                    ":zero": 0,
+                    ":one": 1,
+                    ":bucket": keys.activity_bucket(account_id),
+                }
             ),
         )
 
@@ -169,15 +180,16 @@ class DynamoApiStore:
             eventual=int(counter.get("count", 0)),
         )
 
-    def reserve_slot(self, account_id: str) -> bool:
+    def reserve_slot(self, account_id: str, now: str) -> int | None:
         try:
-            self._client.update_item(
+            response = self._client.update_item(
                 TableName=self._table,
                 Key=account_key(account_id),
-                UpdateExpression="ADD admitted :one",
+                UpdateExpression=f"ADD admitted :one, version :one SET {LAST_WRITE} = :now",
                 ConditionExpression="attribute_exists(#limit) AND admitted < #limit",
                 ExpressionAttributeNames={"#limit": "limit"},
-                ExpressionAttributeValues={":one": {"N": "1"}},
+                ExpressionAttributeValues=to_attributes({":one": 1, ":now": now}),
+                ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
@@ -185,20 +197,20 @@ class DynamoApiStore:
                 raise unavailable("reserve slot", error) from error
             if not _condition_failed_item(error):
                 raise AccountNotFound(account_id) from error
-            return False
+            return None
         except BotoCoreError as error:
             raise unavailable("reserve slot", error) from error
-        return True
+        return int(from_attributes(response["Attributes"]).get("heal_epoch", 0))
 
-    def release_slot(self, account_id: str) -> None:
+    def release_slot(self, account_id: str, now: str) -> None:
         def release() -> None:
             try:
                 self._once.update_item(
                     TableName=self._table,
                     Key=account_key(account_id),
-                    UpdateExpression="ADD admitted :minus_one",
+                    UpdateExpression=f"ADD admitted :minus_one, version :one SET {LAST_WRITE} = :now",
                     ConditionExpression="admitted > :zero",
-                    ExpressionAttributeValues={":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
+                    ExpressionAttributeValues=to_attributes({":minus_one": -1, ":one": 1, ":zero": 0, ":now": now}),
                 )
             except ClientError as error:
                 if error_code(error) != CCF:  # already at zero: nothing held to release
@@ -206,18 +218,25 @@ class DynamoApiStore:
 
         call_at_most_once("release slot", release)
 
-    def increment_best_effort(self, account_id: str) -> None:
-        call_at_most_once(
-            "increment best-effort counter",
-            lambda: self._once.update_item(
-                TableName=self._table,
-                Key=account_key(account_id),
-                UpdateExpression="ADD best_effort :one",
-                ExpressionAttributeValues={":one": {"N": "1"}},
-            ),
-        )
+    def increment_best_effort(self, account_id: str, heal_epoch: int, now: str) -> bool:
+        def increment() -> bool:
+            try:
+                self._once.update_item(
+                    TableName=self._table,
+                    Key=account_key(account_id),
+                    UpdateExpression=f"ADD best_effort :one, version :one SET {LAST_WRITE} = :now",
+                    ConditionExpression="heal_epoch = :epoch",
+                    ExpressionAttributeValues=to_attributes({":one": 1, ":now": now, ":epoch": heal_epoch}),
+                )
+            except ClientError as error:
+                if error_code(error) != CCF:
+                    raise
+                return False
+            return True
 
-    def decrement_best_effort(self, account_id: str) -> None:
+        return call_at_most_once("increment best-effort counter", increment)
+
+    def decrement_best_effort(self, account_id: str, now: str) -> None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
@@ -226,8 +245,8 @@ class DynamoApiStore:
             self._client.update_item,
             TableName=self._table,
             Key=account_key(account_id),
-            UpdateExpression="ADD best_effort :minus_one",
-            ExpressionAttributeValues={":minus_one": {"N": "-1"}},
+            UpdateExpression=f"ADD best_effort :minus_one, version :one SET {LAST_WRITE} = :now",
+            ExpressionAttributeValues=to_attributes({":minus_one": -1, ":one": 1, ":now": now}),
         )
 
     # resources ------------------------------------------------------------------------------
@@ -261,6 +280,24 @@ class DynamoApiStore:
         )
         item = response.get("Item")
         return resource_from_item(item) if item else None
+
+    def mark_deleting(self, account_id: str, resource_id: str, now: str) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=resource_key(account_id, resource_id),
+                UpdateExpression="SET deleting_at = :now",
+                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues=to_attributes({":now": now, ":false": False}),
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("mark resource deleting", error) from error
+            return False
+        except BotoCoreError as error:
+            raise unavailable("mark resource deleting", error) from error
+        return True
 
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
         try:
@@ -468,3 +505,127 @@ def _state(item: Mapping[str, Any] | None) -> ResourceState:
         deleted=bool(values.get(DELETED, False)),
         counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
     )
+
+
+class DynamoHealingStore:
+    """Reads and writes of a heal, and the activity index the sweeper reads heal candidates from."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
+        response = self._request(
+            self._client.batch_get_item,
+            RequestItems={
+                self._table: {"Keys": [account_key(account_id), counter_key(account_id)], "ConsistentRead": True}
+            },
+        )
+        items = {item[SK]["S"]: from_attributes(item) for item in response["Responses"].get(self._table, [])}
+        if response.get("UnprocessedKeys"):
+            raise TransientStoreError("read account state: keys left unprocessed")
+        account = items.get(schema.ACCOUNT_SORT_KEY)
+        if account is None:
+            return None
+        state = AccountState(
+            version=int(account.get("version", 0)),
+            best_effort_net=int(account.get("best_effort", 0)),
+            admitted=int(account.get("admitted", 0)),
+            heal_epoch=int(account.get("heal_epoch", 0)),
+            last_write_at=str(account.get(LAST_WRITE, account.get("updated_at", ""))),
+        )
+        return state, int(items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {}).get("count", 0))
+
+    def has_pending_work(self, account_id: str, deletes_marked_after: str) -> bool:
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "FilterExpression": f"{COUNTER_PROCESSED} = :false OR {DELETED} = :true OR deleting_at > :after",
+            "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
+            "ExpressionAttributeValues": to_attributes(
+                {
+                    ":pk": keys.account_pk(account_id),
+                    ":prefix": schema.RESOURCE_PREFIX,
+                    ":false": False,
+                    ":true": True,
+                    ":after": deletes_marked_after,
+                }
+            ),
+            "Select": "COUNT",
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self._request(self._client.query, **request)
+            if response.get("Count", 0) > 0:
+                return True
+            if "LastEvaluatedKey" not in response:
+                return False
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
+        assignments = "best_effort = :best_effort, healed_at = :now"
+        values: dict[str, Any] = {
+            ":best_effort": plan.best_effort,
+            ":now": now,
+            ":version": expected_version,
+            ":one": 1,
+        }
+        if plan.admitted is not None:
+            assignments += ", admitted = :admitted"
+            values[":admitted"] = plan.admitted
+        return self._conditional_account_write(
+            account_id,
+            f"SET {assignments} ADD heal_epoch :one",
+            values,
+        )
+
+    def record_checked(self, account_id: str, expected_version: int, now: str) -> bool:
+        """Note that the account was found exact, so the sweeper skips it until its next write."""
+        return self._conditional_account_write(
+            account_id, "SET healed_at = :now", {":now": now, ":version": expected_version}
+        )
+
+    def quiet_accounts(self, written_after: str, written_before: str) -> Iterator[str]:
+        """Accounts last written in that window and not healed or checked since that write."""
+        for index in range(schema.ACTIVITY_BUCKET_COUNT):
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": schema.ACTIVITY_INDEX_NAME,
+                "KeyConditionExpression": "#bucket = :bucket AND #written BETWEEN :after AND :before",
+                "ExpressionAttributeNames": {"#bucket": ACTIVITY_BUCKET, "#written": LAST_WRITE},
+                "ExpressionAttributeValues": to_attributes(
+                    {":bucket": keys.activity_bucket_name(index), ":after": written_after, ":before": written_before}
+                ),
+            }
+            while True:
+                response = self._request(self._client.query, **request)
+                for item in map(from_attributes, response.get("Items", [])):
+                    if str(item.get("healed_at", "")) < str(item[LAST_WRITE]):
+                        yield str(item["account_id"])
+                if "LastEvaluatedKey" not in response:
+                    break
+                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _conditional_account_write(self, account_id: str, expression: str, values: dict[str, Any]) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression=expression,
+                ConditionExpression="version = :version",
+                ExpressionAttributeValues=to_attributes(values),
+            )
+        except ClientError as error:
+            if error_code(error) == CCF:
+                return False
+            raise TransientStoreError(f"heal {account_id}: {error}") from error
+        except BotoCoreError as error:
+            raise TransientStoreError(f"heal {account_id}: {error}") from error
+        return True
+
+    @staticmethod
+    def _request(method: Any, **request: Any) -> Any:
+        try:
+            return method(**request)
+        except (ClientError, BotoCoreError) as error:
+            raise TransientStoreError(str(error)) from error

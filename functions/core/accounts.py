@@ -10,8 +10,14 @@ Three numbers live on the account item and move in a fixed order around each res
 * `limit`.
 
 Crashes and ambiguous failures can only make `best_effort` too low or `admitted` too high:
-the first undercounts, the second holds a slot until reconciled. docs/admission.md has the
-argument and the failure cases.
+the first undercounts, the second holds a slot until healed (functions/core/healing.py).
+docs/admission.md has the argument and the failure cases.
+
+Every account write also bumps `version` and stamps `last_write_at`, so a heal can tell that no
+API write came between its reads and its write. A create's increment is conditional on the
+account's `heal_epoch` being the one its reservation saw: a heal in between has already counted
+(or will never count) the resource, so the increment is skipped. A delete first marks the
+resource `deleting_at`, so a heal sees the delete in flight and waits.
 """
 
 from __future__ import annotations
@@ -49,22 +55,21 @@ class ApiStore(Protocol):
 
     def read_usage(self, account_id: str) -> Usage | None: ...
 
-    def reserve_slot(self, account_id: str) -> bool:
-        """Increment `admitted` if it is below the limit; False at the limit.
-
-        Raises AccountNotFound when the account does not exist."""
+    def reserve_slot(self, account_id: str, now: str) -> int | None:
+        """Increment `admitted` if it is below the limit and return the account's heal epoch;
+        None at the limit. Raises AccountNotFound when the account does not exist."""
         ...
 
-    def release_slot(self, account_id: str) -> None:
+    def release_slot(self, account_id: str, now: str) -> None:
         """Decrement `admitted`. Never retried after an ambiguous failure."""
         ...
 
-    def increment_best_effort(self, account_id: str) -> None:
-        """Never retried after an ambiguous failure: a lost increment undercounts, a doubled
-        one would overcount."""
+    def increment_best_effort(self, account_id: str, heal_epoch: int, now: str) -> bool:
+        """+1 unless a heal happened since `heal_epoch` (then False). Never retried after an
+        ambiguous failure: a lost increment undercounts, a doubled one would overcount."""
         ...
 
-    def decrement_best_effort(self, account_id: str) -> None: ...
+    def decrement_best_effort(self, account_id: str, now: str) -> None: ...
 
     def put_resource(self, resource: Resource) -> None:
         """Conditional create. Raises ResourceAlreadyExists(existing) for another request's item;
@@ -72,6 +77,10 @@ class ApiStore(Protocol):
         ...
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None: ...
+
+    def mark_deleting(self, account_id: str, resource_id: str, now: str) -> bool:
+        """Stamp `deleting_at` on a live resource; False if it is missing or already deleted."""
+        ...
 
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
         """Set deleted=true if the resource exists and is not deleted; False otherwise.
@@ -125,7 +134,9 @@ def create_resource(
     usage = get_usage(store, account_id)
     if usage.used >= usage.limit:
         raise LimitExceeded(account_id, usage.limit)
-    if not store.reserve_slot(account_id):
+    now = clock()
+    heal_epoch = store.reserve_slot(account_id, now)
+    if heal_epoch is None:
         raise LimitExceeded(account_id, usage.limit)
 
     resource = Resource(
@@ -133,7 +144,7 @@ def create_resource(
         resource_id=resource_id,
         name=request.name,
         attributes=request.attributes,
-        created_at=clock(),
+        created_at=now,
         request_fingerprint=fingerprint,
         request_token=token(),
     )
@@ -141,17 +152,18 @@ def create_resource(
         store.put_resource(resource)
     except StoreUnavailable as failure:
         if not failure.may_have_landed:
-            store.release_slot(account_id)  # the resource certainly does not exist: free its slot
+            store.release_slot(account_id, now)  # the resource certainly does not exist: free its slot
         raise
     except ResourceAlreadyExists as exists:
         # Our write did not land (a concurrent request with the same key won): free our slot.
-        store.release_slot(account_id)
+        store.release_slot(account_id, now)
         if not isinstance(exists.existing, Resource):
             raise
         return _replay(exists.existing, fingerprint)
 
     try:
-        store.increment_best_effort(account_id)
+        if not store.increment_best_effort(account_id, heal_epoch, now):
+            logger.info("account %s was healed since the reservation; its count already holds", account_id)
     except StoreUnavailable:
         # The resource exists and the stream will count it; a missed increment only undercounts.
         logger.warning("best-effort increment failed; resource %s stays undercounted", resource_id)
@@ -185,15 +197,18 @@ def delete_resource(
     clock: Clock,
     token: TokenSource = random_resource_id,
 ) -> None:
-    get_resource(store, account_id, resource_id)
+    now = clock()
+    # The marker tells a heal that a delete is in flight (between its decrement and soft delete).
+    if not store.mark_deleting(account_id, resource_id, now):
+        raise ResourceNotFound(account_id, resource_id)
     # Decrement while the resource is still live, so best_effort never exceeds the live count.
-    store.decrement_best_effort(account_id)
-    if not store.soft_delete(account_id, resource_id, clock(), token()):
+    store.decrement_best_effort(account_id, now)
+    if not store.soft_delete(account_id, resource_id, now, token()):
         # A concurrent delete won; our decrement made best_effort undercount by one, which is safe.
         raise ResourceNotFound(account_id, resource_id)
     try:
         # Only the request whose soft delete landed frees the slot, and only after the resource
         # stopped being live, so `admitted` never drops below the live count.
-        store.release_slot(account_id)
+        store.release_slot(account_id, now)
     except StoreUnavailable:
         logger.warning("slot release failed for %s/%s; the slot stays held", account_id, resource_id)

@@ -23,11 +23,23 @@ def resource_id_from_sk(sk: str) -> str | None:
     return sk[len(schema.RESOURCE_PREFIX) :] if sk.startswith(schema.RESOURCE_PREFIX) else None
 
 
+def _bucket_of(text: str, count: int) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % count
+
+
 def pending_bucket(account_id: str, resource_id: str) -> str:
     """Spread pending resources evenly over the sparse index's fixed set of partitions."""
-    digest = hashlib.sha256(f"{account_id}/{resource_id}".encode()).digest()
-    return pending_bucket_name(int.from_bytes(digest[:4], "big") % schema.PENDING_BUCKET_COUNT)
+    return pending_bucket_name(_bucket_of(f"{account_id}/{resource_id}", schema.PENDING_BUCKET_COUNT))
 
 
 def pending_bucket_name(index: int) -> str:
     return f"PENDING#{index:02d}"
+
+
+def activity_bucket(account_id: str) -> str:
+    """An account's fixed partition in the activity index."""
+    return activity_bucket_name(_bucket_of(account_id, schema.ACTIVITY_BUCKET_COUNT))
+
+
+def activity_bucket_name(index: int) -> str:
+    return f"ACTIVITY#{index:02d}"

@@ -23,8 +23,21 @@ PENDING_SINCE_ATTRIBUTE = "pending_since"
 PENDING_BUCKET_COUNT = 16
 PENDING_PROJECTED_ATTRIBUTES = ("counter_processed", "deleted")
 
+# Sparse index of account items by the time of their last API write, spread over fixed buckets:
+# the sweeper finds accounts that went quiet without scanning, and heals their counters.
+ACTIVITY_INDEX_NAME = "activity"
+ACTIVITY_BUCKET_ATTRIBUTE = "activity_bucket"
+LAST_WRITE_ATTRIBUTE = "last_write_at"
+ACTIVITY_BUCKET_COUNT = 16
+ACTIVITY_PROJECTED_ATTRIBUTES = ("account_id", "healed_at")
+
 # Environment variables every function reads at cold start.
 ENV_TABLE_NAME = "TABLE_NAME"
+# The sweeper's: how old pending work must be before it applies it, how long an account must be
+# free of API writes before `admitted` is healed, and how far back to look for unhealed accounts.
+ENV_SWEEP_PENDING_OLDER_THAN_SECONDS = "SWEEP_PENDING_OLDER_THAN_SECONDS"
+ENV_HEAL_QUIET_SECONDS = "HEAL_QUIET_SECONDS"
+ENV_HEAL_LOOKBACK_SECONDS = "HEAL_LOOKBACK_SECONDS"
 
 # Resource attributes the counting flows depend on.
 COUNTER_PROCESSED_ATTRIBUTE = "counter_processed"

@@ -11,7 +11,7 @@ from functools import lru_cache
 import boto3
 from botocore.config import Config
 
-from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore
+from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
 from functions.adapters.streams import DynamoStreamReader
 from functions.shared.config import Settings
 
@@ -41,11 +41,16 @@ def counting_store() -> DynamoCountingStore:
 
 
 @lru_cache(maxsize=1)
+def healing_store() -> DynamoHealingStore:
+    return DynamoHealingStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+
+
+@lru_cache(maxsize=1)
 def stream_reader() -> DynamoStreamReader:
     return DynamoStreamReader(boto3.client("dynamodbstreams", config=_STANDARD))
 
 
 def reset() -> None:
     """Forget cached clients (tests point them at a fresh emulator)."""
-    for cached in (settings, api_store, counting_store, stream_reader):
+    for cached in (settings, api_store, counting_store, healing_store, stream_reader):
         cached.cache_clear()

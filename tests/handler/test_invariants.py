@@ -94,6 +94,7 @@ CREATE_WRITES = [
     pytest.param("UpdateItem", "ADD best_effort :one", id="after-increment"),
 ]
 DELETE_WRITES = [
+    pytest.param("UpdateItem", "SET deleting_at = :now", id="after-mark"),
     pytest.param("UpdateItem", "ADD best_effort :minus_one", id="after-decrement"),
     pytest.param("UpdateItem", "SET deleted = :true", id="after-soft-delete"),
     pytest.param("UpdateItem", "ADD admitted :minus_one", id="after-release"),

@@ -234,11 +234,22 @@ def test_redrive_consumes_dlq1_reporting_item_failures(template_json: dict[str, 
 
 # --- functions ---------------------------------------------------------------------------------
 
-ALL_HANDLERS = (constants.API_HANDLER, constants.STREAM_CONSUMER_HANDLER, constants.REDRIVE_HANDLER)
+ALL_HANDLERS = (
+    constants.API_HANDLER,
+    constants.STREAM_CONSUMER_HANDLER,
+    constants.REDRIVE_HANDLER,
+    constants.SWEEPER_HANDLER,
+)
 EXPECTED_TIMEOUTS = {
     constants.API_HANDLER: 10,
     constants.STREAM_CONSUMER_HANDLER: 30,
     constants.REDRIVE_HANDLER: 60,
+    constants.SWEEPER_HANDLER: 300,
+}
+SWEEPER_ENVIRONMENT = {
+    schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "300",
+    schema.ENV_HEAL_QUIET_SECONDS: "60",
+    schema.ENV_HEAL_LOOKBACK_SECONDS: "21600",
 }
 
 
@@ -257,6 +268,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
         "POWERTOOLS_METRICS_NAMESPACE": "HybridCounter",
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
@@ -419,3 +431,28 @@ def test_redrive_may_read_the_table_stream(template_json: dict[str, Any]) -> Non
     ]
     granted = {a for s in stream_statements for a in as_list(s["Action"])}
     assert {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"} <= granted
+
+
+def test_the_sweeper_runs_every_five_minutes_alone(template_json: dict[str, Any]) -> None:
+    sweeper_id, sweeper = function_by_handler(template_json, constants.SWEEPER_HANDLER)
+    assert sweeper["Properties"]["ReservedConcurrentExecutions"] == 1
+    rules = resources_of_type(template_json, "AWS::Events::Rule")
+    [rule] = rules.values()
+    assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    assert rule["Properties"]["State"] == "ENABLED"
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [sweeper_id, "Arn"]}
+
+
+def test_the_activity_index_lets_the_sweeper_find_quiet_accounts(template_json: dict[str, Any]) -> None:
+    _, table_resource = table(template_json)
+    indexes = {index["IndexName"]: index for index in table_resource["Properties"]["GlobalSecondaryIndexes"]}
+    activity = indexes[schema.ACTIVITY_INDEX_NAME]
+    assert activity["KeySchema"] == [
+        {"AttributeName": schema.ACTIVITY_BUCKET_ATTRIBUTE, "KeyType": "HASH"},
+        {"AttributeName": schema.LAST_WRITE_ATTRIBUTE, "KeyType": "RANGE"},
+    ]
+    assert activity["Projection"] == {
+        "ProjectionType": "INCLUDE",
+        "NonKeyAttributes": list(schema.ACTIVITY_PROJECTED_ATTRIBUTES),
+    }

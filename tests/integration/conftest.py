@@ -61,6 +61,7 @@ def system() -> Iterator[System]:
                 faults=FAULTS,
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
                 retry_backoff_seconds=0.05,
+                schedule_period_seconds=1,  # the sweeper every second, not every 5 minutes
             )
         )
         runtime.deploy_and_start()

@@ -110,3 +110,8 @@ def test_a_record_that_keeps_failing_ends_in_dlq2(system: System, local_runtime:
 @pytest.mark.parametrize("path", ["/accounts/ac%20me", "/nowhere"])
 def test_unknown_routes_and_bad_ids_never_5xx(system: System, path: str) -> None:
     assert 400 <= system.api.request("GET", path).status < 500
+
+
+def test_the_scheduled_sweeper_runs(system: System, local_runtime: Any) -> None:
+    poll(lambda: local_runtime.schedule_stats.invocations, lambda count: count >= 2, timeout=30, interval=0.2)
+    assert local_runtime.schedule_stats.failed_invocations == 0

@@ -49,21 +49,22 @@ class RecordingStore:
     def read_usage(self, account_id: str) -> Usage | None:
         return self.usage
 
-    def reserve_slot(self, account_id: str) -> bool:
+    def reserve_slot(self, account_id: str, now: str) -> int | None:
         self.writes.append("reserve")
-        return self.reserve
+        return 0 if self.reserve else None
 
-    def release_slot(self, account_id: str) -> None:
+    def release_slot(self, account_id: str, now: str) -> None:
         self.writes.append("release")
         if self.release_error:
             raise self.release_error
 
-    def increment_best_effort(self, account_id: str) -> None:
+    def increment_best_effort(self, account_id: str, heal_epoch: int, now: str) -> bool:
         self.writes.append("increment")
         if self.increment_error:
             raise self.increment_error
+        return True
 
-    def decrement_best_effort(self, account_id: str) -> None:
+    def decrement_best_effort(self, account_id: str, now: str) -> None:
         self.writes.append("decrement")
 
     def put_resource(self, resource: Resource) -> None:
@@ -73,6 +74,10 @@ class RecordingStore:
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
         return self.resource
+
+    def mark_deleting(self, account_id: str, resource_id: str, now: str) -> bool:
+        self.writes.append("mark_deleting")
+        return self.resource is not None and not self.resource.deleted
 
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
         self.writes.append("soft_delete")
@@ -175,28 +180,28 @@ def test_keyed_ids_are_stable_per_account_and_key() -> None:
 def test_delete_decrements_while_live_and_releases_after() -> None:
     store = RecordingStore(resource=stored())
     accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["decrement", "soft_delete", "release"]
+    assert store.writes == ["mark_deleting", "decrement", "soft_delete", "release"]
 
 
 @pytest.mark.parametrize("resource", [None, stored(deleted=True)])
-def test_delete_of_a_missing_or_deleted_resource_writes_nothing(resource: Resource | None) -> None:
+def test_delete_of_a_missing_or_deleted_resource_changes_nothing(resource: Resource | None) -> None:
     store = RecordingStore(resource=resource)
     with pytest.raises(ResourceNotFound):
         accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == []
+    assert store.writes == ["mark_deleting"]  # a conditional write that did not apply
 
 
 def test_delete_losing_to_a_concurrent_delete_does_not_release() -> None:
     store = RecordingStore(resource=stored(), soft_deleted=False)
     with pytest.raises(ResourceNotFound):
         accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["decrement", "soft_delete"]
+    assert store.writes == ["mark_deleting", "decrement", "soft_delete"]
 
 
 def test_delete_succeeds_when_only_the_release_fails() -> None:
     store = RecordingStore(resource=stored(), release_error=StoreUnavailable("timeout", may_have_landed=True))
     accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["decrement", "soft_delete", "release"]
+    assert store.writes == ["mark_deleting", "decrement", "soft_delete", "release"]
 
 
 def test_reads_of_missing_things_are_not_found() -> None:

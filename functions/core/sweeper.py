@@ -1,0 +1,60 @@
+"""The scheduled sweeper: a safety net under the stream, both queues and the API's failures.
+
+1. It applies every resource that has been pending longer than a threshold, reading the sparse
+   pending index and using the consumer's own rules. So the counters converge even if the
+   stream and both dead-letter queues lost work.
+2. It heals the accounts that went quiet since their last heal or check (functions/core/healing.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from functions.core.counting import BatchReport, CountingStore, process_pending_items
+from functions.core.healing import HealingStore, HealOutcome, heal_account, iso_timestamp
+from functions.core.redrive import PendingSource
+
+
+class ActivitySource(Protocol):
+    def quiet_accounts(self, written_after: str, written_before: str) -> Iterable[str]: ...
+
+    def record_checked(self, account_id: str, expected_version: int, now: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    pending_older_than: timedelta = timedelta(minutes=5)
+    quiet: timedelta = timedelta(seconds=60)  # much longer than the API function's 10 s timeout
+    lookback: timedelta = timedelta(hours=6)  # how far back to look for accounts never healed
+
+
+@dataclass
+class SweepReport:
+    pending: BatchReport = field(default_factory=BatchReport)
+    heals: Counter[HealOutcome] = field(default_factory=Counter)
+
+
+def sweep(
+    counting: CountingStore,
+    pending: PendingSource,
+    healing: HealingStore,
+    activity: ActivitySource,
+    now: datetime,
+    settings: SweepSettings,
+) -> SweepReport:
+    report = SweepReport()
+    report.pending = process_pending_items(
+        counting, pending.pending_items(iso_timestamp(now - settings.pending_older_than))
+    )
+    for account_id in activity.quiet_accounts(
+        iso_timestamp(now - settings.lookback), iso_timestamp(now - settings.quiet)
+    ):
+        result = heal_account(healing, account_id, now, settings.quiet)
+        if result.outcome is HealOutcome.EXACT and result.before is not None:
+            activity.record_checked(account_id, result.before.version, iso_timestamp(now))
+        report.heals[result.outcome] += 1
+    return report

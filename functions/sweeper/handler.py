@@ -1,0 +1,47 @@
+"""Sweeper: run on a schedule (EventBridge), and by operators on demand (python -m ops sweep).
+
+It applies resources pending for longer than a threshold, and heals accounts that went quiet.
+Metrics say what it found, so a sweep that keeps finding work points at a broken pipeline.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.core.sweeper import SweepReport, sweep
+from functions.shared import clients
+from functions.shared.config import sweep_settings
+from functions.shared.observability import logger, metrics, tracer
+
+
+def run_sweep() -> SweepReport:
+    counting = clients.counting_store()
+    healing = clients.healing_store()
+    return sweep(counting, counting, healing, healing, datetime.now(UTC), sweep_settings())
+
+
+def summary(report: SweepReport) -> dict[str, Any]:
+    return {
+        "pending": {outcome.value: count for outcome, count in report.pending.outcomes.items()},
+        "pending_failed": len(report.pending.failed),
+        "heals": {outcome.value: count for outcome, count in report.heals.items()},
+    }
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    report = run_sweep()
+    found = sum(report.pending.outcomes.values())
+    metrics.add_metric(name="SweepPendingFound", unit=MetricUnit.Count, value=found)
+    metrics.add_metric(name="SweepPendingFailed", unit=MetricUnit.Count, value=len(report.pending.failed))
+    for outcome, count in report.heals.items():
+        metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
+    result = summary(report)
+    logger.info("sweep finished", extra=result)
+    return result

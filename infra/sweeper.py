@@ -1,0 +1,46 @@
+"""The scheduled sweeper: applies work pending too long and heals quiet accounts' counters."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from constructs import Construct
+
+from functions.core import schema
+from infra import constants
+from infra.bundling import LambdaPackage
+from infra.python_function import python_function
+
+
+class Sweeper(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
+        super().__init__(scope, construct_id)
+
+        self.function = python_function(
+            self,
+            constants.SWEEPER_FUNCTION_ID,
+            package=package,
+            handler=constants.SWEEPER_HANDLER,
+            table_name=table.table_name,
+            timeout_seconds=constants.SWEEPER_TIMEOUT_SECONDS,
+            memory_mb=constants.SWEEPER_MEMORY_MB,
+            description="Applies resources pending too long and heals the counters of quiet accounts",
+            extra_environment={
+                schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: str(constants.SWEEP_PENDING_OLDER_THAN_SECONDS),
+                schema.ENV_HEAL_QUIET_SECONDS: str(constants.HEAL_QUIET_SECONDS),
+                schema.ENV_HEAL_LOOKBACK_SECONDS: str(constants.HEAL_LOOKBACK_SECONDS),
+            },
+        )
+        # One sweep at a time: two would only repeat each other's (idempotent) work.
+        self.function.node.default_child.add_property_override(  # type: ignore[union-attr]
+            "ReservedConcurrentExecutions", 1
+        )
+        table.grant_read_write_data(self.function)
+        self.schedule = events.Rule(
+            self,
+            constants.SWEEPER_SCHEDULE_ID,
+            schedule=events.Schedule.rate(cdk.Duration.minutes(constants.SWEEPER_RATE_MINUTES)),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
+        )

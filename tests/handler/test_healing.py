@@ -1,0 +1,168 @@
+"""Healing against the emulator, through the interleavings docs/healing.md names (SPEC invariant 6).
+
+Each adversarial test lines an API call or a consumer step up inside the heal with a botocore
+hook, and would fail (best-effort above the live count, or admitted below it) without the guard
+it names.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from functions.core.healing import HealOutcome, heal_account
+from functions.core.sweeper import SweepSettings, sweep
+from functions.shared import clients
+from tests.handler.conftest import Harness
+from tests.support import faults
+from tests.support.faults import expression
+
+QUIET_NOW = timedelta(0)  # every write counts as old: both counters may be healed
+NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort may be healed
+
+
+def heal(account_id: str, quiet: timedelta) -> HealOutcome:
+    return heal_account(clients.healing_store(), account_id, datetime.now(UTC), quiet).outcome
+
+
+def once(matches: Any, action: Any) -> Any:
+    """A hook action run on the first matching call only (so not again on the calls it makes)."""
+    state = {"done": False}
+
+    def run(params: dict[str, Any]) -> None:
+        if state["done"] or not matches(params):
+            return
+        state["done"] = True
+        action()
+
+    return run
+
+
+def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 3)
+    faults.crash_after("PutItem")  # created, never counted by best-effort
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))  # a slot held, no resource
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+    harness.pump()
+    before = harness.truth("acme")
+    assert (before.live, before.best_effort, before.admitted) == (1, 0, 2)
+
+    assert heal("acme", QUIET_NOW) is HealOutcome.HEALED
+    after = harness.truth("acme")
+    assert (after.best_effort_net, after.admitted, after.eventual) == (1, 1, 1)
+    assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]  # the held slot is free again
+    harness.check_invariants()
+
+
+def test_a_recently_written_account_keeps_its_held_slots(harness: Harness) -> None:
+    harness.api.put_account("acme", 3)
+    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))
+    with pytest.raises(faults.SimulatedCrash):
+        harness.api.create("acme")
+    assert heal("acme", NOT_QUIET) is HealOutcome.EXACT  # best-effort is right; admitted must wait
+    assert harness.truth("acme").admitted == 1
+
+
+def test_heal_waits_while_counting_work_is_pending(harness: Harness) -> None:
+    harness.api.put_account("acme", 3)
+    harness.api.create("acme")  # not yet applied by the consumer
+    assert heal("acme", QUIET_NOW) is HealOutcome.PENDING_WORK
+    harness.pump()
+    assert heal("acme", QUIET_NOW) is HealOutcome.EXACT
+
+
+def test_heal_waits_for_a_delete_in_flight(harness: Harness) -> None:
+    """Marked, not yet decremented: healing now and decrementing after would undercount... and
+    decrementing before the heal's write, then soft-deleting after it, would overcount."""
+    api = harness.api
+    api.put_account("acme", 3)
+    resource_id = api.create("acme").json()["resourceId"]
+    harness.pump()
+    faults.crash_after("UpdateItem", lambda p: "SET deleting_at" in expression(p))  # the delete stops there
+    with pytest.raises(faults.SimulatedCrash):
+        api.delete("acme", resource_id)
+    assert heal("acme", NOT_QUIET) is HealOutcome.PENDING_WORK  # a fresh marker: the delete may go on
+    assert heal("acme", QUIET_NOW) is HealOutcome.EXACT  # a marker older than `quiet`: that delete died
+
+
+def test_a_decrement_between_the_heals_reads_and_write_makes_it_retry(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 3)
+    ids = [api.create("acme").json()["resourceId"]]
+    faults.crash_after("PutItem")  # drift: a resource best-effort never counted, so the heal writes
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+    harness.pump()
+
+    def delete_now() -> None:
+        assert api.delete("acme", ids[0]).status == 204
+
+    faults.before_call("UpdateItem", once(lambda p: "heal_epoch" in expression(p), delete_now))
+    assert heal("acme", NOT_QUIET) is HealOutcome.BUSY  # the version moved: the write was refused
+    harness.check_invariants()
+
+
+def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness) -> None:
+    """Reserved before the heal, put and counted by the stream, then healed: the late increment
+    must be skipped (heal epoch), or best-effort would count the resource twice."""
+    api = harness.api
+    api.put_account("acme", 3)
+    outcomes: list[HealOutcome] = []
+
+    def count_and_heal() -> None:
+        harness.pump()
+        outcomes.append(heal("acme", NOT_QUIET))
+
+    faults.before_call("UpdateItem", once(lambda p: "best_effort :one" in expression(p), count_and_heal))
+    assert api.create("acme").status == 201
+    assert outcomes == [HealOutcome.HEALED]  # best-effort went 0 -> 1 by the heal
+    truth = harness.truth("acme")
+    assert (truth.best_effort, truth.live) == (1, 1)  # and the increment did not add another
+    harness.check_invariants()
+
+
+def test_a_removal_between_the_heals_reads_makes_it_retry(harness: Harness) -> None:
+    """The first read counts a soft-deleted resource; the consumer removes it before the pending
+    check sees it. Only the second read shows the count moved; without it best-effort := 1 with
+    nothing live."""
+    api = harness.api
+    api.put_account("acme", 3)
+    resource_id = api.create("acme").json()["resourceId"]
+    harness.pump()
+    api.delete("acme", resource_id)  # soft-deleted, still counted by `eventual`
+    faults.before_call("Query", once(lambda _: True, harness.pump))  # the pending check runs after it
+    assert heal("acme", NOT_QUIET) is HealOutcome.BUSY
+    harness.check_invariants()
+    assert heal("acme", QUIET_NOW) in (HealOutcome.EXACT, HealOutcome.HEALED)
+    assert harness.api.account("acme")["bestEffort"] == 0
+
+
+def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    api.put_account("calm", 5)
+    faults.crash_after("PutItem")
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")  # the stream is never applied in this test: only the sweeper works
+    api.create("calm")
+    store, healing = clients.counting_store(), clients.healing_store()
+    settings = SweepSettings(pending_older_than=timedelta(0), quiet=timedelta(0), lookback=timedelta(hours=1))
+
+    report = sweep(store, store, healing, healing, datetime.now(UTC), settings)
+    assert sum(report.pending.outcomes.values()) == 2
+    assert report.pending.failed == []
+    assert report.heals[HealOutcome.HEALED] == 1  # acme: best-effort 0 -> 1
+    assert report.heals[HealOutcome.EXACT] == 1  # calm: nothing to change, noted as checked
+    account = api.account("acme")
+    assert (account["bestEffort"], account["eventual"]) == (1, 1)
+
+    again = sweep(store, store, healing, healing, datetime.now(UTC), settings)
+    assert sum(again.pending.outcomes.values()) == 0
+    assert sum(again.heals.values()) == 0  # neither account was written since
+    harness.check_invariants()
