@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import os
 import subprocess
 import sys
@@ -68,13 +69,41 @@ def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
     dropped table and never sees another record. On AWS a cancelled transaction changes nothing,
     and a stream reader never notices it. Here, the state moto restored is moved back into the
     live table object, and stream records that the cancelled transaction added are removed.
+
+    moto also deep-copies every table a transaction touches, before each transaction, which
+    costs time in proportion to the table. A transaction can only change the partitions it names,
+    so only those partitions are copied.
     """
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
 
     original = DynamoDBBackend.transact_write_items
+    touched: dict[str, set[Any]] = {}  # table name -> partition key values named by the transaction
+
+    def snapshot(table: Any, memo: dict[int, Any]) -> Any:
+        partitions = touched.get(table.name, set())
+        clone = copy.copy(table)
+        clone.items = copy.copy(table.items)  # same dict type; untouched partitions are shared
+        for hash_value in partitions & set(table.items):
+            clone.items[hash_value] = copy.deepcopy(table.items[hash_value], memo)
+        if table.stream_shard is not None:
+            clone.stream_shard = copy.copy(table.stream_shard)
+            clone.stream_shard.items = list(table.stream_shard.items)
+        return clone
 
     def transact_write_items(self: Any, transact_items: Any) -> Any:
+        touched.clear()
+        for entry in transact_items:
+            (action,) = entry.values()
+            table = self.tables.get(action.get("TableName"))
+            if table is None:
+                continue
+            key = action.get("Key") or action.get("Item") or {}
+            if table.hash_key_attr in key:
+                touched.setdefault(table.name, set()).add(DynamoType(key[table.hash_key_attr]))
         live_tables = dict(self.tables)
+        Table.__deepcopy__ = snapshot  # type: ignore[attr-defined]  # only while this (serialized) request runs
         try:
             return original(self, transact_items)
         except Exception:
@@ -90,6 +119,9 @@ def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
                 live.stream_shard = shard
                 self.tables[name] = live
             raise
+        finally:
+            del Table.__deepcopy__  # type: ignore[attr-defined]
+            touched.clear()
 
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
