@@ -2,7 +2,8 @@
 
 Lambda's on-failure destination receives metadata only (`DDBStreamBatchInfo`), never the records,
 so the redrive re-reads exactly that range of the stream and applies it with the consumer's own
-`process_stream_records`. When the records are gone (trimmed after 24 h, shard or stream gone,
+`process_stream_records`; a record that still fails fails the message, which SQS retries and at
+last moves to DLQ 2. When the records are gone (trimmed after 24 h, shard or stream gone,
 iterator expired) it sweeps the pending index instead, so no work is lost with the stream.
 """
 
@@ -14,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from functions.core.counting import BatchReport, CountingStore, process_pending_items, process_stream_records
+
+# Passes over the records of a range that failed, within one invocation, before the message fails.
+REDRIVE_PASSES = 3
 
 
 class InvalidFailureMessage(ValueError):
@@ -94,9 +98,21 @@ def redrive(
     try:
         records = reader.read_range(batch)
     except StreamRecordsGone:
-        result = RedriveResult("sweep", process_pending_items(store, pending.pending_items(None)))
-    else:
-        result = RedriveResult("stream", process_stream_records(store, records))
-    if result.report.failed:
-        raise RedriveIncomplete(f"{len(result.report.failed)} item(s) failed in the {result.source} pass")
-    return result
+        # The range's records cannot be named any more, so all pending work is applied instead.
+        # Work that still fails stays in the pending index, where the scheduled sweeper retries it
+        # and reports it. Failing this message would only move an unrelated range to DLQ 2.
+        return RedriveResult("sweep", process_pending_items(store, pending.pending_items(None)))
+    report = process_stream_records(store, records)
+    for _ in range(REDRIVE_PASSES - 1):
+        if not report.failed:
+            break
+        # A range holds up to BatchSize records, and a few of them failing a pass (a conflict,
+        # throttling) would otherwise send the whole range around SQS again.
+        failed = set(report.failed)
+        retry = [r for r in records if str((r.get("dynamodb") or {}).get("SequenceNumber", "")) in failed]
+        again = process_stream_records(store, retry)
+        report.outcomes.update(again.outcomes)
+        report.failed = again.failed
+    if report.failed:
+        raise RedriveIncomplete(f"{len(report.failed)} record(s) of the range failed {REDRIVE_PASSES} times")
+    return RedriveResult("stream", report)

@@ -84,8 +84,24 @@ def test_falls_back_to_the_sweep_when_records_are_gone() -> None:
     assert store.calls == ["count_create"]
 
 
-def test_any_failed_item_fails_the_message() -> None:
-    conflict = TransactionResult((CancellationReason("TransactionConflict"), CancellationReason("None")))
-    store = ScriptedStore(count_results=[conflict])
+CONFLICT = TransactionResult((CancellationReason("TransactionConflict"), CancellationReason("None")))
+
+
+def test_a_record_of_the_range_that_keeps_failing_fails_the_message() -> None:
+    store = ScriptedStore(count_results=[CONFLICT, CONFLICT, CONFLICT])
     with pytest.raises(RedriveIncomplete):
-        redrive(BATCH, Reader(None), store, Pending([PENDING_ITEM]))
+        redrive(BATCH, Reader([record("INSERT", counter_processed=False, deleted=False)]), store, Pending([]))
+
+
+def test_a_sweep_leaves_what_still_fails_to_the_scheduled_sweeper() -> None:
+    store = ScriptedStore(count_results=[CONFLICT])
+    result = redrive(BATCH, Reader(None), store, Pending([PENDING_ITEM]))
+    assert result.source == "sweep"
+    assert result.report.failed == ["ACCOUNT#a1/RESOURCE#r9"]  # still pending, reported, not lost
+
+
+def test_records_that_fail_once_are_retried_within_the_invocation() -> None:
+    store = ScriptedStore(count_results=[CONFLICT, COMMITTED])
+    result = redrive(BATCH, Reader([record("INSERT", counter_processed=False, deleted=False)]), store, Pending([]))
+    assert result.report.outcomes[Outcome.APPLIED] == 1
+    assert store.calls == ["count_create", "count_create"]
