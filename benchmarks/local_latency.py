@@ -15,8 +15,8 @@ import statistics
 import time
 
 from local.emulator import EmulatorProcess
+from local.http_client import HttpApi
 from local.runtime import LocalRuntime, RuntimeSettings
-from tests.integration.http import HttpApi
 
 
 def main() -> None:

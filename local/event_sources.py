@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.adapters.streams import lambda_shaped
+from local.chaos_faults import ChaosConfig, Dice, Ledger
 from local.filters import matches_any, parse_filters
 from local.functions import FunctionPool, Invocation
 
@@ -71,6 +72,15 @@ def _failed_ids(invocation: Invocation, valid_ids: Sequence[str]) -> list[str] |
 # --- DynamoDB streams ---------------------------------------------------------------------------
 
 
+@dataclass
+class SourceChaos:
+    """Faults the event source itself injects in chaos runs (local/chaos_faults.py)."""
+
+    config: ChaosConfig
+    dice: Dice
+    ledger: Ledger
+
+
 @dataclass(frozen=True)
 class StreamMapping:
     uuid: str
@@ -115,8 +125,11 @@ class StreamShardPoller:
         stop: threading.Event,
         poll_interval: float,
         retry_delay: Callable[[int], float],
+        chaos: SourceChaos | None = None,
     ) -> None:
         self.mapping = mapping
+        self._chaos = chaos
+        self._held_replays: list[list[Record]] = []
         self.shard_id = shard_id
         self._streams = streams
         self._send_on_failure = send_on_failure
@@ -143,11 +156,13 @@ class StreamShardPoller:
                         if matches_any(self.mapping.patterns, record):
                             self._pending.append(record)
                 if not self._pending:
+                    self._send_held_replays()
                     self._stop.wait(self._poll_interval)
                     continue
                 batch = self._pending[: self.mapping.batch_size]
                 del self._pending[: len(batch)]
                 self._deliver(batch, retries_used=0, invocations=0)
+                self._after_batch(batch)
         except Exception:
             if not self._stop.is_set():
                 logger.exception("stream poller for %s stopped", self.shard_id)
@@ -160,7 +175,7 @@ class StreamShardPoller:
             batch = self._drop_expired(batch, invocations)
             if not batch:
                 return
-            invocation = self.mapping.function.invoke({"Records": batch})
+            invocation = self._invoke(batch)
             invocations += 1
             self._stats.add(invocations=1, records_delivered=len(batch), failed_invocations=int(not invocation.ok))
             sequence_numbers = [record["dynamodb"]["SequenceNumber"] for record in batch]
@@ -183,6 +198,35 @@ class StreamShardPoller:
                 self._discard(batch, "RetryAttemptsExhausted", invocations, function_error=failed is None)
                 return
             self._stop.wait(self._retry_delay(retries_used))
+
+    def _invoke(self, batch: list[Record]) -> Invocation:
+        event = {"Records": batch}
+        if self._chaos is None or not self._chaos.dice.roll(self._chaos.config.rate("concurrent_delivery")):
+            return self.mapping.function.invoke(event)
+        # Two consumers on the same range at once; the checkpoint follows the first one's answer.
+        self._chaos.ledger.record("concurrent_delivery", f"{len(batch)} record(s)")
+        twin = threading.Thread(target=self.mapping.function.invoke, args=(event,), daemon=True)
+        twin.start()
+        invocation = self.mapping.function.invoke(event)
+        twin.join()
+        return invocation
+
+    def _after_batch(self, batch: list[Record]) -> None:
+        self._send_held_replays()
+        if self._chaos is None:
+            return
+        if self._chaos.dice.roll(self._chaos.config.rate("duplicate_delivery")):
+            self._chaos.ledger.record("duplicate_delivery", f"{len(batch)} record(s)")
+            log_invocation(self.mapping.function.function.short_name, len(batch), self._invoke(batch), "(duplicate)")
+        if self._chaos.dice.roll(self._chaos.config.rate("out_of_order_replay")):
+            self._chaos.ledger.record("out_of_order_replay", f"{len(batch)} record(s)")
+            self._held_replays.append(batch)  # sent after the next batch: late and out of order
+
+    def _send_held_replays(self) -> None:
+        while self._held_replays and self.mapping.on_failure_arn:
+            batch = self._held_replays.pop(0)
+            message = on_failure_record(self.mapping, self.shard_id, batch, "RetryAttemptsExhausted", 1, False)
+            self._send_on_failure(self.mapping.on_failure_arn, message)
 
     def _drop_expired(self, batch: list[Record], invocations: int) -> list[Record]:
         if self.mapping.max_record_age_seconds < 0:

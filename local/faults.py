@@ -22,6 +22,8 @@ import boto3
 from botocore.awsrequest import AWSResponse
 
 _TYPE = "com.amazonaws.dynamodb.v20120810#"
+# Request-context flags of fixed rules start with this, so random chaos faults can stand aside.
+FAULT_FLAG_PREFIX = "fault_rule_"
 
 ANSWERS: dict[str, tuple[int, dict[str, Any]]] = {
     "TransactionConflict": (
@@ -86,7 +88,7 @@ def answer_on_the_wire(
     """Answer matching calls with `status` and the JSON `body`, at most `times` times (None: always).
 
     Returns a one-item list counting the answers given."""
-    flag = f"fault_{uuid.uuid4().hex}"  # one per registration: several can watch one operation
+    flag = f"{FAULT_FLAG_PREFIX}{uuid.uuid4().hex}"  # one per registration: several can watch one operation
     given = [0]
     lock = threading.Lock()
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Read in every sandbox before the handler loads: faults to inject below the handler's code, and
 # where its logs go (CloudWatch Logs, locally).
 FAULTS_ENV = "HYBRID_COUNTER_LOCAL_FAULTS"
+CHAOS_ENV = "HYBRID_COUNTER_LOCAL_CHAOS"
 LOG_DIR_ENV = "HYBRID_COUNTER_LOCAL_LOG_DIR"
 
 
@@ -77,8 +79,11 @@ _handler: Callable[[Any, Any], Any] | None = None
 _function: DeployedFunction | None = None
 
 
-def _start_sandbox(function: DeployedFunction, base_environment: Mapping[str, str]) -> None:
+def _start_sandbox(function: DeployedFunction, base_environment: Mapping[str, str], numbering: Any) -> None:
     global _handler, _function
+    with numbering.get_lock():
+        numbering.value += 1
+        sandbox = numbering.value
     os.environ.update(base_environment)
     os.environ.update(function.environment)
     os.environ["AWS_LAMBDA_FUNCTION_NAME"] = function.name
@@ -90,6 +95,12 @@ def _start_sandbox(function: DeployedFunction, base_environment: Mapping[str, st
         from local import faults
 
         faults.install(json.loads(os.environ[FAULTS_ENV]), function.short_name)
+    if os.environ.get(CHAOS_ENV):
+        from local import chaos_faults
+
+        chaos_faults.install_in_sandbox(
+            chaos_faults.ChaosConfig.from_json(os.environ[CHAOS_ENV]), function.short_name, sandbox
+        )
     module_name, _, attribute = function.handler.rpartition(".")
     _handler = getattr(importlib.import_module(module_name), attribute)
     _function = function
@@ -121,11 +132,13 @@ class FunctionPool:
 
     def __init__(self, function: DeployedFunction, base_environment: Mapping[str, str], concurrency: int) -> None:
         self.function = function
+        context = multiprocessing.get_context("spawn")
         self._pool = ProcessPoolExecutor(
             max_workers=concurrency,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_start_sandbox,
-            initargs=(function, dict(base_environment)),
+            # Numbers the sandboxes 1, 2, ... so seeded faults differ between them but not between runs.
+            initargs=(function, dict(base_environment), context.Value("i", 0)),
         )
 
     def warm_up(self) -> None:
@@ -137,6 +150,8 @@ class FunctionPool:
         future: Future[tuple[bool, Any, str, str]] = self._pool.submit(_invoke_in_sandbox, event)
         try:
             ok, payload, error_type, message = future.result(timeout=self.function.timeout_seconds)
+        except BrokenProcessPool:
+            return Invocation(ok=False, error_type="SandboxStopped", error_message="the runtime is shutting down")
         except FutureTimeout:
             # The sandbox keeps running, as a timed-out Lambda's side effects may still land.
             return Invocation(
@@ -149,7 +164,13 @@ class FunctionPool:
         return Invocation(ok, payload, error_type, message, (time.perf_counter() - started) * 1000)
 
     def close(self) -> None:
+        """Stop every sandbox now, as the Lambda service would on shutdown: invocations still
+        running end as failures instead of outliving the runtime."""
+        # The executor keeps its processes privately; the attribute has been stable since 3.2.
+        sandboxes = list((getattr(self._pool, "_processes", None) or {}).values())
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for sandbox in sandboxes:
+            sandbox.terminate()
 
 
 def _noop() -> None:

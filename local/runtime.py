@@ -22,15 +22,17 @@ import boto3
 
 from infra import constants
 from local.apigateway import ApiGateway, Route
+from local.chaos_faults import ChaosConfig, Dice, Ledger
 from local.event_sources import (
     QueueMapping,
     QueuePoller,
+    SourceChaos,
     SourceStats,
     StreamMapping,
     StreamShardPoller,
     log_invocation,
 )
-from local.functions import FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
+from local.functions import CHAOS_ENV, FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
 
 logger = logging.getLogger("local.runtime")
 
@@ -50,6 +52,7 @@ class RuntimeSettings:
     port: int = 3000
     api_concurrency: int = 4
     faults: Sequence[Mapping[str, Any]] = ()
+    chaos: ChaosConfig | None = None  # seeded random faults (local/chaos_faults.py); off by default
     # How long a failed SQS message stays invisible before its next try. None keeps the queue's
     # own visibility timeout, as AWS does (DLQ 1's is 6 minutes); tests shorten it.
     sqs_retry_visibility_seconds: int | None = None
@@ -103,6 +106,8 @@ class LocalRuntime:
         }
         if self.settings.faults:
             sandbox_env[FAULTS_ENV] = json.dumps(list(self.settings.faults))
+        if self.settings.chaos is not None:
+            sandbox_env[CHAOS_ENV] = self.settings.chaos.to_json()
         mappings = self._read_event_source_mappings()
         schedules = self._read_schedules()
         for arn, function in functions.items():
@@ -226,11 +231,18 @@ class LocalRuntime:
                         self._stop,
                         self.settings.stream_poll_interval_seconds,
                         backoff,
+                        self._source_chaos(shard["ShardId"]),
                     )
                     self._spawn(f"stream-{shard['ShardId'][-8:]}", poller.run)
                 self._stop.wait(5)
 
         self._spawn("shard-watcher", watch_shards)
+
+    def _source_chaos(self, shard_id: str) -> SourceChaos | None:
+        chaos = self.settings.chaos
+        if chaos is None:
+            return None
+        return SourceChaos(chaos, Dice(f"{chaos.seed}/stream/{shard_id}"), Ledger(chaos.ledger_path, "stream"))
 
     def _start_queue(self, mapping: Mapping[str, Any], pool: FunctionPool) -> None:
         sqs = self.client("sqs")
@@ -255,10 +267,10 @@ class LocalRuntime:
         self._stop.set()
         if self.gateway is not None:
             self.gateway.stop()
-        for thread in self._threads:
-            thread.join(timeout=5)
-        for pool in self._pools.values():
+        for pool in self._pools.values():  # first, so no poller waits on a running invocation
             pool.close()
+        for thread in self._threads:
+            thread.join(timeout=10)
 
     @property
     def api_url(self) -> str:

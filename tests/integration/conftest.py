@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.integration.http import HttpApi
+from local.http_client import HttpApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
 POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1

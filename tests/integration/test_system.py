@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from local.http_client import poll
 from tests.integration.conftest import POISON_EVERYWHERE, POISON_IN_CONSUMER, System
-from tests.integration.http import poll
 
 
 def eventual_reaches(system: System, account_id: str, expected: int, timeout: float = 60) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""A small HTTP client for the API, with nothing but the standard library."""
+"""A small HTTP client for the API, with nothing but the standard library (tests, benchmarks, chaos)."""
 
 from __future__ import annotations
 

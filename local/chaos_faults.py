@@ -1,0 +1,198 @@
+"""Random, seeded faults for chaos runs, injected inside the sandboxes and by the event sources.
+
+Off unless a run asks for them. Each kind has a rate: the probability that a call it applies to
+is faulted. Every fault injected is recorded as one JSON line in a ledger file, so a run can say
+what it did.
+
+In the sandboxes, the faults work on DynamoDB calls, through botocore hooks below the
+handler's code:
+
+| kind | what happens |
+|---|---|
+| throttle | answered 400 ThrottlingException; nothing lands |
+| fail_before | answered 500 InternalServerError; nothing lands |
+| land_then_500 | the write is sent and lands, then the answer is replaced by a 500 (ambiguous) |
+| transaction_conflict | TransactWriteItems answered TransactionCanceledException [TransactionConflict, None] |
+| crash_after_write | the function dies right after a write landed (mid-request or mid-batch) |
+| trimmed | the redrive's GetShardIterator answered TrimmedDataAccessException |
+
+In the stream event source:
+
+| kind | what happens |
+|---|---|
+| duplicate_delivery | a batch that succeeded is delivered again |
+| concurrent_delivery | a batch goes to two sandboxes at once, as overlapping consumers would |
+| out_of_order_replay | a succeeded batch is also sent to DLQ 1 after the next batch: a late replay |
+
+Decisions come from random.Random seeded with the run's seed, the function and the sandbox
+number, so one seed repeats the same decisions for the same sequence of calls. Thread
+scheduling can still change which calls those are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from local.faults import FAULT_FLAG_PREFIX
+
+SANDBOX_KINDS = ("throttle", "fail_before", "land_then_500", "transaction_conflict", "crash_after_write", "trimmed")
+SOURCE_KINDS = ("duplicate_delivery", "concurrent_delivery", "out_of_order_replay")
+ALL_KINDS = SANDBOX_KINDS + SOURCE_KINDS
+
+WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
+_TYPE = "com.amazonaws.dynamodb.v20120810#"
+
+
+class SandboxCrash(Exception):
+    """The function died right after a write landed (raised by an injected fault)."""
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    seed: int
+    ledger_path: str
+    rates: Mapping[str, float] = field(default_factory=dict)
+    # A deliberate bug to plant in the sandboxes (local/mutations.py), to show a run catches it.
+    mutation: str | None = None
+
+    def rate(self, kind: str) -> float:
+        return float(self.rates.get(kind, 0.0))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ChaosConfig:
+        values = json.loads(text)
+        unknown = set(values.get("rates", {})) - set(ALL_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {list(ALL_KINDS)}")
+        return cls(**values)
+
+
+class Ledger:
+    """Appends one line per injected fault; small appends from many processes stay whole."""
+
+    def __init__(self, path: str, source: str) -> None:
+        self._path = path
+        self._source = source
+        self._lock = threading.Lock()
+
+    def record(self, kind: str, detail: str = "") -> None:
+        line = json.dumps({"kind": kind, "source": self._source, "detail": detail}) + "\n"
+        with self._lock:
+            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+
+def read_ledger(path: str) -> list[dict[str, str]]:
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as ledger:
+        return [json.loads(line) for line in ledger if line.strip()]
+
+
+class Dice:
+    """A seeded random source shared by threads."""
+
+    def __init__(self, seed: str) -> None:
+        self._random = random.Random(seed)  # noqa: S311 - reproducible faults, not secrets
+        self._lock = threading.Lock()
+
+    def roll(self, rate: float) -> bool:
+        if rate <= 0:
+            return False
+        with self._lock:
+            return self._random.random() < rate
+
+
+# --- inside a sandbox -----------------------------------------------------------------------------
+
+
+def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None:
+    import boto3
+    from botocore.awsrequest import AWSResponse
+    from botocore.httpsession import URLLib3Session
+
+    if config.mutation:
+        from local import mutations
+
+        mutations.apply(config.mutation)
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    events = boto3.DEFAULT_SESSION.events
+    dice = Dice(f"{config.seed}/{function}/{sandbox}")
+    ledger = Ledger(config.ledger_path, function)
+    http = URLLib3Session()
+
+    def remember(event_name: str, context: dict[str, Any], **_: Any) -> None:
+        context["chaos_operation"] = event_name.rsplit(".", 1)[-1]
+
+    def answer(request: Any, status: int, body: Mapping[str, Any]) -> AWSResponse:
+        headers = {"x-amzn-RequestId": "chaos", "Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
+
+    def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        if any(name.startswith(FAULT_FLAG_PREFIX) and value for name, value in request.context.items()):
+            return None  # a fixed fault rule (local/faults.py) answers this call: it always wins
+        operation = request.context.get("chaos_operation", "")
+        if operation == "GetShardIterator":
+            if function == "redrive" and dice.roll(config.rate("trimmed")):
+                ledger.record("trimmed", operation)
+                return answer(request, 400, {"__type": "TrimmedDataAccessException", "message": "trimmed (chaos)"})
+            return None
+        if operation == "TransactWriteItems" and dice.roll(config.rate("transaction_conflict")):
+            ledger.record("transaction_conflict", operation)
+            return answer(request, 400, _conflict())
+        if dice.roll(config.rate("throttle")):
+            ledger.record("throttle", operation)
+            return answer(request, 400, {"__type": f"{_TYPE}ThrottlingException", "message": "Rate exceeded (chaos)"})
+        if dice.roll(config.rate("fail_before")):
+            ledger.record("fail_before", operation)
+            return answer(request, 500, {"__type": f"{_TYPE}InternalServerError", "message": "chaos"})
+        if operation in WRITE_OPERATIONS and dice.roll(config.rate("land_then_500")):
+            http.send(request)  # the write lands...
+            ledger.record("land_then_500", operation)
+            return answer(request, 500, {"__type": f"{_TYPE}InternalServerError", "message": "chaos"})  # ...unseen
+        return None
+
+    def after_call(context: dict[str, Any], http_response: Any, **_: Any) -> None:
+        operation = context.get("chaos_operation", "")
+        landed = operation in WRITE_OPERATIONS and http_response.status_code == 200
+        if landed and dice.roll(config.rate("crash_after_write")):
+            ledger.record("crash_after_write", operation)
+            raise SandboxCrash(f"injected crash after {operation}")
+
+    for service in ("dynamodb", "dynamodb-streams"):
+        events.register(f"provide-client-params.{service}", remember)
+        events.register(f"before-send.{service}", before_send)
+    events.register("after-call.dynamodb", after_call)
+
+
+def _conflict() -> dict[str, Any]:
+    return {
+        "__type": f"{_TYPE}TransactionCanceledException",
+        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+        "[TransactionConflict, None]",
+        "CancellationReasons": [
+            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
+            {"Code": "None"},
+        ],
+    }
+
+
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body

@@ -1,0 +1,38 @@
+"""Deliberate bugs a chaos run can plant in the sandboxes, to show that it catches them.
+
+Never used outside `python -m chaos --break NAME`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from functions.core import schema
+
+
+def _consumer_ignores_counter_processed() -> None:
+    """The consumer counts a create without checking that it was not counted already."""
+    from functions.adapters.dynamodb import DynamoCountingStore
+
+    original = DynamoCountingStore._transact
+
+    def transact(self: DynamoCountingStore, actions: list[dict[str, Any]]) -> Any:
+        update = actions[0].get("Update", {})
+        if f"{schema.COUNTER_PROCESSED_ATTRIBUTE} = :false" in update.get("ConditionExpression", ""):
+            update = {**update, "ConditionExpression": "attribute_exists(#pk)"}
+            update["ExpressionAttributeValues"] = {
+                k: v for k, v in update["ExpressionAttributeValues"].items() if k == ":true"
+            }
+            actions = [{"Update": update}, *actions[1:]]
+        return original(self, actions)
+
+    DynamoCountingStore._transact = transact  # type: ignore[method-assign]
+
+
+MUTATIONS = {"consumer-ignores-counter-processed": _consumer_ignores_counter_processed}
+
+
+def apply(name: str) -> None:
+    if name not in MUTATIONS:
+        raise ValueError(f"unknown mutation {name!r}; known: {sorted(MUTATIONS)}")
+    MUTATIONS[name]()
