@@ -75,6 +75,8 @@ TIER_OF_FOLDER = {
     "integration": "integration",
     "infra": "infra",
     "runtime": "runtime",
+    "chaos": "chaos",
+    "ops": "handler",
 }
 
 

@@ -1,0 +1,413 @@
+"""`python -m ops`: operate the hybrid counter, on AWS or on the local runtime.
+
+Against a deployed stack it uses your default AWS credentials and region. Against `make run`, pass
+the emulator URL it prints: `python -m ops --endpoint-url http://127.0.0.1:PORT account acme`
+(or set AWS_ENDPOINT_URL). The table, the queues and the sweeper are found from the stack's
+outputs (--stack-name).
+
+Exit codes: 0 done; 1 error; 2 bad usage; 3 try again later (heal: pending work or busy; sweep:
+already running); 4 not found (account, or a named DLQ 2 message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.core.counting import TransientStoreError
+from functions.core.healing import HealOutcome
+from infra import constants
+from ops import commands
+from ops.stack import (
+    EXIT_ERROR,
+    EXIT_OK,
+    Connection,
+    FunctionFailed,
+    OpsError,
+    StackOutputs,
+    function_environment,
+)
+
+
+def connection_options(defaults: dict[str, Any] | None) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name.
+
+    The top-level parser gets the real defaults. The commands get SUPPRESS, so an option given
+    after the command overrides one given before it, and an absent one leaves it alone.
+    """
+
+    def default(name: str) -> Any:
+        return argparse.SUPPRESS if defaults is None else defaults[name]
+
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--endpoint-url",
+        default=default("endpoint_url"),
+        help="AWS endpoint: the emulator URL `make run` prints, or LocalStack (default: AWS_ENDPOINT_URL, else AWS)",
+    )
+    options.add_argument("--region", default=default("region"), help="AWS region (default: your configuration)")
+    options.add_argument(
+        "--stack-name",
+        default=default("stack_name"),
+        help=f"stack to read the outputs of (default {constants.DEFAULT_STACK_NAME})",
+    )
+    options.add_argument("--json", action="store_true", default=default("json"), help="print JSON")
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    connection = connection_options(None)
+    parser = argparse.ArgumentParser(
+        prog="python -m ops",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[
+            connection_options(
+                {
+                    "endpoint_url": os.environ.get("AWS_ENDPOINT_URL") or None,
+                    "region": None,
+                    "stack_name": constants.DEFAULT_STACK_NAME,
+                    "json": False,
+                }
+            )
+        ],
+    )
+    commands_parser = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    account = commands_parser.add_parser(
+        "account",
+        parents=[connection],
+        help="an account's limit, counters, live resources, pending work and drift",
+        description="An account's limit, best-effort counter (signed and clamped), admitted slots, eventual "
+        "counter, live resources, pending counting work and drift. Reads the account's own partition "
+        "(a Query, never a scan).",
+    )
+    account.add_argument("account_id")
+    account.set_defaults(run=run_account)
+
+    heal = commands_parser.add_parser(
+        "heal",
+        aliases=["reconcile"],
+        parents=[connection],
+        help="heal an account's best-effort counter and held slots to the exact count now",
+        description="Run the sweeper's heal on one account now (docs/healing.md). Exit 0: healed or already "
+        "exact; 3: counting work pending or an API write came in between, try again later; 4: no such account.",
+    )
+    heal.add_argument("account_id")
+    heal.add_argument(
+        "--quiet-seconds",
+        type=int,
+        default=constants.HEAL_QUIET_SECONDS,
+        help="lower held slots only if the account had no API write for this long, and take delete markers "
+        f"older than this as dead (default {constants.HEAL_QUIET_SECONDS}, as deployed)",
+    )
+    heal.add_argument(
+        "--force",
+        action="store_true",
+        help=f"allow --quiet-seconds below the API function's timeout ({constants.API_TIMEOUT_SECONDS} s): "
+        "safe only while no API call for the account can be in flight (docs/healing.md)",
+    )
+    heal.set_defaults(run=run_heal)
+
+    dlq2 = commands_parser.add_parser("dlq2", help="inspect and replay DLQ 2 (stream ranges the redrive gave up on)")
+    dlq2_commands = dlq2.add_subparsers(dest="dlq2_command", required=True, metavar="ACTION")
+    listing = dlq2_commands.add_parser(
+        "list",
+        parents=[connection],
+        help="show DLQ 2's messages without consuming them",
+        description="Show DLQ 2's messages and the stream range each names. Nothing is deleted: each message is "
+        f"hidden for at most {commands.LIST_VISIBILITY_SECONDS} s while listed, then made visible again. Each "
+        "listing adds one to the receive counts shown.",
+    )
+    listing.add_argument("--max", type=int, default=100, help="list at most this many messages (default 100)")
+    listing.set_defaults(run=run_dlq2_list)
+    replay = dlq2_commands.add_parser(
+        "replay",
+        parents=[connection],
+        help="move messages back to DLQ 1, where the redrive function applies them",
+        description="Replay DLQ 2 through the same redrive path: each body is sent unchanged to DLQ 1, which the "
+        "redrive function consumes, and deleted from DLQ 2 only once that send succeeded. Idempotent by design: "
+        "a stream range applied twice changes nothing, because the counting rules only apply what the table "
+        "still shows as pending, so replaying a message again (or one already redriven) is harmless. Bodies "
+        "that are not stream on-failure records are skipped, unless --include-unparseable.",
+    )
+    selection = replay.add_mutually_exclusive_group(required=True)
+    selection.add_argument("--all", action="store_true", help="every message in DLQ 2")
+    selection.add_argument("message_ids", nargs="*", default=[], metavar="MESSAGE_ID", help="these messages only")
+    replay.add_argument(
+        "--include-unparseable",
+        action="store_true",
+        help="move unparseable bodies too (the redrive will fail them back into DLQ 2)",
+    )
+    replay.set_defaults(run=run_dlq2_replay)
+
+    sweep = commands_parser.add_parser(
+        "sweep",
+        parents=[connection],
+        help="run the sweeper now: apply old pending work, heal quiet accounts",
+        description="Run the sweeper now. --invoke (the default on AWS) invokes the deployed function and prints "
+        "its result. --in-process runs its code here with the deployed function's settings (read from its "
+        "environment) against the stack's table; it is the default when an endpoint URL is set, because the "
+        "emulator behind `make run` (moto) cannot run the deployed function's code.",
+    )
+    mode = sweep.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--invoke", dest="mode", action="store_const", const="invoke", help="invoke the deployed function"
+    )
+    mode.add_argument(
+        "--in-process", dest="mode", action="store_const", const="in-process", help="run the sweep in this process"
+    )
+    sweep.set_defaults(run=run_sweep, mode=None)
+    return parser
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+class Context:
+    """The parsed arguments, the connection, and the stack's outputs (read on first use)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.connection = Connection(args.endpoint_url, args.region)
+        self._outputs: StackOutputs | None = None
+
+    @property
+    def outputs(self) -> StackOutputs:
+        if self._outputs is None:
+            self._outputs = StackOutputs.resolve(self.connection, self.args.stack_name)
+        return self._outputs
+
+
+def run_account(context: Context) -> int:
+    view = commands.account_view(
+        context.connection.client("dynamodb"), context.outputs.table_name, context.args.account_id
+    )
+    if context.args.json:
+        return emit_json(view.to_json())
+    print(format_account(view))
+    return EXIT_OK
+
+
+def run_heal(context: Context) -> int:
+    quiet = context.args.quiet_seconds
+    if quiet < 0:
+        raise OpsError("--quiet-seconds must not be negative")
+    if quiet < constants.API_TIMEOUT_SECONDS and not context.args.force:
+        raise OpsError(
+            f"--quiet-seconds {quiet} is below the API function's timeout ({constants.API_TIMEOUT_SECONDS} s): a "
+            "create still in flight could lose the slot it holds and the account could exceed its limit "
+            "(docs/healing.md); pass --force if no API call for the account can be in flight"
+        )
+    report = commands.heal(
+        context.connection.client("dynamodb"),
+        context.outputs.table_name,
+        context.args.account_id,
+        timedelta(seconds=quiet),
+    )
+    if context.args.json:
+        emit_json(report.to_json())
+    elif report.outcome is HealOutcome.NOT_FOUND:
+        print(f"error: account {report.account_id} not found in table {context.outputs.table_name}", file=sys.stderr)
+    else:
+        print(format_heal(report))
+    return report.exit_code
+
+
+def run_dlq2_list(context: Context) -> int:
+    if context.args.max < 1:
+        raise OpsError("--max must be at least 1")
+    listing = commands.list_dlq2(context.connection.client("sqs"), context.outputs.dlq2_url, context.args.max)
+    if context.args.json:
+        return emit_json(listing.to_json())
+    print(format_listing(listing))
+    return EXIT_OK
+
+
+def run_dlq2_replay(context: Context) -> int:
+    args = context.args
+    report = commands.replay_dlq2(
+        context.connection.client("sqs"),
+        context.outputs.dlq2_url,
+        context.outputs.dlq1_url,
+        None if args.all else args.message_ids,
+        include_unparseable=args.include_unparseable,
+    )
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        print(format_replay(report))
+    return report.exit_code
+
+
+def run_sweep(context: Context) -> int:
+    mode = context.args.mode or ("in-process" if context.connection.endpoint_url else "invoke")
+    function_name = context.outputs.sweeper_function
+    if mode == "invoke":
+        try:
+            result = commands.sweep_invoke(context.connection.client("lambda", commands.INVOKE_CONFIG), function_name)
+        except FunctionFailed as error:
+            if context.connection.endpoint_url:  # moto, behind `make run`, stores functions but cannot run them
+                raise FunctionFailed(f"{error}\n(if the emulator cannot run functions, use --in-process)") from error
+            raise
+    else:
+        environment = function_environment(context.connection.client("lambda"), function_name)
+        result = commands.sweep_in_process(context.connection, context.outputs.table_name, environment)
+    if context.args.json:
+        return emit_json(result.to_json())
+    print(format_sweep(result))
+    return EXIT_OK
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+def emit_json(value: Any) -> int:
+    print(json.dumps(value, indent=2))
+    return EXIT_OK
+
+
+def _signed(value: int) -> str:
+    return f"{value:+d}" if value else "0"
+
+
+def format_account(view: commands.AccountView) -> str:
+    lines = [
+        f"account {view.account_id}",
+        f"  limit          {view.limit}",
+        f"  best_effort    {view.best_effort}  (signed net {view.best_effort_net})",
+        f"  admitted       {view.admitted}  (slots held)",
+        f"  eventual       {view.eventual}",
+        f"  live           {view.live}  (resource items {view.resource_items}, counted {view.counted})",
+        f"  pending work   uncounted {view.uncounted}, soft-deleted {view.soft_deleted}, "
+        f"delete markers {view.delete_markers}",
+        f"  drift          best_effort - live = {_signed(view.best_effort_drift)}, "
+        f"admitted - live = {_signed(view.admitted_drift)}",
+        f"  version {view.version}, heal epoch {view.heal_epoch}, last write {view.last_write_at or '-'}, "
+        f"last healed or checked {view.healed_at or '-'}",
+    ]
+    if view.pending:
+        lines.append("  counting work is pending: the stream, the redrive or the sweeper will apply it")
+    elif view.best_effort_drift or view.admitted_drift:
+        lines.append(
+            f"  drift with no pending work: `python -m ops heal {view.account_id}` heals it (held slots only "
+            f"once the account has had no write for {constants.HEAL_QUIET_SECONDS} s); the sweeper does it too"
+        )
+    return "\n".join(lines)
+
+
+_HEAL_MESSAGES = {
+    HealOutcome.HEALED: "healed",
+    HealOutcome.EXACT: "exact: nothing to change",
+    HealOutcome.PENDING_WORK: "pending work: a resource is uncounted, soft-deleted or being deleted; try again later",
+    HealOutcome.BUSY: "busy: the account changed while the heal looked at it; try again later",
+}
+
+
+def format_heal(report: commands.HealReport) -> str:
+    lines = [f"heal {report.account_id}: {_HEAL_MESSAGES.get(report.outcome, report.outcome.value)}"]
+    before, after = report.before, report.after
+    if before is not None and after is not None:
+        lines += [
+            f"  best_effort    {before.best_effort_net} -> {after.best_effort_net}",
+            f"  admitted       {before.admitted} -> {after.admitted}",
+            f"  eventual       {report.eventual}",
+        ]
+    if report.slots_still_held:
+        lines.append(
+            f"  {report.slots_still_held} slot(s) still held: the account was written less than "
+            f"{report.quiet_seconds} s ago; heal again once it is quiet"
+        )
+    return "\n".join(lines)
+
+
+def format_listing(listing: commands.DlqListing) -> str:
+    lines = [
+        f"DLQ 2 {listing.queue_url}",
+        f"  about {listing.approximate_visible} visible and {listing.approximate_in_flight} in flight; "
+        f"listed {len(listing.messages)}",
+    ]
+    for message in listing.messages:
+        lines.append(f"{message.message_id}  receives {message.receive_count}  sent {message.sent_at or '-'}")
+        batch = message.batch
+        if batch is None:
+            body = message.body if len(message.body) <= 200 else message.body[:200] + "..."
+            lines.append(f"    unparseable ({message.parse_error}): {body!r}")
+        else:
+            lines.append(
+                f"    shard {batch.shard_id}  sequence {batch.start_sequence_number}..{batch.end_sequence_number}"
+                f"  batch size {batch.batch_size}"
+            )
+    return "\n".join(lines)
+
+
+def format_replay(report: commands.ReplayReport) -> str:
+    lines = [f"moved {len(report.moved)} message(s) from DLQ 2 to DLQ 1 (the redrive function consumes them)"]
+    lines += [f"  {old} -> {new}" for old, new in report.moved.items()]
+    if report.skipped:
+        lines.append(f"skipped {len(report.skipped)} (left in DLQ 2; --include-unparseable moves them anyway):")
+        lines += [f"  {message_id}: {why}" for message_id, why in report.skipped.items()]
+    if report.failed:
+        lines.append(f"failed {len(report.failed)}:")
+        lines += [f"  {message_id}: {why}" for message_id, why in report.failed.items()]
+    if report.not_found:
+        lines.append("not found in DLQ 2 (or held by another reader right now):")
+        lines += [f"  {message_id}" for message_id in report.not_found]
+    return "\n".join(lines)
+
+
+def format_sweep(result: commands.SweepResult) -> str:
+    summary = result.summary
+    settings = result.settings
+    header = f"sweep ({result.mode}"
+    if settings:
+        header += (
+            f"; pending older than {settings['pending_older_than_seconds']} s, quiet {settings['quiet_seconds']} s,"
+            f" lookback {settings['lookback_seconds']} s"
+        )
+    lines = [header + ")"]
+    if {"pending", "heals"} <= summary.keys():
+        lines.append(f"  pending work   {_counts(summary['pending'])}; failed {summary.get('pending_failed', 0)}")
+        lines.append(f"  heals          {_counts(summary['heals'])}")
+    else:
+        lines.append(f"  {json.dumps(summary)}")
+    return "\n".join(lines)
+
+
+def _counts(values: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(values.items())) or "none"
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Callable[[Context], int] = args.run
+    try:
+        return run(Context(args))
+    except OpsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code
+    except TransientStoreError as error:
+        print(f"error: the table did not answer: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except (ClientError, BotoCoreError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `python -m ops ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,548 @@
+"""The operator commands, one function each, over resolved names; they return data, never print.
+
+Each reuses the functions' own code (adapters, healing, redrive parsing, the sweep), so what an
+operator runs is what the system runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key, from_attributes, to_attributes
+from functions.core import keys, schema
+from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
+from functions.core.redrive import InvalidFailureMessage, StreamBatchInfo, parse_failure_message
+from infra import constants
+from ops.stack import (
+    EXIT_ERROR,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_TRY_LATER,
+    AccountNotFound,
+    Connection,
+    FunctionFailed,
+    OpsError,
+    TryLater,
+)
+
+# -- account -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AccountView:
+    account_id: str
+    limit: int
+    best_effort_net: int  # signed, as stored
+    admitted: int  # slots held by the admission check
+    eventual: int
+    version: int
+    heal_epoch: int
+    last_write_at: str
+    healed_at: str
+    resource_items: int  # every resource item, whatever its state
+    live: int  # not soft-deleted
+    counted: int  # counter_processed=true (invariant 1: equals `eventual`)
+    uncounted: int  # counter_processed=false: the consumer has not applied its create yet
+    soft_deleted: int  # deleted=true: the consumer has not applied its delete yet
+    delete_markers: int  # live, marked `deleting_at`: a delete in flight, or one that died
+
+    @property
+    def best_effort(self) -> int:
+        return max(0, self.best_effort_net)
+
+    @property
+    def pending(self) -> int:
+        return self.uncounted + self.soft_deleted + self.delete_markers
+
+    @property
+    def best_effort_drift(self) -> int:
+        """best_effort (signed) - live: negative when increments were lost, never positive."""
+        return self.best_effort_net - self.live
+
+    @property
+    def admitted_drift(self) -> int:
+        """admitted - live: positive when slots are held by creates or deletes that died."""
+        return self.admitted - self.live
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "account_id": self.account_id,
+            "limit": self.limit,
+            "best_effort": {"net": self.best_effort_net, "clamped": self.best_effort},
+            "admitted": self.admitted,
+            "eventual": self.eventual,
+            "live": self.live,
+            "counted": self.counted,
+            "resource_items": self.resource_items,
+            "pending": {
+                "uncounted": self.uncounted,
+                "soft_deleted": self.soft_deleted,
+                "delete_markers": self.delete_markers,
+            },
+            "drift": {"best_effort": self.best_effort_drift, "admitted": self.admitted_drift},
+            "version": self.version,
+            "heal_epoch": self.heal_epoch,
+            "last_write_at": self.last_write_at,
+            "healed_at": self.healed_at,
+        }
+
+
+def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
+    """The account's counters and the truth about its resources, from its own partition only.
+
+    The counters are read with one consistent BatchGetItem, the resources with a consistent Query
+    of the partition (never a scan). The two reads are not one snapshot: on a busy account, the
+    numbers can disagree by the writes made in between.
+    """
+    wanted = [account_key(account_id), counter_key(account_id)]
+    found: dict[str, dict[str, Any]] = {}
+    while wanted:
+        response = dynamodb.batch_get_item(RequestItems={table: {"Keys": wanted, "ConsistentRead": True}})
+        for item in response.get("Responses", {}).get(table, []):
+            values = from_attributes(item)
+            found[values[schema.SORT_KEY]] = values
+        wanted = response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+    account = found.get(schema.ACCOUNT_SORT_KEY)
+    if account is None:
+        raise AccountNotFound(f"account {account_id} not found in table {table}")
+    counter = found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})
+
+    items = live = counted = uncounted = soft_deleted = markers = 0
+    for resource in _resource_states(dynamodb, table, account_id):
+        deleted = bool(resource.get(schema.DELETED_ATTRIBUTE, False))
+        processed = bool(resource.get(schema.COUNTER_PROCESSED_ATTRIBUTE, False))
+        items += 1
+        live += not deleted
+        counted += processed
+        uncounted += not processed
+        soft_deleted += deleted
+        markers += not deleted and "deleting_at" in resource
+    return AccountView(
+        account_id=account_id,
+        limit=int(account.get("limit", 0)),
+        best_effort_net=int(account.get("best_effort", 0)),
+        admitted=int(account.get("admitted", 0)),
+        eventual=int(counter.get("count", 0)),
+        version=int(account.get("version", 0)),
+        heal_epoch=int(account.get("heal_epoch", 0)),
+        last_write_at=str(account.get(schema.LAST_WRITE_ATTRIBUTE, "")),
+        healed_at=str(account.get("healed_at", "")),
+        resource_items=items,
+        live=live,
+        counted=counted,
+        uncounted=uncounted,
+        soft_deleted=soft_deleted,
+        delete_markers=markers,
+    )
+
+
+def _resource_states(dynamodb: Any, table: str, account_id: str) -> Any:
+    """The counting attributes of every resource item of the account: a Query of its partition."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+        "ProjectionExpression": "#deleted, #processed, deleting_at",
+        "ExpressionAttributeNames": {
+            "#pk": schema.PARTITION_KEY,
+            "#sk": schema.SORT_KEY,
+            "#deleted": schema.DELETED_ATTRIBUTE,
+            "#processed": schema.COUNTER_PROCESSED_ATTRIBUTE,
+        },
+        "ExpressionAttributeValues": to_attributes(
+            {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX}
+        ),
+        "ConsistentRead": True,
+    }
+    while True:
+        response = dynamodb.query(**request)
+        yield from (from_attributes(item) for item in response.get("Items", []))
+        if "LastEvaluatedKey" not in response:
+            return
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+# -- heal --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HealReport:
+    account_id: str
+    outcome: HealOutcome
+    quiet_seconds: int
+    before: AccountState | None
+    after: AccountState | None
+    eventual: int | None
+    plan: HealPlan | None
+
+    @property
+    def exit_code(self) -> int:
+        return heal_exit_code(self.outcome)
+
+    @property
+    def slots_still_held(self) -> int:
+        """Slots above the exact count that this heal left alone (the account was not quiet)."""
+        if self.after is None or self.eventual is None or self.outcome not in (HealOutcome.HEALED, HealOutcome.EXACT):
+            return 0
+        return max(0, self.after.admitted - self.eventual)
+
+    def to_json(self) -> dict[str, Any]:
+        def state(value: AccountState | None) -> dict[str, Any] | None:
+            if value is None:
+                return None
+            return {
+                "best_effort": value.best_effort_net,
+                "admitted": value.admitted,
+                "version": value.version,
+                "heal_epoch": value.heal_epoch,
+                "last_write_at": value.last_write_at,
+            }
+
+        return {
+            "account_id": self.account_id,
+            "outcome": self.outcome.value,
+            "quiet_seconds": self.quiet_seconds,
+            "eventual": self.eventual,
+            "before": state(self.before),
+            "after": state(self.after),
+            "slots_still_held": self.slots_still_held,
+        }
+
+
+def heal_exit_code(outcome: HealOutcome) -> int:
+    if outcome in (HealOutcome.HEALED, HealOutcome.EXACT):
+        return EXIT_OK
+    if outcome in (HealOutcome.PENDING_WORK, HealOutcome.BUSY):
+        return EXIT_TRY_LATER
+    return EXIT_NOT_FOUND
+
+
+def heal(dynamodb: Any, table: str, account_id: str, quiet: timedelta, now: datetime | None = None) -> HealReport:
+    """functions.core.healing.heal_account with the real store, as the sweeper runs it."""
+    store = DynamoHealingStore(dynamodb, table)
+    result = heal_account(store, account_id, now or datetime.now(UTC), quiet)
+    after = None
+    if result.outcome is not HealOutcome.NOT_FOUND:
+        read = store.read_account_state(account_id)
+        after = read[0] if read else None
+    return HealReport(
+        account_id=account_id,
+        outcome=result.outcome,
+        quiet_seconds=int(quiet.total_seconds()),
+        before=result.before,
+        after=after,
+        eventual=result.eventual,
+        plan=result.plan,
+    )
+
+
+# -- DLQ 2 -------------------------------------------------------------------------------------
+
+# `list` hides what it receives for this long at most, and makes it visible again when it is done.
+LIST_VISIBILITY_SECONDS = 2
+# `replay` hides messages while it moves them (one send and one delete each), then releases the rest.
+REPLAY_VISIBILITY_SECONDS = 30
+_RECEIVE_WAIT_SECONDS = 1  # a short long-poll: an empty answer then means the queue is empty
+_SQS_BATCH = 10
+
+
+@dataclass(frozen=True)
+class DlqMessage:
+    message_id: str
+    receive_count: int  # includes this tool's own receive
+    sent_at: str
+    body: str
+    batch: StreamBatchInfo | None  # None: the body is not an on-failure record
+    parse_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        batch = self.batch
+        return {
+            "message_id": self.message_id,
+            "receive_count": self.receive_count,
+            "sent_at": self.sent_at,
+            "batch": None
+            if batch is None
+            else {
+                "stream_arn": batch.stream_arn,
+                "shard_id": batch.shard_id,
+                "start_sequence_number": batch.start_sequence_number,
+                "end_sequence_number": batch.end_sequence_number,
+                "batch_size": batch.batch_size,
+            },
+            "unparseable": self.parse_error,
+            "body": self.body if batch is None else None,
+        }
+
+
+@dataclass(frozen=True)
+class DlqListing:
+    queue_url: str
+    approximate_visible: int
+    approximate_in_flight: int
+    messages: list[DlqMessage]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue_url": self.queue_url,
+            "approximate_visible": self.approximate_visible,
+            "approximate_in_flight": self.approximate_in_flight,
+            "messages": [message.to_json() for message in self.messages],
+        }
+
+
+def describe_message(message: Mapping[str, Any]) -> DlqMessage:
+    attributes = message.get("Attributes", {})
+    body = str(message.get("Body", ""))
+    try:
+        batch: StreamBatchInfo | None = parse_failure_message(body)
+        problem = None
+    except InvalidFailureMessage as error:
+        batch, problem = None, str(error)
+    sent = attributes.get("SentTimestamp")
+    return DlqMessage(
+        message_id=message["MessageId"],
+        receive_count=int(attributes.get("ApproximateReceiveCount", 0)),
+        sent_at=_iso_from_millis(sent) if sent else "",
+        body=body,
+        batch=batch,
+        parse_error=problem,
+    )
+
+
+def list_dlq2(sqs: Any, dlq2_url: str, max_messages: int = 100) -> DlqListing:
+    """Up to `max_messages` messages of DLQ 2, without consuming them: each is received with a
+    visibility timeout of LIST_VISIBILITY_SECONDS, never deleted, and made visible again at once
+    when the listing ends. Receiving raises each message's ApproximateReceiveCount by one."""
+    counts = sqs.get_queue_attributes(
+        QueueUrl=dlq2_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    seen: dict[str, DlqMessage] = {}
+    handles: dict[str, str] = {}
+    try:
+        while len(seen) < max_messages:
+            received = _receive(sqs, dlq2_url, min(_SQS_BATCH, max_messages - len(seen)), LIST_VISIBILITY_SECONDS)
+            new = [message for message in received if message["MessageId"] not in seen]
+            handles.update({message["MessageId"]: message["ReceiptHandle"] for message in received})
+            if not new:  # empty, or only messages seen already (they reappeared): the end
+                break
+            seen.update({message["MessageId"]: describe_message(message) for message in new})
+    finally:
+        _release(sqs, dlq2_url, handles)
+    return DlqListing(
+        queue_url=dlq2_url,
+        approximate_visible=int(counts.get("ApproximateNumberOfMessages", 0)),
+        approximate_in_flight=int(counts.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        messages=list(seen.values()),
+    )
+
+
+@dataclass
+class ReplayReport:
+    moved: dict[str, str] = field(default_factory=dict)  # DLQ 2 message id -> its new DLQ 1 message id
+    skipped: dict[str, str] = field(default_factory=dict)  # message id -> why (unparseable)
+    failed: dict[str, str] = field(default_factory=dict)  # message id -> error; left in DLQ 2
+    not_found: list[str] = field(default_factory=list)  # named, but not received from DLQ 2
+    by_id: bool = False  # messages were named: skipping one is a failure to do what was asked
+
+    @property
+    def exit_code(self) -> int:
+        if self.failed or (self.by_id and self.skipped):
+            return EXIT_ERROR
+        if self.not_found:
+            return EXIT_NOT_FOUND
+        return EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {"moved": self.moved, "skipped": self.skipped, "failed": self.failed, "not_found": self.not_found}
+
+
+def replay_dlq2(
+    sqs: Any,
+    dlq2_url: str,
+    dlq1_url: str,
+    message_ids: Sequence[str] | None = None,
+    include_unparseable: bool = False,
+) -> ReplayReport:
+    """Move messages from DLQ 2 back to DLQ 1, where the redrive function consumes them: the same
+    redrive path the stream's failures take. `message_ids=None` moves every message.
+
+    Each body is sent to DLQ 1 unchanged, and deleted from DLQ 2 only after that send succeeded.
+    A message can therefore reach DLQ 1 twice (a retried run, SQS's at-least-once delivery), which
+    is harmless: the counting rules make a stream range applied again change nothing. Bodies that
+    are not on-failure records are skipped (the redrive would only fail them back into DLQ 2),
+    unless `include_unparseable`.
+    """
+    wanted = set(message_ids) if message_ids is not None else None
+    report = ReplayReport(by_id=wanted is not None)
+    held: dict[str, str] = {}  # received and not moved: made visible again at the end
+    try:
+        while wanted is None or wanted - report.moved.keys() - report.skipped.keys() - report.failed.keys():
+            received = _receive(sqs, dlq2_url, _SQS_BATCH, REPLAY_VISIBILITY_SECONDS)
+            progress = False
+            for message in received:
+                message_id, handle = message["MessageId"], message["ReceiptHandle"]
+                if message_id in report.moved:  # delivered again after we moved it: its body is in DLQ 1
+                    _delete(sqs, dlq2_url, handle)
+                    continue
+                progress |= message_id not in held
+                held[message_id] = handle
+                if wanted is not None and message_id not in wanted:
+                    continue
+                problem = describe_message(message).parse_error
+                if problem is not None and not include_unparseable:
+                    report.skipped[message_id] = f"unparseable: {problem}"
+                    continue
+                try:
+                    sent = sqs.send_message(
+                        QueueUrl=dlq1_url, MessageBody=message["Body"], **_message_attributes(message)
+                    )
+                except (ClientError, BotoCoreError) as error:
+                    report.failed[message_id] = f"send to DLQ 1 failed, left in DLQ 2: {error}"
+                    continue
+                report.moved[message_id] = sent["MessageId"]
+                del held[message_id]
+                try:
+                    sqs.delete_message(QueueUrl=dlq2_url, ReceiptHandle=handle)
+                except (ClientError, BotoCoreError) as error:
+                    report.failed[message_id] = (
+                        f"sent to DLQ 1 but not deleted from DLQ 2 (harmless if replayed): {error}"
+                    )
+            if not progress:
+                break
+    finally:
+        _release(sqs, dlq2_url, held)
+    if wanted is not None:
+        done = report.moved.keys() | report.skipped.keys() | report.failed.keys()
+        report.not_found = sorted(wanted - done)
+    return report
+
+
+def _receive(sqs: Any, queue_url: str, count: int, visibility: int) -> list[dict[str, Any]]:
+    response = sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=count,
+        VisibilityTimeout=visibility,
+        WaitTimeSeconds=_RECEIVE_WAIT_SECONDS,
+        AttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    )
+    return list(response.get("Messages", []))
+
+
+def _message_attributes(message: Mapping[str, Any]) -> dict[str, Any]:
+    attributes = message.get("MessageAttributes")
+    if not attributes:
+        return {}
+    copied = {
+        name: {key: value[key] for key in ("DataType", "StringValue", "BinaryValue") if key in value}
+        for name, value in attributes.items()
+    }
+    return {"MessageAttributes": copied}
+
+
+def _delete(sqs: Any, queue_url: str, handle: str) -> None:
+    with contextlib.suppress(ClientError, BotoCoreError):  # it stays in DLQ 2: replaying it again is harmless
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=handle)
+
+
+def _release(sqs: Any, queue_url: str, handles: Mapping[str, str]) -> None:
+    """Make received messages visible again now (best effort: they reappear on their own anyway)."""
+    entries = [
+        {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": 0}
+        for index, handle in enumerate(handles.values())
+    ]
+    for start in range(0, len(entries), _SQS_BATCH):
+        with contextlib.suppress(ClientError, BotoCoreError):
+            sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries[start : start + _SQS_BATCH])
+
+
+def _iso_from_millis(value: str) -> str:
+    moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# -- sweep -------------------------------------------------------------------------------------
+
+# The sweeper's own settings, read from the deployed function's environment.
+SWEEP_ENVIRONMENT = (
+    schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS,
+    schema.ENV_HEAL_QUIET_SECONDS,
+    schema.ENV_HEAL_LOOKBACK_SECONDS,
+)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    mode: str  # "invoke" or "in-process"
+    summary: dict[str, Any]  # functions.sweeper.handler.summary(report), as the function returns it
+    settings: dict[str, int] = field(default_factory=dict)  # seconds, in-process only
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "summary": self.summary, "settings": self.settings}
+
+
+# For the Lambda client that invokes the sweeper: it may run for its whole timeout, and one attempt
+# only (a retried invocation would just queue a second sweep behind the first).
+INVOKE_CONFIG = Config(read_timeout=constants.SWEEPER_TIMEOUT_SECONDS + 30, retries={"total_max_attempts": 1})
+
+
+def sweep_invoke(lambda_client: Any, function_name: str) -> SweepResult:
+    """Invoke the deployed sweeper and wait for its result (build the client with INVOKE_CONFIG)."""
+    try:
+        response = lambda_client.invoke(
+            FunctionName=function_name,
+            InvocationType="RequestResponse",
+            Payload=json.dumps({"source": "ops"}).encode(),
+        )
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "TooManyRequestsException":
+            raise TryLater("the sweeper is running already (it runs one at a time): try again later") from error
+        raise
+    payload = response["Payload"].read()
+    try:
+        result = json.loads(payload) if payload else {}
+    except ValueError:
+        result = {"raw": payload.decode(errors="replace")}
+    if not isinstance(result, dict):
+        result = {"result": result}
+    if response.get("FunctionError"):
+        message = result.get("errorMessage") or result.get("raw") or json.dumps(result)
+        raise FunctionFailed(f"the sweeper {function_name} failed ({response['FunctionError']}): {message}")
+    return SweepResult("invoke", result)
+
+
+def sweep_in_process(connection: Connection, table: str, function_environment: Mapping[str, str]) -> SweepResult:
+    """functions.sweeper.handler.run_sweep() in this process, with the deployed function's settings.
+
+    TABLE_NAME comes from the stack's outputs, the thresholds from the function's environment
+    (a threshold the function does not set is unset here too, so both use the same default).
+    """
+    from functions.shared.config import ConfigurationError, sweep_settings
+
+    environment: dict[str, str | None] = {name: function_environment.get(name) for name in SWEEP_ENVIRONMENT}
+    environment[schema.ENV_TABLE_NAME] = table
+    try:
+        settings = sweep_settings({name: value for name, value in environment.items() if value is not None})
+    except ConfigurationError as error:
+        raise OpsError(f"the sweeper's deployed settings are invalid: {error}") from error
+    with connection.as_functions_default(environment):
+        from functions.sweeper.handler import run_sweep, summary
+
+        report = run_sweep()
+    return SweepResult(
+        "in-process",
+        summary(report),
+        {
+            "pending_older_than_seconds": int(settings.pending_older_than.total_seconds()),
+            "quiet_seconds": int(settings.quiet.total_seconds()),
+            "lookback_seconds": int(settings.lookback.total_seconds()),
+        },
+    )

@@ -1,0 +1,182 @@
+"""Where the operator CLI points: boto3 clients for an endpoint, and the stack's outputs.
+
+The same code talks to AWS (default credentials and region) and to an emulator (`--endpoint-url`,
+or AWS_ENDPOINT_URL): the local runtime's moto server, or LocalStack. The table, the queues and
+the sweeper function are found from the CloudFormation stack's outputs, whose keys are the
+constants in infra/constants.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from functions.shared import clients
+from infra import constants
+
+# Exit codes of `python -m ops` (argparse itself exits 2 for bad usage).
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_TRY_LATER = 3  # nothing is wrong, but the work could not be done now: run it again later
+EXIT_NOT_FOUND = 4
+
+# An emulator accepts any credentials; these are used only when none are configured.
+EMULATOR_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+EMULATOR_DEFAULT_REGION = "us-east-1"
+
+_CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=5, read_timeout=30)
+
+
+class OpsError(Exception):
+    """An expected failure: printed as one line, without a traceback, with its exit code."""
+
+    exit_code = EXIT_ERROR
+
+
+class StackNotFound(OpsError):
+    pass
+
+
+class MissingOutput(OpsError):
+    pass
+
+
+class AccountNotFound(OpsError):
+    exit_code = EXIT_NOT_FOUND
+
+
+class FunctionFailed(OpsError):
+    """An invoked function answered with an error."""
+
+
+class TryLater(OpsError):
+    """Nothing is wrong, but the work cannot be done now."""
+
+    exit_code = EXIT_TRY_LATER
+
+
+class Connection:
+    """One boto3 session for every client of a run, pointed at AWS or at an emulator."""
+
+    def __init__(self, endpoint_url: str | None = None, region: str | None = None) -> None:
+        self.endpoint_url = endpoint_url or None
+        self._region = region
+
+    @cached_property
+    def session(self) -> boto3.Session:
+        session = boto3.Session(region_name=self._region)
+        if self.endpoint_url is None:
+            if session.region_name is None:
+                raise OpsError("no AWS region configured: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION")
+            return session
+        region = session.region_name or EMULATOR_DEFAULT_REGION
+        if session.get_credentials() is None:
+            return boto3.Session(region_name=region, **EMULATOR_CREDENTIALS)
+        return boto3.Session(region_name=region)
+
+    @property
+    def region(self) -> str:
+        return str(self.session.region_name)
+
+    def client(self, service: str, config: Config | None = None) -> Any:
+        return self.session.client(
+            service, endpoint_url=self.endpoint_url, config=_CLIENT_CONFIG.merge(config) if config else _CLIENT_CONFIG
+        )
+
+    def describe(self) -> str:
+        return f"{self.endpoint_url} ({self.region})" if self.endpoint_url else f"AWS {self.region}"
+
+    @contextlib.contextmanager
+    def as_functions_default(self, environment: Mapping[str, str | None]) -> Iterator[None]:
+        """Run functions' code in this process as if in a sandbox of theirs, pointed where we point.
+
+        The functions build their clients from boto3's default session and the standard
+        variables (functions/shared/clients.py), so for the duration: this connection's session
+        is the default one, AWS_ENDPOINT_URL names our endpoint (or is unset), and `environment`
+        is applied (None unsets a variable). Everything is put back afterwards.
+        """
+        changes: dict[str, str | None] = {"AWS_ENDPOINT_URL": self.endpoint_url, **environment}
+        previous_env = {name: os.environ.get(name) for name in changes}
+        previous_session = boto3.DEFAULT_SESSION
+        try:
+            _apply_environment(changes)
+            boto3.DEFAULT_SESSION = self.session
+            clients.reset()
+            yield
+        finally:
+            clients.reset()
+            boto3.DEFAULT_SESSION = previous_session
+            _apply_environment(previous_env)
+
+
+def _apply_environment(values: Mapping[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    stack_name: str
+    values: Mapping[str, str]
+
+    @classmethod
+    def resolve(cls, connection: Connection, stack_name: str) -> StackOutputs:
+        try:
+            stack = connection.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+        except ClientError as error:
+            # CloudFormation has no error code of its own for a missing stack.
+            if error.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(error):
+                hint = "" if connection.endpoint_url else "; against `make run`, pass --endpoint-url"
+                raise StackNotFound(
+                    f"stack {stack_name} not found in {connection.describe()}: deploy it, "
+                    f"or name another with --stack-name{hint}"
+                ) from error
+            raise
+        outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
+        return cls(stack_name, outputs)
+
+    def require(self, key: str) -> str:
+        value = self.values.get(key)
+        if not value:
+            raise MissingOutput(
+                f"stack {self.stack_name} has no output {key} (deployed from an older version? run cdk deploy)"
+            )
+        return value
+
+    @property
+    def table_name(self) -> str:
+        return self.require(constants.OUTPUT_TABLE_NAME)
+
+    @property
+    def dlq1_url(self) -> str:
+        return self.require(constants.OUTPUT_DLQ1_URL)
+
+    @property
+    def dlq2_url(self) -> str:
+        return self.require(constants.OUTPUT_DLQ2_URL)
+
+    @property
+    def sweeper_function(self) -> str:
+        return self.require(constants.OUTPUT_SWEEPER_FUNCTION)
+
+
+def function_environment(lambda_client: Any, function_name: str) -> dict[str, str]:
+    """The environment variables the deployed function runs with."""
+    try:
+        configuration = lambda_client.get_function_configuration(FunctionName=function_name)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            raise OpsError(f"function {function_name} not found: is the stack fully deployed?") from error
+        raise
+    return dict((configuration.get("Environment") or {}).get("Variables", {}))

@@ -1,0 +1,153 @@
+"""`ops account`: the counters next to the truth of the account's own partition, and the drift."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ops import commands
+from ops.stack import EXIT_NOT_FOUND, AccountNotFound
+from tests.handler.conftest import Harness
+from tests.ops.conftest import Cli
+from tests.support import faults
+from tests.support.faults import expression
+
+
+def view(harness: Harness, account_id: str = "acme") -> commands.AccountView:
+    return commands.account_view(harness.system.dynamodb, harness.system.table, account_id)
+
+
+def numbers(account: commands.AccountView) -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in account.to_json().items()
+        if name not in ("account_id", "version", "heal_epoch", "last_write_at", "healed_at")
+    }
+
+
+def test_a_settled_account_shows_no_drift_and_no_pending_work(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    ids = [api.create("acme", f"r{index}").json()["resourceId"] for index in range(3)]
+    assert api.delete("acme", ids[0]).status == 204
+    harness.pump()
+
+    assert numbers(view(harness)) == {
+        "limit": 5,
+        "best_effort": {"net": 2, "clamped": 2},
+        "admitted": 2,
+        "eventual": 2,
+        "live": 2,
+        "counted": 2,
+        "resource_items": 2,
+        "pending": {"uncounted": 0, "soft_deleted": 0, "delete_markers": 0},
+        "drift": {"best_effort": 0, "admitted": 0},
+    }
+
+
+def test_pending_work_is_counted_by_kind(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    counted = [api.create("acme", f"r{index}").json()["resourceId"] for index in range(3)]
+    harness.pump()
+    api.create("acme", "not-yet-counted")
+    assert api.delete("acme", counted[0]).status == 204  # soft-deleted, not yet removed
+    faults.crash_after("UpdateItem", lambda p: "SET deleting_at" in expression(p))  # a delete stops there
+    with pytest.raises(faults.SimulatedCrash):
+        api.delete("acme", counted[1])
+
+    account = view(harness)
+    assert (account.uncounted, account.soft_deleted, account.delete_markers) == (1, 1, 1)
+    assert (account.resource_items, account.live, account.counted, account.eventual) == (4, 3, 3, 3)
+    assert account.pending == 3
+
+
+def test_a_crash_after_the_put_shows_best_effort_drift(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    api.create("acme")
+    faults.crash_after("PutItem")  # the resource lands, best-effort never counts it
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+    harness.pump()
+
+    account = view(harness)
+    assert (account.best_effort, account.admitted, account.eventual, account.live) == (1, 2, 2, 2)
+    assert (account.best_effort_drift, account.admitted_drift) == (-1, 0)
+    assert account.pending == 0
+
+
+def test_a_crash_after_the_reservation_shows_a_held_slot(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))  # a slot, no resource
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+
+    account = view(harness)
+    assert (account.admitted, account.live, account.admitted_drift, account.best_effort_drift) == (1, 0, 1, 0)
+
+
+def test_best_effort_is_shown_signed_and_clamped(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    harness.pump()
+    faults.crash_after("UpdateItem", lambda p: "ADD best_effort :minus_one" in expression(p))
+    with pytest.raises(faults.SimulatedCrash):
+        api.delete("acme", resource_id)
+    assert api.delete("acme", resource_id).status in (204, 404)  # the retry decrements a second time
+    harness.pump()
+
+    account = view(harness)
+    assert (account.best_effort_net, account.best_effort, account.live, account.eventual) == (-1, 0, 0, 0)
+    assert account.best_effort_drift == -1
+
+
+def test_the_view_queries_the_partition_and_never_scans(harness: Harness) -> None:
+    harness.api.put_account("acme", 5)
+    harness.api.put_account("other", 5)
+    harness.api.create("other")
+    client = harness.system.dynamodb
+    calls: list[str] = []
+
+    def refuse_scan(**_: Any) -> None:
+        raise AssertionError("ops account must not scan the table")
+
+    client.meta.events.register("before-call.dynamodb.Scan", refuse_scan)
+    client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    try:
+        account = view(harness)
+    finally:
+        client.meta.events.unregister("before-call.dynamodb.Scan", refuse_scan)
+    assert account.resource_items == 0  # the other account's resource is in another partition
+    assert set(calls) == {"BatchGetItem", "Query"}
+
+
+def test_an_unknown_account_is_not_found(harness: Harness) -> None:
+    with pytest.raises(AccountNotFound) as raised:
+        view(harness, "nobody")
+    assert raised.value.exit_code == EXIT_NOT_FOUND
+
+
+def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli) -> None:
+    harness.api.put_account("acme", 5)
+    faults.crash_after("PutItem")
+    with pytest.raises(faults.SimulatedCrash):
+        harness.api.create("acme")
+    harness.pump()
+
+    text = cli("account", "acme")
+    assert text.code == 0, text.err
+    assert "best_effort - live = -1, admitted - live = 0" in text.out
+    assert "python -m ops heal acme" in text.out  # drift with nothing pending: the hint to heal
+
+    as_json = cli("account", "acme", "--json")
+    assert as_json.code == 0
+    assert as_json.json() == view(harness).to_json()
+
+    missing = cli("account", "nobody")
+    assert missing.code == EXIT_NOT_FOUND
+    assert "account nobody not found" in missing.err
+    assert "Traceback" not in missing.err
