@@ -9,7 +9,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
 .PHONY: help install run test unit handler runtime integration infra lint typecheck openapi synth deploy destroy \
-	test-deployed localstack-up localstack-deploy localstack-test localstack-down clean
+	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
@@ -19,6 +19,7 @@ HOST_ARCHITECTURE := $(if $(filter arm64 aarch64,$(shell uname -m)),arm64,x86_64
 help:
 	@echo "make run       the whole system on http://127.0.0.1:3000 (embedded emulator, local Lambda service)"
 	@echo "make test      install everything, lint, type-check and run every test tier"
+	@echo "make chaos     the system under concurrent clients and every kind of fault; ARGS='--seed 3 --operations 2000'"
 	@echo "make unit | handler | runtime | integration | infra   one test tier"
 	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"
 	@echo "make localstack-up | localstack-deploy | localstack-test | localstack-down   (needs Docker)"
@@ -44,6 +45,9 @@ run: install
 
 test: install lint typecheck
 	$(BIN)/python -m pytest
+
+chaos: install
+	$(BIN)/python -m chaos $(ARGS)
 
 unit: $(BIN)/.installed
 	$(BIN)/python -m pytest -m unit
@@ -85,7 +89,7 @@ lint: $(BIN)/.installed
 	$(BIN)/python scripts/openapi.py --check
 
 typecheck: $(BIN)/.installed
-	$(BIN)/mypy functions infra local app.py scripts
+	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks
 
 openapi: $(BIN)/.installed
 	$(BIN)/python scripts/openapi.py

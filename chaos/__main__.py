@@ -1,0 +1,97 @@
+"""`python -m chaos` (what `make chaos` runs): the system under concurrent clients and injected faults.
+
+Prints a table and writes the same as JSON. Exits 1 on any invariant violation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from chaos.run import DEFAULT_RATES, ChaosSettings, Report, run
+from local.chaos_faults import ALL_KINDS
+from local.mutations import MUTATIONS
+
+
+def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--operations", type=int, default=600, help="client operations (creates and deletes)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
+    parser.add_argument("--accounts", type=int, default=4, help="ordinary accounts (limit 40)")
+    parser.add_argument("--hot-accounts", type=int, default=2, help="accounts hammered at their limit of 5")
+    parser.add_argument(
+        "--rate",
+        action="append",
+        default=[],
+        metavar="KIND=P",
+        help=f"fault rate per call, 0..1; kinds: {', '.join(ALL_KINDS)}",
+    )
+    parser.add_argument("--scale-rates", type=float, default=1.0, help="multiply every default rate")
+    parser.add_argument("--no-faults", action="store_true", help="no faults at all (and no fatal account)")
+    parser.add_argument("--break", dest="mutation", choices=sorted(MUTATIONS), help="plant a known bug")
+    parser.add_argument("--report", default="chaos-report.json", help="where to write the JSON report")
+    parser.add_argument("--quiescence-timeout", type=float, default=180.0)
+    args = parser.parse_args(argv)
+    rates = {kind: rate * args.scale_rates for kind, rate in DEFAULT_RATES.items()}
+    for item in args.rate:
+        kind, _, value = item.partition("=")
+        if kind not in ALL_KINDS:
+            parser.error(f"unknown fault kind {kind!r}")
+        rates[kind] = float(value)
+    if args.no_faults:
+        rates = dict.fromkeys(rates, 0.0)
+    settings = ChaosSettings(
+        seed=args.seed,
+        operations=args.operations,
+        clients=args.clients,
+        accounts=args.accounts,
+        hot_accounts=args.hot_accounts,
+        rates=rates,
+        mutation=args.mutation,
+        quiescence_timeout=args.quiescence_timeout,
+    )
+    return settings, args.report
+
+
+def render(report: Report) -> str:
+    lines = [
+        f"chaos run: seed {report.settings['seed']}, {report.settings['operations']} operations, "
+        f"{report.settings['clients']} clients"
+        + (f", broken: {report.settings['mutation']}" if report.settings["mutation"] else "")
+    ]
+    lines.append("\noperations (client view)")
+    lines += [f"  {name:<28} {count:>7}" for name, count in report.operations.items()]
+    lines.append(f"  {'client retries':<28} {report.client_retries:>7}")
+    lines.append("\nfaults injected")
+    lines += [f"  {kind:<28} {count:>7}" for kind, count in report.faults.items()] or ["  none"]
+    lines.append("\nLambda and queues")
+    lines += [f"  {name:<34} {count:>7}" for name, count in report.lambda_traffic.items()]
+    lines.append("\ninvariant checks")
+    for check in report.checks:
+        verdict = "ok" if not check.violations else f"{len(check.violations)} VIOLATION(S)"
+        lines.append(f"  {check.name:<88} {check.checked:>7} checked  {verdict}")
+        lines += [f"      {violation}" for violation in check.violations[:5]]
+    lines.append(f"\nmax limit overshoot observed: {report.max_limit_overshoot} (bound: {report.overshoot_bound})")
+    lines.append(f"time to quiescence after the clients stopped: {report.seconds_to_quiescence} s")
+    lines.append(f"total time: {report.seconds_total} s")
+    lines.append(f"violations: {report.violations}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings, report_path = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    report = run(settings)
+    print(render(report))
+    with open(report_path, "w", encoding="utf-8") as output:
+        output.write(report.to_json())
+    print(f"report written to {report_path}")
+    return 1 if report.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,378 @@
+"""A chaos run: the whole system under concurrent clients and injected faults, then the invariants.
+
+`python -m chaos --help` lists the knobs. The run:
+
+1. starts the emulator and the local runtime with seeded faults;
+2. runs the clients while a sampler checks every account's snapshot again and again;
+3. waits for quiescence (DLQ 1 empty, nothing pending outside fatal accounts);
+4. checks the end state from outside (API) and inside (the table);
+5. heals every account and checks that both counters came back to the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from chaos.truth import Snapshot, snapshot
+from chaos.workload import Account, Ledger, create, run_clients
+from functions.adapters.dynamodb import DynamoHealingStore
+from functions.core.healing import HealOutcome, heal_account
+from functions.core.redrive import InvalidFailureMessage, parse_failure_message
+from local.chaos_faults import ALL_KINDS, ChaosConfig, read_ledger
+from local.emulator import EmulatorProcess
+from local.http_client import HttpApi
+from local.runtime import LocalRuntime, RuntimeSettings
+
+FATAL_PREFIX = "fatal"
+FATAL_CREATES = 2
+DEFAULT_RATES = {
+    "throttle": 0.02,
+    "fail_before": 0.02,
+    "land_then_500": 0.02,
+    "transaction_conflict": 0.05,
+    "crash_after_write": 0.01,
+    "trimmed": 0.5,  # per redrive read: only DLQ 1 traffic meets it
+    "duplicate_delivery": 0.3,  # per delivered batch: a run has tens of batches, not thousands of calls
+    "concurrent_delivery": 0.3,
+    "out_of_order_replay": 0.3,
+}
+
+
+@dataclass
+class ChaosSettings:
+    seed: int = 7
+    operations: int = 600
+    clients: int = 8
+    accounts: int = 4
+    hot_accounts: int = 2
+    rates: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_RATES))
+    fatal: bool = True  # one account whose every transaction fails: its records must end in DLQ 2
+    mutation: str | None = None
+    quiescence_timeout: float = 180.0
+
+    @property
+    def faults_on(self) -> bool:
+        return any(rate > 0 for rate in self.rates.values())
+
+
+@dataclass
+class Check:
+    name: str
+    checked: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    def expect(self, condition: bool, message: str) -> None:
+        self.checked += 1
+        if not condition and len(self.violations) < 20:
+            self.violations.append(message)
+        elif not condition:
+            self.violations.append("...")
+
+
+@dataclass
+class Report:
+    settings: dict[str, Any]
+    operations: dict[str, int] = field(default_factory=dict)
+    client_retries: int = 0
+    faults: dict[str, int] = field(default_factory=dict)
+    lambda_traffic: dict[str, int] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    max_limit_overshoot: int = 0
+    overshoot_bound: int = 0
+    seconds_to_quiescence: float | None = None
+    seconds_total: float = 0.0
+
+    @property
+    def violations(self) -> int:
+        return sum(len(check.violations) for check in self.checks)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["violations"] = self.violations
+        return json.dumps(data, indent=2, sort_keys=True)
+
+
+class Sampler(threading.Thread):
+    """Checks one account snapshot after another while the clients run."""
+
+    def __init__(self, dynamodb: Any, table: str, accounts: list[Account], faults_on: bool) -> None:
+        super().__init__(name="chaos-sampler", daemon=True)
+        self._dynamodb, self._table, self._accounts = dynamodb, table, accounts
+        self._faults_on = faults_on
+        self.stop = threading.Event()
+        self.best_effort = Check("best-effort <= live at every sampled instant")
+        self.eventual = Check("eventual = existing counted resources at every sampled instant")
+        self.admitted = Check("admitted >= live at every sampled instant")
+        self.limit = Check("live <= limit at every sampled instant")
+        self.max_overshoot = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for account in self._accounts:
+                if self.stop.is_set():
+                    return
+                self.observe(snapshot(self._dynamodb, self._table, account.account_id))
+                self.stop.wait(0.02)
+
+    def observe(self, shot: Snapshot) -> None:
+        live = len(shot.live)
+        self.best_effort.expect(
+            shot.best_effort <= live, f"{shot.account_id}: best-effort {shot.best_effort} > live {live}"
+        )
+        self.eventual.expect(
+            shot.eventual == shot.processed, f"{shot.account_id}: eventual {shot.eventual} != counted {shot.processed}"
+        )
+        self.admitted.expect(shot.admitted >= live, f"{shot.account_id}: admitted {shot.admitted} < live {live}")
+        self.max_overshoot = max(self.max_overshoot, live - shot.limit)
+        self.limit.expect(live <= shot.limit, f"{shot.account_id}: live {live} > limit {shot.limit}")
+
+
+def make_accounts(settings: ChaosSettings) -> list[Account]:
+    accounts = [Account(f"acct-{i}", limit=40) for i in range(settings.accounts)]
+    accounts += [Account(f"hot-{i}", limit=5, hot=True) for i in range(settings.hot_accounts)]
+    if settings.fatal and settings.faults_on:
+        accounts.append(Account(f"{FATAL_PREFIX}-0", limit=10, fatal=True))
+    return accounts
+
+
+def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
+    started = time.monotonic()
+    log_dir = log_dir or tempfile.mkdtemp(prefix="hybrid-counter-chaos-")
+    ledger_path = f"{log_dir}/faults.jsonl"
+    report = Report(settings=asdict(settings))
+    accounts = make_accounts(settings)
+    fatal_rule = {
+        "functions": [],
+        "operation": "TransactWriteItems",
+        "contains": f"ACCOUNT#{FATAL_PREFIX}-",
+        "answer": "TransactionConflict",
+    }
+    chaos = ChaosConfig(settings.seed, ledger_path, settings.rates, settings.mutation) if settings.faults_on else None
+    if chaos is None and settings.mutation:
+        chaos = ChaosConfig(settings.seed, ledger_path, {}, settings.mutation)
+
+    with EmulatorProcess() as emulator:
+        runtime = LocalRuntime(
+            RuntimeSettings(
+                endpoint_url=emulator.url,
+                port=0,
+                faults=[fatal_rule] if any(a.fatal for a in accounts) else [],
+                chaos=chaos,
+                sqs_retry_visibility_seconds=1,
+                retry_backoff_seconds=0.05,
+                log_dir=log_dir,
+            )
+        )
+        runtime.deploy_and_start()
+        try:
+            api = HttpApi(runtime.api_url)
+            dynamodb = runtime.client("dynamodb")
+            table = runtime.outputs["TableName"]
+            for account in accounts:
+                _put_account(api, account)
+
+            ledger = Ledger()
+            sampler = Sampler(dynamodb, table, accounts, settings.faults_on)
+            sampler.start()
+            for account in accounts:
+                if account.fatal:  # a few creates whose counting always fails: the injected-fatal work
+                    for index in range(FATAL_CREATES):
+                        create(api, account, f"fatal-{index}", ledger)
+            ordinary = [account for account in accounts if not account.fatal]
+            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, ledger)
+            workload_done = time.monotonic()
+
+            quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout)
+            sampler.stop.set()
+            sampler.join()
+            report.seconds_to_quiescence = None if quiet is None else round(quiet - workload_done, 1)
+
+            report.operations = dict(sorted(ledger.statuses.items()))
+            report.client_retries = ledger.retries
+            report.checks = [sampler.best_effort, sampler.eventual, sampler.admitted]
+            report.checks.append(quiescence_check(quiet))
+            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, ledger)
+            report.checks.append(dlq2_check(runtime, accounts))
+            report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, ledger))
+            report.checks.append(heal_check(dynamodb, table, accounts))
+            report.max_limit_overshoot = max(0, sampler.max_overshoot)
+            limit_check = sampler.limit
+            limit_check.name = (
+                f"live <= limit at every sampled instant (documented overshoot bound: {report.overshoot_bound})"
+            )
+            report.checks.append(limit_check)
+            report.lambda_traffic = lambda_traffic(runtime)
+        finally:
+            runtime.stop()
+    counts = Counter(entry["kind"] for entry in read_ledger(ledger_path))
+    report.faults = {kind: counts.get(kind, 0) for kind in ALL_KINDS} if settings.faults_on else {}
+    report.seconds_total = round(time.monotonic() - started, 1)
+    return report
+
+
+def _put_account(api: HttpApi, account: Account) -> None:
+    for _ in range(20):
+        try:
+            if api.request("PUT", f"/accounts/{account.account_id}", {"limit": account.limit}).status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"could not create account {account.account_id}")
+
+
+def wait_for_quiescence(
+    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], timeout: float
+) -> float | None:
+    """The moment DLQ 1 is empty and nothing is pending outside fatal accounts, twice in a row."""
+    sqs = runtime.client("sqs")
+    dlq1 = runtime.outputs["Dlq1Url"]
+    deadline = time.monotonic() + timeout
+    calm_since: float | None = None
+    while time.monotonic() < deadline:
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=dlq1, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        in_flight = int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+        settled = in_flight == 0 and all(
+            snapshot(dynamodb, table, a.account_id).pending == 0 for a in accounts if not a.fatal
+        )
+        if settled:
+            if calm_since is not None and time.monotonic() - calm_since >= 1.0:
+                return calm_since
+            calm_since = calm_since or time.monotonic()
+        else:
+            calm_since = None
+        time.sleep(0.25)
+    return None
+
+
+def quiescence_check(quiet: float | None) -> Check:
+    check = Check("quiescence reached (DLQ 1 drained, nothing pending)")
+    check.expect(quiet is not None, "the system did not settle within the timeout")
+    return check
+
+
+def end_state_checks(
+    api: HttpApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
+) -> list[Check]:
+    exact = Check("eventual = live for every account (API and table)")
+    exists = Check("every acknowledged, undeleted resource exists exactly once")
+    gone = Check("no deleted resource survives")
+    phantom = Check("every resource in the table was acknowledged (or its create's outcome was unknown)")
+    for account in accounts:
+        shot = snapshot(dynamodb, table, account.account_id)
+        acknowledged = ledger.acknowledged.get(account.account_id, set())
+        unresolved = ledger.unresolved.get(account.account_id, set())
+        deleted = ledger.deleted.get(account.account_id, set())
+        if not account.fatal:
+            view = api.account(account.account_id)
+            exact.expect(
+                view["eventual"] == len(shot.live) == shot.eventual,
+                f"{account.account_id}: API eventual {view['eventual']}, table eventual {shot.eventual}, "
+                f"live {len(shot.live)}",
+            )
+        for resource_id in acknowledged - unresolved:
+            exists.expect(resource_id in shot.live, f"{account.account_id}/{resource_id} acknowledged but missing")
+        if account.fatal:
+            continue  # its counting never succeeds, so its soft-deleted resources are never removed
+        for resource_id in deleted - unresolved:
+            gone.expect(resource_id not in shot.existing, f"{account.account_id}/{resource_id} deleted but present")
+        for resource_id in shot.existing:
+            phantom.expect(
+                resource_id in acknowledged | unresolved | deleted,
+                f"{account.account_id}/{resource_id} exists but no client was told it was created",
+            )
+    return [exact, exists, gone, phantom]
+
+
+def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
+    """Every DLQ 2 message covers a stream range with a record of a fatal account, and nothing else
+    reached DLQ 2."""
+    check = Check("DLQ 2 holds only what was injected as fatal")
+    sqs, streams = runtime.client("sqs"), runtime.client("dynamodbstreams")
+    fatal_pks = {f"ACCOUNT#{a.account_id}" for a in accounts if a.fatal}
+    messages: list[dict[str, Any]] = []
+    for _ in range(10):
+        batch = sqs.receive_message(QueueUrl=runtime.outputs["Dlq2Url"], MaxNumberOfMessages=10, VisibilityTimeout=30)
+        messages += batch.get("Messages", [])
+        if not batch.get("Messages"):
+            break
+    for message in messages:
+        try:
+            info = parse_failure_message(message["Body"])
+        except InvalidFailureMessage:
+            check.expect(False, f"unreadable DLQ 2 message {message['MessageId']}")
+            continue
+        iterator = streams.get_shard_iterator(
+            StreamArn=info.stream_arn,
+            ShardId=info.shard_id,
+            ShardIteratorType="AT_SEQUENCE_NUMBER",
+            SequenceNumber=info.start_sequence_number,
+        )["ShardIterator"]
+        records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
+        in_range = [r for r in records if int(r["dynamodb"]["SequenceNumber"]) <= int(info.end_sequence_number)]
+        check.expect(
+            any(r["dynamodb"]["Keys"]["pk"]["S"] in fatal_pks for r in in_range),
+            f"DLQ 2 range {info.start_sequence_number}..{info.end_sequence_number} holds no injected-fatal record",
+        )
+    return check
+
+
+def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger) -> Check:
+    """The injected-fatal creates are not lost: still pending (uncounted) for the sweeper and for
+    operators, whether or not their range reached DLQ 2 (a trimmed range is swept instead)."""
+    check = Check("injected-fatal work is kept pending for operators, not lost")
+    for account in accounts:
+        if not account.fatal:
+            continue
+        shot = snapshot(dynamodb, table, account.account_id)
+        for resource_id in ledger.acknowledged.get(account.account_id, set()):
+            check.expect(resource_id in shot.existing, f"{account.account_id}/{resource_id} was lost")
+        check.expect(shot.eventual == 0, f"{account.account_id}: counted although every count was made to fail")
+    return check
+
+
+def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
+    """Once quiet, a heal brings both API-path counters to the live count (SPEC invariant 6)."""
+    check = Check("after healing, best-effort = admitted = live")
+    store = DynamoHealingStore(dynamodb, table)
+    for account in accounts:
+        if account.fatal:
+            continue
+        outcome = heal_account(store, account.account_id, datetime.now(UTC), timedelta(0)).outcome
+        shot = snapshot(dynamodb, table, account.account_id)
+        check.expect(
+            outcome in (HealOutcome.HEALED, HealOutcome.EXACT)
+            and shot.best_effort_net == shot.admitted == len(shot.live),
+            f"{account.account_id}: heal {outcome.value}, best-effort {shot.best_effort_net}, "
+            f"admitted {shot.admitted}, live {len(shot.live)}",
+        )
+    return check
+
+
+def lambda_traffic(runtime: LocalRuntime) -> dict[str, int]:
+    sqs = runtime.client("sqs")
+    dlq2 = sqs.get_queue_attributes(
+        QueueUrl=runtime.outputs["Dlq2Url"],
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return {
+        "stream invocations": runtime.stream_stats.invocations,
+        "stream invocations failed": runtime.stream_stats.failed_invocations,
+        "records delivered (with retries)": runtime.stream_stats.records_delivered,
+        "DLQ 1 messages sent": runtime.stream_stats.sent_to_destination,
+        "redrive invocations": runtime.queue_stats.invocations,
+        "redrive invocations failed": runtime.queue_stats.failed_invocations,
+        "DLQ 1 messages done": runtime.queue_stats.deleted_messages,
+        "DLQ 2 messages": int(dlq2["ApproximateNumberOfMessages"]) + int(dlq2["ApproximateNumberOfMessagesNotVisible"]),
+    }

@@ -1,0 +1,129 @@
+"""The clients of a chaos run: concurrent creates and deletes over HTTP, as careful callers make them.
+
+Every create carries an Idempotency-Key, and a create or delete that fails with a 5xx (or no
+answer) is retried with the same key. Clients remember what the API acknowledged, because
+afterwards the checks compare that with what exists.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from functions.core.model import idempotent_resource_id
+from local.http_client import HttpApi, Reply
+
+RETRIES = 8
+
+
+@dataclass
+class Account:
+    account_id: str
+    limit: int
+    hot: bool = False
+    fatal: bool = False  # every transaction on it is made to fail: its records must end in DLQ 2
+
+
+@dataclass
+class Ledger:
+    """What the API acknowledged, per account; shared by the client threads."""
+
+    acknowledged: dict[str, set[str]] = field(default_factory=dict)  # created (201/200), not deleted
+    deleted: dict[str, set[str]] = field(default_factory=dict)  # deletes acknowledged (204 or 404 on retry)
+    unresolved: dict[str, set[str]] = field(default_factory=dict)  # outcome unknown after all retries
+    statuses: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, kind: str, status: int | str) -> None:
+        with self.lock:
+            self.statuses[f"{kind} {status}"] += 1
+
+
+def attempt(
+    api: HttpApi, method: str, path: str, body: object = None, headers: dict[str, str] | None = None
+) -> Reply | None:
+    try:
+        return api.request(method, path, body, headers)
+    except OSError:  # connection refused or reset, timeout: no answer at all
+        return None
+
+
+def run_clients(
+    api: HttpApi, accounts: list[Account], operations: int, clients: int, seed: int, ledger: Ledger
+) -> None:
+    remaining = [operations]
+    lock = threading.Lock()
+
+    def take() -> bool:
+        with lock:
+            if remaining[0] <= 0:
+                return False
+            remaining[0] -= 1
+            return True
+
+    def client(index: int) -> None:
+        rng = random.Random(f"{seed}/client/{index}")  # noqa: S311 - a reproducible workload
+        while take():
+            hot = [a for a in accounts if a.hot]
+            account = rng.choice(hot) if hot and rng.random() < 0.4 else rng.choice(accounts)
+            with ledger.lock:
+                live = sorted(ledger.acknowledged.get(account.account_id, set()))
+            if live and rng.random() < 0.4:
+                delete(api, account, rng.choice(live), ledger)
+            else:
+                create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", ledger)
+
+    threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}") for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def create(api: HttpApi, account: Account, key: str, ledger: Ledger) -> None:
+    path = f"/accounts/{account.account_id}/resources"
+    resource_id = idempotent_resource_id(account.account_id, key)
+    for attempt_number in range(RETRIES):
+        reply = attempt(api, "POST", path, {"name": key}, {"Idempotency-Key": key})
+        status = reply.status if reply else "no-answer"
+        ledger.note("create", status)
+        if reply is not None and reply.status in (200, 201):
+            with ledger.lock:
+                ledger.acknowledged.setdefault(account.account_id, set()).add(resource_id)
+                ledger.unresolved.get(account.account_id, set()).discard(resource_id)
+            return
+        if reply is not None and reply.status < 500:
+            if attempt_number:  # an earlier try may have created it before failing
+                with ledger.lock:
+                    ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+            return  # 409 at the limit, or another answer that a retry would not change
+        with ledger.lock:
+            ledger.retries += 1
+            ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+        time.sleep(0.02 * (attempt_number + 1))
+
+
+def delete(api: HttpApi, account: Account, resource_id: str, ledger: Ledger) -> None:
+    path = f"/accounts/{account.account_id}/resources/{resource_id}"
+    for attempt_number in range(RETRIES):
+        reply = attempt(api, "DELETE", path)
+        status = reply.status if reply else "no-answer"
+        ledger.note("delete", status)
+        if reply is not None and (reply.status == 204 or (reply.status == 404 and attempt_number > 0)):
+            with ledger.lock:
+                ledger.acknowledged[account.account_id].discard(resource_id)
+                ledger.deleted.setdefault(account.account_id, set()).add(resource_id)
+            return
+        if reply is not None and reply.status < 500:
+            return  # 404 on the first try: another client deleted it first
+        with ledger.lock:
+            ledger.retries += 1
+        time.sleep(0.02 * (attempt_number + 1))
+    with ledger.lock:  # gave up: it may or may not be deleted
+        ledger.acknowledged[account.account_id].discard(resource_id)
+        ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
