@@ -51,21 +51,29 @@ class System:
     streams: Any
 
 
+def fresh_system(emulator_url: str) -> System:
+    """An empty emulator with one table built from the synthesized template, and handlers that
+    will build new clients (with no fault hooks) on their next call. Sets TABLE_NAME."""
+    from functions.shared import clients
+    from tests.support.tables import create_table
+
+    urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
+    # A fresh default session: fault hooks registered for one test never leak into the next.
+    boto3.setup_default_session()
+    clients.reset()
+    table = f"counter-{uuid.uuid4().hex[:8]}"
+    os.environ["TABLE_NAME"] = table
+    dynamodb = boto3.client("dynamodb")
+    stream_arn = create_table(dynamodb, table)
+    return System(table=table, stream_arn=stream_arn, dynamodb=dynamodb, streams=boto3.client("dynamodbstreams"))
+
+
 @pytest.fixture
 def system(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[System]:
     from functions.shared import clients
 
-    urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
-    # A fresh default session per test: fault hooks registered by one test never leak into the next.
-    boto3.setup_default_session()
-    clients.reset()
-    table = f"counter-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv("TABLE_NAME", table)
-    from tests.support.tables import create_table
-
-    dynamodb = boto3.client("dynamodb")
-    stream_arn = create_table(dynamodb, table)
-    yield System(table=table, stream_arn=stream_arn, dynamodb=dynamodb, streams=boto3.client("dynamodbstreams"))
+    monkeypatch.setenv("TABLE_NAME", "")  # restored after the test
+    yield fresh_system(emulator_url)
     clients.reset()
 
 

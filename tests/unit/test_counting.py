@@ -28,6 +28,7 @@ from functions.core.counting import (
     process_pending_items,
     process_stream_records,
 )
+from local.filters import matches_any
 
 ALL_NON_CONDITION_CODES = [
     "TransactionConflict",
@@ -67,16 +68,6 @@ def test_plan_stream_record(raw: dict[str, Any], expected: CountingTask | None) 
     assert plan_stream_record(raw) == expected
 
 
-def _matches(pattern: Any, value: Any) -> bool:
-    """Lambda's filter semantics, for the subset of rules our patterns use (exact, prefix)."""
-    if isinstance(pattern, dict):
-        return isinstance(value, dict) and all(k in value and _matches(p, value[k]) for k, p in pattern.items())
-    return any(
-        (isinstance(rule, dict) and isinstance(value, str) and value.startswith(rule["prefix"])) or rule == value
-        for rule in pattern
-    )
-
-
 @pytest.mark.parametrize(
     "raw",
     [
@@ -90,7 +81,7 @@ def _matches(pattern: Any, value: Any) -> bool:
 )
 def test_code_agrees_with_the_event_source_filter(raw: dict[str, Any]) -> None:
     """Redriven ranges are unfiltered: the code must select exactly what the filter lets through."""
-    filtered_in = any(_matches(pattern, raw) for pattern in schema.STREAM_FILTER_PATTERNS)
+    filtered_in = matches_any(schema.STREAM_FILTER_PATTERNS, raw)
     assert filtered_in == (plan_stream_record(raw) is not None)
 
 
