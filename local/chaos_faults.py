@@ -46,7 +46,6 @@ SOURCE_KINDS = ("duplicate_delivery", "concurrent_delivery", "out_of_order_repla
 ALL_KINDS = SANDBOX_KINDS + SOURCE_KINDS
 
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
-_TYPE = "com.amazonaws.dynamodb.v20120810#"
 
 
 class SandboxCrash(Exception):
@@ -123,6 +122,8 @@ def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None
     from botocore.awsrequest import AWSResponse
     from botocore.httpsession import URLLib3Session
 
+    from local.faults import ANSWERS, aws_response
+
     if config.mutation:
         from local import mutations
 
@@ -137,9 +138,8 @@ def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None
     def remember(event_name: str, context: dict[str, Any], **_: Any) -> None:
         context["chaos_operation"] = event_name.rsplit(".", 1)[-1]
 
-    def answer(request: Any, status: int, body: Mapping[str, Any]) -> AWSResponse:
-        headers = {"x-amzn-RequestId": "chaos", "Content-Type": "application/x-amz-json-1.0"}
-        return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
+    def answer(request: Any, kind: str) -> AWSResponse:
+        return aws_response(request, *ANSWERS[kind])
 
     def before_send(request: Any, **_: Any) -> AWSResponse | None:
         if any(name.startswith(FAULT_FLAG_PREFIX) and value for name, value in request.context.items()):
@@ -148,21 +148,21 @@ def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None
         if operation == "GetShardIterator":
             if function == "redrive" and dice.roll(config.rate("trimmed")):
                 ledger.record("trimmed", operation)
-                return answer(request, 400, {"__type": "TrimmedDataAccessException", "message": "trimmed (chaos)"})
+                return answer(request, "TrimmedDataAccessException")
             return None
         if operation == "TransactWriteItems" and dice.roll(config.rate("transaction_conflict")):
             ledger.record("transaction_conflict", operation)
-            return answer(request, 400, _conflict())
+            return answer(request, "TransactionConflict")
         if dice.roll(config.rate("throttle")):
             ledger.record("throttle", operation)
-            return answer(request, 400, {"__type": f"{_TYPE}ThrottlingException", "message": "Rate exceeded (chaos)"})
+            return answer(request, "ThrottlingException")
         if dice.roll(config.rate("fail_before")):
             ledger.record("fail_before", operation)
-            return answer(request, 500, {"__type": f"{_TYPE}InternalServerError", "message": "chaos"})
+            return answer(request, "InternalServerError")
         if operation in WRITE_OPERATIONS and dice.roll(config.rate("land_then_500")):
             http.send(request)  # the write lands...
             ledger.record("land_then_500", operation)
-            return answer(request, 500, {"__type": f"{_TYPE}InternalServerError", "message": "chaos"})  # ...unseen
+            return answer(request, "InternalServerError")  # ...unseen
         return None
 
     def after_call(context: dict[str, Any], http_response: Any, **_: Any) -> None:
@@ -176,23 +176,3 @@ def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None
         events.register(f"provide-client-params.{service}", remember)
         events.register(f"before-send.{service}", before_send)
     events.register("after-call.dynamodb", after_call)
-
-
-def _conflict() -> dict[str, Any]:
-    return {
-        "__type": f"{_TYPE}TransactionCanceledException",
-        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
-        "[TransactionConflict, None]",
-        "CancellationReasons": [
-            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
-            {"Code": "None"},
-        ],
-    }
-
-
-class _Body:
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self._body

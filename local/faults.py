@@ -40,7 +40,17 @@ ANSWERS: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "ThrottlingException": (400, {"__type": f"{_TYPE}ThrottlingException", "message": "Rate exceeded"}),
     "InternalServerError": (500, {"__type": f"{_TYPE}InternalServerError", "message": "Internal server error"}),
+    "TrimmedDataAccessException": (
+        400,
+        {"__type": "com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException", "message": "records trimmed"},
+    ),
 }
+
+
+def aws_response(request: Any, status: int, body: Mapping[str, Any]) -> AWSResponse:
+    """An answer on the wire, as the service would send it, for `request`."""
+    headers = {"x-amzn-RequestId": "injected-fault", "Content-Type": "application/x-amz-json-1.0"}
+    return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
 
 
 class _Body:
@@ -102,8 +112,7 @@ def answer_on_the_wire(
             if times is not None and given[0] >= times:
                 return None
             given[0] += 1
-        headers = {"x-amzn-RequestId": "injected-fault", "Content-Type": "application/x-amz-json-1.0"}
-        return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
+        return aws_response(request, status, body)
 
     events.register(f"provide-client-params.{service}.{operation}", remember)
     events.register(f"before-send.{service}.{operation}", answer)
