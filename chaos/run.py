@@ -282,7 +282,10 @@ def end_state_checks(
                 f"live {len(shot.live)}",
             )
         for resource_id in acknowledged - unresolved:
-            exists.expect(resource_id in shot.live, f"{account.account_id}/{resource_id} acknowledged but missing")
+            exists.expect(
+                resource_id in shot.live,
+                f"{account.account_id}/{resource_id} acknowledged but missing (item: {_describe(shot, resource_id)})",
+            )
         if account.fatal:
             continue  # its counting never succeeds, so its soft-deleted resources are never removed
         for resource_id in deleted - unresolved:
@@ -293,6 +296,14 @@ def end_state_checks(
                 f"{account.account_id}/{resource_id} exists but no client was told it was created",
             )
     return [exact, exists, gone, phantom]
+
+
+def _describe(shot: Snapshot, resource_id: str) -> str:
+    item = shot.items.get(resource_id)
+    if item is None:
+        return "none"
+    wanted = ("deleted", "counter_processed", "deleting_at", "deleted_at", "delete_token", "created_at")
+    return ", ".join(f"{name}={item[name]}" for name in wanted if name in item)
 
 
 def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:

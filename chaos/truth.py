@@ -25,6 +25,7 @@ class Snapshot:
     processed: int = 0  # existing resources with counter_processed=true
     existing: set[str] = field(default_factory=set)
     pending: int = 0  # uncounted or soft-deleted resources
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource id -> its attributes
 
     @property
     def best_effort(self) -> int:
@@ -55,6 +56,7 @@ def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:
             else:
                 resource_id = keys.resource_id_from_sk(sort_key) or sort_key
                 shot.existing.add(resource_id)
+                shot.items[resource_id] = item
                 processed = bool(item.get(schema.COUNTER_PROCESSED_ATTRIBUTE))
                 deleted = bool(item.get(schema.DELETED_ATTRIBUTE))
                 shot.processed += processed

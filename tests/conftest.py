@@ -12,8 +12,15 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import settings
 
 from local.emulator import EmulatorProcess
+
+# CI explores the same examples on every run, so a red build always reproduces; on a
+# developer's machine hypothesis keeps drawing new ones.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 TEST_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -125,7 +125,7 @@ def plan_stream_record(record: Mapping[str, Any]) -> CountingTask | None:
     image = data.get("NewImage") or {}
     deleted = _bool(image, schema.DELETED_ATTRIBUTE)
     processed = _bool(image, schema.COUNTER_PROCESSED_ATTRIBUTE)
-    if deleted and record["eventName"] == "MODIFY":
+    if deleted:
         return CountingTask(TaskKind.REMOVE_DELETED, *ids)
     if processed is False and not deleted:
         return CountingTask(TaskKind.COUNT_CREATE, *ids)

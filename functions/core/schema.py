@@ -55,7 +55,7 @@ STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
         },
     },
     {
-        "eventName": ["MODIFY"],
+        "eventName": ["INSERT", "MODIFY"],
         "dynamodb": {
             "Keys": {SORT_KEY: {"S": [{"prefix": RESOURCE_PREFIX}]}},
             "NewImage": {DELETED_ATTRIBUTE: {"BOOL": [True]}},
