@@ -43,7 +43,9 @@ class System:
     runtime: object | None  # the LocalRuntime when running locally; None against a deployment
 
 
-@pytest.fixture(scope="session")
+# Package scope: the local system stops when the integration tests are done, not at the end of
+# the session, so its pollers never run on into other tiers (the unit tier blocks the network).
+@pytest.fixture(scope="package")
 def system() -> Iterator[System]:
     api_url = os.environ.get("API_URL")
     if api_url:
