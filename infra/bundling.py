@@ -24,10 +24,7 @@ import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-FUNCTIONS_PACKAGE: Final = "functions"
-FUNCTIONS_DIR: Final = REPO_ROOT / FUNCTIONS_PACKAGE
-REQUIREMENTS_FILE: Final = FUNCTIONS_DIR / "requirements.txt"
+from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_DIR, FUNCTIONS_PACKAGE, REQUIREMENTS_FILE
 
 # The runtime is the single source of truth: the functions use it and the pip target below is
 # derived from it (and from the architecture the package is built for).
@@ -41,18 +38,6 @@ _MANYLINUX_POLICIES: Final = ("manylinux2014", "manylinux_2_28")
 
 # Never pulled: local bundling always succeeds, but BundlingOptions requires an image.
 PLACEHOLDER_IMAGE: Final = "placeholder/local-bundling-only-never-pulled"
-
-# Not part of the deployed package: caches, tests and editor/tool litter.
-EXCLUDED_PATTERNS: Final = (
-    "__pycache__",
-    "*.pyc",
-    "*.pyo",
-    "tests",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".DS_Store",
-)
 
 
 def wheel_python_version(runtime: lambda_.Runtime = LAMBDA_RUNTIME) -> str:
