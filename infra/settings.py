@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import constants
+
+T = TypeVar("T")
 
 _REMOVAL_POLICIES = {
     constants.REMOVAL_POLICY_RETAIN: cdk.RemovalPolicy.RETAIN,
@@ -24,14 +29,7 @@ def removal_policy(scope: Construct) -> cdk.RemovalPolicy:
     Retain by default so deleting a stack never loses counters or dead letters; `destroy` is for
     throw-away stacks (emulators, CI, experiments).
     """
-    value = scope.node.try_get_context(constants.REMOVAL_POLICY_CONTEXT_KEY)
-    if value is None:
-        value = constants.DEFAULT_REMOVAL_POLICY
-    policy = _REMOVAL_POLICIES.get(str(value).strip().lower())
-    if policy is None:
-        allowed = ", ".join(f'"{name}"' for name in _REMOVAL_POLICIES)
-        raise ValueError(f'context "{constants.REMOVAL_POLICY_CONTEXT_KEY}" must be one of {allowed}, got {value!r}')
-    return policy
+    return _choice(scope, constants.REMOVAL_POLICY_CONTEXT_KEY, constants.DEFAULT_REMOVAL_POLICY, _REMOVAL_POLICIES)
 
 
 def architecture(scope: Construct) -> lambda_.Architecture:
@@ -40,13 +38,18 @@ def architecture(scope: Construct) -> lambda_.Architecture:
     arm64 by default (cheaper on AWS); `x86_64` for emulators that run functions on an x86_64 host
     (LocalStack on most CI machines and PCs). Read once per stack, see `infra.bundling.lambda_package`.
     """
-    value = scope.node.try_get_context(constants.ARCHITECTURE_CONTEXT_KEY)
+    return _choice(scope, constants.ARCHITECTURE_CONTEXT_KEY, constants.DEFAULT_ARCHITECTURE, _ARCHITECTURES)
+
+
+def _choice(scope: Construct, key: str, default: str, choices: Mapping[str, T]) -> T:
+    """The context value named `key` (case and spaces ignored), one of `choices`; clear error otherwise."""
+    value = scope.node.try_get_context(key)
     if value is None:
-        value = constants.DEFAULT_ARCHITECTURE
-    chosen = _ARCHITECTURES.get(str(value).strip().lower())
+        value = default
+    chosen = choices.get(str(value).strip().lower())
     if chosen is None:
-        allowed = ", ".join(f'"{name}"' for name in _ARCHITECTURES)
-        raise ValueError(f'context "{constants.ARCHITECTURE_CONTEXT_KEY}" must be one of {allowed}, got {value!r}')
+        allowed = ", ".join(f'"{name}"' for name in choices)
+        raise ValueError(f'context "{key}" must be one of {allowed}, got {value!r}')
     return chosen
 
 
