@@ -66,14 +66,15 @@ def _substitute(value: Any, account: str, region: str) -> str:
 
 def upload_assets(template: Mapping[str, Any], s3: Any, account: str, region: str) -> None:
     package = package_functions()
+    buckets = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::Lambda::Function":
             continue
         code = resource["Properties"]["Code"]
         bucket, key = _substitute(code["S3Bucket"], account, region), _substitute(code["S3Key"], account, region)
-        existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
-        if bucket not in existing:
+        if bucket not in buckets:
             s3.create_bucket(Bucket=bucket)
+            buckets.add(bucket)
         s3.put_object(Bucket=bucket, Key=key, Body=package)
 
 

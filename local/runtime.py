@@ -95,7 +95,10 @@ class LocalRuntime:
 
     def start(self, outputs: Mapping[str, str]) -> None:
         self.outputs = dict(outputs)
-        functions = self._read_functions()
+        stack_resources = self.client("cloudformation").describe_stack_resources(StackName=self.settings.stack_name)[
+            "StackResources"
+        ]
+        functions = self._read_functions(stack_resources)
         sandbox_env = {
             **LOCAL_CREDENTIALS,
             "AWS_ENDPOINT_URL": self.settings.endpoint_url,
@@ -115,7 +118,7 @@ class LocalRuntime:
             self._pools[arn] = FunctionPool(function, sandbox_env, 2 if background else self.settings.api_concurrency)
         for pool in self._pools.values():
             pool.warm_up()
-        self._start_gateway()
+        self._start_gateway(stack_resources)
         for rule_arn, every_seconds, target_arn in schedules:
             if target_arn in self._pools:
                 self._start_schedule(rule_arn, every_seconds, self._pools[target_arn])
@@ -161,11 +164,10 @@ class LocalRuntime:
 
         self._spawn("schedule-" + rule_arn.rsplit("/", 1)[-1][-12:], tick)
 
-    def _read_functions(self) -> dict[str, DeployedFunction]:
+    def _read_functions(self, stack_resources: list[dict[str, Any]]) -> dict[str, DeployedFunction]:
         lam = self.client("lambda")
-        resources = self.client("cloudformation").describe_stack_resources(StackName=self.settings.stack_name)
         functions = {}
-        for resource in resources["StackResources"]:
+        for resource in stack_resources:
             if resource.get("ResourceType") != "AWS::Lambda::Function":
                 continue
             config = lam.get_function(FunctionName=resource["PhysicalResourceId"])["Configuration"]
@@ -179,13 +181,10 @@ class LocalRuntime:
             )
         return functions
 
-    def _start_gateway(self) -> None:
+    def _start_gateway(self, stack_resources: list[dict[str, Any]]) -> None:
         api = self.client("apigateway")
-        resources = self.client("cloudformation").describe_stack_resources(StackName=self.settings.stack_name)
         rest_api_ids = [
-            r["PhysicalResourceId"]
-            for r in resources["StackResources"]
-            if r.get("ResourceType") == "AWS::ApiGateway::RestApi"
+            r["PhysicalResourceId"] for r in stack_resources if r.get("ResourceType") == "AWS::ApiGateway::RestApi"
         ]
         if not rest_api_ids:
             return
