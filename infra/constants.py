@@ -102,4 +102,6 @@ SWEEPER_RATE_MINUTES: Final = 5
 SWEEP_PENDING_OLDER_THAN_SECONDS: Final = 300  # the stream and the redrive get five minutes first
 HEAL_QUIET_SECONDS: Final = 60  # six times the API function's timeout
 HEAL_LOOKBACK_SECONDS: Final = 6 * 3600
+# How long a counted delete's tombstone is kept: a day, far beyond any retry or late invocation.
+TOMBSTONE_RETENTION_SECONDS: Final = 24 * 3600
 OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"

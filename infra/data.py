@@ -25,6 +25,9 @@ class DataStore(Construct):
                 point_in_time_recovery_enabled=True
             ),
             removal_policy=settings.removal_policy(self),
+            # Tombstones expire (docs/admission.md); TTL deletes cost no write capacity, and their
+            # REMOVE records match none of the consumer's filter patterns.
+            time_to_live_attribute=schema.EXPIRES_AT_ATTRIBUTE,
         )
         # Sparse: only resources with counting work left carry the bucket attribute, so a sweep
         # reads pending work oldest first without scanning the table.

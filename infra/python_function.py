@@ -39,6 +39,7 @@ def python_function(
         "POWERTOOLS_SERVICE_NAME": constants.POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": constants.POWERTOOLS_METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(extra_environment or {}),
     }
     return lambda_.Function(

@@ -287,7 +287,9 @@ def format_account(view: commands.AccountView) -> str:
         f"  eventual       {view.eventual}",
         f"  live           {view.live}  (resource items {view.resource_items}, counted {view.counted})",
         f"  pending work   uncounted {view.uncounted}, soft-deleted {view.soft_deleted}, "
-        f"delete markers {view.delete_markers}",
+        f"deletes in flight {view.deletes_in_flight}",
+        f"  in flight      creates {view.creates_in_flight} (leases held; a heal settles dead ones), "
+        f"tombstones {view.tombstones}",
         f"  drift          best_effort - live = {_signed(view.best_effort_drift)}, "
         f"admitted - live = {_signed(view.admitted_drift)}",
         f"  version {view.version}, heal epoch {view.heal_epoch}, last write {view.last_write_at or '-'}, "

@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key, from_attributes, to_attributes
 from functions.core import keys, schema
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
+from functions.core.leases import LeaseKind, leases_of
 from functions.core.redrive import InvalidFailureMessage, StreamBatchInfo, parse_failure_message
 from infra import constants
 from ops.stack import (
@@ -47,12 +48,14 @@ class AccountView:
     heal_epoch: int
     last_write_at: str
     healed_at: str
-    resource_items: int  # every resource item, whatever its state
+    resource_items: int  # every resource item, whatever its state, tombstones aside
     live: int  # not soft-deleted
     counted: int  # counter_processed=true (invariant 1: equals `eventual`)
     uncounted: int  # counter_processed=false: the consumer has not applied its create yet
     soft_deleted: int  # deleted=true: the consumer has not applied its delete yet
-    delete_markers: int  # live, marked `deleting_at`: a delete in flight, or one that died
+    deletes_in_flight: int  # deletion leases: a delete between its decrement and its release, or one that died
+    creates_in_flight: int  # reservation leases: a create between its reservation and its count, or one that died
+    tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
 
     @property
     def best_effort(self) -> int:
@@ -60,7 +63,7 @@ class AccountView:
 
     @property
     def pending(self) -> int:
-        return self.uncounted + self.soft_deleted + self.delete_markers
+        return self.uncounted + self.soft_deleted + self.deletes_in_flight
 
     @property
     def best_effort_drift(self) -> int:
@@ -85,8 +88,10 @@ class AccountView:
             "pending": {
                 "uncounted": self.uncounted,
                 "soft_deleted": self.soft_deleted,
-                "delete_markers": self.delete_markers,
+                "deletes_in_flight": self.deletes_in_flight,
             },
+            "creates_in_flight": self.creates_in_flight,
+            "tombstones": self.tombstones,
             "drift": {"best_effort": self.best_effort_drift, "admitted": self.admitted_drift},
             "version": self.version,
             "heal_epoch": self.heal_epoch,
@@ -115,8 +120,11 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         raise AccountNotFound(f"account {account_id} not found in table {table}")
     counter = found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})
 
-    items = live = counted = uncounted = soft_deleted = markers = 0
+    items = live = counted = uncounted = soft_deleted = tombstones = 0
     for resource in _resource_states(dynamodb, table, account_id):
+        if resource.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
+            tombstones += 1
+            continue
         deleted = bool(resource.get(schema.DELETED_ATTRIBUTE, False))
         processed = bool(resource.get(schema.COUNTER_PROCESSED_ATTRIBUTE, False))
         items += 1
@@ -124,7 +132,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         counted += processed
         uncounted += not processed
         soft_deleted += deleted
-        markers += not deleted and "deleting_at" in resource
+    held = leases_of(account)
     return AccountView(
         account_id=account_id,
         limit=int(account.get("limit", 0)),
@@ -140,7 +148,9 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         counted=counted,
         uncounted=uncounted,
         soft_deleted=soft_deleted,
-        delete_markers=markers,
+        deletes_in_flight=sum(lease.kind is LeaseKind.DELETION for lease in held),
+        creates_in_flight=sum(lease.kind is LeaseKind.RESERVATION for lease in held),
+        tombstones=tombstones,
     )
 
 
@@ -149,8 +159,9 @@ def _resource_states(dynamodb: Any, table: str, account_id: str) -> Any:
     request: dict[str, Any] = {
         "TableName": table,
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-        "ProjectionExpression": "#deleted, #processed, deleting_at",
+        "ProjectionExpression": "#deleted, #processed, #type",
         "ExpressionAttributeNames": {
+            "#type": schema.ITEM_TYPE_ATTRIBUTE,
             "#pk": schema.PARTITION_KEY,
             "#sk": schema.SORT_KEY,
             "#deleted": schema.DELETED_ATTRIBUTE,

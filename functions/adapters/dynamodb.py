@@ -9,15 +9,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.adapters.errors import call_at_most_once, error_code, unavailable
-from functions.core import keys, schema
+from functions.adapters.errors import error_code, unavailable
+from functions.core import keys, leases, schema
 from functions.core.counting import (
     COMMITTED,
     GONE,
@@ -28,7 +30,8 @@ from functions.core.counting import (
     TransientStoreError,
 )
 from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
-from functions.core.healing import AccountState, HealPlan
+from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION, AccountState, HealPlan
+from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
 
 _serializer = TypeSerializer()
@@ -38,7 +41,12 @@ PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
 PENDING_BUCKET, PENDING_SINCE = schema.PENDING_BUCKET_ATTRIBUTE, schema.PENDING_SINCE_ATTRIBUTE
 ACTIVITY_BUCKET, LAST_WRITE = schema.ACTIVITY_BUCKET_ATTRIBUTE, schema.LAST_WRITE_ATTRIBUTE
+REQUEST_TOKEN, DELETE_TOKEN = schema.REQUEST_TOKEN_ATTRIBUTE, schema.DELETE_TOKEN_ATTRIBUTE
+ITEM_TYPE, EXPIRES_AT = schema.ITEM_TYPE_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
 CCF = "ConditionalCheckFailedException"
+
+# What a counted delete removes from the resource, leaving its tombstone (schema.TOMBSTONE_TYPE).
+TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKET}, {PENDING_SINCE}, deleted_at"
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -79,7 +87,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
         {
             PK: keys.account_pk(resource.account_id),
             SK: keys.resource_sk(resource.resource_id),
-            "type": "resource",
+            ITEM_TYPE: "resource",
             "account_id": resource.account_id,
             "resource_id": resource.resource_id,
             "name": resource.name,
@@ -87,7 +95,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
             "attributes": json.dumps(resource.attributes, separators=(",", ":")),
             "created_at": resource.created_at,
             "request_fingerprint": resource.request_fingerprint,
-            "request_token": resource.request_token,
+            REQUEST_TOKEN: resource.request_token,
             DELETED: resource.deleted,
             COUNTER_PROCESSED: resource.counter_processed,
             # In the sparse pending index until the consumer counts it.
@@ -99,6 +107,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
 
 def resource_from_item(item: Mapping[str, Any]) -> Resource:
     values = from_attributes(item)
+    tombstone = values.get(ITEM_TYPE) == schema.TOMBSTONE_TYPE
     return Resource(
         account_id=values["account_id"],
         resource_id=values["resource_id"],
@@ -106,9 +115,11 @@ def resource_from_item(item: Mapping[str, Any]) -> Resource:
         attributes=json.loads(values.get("attributes", "{}")),
         created_at=values["created_at"],
         request_fingerprint=values.get("request_fingerprint", ""),
-        request_token=values.get("request_token", ""),
-        deleted=bool(values.get(DELETED, False)),
+        request_token=values.get(REQUEST_TOKEN, ""),
+        deleted=tombstone or bool(values.get(DELETED, False)),
         counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
+        delete_token=values.get(DELETE_TOKEN, ""),
+        tombstone=tombstone,
     )
 
 
@@ -116,13 +127,63 @@ def _condition_failed_item(error: ClientError) -> dict[str, Any] | None:
     return error.response.get("Item")  # type: ignore[no-any-return]
 
 
-class DynamoApiStore:
-    """The API's storage. `client` has the SDK's standard retries; `at_most_once_client` has
-    none, for the writes whose duplicate would break an invariant (see adapters/errors.py)."""
+def settle_lease(
+    client: Any, table: str, account_id: str, lease: Lease, settlement: Settlement, now: str | None
+) -> Settled:
+    """Remove `lease` from the account item and apply `settlement` in the same update, once.
 
-    def __init__(self, client: Any, at_most_once_client: Any, table_name: str) -> None:
+    Conditional on the lease being held, so a retry of a settle that landed changes nothing. Every
+    account write bumps `version`; an API write (`now` given) also stamps `last_write_at`."""
+    values: dict[str, Any] = {":lease": lease.value, ":one": 1}
+    adds = ["version :one"]
+    for attribute, delta in (("admitted", settlement.admitted), ("best_effort", settlement.best_effort)):
+        if delta:
+            adds.append(f"{attribute} :{attribute}")
+            values[f":{attribute}"] = delta
+    expression = f"ADD {', '.join(adds)} REMOVE #lease"
+    if now is not None:
+        expression += f" SET {LAST_WRITE} = :now"
+        values[":now"] = now
+    condition = "#lease = :lease"
+    if settlement.expected_heal_epoch is not None:
+        condition += " AND heal_epoch = :epoch"
+        values[":epoch"] = settlement.expected_heal_epoch
+    try:
+        client.update_item(
+            TableName=table,
+            Key=account_key(account_id),
+            UpdateExpression=expression,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#lease": lease.attribute},
+            ExpressionAttributeValues=to_attributes(values),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as error:
+        if error_code(error) != CCF:
+            raise unavailable("settle lease", error) from error
+        if leases.holds(from_attributes(_condition_failed_item(error) or {}), lease):
+            return Settled.EPOCH_MOVED  # the lease is held, so only the epoch can have failed
+        return Settled.ALREADY
+    except BotoCoreError as error:
+        raise unavailable("settle lease", error) from error
+    return Settled.APPLIED
+
+
+def read_resource(client: Any, table: str, account_id: str, resource_id: str) -> Resource | None:
+    try:
+        response = client.get_item(TableName=table, Key=resource_key(account_id, resource_id), ConsistentRead=True)
+    except (ClientError, BotoCoreError) as error:
+        raise unavailable("get resource", error) from error
+    item = response.get("Item")
+    return resource_from_item(item) if item else None
+
+
+class DynamoApiStore:
+    """The API's storage: single-item calls only, each safe to retry (docs/admission.md), so
+    `client` keeps the SDK's standard retries."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
-        self._once = at_most_once_client
         self._table = table_name
 
     # accounts ------------------------------------------------------------------------------
@@ -180,74 +241,60 @@ class DynamoApiStore:
             eventual=int(counter.get("count", 0)),
         )
 
-    def reserve_slot(self, account_id: str, now: str) -> int | None:
+    def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
         try:
             response = self._client.update_item(
                 TableName=self._table,
                 Key=account_key(account_id),
-                UpdateExpression=f"ADD admitted :one, version :one SET {LAST_WRITE} = :now",
-                ConditionExpression="attribute_exists(#limit) AND admitted < #limit",
-                ExpressionAttributeNames={"#limit": "limit"},
-                ExpressionAttributeValues=to_attributes({":one": 1, ":now": now}),
+                UpdateExpression=f"ADD admitted :one, version :one SET {LAST_WRITE} = :now, #lease = :lease",
+                ConditionExpression="attribute_exists(#limit) AND admitted < #limit AND attribute_not_exists(#lease)",
+                ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
+                ExpressionAttributeValues=to_attributes({":one": 1, ":now": lease.taken_at, ":lease": lease.value}),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if error_code(error) != CCF:
                 raise unavailable("reserve slot", error) from error
-            if not _condition_failed_item(error):
+            old = from_attributes(_condition_failed_item(error) or {})
+            if not old:
                 raise AccountNotFound(account_id) from error
+            if leases.holds(old, lease):  # our own reservation landed and the SDK retried it
+                return int(old.get("heal_epoch", 0))
             return None
         except BotoCoreError as error:
             raise unavailable("reserve slot", error) from error
         return int(from_attributes(response["Attributes"]).get("heal_epoch", 0))
 
-    def release_slot(self, account_id: str, now: str) -> None:
-        def release() -> None:
-            try:
-                self._once.update_item(
-                    TableName=self._table,
-                    Key=account_key(account_id),
-                    UpdateExpression=f"ADD admitted :minus_one, version :one SET {LAST_WRITE} = :now",
-                    ConditionExpression="admitted > :zero",
-                    ExpressionAttributeValues=to_attributes({":minus_one": -1, ":one": 1, ":zero": 0, ":now": now}),
-                )
-            except ClientError as error:
-                if error_code(error) != CCF:  # already at zero: nothing held to release
-                    raise
-
-        call_at_most_once("release slot", release)
-
-    def increment_best_effort(self, account_id: str, heal_epoch: int, now: str) -> bool:
-        def increment() -> bool:
-            try:
-                self._once.update_item(
-                    TableName=self._table,
-                    Key=account_key(account_id),
-                    UpdateExpression=f"ADD best_effort :one, version :one SET {LAST_WRITE} = :now",
-                    ConditionExpression="heal_epoch = :epoch",
-                    ExpressionAttributeValues=to_attributes({":one": 1, ":now": now, ":epoch": heal_epoch}),
-                )
-            except ClientError as error:
-                if error_code(error) != CCF:
-                    raise
-                return False
-            return True
-
-        return call_at_most_once("increment best-effort counter", increment)
-
-    def decrement_best_effort(self, account_id: str, now: str) -> None:
+    def take_deletion(self, account_id: str, lease: Lease) -> None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
-        self._call(
-            "decrement best-effort counter",
-            self._client.update_item,
-            TableName=self._table,
-            Key=account_key(account_id),
-            UpdateExpression=f"ADD best_effort :minus_one, version :one SET {LAST_WRITE} = :now",
-            ExpressionAttributeValues=to_attributes({":minus_one": -1, ":one": 1, ":now": now}),
-        )
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression=f"ADD best_effort :minus_one, version :one SET {LAST_WRITE} = :now, #lease = :lease",
+                ConditionExpression="attribute_exists(#limit) AND attribute_not_exists(#lease)",
+                ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
+                ExpressionAttributeValues=to_attributes(
+                    {":minus_one": -1, ":one": 1, ":now": lease.taken_at, ":lease": lease.value}
+                ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("take deletion lease", error) from error
+            old = from_attributes(_condition_failed_item(error) or {})
+            if not old:
+                raise AccountNotFound(account_id) from error
+            if not leases.holds(old, lease):  # a 64-bit token taken twice: never in practice
+                raise unavailable("take deletion lease", error) from error
+        except BotoCoreError as error:
+            raise unavailable("take deletion lease", error) from error
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        return settle_lease(self._client, self._table, account_id, lease, settlement, now)
 
     # resources ------------------------------------------------------------------------------
 
@@ -271,33 +318,7 @@ class DynamoApiStore:
             raise unavailable("create resource", error) from error
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
-        response = self._call(
-            "get resource",
-            self._client.get_item,
-            TableName=self._table,
-            Key=resource_key(account_id, resource_id),
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
-        return resource_from_item(item) if item else None
-
-    def mark_deleting(self, account_id: str, resource_id: str, now: str) -> bool:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=resource_key(account_id, resource_id),
-                UpdateExpression="SET deleting_at = :now",
-                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false",
-                ExpressionAttributeNames={"#pk": PK},
-                ExpressionAttributeValues=to_attributes({":now": now, ":false": False}),
-            )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("mark resource deleting", error) from error
-            return False
-        except BotoCoreError as error:
-            raise unavailable("mark resource deleting", error) from error
-        return True
+        return read_resource(self._client, self._table, account_id, resource_id)
 
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
         try:
@@ -305,7 +326,7 @@ class DynamoApiStore:
                 TableName=self._table,
                 Key=resource_key(account_id, resource_id),
                 UpdateExpression=(
-                    f"SET {DELETED} = :true, deleted_at = :now, delete_token = :token, "
+                    f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
                 ),
                 ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false",
@@ -325,7 +346,8 @@ class DynamoApiStore:
             if error_code(error) != CCF:
                 raise unavailable("delete resource", error) from error
             current = from_attributes(_condition_failed_item(error) or {})
-            return current.get("delete_token") == token  # our own landed write, retried
+            # Our own landed write, retried: the item, or the tombstone it became, has our token.
+            return current.get(DELETE_TOKEN) == token
         except BotoCoreError as error:
             raise unavailable("delete resource", error) from error
         return True
@@ -379,11 +401,21 @@ def _decode_cursor(account_id: str, cursor: str) -> dict[str, Any]:
 
 
 class DynamoCountingStore:
-    """The eventual counter's storage: one transaction per counting step, plus the sweep's reads."""
+    """The eventual counter's storage: one transaction per counting step, plus the sweep's reads.
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    A counted delete turns the resource into a tombstone kept for `tombstone_retention`."""
+
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._client = client
         self._table = table_name
+        self._retention = tombstone_retention
+        self._clock = clock
 
     def count_create(self, account_id: str, resource_id: str) -> TransactionResult:
         return self._transact(
@@ -408,28 +440,14 @@ class DynamoCountingStore:
     def remove_counted(self, account_id: str, resource_id: str) -> TransactionResult:
         return self._transact(
             [
-                {
-                    "Delete": {
-                        "TableName": self._table,
-                        "Key": resource_key(account_id, resource_id),
-                        "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :true",
-                        "ExpressionAttributeValues": to_attributes({":true": True}),
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
-                },
+                {"Update": self._to_tombstone(account_id, resource_id, counted=True)},
                 self._counter_update(account_id, -1),
             ]
         )
 
     def remove_uncounted(self, account_id: str, resource_id: str) -> ConditionalDeleteResult:
         try:
-            self._client.delete_item(
-                TableName=self._table,
-                Key=resource_key(account_id, resource_id),
-                ConditionExpression=f"{DELETED} = :true AND {COUNTER_PROCESSED} = :false",
-                ExpressionAttributeValues=to_attributes({":true": True, ":false": False}),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            self._client.update_item(**self._to_tombstone(account_id, resource_id, counted=False))
         except ClientError as error:
             if error_code(error) != CCF:
                 raise TransientStoreError(f"remove uncounted: {error}") from error
@@ -464,6 +482,25 @@ class DynamoCountingStore:
                 if "LastEvaluatedKey" not in response:
                     break
                 request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _to_tombstone(self, account_id: str, resource_id: str, *, counted: bool) -> dict[str, Any]:
+        """A soft-deleted resource becomes its tombstone (the removal of the resource)."""
+        return {
+            "TableName": self._table,
+            "Key": resource_key(account_id, resource_id),
+            "UpdateExpression": f"SET #type = :tombstone, {EXPIRES_AT} = :expires REMOVE {TOMBSTONE_REMOVES}",
+            "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted",
+            "ExpressionAttributeNames": {"#type": ITEM_TYPE},
+            "ExpressionAttributeValues": to_attributes(
+                {
+                    ":true": True,
+                    ":counted": counted,
+                    ":tombstone": schema.TOMBSTONE_TYPE,
+                    ":expires": int(self._clock() + self._retention.total_seconds()),
+                }
+            ),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
 
     def _counter_update(self, account_id: str, delta: int) -> dict[str, Any]:
         return {
@@ -500,6 +537,8 @@ def _state(item: Mapping[str, Any] | None) -> ResourceState:
     if not item:
         return GONE
     values = from_attributes(item)
+    if values.get(ITEM_TYPE) == schema.TOMBSTONE_TYPE:
+        return GONE
     return ResourceState(
         exists=True,
         deleted=bool(values.get(DELETED, False)),
@@ -533,14 +572,15 @@ class DynamoHealingStore:
             admitted=int(account.get("admitted", 0)),
             heal_epoch=int(account.get("heal_epoch", 0)),
             last_write_at=str(account.get(LAST_WRITE, account.get("updated_at", ""))),
+            leases=leases.leases_of(account),
         )
         return state, int(items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {}).get("count", 0))
 
-    def has_pending_work(self, account_id: str, deletes_marked_after: str) -> bool:
+    def has_pending_work(self, account_id: str) -> bool:
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-            "FilterExpression": f"{COUNTER_PROCESSED} = :false OR {DELETED} = :true OR deleting_at > :after",
+            "FilterExpression": f"{COUNTER_PROCESSED} = :false OR {DELETED} = :true",
             "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
             "ExpressionAttributeValues": to_attributes(
                 {
@@ -548,7 +588,6 @@ class DynamoHealingStore:
                     ":prefix": schema.RESOURCE_PREFIX,
                     ":false": False,
                     ":true": True,
-                    ":after": deletes_marked_after,
                 }
             ),
             "Select": "COUNT",
@@ -561,6 +600,18 @@ class DynamoHealingStore:
             if "LastEvaluatedKey" not in response:
                 return False
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        try:
+            return read_resource(self._client, self._table, account_id, resource_id)
+        except StoreUnavailable as error:
+            raise TransientStoreError(str(error)) from error
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        try:
+            return settle_lease(self._client, self._table, account_id, lease, settlement, now)
+        except StoreUnavailable as error:
+            raise TransientStoreError(str(error)) from error
 
     def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
         assignments = "best_effort = :best_effort, healed_at = :now"
@@ -607,6 +658,7 @@ class DynamoHealingStore:
                 request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _conditional_account_write(self, account_id: str, expression: str, values: dict[str, Any]) -> bool:
+        """Both writes stamp `healed_at = :now`: a retry of one that landed finds its own stamp."""
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -614,10 +666,11 @@ class DynamoHealingStore:
                 UpdateExpression=expression,
                 ConditionExpression="version = :version",
                 ExpressionAttributeValues=to_attributes(values),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if error_code(error) == CCF:
-                return False
+                return bool(from_attributes(_condition_failed_item(error) or {}).get("healed_at") == values[":now"])
             raise TransientStoreError(f"heal {account_id}: {error}") from error
         except BotoCoreError as error:
             raise TransientStoreError(f"heal {account_id}: {error}") from error

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from functions.api.models import ErrorDetail, ErrorResponse
 from functions.core.errors import (
     AccountNotFound,
+    CallerGaveUp,
     DomainError,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
@@ -31,6 +32,7 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     IdempotencyKeyReused: HTTPStatus.CONFLICT,
     IdempotencyKeyMismatch: HTTPStatus.UNPROCESSABLE_ENTITY,
     InvalidCursor: HTTPStatus.BAD_REQUEST,
+    CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
 }
 
 RETRY_AFTER_SECONDS = "1"

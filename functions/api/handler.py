@@ -1,4 +1,4 @@
-"""API Lambda: REST proxy events in, the HTTP contract of SPEC section 4 out.
+"""API Lambda: REST proxy events in, the HTTP contract (docs/openapi.json) out.
 
 Each route validates its input with typed models and calls one flow of functions.core.accounts.
 No transaction runs here; DynamoDB failures surface as a plain 503 (functions/api/errors.py).
@@ -6,6 +6,7 @@ No transaction runs here; DynamoDB failures surface as a plain 503 (functions/ap
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -30,6 +31,10 @@ from functions.shared import clients
 from functions.shared.observability import logger, metrics, tracer
 
 MAX_BODY_BYTES = 64 * 1024
+# API Gateway answers 504 after its integration timeout (29 s for a REST API) and never sees the
+# function's answer after that. An invocation that starts its writes later than this only changes
+# what a caller who has already given up will never read: it writes nothing instead.
+INTEGRATION_TIMEOUT_MS = 29_000
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 
@@ -44,6 +49,12 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def caller_waiting() -> bool:
+    """False once API Gateway has answered this request's caller with a 504."""
+    started = (app.current_event.get("requestContext") or {}).get("requestTimeEpoch")
+    return not isinstance(started, int) or time.time() * 1000 - started < INTEGRATION_TIMEOUT_MS
+
+
 def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
     return Response(
         status_code=status.value,
@@ -55,7 +66,7 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
 
 @app.put("/accounts/<accountId>", summary="Create an account or change its limit")
 def put_account(accountId: AccountId, request: Annotated[PutAccountRequest, Body()]) -> AccountView:
-    usage = accounts.put_account(clients.api_store(), accountId, request.limit, now)
+    usage = accounts.put_account(clients.api_store(), accountId, request.limit, now, caller_waiting)
     return AccountView.of(usage)
 
 
@@ -88,6 +99,7 @@ def create_resource(
         NewResource(name=request.name, attributes=request.attributes),
         idempotency_key,
         now,
+        in_time=caller_waiting,
     )
     if created.replayed:
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
@@ -114,7 +126,7 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
 
 @app.delete("/accounts/<accountId>/resources/<resourceId>", summary="Delete a resource")
 def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
-    accounts.delete_resource(clients.api_store(), accountId, resourceId, now)
+    accounts.delete_resource(clients.api_store(), accountId, resourceId, now, in_time=caller_waiting)
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
 

@@ -3,21 +3,22 @@
 Three numbers live on the account item and move in a fixed order around each resource's life:
 
 * `best_effort` (lower bound): +1 only after the resource exists, -1 before it stops being live.
-  Its increment is never retried after an ambiguous failure, so it can be lost but never doubled.
 * `admitted` (upper bound): +1 before the resource exists, conditional on `admitted < limit`,
   -1 only after it stopped being live. That single conditional update is the admission check,
   so concurrent creates cannot run past the limit, and no transaction runs on the API path.
 * `limit`.
 
-Crashes and ambiguous failures can only make `best_effort` too low or `admitted` too high:
-the first undercounts, the second holds a slot until healed (functions/core/healing.py).
-docs/admission.md has the argument and the failure cases.
+Each request's first account write takes a lease named by its token and its second settles it
+(functions/core/leases.py), so every write can be retried after an ambiguous failure and is
+applied exactly once. The resource item carries the same token (`request_token`, `delete_token`),
+also in the tombstone a counted delete leaves, so a retried put or soft delete recognises its own
+landing whatever the consumer did since. A write whose outcome stays unknown leaves its lease,
+which a heal resolves from the resource item once the request is certainly over.
 
 Every account write also bumps `version` and stamps `last_write_at`, so a heal can tell that no
-API write came between its reads and its write. A create's increment is conditional on the
+API write came between its reads and its write. A create's count is conditional on the
 account's `heal_epoch` being the one its reservation saw: a heal in between has already counted
-(or will never count) the resource, so the increment is skipped. A delete first marks the
-resource `deleting_at`, so a heal sees the delete in flight and waits.
+(or will never count) the resource. docs/admission.md has the argument and every write.
 """
 
 from __future__ import annotations
@@ -27,14 +28,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from functions.core import leases
 from functions.core.errors import (
     AccountNotFound,
+    CallerGaveUp,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
     LimitExceeded,
     ResourceAlreadyExists,
     ResourceNotFound,
     StoreUnavailable,
+)
+from functions.core.leases import (
+    COMMIT_RESERVATION,
+    DROP,
+    FINISH_DELETION,
+    RELEASE_RESERVATION,
+    UNDO_DELETION,
+    Lease,
+    LeaseKind,
+    Settled,
+    Settlement,
 )
 from functions.core.model import (
     NewResource,
@@ -49,43 +63,38 @@ logger = logging.getLogger(__name__)
 
 
 class ApiStore(Protocol):
-    """What the API flows need from storage. Every method is one DynamoDB call."""
+    """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
+    each write's condition makes its retry harmless (docs/admission.md)."""
 
     def put_account(self, account_id: str, limit: int, now: str) -> None: ...
 
     def read_usage(self, account_id: str) -> Usage | None: ...
 
-    def reserve_slot(self, account_id: str, now: str) -> int | None:
-        """Increment `admitted` if it is below the limit and return the account's heal epoch;
-        None at the limit. Raises AccountNotFound when the account does not exist."""
+    def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
+        """Take a reservation lease with `admitted + 1` if `admitted < limit`, and return the
+        account's heal epoch; None at the limit. Raises AccountNotFound."""
         ...
 
-    def release_slot(self, account_id: str, now: str) -> None:
-        """Decrement `admitted`. Never retried after an ambiguous failure."""
+    def take_deletion(self, account_id: str, lease: Lease) -> None:
+        """Take a deletion lease with `best_effort - 1`."""
         ...
 
-    def increment_best_effort(self, account_id: str, heal_epoch: int, now: str) -> bool:
-        """+1 unless a heal happened since `heal_epoch` (then False). Never retried after an
-        ambiguous failure: a lost increment undercounts, a doubled one would overcount."""
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        """Remove the lease and apply the settlement's change, once. `now` stamps an API write."""
         ...
-
-    def decrement_best_effort(self, account_id: str, now: str) -> None: ...
 
     def put_resource(self, resource: Resource) -> None:
-        """Conditional create. Raises ResourceAlreadyExists(existing) for another request's item;
-        an SDK retry that finds this request's own landed item succeeds."""
+        """Conditional create. Raises ResourceAlreadyExists(existing) for another request's item
+        (or tombstone); an SDK retry that finds this request's own item succeeds."""
         ...
 
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None: ...
-
-    def mark_deleting(self, account_id: str, resource_id: str, now: str) -> bool:
-        """Stamp `deleting_at` on a live resource; False if it is missing or already deleted."""
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        """The resource, soft-deleted or a tombstone included (strongly consistent)."""
         ...
 
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
-        """Set deleted=true if the resource exists and is not deleted; False otherwise.
-
-        `token` identifies this request, so an SDK retry of a landed write still returns True."""
+        """Set deleted=true with `token` if the resource is live; False if another request's
+        delete landed or it does not exist. An SDK retry of a landed write still returns True."""
         ...
 
     def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page: ...
@@ -99,9 +108,18 @@ class Created:
 
 Clock = Callable[[], str]
 TokenSource = Callable[[], str]
+# True while the caller may still be waiting for the answer. A late invocation (its caller already
+# had API Gateway's 504) starts no write.
+Deadline = Callable[[], bool]
 
 
-def put_account(store: ApiStore, account_id: str, limit: int, clock: Clock) -> Usage:
+def _always() -> bool:
+    return True
+
+
+def put_account(store: ApiStore, account_id: str, limit: int, clock: Clock, in_time: Deadline = _always) -> Usage:
+    if not in_time():
+        raise CallerGaveUp()
     store.put_account(account_id, limit, clock())
     return get_usage(store, account_id)
 
@@ -119,7 +137,8 @@ def create_resource(
     request: NewResource,
     idempotency_key: str | None,
     clock: Clock,
-    token: TokenSource = random_resource_id,
+    token: TokenSource = leases.new_token,
+    in_time: Deadline = _always,
 ) -> Created:
     fingerprint = request.fingerprint()
     if idempotency_key is None:
@@ -134,8 +153,11 @@ def create_resource(
     usage = get_usage(store, account_id)
     if usage.used >= usage.limit:
         raise LimitExceeded(account_id, usage.limit)
+    if not in_time():
+        raise CallerGaveUp()
     now = clock()
-    heal_epoch = store.reserve_slot(account_id, now)
+    lease = Lease(LeaseKind.RESERVATION, token(), resource_id, now)
+    heal_epoch = store.reserve_slot(account_id, lease)
     if heal_epoch is None:
         raise LimitExceeded(account_id, usage.limit)
 
@@ -146,28 +168,52 @@ def create_resource(
         attributes=request.attributes,
         created_at=now,
         request_fingerprint=fingerprint,
-        request_token=token(),
+        request_token=lease.token,
     )
+    if not in_time():
+        _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)
+        raise CallerGaveUp()
     try:
         store.put_resource(resource)
     except StoreUnavailable as failure:
         if not failure.may_have_landed:
-            store.release_slot(account_id, now)  # the resource certainly does not exist: free its slot
-        raise
+            _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)  # certainly not created
+            raise
+        if not _landed(store, resource):
+            raise  # unknown: the lease holds the slot until a heal finds out (docs/healing.md)
     except ResourceAlreadyExists as exists:
-        # Our write did not land (a concurrent request with the same key won): free our slot.
-        store.release_slot(account_id, now)
+        # Another request's item holds the key (the same Idempotency-Key): ours never landed.
+        _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)
         if not isinstance(exists.existing, Resource):
             raise
         return _replay(exists.existing, fingerprint)
 
+    commit = Settlement(best_effort=COMMIT_RESERVATION.best_effort, expected_heal_epoch=heal_epoch)
     try:
-        if not store.increment_best_effort(account_id, heal_epoch, now):
-            logger.info("account %s was healed since the reservation; its count already holds", account_id)
+        if store.settle(account_id, lease, commit, now) is Settled.EPOCH_MOVED:
+            # A heal since the reservation has counted the resource already, or will never need
+            # to: skip the increment, forget the lease.
+            store.settle(account_id, lease, DROP, now)
     except StoreUnavailable:
-        # The resource exists and the stream will count it; a missed increment only undercounts.
-        logger.warning("best-effort increment failed; resource %s stays undercounted", resource_id)
+        # The resource exists and the stream will count it; the lease is resolved by a heal.
+        logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
     return Created(resource=resource, replayed=False)
+
+
+def _landed(store: ApiStore, resource: Resource) -> bool:
+    """After an ambiguous put: read back whether this request's item is there."""
+    try:
+        found = store.get_resource(resource.account_id, resource.resource_id)
+    except StoreUnavailable:
+        return False
+    return found is not None and found.request_token == resource.request_token
+
+
+def _settle_quietly(store: ApiStore, account_id: str, lease: Lease, settlement: Settlement, now: str) -> None:
+    try:
+        store.settle(account_id, lease, settlement, now)
+    except StoreUnavailable:
+        logger.warning("could not settle %s on %s; a heal will", lease.attribute, account_id)
 
 
 def _replay(earlier: Resource, fingerprint: str) -> Created:
@@ -195,20 +241,37 @@ def delete_resource(
     account_id: str,
     resource_id: str,
     clock: Clock,
-    token: TokenSource = random_resource_id,
+    token: TokenSource = leases.new_token,
+    in_time: Deadline = _always,
 ) -> None:
+    current = store.get_resource(account_id, resource_id)
+    if current is None or current.deleted:
+        raise ResourceNotFound(account_id, resource_id)
+    if not in_time():
+        raise CallerGaveUp()
     now = clock()
-    # The marker tells a heal that a delete is in flight (between its decrement and soft delete).
-    if not store.mark_deleting(account_id, resource_id, now):
-        raise ResourceNotFound(account_id, resource_id)
+    lease = Lease(LeaseKind.DELETION, token(), resource_id, now)
     # Decrement while the resource is still live, so best_effort never exceeds the live count.
-    store.decrement_best_effort(account_id, now)
-    if not store.soft_delete(account_id, resource_id, now, token()):
-        # A concurrent delete won; our decrement made best_effort undercount by one, which is safe.
-        raise ResourceNotFound(account_id, resource_id)
+    # The lease also tells a heal that this delete is in flight.
+    store.take_deletion(account_id, lease)
     try:
-        # Only the request whose soft delete landed frees the slot, and only after the resource
-        # stopped being live, so `admitted` never drops below the live count.
-        store.release_slot(account_id, now)
+        landed = store.soft_delete(account_id, resource_id, now, lease.token)
     except StoreUnavailable:
-        logger.warning("slot release failed for %s/%s; the slot stays held", account_id, resource_id)
+        found = _read_quietly(store, account_id, resource_id)
+        if found is None or found.delete_token != lease.token:
+            raise  # unknown: the lease stays until a heal finds out
+        landed = True
+    if not landed:
+        # Another delete won: give back our decrement, exactly once.
+        _settle_quietly(store, account_id, lease, UNDO_DELETION, now)
+        raise ResourceNotFound(account_id, resource_id)
+    # Only the request whose soft delete landed frees the slot, and only after the resource
+    # stopped being live, so `admitted` never drops below the live count.
+    _settle_quietly(store, account_id, lease, FINISH_DELETION, now)
+
+
+def _read_quietly(store: ApiStore, account_id: str, resource_id: str) -> Resource | None:
+    try:
+        return store.get_resource(account_id, resource_id)
+    except StoreUnavailable:
+        return None

@@ -52,6 +52,16 @@ class IdempotencyKeyReused(DomainError):
         )
 
 
+class CallerGaveUp(DomainError):
+    """The request is older than API Gateway's integration timeout: its caller already got a 504,
+    so the invocation writes nothing (a late invocation must change nothing)."""
+
+    code = "GatewayTimeout"
+
+    def __init__(self) -> None:
+        super().__init__("the request timed out before it was handled; nothing was changed")
+
+
 class InvalidCursor(DomainError):
     code = "InvalidCursor"
 

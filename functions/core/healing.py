@@ -1,25 +1,51 @@
-"""Healing an account's API-path counters back to the truth once it is quiet (SPEC invariant 6).
+"""Healing an account's API-path counters back to the truth (docs/healing.md).
 
-Faults leave `best_effort` too low (a lost increment, a doubled decrement) and `admitted` too
-high (a slot held by a create or delete that died). When an account has no counting work left,
-the eventual counter is exact: it equals the live resources. A heal sets the counters to it. Each
-counter gets the guard its invariant needs (docs/healing.md has the argument):
+First, a heal resolves the account's dead leases: those taken longer ago than `quiet`, longer than
+any API invocation can run, so their request is over. The resource item (or its tombstone) says
+what happened: `resolution` frees the slot of a create that never put its resource, gives back the
+decrement of a delete that never landed, frees the slot of a delete that landed, or just forgets a
+lease whose work was done. Each is one conditional write, applied once.
+
+Then, faults may have left `best_effort` too low (a crash before the count). When an account has no
+counting work left, the eventual counter is exact: it equals the live resources. A heal sets the
+counters to it. Each counter gets the guard its invariant needs:
 
 * `best_effort := eventual`, conditional on the account's `version`: no API write came between our
-  reads and our write. No resource of the account is pending (uncounted, soft-deleted, or marked
-  by a delete in flight). The heal bumps `heal_epoch`, so a create that reserved before the heal
-  skips its increment. Its resource is either already in `eventual` or not yet live.
-* `admitted := eventual` as well, only if the account has had no API write for `quiet` (longer
-  than any API invocation can run). A create that reserved before the heal may put its resource
-  after it, and lowering `admitted` under such a create could let the limit be exceeded.
+  reads and our write. No resource of the account is pending (uncounted or soft-deleted) and no
+  delete is in flight (a deletion lease). The heal bumps `heal_epoch`, so a create that reserved
+  before the heal skips its count. Its resource is either already in `eventual` or not yet live.
+* `admitted := eventual` as well, only if the account has had no API write for `quiet`. A create
+  that reserved before the heal may put its resource after it, and lowering `admitted` under such a
+  create could let the limit be exceeded.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
+
+from functions.core.leases import (
+    DROP,
+    FINISH_DELETION,
+    RELEASE_RESERVATION,
+    UNDO_DELETION,
+    Lease,
+    LeaseKind,
+    Settled,
+    Settlement,
+)
+from functions.core.leases import dead as leases_taken_before
+from functions.core.model import Resource
+
+logger = logging.getLogger(__name__)
+
+# A tombstone outlives every lease it may have to answer for by far (24 h against a minute); a
+# lease older than the retention (a heal that could not run for a day) is forgotten on the safe
+# side: its slot stays held and best-effort low, until a quiet heal.
+DEFAULT_TOMBSTONE_RETENTION = timedelta(hours=24)
 
 
 class HealOutcome(enum.Enum):
@@ -39,6 +65,7 @@ class AccountState:
     admitted: int
     heal_epoch: int
     last_write_at: str  # ISO 8601, UTC
+    leases: tuple[Lease, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,8 +87,16 @@ class HealingStore(Protocol):
         """The account item and the eventual counter; None if there is no such account."""
         ...
 
-    def has_pending_work(self, account_id: str, deletes_marked_after: str) -> bool:
-        """Any resource uncounted, soft-deleted, or marked by a delete after that time."""
+    def has_pending_work(self, account_id: str) -> bool:
+        """Any resource uncounted or soft-deleted."""
+        ...
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        """The resource or its tombstone (strongly consistent)."""
+        ...
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        """Remove the lease and apply the settlement, once (functions/core/leases.py)."""
         ...
 
     def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
@@ -71,32 +106,75 @@ class HealingStore(Protocol):
 
 def plan_heal(state: AccountState, eventual: int, now: datetime, quiet: timedelta) -> HealPlan | None:
     """What to write, or None when the counters already hold the truth."""
-    quiet_enough = now - _parse(state.last_write_at) >= quiet
+    # Leases left here are in flight (dead ones were settled first): their slots are not free.
+    quiet_enough = now - _parse(state.last_write_at) >= quiet and not state.leases
     admitted = eventual if quiet_enough and state.admitted != eventual else None
     if state.best_effort_net == eventual and admitted is None:
         return None
     return HealPlan(best_effort=eventual, admitted=admitted)
 
 
-def heal_account(store: HealingStore, account_id: str, now: datetime, quiet: timedelta) -> HealResult:
+def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settlement:
+    """How to settle a dead lease, from the resource item as it is now (or None).
+
+    `expired`: the lease is older than the tombstone retention, so a missing item proves nothing."""
+    if lease.kind is LeaseKind.RESERVATION:
+        if resource is not None and resource.request_token == lease.token:
+            return DROP  # the put landed: the resource holds the slot (and the stream counts it)
+        return DROP if expired else RELEASE_RESERVATION  # the put never landed: free the slot
+    if resource is not None and resource.delete_token == lease.token:
+        return FINISH_DELETION  # the soft delete landed: the slot is free
+    if resource is None or expired:
+        return DROP
+    return UNDO_DELETION  # the soft delete never landed: the resource is still live, or another delete won
+
+
+def resolve_dead_leases(
+    store: HealingStore, account_id: str, state: AccountState, now: datetime, quiet: timedelta, retention: timedelta
+) -> int:
+    """Settle every lease older than `quiet`; returns how many there were (settled now, or by an
+    earlier attempt of the same write whose answer was lost)."""
+    dead = leases_taken_before(state.leases, iso_timestamp(now - quiet))
+    for lease in dead:
+        resource = store.get_resource(account_id, lease.resource_id)
+        settlement = resolution(lease, resource, expired=lease.taken_at < iso_timestamp(now - retention))
+        if store.settle(account_id, lease, settlement, None) is Settled.APPLIED:
+            logger.info("settled dead lease %s on %s: %s", lease.attribute, account_id, settlement)
+    return len(dead)
+
+
+def heal_account(
+    store: HealingStore,
+    account_id: str,
+    now: datetime,
+    quiet: timedelta,
+    retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
+) -> HealResult:
     read = store.read_account_state(account_id)
     if read is None:
         return HealResult(HealOutcome.NOT_FOUND)
+    before = read[0]  # what the heal found, reported as it was before any lease was settled
+    settled = resolve_dead_leases(store, account_id, before, now, quiet, retention)
+    if settled:
+        read = store.read_account_state(account_id)
+        if read is None:
+            return HealResult(HealOutcome.NOT_FOUND)
     state, eventual = read
-    # Delete markers older than `quiet` belong to deletes that died: they change nothing any more.
-    if store.has_pending_work(account_id, deletes_marked_after=iso_timestamp(now - quiet)):
-        return HealResult(HealOutcome.PENDING_WORK, state, eventual)
+    # A delete in flight has decremented best-effort and may still soft-delete or give it back.
+    deleting = any(lease.kind is LeaseKind.DELETION for lease in state.leases)
+    if deleting or store.has_pending_work(account_id):
+        return HealResult(HealOutcome.PENDING_WORK, before, eventual)
     # Read again: the eventual counter read first may still have counted a soft-deleted resource
     # that the consumer removed before the pending check. Unchanged reads on both sides of the
     # check mean nothing moved while we looked.
     if store.read_account_state(account_id) != read:
-        return HealResult(HealOutcome.BUSY, state, eventual)
+        return HealResult(HealOutcome.BUSY, before, eventual)
     plan = plan_heal(state, eventual, now, quiet)
     if plan is None:
-        return HealResult(HealOutcome.EXACT, state, eventual)
+        return HealResult(HealOutcome.HEALED if settled else HealOutcome.EXACT, before, eventual)
     if not store.apply_heal(account_id, state.version, plan, iso_timestamp(now)):
-        return HealResult(HealOutcome.BUSY, state, eventual, plan)
-    return HealResult(HealOutcome.HEALED, state, eventual, plan)
+        return HealResult(HealOutcome.BUSY, before, eventual, plan)
+    return HealResult(HealOutcome.HEALED, before, eventual, plan)
 
 
 def _parse(timestamp: str) -> datetime:

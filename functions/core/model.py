@@ -63,8 +63,10 @@ class Resource:
     created_at: str
     request_fingerprint: str
     request_token: str  # unique per create attempt: tells our own landed write from another's
-    deleted: bool = False
+    deleted: bool = False  # soft-deleted, or a tombstone
     counter_processed: bool = False
+    delete_token: str = ""  # the token of the delete whose soft delete landed
+    tombstone: bool = False  # counted and removed: only the key, tokens and fingerprint remain
 
 
 @dataclass(frozen=True)

@@ -38,10 +38,28 @@ ENV_TABLE_NAME = "TABLE_NAME"
 ENV_SWEEP_PENDING_OLDER_THAN_SECONDS = "SWEEP_PENDING_OLDER_THAN_SECONDS"
 ENV_HEAL_QUIET_SECONDS = "HEAL_QUIET_SECONDS"
 ENV_HEAL_LOOKBACK_SECONDS = "HEAL_LOOKBACK_SECONDS"
+# How long a tombstone is kept (the consumer's, the redrive's and the sweeper's).
+ENV_TOMBSTONE_RETENTION_SECONDS = "TOMBSTONE_RETENTION_SECONDS"
 
 # Resource attributes the counting flows depend on.
 COUNTER_PROCESSED_ATTRIBUTE = "counter_processed"
 DELETED_ATTRIBUTE = "deleted"
+REQUEST_TOKEN_ATTRIBUTE = "request_token"  # noqa: S105 - an attribute name, not a secret
+DELETE_TOKEN_ATTRIBUTE = "delete_token"  # noqa: S105
+
+# A counted delete leaves a tombstone instead of nothing: the resource's key with its request and
+# delete tokens and its request fingerprint, and neither `deleted` nor `counter_processed`, so no
+# stream filter or index picks it up. A retried write finds its own token there; a late create
+# finds the key taken. DynamoDB's TTL removes it after the retention (TTL deletes are free, and
+# their REMOVE records match no filter pattern).
+ITEM_TYPE_ATTRIBUTE = "type"
+TOMBSTONE_TYPE = "tombstone"
+EXPIRES_AT_ATTRIBUTE = "expires_at"  # epoch seconds: the table's TTL attribute
+
+# Leases on the account item (functions/core/leases.py): one attribute per write in flight,
+# named by its request's token.
+RESERVATION_LEASE_PREFIX = "lease_r_"
+DELETION_LEASE_PREFIX = "lease_d_"
 
 # Lambda event filter patterns (OR-ed) for the stream consumer: only resource records that still
 # have counting work invoke it. The consumer checks the same conditions in code, because the

@@ -15,7 +15,13 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from functions.core.counting import BatchReport, CountingStore, process_pending_items
-from functions.core.healing import HealingStore, HealOutcome, heal_account, iso_timestamp
+from functions.core.healing import (
+    DEFAULT_TOMBSTONE_RETENTION,
+    HealingStore,
+    HealOutcome,
+    heal_account,
+    iso_timestamp,
+)
 from functions.core.redrive import PendingSource
 
 
@@ -45,6 +51,7 @@ def sweep(
     activity: ActivitySource,
     now: datetime,
     settings: SweepSettings,
+    tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
 ) -> SweepReport:
     report = SweepReport()
     report.pending = process_pending_items(
@@ -53,7 +60,7 @@ def sweep(
     for account_id in activity.quiet_accounts(
         iso_timestamp(now - settings.lookback), iso_timestamp(now - settings.quiet)
     ):
-        result = heal_account(healing, account_id, now, settings.quiet)
+        result = heal_account(healing, account_id, now, settings.quiet, tombstone_retention)
         if result.outcome is HealOutcome.EXACT and result.before is not None:
             activity.record_checked(account_id, result.before.version, iso_timestamp(now))
         report.heals[result.outcome] += 1

@@ -16,9 +16,8 @@ from functions.adapters.streams import DynamoStreamReader
 from functions.shared.config import Settings
 
 # Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
+# Every write's condition makes its retry harmless (docs/admission.md), so all calls may retry.
 _STANDARD = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=5)
-# No SDK retries: for writes that must not be applied twice (see functions/adapters/errors.py).
-_AT_MOST_ONCE = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2, read_timeout=5)
 
 
 @lru_cache(maxsize=1)
@@ -28,16 +27,14 @@ def settings() -> Settings:
 
 @lru_cache(maxsize=1)
 def api_store() -> DynamoApiStore:
-    return DynamoApiStore(
-        boto3.client("dynamodb", config=_STANDARD),
-        boto3.client("dynamodb", config=_AT_MOST_ONCE),
-        settings().table_name,
-    )
+    return DynamoApiStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
 
 
 @lru_cache(maxsize=1)
 def counting_store() -> DynamoCountingStore:
-    return DynamoCountingStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+    return DynamoCountingStore(
+        boto3.client("dynamodb", config=_STANDARD), settings().table_name, settings().tombstone_retention
+    )
 
 
 @lru_cache(maxsize=1)

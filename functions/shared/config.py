@@ -1,13 +1,19 @@
-"""Settings read once at cold start; a missing variable fails loudly with its name."""
+"""Settings, parsed and checked once per cold start (`functions.shared.clients.settings`).
+
+Every variable is validated where it is read, and an invalid one fails the first invocation with
+an error that names it, rather than a DynamoDB call failing later (a `BETWEEN` with its bounds
+reversed is a ValidationException on AWS, and silently empty on some emulators).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from functions.core import schema
+from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.sweeper import SweepSettings
 
 
@@ -18,6 +24,8 @@ class ConfigurationError(RuntimeError):
 @dataclass(frozen=True)
 class Settings:
     table_name: str
+    sweep: SweepSettings = field(default_factory=SweepSettings)
+    tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -25,24 +33,39 @@ class Settings:
         table_name = env.get(schema.ENV_TABLE_NAME, "").strip()
         if not table_name:
             raise ConfigurationError(f"environment variable {schema.ENV_TABLE_NAME} must name the table")
-        return cls(table_name=table_name)
+        sweep = sweep_settings(env)
+        retention = _seconds(env, schema.ENV_TOMBSTONE_RETENTION_SECONDS, DEFAULT_TOMBSTONE_RETENTION)
+        if retention <= sweep.quiet:
+            raise ConfigurationError(
+                f"{schema.ENV_TOMBSTONE_RETENTION_SECONDS} ({int(retention.total_seconds())} s) must be longer than "
+                f"{schema.ENV_HEAL_QUIET_SECONDS} ({int(sweep.quiet.total_seconds())} s): a heal reads a tombstone "
+                "to settle a lease older than the quiet period"
+            )
+        return cls(table_name=table_name, sweep=sweep, tombstone_retention=retention)
 
 
 def sweep_settings(env: Mapping[str, str] | None = None) -> SweepSettings:
     """The sweeper's settings; each variable is optional and must be a whole number of seconds."""
     env = os.environ if env is None else env
     defaults = SweepSettings()
-
-    def seconds(name: str, default: timedelta) -> timedelta:
-        raw = env.get(name, "").strip()
-        if not raw:
-            return default
-        if not raw.isdigit():
-            raise ConfigurationError(f"environment variable {name} must be a whole number of seconds, got {raw!r}")
-        return timedelta(seconds=int(raw))
-
-    return SweepSettings(
-        pending_older_than=seconds(schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS, defaults.pending_older_than),
-        quiet=seconds(schema.ENV_HEAL_QUIET_SECONDS, defaults.quiet),
-        lookback=seconds(schema.ENV_HEAL_LOOKBACK_SECONDS, defaults.lookback),
+    settings = SweepSettings(
+        pending_older_than=_seconds(env, schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS, defaults.pending_older_than),
+        quiet=_seconds(env, schema.ENV_HEAL_QUIET_SECONDS, defaults.quiet),
+        lookback=_seconds(env, schema.ENV_HEAL_LOOKBACK_SECONDS, defaults.lookback),
     )
+    if settings.lookback <= settings.quiet:
+        raise ConfigurationError(
+            f"{schema.ENV_HEAL_LOOKBACK_SECONDS} ({int(settings.lookback.total_seconds())} s) must be longer than "
+            f"{schema.ENV_HEAL_QUIET_SECONDS} ({int(settings.quiet.total_seconds())} s): the sweeper looks for "
+            "accounts last written between those two ages"
+        )
+    return settings
+
+
+def _seconds(env: Mapping[str, str], name: str, default: timedelta) -> timedelta:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ConfigurationError(f"environment variable {name} must be a whole number of seconds, got {raw!r}")
+    return timedelta(seconds=int(raw))

@@ -14,14 +14,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.sweeper import SweepReport, sweep
 from functions.shared import clients
-from functions.shared.config import sweep_settings
 from functions.shared.observability import logger, metrics, tracer
 
 
 def run_sweep() -> SweepReport:
     counting = clients.counting_store()
     healing = clients.healing_store()
-    return sweep(counting, counting, healing, healing, datetime.now(UTC), sweep_settings())
+    settings = clients.settings()
+    return sweep(counting, counting, healing, healing, datetime.now(UTC), settings.sweep, settings.tombstone_retention)
 
 
 def summary(report: SweepReport) -> dict[str, Any]:

@@ -78,17 +78,21 @@ def test_heal_waits_while_counting_work_is_pending(harness: Harness) -> None:
 
 
 def test_heal_waits_for_a_delete_in_flight(harness: Harness) -> None:
-    """Marked, not yet decremented: healing now and decrementing after would undercount... and
-    decrementing before the heal's write, then soft-deleting after it, would overcount."""
+    """Decremented, not yet soft-deleted: healing best-effort to the eventual count now would erase
+    a decrement the delete may still give back (overcount) or follow with its soft delete."""
     api = harness.api
     api.put_account("acme", 3)
     resource_id = api.create("acme").json()["resourceId"]
     harness.pump()
-    faults.crash_after("UpdateItem", lambda p: "SET deleting_at" in expression(p))  # the delete stops there
+    faults.crash_after_write("take-deletion")  # the delete stops after its decrement
     with pytest.raises(faults.SimulatedCrash):
         api.delete("acme", resource_id)
-    assert heal("acme", NOT_QUIET) is HealOutcome.PENDING_WORK  # a fresh marker: the delete may go on
-    assert heal("acme", QUIET_NOW) is HealOutcome.EXACT  # a marker older than `quiet`: that delete died
+    assert heal("acme", NOT_QUIET) is HealOutcome.PENDING_WORK  # a fresh lease: the delete may go on
+    assert harness.truth("acme").best_effort == 0
+    # A lease older than `quiet`: that delete died before its soft delete, so its decrement is given back.
+    assert heal("acme", QUIET_NOW) is HealOutcome.HEALED
+    truth = harness.truth("acme")
+    assert (truth.best_effort, truth.admitted, truth.live, truth.leases) == (1, 1, 1, 0)
 
 
 def test_a_decrement_between_the_heals_reads_and_write_makes_it_retry(harness: Harness) -> None:
@@ -119,7 +123,7 @@ def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness)
         harness.pump()
         outcomes.append(heal("acme", NOT_QUIET))
 
-    faults.before_call("UpdateItem", once(lambda p: "best_effort :one" in expression(p), count_and_heal))
+    faults.before_call("UpdateItem", once(faults.API_WRITES["commit"][1], count_and_heal))
     assert api.create("acme").status == 201
     assert outcomes == [HealOutcome.HEALED]  # best-effort went 0 -> 1 by the heal
     truth = harness.truth("acme")

@@ -88,25 +88,16 @@ def test_eventual_equals_processed_resources_at_every_step(harness: Harness) -> 
 
 # --- Invariant 2: best-effort never overcounts -------------------------------------------------
 
-CREATE_WRITES = [
-    pytest.param("UpdateItem", "ADD admitted :one", id="after-reserve"),
-    pytest.param("PutItem", "", id="after-put"),
-    pytest.param("UpdateItem", "ADD best_effort :one", id="after-increment"),
-]
-DELETE_WRITES = [
-    pytest.param("UpdateItem", "SET deleting_at = :now", id="after-mark"),
-    pytest.param("UpdateItem", "ADD best_effort :minus_one", id="after-decrement"),
-    pytest.param("UpdateItem", "SET deleted = :true", id="after-soft-delete"),
-    pytest.param("UpdateItem", "ADD admitted :minus_one", id="after-release"),
-]
+CREATE_WRITES = ["reserve", "put", "commit"]
+DELETE_WRITES = ["take-deletion", "soft-delete", "finish-deletion"]
 
 
-@pytest.mark.parametrize(("operation", "fragment"), CREATE_WRITES)
-def test_create_crashing_after_any_write_never_overcounts(harness: Harness, operation: str, fragment: str) -> None:
+@pytest.mark.parametrize("write", CREATE_WRITES)
+def test_create_crashing_after_any_write_never_overcounts(harness: Harness, write: str) -> None:
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme", "existing")
-    faults.crash_after(operation, updates(fragment))
+    faults.crash_after_write(write)
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme", "vm", key="req-1")
     harness.check_invariants()
@@ -120,13 +111,13 @@ def test_create_crashing_after_any_write_never_overcounts(harness: Harness, oper
     assert truth.live == truth.eventual == 2  # the retry never created a second resource
 
 
-@pytest.mark.parametrize(("operation", "fragment"), CREATE_WRITES)
+@pytest.mark.parametrize("write", CREATE_WRITES)
 def test_create_retried_without_a_key_creates_another_resource_and_never_overcounts(
-    harness: Harness, operation: str, fragment: str
+    harness: Harness, write: str
 ) -> None:
     api = harness.api
     api.put_account("acme", 5)
-    faults.crash_after(operation, updates(fragment))
+    faults.crash_after_write(write)
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme", "vm")
     assert api.create("acme", "vm").status == 201
@@ -136,14 +127,14 @@ def test_create_retried_without_a_key_creates_another_resource_and_never_overcou
     assert truth.eventual == truth.live  # one or two resources, each counted exactly once
 
 
-@pytest.mark.parametrize(("operation", "fragment"), DELETE_WRITES)
-def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, operation: str, fragment: str) -> None:
+@pytest.mark.parametrize("write", DELETE_WRITES)
+def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, write: str) -> None:
     api = harness.api
     api.put_account("acme", 5)
     keep = api.create("acme", "keep").json()["resourceId"]
     doomed = api.create("acme", "doomed").json()["resourceId"]
     harness.pump()
-    faults.crash_after(operation, updates(fragment))
+    faults.crash_after_write(write)
     with pytest.raises(faults.SimulatedCrash):
         api.delete("acme", doomed)
     harness.check_invariants()
@@ -156,12 +147,12 @@ def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, oper
     assert api.request("GET", f"/accounts/acme/resources/{keep}").status == 200
 
 
-@pytest.mark.parametrize(("operation", "fragment"), CREATE_WRITES + DELETE_WRITES)
-def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, operation: str, fragment: str) -> None:
+@pytest.mark.parametrize("write", CREATE_WRITES + DELETE_WRITES)
+def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, write: str) -> None:
     api = harness.api
     api.put_account("acme", 5)
     resource_id = api.create("acme", "vm").json()["resourceId"]
-    faults.time_out_after(operation, updates(fragment))
+    faults.time_out_after(*faults.API_WRITES[write])
     api.create("acme", "other")
     api.delete("acme", resource_id)
     harness.check_invariants()
@@ -190,7 +181,7 @@ def test_delete_landing_before_the_create_counts_it_never_overcounts(harness: Ha
     raced = []
 
     def delete_first(params: dict[str, Any]) -> None:
-        if "ADD best_effort :one" in expression(params) and not raced:
+        if faults.API_WRITES["commit"][1](params) and not raced:
             page = api.request("GET", "/accounts/acme/resources").json()
             raced.append(api.delete("acme", page["items"][0]["resourceId"]).status)
 

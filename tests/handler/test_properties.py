@@ -27,25 +27,15 @@ from functions.core.model import NewResource, idempotent_resource_id
 from functions.shared import clients
 from tests.conftest import fresh_system
 from tests.support import faults
-from tests.support.faults import expression
 from tests.support.stream import StreamTap
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
 ACCOUNT = "prop"
 LIMIT = 4
 
-# Where a flow can crash: the write just landed, then the function died.
-CREATE_CRASHES = {
-    "after-reserve": ("UpdateItem", "ADD admitted :one"),
-    "after-put": ("PutItem", ""),
-    "after-increment": ("UpdateItem", "ADD best_effort :one"),
-}
-DELETE_CRASHES = {
-    "after-mark": ("UpdateItem", "SET deleting_at"),
-    "after-decrement": ("UpdateItem", "ADD best_effort :minus_one"),
-    "after-soft-delete": ("UpdateItem", "SET deleted = :true"),
-    "after-release": ("UpdateItem", "ADD admitted :minus_one"),
-}
+# Where a flow can crash: the write just landed, then the function died (faults.API_WRITES).
+CREATE_CRASHES = ("reserve", "put", "commit")
+DELETE_CRASHES = ("take-deletion", "soft-delete", "finish-deletion")
 
 
 def now() -> str:
@@ -78,10 +68,9 @@ class CounterMachine(RuleBasedStateMachine):
         self.live.add(created.resource.resource_id)
         self.maybe.discard(created.resource.resource_id)
 
-    @rule(key=st.integers(0, 9), point=st.sampled_from(sorted(CREATE_CRASHES)))
+    @rule(key=st.integers(0, 9), point=st.sampled_from(CREATE_CRASHES))
     def create_and_crash(self, key: int, point: str) -> None:
-        operation, fragment = CREATE_CRASHES[point]
-        faults.crash_after(operation, lambda p, f=fragment: f in expression(p))
+        faults.crash_after_write(point)
         resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
         with contextlib.suppress(faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
             accounts.create_resource(clients.api_store(), ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
@@ -98,11 +87,10 @@ class CounterMachine(RuleBasedStateMachine):
         self.live.discard(resource_id)
 
     @precondition(lambda self: bool(self.live))
-    @rule(data=st.data(), point=st.sampled_from(sorted(DELETE_CRASHES)))
+    @rule(data=st.data(), point=st.sampled_from(DELETE_CRASHES))
     def delete_and_crash(self, data: st.DataObject, point: str) -> None:
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
-        operation, fragment = DELETE_CRASHES[point]
-        faults.crash_after(operation, lambda p, f=fragment: f in expression(p))
+        faults.crash_after_write(point)
         with contextlib.suppress(faults.SimulatedCrash, ResourceNotFound):
             accounts.delete_resource(clients.api_store(), ACCOUNT, resource_id, now)
         self._disarm()

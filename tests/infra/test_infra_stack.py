@@ -89,6 +89,14 @@ def test_table_is_on_demand_with_stream_images_and_point_in_time_recovery(templa
     )
 
 
+def test_tombstones_expire_by_ttl_on_the_shared_attribute(template_json: dict[str, Any]) -> None:
+    _, resource = table(template_json)
+    assert resource["Properties"]["TimeToLiveSpecification"] == {
+        "AttributeName": schema.EXPIRES_AT_ATTRIBUTE,
+        "Enabled": True,
+    }
+
+
 def test_sparse_pending_index_matches_the_schema(template_json: dict[str, Any]) -> None:
     _, resource = table(template_json)
     properties = resource["Properties"]
@@ -268,6 +276,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
         "POWERTOOLS_METRICS_NAMESPACE": "HybridCounter",
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -10,7 +11,10 @@ from urllib.parse import parse_qsl, urlsplit
 from tests.support.lambda_context import FakeLambdaContext
 
 
-def proxy_event(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
+def proxy_event(
+    method: str, url: str, body: Any = None, headers: dict[str, str] | None = None, received_ms: int | None = None
+) -> dict[str, Any]:
+    """`received_ms`: when API Gateway received the request (epoch ms); now by default."""
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
     text = body if isinstance(body, str) or body is None else json.dumps(body)
@@ -31,6 +35,7 @@ def proxy_event(method: str, url: str, body: Any = None, headers: dict[str, str]
             "path": f"/prod{parts.path}",
             "stage": "prod",
             "requestId": "test-request",
+            "requestTimeEpoch": int(time.time() * 1000) if received_ms is None else received_ms,
             "identity": {"sourceIp": "127.0.0.1"},
         },
         "body": text,
@@ -54,8 +59,16 @@ class ApiClient:
     def __init__(self, handler: Any) -> None:
         self._handler = handler
 
-    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> ApiResponse:
-        result = self._handler(proxy_event(method, url, body, headers), FakeLambdaContext(function_name="api"))
+    def request(
+        self,
+        method: str,
+        url: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        received_ms: int | None = None,
+    ) -> ApiResponse:
+        event = proxy_event(method, url, body, headers, received_ms)
+        result = self._handler(event, FakeLambdaContext(function_name="api"))
         merged = {k: v[-1] for k, v in (result.get("multiValueHeaders") or {}).items()}
         merged.update(result.get("headers") or {})
         return ApiResponse(result["statusCode"], merged, result.get("body") or "")

@@ -12,9 +12,11 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ReadTimeoutError
+from botocore.httpsession import URLLib3Session
 
+from functions.core import schema
 from functions.shared import clients
-from local.faults import answer_on_the_wire
+from local.faults import ANSWERS, answer_on_the_wire, aws_response
 
 Params = dict[str, Any]
 
@@ -57,6 +59,45 @@ def crash_after(operation: str, matches: Callable[[Params], bool] = lambda _: Tr
 def time_out_after(operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1) -> None:
     """The write lands but the answer never arrives: the ambiguous failure."""
     lands_then(lambda: ReadTimeoutError(endpoint_url="emulator"), "dynamodb", operation, matches, times)
+
+
+def lands_then_500(
+    operation: str,
+    matches: Callable[[Params], bool],
+    meanwhile: Callable[[], None] = lambda: None,
+    service: str = "dynamodb",
+) -> list[int]:
+    """The first matching call is sent and lands; then `meanwhile()` runs (the rest of the system
+    moves on: the consumer counts, another request writes); then the caller gets a 500
+    InternalServerError, which the SDK retries as it retries a read timeout.
+
+    Injected at `before-send`, below the SDK's retry loop. Returns a one-item list counting the
+    calls that landed this way."""
+    events = _session_events()
+    flag = f"lands_then_500_{id(matches)}"
+    landed = [0]
+    lock = threading.Lock()
+    http = URLLib3Session()
+
+    def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
+        context[flag] = matches(params)
+
+    def land_then_fail(request: Any, **_: Any) -> Any:
+        if not request.context.get(flag):
+            return None
+        with lock:
+            if landed[0]:
+                return None
+            landed[0] += 1
+        answer = http.send(request)
+        assert answer.status_code == 200, answer.content  # it landed
+        meanwhile()
+        status, body = ANSWERS["InternalServerError"]
+        return aws_response(request, status, body)
+
+    events.register(f"provide-client-params.{service}.{operation}", remember)
+    events.register(f"before-send.{service}.{operation}", land_then_fail)
+    return landed
 
 
 def answer_instead(
@@ -104,3 +145,32 @@ def _session_events() -> Any:
     if boto3.DEFAULT_SESSION is None:
         boto3.setup_default_session()
     return boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
+
+
+def _lease_kind(params: Params) -> str:
+    lease = str(params.get("ExpressionAttributeNames", {}).get("#lease", ""))
+    if lease.startswith(schema.RESERVATION_LEASE_PREFIX):
+        return "reservation"
+    return "deletion" if lease.startswith(schema.DELETION_LEASE_PREFIX) else ""
+
+
+def _settles(kind: str, attribute: str) -> Callable[[Params], bool]:
+    return lambda params: _lease_kind(params) == kind and f"{attribute} :{attribute}" in expression(params)
+
+
+# Every write on the API path, by name (docs/admission.md): (operation, which calls are it).
+API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
+    "reserve": ("UpdateItem", lambda p: "ADD admitted :one" in expression(p)),
+    "put": ("PutItem", lambda p: True),
+    "commit": ("UpdateItem", _settles("reservation", "best_effort")),
+    "release": ("UpdateItem", _settles("reservation", "admitted")),
+    "take-deletion": ("UpdateItem", lambda p: "ADD best_effort :minus_one" in expression(p)),
+    "soft-delete": ("UpdateItem", lambda p: f"SET {schema.DELETED_ATTRIBUTE} = :true" in expression(p)),
+    "finish-deletion": ("UpdateItem", _settles("deletion", "admitted")),
+    "undo-deletion": ("UpdateItem", _settles("deletion", "best_effort")),
+}
+
+
+def crash_after_write(name: str) -> None:
+    operation, matches = API_WRITES[name]
+    crash_after(operation, matches)

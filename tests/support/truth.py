@@ -8,13 +8,16 @@ from typing import Any
 
 from functions.adapters.dynamodb import from_attributes
 from functions.core import schema
+from functions.core.leases import leases_of
 
 
 @dataclass
 class AccountTruth:
     live: int = 0  # resources that exist and are not soft-deleted
     processed: int = 0  # existing resources with counter_processed=true
-    existing: int = 0  # resource items of any state
+    existing: int = 0  # resource items of any state, tombstones aside
+    tombstones: int = 0
+    leases: int = 0  # leases held on the account item (writes in flight, or dead and unsettled)
     best_effort_net: int = 0
     admitted: int = 0
     eventual: int = 0
@@ -38,8 +41,11 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
                 truth.best_effort_net = item.get("best_effort", 0)
                 truth.admitted = item.get("admitted", 0)
                 truth.limit = item["limit"]
+                truth.leases = len(leases_of(item))
             elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
                 truth.eventual = item.get("count", 0)
+            elif item.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
+                truth.tombstones += 1
             elif sort_key.startswith(schema.RESOURCE_PREFIX):
                 truth.existing += 1
                 truth.live += not item[schema.DELETED_ATTRIBUTE]

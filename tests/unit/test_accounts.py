@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from functions.core import accounts
 from functions.core.errors import (
     AccountNotFound,
+    CallerGaveUp,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
     LimitExceeded,
@@ -16,6 +18,7 @@ from functions.core.errors import (
     ResourceNotFound,
     StoreUnavailable,
 )
+from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import NewResource, Page, Resource, Usage, idempotent_resource_id
 
 
@@ -26,22 +29,39 @@ def clock() -> str:
 REQUEST = NewResource(name="vm", attributes={"size": 2})
 
 
-def stored(resource_id: str = "r1", request: NewResource = REQUEST, deleted: bool = False) -> Resource:
-    return Resource("a1", resource_id, request.name, request.attributes, clock(), request.fingerprint(), "t0", deleted)
+def stored(
+    resource_id: str = "r1", request: NewResource = REQUEST, deleted: bool = False, token: str = "t0", **more: Any
+) -> Resource:
+    return Resource(
+        "a1", resource_id, request.name, request.attributes, clock(), request.fingerprint(), token, deleted, **more
+    )
+
+
+SETTLEMENT_NAMES = {
+    (LeaseKind.RESERVATION, 0, 1): "commit",
+    (LeaseKind.RESERVATION, -1, 0): "release",
+    (LeaseKind.RESERVATION, 0, 0): "drop",
+    (LeaseKind.DELETION, -1, 0): "finish",
+    (LeaseKind.DELETION, 0, 1): "undo",
+    (LeaseKind.DELETION, 0, 0): "drop",
+}
 
 
 @dataclass
 class RecordingStore:
-    """Scripted answers; `writes` lists every call in order."""
+    """Scripted answers; `writes` lists every write in order (a settle by what it does)."""
 
     usage: Usage | None = field(default_factory=lambda: Usage("a1", limit=5, best_effort_net=1, eventual=1))
     resource: Resource | None = None
     reserve: bool = True
     put_error: Exception | None = None
-    increment_error: Exception | None = None
-    release_error: Exception | None = None
+    commit_error: Exception | None = None
+    commit_result: Settled = Settled.APPLIED
+    finish_error: Exception | None = None
+    soft_delete_error: Exception | None = None
     soft_deleted: bool = True
     writes: list[str] = field(default_factory=list)
+    leases: list[Lease] = field(default_factory=list)
 
     def put_account(self, account_id: str, limit: int, now: str) -> None:
         self.writes.append("put_account")
@@ -49,46 +69,58 @@ class RecordingStore:
     def read_usage(self, account_id: str) -> Usage | None:
         return self.usage
 
-    def reserve_slot(self, account_id: str, now: str) -> int | None:
+    def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
         self.writes.append("reserve")
+        self.leases.append(lease)
         return 0 if self.reserve else None
 
-    def release_slot(self, account_id: str, now: str) -> None:
-        self.writes.append("release")
-        if self.release_error:
-            raise self.release_error
+    def take_deletion(self, account_id: str, lease: Lease) -> None:
+        self.writes.append("take_deletion")
+        self.leases.append(lease)
 
-    def increment_best_effort(self, account_id: str, heal_epoch: int, now: str) -> bool:
-        self.writes.append("increment")
-        if self.increment_error:
-            raise self.increment_error
-        return True
-
-    def decrement_best_effort(self, account_id: str, now: str) -> None:
-        self.writes.append("decrement")
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        name = SETTLEMENT_NAMES[(lease.kind, settlement.admitted, settlement.best_effort)]
+        self.writes.append(name)
+        if name == "commit":
+            assert settlement.expected_heal_epoch == 0  # the epoch the reservation returned
+            if self.commit_error:
+                raise self.commit_error
+            return self.commit_result
+        if name == "finish" and self.finish_error:
+            raise self.finish_error
+        return Settled.APPLIED
 
     def put_resource(self, resource: Resource) -> None:
         self.writes.append("put")
+        assert resource.request_token == self.leases[-1].token  # the put carries the lease's token
         if self.put_error:
             raise self.put_error
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
         return self.resource
 
-    def mark_deleting(self, account_id: str, resource_id: str, now: str) -> bool:
-        self.writes.append("mark_deleting")
-        return self.resource is not None and not self.resource.deleted
-
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
         self.writes.append("soft_delete")
+        assert token == self.leases[-1].token
+        if self.soft_delete_error:
+            raise self.soft_delete_error
         return self.soft_deleted
 
     def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
         return Page([], None)
 
 
-def create(store: RecordingStore, key: str | None = None, request: NewResource = REQUEST) -> accounts.Created:
-    return accounts.create_resource(store, "a1", request, key, clock)
+def create(
+    store: RecordingStore, key: str | None = None, request: NewResource = REQUEST, in_time: Any = lambda: True
+) -> accounts.Created:
+    return accounts.create_resource(store, "a1", request, key, clock, token=lambda: "t0", in_time=in_time)
+
+
+def delete(store: RecordingStore, in_time: Any = lambda: True) -> None:
+    accounts.delete_resource(store, "a1", "r1", clock, token=lambda: "d0", in_time=in_time)
+
+
+TIMEOUT = StoreUnavailable("timeout", may_have_landed=True)
 
 
 def test_usage_clamps_best_effort_and_takes_the_larger_counter() -> None:
@@ -101,7 +133,15 @@ def test_create_reserves_before_writing_and_counts_after() -> None:
     store = RecordingStore()
     created = create(store)
     assert not created.replayed
-    assert store.writes == ["reserve", "put", "increment"]
+    assert store.writes == ["reserve", "put", "commit"]
+    assert [lease.kind for lease in store.leases] == [LeaseKind.RESERVATION]
+    assert store.leases[0].resource_id == created.resource.resource_id
+
+
+def test_create_after_a_heal_drops_its_lease_without_counting() -> None:
+    store = RecordingStore(commit_result=Settled.EPOCH_MOVED)
+    create(store)
+    assert store.writes == ["reserve", "put", "commit", "drop"]
 
 
 def test_create_for_a_missing_account_writes_nothing() -> None:
@@ -134,15 +174,46 @@ def test_create_that_certainly_failed_frees_its_slot() -> None:
 
 
 def test_create_that_may_have_landed_keeps_its_slot() -> None:
-    store = RecordingStore(put_error=StoreUnavailable("timeout", may_have_landed=True))
+    store = RecordingStore(put_error=TIMEOUT)
     with pytest.raises(StoreUnavailable):
         create(store)
     assert store.writes == ["reserve", "put"]  # never release a slot a live resource may hold
 
 
-def test_create_succeeds_when_only_the_best_effort_increment_fails() -> None:
-    store = RecordingStore(increment_error=StoreUnavailable("timeout", may_have_landed=True))
+@pytest.mark.parametrize("found", [stored(token="t0"), stored(token="t0", deleted=True, tombstone=True)])
+def test_create_whose_put_landed_unseen_is_a_success(found: Resource) -> None:
+    """The read-back finds this request's token (on the item, or on the tombstone it became)."""
+    store = RecordingStore(put_error=TIMEOUT, resource=found)
+    assert not create(store).replayed
+    assert store.writes == ["reserve", "put", "commit"]
+
+
+def test_create_whose_read_back_finds_another_requests_item_keeps_its_slot() -> None:
+    store = RecordingStore(put_error=TIMEOUT, resource=stored(token="other"))
+    with pytest.raises(StoreUnavailable):
+        create(store)
+    assert store.writes == ["reserve", "put"]
+
+
+def test_create_succeeds_when_only_the_best_effort_count_fails() -> None:
+    store = RecordingStore(commit_error=TIMEOUT)
     assert create(store).resource.name == "vm"
+    assert store.writes == ["reserve", "put", "commit"]
+
+
+def test_a_late_create_writes_nothing() -> None:
+    store = RecordingStore()
+    with pytest.raises(CallerGaveUp):
+        create(store, in_time=lambda: False)
+    assert store.writes == []
+
+
+def test_a_create_whose_caller_gives_up_after_the_reservation_releases_it() -> None:
+    answers = iter([True, False])
+    store = RecordingStore()
+    with pytest.raises(CallerGaveUp):
+        create(store, in_time=lambda: next(answers))
+    assert store.writes == ["reserve", "release"]
 
 
 def test_keyed_replay_returns_the_first_resource_and_writes_nothing() -> None:
@@ -166,7 +237,7 @@ def test_keyed_replay_of_a_deleted_resource_is_rejected() -> None:
 
 
 def test_keyed_create_losing_to_a_concurrent_twin_frees_its_slot_and_replays() -> None:
-    store = RecordingStore(put_error=ResourceAlreadyExists(stored()))
+    store = RecordingStore(put_error=ResourceAlreadyExists(stored(token="twin")))
     created = create(store, key="k1")
     assert created.replayed
     assert store.writes == ["reserve", "put", "release"]
@@ -179,29 +250,52 @@ def test_keyed_ids_are_stable_per_account_and_key() -> None:
 
 def test_delete_decrements_while_live_and_releases_after() -> None:
     store = RecordingStore(resource=stored())
-    accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["mark_deleting", "decrement", "soft_delete", "release"]
+    delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "finish"]
+    assert [lease.kind for lease in store.leases] == [LeaseKind.DELETION]
 
 
-@pytest.mark.parametrize("resource", [None, stored(deleted=True)])
+@pytest.mark.parametrize("resource", [None, stored(deleted=True), stored(deleted=True, tombstone=True)])
 def test_delete_of_a_missing_or_deleted_resource_changes_nothing(resource: Resource | None) -> None:
     store = RecordingStore(resource=resource)
     with pytest.raises(ResourceNotFound):
-        accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["mark_deleting"]  # a conditional write that did not apply
+        delete(store)
+    assert store.writes == []
 
 
-def test_delete_losing_to_a_concurrent_delete_does_not_release() -> None:
+def test_delete_losing_to_a_concurrent_delete_gives_back_its_decrement() -> None:
     store = RecordingStore(resource=stored(), soft_deleted=False)
     with pytest.raises(ResourceNotFound):
-        accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["mark_deleting", "decrement", "soft_delete"]
+        delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "undo"]
 
 
 def test_delete_succeeds_when_only_the_release_fails() -> None:
-    store = RecordingStore(resource=stored(), release_error=StoreUnavailable("timeout", may_have_landed=True))
-    accounts.delete_resource(store, "a1", "r1", clock)
-    assert store.writes == ["mark_deleting", "decrement", "soft_delete", "release"]
+    store = RecordingStore(resource=stored(), finish_error=TIMEOUT)
+    delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "finish"]
+
+
+def test_delete_whose_soft_delete_landed_unseen_is_a_success() -> None:
+    store = RecordingStore(resource=stored(), soft_delete_error=TIMEOUT)
+    reads = iter([stored(), stored(deleted=True, delete_token="d0")])  # before the delete, then after it
+    store.get_resource = lambda *_: next(reads)  # type: ignore[method-assign]
+    delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "finish"]
+
+
+def test_delete_whose_soft_delete_stays_unknown_keeps_its_lease() -> None:
+    store = RecordingStore(resource=stored(), soft_delete_error=TIMEOUT)
+    with pytest.raises(StoreUnavailable):
+        delete(store)
+    assert store.writes == ["take_deletion", "soft_delete"]  # a heal settles the lease later
+
+
+def test_a_late_delete_writes_nothing() -> None:
+    store = RecordingStore(resource=stored())
+    with pytest.raises(CallerGaveUp):
+        delete(store, in_time=lambda: False)
+    assert store.writes == []
 
 
 def test_reads_of_missing_things_are_not_found() -> None:
@@ -217,6 +311,9 @@ def test_reads_of_missing_things_are_not_found() -> None:
 def test_put_account_returns_the_account() -> None:
     store = RecordingStore()
     assert accounts.put_account(store, "a1", 5, clock).limit == 5
+    assert store.writes == ["put_account"]
+    with pytest.raises(CallerGaveUp):
+        accounts.put_account(store, "a1", 6, clock, lambda: False)
     assert store.writes == ["put_account"]
 
 

@@ -1,12 +1,11 @@
-"""Which failures the adapters retry: only those that prove a non-idempotent write did not land."""
+"""What the adapters tell the core about a failed call, and the settings every function checks once."""
 
 from __future__ import annotations
 
 import pytest
-from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from functions.adapters.errors import call_at_most_once, may_have_landed
-from functions.core.errors import StoreUnavailable
+from functions.adapters.errors import may_have_landed, unavailable
 from functions.shared.config import ConfigurationError, Settings
 
 
@@ -16,58 +15,54 @@ def client_error(code: str, status: int) -> ClientError:
     )
 
 
-class Flaky:
-    def __init__(self, *errors: Exception) -> None:
-        self.errors = list(errors)
-        self.calls = 0
-
-    def __call__(self) -> str:
-        self.calls += 1
-        if self.errors:
-            raise self.errors.pop(0)
-        return "ok"
-
-
 @pytest.mark.parametrize(
     "error",
     [
         client_error("ThrottlingException", 400),
         client_error("ProvisionedThroughputExceededException", 400),
+        client_error("ValidationException", 400),
         ConnectTimeoutError(endpoint_url="x"),
+        EndpointConnectionError(endpoint_url="x"),
     ],
 )
-def test_failures_that_prove_nothing_landed_are_retried(error: Exception) -> None:
-    call = Flaky(error)
-    assert call_at_most_once("op", call, sleep=lambda _: None) == "ok"
-    assert call.calls == 2
+def test_failures_that_prove_nothing_landed(error: Exception) -> None:
+    assert may_have_landed(error) is False
+    assert unavailable("op", error).may_have_landed is False
 
 
-@pytest.mark.parametrize(
-    ("error", "landed"),
-    [
-        (client_error("InternalServerError", 500), True),
-        (ReadTimeoutError(endpoint_url="x"), True),
-        (client_error("ValidationException", 400), False),
-    ],
-)
-def test_other_failures_are_not_retried(error: Exception, landed: bool) -> None:
-    call = Flaky(error)
-    with pytest.raises(StoreUnavailable) as raised:
-        call_at_most_once("op", call, sleep=lambda _: None)
-    assert call.calls == 1
-    assert raised.value.may_have_landed is landed
-    assert may_have_landed(error) is landed
-
-
-def test_persistent_throttling_gives_up_saying_nothing_landed() -> None:
-    call = Flaky(*[client_error("ThrottlingException", 400)] * 10)
-    with pytest.raises(StoreUnavailable) as raised:
-        call_at_most_once("op", call, attempts=3, sleep=lambda _: None)
-    assert call.calls == 3
-    assert raised.value.may_have_landed is False
+@pytest.mark.parametrize("error", [client_error("InternalServerError", 500), ReadTimeoutError(endpoint_url="x")])
+def test_failures_after_which_the_write_may_have_landed(error: Exception) -> None:
+    assert may_have_landed(error) is True
+    failure = unavailable("reserve slot", error)
+    assert failure.may_have_landed is True
+    assert "reserve slot" in str(failure)
 
 
 def test_settings_name_the_missing_variable() -> None:
     with pytest.raises(ConfigurationError, match="TABLE_NAME"):
         Settings.from_env({})
     assert Settings.from_env({"TABLE_NAME": "t"}).table_name == "t"
+
+
+def test_settings_reject_a_lookback_not_longer_than_the_quiet_period() -> None:
+    """Reversed, the sweeper's activity query would be a BETWEEN with its bounds swapped: AWS
+    rejects it (ValidationException) and moto silently returns nothing."""
+    env = {"TABLE_NAME": "t", "HEAL_QUIET_SECONDS": "600", "HEAL_LOOKBACK_SECONDS": "300"}
+    with pytest.raises(ConfigurationError, match=r"HEAL_LOOKBACK_SECONDS .* HEAL_QUIET_SECONDS"):
+        Settings.from_env(env)
+    assert Settings.from_env({**env, "HEAL_LOOKBACK_SECONDS": "601"}).sweep.lookback.total_seconds() == 601
+
+
+def test_settings_reject_a_tombstone_retention_shorter_than_the_quiet_period() -> None:
+    env = {"TABLE_NAME": "t", "HEAL_QUIET_SECONDS": "60", "TOMBSTONE_RETENTION_SECONDS": "30"}
+    with pytest.raises(ConfigurationError, match="TOMBSTONE_RETENTION_SECONDS"):
+        Settings.from_env(env)
+    assert Settings.from_env({**env, "TOMBSTONE_RETENTION_SECONDS": "86400"}).tombstone_retention.days == 1
+
+
+@pytest.mark.parametrize(
+    "name", ["HEAL_QUIET_SECONDS", "SWEEP_PENDING_OLDER_THAN_SECONDS", "TOMBSTONE_RETENTION_SECONDS"]
+)
+def test_settings_name_a_variable_that_is_not_whole_seconds(name: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"{name} must be a whole number of seconds"):
+        Settings.from_env({"TABLE_NAME": "t", name: "1.5"})

@@ -7,17 +7,50 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account, plan_heal
+from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account, plan_heal, resolution
+from functions.core.leases import (
+    DROP,
+    FINISH_DELETION,
+    RELEASE_RESERVATION,
+    UNDO_DELETION,
+    Lease,
+    LeaseKind,
+    Settled,
+    Settlement,
+)
+from functions.core.model import Resource
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 QUIET = timedelta(seconds=60)
 
 
-def state(best_effort: int = 3, admitted: int = 5, written_seconds_ago: int = 120, version: int = 7) -> AccountState:
-    written = (NOW - timedelta(seconds=written_seconds_ago)).isoformat().replace("+00:00", "Z")
+def ago(seconds: int) -> str:
+    return (NOW - timedelta(seconds=seconds)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def state(
+    best_effort: int = 3,
+    admitted: int = 5,
+    written_seconds_ago: int = 120,
+    version: int = 7,
+    leases: tuple[Lease, ...] = (),
+) -> AccountState:
     return AccountState(
-        version=version, best_effort_net=best_effort, admitted=admitted, heal_epoch=0, last_write_at=written
+        version=version,
+        best_effort_net=best_effort,
+        admitted=admitted,
+        heal_epoch=0,
+        last_write_at=ago(written_seconds_ago),
+        leases=leases,
     )
+
+
+def lease(kind: LeaseKind, seconds_ago: int, token: str = "t1") -> Lease:
+    return Lease(kind, token, "r1", ago(seconds_ago))
+
+
+def resource(request_token: str = "t0", deleted: bool = False, delete_token: str = "") -> Resource:
+    return Resource("a", "r1", "n", {}, ago(500), "f", request_token, deleted, delete_token=delete_token)
 
 
 def test_a_quiet_account_gets_both_counters_set_to_the_eventual_count() -> None:
@@ -45,9 +78,22 @@ class Store:
         self.calls.append("read")
         return self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
 
-    def has_pending_work(self, account_id: str, deletes_marked_after: str) -> bool:
-        self.calls.append(f"pending after {deletes_marked_after}")
+    resource: Resource | None = None
+    settled: list[tuple[Lease, Settlement]] = field(default_factory=list)
+
+    def has_pending_work(self, account_id: str) -> bool:
+        self.calls.append("pending")
         return self.pending
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        self.calls.append(f"get {resource_id}")
+        return self.resource
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        assert now is None  # a heal's settle is not an API write
+        self.calls.append(f"settle {lease.token}")
+        self.settled.append((lease, settlement))
+        return Settled.APPLIED
 
     def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
         self.calls.append(f"write if version {expected_version}")
@@ -58,7 +104,7 @@ class Store:
 def test_heal_reads_checks_reads_again_then_writes_conditionally() -> None:
     store = Store([(state(), 4)])
     assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.HEALED
-    assert store.calls == ["read", "pending after 2026-11-22T11:59:00.000Z", "read", "write if version 7"]
+    assert store.calls == ["read", "pending", "read", "write if version 7"]
     assert store.written == [HealPlan(4, 4)]
 
 
@@ -76,3 +122,47 @@ def test_heal_reads_checks_reads_again_then_writes_conditionally() -> None:
 def test_heal_waits_or_stops_when_it_must(store: Store, outcome: HealOutcome, attempted: list[HealPlan]) -> None:
     assert heal_account(store, "a", NOW, QUIET).outcome is outcome
     assert store.written == attempted
+
+
+RESERVATION, DELETION = LeaseKind.RESERVATION, LeaseKind.DELETION
+
+
+@pytest.mark.parametrize(
+    ("dead", "found", "expired", "settlement"),
+    [
+        # A create: did its put land? The item (or its tombstone) carries its request token.
+        (lease(RESERVATION, 90), resource(request_token="t1"), False, DROP),
+        (lease(RESERVATION, 90), resource(request_token="t1", deleted=True), False, DROP),
+        (lease(RESERVATION, 90), None, False, RELEASE_RESERVATION),
+        (lease(RESERVATION, 90), resource(request_token="twin"), False, RELEASE_RESERVATION),
+        (lease(RESERVATION, 90), None, True, DROP),  # past the retention a missing item proves nothing
+        # A delete: did its soft delete land? The item (or its tombstone) carries its delete token.
+        (lease(DELETION, 90), resource(deleted=True, delete_token="t1"), False, FINISH_DELETION),
+        (lease(DELETION, 90), resource(), False, UNDO_DELETION),
+        (lease(DELETION, 90), resource(deleted=True, delete_token="other"), False, UNDO_DELETION),
+        (lease(DELETION, 90), None, False, DROP),
+        (lease(DELETION, 90), resource(), True, DROP),
+    ],
+)
+def test_a_dead_lease_is_settled_by_what_the_resource_item_says(
+    dead: Lease, found: Resource | None, expired: bool, settlement: Settlement
+) -> None:
+    assert resolution(dead, found, expired) == settlement
+
+
+def test_dead_leases_are_settled_before_the_heal_reads_again() -> None:
+    dead = lease(RESERVATION, 90)
+    fresh = lease(RESERVATION, 5, token="t2")
+    store = Store([(state(leases=(dead, fresh)), 4), (state(leases=(fresh,), version=8), 4)])
+    assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.HEALED
+    assert store.calls[:3] == ["read", "get r1", "settle t1"]
+    assert store.settled == [(dead, RELEASE_RESERVATION)]
+    # The fresh reservation's slot is not free, so only best-effort is healed.
+    assert store.written == [HealPlan(4, None)]
+
+
+def test_a_delete_in_flight_makes_the_heal_wait() -> None:
+    store = Store([(state(leases=(lease(DELETION, 5),)), 4)])
+    assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.PENDING_WORK
+    assert store.settled == []
+    assert store.written == []

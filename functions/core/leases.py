@@ -1,0 +1,103 @@
+"""Leases: how an API write on the account item recognises itself when it is retried.
+
+A create and a delete each move the account's counters twice: once before the resource changes
+(the create reserves a slot, the delete takes one from `best_effort`) and once after (the create
+adds to `best_effort`, the delete frees its slot). The first write also *takes a lease*: an
+attribute on the account item named by the request's token. The second *settles* it, removing
+the attribute in the same update. Each write is conditional on the lease:
+
+* take:   `attribute_not_exists(lease)`. A retry of a take that landed fails its condition and
+  finds its own lease in the old item: it landed, and is not applied twice.
+* settle: `lease = value`. A retry of a settle that landed fails its condition: the lease is gone,
+  so the change was applied once.
+
+So every one of these writes can be retried by the SDK (a 500, a read timeout) and still be
+applied exactly once. A lease that is never settled (the invocation died) is resolved by a heal
+once it is older than any invocation can run (functions/core/healing.py): the resource item,
+which keeps the request's token even as a tombstone, says what happened.
+
+docs/admission.md lists every write with its condition and how its retry recognises itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from functions.core import schema
+
+
+class LeaseKind(enum.Enum):
+    RESERVATION = "reservation"  # a create's slot, taken before its resource exists
+    DELETION = "deletion"  # a delete's best-effort decrement, taken before the soft delete
+
+
+_PREFIXES = {
+    LeaseKind.RESERVATION: schema.RESERVATION_LEASE_PREFIX,
+    LeaseKind.DELETION: schema.DELETION_LEASE_PREFIX,
+}
+
+
+@dataclass(frozen=True)
+class Lease:
+    kind: LeaseKind
+    token: str  # the request's token: the resource's request_token or delete_token
+    resource_id: str
+    taken_at: str  # ISO 8601, UTC
+
+    @property
+    def attribute(self) -> str:
+        return f"{_PREFIXES[self.kind]}{self.token}"
+
+    @property
+    def value(self) -> str:
+        return f"{self.resource_id} {self.taken_at}"
+
+
+def new_token() -> str:
+    """A request's token: 64 random bits, short because it is part of an attribute name."""
+    return secrets.token_hex(8)
+
+
+def leases_of(item: Mapping[str, Any]) -> tuple[Lease, ...]:
+    """The leases held on an account item (plain attributes), oldest first."""
+    found = []
+    for name, value in item.items():
+        for kind, prefix in _PREFIXES.items():
+            if name.startswith(prefix) and isinstance(value, str) and " " in value:
+                resource_id, taken_at = value.split(" ", 1)
+                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at))
+    return tuple(sorted(found, key=lambda lease: (lease.taken_at, lease.attribute)))
+
+
+def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
+    return bool(item) and item.get(lease.attribute) == lease.value  # type: ignore[union-attr]
+
+
+class Settled(enum.Enum):
+    APPLIED = "applied"  # this call removed the lease and applied its change
+    ALREADY = "already"  # the lease was gone: an earlier attempt of the same write applied it
+    EPOCH_MOVED = "epoch_moved"  # a heal came between: the lease is still held, nothing applied
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """The change a settle applies with the lease's removal."""
+
+    admitted: int = 0
+    best_effort: int = 0
+    expected_heal_epoch: int | None = None  # apply only if no heal came since
+
+
+COMMIT_RESERVATION = Settlement(best_effort=+1)  # the resource exists: count it (epoch set per call)
+RELEASE_RESERVATION = Settlement(admitted=-1)  # the resource was never created: free the slot
+DROP = Settlement()  # the lease's work is done or void: forget it, change nothing
+FINISH_DELETION = Settlement(admitted=-1)  # the resource stopped being live: free its slot
+UNDO_DELETION = Settlement(best_effort=+1)  # the soft delete did not land: give back the decrement
+
+
+def dead(leases: Iterable[Lease], taken_before: str) -> list[Lease]:
+    return [lease for lease in leases if lease.taken_at < taken_before]

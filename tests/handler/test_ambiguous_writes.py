@@ -1,0 +1,234 @@
+"""Ambiguous writes: each write lands, its answer is lost (a 500 the SDK retries), and the rest of the
+system moves on before the retry. The caller must get the outcome that happened, and every counter
+must be exact: not only the values the API shows, but `admitted`, `best_effort` and the leases
+stored on the account item (docs/admission.md, "How each write recognises its own landing").
+
+Each test would fail on a design whose retry cannot recognise its own landing: the comment under
+each says what the earlier one (no leases, no tombstones) did.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from functions.core.healing import HealOutcome, heal_account
+from functions.core.model import idempotent_resource_id
+from functions.shared import clients
+from tests.handler.conftest import Harness
+from tests.support import faults
+from tests.support.truth import AccountTruth
+
+API_WRITES = faults.API_WRITES
+
+
+def exact(harness: Harness, account_id: str, live: int) -> AccountTruth:
+    """After the stream is applied: every stored counter equals the live count, no lease is left."""
+    harness.pump()
+    truth = harness.truth(account_id)
+    stored = (truth.live, truth.eventual, truth.admitted, truth.best_effort_net, truth.leases)
+    assert stored == (live, live, live, live, 0), f"live, eventual, admitted, best-effort, leases: {stored}"
+    harness.check_invariants()
+    return truth
+
+
+def land_then_500(write: str, meanwhile: object = None) -> list[int]:
+    operation, matches = API_WRITES[write]
+    return faults.lands_then_500(operation, matches, meanwhile or (lambda: None))  # type: ignore[arg-type]
+
+
+# --- the API path ----------------------------------------------------------------------------------
+
+
+def test_a_reservation_that_landed_is_not_answered_as_the_limit(harness: Harness) -> None:
+    """Meanwhile another create finds the account full. The retry must see its own reservation,
+    not a full account. (Before: 409 LimitExceeded, and the slot it had taken stayed held.)"""
+    api = harness.api
+    api.put_account("acme", 2)
+    api.create("acme", "first")
+    rival: list[int] = []
+    landed = land_then_500("reserve", lambda: rival.append(api.create("acme", "rival").status))
+    assert api.create("acme", "mine").status == 201
+    assert landed == [1]
+    assert rival == [409]
+    exact(harness, "acme", live=2)
+
+
+def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_retry(harness: Harness) -> None:
+    """Meanwhile the resource is deleted and the consumer removes it. The retry must find its own
+    token on the tombstone, answer 201 and not create it again. (Before: the retry's conditional
+    put found no item and put the resource back: a deleted resource came back to life.)"""
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = idempotent_resource_id("acme", "k1")
+
+    def delete_and_count() -> None:
+        assert api.delete("acme", resource_id).status == 204
+        harness.pump()
+
+    land_then_500("put", delete_and_count)
+    created = api.create("acme", "vm", key="k1")
+    assert created.status == 201
+    assert created.json()["resourceId"] == resource_id
+    assert api.request("GET", f"/accounts/acme/resources/{resource_id}").status == 404
+    assert api.create("acme", "vm", key="k1").status == 409  # IdempotencyKeyReused: never resurrected
+    exact(harness, "acme", live=0)
+
+
+def test_a_count_that_landed_is_applied_once(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    land_then_500("commit", harness.pump)
+    assert api.create("acme").status == 201
+    exact(harness, "acme", live=1)
+
+
+def test_a_release_that_landed_is_applied_once(harness: Harness) -> None:
+    """The put certainly failed (throttled on every attempt), so the reservation is released; the
+    release lands, and meanwhile another create takes the freed slot."""
+    api = harness.api
+    api.put_account("acme", 1)
+    faults.answer_instead(*API_WRITES["put"], faults.dynamodb_error("ThrottlingException"), times=3)
+    rival: list[int] = []
+    land_then_500("release", lambda: rival.append(api.create("acme", "rival").status))
+    assert api.create("acme", "mine").status == 503
+    assert rival == [201]
+    exact(harness, "acme", live=1)
+
+
+def test_a_deletion_decrement_that_landed_is_applied_once(harness: Harness) -> None:
+    """(Before: the SDK's retry decremented best-effort a second time.)"""
+    api = harness.api
+    api.put_account("acme", 5)
+    keep, doomed = (api.create("acme", name).json()["resourceId"] for name in ("keep", "doomed"))
+    land_then_500("take-deletion", harness.pump)
+    assert api.delete("acme", doomed).status == 204
+    exact(harness, "acme", live=1)
+    assert api.request("GET", f"/accounts/acme/resources/{keep}").status == 200
+
+
+def test_a_soft_delete_that_landed_is_answered_204_even_after_the_consumer_removed_it(harness: Harness) -> None:
+    """The case the issue found. (Before: the retry found no item, answered 404 and skipped the
+    release, so `admitted` stayed one too high and creates were refused below the limit.)"""
+    api = harness.api
+    api.put_account("acme", 1)
+    resource_id = api.create("acme").json()["resourceId"]
+    harness.pump()
+    land_then_500("soft-delete", harness.pump)  # the consumer counts the delete and leaves a tombstone
+    assert api.delete("acme", resource_id).status == 204
+    exact(harness, "acme", live=0)
+    assert api.create("acme").status == 201  # the slot is free again
+
+
+def test_a_slot_release_that_landed_is_applied_once(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 1)
+    resource_id = api.create("acme").json()["resourceId"]
+    rival: list[int] = []
+    land_then_500("finish-deletion", lambda: rival.append(api.create("acme", "rival").status))
+    assert api.delete("acme", resource_id).status == 204
+    assert rival == [201]
+    exact(harness, "acme", live=1)
+
+
+def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness) -> None:
+    """Two deletes of one resource: the second's soft delete loses, so it gives back its decrement,
+    and that write lands unseen. (Before: the loser's decrement was never given back.)"""
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    winner: list[int] = []
+    once = {"done": False}
+
+    def let_the_other_delete_win(params: dict) -> None:
+        if API_WRITES["soft-delete"][1](params) and not once["done"]:
+            once["done"] = True
+            winner.append(api.delete("acme", resource_id).status)
+
+    faults.before_call("UpdateItem", let_the_other_delete_win)
+    land_then_500("undo-deletion")
+    assert api.delete("acme", resource_id).status == 404
+    assert winner == [204]
+    exact(harness, "acme", live=0)
+
+
+# --- the consumer (the redrive and the sweeper apply records with the same code) ------------------
+
+
+def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness) -> None:
+    """Meanwhile the resource is deleted and its delete counted, so the retry finds a tombstone."""
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    records = harness.tap.drain()
+
+    def delete_and_count() -> None:
+        assert api.delete("acme", resource_id).status == 204
+        harness.pump()
+
+    faults.lands_then_500("TransactWriteItems", lambda p: True, delete_and_count)
+    assert harness.deliver(records) == []
+    exact(harness, "acme", live=0)
+
+
+def test_a_removal_transaction_that_landed_is_not_applied_twice(harness: Harness) -> None:
+    """Meanwhile a duplicate delivery of the same records runs to the end."""
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    api.create("acme", "keep")
+    harness.pump()
+    api.delete("acme", resource_id)
+    records = harness.tap.drain()
+    faults.lands_then_500("TransactWriteItems", lambda p: True, lambda: harness.deliver(records))
+    assert harness.deliver(records) == []
+    exact(harness, "acme", live=1)
+    assert harness.truth("acme").tombstones == 1
+
+
+def test_an_uncounted_removal_that_landed_is_not_applied_twice(harness: Harness) -> None:
+    """Created and deleted before the consumer ran: both cancel in one conditional update."""
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    api.delete("acme", resource_id)
+    records = harness.tap.drain()
+    landed = faults.lands_then_500("UpdateItem", lambda p: "SET #type = :tombstone" in faults.expression(p))
+    assert harness.deliver(records) == []
+    assert landed == [1]
+    exact(harness, "acme", live=0)
+
+
+# --- heals ---------------------------------------------------------------------------------------
+
+
+def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_retry(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    faults.crash_after_write("put")  # never counted by best-effort, and its lease stays
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+    harness.pump()
+    landed = faults.lands_then_500(
+        "UpdateItem", lambda p: "heal_epoch" in faults.expression(p), lambda: api.create("acme", "meanwhile")
+    )
+    quiet = timedelta(hours=1)  # the lease is fresh: only best-effort is healed
+    assert heal_account(clients.healing_store(), "acme", datetime.now(UTC), quiet).outcome is HealOutcome.HEALED
+    assert landed == [1]
+    harness.check_invariants()
+
+
+def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 2)
+    faults.crash_after_write("reserve")  # a slot held, no resource
+    with pytest.raises(faults.SimulatedCrash):
+        api.create("acme")
+    landed = faults.lands_then_500("UpdateItem", lambda p: "REMOVE #lease" in faults.expression(p))
+    later = datetime.now(UTC) + timedelta(minutes=2)  # the lease is older than `quiet`: its request is over
+    outcome = heal_account(clients.healing_store(), "acme", later, timedelta(seconds=60)).outcome
+    assert outcome in (HealOutcome.EXACT, HealOutcome.HEALED)
+    assert landed == [1]
+    exact(harness, "acme", live=0)
+    assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]
