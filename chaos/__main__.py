@@ -31,6 +31,13 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
     )
     parser.add_argument("--scale-rates", type=float, default=1.0, help="multiply every default rate")
     parser.add_argument("--no-faults", action="store_true", help="no faults at all (and no fatal account)")
+    parser.add_argument(
+        "--ambiguous-writes",
+        type=float,
+        metavar="P",
+        help="the only fault: a share P of single-item writes land and answer 500 two seconds later; "
+        "callers must see none of it (docs/admission.md)",
+    )
     parser.add_argument("--break", dest="mutation", choices=sorted(MUTATIONS), help="plant a known bug")
     parser.add_argument("--report", default="chaos-report.json", help="where to write the JSON report")
     parser.add_argument("--quiescence-timeout", type=float, default=180.0)
@@ -41,8 +48,10 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         if kind not in ALL_KINDS:
             parser.error(f"unknown fault kind {kind!r}")
         rates[kind] = float(value)
-    if args.no_faults:
+    if args.no_faults or args.ambiguous_writes is not None:
         rates = dict.fromkeys(rates, 0.0)
+    if args.ambiguous_writes is not None:
+        rates["lands_answers_late"] = args.ambiguous_writes
     settings = ChaosSettings(
         seed=args.seed,
         operations=args.operations,
@@ -52,6 +61,8 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         rates=rates,
         mutation=args.mutation,
         quiescence_timeout=args.quiescence_timeout,
+        fatal=args.ambiguous_writes is None,
+        late_single_item_only=args.ambiguous_writes is not None,
     )
     return settings, args.report
 

@@ -22,8 +22,9 @@ from typing import Any
 
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, Ledger, create, run_clients
-from functions.adapters.dynamodb import DynamoHealingStore
-from functions.core.healing import HealOutcome, heal_account
+from functions.adapters.dynamodb import DynamoHealingStore, resource_from_item, to_attributes
+from functions.core.healing import HealOutcome, heal_account, resolution
+from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
 from functions.core.redrive import InvalidFailureMessage, parse_failure_message
 from local.chaos_faults import ALL_KINDS, ChaosConfig, read_ledger
 from local.emulator import EmulatorProcess
@@ -36,6 +37,7 @@ DEFAULT_RATES = {
     "throttle": 0.02,
     "fail_before": 0.02,
     "land_then_500": 0.02,
+    "lands_answers_late": 0.02,
     "transaction_conflict": 0.05,
     "crash_after_write": 0.01,
     "trimmed": 0.5,  # per redrive read: only DLQ 1 traffic meets it
@@ -54,12 +56,19 @@ class ChaosSettings:
     hot_accounts: int = 2
     rates: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_RATES))
     fatal: bool = True  # one account whose every transaction fails: its records must end in DLQ 2
+    late_single_item_only: bool = False  # lands_answers_late on single-item writes only, always a 500
     mutation: str | None = None
     quiescence_timeout: float = 180.0
 
     @property
     def faults_on(self) -> bool:
         return any(rate > 0 for rate in self.rates.values())
+
+    @property
+    def only_ambiguous_writes(self) -> bool:
+        """Every fault on is a write that lands and loses its answer: nothing may show at all."""
+        ambiguous = {"land_then_500", "lands_answers_late"}
+        return self.faults_on and all(rate == 0 for kind, rate in self.rates.items() if kind not in ambiguous)
 
 
 @dataclass
@@ -154,7 +163,17 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         "contains": f"ACCOUNT#{FATAL_PREFIX}-",
         "answer": "TransactionConflict",
     }
-    chaos = ChaosConfig(settings.seed, ledger_path, settings.rates, settings.mutation) if settings.faults_on else None
+    chaos = (
+        ChaosConfig(
+            settings.seed,
+            ledger_path,
+            settings.rates,
+            settings.mutation,
+            late_single_item_only=settings.late_single_item_only,
+        )
+        if settings.faults_on
+        else None
+    )
     if chaos is None and settings.mutation:
         chaos = ChaosConfig(settings.seed, ledger_path, {}, settings.mutation)
 
@@ -202,6 +221,8 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, ledger))
             report.checks.append(heal_check(dynamodb, table, accounts))
+            if settings.only_ambiguous_writes:
+                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, ledger)
             report.max_limit_overshoot = max(0, sampler.max_overshoot)
             limit_check = sampler.limit
             limit_check.name = (
@@ -266,6 +287,9 @@ def end_state_checks(
     api: HttpApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
 ) -> list[Check]:
     exact = Check("eventual = live for every account (API and table)")
+    stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
+    answers = Check("no delete of a live resource was answered 404 unless another client deleted it")
+    answers.expect(not ledger.wrong_404s, f"wrong 404s: {ledger.wrong_404s[:5]}")
     exists = Check("every acknowledged, undeleted resource exists exactly once")
     gone = Check("no deleted resource survives")
     phantom = Check("every resource in the table was acknowledged (or its create's outcome was unknown)")
@@ -275,6 +299,12 @@ def end_state_checks(
         unresolved = ledger.unresolved.get(account.account_id, set())
         deleted = ledger.deleted.get(account.account_id, set())
         if not account.fatal:
+            held = slots_held_by_leases(shot)
+            stored.expect(
+                shot.admitted == len(shot.live) + held,
+                f"{account.account_id}: admitted {shot.admitted}, live {len(shot.live)}, "
+                f"{len(shot.leases)} lease(s) holding {held} slot(s)",
+            )
             view = api.account(account.account_id)
             exact.expect(
                 view["eventual"] == len(shot.live) == shot.eventual,
@@ -290,19 +320,30 @@ def end_state_checks(
             continue  # its counting never succeeds, so its soft-deleted resources are never removed
         for resource_id in deleted - unresolved:
             gone.expect(resource_id not in shot.existing, f"{account.account_id}/{resource_id} deleted but present")
-        for resource_id in shot.existing:
+        for resource_id in shot.existing | set(shot.tombstones):
             phantom.expect(
                 resource_id in acknowledged | unresolved | deleted,
                 f"{account.account_id}/{resource_id} exists but no client was told it was created",
             )
-    return [exact, exists, gone, phantom]
+    return [exact, stored, answers, exists, gone, phantom]
+
+
+def slots_held_by_leases(shot: Snapshot) -> int:
+    """How many slots the account's leases hold beyond its live resources: a reservation whose put
+    never landed, a deletion whose soft delete landed. A heal would release exactly these."""
+    held = 0
+    for lease in shot.leases:
+        item = shot.items.get(lease.resource_id) or shot.tombstones.get(lease.resource_id)
+        resource = resource_from_item(to_attributes(item)) if item else None
+        held += resolution(lease, resource, expired=False) in (RELEASE_RESERVATION, FINISH_DELETION)
+    return held
 
 
 def _describe(shot: Snapshot, resource_id: str) -> str:
     item = shot.items.get(resource_id)
     if item is None:
         return "none"
-    wanted = ("deleted", "counter_processed", "deleting_at", "deleted_at", "delete_token", "created_at")
+    wanted = ("deleted", "counter_processed", "deleted_at", "delete_token", "request_token", "created_at")
     return ", ".join(f"{name}={item[name]}" for name in wanted if name in item)
 
 
@@ -369,6 +410,34 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
             f"admitted {shot.admitted}, live {len(shot.live)}",
         )
     return check
+
+
+def unseen_ambiguity_checks(
+    api: HttpApi, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
+) -> list[Check]:
+    """When the only faults are writes that land and lose their answer, callers must see none of it
+    (docs/admission.md): no 5xx, no lease left, the stored counters exact without a heal, and each
+    account then admits exactly up to its limit."""
+    answers = Check("only ambiguous writes injected: every create and delete answered as if none had failed")
+    for outcome, count in ledger.statuses.items():
+        kind, _, status = outcome.partition(" ")
+        allowed = {"create": {"200", "201", "409"}, "delete": {"204", "404"}}[kind]
+        answers.expect(status in allowed, f"{count} x {outcome}")
+    answers.expect(not ledger.unresolved, f"unresolved after retries: {ledger.unresolved}")
+    stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
+    admits = Check("only ambiguous writes injected: with its limit raised by 3, each account admits exactly 3")
+    for account in accounts:
+        shot = snapshot(dynamodb, table, account.account_id)
+        live = len(shot.live)
+        stored.expect(
+            not shot.leases and shot.admitted == shot.eventual == live,
+            f"{account.account_id}: leases {len(shot.leases)}, admitted {shot.admitted}, "
+            f"eventual {shot.eventual}, live {live}",
+        )
+        api.request("PUT", f"/accounts/{account.account_id}", {"limit": live + 3})
+        statuses = [api.create(account.account_id, f"after-{index}").status for index in range(4)]
+        admits.expect(statuses == [201, 201, 201, 409], f"{account.account_id}: {statuses}")
+    return [answers, stored, admits]
 
 
 def lambda_traffic(runtime: LocalRuntime) -> dict[str, int]:

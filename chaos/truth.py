@@ -12,6 +12,7 @@ from typing import Any
 
 from functions.adapters.dynamodb import from_attributes
 from functions.core import keys, schema
+from functions.core.leases import Lease, leases_of
 
 
 @dataclass
@@ -25,6 +26,8 @@ class Snapshot:
     processed: int = 0  # existing resources with counter_processed=true
     existing: set[str] = field(default_factory=set)
     pending: int = 0  # uncounted or soft-deleted resources
+    leases: tuple[Lease, ...] = ()  # on the account item: writes in flight, or dead and not yet settled
+    tombstones: dict[str, dict[str, Any]] = field(default_factory=dict)  # counted deletes, by resource id
     items: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource id -> its attributes
 
     @property
@@ -51,8 +54,11 @@ def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:
                 shot.limit = int(item["limit"])
                 shot.best_effort_net = int(item.get("best_effort", 0))
                 shot.admitted = int(item.get("admitted", 0))
+                shot.leases = leases_of(item)
             elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
                 shot.eventual = int(item.get("count", 0))
+            elif item.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
+                shot.tombstones[keys.resource_id_from_sk(sort_key) or sort_key] = item
             else:
                 resource_id = keys.resource_id_from_sk(sort_key) or sort_key
                 shot.existing.add(resource_id)

@@ -35,6 +35,10 @@ class Ledger:
     acknowledged: dict[str, set[str]] = field(default_factory=dict)  # created (201/200), not deleted
     deleted: dict[str, set[str]] = field(default_factory=dict)  # deletes acknowledged (204 or 404 on retry)
     unresolved: dict[str, set[str]] = field(default_factory=dict)  # outcome unknown after all retries
+    deleting: Counter[str] = field(default_factory=Counter)  # resource ids with a delete in progress
+    # A delete answered 404 for a resource that was live when it asked, that no other client was
+    # deleting and that no earlier attempt of its own may have deleted: the answer hid what happened.
+    wrong_404s: list[str] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -110,20 +114,39 @@ def create(api: HttpApi, account: Account, key: str, ledger: Ledger) -> None:
 
 def delete(api: HttpApi, account: Account, resource_id: str, ledger: Ledger) -> None:
     path = f"/accounts/{account.account_id}/resources/{resource_id}"
-    for attempt_number in range(RETRIES):
-        reply = attempt(api, "DELETE", path)
-        status = reply.status if reply else "no-answer"
-        ledger.note("delete", status)
-        if reply is not None and (reply.status == 204 or (reply.status == 404 and attempt_number > 0)):
+    with ledger.lock:
+        others = ledger.deleting[resource_id] > 0  # another client may win the race: its 404 is fair
+        ledger.deleting[resource_id] += 1
+    try:
+        for attempt_number in range(RETRIES):
+            reply = attempt(api, "DELETE", path)
+            status = reply.status if reply else "no-answer"
+            ledger.note("delete", status)
+            if reply is not None and reply.status == 404:
+                _judge_404(ledger, account, resource_id, others, earlier_attempts=attempt_number)
+            if reply is not None and (reply.status == 204 or (reply.status == 404 and attempt_number > 0)):
+                with ledger.lock:
+                    ledger.acknowledged[account.account_id].discard(resource_id)
+                    ledger.deleted.setdefault(account.account_id, set()).add(resource_id)
+                return
+            if reply is not None and reply.status < 500:
+                return  # 404 on the first try: another client deleted it first
             with ledger.lock:
-                ledger.acknowledged[account.account_id].discard(resource_id)
-                ledger.deleted.setdefault(account.account_id, set()).add(resource_id)
-            return
-        if reply is not None and reply.status < 500:
-            return  # 404 on the first try: another client deleted it first
+                ledger.retries += 1
+            time.sleep(0.02 * (attempt_number + 1))
+        with ledger.lock:  # gave up: it may or may not be deleted
+            ledger.acknowledged[account.account_id].discard(resource_id)
+            ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+    finally:
         with ledger.lock:
-            ledger.retries += 1
-        time.sleep(0.02 * (attempt_number + 1))
-    with ledger.lock:  # gave up: it may or may not be deleted
-        ledger.acknowledged[account.account_id].discard(resource_id)
-        ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+            ledger.deleting[resource_id] -= 1
+
+
+def _judge_404(ledger: Ledger, account: Account, resource_id: str, others: bool, earlier_attempts: int) -> None:
+    """A 404 is legitimate when the resource was not live: another client deleted it (or was
+    deleting it), or an earlier attempt of this delete (answered 5xx or not at all) landed."""
+    with ledger.lock:
+        deleted_by_someone = resource_id in ledger.deleted.get(account.account_id, set())
+        racing = others or ledger.deleting[resource_id] > 1
+        if not (earlier_attempts or racing or deleted_by_someone):
+            ledger.wrong_404s.append(f"{account.account_id}/{resource_id}")

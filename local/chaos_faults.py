@@ -12,9 +12,14 @@ handler's code:
 | throttle | answered 400 ThrottlingException; nothing lands |
 | fail_before | answered 500 InternalServerError; nothing lands |
 | land_then_500 | the write is sent and lands, then the answer is replaced by a 500 (ambiguous) |
+| lands_answers_late | the write lands; its answer (a 500 or a read timeout) comes `late_answer_seconds` later |
 | transaction_conflict | TransactWriteItems answered TransactionCanceledException [TransactionConflict, None] |
 | crash_after_write | the function dies right after a write landed (mid-request or mid-batch) |
 | trimmed | the redrive's GetShardIterator answered TrimmedDataAccessException |
+
+lands_answers_late leaves time for the consumer, the redrive or the sweeper to act before the SDK
+retries: the retry must recognise its own landed write whatever happened since. Both landing
+kinds apply only to writes that do land: a write whose condition fails gets its real answer.
 
 In the stream event source:
 
@@ -35,17 +40,27 @@ import json
 import os
 import random
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from local.faults import FAULT_FLAG_PREFIX
 
-SANDBOX_KINDS = ("throttle", "fail_before", "land_then_500", "transaction_conflict", "crash_after_write", "trimmed")
+SANDBOX_KINDS = (
+    "throttle",
+    "fail_before",
+    "land_then_500",
+    "lands_answers_late",
+    "transaction_conflict",
+    "crash_after_write",
+    "trimmed",
+)
 SOURCE_KINDS = ("duplicate_delivery", "concurrent_delivery", "out_of_order_replay")
 ALL_KINDS = SANDBOX_KINDS + SOURCE_KINDS
 
-WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
+SINGLE_ITEM_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
+WRITE_OPERATIONS = SINGLE_ITEM_WRITES | {"TransactWriteItems"}
 
 
 class SandboxCrash(Exception):
@@ -59,6 +74,10 @@ class ChaosConfig:
     rates: Mapping[str, float] = field(default_factory=dict)
     # A deliberate bug to plant in the sandboxes (local/mutations.py), to show a run catches it.
     mutation: str | None = None
+    # How long a lands_answers_late answer is held back: the stream is applied within a second here.
+    late_answer_seconds: float = 2.0
+    # Only single-item writes answer late, always with a 500 (the outside test of docs/admission.md).
+    late_single_item_only: bool = False
 
     def rate(self, kind: str) -> float:
         return float(self.rates.get(kind, 0.0))
@@ -120,6 +139,7 @@ class Dice:
 def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None:
     import boto3
     from botocore.awsrequest import AWSResponse
+    from botocore.exceptions import ReadTimeoutError
     from botocore.httpsession import URLLib3Session
 
     from local.faults import ANSWERS, aws_response
@@ -160,9 +180,23 @@ def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None
             ledger.record("fail_before", operation)
             return answer(request, "InternalServerError")
         if operation in WRITE_OPERATIONS and dice.roll(config.rate("land_then_500")):
-            http.send(request)  # the write lands...
-            ledger.record("land_then_500", operation)
+            sent = http.send(request)
+            if sent.status_code != 200:
+                return sent  # it did not land (a failed condition, say): nothing ambiguous to hide
+            ledger.record("land_then_500", operation)  # the write landed...
             return answer(request, "InternalServerError")  # ...unseen
+        late_operations = SINGLE_ITEM_WRITES if config.late_single_item_only else WRITE_OPERATIONS
+        if operation in late_operations and dice.roll(config.rate("lands_answers_late")):
+            sent = http.send(request)
+            if sent.status_code != 200:
+                return sent
+            # The write landed, and the rest of the system moves on...
+            as_timeout = not config.late_single_item_only and dice.roll(0.5)
+            ledger.record("lands_answers_late", f"{operation} {'read timeout' if as_timeout else '500'}")
+            time.sleep(config.late_answer_seconds)
+            if as_timeout:  # ...then the SDK sees what it sees when a read times out
+                raise ReadTimeoutError(endpoint_url=request.url)
+            return answer(request, "InternalServerError")
         return None
 
     def after_call(context: dict[str, Any], http_response: Any, **_: Any) -> None:

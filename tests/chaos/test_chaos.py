@@ -22,3 +22,16 @@ def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed() -> N
     report = run(ChaosSettings(seed=11, operations=60, clients=4, mutation="consumer-ignores-counter-processed"))
     failed = {check.name for check in report.checks if check.violations}
     assert "eventual = existing counted resources at every sampled instant" in failed
+
+
+def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None:
+    """The only fault: a share of single-item writes land and answer 500 two seconds later, after
+    the consumer has acted. Callers see no 5xx, no lease is left, the stored counters are exact
+    without a heal, and each account then admits exactly up to its limit."""
+    rates = dict.fromkeys(ChaosSettings().rates, 0.0) | {"lands_answers_late": 0.15}
+    report = run(ChaosSettings(seed=3, operations=80, clients=4, rates=rates, fatal=False, late_single_item_only=True))
+    print(report.to_json())
+    assert report.faults["lands_answers_late"] > 0
+    assert report.client_retries == 0
+    assert {check.name: check.violations for check in report.checks if check.violations} == {}
+    assert any(check.name.startswith("only ambiguous writes injected") for check in report.checks)

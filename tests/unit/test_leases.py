@@ -1,0 +1,35 @@
+"""The lease codec: what an account item's attributes say about the writes in flight."""
+
+from __future__ import annotations
+
+from functions.core import schema
+from functions.core.leases import Lease, LeaseKind, dead, holds, leases_of, new_token
+
+
+def test_a_lease_round_trips_through_the_account_item() -> None:
+    lease = Lease(LeaseKind.RESERVATION, new_token(), "r-1", "2026-11-23T08:00:00.000Z")
+    item = {"limit": 5, "admitted": 1, lease.attribute: lease.value}
+    assert lease.attribute.startswith(schema.RESERVATION_LEASE_PREFIX)
+    assert leases_of(item) == (lease,)
+    assert holds(item, lease)
+    assert not holds({}, lease)
+    assert not holds(None, lease)
+
+
+def test_leases_are_read_oldest_first_and_other_attributes_ignored() -> None:
+    newer = Lease(LeaseKind.DELETION, "b" * 16, "r-2", "2026-11-23T08:00:02.000Z")
+    older = Lease(LeaseKind.RESERVATION, "a" * 16, "r-1", "2026-11-23T08:00:01.000Z")
+    item = {
+        newer.attribute: newer.value,
+        older.attribute: older.value,
+        "lease_r_malformed": 7,  # not a lease value: ignored rather than misread
+        "best_effort": 1,
+    }
+    assert leases_of(item) == (older, newer)
+    assert dead(leases_of(item), "2026-11-23T08:00:02.000Z") == [older]
+
+
+def test_tokens_are_short_and_distinct() -> None:
+    tokens = {new_token() for _ in range(1000)}
+    assert len(tokens) == 1000
+    assert {len(token) for token in tokens} == {16}
