@@ -8,12 +8,20 @@ at botocore's `before-send`, so the SDK's own retries see it as a real answer:
 
 `functions` names handler packages (api, stream_consumer, redrive; empty = all), `contains` is
 matched against the call's parameters as JSON, `answer` is one of ANSWERS.
+
+`contains` may be a list: every one of its strings must appear.
+
+A rule with `delay_seconds` instead of `answer` holds the matching call back that long, then sends
+it: an invocation that runs on after its caller gave up. With `once_file`, only the first matching
+call of any sandbox is held (the file marks it taken), so the caller's retry runs at once.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -68,19 +76,53 @@ def install(rules: Sequence[Mapping[str, Any]], function: str) -> None:
     for rule in rules:
         if rule.get("functions") and function not in rule["functions"]:
             continue
+        if "delay_seconds" in rule:
+            _register_delay(events, rule)
+            continue
         if rule["answer"] not in ANSWERS:
             raise ValueError(f"unknown fault answer {rule['answer']!r}; known: {sorted(ANSWERS)}")
         _register(events, rule)
 
 
+def _matcher(rule: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    contains = rule.get("contains", "")
+    needles = [contains] if isinstance(contains, str) else list(contains)
+    return lambda params: all(needle in json.dumps(params, default=str) for needle in needles)
+
+
+def _register_delay(events: Any, rule: Mapping[str, Any]) -> None:
+    matches = _matcher(rule)
+    service, operation = rule.get("service", "dynamodb"), rule["operation"]
+    flag = f"{FAULT_FLAG_PREFIX}{uuid.uuid4().hex}"
+
+    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[flag] = matches(params)
+
+    def hold(request: Any, **_: Any) -> None:
+        if request.context.get(flag) and _first_taker(rule.get("once_file")):
+            time.sleep(float(rule["delay_seconds"]))
+
+    events.register(f"provide-client-params.{service}.{operation}", remember)
+    events.register(f"before-send.{service}.{operation}", hold)
+
+
+def _first_taker(once_file: str | None) -> bool:
+    if once_file is None:
+        return True
+    try:
+        os.close(os.open(once_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
 def _register(events: Any, rule: Mapping[str, Any]) -> None:
-    needle = rule.get("contains", "")
     status, body = ANSWERS[rule["answer"]]
     answer_on_the_wire(
         events,
         rule.get("service", "dynamodb"),
         rule["operation"],
-        lambda params: needle in json.dumps(params, default=str),
+        _matcher(rule),
         status,
         body,
     )

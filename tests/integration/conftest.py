@@ -10,6 +10,7 @@ faults skip, saying so.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,7 +22,28 @@ from local.http_client import HttpApi
 POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1
 POISON_EVERYWHERE = "poison-always"  # fails in the redrive too: ends in DLQ 2
 
+# Accounts whose first create's put, or first delete's decrement, runs 4 s late: after its
+# caller gave up and retried (tests/integration/test_late_invocations.py).
+LATE_CREATE = "late-create"
+LATE_DELETE = "late-delete"
+LATE_SECONDS = 4
+_ONCE = tempfile.mkdtemp(prefix="hybrid-counter-late-")
+
 FAULTS = [
+    {
+        "functions": ["api"],
+        "operation": "PutItem",
+        "contains": f"ACCOUNT#{LATE_CREATE}",
+        "delay_seconds": LATE_SECONDS,
+        "once_file": f"{_ONCE}/create",
+    },
+    {
+        "functions": ["api"],
+        "operation": "UpdateItem",
+        "contains": [f"ACCOUNT#{LATE_DELETE}", "ADD best_effort :minus_one"],
+        "delay_seconds": LATE_SECONDS,
+        "once_file": f"{_ONCE}/delete",
+    },
     {
         "functions": ["stream_consumer"],
         "operation": "TransactWriteItems",
