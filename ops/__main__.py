@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet-seconds",
         type=int,
         default=constants.HEAL_QUIET_SECONDS,
-        help="lower held slots only if the account had no API write for this long, and take delete markers "
-        f"older than this as dead (default {constants.HEAL_QUIET_SECONDS}, as deployed)",
+        help="lower held slots only if the account had no API write for this long, and settle leases taken "
+        f"longer ago than this as dead (default {constants.HEAL_QUIET_SECONDS}, as deployed)",
     )
     heal.add_argument(
         "--force",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from functions.core import leases
@@ -188,7 +188,7 @@ def create_resource(
             raise
         return _replay(exists.existing, fingerprint)
 
-    commit = Settlement(best_effort=COMMIT_RESERVATION.best_effort, expected_heal_epoch=heal_epoch)
+    commit = replace(COMMIT_RESERVATION, expected_heal_epoch=heal_epoch)
     try:
         if store.settle(account_id, lease, commit, now) is Settled.EPOCH_MOVED:
             # A heal since the reservation has counted the resource already, or will never need
