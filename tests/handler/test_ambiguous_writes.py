@@ -232,3 +232,78 @@ def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness) -> Non
     assert landed == [1]
     exact(harness, "acme", live=0)
     assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]
+
+
+# --- late invocations: the caller gave up (API Gateway answered 504) and may have retried ---------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/accounts/acme/resources", {"name": "vm"}),
+        ("PUT", "/accounts/acme", {"limit": 9}),
+        ("DELETE", "/accounts/acme/resources/RESOURCE", None),
+    ],
+)
+def test_an_invocation_older_than_the_integration_timeout_writes_nothing(
+    harness: Harness, method: str, path: str, body: object
+) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    harness.pump()
+    before = harness.truth("acme")
+    received = int(datetime.now(UTC).timestamp() * 1000) - 30_000  # API Gateway gave up at 29 s
+    late = api.request(method, path.replace("RESOURCE", resource_id), body, received_ms=received)
+    assert late.status == 504
+    assert late.json()["error"]["code"] == "GatewayTimeout"
+    harness.pump()
+    assert harness.truth("acme") == before
+    assert api.account("acme")["limit"] == 5
+
+
+def test_a_late_keyed_create_after_its_retry_succeeded_and_the_resource_was_removed(harness: Harness) -> None:
+    """The first invocation is held just before its put while the caller's retry creates the
+    resource, deletes it, and the consumer leaves a tombstone. Then the first put runs: it must not
+    bring the resource back, and its reservation must be released. (Before: the put found no item
+    and created the resource again.)"""
+    api = harness.api
+    api.put_account("acme", 2)
+    resource_id = idempotent_resource_id("acme", "k1")
+    retry: list[int] = []
+    held = {"first": True}
+
+    def the_caller_retries_and_deletes(params: dict) -> None:
+        if not held.pop("first", False):
+            return  # only the first invocation's put is held; the retry's own put goes through
+        retry.append(api.create("acme", "vm", key="k1").status)
+        retry.append(api.delete("acme", resource_id).status)
+        harness.pump()
+
+    faults.before_call("PutItem", the_caller_retries_and_deletes)
+    late = api.create("acme", "vm", key="k1")
+    assert retry == [201, 204]
+    assert late.status == 409  # answered to nobody: the key's resource was deleted
+    assert late.json()["error"]["code"] == "IdempotencyKeyReused"
+    assert api.request("GET", f"/accounts/acme/resources/{resource_id}").status == 404
+    exact(harness, "acme", live=0)
+
+
+def test_a_late_delete_after_its_retry_succeeded_gives_back_its_decrement(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    resource_id = api.create("acme").json()["resourceId"]
+    api.create("acme", "keep")
+    harness.pump()
+    retry: list[int] = []
+    held = {"first": True}
+
+    def the_caller_retries(params: dict) -> None:
+        if API_WRITES["take-deletion"][1](params) and held.pop("first", False):
+            retry.append(api.delete("acme", resource_id).status)
+            harness.pump()
+
+    faults.before_call("UpdateItem", the_caller_retries)
+    assert api.delete("acme", resource_id).status == 404  # answered to nobody
+    assert retry == [204]
+    exact(harness, "acme", live=1)
