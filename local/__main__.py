@@ -36,6 +36,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="seconds a failed DLQ message stays invisible (default: the queue's own visibility timeout)",
     )
+    parser.add_argument(
+        "--account-concurrency",
+        type=int,
+        default=10,
+        help="sandboxes of a function without reserved concurrency (AWS's account default is 1,000; "
+        "each one here is a process); an API call beyond them is answered 500 at once, as API Gateway "
+        "answers a throttled invocation (default 10)",
+    )
     return parser.parse_args(argv)
 
 
@@ -61,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             port=args.port,
             faults=faults,
             sqs_retry_visibility_seconds=args.sqs_retry_visibility,
+            account_concurrency=args.account_concurrency,
         )
     )
     try:

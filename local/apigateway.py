@@ -1,4 +1,10 @@
-"""API Gateway (REST, Lambda proxy integration, payload v1) in front of the deployed api function."""
+"""API Gateway (REST, Lambda proxy integration, payload v1) in front of the deployed api function.
+
+Under load it answers as API Gateway does (docs/local-runtime.md): every connection is accepted
+(a deep listen backlog, a bounded pool of workers), an invocation the function's concurrency cannot
+take is answered 500 at once, a function error or a run past the function's timeout is a 502, and
+a 504 comes only after the integration timeout.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +15,50 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local.event_sources import log_invocation
-from local.functions import FunctionPool
+from local.functions import FunctionPool, Invocation
 
 logger = logging.getLogger("local.runtime")
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
+# API Gateway's integration timeout for a REST API: it answers 504 then and never reads the answer.
+INTEGRATION_TIMEOUT_SECONDS = 29.0
+# Connections waiting to be accepted: a burst of a thousand clients is queued, never reset. (The
+# kernel caps it at net.core.somaxconn, 4096 on these machines.)
+LISTEN_BACKLOG = 1024
+# Connections served at once; more wait, accepted, for a free worker.
+WORKERS = 512
+# An idle keep-alive connection is closed after this, so it cannot hold a worker forever.
+IDLE_CONNECTION_SECONDS = 5.0
+
+INTERNAL_SERVER_ERROR = b'{"message": "Internal server error"}'
+ENDPOINT_TIMED_OUT = b'{"message": "Endpoint request timed out"}'
+
+
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer with a listen backlog of LISTEN_BACKLOG (its default of 5 resets the
+    connections of a burst) and a bounded pool of worker threads instead of one thread each."""
+
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="api-gateway")
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self._workers.submit(self.process_request_thread, request, client_address)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._workers.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass(frozen=True)
@@ -108,8 +147,7 @@ class ApiGateway:
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage
         self._host = host
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, name="api-gateway", daemon=True)
 
     @property
@@ -120,7 +158,8 @@ class ApiGateway:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for serve_forever: never call it before start()
+            self._server.shutdown()
         self._server.server_close()
 
     def route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
@@ -134,7 +173,8 @@ class ApiGateway:
         gateway = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+            protocol_version = "HTTP/1.1"  # keep-alive
+            timeout = IDLE_CONNECTION_SECONDS
 
             def log_message(self, format: str, *args: Any) -> None:
                 return  # one line per invocation is logged instead
@@ -160,14 +200,15 @@ class ApiGateway:
                     gateway._stage,
                     self.client_address[0],
                 )
-                invocation = route.function.invoke(event)
+                invocation = route.function.invoke(
+                    event, synchronous=True, patience_seconds=INTEGRATION_TIMEOUT_SECONDS
+                )
                 log_invocation(route.function.function.short_name, 1, invocation, f"{self.command} {path}")
-                if not invocation.ok or not isinstance(invocation.payload, Mapping):
-                    status = 504 if invocation.timed_out else 502
-                    message = b'{"message": "Internal server error"}'
-                    self._reply(status, {"Content-Type": "application/json"}, message)
+                if invocation.ok and isinstance(invocation.payload, Mapping):
+                    self._reply(*integration_response(invocation.payload))
                     return
-                self._reply(*integration_response(invocation.payload))
+                status, message = failure_answer(invocation)
+                self._reply(status, {"Content-Type": "application/json"}, message)
 
             def _reply(self, status: int, headers: Mapping[str, str | list[str]], body: bytes) -> None:
                 self.send_response(status)
@@ -182,6 +223,17 @@ class ApiGateway:
         for method in METHODS:
             setattr(Handler, f"do_{method}", Handler._serve)
         return Handler
+
+
+def failure_answer(invocation: Invocation) -> tuple[int, bytes]:
+    """What API Gateway answers when the Lambda integration gives no proper response ("Handle
+    Lambda errors in API Gateway"): a rejected (throttled) invocation is a 500, a function error or
+    a run past the function's timeout a 502, and the integration timeout a 504. It never retries."""
+    if invocation.throttled:
+        return 500, INTERNAL_SERVER_ERROR
+    if invocation.caller_gave_up:
+        return 504, ENDPOINT_TIMED_OUT
+    return 502, INTERNAL_SERVER_ERROR
 
 
 def integration_response(payload: Mapping[str, Any]) -> tuple[int, dict[str, str | list[str]], bytes]:

@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -42,6 +43,7 @@ class DeployedFunction:
     timeout_seconds: int
     memory_mb: int
     environment: Mapping[str, str]
+    reserved_concurrency: int | None = None  # ReservedConcurrentExecutions, when the template sets it
 
     @property
     def short_name(self) -> str:
@@ -55,7 +57,9 @@ class Invocation:
     error_type: str = ""
     error_message: str = ""
     duration_ms: float = 0.0
-    timed_out: bool = False
+    timed_out: bool = False  # the function ran past its own timeout: a function error
+    throttled: bool = False  # no concurrency left: rejected at once, never run
+    caller_gave_up: bool = False  # the caller's patience ran out before the function's timeout
 
 
 @dataclass
@@ -128,13 +132,28 @@ def _invoke_in_sandbox(event: Any) -> tuple[bool, Any, str, str]:
 
 
 class FunctionPool:
-    """Up to `concurrency` sandboxes of one function."""
+    """One function's sandboxes: at most its concurrency run at once, as on the Lambda service.
 
-    def __init__(self, function: DeployedFunction, base_environment: Mapping[str, str], concurrency: int) -> None:
+    The concurrency is the function's reserved concurrency when the template sets one, else
+    `account_concurrency` (what the account leaves unreserved; AWS's default is 1,000, and this
+    machine runs a few processes). A synchronous invocation beyond it is rejected at once
+    (TooManyRequestsException), never queued; an event source's poller waits for a free sandbox, as
+    Lambda's pollers do. A sandbox is taken only when one is free, so a function's timeout counts its
+    run alone. A run past its timeout is reported at the timeout; its sandbox finishes the work (its
+    late writes are made harmless by the product, docs/admission.md) and stays busy until then.
+    """
+
+    def __init__(
+        self, function: DeployedFunction, base_environment: Mapping[str, str], account_concurrency: int
+    ) -> None:
         self.function = function
+        self.concurrency = function.reserved_concurrency or account_concurrency
+        self._free = threading.BoundedSemaphore(self.concurrency)
+        self._busy = 0
+        self._busy_lock = threading.Lock()
         context = multiprocessing.get_context("spawn")
         self._pool = ProcessPoolExecutor(
-            max_workers=concurrency,
+            max_workers=self.concurrency,
             mp_context=context,
             initializer=_start_sandbox,
             # Numbers the sandboxes 1, 2, ... so seeded faults differ between them but not between runs.
@@ -145,23 +164,53 @@ class FunctionPool:
         """Start a sandbox now, so the first real invocation does not pay for the imports."""
         self._pool.submit(_noop).result()
 
-    def invoke(self, event: Any) -> Invocation:
+    def invoke(self, event: Any, *, synchronous: bool = False, patience_seconds: float | None = None) -> Invocation:
+        """Run `event` in a free sandbox. `synchronous`: throttle at once when none is free (an API
+        call); otherwise wait for one (a poller). `patience_seconds`: how long the caller waits
+        (API Gateway's integration timeout), if shorter than the function's timeout."""
+        if not self._free.acquire(blocking=not synchronous):
+            return Invocation(
+                ok=False, error_type="TooManyRequestsException", error_message="Rate Exceeded.", throttled=True
+            )
+        self._count_busy(+1)
         started = time.perf_counter()
-        future: Future[tuple[bool, Any, str, str]] = self._pool.submit(_invoke_in_sandbox, event)
         try:
-            ok, payload, error_type, message = future.result(timeout=self.function.timeout_seconds)
+            future: Future[tuple[bool, Any, str, str]] = self._pool.submit(_invoke_in_sandbox, event)
+        except RuntimeError:  # the pool is shut down
+            self._sandbox_freed()
+            return Invocation(ok=False, error_type="SandboxStopped", error_message="the runtime is shutting down")
+        future.add_done_callback(lambda _: self._sandbox_freed())
+        timeout = self.function.timeout_seconds
+        wait = timeout if patience_seconds is None else min(timeout, patience_seconds)
+        try:
+            ok, payload, error_type, message = future.result(timeout=wait)
         except BrokenProcessPool:
             return Invocation(ok=False, error_type="SandboxStopped", error_message="the runtime is shutting down")
         except FutureTimeout:
-            # The sandbox keeps running, as a timed-out Lambda's side effects may still land.
+            elapsed = (time.perf_counter() - started) * 1000
+            if wait < timeout:
+                return Invocation(ok=False, error_type="IntegrationTimeout", duration_ms=elapsed, caller_gave_up=True)
             return Invocation(
                 ok=False,
                 error_type="TimeoutError",
-                error_message=f"Task timed out after {self.function.timeout_seconds} seconds",
-                duration_ms=(time.perf_counter() - started) * 1000,
+                error_message=f"Task timed out after {timeout} seconds",
+                duration_ms=elapsed,
                 timed_out=True,
             )
         return Invocation(ok, payload, error_type, message, (time.perf_counter() - started) * 1000)
+
+    @property
+    def busy(self) -> int:
+        """Sandboxes running an invocation now (a timed-out one included, until it ends)."""
+        return self._busy
+
+    def _count_busy(self, change: int) -> None:
+        with self._busy_lock:
+            self._busy += change
+
+    def _sandbox_freed(self) -> None:
+        self._count_busy(-1)
+        self._free.release()
 
     def close(self) -> None:
         """Stop every sandbox now, as the Lambda service would on shutdown: invocations still

@@ -50,7 +50,9 @@ class RuntimeSettings:
     stack_name: str = constants.DEFAULT_STACK_NAME
     host: str = "127.0.0.1"
     port: int = 3000
-    api_concurrency: int = 4
+    # Concurrency the account leaves to functions without reserved concurrency: AWS's default is
+    # 1,000; here each unit is a sandbox process, so a few. Beyond it the API answers 500 at once.
+    account_concurrency: int = 10
     faults: Sequence[Mapping[str, Any]] = ()
     chaos: ChaosConfig | None = None  # seeded random faults (local/chaos_faults.py); off by default
     # How long a failed SQS message stays invisible before its next try. None keeps the queue's
@@ -115,7 +117,8 @@ class LocalRuntime:
         schedules = self._read_schedules()
         for arn, function in functions.items():
             background = any(m["FunctionArn"] == arn for m in mappings) or any(t == arn for _, _, t in schedules)
-            self._pools[arn] = FunctionPool(function, sandbox_env, 2 if background else self.settings.api_concurrency)
+            concurrency = 2 if background else self.settings.account_concurrency
+            self._pools[arn] = FunctionPool(function, sandbox_env, concurrency)
         for pool in self._pools.values():
             pool.warm_up()
         self._start_gateway(stack_resources)
@@ -170,7 +173,9 @@ class LocalRuntime:
         for resource in stack_resources:
             if resource.get("ResourceType") != "AWS::Lambda::Function":
                 continue
-            config = lam.get_function(FunctionName=resource["PhysicalResourceId"])["Configuration"]
+            found = lam.get_function(FunctionName=resource["PhysicalResourceId"])
+            config = found["Configuration"]
+            reserved = (found.get("Concurrency") or {}).get("ReservedConcurrentExecutions")
             functions[config["FunctionArn"]] = DeployedFunction(
                 name=config["FunctionName"],
                 arn=config["FunctionArn"],
@@ -178,6 +183,7 @@ class LocalRuntime:
                 timeout_seconds=int(config.get("Timeout", 3)),
                 memory_mb=int(config.get("MemorySize", 128)),
                 environment=dict((config.get("Environment") or {}).get("Variables", {})),
+                reserved_concurrency=int(reserved) if reserved else None,
             )
         return functions
 

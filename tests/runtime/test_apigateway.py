@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +25,8 @@ class EchoFunction:
         default_factory=lambda: DeployedFunction("api", "arn:fn", "functions.api.handler.handler", 10, 256, {})
     )
 
-    def invoke(self, event: dict[str, Any]) -> Invocation:
+    def invoke(self, event: dict[str, Any], **how: Any) -> Invocation:
+        assert how == {"synchronous": True, "patience_seconds": 29.0}  # as API Gateway invokes
         self.events.append(event)
         if self.answer is not None:
             return self.answer
@@ -94,10 +96,46 @@ def test_a_function_error_is_a_502(gateway: tuple[ApiGateway, EchoFunction]) -> 
     assert json.loads(body) == {"message": "Internal server error"}
 
 
-def test_a_timeout_is_a_504(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+def test_a_run_past_the_function_timeout_is_a_502(gateway: tuple[ApiGateway, EchoFunction]) -> None:
     api, function = gateway
     function.answer = Invocation(ok=False, error_type="TimeoutError", timed_out=True)
-    assert call(f"{api.url}/x")[0] == 504
+    status, _, body = call(f"{api.url}/x")
+    assert (status, json.loads(body)) == (502, {"message": "Internal server error"})
+
+
+def test_the_integration_timeout_is_a_504(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+    api, function = gateway
+    function.answer = Invocation(ok=False, error_type="IntegrationTimeout", caller_gave_up=True)
+    status, _, body = call(f"{api.url}/x")
+    assert (status, json.loads(body)) == (504, {"message": "Endpoint request timed out"})
+
+
+def test_a_throttled_invocation_is_a_500(gateway: tuple[ApiGateway, EchoFunction]) -> None:
+    api, function = gateway
+    function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
+    status, _, body = call(f"{api.url}/x")
+    assert (status, json.loads(body)) == (500, {"message": "Internal server error"})
+
+
+def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() -> None:
+    """Every client connects before the gateway accepts any: the listen backlog must hold them all.
+    (With http.server's default backlog of 5, the kernel drops the rest and their connects time out.)"""
+    function = EchoFunction()
+    api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0)  # type: ignore[list-item]
+    host, port = "127.0.0.1", int(api.url.rsplit(":", 1)[1])
+    sockets = []
+    try:
+        for _ in range(300):
+            sockets.append(socket.create_connection((host, port), timeout=2))
+        api.start()
+        for index, sock in enumerate(sockets):
+            sock.sendall(f"GET /r{index} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        answers = [sock.makefile("rb").readline() for sock in sockets]
+        assert answers == [b"HTTP/1.1 201 Created\r\n"] * 300
+    finally:
+        for sock in sockets:
+            sock.close()
+        api.stop()
 
 
 def test_binary_bodies_are_base64_encoded() -> None:

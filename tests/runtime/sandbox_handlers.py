@@ -1,0 +1,11 @@
+"""Handlers the function-pool tests run in real sandboxes (spawned processes)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def sleep_then_answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    time.sleep(float(event.get("sleep", 0)))
+    return {"slept": event.get("sleep", 0), "remaining_ms": context.get_remaining_time_in_millis()}

@@ -1,0 +1,87 @@
+"""The Lambda service's concurrency and timeouts, as the local runtime applies them to real sandboxes.
+
+AWS: a synchronous invocation beyond the function's concurrency fails at once with
+TooManyRequestsException, it is never queued ("Lambda function scaling", "Invoke"); a function's
+timeout counts its run; API Gateway maps a rejected invocation to 500, a function error or timeout
+to 502, its own integration timeout to 504 ("Handle Lambda errors in API Gateway").
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from local.apigateway import failure_answer
+from local.functions import DeployedFunction, FunctionPool, Invocation
+from local.http_client import poll
+
+
+def slow_function(timeout_seconds: int = 1, reserved: int | None = None) -> DeployedFunction:
+    return DeployedFunction(
+        "slow", "arn:slow", "tests.runtime.sandbox_handlers.sleep_then_answer", timeout_seconds, 128, {}, reserved
+    )
+
+
+@pytest.fixture
+def pool() -> Iterator[FunctionPool]:
+    pool = FunctionPool(slow_function(), {}, account_concurrency=1)
+    pool.warm_up()
+    yield pool
+    pool.close()
+
+
+def in_background(pool: FunctionPool, seconds: float) -> list[Invocation]:
+    """Start an invocation that holds the only sandbox, and wait until it runs."""
+    results: list[Invocation] = []
+    threading.Thread(target=lambda: results.append(pool.invoke({"sleep": seconds})), daemon=True).start()
+    poll(lambda: pool.busy, lambda busy: busy == 1, timeout=10, interval=0.01)
+    return results
+
+
+def test_a_synchronous_invocation_beyond_the_concurrency_is_throttled_at_once(pool: FunctionPool) -> None:
+    first = in_background(pool, 0.8)
+    started = time.perf_counter()
+    rejected = pool.invoke({"sleep": 0}, synchronous=True)
+    waited = time.perf_counter() - started
+    assert rejected.throttled
+    assert rejected.error_type == "TooManyRequestsException"
+    assert waited < 0.1  # never queued behind the running one
+    assert failure_answer(rejected) == (500, b'{"message": "Internal server error"}')
+    poll(lambda: first, lambda done: bool(done) and done[0].ok, timeout=10)  # the first one was not disturbed
+
+
+def test_a_queued_poller_invocation_has_its_whole_timeout_to_run(pool: FunctionPool) -> None:
+    """A poller waits for the sandbox; the wait is not counted against the 1 s timeout."""
+    in_background(pool, 0.7)
+    second = pool.invoke({"sleep": 0.7})
+    assert second.ok, second
+    assert second.payload["remaining_ms"] > 100
+
+
+def test_a_run_past_the_function_timeout_is_a_function_error(pool: FunctionPool) -> None:
+    late = pool.invoke({"sleep": 1.5}, synchronous=True)
+    assert late.timed_out
+    assert not late.caller_gave_up
+    assert failure_answer(late) == (502, b'{"message": "Internal server error"}')
+    # Its sandbox stays busy until the run ends: a call now is throttled, not queued behind it.
+    assert pool.invoke({"sleep": 0}, synchronous=True).throttled
+    poll(lambda: pool.busy, lambda busy: busy == 0, timeout=10, interval=0.05)
+    assert pool.invoke({"sleep": 0}, synchronous=True).ok
+
+
+def test_the_integration_timeout_is_a_504(pool: FunctionPool) -> None:
+    gave_up = pool.invoke({"sleep": 0.6}, synchronous=True, patience_seconds=0.3)
+    assert gave_up.caller_gave_up
+    assert not gave_up.timed_out
+    assert failure_answer(gave_up) == (504, b'{"message": "Endpoint request timed out"}')
+
+
+def test_reserved_concurrency_from_the_template_wins_over_the_account_limit() -> None:
+    pool = FunctionPool(slow_function(reserved=2), {}, account_concurrency=7)
+    try:
+        assert pool.concurrency == 2
+    finally:
+        pool.close()
