@@ -1,0 +1,271 @@
+"""The paper's load test against the local system: constant arrival, create then delete.
+
+    make bench-load                                    # 20 s at 8 iterations/s on one shared account
+    make bench-load ARGS='--rate 15 --duration 30 --accounts 10'
+
+Each iteration starts on schedule (a constant arrival rate, whatever the answers take) and makes a
+POST then a DELETE of what it created, as the paper's k6 script does. It prints, and writes as JSON
+and PNG plots under benchmarks/results/:
+
+* the achieved rate, p50/p95/p99 latency per operation, failures by status;
+* the time from the last answer until every account's eventual and best-effort counters equal
+  what exists (nothing after create-then-delete, but what a throttled delete left);
+* the **emulator ceiling** measured in the same run (raw conditional UpdateItems per second from
+  4 client threads, divided by the DynamoDB calls one iteration makes, measured with
+  benchmarks.api_path_cost), and the achieved rate as a share of it. These machines are shared and
+  noisy: compare a ratio, never an absolute rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from local.http_client import HttpApi
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+# DynamoDB calls per create+delete iteration, measured by `python -m benchmarks.api_path_cost`:
+# create 4 (BatchGetItem, UpdateItem, PutItem, UpdateItem), delete 4 (GetItem, 3 UpdateItem),
+# the consumer 2 TransactWriteItems. Stream reads are not counted.
+CALLS_PER_ITERATION = 10
+
+
+@dataclass
+class Sample:
+    operation: str
+    started: float  # seconds since the run began
+    seconds: float
+    status: int | str
+
+
+@dataclass
+class LoadReport:
+    rate: float
+    duration: float
+    accounts: int
+    iterations_started: int = 0
+    iterations_completed: int = 0
+    achieved_rate: float = 0.0
+    latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+    failures: int = 0
+    seconds_to_converge: float | None = None
+    emulator_calls_per_second: float = 0.0
+    ceiling_iterations_per_second: float = 0.0
+    share_of_ceiling: float = 0.0
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
+
+
+def measure_emulator(client: Any, table: str, seconds: float = 4.0, threads: int = 4) -> float:
+    """Raw conditional UpdateItems per second against the emulator, from `threads` clients."""
+    stop = time.monotonic() + seconds
+    done = [0] * threads
+
+    def hammer(index: int) -> None:
+        key = {"pk": {"S": f"CEILING#{index}"}, "sk": {"S": "COUNTER"}}
+        while time.monotonic() < stop:
+            client.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="ADD n :one",
+                ConditionExpression="attribute_not_exists(n) OR n < :cap",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":cap": {"N": "1000000000"}},
+            )
+            done[index] += 1
+
+    workers = [threading.Thread(target=hammer, args=(index,)) for index in range(threads)]
+    started = time.monotonic()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return sum(done) / (time.monotonic() - started)
+
+
+def run_load(
+    api: HttpApi, accounts: list[str], rate: float, duration: float, live: Counter[str]
+) -> tuple[list[Sample], float]:
+    """Runs the load; `live` counts, per account, what the answers say still exists."""
+    samples: list[Sample] = []
+    lock = threading.Lock()
+    began = time.monotonic()
+
+    def timed(operation: str, call: Any) -> Any:
+        started = time.monotonic()
+        try:
+            reply = call()
+            status: int | str = reply.status
+        except OSError as error:
+            reply, status = None, f"no answer ({type(error).__name__})"
+        with lock:
+            samples.append(Sample(operation, started - began, time.monotonic() - started, status))
+        return reply
+
+    def iteration(number: int) -> None:
+        account = accounts[number % len(accounts)]
+        created = timed("create", lambda: api.create(account, f"load-{number}"))
+        if created is not None and created.status == 201:
+            resource_id = created.body["resourceId"]
+            deleted = timed("delete", lambda: api.delete(account, resource_id))
+            if deleted is None or deleted.status != 204:
+                with lock:
+                    live[account] += 1  # a throttled delete leaves its resource (no retries here)
+
+    total = int(rate * duration)
+    with ThreadPoolExecutor(max_workers=512) as pool:
+        for number in range(total):
+            time.sleep(max(0.0, began + number / rate - time.monotonic()))  # constant arrival
+            pool.submit(iteration, number)
+            if number % max(1, int(rate)) == 0:
+                done = sum(1 for sample in samples if sample.operation == "delete")
+                print(f"\r  {time.monotonic() - began:5.1f} s  started {number + 1}/{total}  done {done}", end="")
+    print()
+    return samples, time.monotonic() - began
+
+
+def wait_until_converged(api: HttpApi, live: Counter[str], accounts: list[str], timeout: float = 120.0) -> float | None:
+    """Seconds until every account's eventual and best-effort counters equal what exists."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        views = {account: api.account(account) for account in accounts}
+        if all(view["eventual"] == view["bestEffort"] == live[account] for account, view in views.items()):
+            return time.monotonic() - started
+        time.sleep(0.1)
+    return None
+
+
+def summarize(report: LoadReport, samples: list[Sample], elapsed: float) -> None:
+    deletes = [s for s in samples if s.operation == "delete"]
+    report.iterations_completed = sum(1 for s in deletes if s.status == 204)
+    report.achieved_rate = round(report.iterations_completed / elapsed, 2)
+    statuses = Counter(f"{s.operation} {s.status}" for s in samples)
+    report.statuses = dict(sorted(statuses.items()))
+    report.failures = sum(count for name, count in statuses.items() if name not in ("create 201", "delete 204"))
+    groups = {
+        "create": [s for s in samples if s.operation == "create"],
+        "delete": [s for s in samples if s.operation == "delete"],
+        # Beyond the API function's concurrency: API Gateway's 500 for a throttled invocation.
+        "throttled (500)": [s for s in samples if s.status == 500],
+    }
+    for group, members in groups.items():
+        if not members:
+            continue
+        latencies = [s.seconds * 1000 for s in members]
+        report.latency_ms[group] = {
+            "p50": round(percentile(latencies, 0.50), 1),
+            "p95": round(percentile(latencies, 0.95), 1),
+            "p99": round(percentile(latencies, 0.99), 1),
+            "mean": round(statistics.fmean(latencies), 1) if latencies else 0.0,
+        }
+
+
+def plot(samples: list[Sample], report: LoadReport, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (latency, throughput) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    seconds = int(max((s.started for s in samples), default=0)) + 1
+    for operation, colour in (("create", "tab:blue"), ("delete", "tab:orange")):
+        for share, style in ((0.50, "-"), (0.95, "--"), (0.99, ":")):
+            series = []
+            for second in range(seconds):
+                values = [s.seconds * 1000 for s in samples if s.operation == operation and int(s.started) == second]
+                series.append(percentile(values, share) if values else float("nan"))
+            latency.plot(range(seconds), series, style, color=colour, label=f"{operation} p{int(share * 100)}")
+        done = Counter(int(s.started) for s in samples if s.operation == operation and s.status in (201, 204))
+        failed = Counter(int(s.started) for s in samples if s.operation == operation and s.status not in (201, 204))
+        throughput.plot(range(seconds), [done[t] for t in range(seconds)], color=colour, label=f"{operation} ok")
+        throughput.plot(
+            range(seconds), [failed[t] for t in range(seconds)], color=colour, alpha=0.4, label=f"{operation} failed"
+        )
+    latency.set_ylabel("latency (ms)")
+    latency.set_yscale("log")
+    latency.legend(fontsize="small", ncol=2)
+    latency.set_title(
+        f"{report.rate}/s offered, {report.achieved_rate}/s achieved, "
+        f"{report.share_of_ceiling:.0%} of the emulator ceiling ({report.ceiling_iterations_per_second:.1f}/s)"
+    )
+    throughput.set_ylabel("requests started per second")
+    throughput.set_xlabel("seconds into the run")
+    throughput.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=8.0, help="iterations (create then delete) started per second")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of load")
+    parser.add_argument("--accounts", type=int, default=1, help="1: the paper's one shared account; more: a mix")
+    parser.add_argument("--name", default=None, help="file name under benchmarks/results/ (default from the rate)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+    from local.emulator import EmulatorProcess
+    from local.runtime import LocalRuntime, RuntimeSettings
+
+    report = LoadReport(rate=args.rate, duration=args.duration, accounts=args.accounts)
+    with EmulatorProcess() as emulator:
+        runtime = LocalRuntime(RuntimeSettings(endpoint_url=emulator.url, port=0))
+        runtime.deploy_and_start()
+        try:
+            api = HttpApi(runtime.api_url)
+            table = runtime.outputs["TableName"]
+            print("measuring the emulator's ceiling ...")
+            report.emulator_calls_per_second = round(measure_emulator(runtime.client("dynamodb"), table), 1)
+            report.ceiling_iterations_per_second = round(report.emulator_calls_per_second / CALLS_PER_ITERATION, 2)
+            accounts = [api.new_account(prefix="load", limit=1_000_000) for _ in range(args.accounts)]
+            print(f"load: {args.rate}/s for {args.duration} s over {args.accounts} account(s)")
+            live: Counter[str] = Counter()
+            samples, elapsed = run_load(api, accounts, args.rate, args.duration, live)
+            report.iterations_started = int(args.rate * args.duration)
+            converged = wait_until_converged(api, live, accounts)
+            report.seconds_to_converge = None if converged is None else round(converged, 2)
+        finally:
+            runtime.stop()
+    summarize(report, samples, elapsed)
+    report.share_of_ceiling = round(report.achieved_rate / report.ceiling_iterations_per_second, 3)
+
+    name = args.name or f"load-{args.rate:g}-per-s-{args.accounts}-accounts"
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, f"{name}.json"), "w", encoding="utf-8") as output:
+        json.dump({**asdict(report), "samples": [asdict(s) for s in samples]}, output)
+    plot(samples, report, os.path.join(RESULTS, f"{name}.png"))
+    print(render(report))
+    print(f"written: benchmarks/results/{name}.json and .png")
+    return 0
+
+
+def render(report: LoadReport) -> str:
+    lines = [
+        f"offered {report.rate}/s for {report.duration} s over {report.accounts} account(s); "
+        f"achieved {report.achieved_rate}/s ({report.iterations_completed}/{report.iterations_started} iterations)",
+        f"emulator ceiling: {report.emulator_calls_per_second} conditional writes/s / {CALLS_PER_ITERATION} calls "
+        f"= {report.ceiling_iterations_per_second} iterations/s; achieved = {report.share_of_ceiling:.0%} of it",
+    ]
+    for operation, figures in report.latency_ms.items():
+        lines.append(f"  {operation:<15} " + "  ".join(f"{name} {value} ms" for name, value in figures.items()))
+    lines.append("  answers  " + ", ".join(f"{name}: {count}" for name, count in report.statuses.items()))
+    lines.append(f"  failures {report.failures}")
+    lines.append(f"  counters equal the truth {report.seconds_to_converge} s after the last answer")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
