@@ -127,6 +127,39 @@ def _condition_failed_item(error: ClientError) -> dict[str, Any] | None:
     return error.response.get("Item")  # type: ignore[no-any-return]
 
 
+def take_lease(
+    client: Any, table: str, account_id: str, lease: Lease, attribute: str, delta: int, condition: str | None = None
+) -> dict[str, Any] | None:
+    """Add `delta` to the account item's `attribute` and take `lease` in the same update, if
+    `condition` holds and the lease is not held yet. Returns the account item as it is with the
+    lease held, or None if the condition failed. A retry of a take that landed finds its own lease
+    in the old item, and returns that item: it is applied once."""
+    conditions = ["attribute_exists(#limit)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
+    try:
+        response = client.update_item(
+            TableName=table,
+            Key=account_key(account_id),
+            UpdateExpression=f"ADD {attribute} :delta, version :one SET {LAST_WRITE} = :now, #lease = :lease",
+            ConditionExpression=" AND ".join(conditions),
+            ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
+            ExpressionAttributeValues=to_attributes(
+                {":delta": delta, ":one": 1, ":now": lease.taken_at, ":lease": lease.value}
+            ),
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as error:
+        if error_code(error) != CCF:
+            raise unavailable(f"take {lease.kind.value} lease", error) from error
+        old = from_attributes(_condition_failed_item(error) or {})
+        if not old:
+            raise AccountNotFound(account_id) from error
+        return old if leases.holds(old, lease) else None
+    except BotoCoreError as error:
+        raise unavailable(f"take {lease.kind.value} lease", error) from error
+    return from_attributes(response["Attributes"])
+
+
 def settle_lease(
     client: Any, table: str, account_id: str, lease: Lease, settlement: Settlement, now: str | None
 ) -> Settled:
@@ -242,56 +275,15 @@ class DynamoApiStore:
         )
 
     def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
-        try:
-            response = self._client.update_item(
-                TableName=self._table,
-                Key=account_key(account_id),
-                UpdateExpression=f"ADD admitted :one, version :one SET {LAST_WRITE} = :now, #lease = :lease",
-                ConditionExpression="attribute_exists(#limit) AND admitted < #limit AND attribute_not_exists(#lease)",
-                ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
-                ExpressionAttributeValues=to_attributes({":one": 1, ":now": lease.taken_at, ":lease": lease.value}),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("reserve slot", error) from error
-            old = from_attributes(_condition_failed_item(error) or {})
-            if not old:
-                raise AccountNotFound(account_id) from error
-            if leases.holds(old, lease):  # our own reservation landed and the SDK retried it
-                return int(old.get("heal_epoch", 0))
-            return None
-        except BotoCoreError as error:
-            raise unavailable("reserve slot", error) from error
-        return int(from_attributes(response["Attributes"]).get("heal_epoch", 0))
+        taken = take_lease(self._client, self._table, account_id, lease, "admitted", +1, "admitted < #limit")
+        return None if taken is None else int(taken.get("heal_epoch", 0))
 
     def take_deletion(self, account_id: str, lease: Lease) -> None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=account_key(account_id),
-                UpdateExpression=f"ADD best_effort :minus_one, version :one SET {LAST_WRITE} = :now, #lease = :lease",
-                ConditionExpression="attribute_exists(#limit) AND attribute_not_exists(#lease)",
-                ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
-                ExpressionAttributeValues=to_attributes(
-                    {":minus_one": -1, ":one": 1, ":now": lease.taken_at, ":lease": lease.value}
-                ),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("take deletion lease", error) from error
-            old = from_attributes(_condition_failed_item(error) or {})
-            if not old:
-                raise AccountNotFound(account_id) from error
-            if not leases.holds(old, lease):  # a 64-bit token taken twice: never in practice
-                raise unavailable("take deletion lease", error) from error
-        except BotoCoreError as error:
-            raise unavailable("take deletion lease", error) from error
+        if take_lease(self._client, self._table, account_id, lease, "best_effort", -1) is None:
+            raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         return settle_lease(self._client, self._table, account_id, lease, settlement, now)

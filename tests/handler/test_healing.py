@@ -46,7 +46,7 @@ def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness) -> Non
     faults.crash_after("PutItem")  # created, never counted by best-effort
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
-    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))  # a slot held, no resource
+    faults.crash_after_write("reserve")  # a slot held, no resource
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
     harness.pump()
@@ -62,7 +62,7 @@ def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness) -> Non
 
 def test_a_recently_written_account_keeps_its_held_slots(harness: Harness) -> None:
     harness.api.put_account("acme", 3)
-    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))
+    faults.crash_after_write("reserve")
     with pytest.raises(faults.SimulatedCrash):
         harness.api.create("acme")
     assert heal("acme", NOT_QUIET) is HealOutcome.EXACT  # best-effort is right; admitted must wait

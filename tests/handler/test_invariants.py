@@ -22,15 +22,10 @@ from functions.core.model import NewResource
 from functions.shared import clients
 from tests.handler.conftest import Harness
 from tests.support import faults
-from tests.support.faults import expression
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def updates(fragment: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda params: fragment in expression(params)
 
 
 def run_together(count: int, work: Callable[[int], Any]) -> list[Any]:
@@ -163,7 +158,7 @@ def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, wri
 def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness) -> None:
     harness.api.put_account("acme", 5)
     resource_id = harness.api.create("acme").json()["resourceId"]
-    hold_until(2, "UpdateItem", updates("ADD best_effort :minus_one"))
+    hold_until(2, *faults.API_WRITES["take-deletion"])
     store = clients.api_store()
     results = run_together(2, lambda _: accounts.delete_resource(store, "acme", resource_id, now))
     assert sum(result is None for result in results) == 1  # one delete won, the other is a 404
@@ -345,7 +340,7 @@ def test_both_counters_return_to_zero_when_every_resource_is_deleted(harness: Ha
     api = harness.api
     api.put_account("acme", 10)
     ids = [api.create("acme").json()["resourceId"] for _ in range(4)]
-    faults.crash_after("UpdateItem", updates("ADD best_effort :minus_one"))  # one delete decrements twice
+    faults.crash_after_write("take-deletion")  # one delete decrements twice
     with pytest.raises(faults.SimulatedCrash):
         api.delete("acme", ids[0])
     for resource_id in ids:

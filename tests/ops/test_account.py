@@ -11,7 +11,6 @@ from ops.stack import EXIT_NOT_FOUND, AccountNotFound
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
 from tests.support import faults
-from tests.support.faults import expression
 
 
 def view(harness: Harness, account_id: str = "acme") -> commands.AccountView:
@@ -83,7 +82,7 @@ def test_a_crash_after_the_put_shows_best_effort_drift(harness: Harness) -> None
 def test_a_crash_after_the_reservation_shows_a_held_slot(harness: Harness) -> None:
     api = harness.api
     api.put_account("acme", 5)
-    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))  # a slot, no resource
+    faults.crash_after_write("reserve")  # a slot, no resource
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
 

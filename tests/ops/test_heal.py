@@ -23,7 +23,7 @@ def drift(harness: Harness) -> None:
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
-    faults.crash_after("UpdateItem", lambda p: "ADD admitted :one" in expression(p))
+    faults.crash_after_write("reserve")
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
 

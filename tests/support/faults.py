@@ -160,11 +160,11 @@ def _settles(kind: str, attribute: str) -> Callable[[Params], bool]:
 
 # Every write on the API path, by name (docs/admission.md): (operation, which calls are it).
 API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
-    "reserve": ("UpdateItem", lambda p: "ADD admitted :one" in expression(p)),
+    "reserve": ("UpdateItem", lambda p: "ADD admitted :delta" in expression(p)),
     "put": ("PutItem", lambda p: True),
     "commit": ("UpdateItem", _settles("reservation", "best_effort")),
     "release": ("UpdateItem", _settles("reservation", "admitted")),
-    "take-deletion": ("UpdateItem", lambda p: "ADD best_effort :minus_one" in expression(p)),
+    "take-deletion": ("UpdateItem", lambda p: "ADD best_effort :delta" in expression(p)),
     "soft-delete": ("UpdateItem", lambda p: f"SET {schema.DELETED_ATTRIBUTE} = :true" in expression(p)),
     "finish-deletion": ("UpdateItem", _settles("deletion", "admitted")),
     "undo-deletion": ("UpdateItem", _settles("deletion", "best_effort")),
