@@ -202,10 +202,7 @@ def create_resource(
 
 def _landed(store: ApiStore, resource: Resource) -> bool:
     """After an ambiguous put: read back whether this request's item is there."""
-    try:
-        found = store.get_resource(resource.account_id, resource.resource_id)
-    except StoreUnavailable:
-        return False
+    found = _read_quietly(store, resource.account_id, resource.resource_id)
     return found is not None and found.request_token == resource.request_token
 
 

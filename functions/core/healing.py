@@ -36,8 +36,8 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
+    taken_before,
 )
-from functions.core.leases import dead as leases_taken_before
 from functions.core.model import Resource
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def resolve_dead_leases(
 ) -> int:
     """Settle every lease older than `quiet`; returns how many there were (settled now, or by an
     earlier attempt of the same write whose answer was lost)."""
-    dead = leases_taken_before(state.leases, iso_timestamp(now - quiet))
+    dead = taken_before(state.leases, iso_timestamp(now - quiet))
     for lease in dead:
         resource = store.get_resource(account_id, lease.resource_id)
         settlement = resolution(lease, resource, expired=lease.taken_at < iso_timestamp(now - retention))

@@ -99,5 +99,6 @@ FINISH_DELETION = Settlement(admitted=-1)  # the resource stopped being live: fr
 UNDO_DELETION = Settlement(best_effort=+1)  # the soft delete did not land: give back the decrement
 
 
-def dead(leases: Iterable[Lease], taken_before: str) -> list[Lease]:
-    return [lease for lease in leases if lease.taken_at < taken_before]
+def taken_before(leases: Iterable[Lease], moment: str) -> list[Lease]:
+    """The leases taken before `moment` (ISO 8601): older than any request still running, they are dead."""
+    return [lease for lease in leases if lease.taken_at < moment]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functions.core import schema
-from functions.core.leases import Lease, LeaseKind, dead, holds, leases_of, new_token
+from functions.core.leases import Lease, LeaseKind, holds, leases_of, new_token, taken_before
 
 
 def test_a_lease_round_trips_through_the_account_item() -> None:
@@ -26,7 +26,7 @@ def test_leases_are_read_oldest_first_and_other_attributes_ignored() -> None:
         "best_effort": 1,
     }
     assert leases_of(item) == (older, newer)
-    assert dead(leases_of(item), "2026-11-23T08:00:02.000Z") == [older]
+    assert taken_before(leases_of(item), "2026-11-23T08:00:02.000Z") == [older]
 
 
 def test_tokens_are_short_and_distinct() -> None:
