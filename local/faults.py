@@ -91,19 +91,11 @@ def _matcher(rule: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
 
 
 def _register_delay(events: Any, rule: Mapping[str, Any]) -> None:
-    matches = _matcher(rule)
-    service, operation = rule.get("service", "dynamodb"), rule["operation"]
-    flag = f"{FAULT_FLAG_PREFIX}{uuid.uuid4().hex}"
-
-    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context[flag] = matches(params)
-
-    def hold(request: Any, **_: Any) -> None:
-        if request.context.get(flag) and _first_taker(rule.get("once_file")):
+    def hold(request: Any) -> None:
+        if _first_taker(rule.get("once_file")):
             time.sleep(float(rule["delay_seconds"]))
 
-    events.register(f"provide-client-params.{service}.{operation}", remember)
-    events.register(f"before-send.{service}.{operation}", hold)
+    on_matching_send(events, rule.get("service", "dynamodb"), rule["operation"], _matcher(rule), hold)
 
 
 def _first_taker(once_file: str | None) -> bool:
@@ -140,22 +132,37 @@ def answer_on_the_wire(
     """Answer matching calls with `status` and the JSON `body`, at most `times` times (None: always).
 
     Returns a one-item list counting the answers given."""
-    flag = f"{FAULT_FLAG_PREFIX}{uuid.uuid4().hex}"  # one per registration: several can watch one operation
     given = [0]
     lock = threading.Lock()
 
-    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context[flag] = matches(params)
-
-    def answer(request: Any, **_: Any) -> AWSResponse | None:
-        if not request.context.get(flag):
-            return None
+    def answer(request: Any) -> AWSResponse | None:
         with lock:
             if times is not None and given[0] >= times:
                 return None
             given[0] += 1
         return aws_response(request, status, body)
 
-    events.register(f"provide-client-params.{service}.{operation}", remember)
-    events.register(f"before-send.{service}.{operation}", answer)
+    on_matching_send(events, service, operation, matches, answer)
     return given
+
+
+def on_matching_send(
+    events: Any,
+    service: str,
+    operation: str,
+    matches: Callable[[Mapping[str, Any]], bool],
+    act: Callable[[Any], AWSResponse | None],
+) -> None:
+    """Run `act(request)` at botocore's `before-send`, below the SDK's retry loop, for each call
+    whose API parameters `matches`. A response `act` returns is the call's answer, and nothing is
+    sent; None lets the call go on."""
+    flag = f"{FAULT_FLAG_PREFIX}{uuid.uuid4().hex}"  # one per registration: several can watch one operation
+
+    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[flag] = matches(params)
+
+    def send(request: Any, **_: Any) -> AWSResponse | None:
+        return act(request) if request.context.get(flag) else None
+
+    events.register(f"provide-client-params.{service}.{operation}", remember)
+    events.register(f"before-send.{service}.{operation}", send)

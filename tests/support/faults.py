@@ -16,7 +16,7 @@ from botocore.httpsession import URLLib3Session
 
 from functions.core import schema
 from functions.shared import clients
-from local.faults import ANSWERS, answer_on_the_wire, aws_response
+from local.faults import ANSWERS, answer_on_the_wire, aws_response, on_matching_send
 
 Params = dict[str, Any]
 
@@ -73,18 +73,11 @@ def lands_then_500(
 
     Injected at `before-send`, below the SDK's retry loop. Returns a one-item list counting the
     calls that landed this way."""
-    events = _session_events()
-    flag = f"lands_then_500_{id(matches)}"
     landed = [0]
     lock = threading.Lock()
     http = URLLib3Session()
 
-    def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
-        context[flag] = matches(params)
-
-    def land_then_fail(request: Any, **_: Any) -> Any:
-        if not request.context.get(flag):
-            return None
+    def land_then_fail(request: Any) -> Any:
         with lock:
             if landed[0]:
                 return None
@@ -95,8 +88,7 @@ def lands_then_500(
         status, body = ANSWERS["InternalServerError"]
         return aws_response(request, status, body)
 
-    events.register(f"provide-client-params.{service}.{operation}", remember)
-    events.register(f"before-send.{service}.{operation}", land_then_fail)
+    on_matching_send(_session_events(), service, operation, matches, land_then_fail)
     return landed
 
 
