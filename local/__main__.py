@@ -28,6 +28,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("AWS_ENDPOINT_URL"),
         help="use this AWS endpoint (LocalStack, an emulator already running) instead of starting one",
     )
+    parser.add_argument(
+        "--emulator-flavour",
+        choices=("tuned", "plain"),
+        default="tuned",
+        help="the embedded emulator: moto tuned for load (default) or moto's own server, to compare",
+    )
+    parser.add_argument(
+        "--partition-limits",
+        metavar="FACTOR",
+        help="enforce DynamoDB's partition limits in the embedded emulator, times FACTOR (1/100: 10 WCU/s and "
+        "30 RCU/s per item and key); see docs/local-runtime.md",
+    )
+    parser.add_argument(
+        "--partition-burst-seconds",
+        type=float,
+        default=300.0,
+        help="unused capacity a partition keeps for bursts, as DynamoDB does (default 300; 0 shows throttles at once)",
+    )
     parser.add_argument("--stack-name", default=constants.DEFAULT_STACK_NAME)
     parser.add_argument("--faults", help="JSON file of fault rules to inject (see local/faults.py)")
     parser.add_argument(
@@ -59,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     emulator = None
     endpoint = args.endpoint_url
     if not endpoint:
-        emulator = EmulatorProcess()
+        emulator = EmulatorProcess(
+            flavour=args.emulator_flavour,
+            partition_limits=args.partition_limits,
+            partition_burst_seconds=args.partition_burst_seconds,
+        )
         endpoint = emulator.start()
     faults: list[dict[str, Any]] = json.loads(open(args.faults).read()) if args.faults else []  # noqa: SIM115
     runtime = LocalRuntime(
@@ -74,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         runtime.deploy_and_start()
-        print_summary(runtime, endpoint, emulator is not None, time.perf_counter() - started)
+        print_summary(runtime, endpoint, emulator.flavour if emulator else "", time.perf_counter() - started)
         wait_for_interrupt()
     finally:
         print("shutting down...", flush=True)
@@ -84,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_summary(runtime: Any, endpoint: str, embedded: bool, seconds: float) -> None:
+def print_summary(runtime: Any, endpoint: str, emulator_flavour: str, seconds: float) -> None:
     outputs = runtime.outputs
     print(
         "\n".join(
@@ -92,7 +114,7 @@ def print_summary(runtime: Any, endpoint: str, embedded: bool, seconds: float) -
                 "",
                 f"  API           {runtime.api_url}",
                 f"                try: curl -X PUT {runtime.api_url}/accounts/acme -d '{{\"limit\": 5}}'",
-                f"  emulator      {endpoint}{'  (embedded moto server)' if embedded else ''}",
+                f"  emulator      {endpoint}{f'  (embedded moto, {emulator_flavour})' if emulator_flavour else ''}",
                 f"  table         {outputs.get(constants.OUTPUT_TABLE_NAME)}",
                 f"  stream        {outputs.get(constants.OUTPUT_STREAM_ARN)}",
                 f"  DLQ 1         {outputs.get(constants.OUTPUT_DLQ1_URL)}",

@@ -13,14 +13,20 @@ Run as a process: `python -m local.emulator --port 0` prints `READY http://127.0
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import copy
+import datetime
+import functools
+import json
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from local.capacity.limits import AWS_BURST_SECONDS, PartitionLimits, parse_factor
 
 LOOPBACK = "127.0.0.1"
 READY_PREFIX = "READY "
@@ -71,22 +77,29 @@ def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
     live table object, and stream records that the cancelled transaction added are removed.
 
     moto also deep-copies every table a transaction touches, before each transaction, which
-    costs time in proportion to the table. A transaction can only change the partitions it names,
-    so only those partitions are copied.
+    costs time in proportion to the table (measured: 18 ms per transaction on one busy account's
+    partition). A transaction can only change the items it names, so only those are copied.
     """
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
 
     original = DynamoDBBackend.transact_write_items
-    touched: dict[str, set[Any]] = {}  # table name -> partition key values named by the transaction
+    touched: dict[str, set[tuple[Any, Any]]] = {}  # table name -> (hash, range) named by the transaction
 
     def snapshot(table: Any, memo: dict[int, Any]) -> Any:
-        partitions = touched.get(table.name, set())
         clone = copy.copy(table)
-        clone.items = copy.copy(table.items)  # same dict type; untouched partitions are shared
-        for hash_value in partitions & set(table.items):
-            clone.items[hash_value] = copy.deepcopy(table.items[hash_value], memo)
+        clone.items = copy.copy(table.items)  # same dict type; partitions not named are shared
+        for hash_value, range_value in touched.get(table.name, set()):
+            if hash_value not in table.items:
+                continue
+            if table.range_key_attr is None:
+                clone.items[hash_value] = copy.deepcopy(table.items[hash_value], memo)
+                continue
+            if clone.items[hash_value] is table.items[hash_value]:
+                clone.items[hash_value] = copy.copy(table.items[hash_value])
+            if range_value in table.items[hash_value]:
+                clone.items[hash_value][range_value] = copy.deepcopy(table.items[hash_value][range_value], memo)
         if table.stream_shard is not None:
             clone.stream_shard = copy.copy(table.stream_shard)
             clone.stream_shard.items = list(table.stream_shard.items)
@@ -100,8 +113,12 @@ def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
             if table is None:
                 continue
             key = action.get("Key") or action.get("Item") or {}
-            if table.hash_key_attr in key:
-                touched.setdefault(table.name, set()).add(DynamoType(key[table.hash_key_attr]))
+            if table.hash_key_attr not in key:
+                continue
+            range_value = key.get(table.range_key_attr) if table.range_key_attr else None
+            touched.setdefault(table.name, set()).add(
+                (DynamoType(key[table.hash_key_attr]), DynamoType(range_value) if range_value else None)
+            )
         live_tables = dict(self.tables)
         Table.__deepcopy__ = snapshot  # type: ignore[attr-defined]  # only while this (serialized) request runs
         try:
@@ -126,23 +143,99 @@ def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
-def serve(port: int, on_ready: Callable[[str], None]) -> None:
+def remember_each_hosts_backend(dispatcher: Any) -> None:
+    """moto looks a request's service up by listing its own package directory on every request
+    (11% of the emulator's time under load, measured with py-spy). A host's service never changes."""
+    dispatcher.get_backend_for_host = functools.lru_cache(maxsize=256)(dispatcher.get_backend_for_host)
+
+
+def answer_stream_reads_as_plain_json() -> None:
+    """Serialize GetRecords with json.dumps instead of moto's shape-driven serializer.
+
+    Stream records are already DynamoDB JSON; the generic serializer walks every attribute of every
+    image against the botocore model, 110 ms for a batch of 80 KB (measured), the largest share of
+    the emulator's time under load. The only values that are not JSON are written as the JSON
+    protocol writes them: `ApproximateCreationDateTime` as epoch seconds, binary values in base64.
+    tests/runtime/test_emulator.py checks both give the SDK the same records.
+    """
+    from moto.core.serialize import TimestampSerializer
+    from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
+
+    def as_the_json_protocol_writes_it(value: Any) -> float | str:
+        if isinstance(value, datetime.datetime):
+            return TimestampSerializer._timestamp_unixtimestamp(value)
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode("ascii")
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+    def get_records(self: Any) -> str:
+        result = self.backend.get_records(self._get_param("ShardIterator"), self._get_param("Limit") or 1000)
+        return json.dumps(result, default=as_the_json_protocol_writes_it)
+
+    DynamoDBStreamsHandler.get_records = get_records  # type: ignore[method-assign,assignment]
+
+
+# The emulator's flavours: `tuned` (the default) answers on a keep-alive server with moto's hot
+# paths shortened; `plain` is moto's own development server and code, for comparison
+# (benchmarks/emulators.py measures both). Both keep DynamoDB's atomicity and rollback.
+FLAVOURS = ("tuned", "plain")
+# Worker threads of the tuned server. SQS long polls (1 s, the local Lambda service's pollers)
+# hold one each; DynamoDB requests run one at a time anyway.
+SERVER_THREADS = 32
+
+
+def serve(
+    port: int, on_ready: Callable[[str], None], flavour: str = "tuned", limits: PartitionLimits | None = None
+) -> None:
     # Imported here so that importing this module (to launch the process) stays cheap.
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import make_server
 
     leave_invocations_to_the_local_lambda_service()
     keep_tables_in_place_when_a_transaction_rolls_back()
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    application: Callable[..., Iterable[bytes]] = dispatcher
+    if limits is not None:
+        from local.partition_throttling import MotoTables, PartitionThrottling
 
-    application = SerializedApplication(DomainDispatcherApplication(create_backend_app))
-    server = make_server(LOOPBACK, port, application, threaded=True)
-    on_ready(f"http://{LOOPBACK}:{server.server_port}")
-    server.serve_forever()
+        application = PartitionThrottling(dispatcher, limits, MotoTables(os.environ["MOTO_ACCOUNT_ID"]))
+    if flavour == "plain":
+        from werkzeug.serving import make_server
+
+        server = make_server(LOOPBACK, port, SerializedApplication(application), threaded=True)
+        on_ready(f"http://{LOOPBACK}:{server.server_port}")
+        server.serve_forever()
+        return
+
+    from waitress.server import create_server
+
+    remember_each_hosts_backend(dispatcher)
+    answer_stream_reads_as_plain_json()
+    # waitress keeps connections alive (werkzeug's development server closes every one, so each
+    # SDK call paid a new TCP connection and a new thread) and serves from a fixed thread pool.
+    tuned = create_server(
+        SerializedApplication(application),
+        host=LOOPBACK,
+        port=port,
+        threads=SERVER_THREADS,
+        backlog=1024,
+        connection_limit=4096,
+        asyncore_use_poll=True,  # select() stops at 1,024 descriptors
+    )
+    on_ready(f"http://{LOOPBACK}:{tuned.effective_port}")
+    tuned.run()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--flavour", choices=FLAVOURS, default="tuned")
+    parser.add_argument(
+        "--partition-limits",
+        type=parse_factor,
+        default=None,
+        help="enforce DynamoDB's partition limits times this factor (1/100: 10 WCU/s and 30 RCU/s per item and key)",
+    )
+    parser.add_argument("--partition-burst-seconds", type=float, default=AWS_BURST_SECONDS)
     args = parser.parse_args(argv)
     os.environ.setdefault("MOTO_ACCOUNT_ID", "000000000000")
 
@@ -150,14 +243,31 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{READY_PREFIX}{url}", flush=True)
 
     with contextlib.suppress(KeyboardInterrupt):
-        serve(args.port, announce)
+        limits = (
+            None
+            if args.partition_limits is None
+            else PartitionLimits(args.partition_limits, burst_seconds=args.partition_burst_seconds)
+        )
+        serve(args.port, announce, args.flavour, limits)
 
 
 class EmulatorProcess:
     """Starts the emulator as a child process and waits until it listens."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        flavour: str = "tuned",
+        partition_limits: str | None = None,
+        partition_burst_seconds: float = AWS_BURST_SECONDS,
+    ) -> None:
         self._port = port
+        self.flavour = flavour
+        self._limits = (
+            []
+            if partition_limits is None
+            else ["--partition-limits", partition_limits, "--partition-burst-seconds", str(partition_burst_seconds)]
+        )
         self._process: subprocess.Popen[str] | None = None
         self.url = ""
 
@@ -171,7 +281,16 @@ class EmulatorProcess:
     def start(self) -> str:
         env = {**os.environ, "MOTO_ACCOUNT_ID": os.environ.get("MOTO_ACCOUNT_ID", "000000000000")}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "local.emulator", "--port", str(self._port)],
+            [
+                sys.executable,
+                "-m",
+                "local.emulator",
+                "--port",
+                str(self._port),
+                "--flavour",
+                self.flavour,
+                *self._limits,
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

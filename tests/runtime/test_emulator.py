@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import http.client
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,20 +11,21 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from local.emulator import EmulatorProcess
+from local.emulator import FLAVOURS, EmulatorProcess
 from tests.support.tables import create_table
 
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam")
 
-@pytest.fixture(scope="module")
-def aws() -> Iterator[dict[str, Any]]:
-    with EmulatorProcess() as emulator:
-        options = {
-            "endpoint_url": emulator.url,
-            "region_name": "us-east-1",
-            "aws_access_key_id": "x",
-            "aws_secret_access_key": "x",
-        }
-        yield {name: boto3.client(name, **options) for name in ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam")}
+
+def clients(url: str) -> dict[str, Any]:
+    options = {"endpoint_url": url, "region_name": "us-east-1", "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    return {name: boto3.client(name, **options) for name in SERVICES}
+
+
+@pytest.fixture(scope="module", params=FLAVOURS)
+def aws(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    with EmulatorProcess(flavour=request.param) as emulator:
+        yield clients(emulator.url)
 
 
 def read_all(streams: Any, iterator: str) -> tuple[list[dict[str, Any]], str]:
@@ -79,3 +82,115 @@ def test_mapped_queues_and_streams_are_left_to_the_local_lambda_service(aws: dic
     sqs.send_message(QueueUrl=queue_url, MessageBody="hello")
     received = sqs.receive_message(QueueUrl=queue_url, AttributeNames=["All"])["Messages"]
     assert received[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+
+
+def test_a_cancelled_transaction_restores_the_items_it_named_and_keeps_the_others(aws: dict[str, Any]) -> None:
+    dynamodb = aws["dynamodb"]
+    create_table(dynamodb, "partial")
+    for sort_key in ("1", "2", "3"):
+        dynamodb.put_item(TableName="partial", Item={"pk": {"S": "a"}, "sk": {"S": sort_key}, "n": {"N": "0"}})
+
+    with pytest.raises(ClientError):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "partial",
+                        "Key": {"pk": {"S": "a"}, "sk": {"S": "1"}},
+                        "UpdateExpression": "SET n = :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                },
+                {"Delete": {"TableName": "partial", "Key": {"pk": {"S": "a"}, "sk": {"S": "2"}}}},
+                {"Put": {"TableName": "partial", "Item": {"pk": {"S": "a"}, "sk": {"S": "9"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": "partial",
+                        "Key": {"pk": {"S": "a"}, "sk": {"S": "3"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+
+    items = dynamodb.query(
+        TableName="partial",
+        KeyConditionExpression="pk = :a",
+        ExpressionAttributeValues={":a": {"S": "a"}},
+        ConsistentRead=True,
+    )["Items"]
+    assert sorted((item["sk"]["S"], item["n"]["N"]) for item in items) == [("1", "0"), ("2", "0"), ("3", "0")]
+
+
+def test_the_tuned_emulator_keeps_connections_alive() -> None:
+    """werkzeug's development server closes every connection, so each SDK call paid for a new one."""
+    with EmulatorProcess(flavour="tuned") as emulator:
+        host, port = emulator.url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        for _ in range(3):
+            connection.request("POST", "/", body="{}", headers=signed_like_the_sdk("DynamoDB_20120810.ListTables"))
+            response = connection.getresponse()
+            assert response.status == 200, response.read()
+            assert response.getheader("Connection", "").lower() != "close"
+            response.read()
+            socket_in_use = connection.sock
+            assert socket_in_use is not None  # http.client drops the socket when the server closes it
+        connection.close()
+
+
+def signed_like_the_sdk(target: str) -> dict[str, str]:
+    return {
+        "X-Amz-Target": target,
+        "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=host, Signature=x",
+    }
+
+
+def stream_records(url: str, table: str) -> list[dict[str, Any]]:
+    aws = clients(url)
+    dynamodb, streams = aws["dynamodb"], aws["dynamodbstreams"]
+    stream_arn = create_table(dynamodb, table)
+    key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
+    dynamodb.put_item(
+        TableName=table,
+        Item={
+            **key,
+            "s": {"S": "text é"},
+            "n": {"N": "1.50"},
+            "b": {"B": b"\x00\xffbytes"},
+            "ss": {"SS": ["x", "y"]},
+            "ns": {"NS": ["1", "2"]},
+            "bs": {"BS": [b"\x01", b"\x02"]},
+            "m": {"M": {"inner": {"L": [{"BOOL": True}, {"NULL": True}]}}},
+        },
+    )
+    dynamodb.update_item(
+        TableName=table, Key=key, UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}}
+    )
+    dynamodb.delete_item(TableName=table, Key=key)
+    shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    records: list[dict[str, Any]] = streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    return records
+
+
+def test_the_tuned_stream_reads_give_the_sdk_what_moto_gives_it() -> None:
+    """The tuned emulator writes GetRecords with json.dumps; the SDK must parse the same records."""
+    by_flavour = {}
+    for flavour in FLAVOURS:
+        with EmulatorProcess(flavour=flavour) as emulator:
+            by_flavour[flavour] = stream_records(emulator.url, "images")
+
+    def comparable(record: dict[str, Any]) -> dict[str, Any]:
+        created = record["dynamodb"].pop("ApproximateCreationDateTime")
+        assert isinstance(created, datetime.datetime)
+        assert abs((datetime.datetime.now(datetime.UTC) - created).total_seconds()) < 300
+        # These two differ between processes (moto's SizeBytes measures the sequence number too).
+        assert record["dynamodb"].pop("SequenceNumber").isdigit()
+        assert record["dynamodb"].pop("SizeBytes") > 0
+        return {name: value for name, value in record.items() if name != "eventID"}
+
+    tuned, plain = ([comparable(r) for r in by_flavour[flavour]] for flavour in ("tuned", "plain"))
+    assert [r["eventName"] for r in tuned] == ["INSERT", "MODIFY", "REMOVE"]
+    assert tuned == plain

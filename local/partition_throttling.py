@@ -1,0 +1,343 @@
+"""The emulator's partition limits (opt in: `make run ARGS='--partition-limits 1/100'`).
+
+A WSGI layer inside the emulator's one-request-at-a-time lock. For each DynamoDB request it names
+the items, partition keys and index partition keys the request touches (reading the items before,
+from moto's own tables), refuses the request as DynamoDB does when a bucket it needs is empty, and
+otherwise runs it and charges what DynamoDB bills (local/capacity/limits.py has the rules and
+their sources). What a throttle looks like, as the DynamoDB API reference documents it:
+
+* a single-item request: HTTP 400 `ProvisionedThroughputExceededException` (the SDK retries it);
+* `TransactWriteItems`: `TransactionCanceledException`, the throttled action's reason
+  `ThrottlingError`, the others `None`;
+* `BatchGetItem`: the throttled keys come back in `UnprocessedKeys`; when every key is throttled,
+  `ProvisionedThroughputExceededException`.
+
+Metered and limited: GetItem, BatchGetItem, a Query of an index, PutItem, UpdateItem, DeleteItem
+and TransactWriteItems (everything the functions call). Other requests pass through unlimited.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from local.capacity.billing import Index, index_writes, item_size, read_units, write_units
+from local.capacity.limits import READ, WRITE, PartitionLimits, index_place, item_place
+
+TARGET_PREFIX = "DynamoDB_20120810."
+# GET this path on the emulator for the refusals so far, per place (the load benchmark reports them).
+THROTTLES_PATH = "/_local/partition-throttles"
+ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
+THROUGHPUT_MESSAGE = (
+    "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your "
+    "table or index so please try again shortly."
+)
+Target = tuple[str, dict[str, Any], bool, dict[str, Any] | None]  # table, key, transactional, item put
+
+
+class MotoTables:
+    """Reads moto's tables directly (inside the lock, so nothing moves meanwhile)."""
+
+    def __init__(self, account_id: str) -> None:
+        self._account_id = account_id
+
+    def _table(self, region: str, name: str) -> Any:
+        from moto.dynamodb.models import dynamodb_backends
+
+        return dynamodb_backends[self._account_id][region].tables.get(name)
+
+    def shape(self, region: str, name: str) -> tuple[tuple[str, ...], tuple[Index, ...]] | None:
+        table = self._table(region, name)
+        if table is None:
+            return None
+        keys = tuple(k for k in (table.hash_key_attr, table.range_key_attr) if k)
+        indexes = []
+        for index in table.global_indexes:
+            schema = {entry["KeyType"]: entry["AttributeName"] for entry in index.schema}
+            projection = index.projection or {}
+            indexes.append(
+                Index(
+                    index.name,
+                    schema["HASH"],
+                    schema.get("RANGE"),
+                    projection.get("ProjectionType", "ALL"),
+                    frozenset(projection.get("NonKeyAttributes", [])),
+                )
+            )
+        return keys, tuple(indexes)
+
+    def item(self, region: str, name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        table = self._table(region, name)
+        if table is None or table.hash_key_attr not in key:
+            return None
+        range_value = key.get(table.range_key_attr) if table.range_key_attr else None
+        if table.range_key_attr and range_value is None:
+            return None
+        found = table.get_item(DynamoType(key[table.hash_key_attr]), DynamoType(range_value) if range_value else None)
+        return dict(found.to_json()["Attributes"]) if found is not None else None
+
+
+class PartitionThrottling:
+    def __init__(self, application: Callable[..., Iterable[bytes]], limits: PartitionLimits, tables: MotoTables):
+        self._application = application
+        self.limits = limits
+        self._tables = tables
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == THROTTLES_PATH:
+            body = json.dumps(dict(self.limits.throttled)).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
+        if operation not in ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem") and (
+            operation != "TransactWriteItems"
+        ):
+            return self._application(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b"{}"
+        request = json.loads(body or b"{}")
+        region = _region(environ)
+        if operation in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"):
+            return self._write(operation, request, region, environ, body, start_response)
+        return self._read(operation, request, region, environ, body, start_response)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def _write_targets(self, operation: str, request: Mapping[str, Any], region: str) -> list[Target]:
+        actions = (
+            [(next(iter(entry.values())), True) for entry in request.get("TransactItems", [])]
+            if operation == "TransactWriteItems"
+            else [(request, False)]
+        )
+        targets: list[Target] = []
+        for action, transactional in actions:
+            shape = self._tables.shape(region, action.get("TableName", ""))
+            if shape is None:
+                continue
+            put = action.get("Item")
+            key = action.get("Key") or {name: (put or {}).get(name) for name in shape[0]}
+            targets.append((action["TableName"], dict(key), transactional, put))
+        return targets
+
+    def _places(
+        self, region: str, table: str, key: Mapping[str, Any], items: Iterable[Mapping[str, Any] | None]
+    ) -> list[str]:
+        """The item and, for each of `items` in an index, its index partition key. The table's
+        partition key is not limited: DynamoDB's adaptive capacity splits a hot partition by sort
+        key, down to one item a partition ("Burst and adaptive capacity"); an index key whose sort
+        key only grows (a timestamp) gains nothing from a split, so it is limited."""
+        shape = self._tables.shape(region, table)
+        assert shape is not None
+        keys, indexes = shape
+        partition = _plain(key[keys[0]])
+        places = [item_place(table, partition, _plain(key[keys[1]]) if len(keys) > 1 else None)]
+        for item in items:
+            for index in indexes:
+                index_key = index.key_of(item)
+                if index_key is not None:
+                    places.append(index_place(table, index.name, str(index_key[0])))
+        return places
+
+    def _write(
+        self,
+        operation: str,
+        request: Mapping[str, Any],
+        region: str,
+        environ: dict[str, Any],
+        body: bytes,
+        start_response: Callable[..., Any],
+    ) -> Iterable[bytes]:
+        targets = self._write_targets(operation, request, region)
+        before = [self._tables.item(region, table, key) for table, key, _, _ in targets]
+        for position, ((table, key, _, put), old) in enumerate(zip(targets, before, strict=True)):
+            refused = self.limits.exhausted(WRITE, self._places(region, table, key, [old, put]))
+            if refused is not None:
+                if operation == "TransactWriteItems":
+                    return _transaction_throttled(start_response, len(targets), position)
+                return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+        status, answer = self._run(environ, body, start_response)
+        succeeded = status.startswith("200")
+        condition_failed = "ConditionalCheckFailed" in answer or "TransactionCanceled" in answer
+        if not (succeeded or condition_failed):
+            return [answer.encode()]
+        for (table, key, transactional, _), old in zip(targets, before, strict=True):
+            new = self._tables.item(region, table, key) if succeeded else old
+            units = write_units(old, new, transactional=transactional)
+            for place in self._places(region, table, key, []):  # the item
+                self.limits.charge(WRITE, place, units)
+            if succeeded:
+                keys, indexes = self._tables.shape(region, table) or ((), ())
+                for index in indexes:
+                    for write in index_writes(index, old, new, keys):
+                        self.limits.charge(WRITE, index_place(table, index.name, str(write.partition_key)), write.units)
+        return [answer.encode()]
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def _read(
+        self,
+        operation: str,
+        request: dict[str, Any],
+        region: str,
+        environ: dict[str, Any],
+        body: bytes,
+        start_response: Callable[..., Any],
+    ) -> Iterable[bytes]:
+        if operation == "GetItem":
+            table, key = request.get("TableName", ""), request.get("Key", {})
+            if self._tables.shape(region, table) is None:
+                return self._application(environ, start_response)
+            places = self._places(region, table, key, [])
+            if self.limits.exhausted(READ, places) is not None:
+                return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+            status, answer = self._run(environ, body, start_response)
+            if status.startswith("200"):
+                units = read_units(
+                    item_size(json.loads(answer).get("Item")), consistent=bool(request.get("ConsistentRead"))
+                )
+                for place in places:
+                    self.limits.charge(READ, place, units)
+            return [answer.encode()]
+        if operation == "BatchGetItem":
+            return self._batch_get(request, region, environ, start_response)
+        return self._query(request, region, environ, body, start_response)
+
+    def _batch_get(
+        self, request: dict[str, Any], region: str, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        admitted: dict[str, Any] = {}
+        unprocessed: dict[str, Any] = {}
+        for table, wanted in request.get("RequestItems", {}).items():
+            if self._tables.shape(region, table) is None:
+                admitted[table] = wanted
+                continue
+            for key in wanted.get("Keys", []):
+                throttled = self.limits.exhausted(READ, self._places(region, table, key, [])) is not None
+                chosen = unprocessed if throttled else admitted
+                chosen.setdefault(table, {**wanted, "Keys": []})["Keys"].append(key)
+        if not admitted:
+            return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+        status, answer = self._run(environ, json.dumps({**request, "RequestItems": admitted}).encode(), start_response)
+        if not status.startswith("200"):
+            return [answer.encode()]
+        response = json.loads(answer)
+        for table, items in response.get("Responses", {}).items():
+            shape = self._tables.shape(region, table)
+            if shape is None:
+                continue
+            consistent = bool(admitted.get(table, {}).get("ConsistentRead"))
+            for item in items:
+                key = {name: item[name] for name in shape[0]}
+                for place in self._places(region, table, key, []):
+                    self.limits.charge(READ, place, read_units(item_size(item), consistent=consistent))
+        for table, left in unprocessed.items():
+            response.setdefault("UnprocessedKeys", {}).setdefault(table, {**left, "Keys": []})["Keys"].extend(
+                left["Keys"]
+            )
+        return [json.dumps(response).encode()]
+
+    def _query(
+        self,
+        request: dict[str, Any],
+        region: str,
+        environ: dict[str, Any],
+        body: bytes,
+        start_response: Callable[..., Any],
+    ) -> Iterable[bytes]:
+        table = request.get("TableName", "")
+        partition = _queried_partition(request)
+        if self._tables.shape(region, table) is None or partition is None:
+            return self._application(environ, start_response)
+        index = request.get("IndexName")
+        if not index:
+            return self._application(environ, start_response)  # the table's partitions: see _places
+        place = index_place(table, index, partition)
+        if self.limits.exhausted(READ, [place]) is not None:
+            return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+        status, answer = self._run(environ, body, start_response)
+        if status.startswith("200"):
+            response = json.loads(answer)
+            items = response.get("Items", [])
+            returned = sum(item_size(item) for item in items)
+            count = response.get("Count", len(items))
+            size = returned * response.get("ScannedCount", count) / count if count else 0
+            self.limits.charge(READ, place, read_units(int(size), consistent=bool(request.get("ConsistentRead"))))
+        return [answer.encode()]
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _run(self, environ: dict[str, Any], body: bytes, start_response: Callable[..., Any]) -> tuple[str, str]:
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        answered: list[str] = []
+
+        def remember(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            answered.append(status)
+            fixed = [(name, value) for name, value in headers if name.lower() != "content-length"]
+            return start_response(status, fixed, exc_info)
+
+        answer = b"".join(self._application(environ, remember)).decode()
+        return answered[0], answer
+
+
+def read_throttles(emulator_url: str) -> dict[str, int]:
+    """The emulator's refusals so far, per item or index key (GET THROTTLES_PATH)."""
+    host, port = emulator_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", THROTTLES_PATH)
+        refusals: dict[str, int] = json.loads(connection.getresponse().read())
+    finally:
+        connection.close()
+    return refusals
+
+
+def _region(environ: Mapping[str, Any]) -> str:
+    """The region of the request's SigV4 credential scope (Credential=KEY/DATE/REGION/SERVICE/...)."""
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    try:
+        return str(authorization.split("Credential=")[1].split("/")[2])
+    except IndexError:
+        return "us-east-1"
+
+
+def _plain(value: Mapping[str, Any]) -> str:
+    ((_, inner),) = value.items()
+    return str(inner)
+
+
+def _queried_partition(request: Mapping[str, Any]) -> str | None:
+    condition = request.get("KeyConditionExpression", "")
+    for placeholder, value in request.get("ExpressionAttributeValues", {}).items():
+        if f"= {placeholder}" in condition or f"={placeholder}" in condition:
+            return _plain(value)
+    return None
+
+
+def _error(start_response: Callable[..., Any], code: str, message: str, **extra: Any) -> list[bytes]:
+    body = json.dumps({"__type": f"{ERROR_PREFIX}{code}", "message": message, **extra}).encode()
+    start_response(
+        "400 Bad Request",
+        [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
+    )
+    return [body]
+
+
+def _transaction_throttled(start_response: Callable[..., Any], actions: int, throttled: int) -> list[bytes]:
+    reasons = [
+        {"Code": "ThrottlingError", "Message": THROUGHPUT_MESSAGE} if position == throttled else {"Code": "None"}
+        for position in range(actions)
+    ]
+    codes = ", ".join(reason["Code"] for reason in reasons)
+    return _error(
+        start_response,
+        "TransactionCanceledException",
+        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
+        CancellationReasons=reasons,
+    )
