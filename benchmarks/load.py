@@ -12,7 +12,7 @@ and PNG plots under benchmarks/results/:
   what exists (nothing after create-then-delete, but what a throttled delete left);
 * the **emulator ceiling** measured in the same run (raw conditional UpdateItems per second from
   4 client threads, divided by the DynamoDB calls one iteration makes, measured with
-  benchmarks.api_path_cost), and the achieved rate as a share of it. These machines are shared and
+  `make bench-capacity`), and the achieved rate as a share of it. These machines are shared and
   noisy: compare a ratio, never an absolute rate.
 """
 
@@ -30,10 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
+from local.partition_throttling import read_throttles
+from local.runtime import LocalRuntime, RuntimeSettings
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
-# DynamoDB calls per create+delete iteration, measured by `python -m benchmarks.api_path_cost`:
+# DynamoDB calls per create+delete iteration, measured by `make bench-capacity`:
 # create 4 (BatchGetItem, UpdateItem, PutItem, UpdateItem), delete 4 (GetItem, 3 UpdateItem),
 # the consumer 2 TransactWriteItems. Stream reads are not counted.
 CALLS_PER_ITERATION = 10
@@ -52,6 +55,11 @@ class LoadReport:
     rate: float
     duration: float
     accounts: int
+    cold_starts: bool = False
+    emulator_flavour: str = "tuned"
+    partition_limits: str | None = None
+    partition_throttles: dict[str, int] = field(default_factory=dict)  # the emulator's refusals by place
+    account_concurrency: int = 0
     iterations_started: int = 0
     iterations_completed: int = 0
     achieved_rate: float = 0.0
@@ -75,8 +83,9 @@ def measure_emulator(client: Any, table: str, seconds: float = 4.0, threads: int
     done = [0] * threads
 
     def hammer(index: int) -> None:
-        key = {"pk": {"S": f"CEILING#{index}"}, "sk": {"S": "COUNTER"}}
         while time.monotonic() < stop:
+            # A new item each time, so scaled partition limits (--partition-limits) never hold it back.
+            key = {"pk": {"S": f"CEILING#{index}#{done[index]}"}, "sk": {"S": "COUNTER"}}
             client.update_item(
                 TableName=table,
                 Key=key,
@@ -211,38 +220,84 @@ def plot(samples: list[Sample], report: LoadReport, path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=8.0, help="iterations (create then delete) started per second")
+    parser.add_argument(
+        "--ceiling-share",
+        type=float,
+        default=None,
+        help="offer this share of the emulator ceiling measured in the run (0.8, 2) instead of --rate",
+    )
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of load")
     parser.add_argument("--accounts", type=int, default=1, help="1: the paper's one shared account; more: a mix")
     parser.add_argument("--name", default=None, help="file name under benchmarks/results/ (default from the rate)")
+    parser.add_argument(
+        "--account-concurrency",
+        type=int,
+        default=RuntimeSettings.account_concurrency,
+        help="sandboxes of the API function, as `make run --account-concurrency` (default %(default)s)",
+    )
+    parser.add_argument(
+        "--emulator-flavour",
+        choices=FLAVOURS,
+        default="tuned",
+        help="the embedded emulator: tuned (default) or plain moto, to compare (local/emulator.py)",
+    )
+    parser.add_argument(
+        "--partition-limits",
+        metavar="FACTOR",
+        help="the emulator enforces DynamoDB's partition limits times FACTOR (1/100), with no burst",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="start sandboxes on demand during the load (default: all started first, as provisioned "
+        "concurrency would; here a cold start takes the CPU that the emulator needs)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-    from local.emulator import EmulatorProcess
-    from local.runtime import LocalRuntime, RuntimeSettings
-
-    report = LoadReport(rate=args.rate, duration=args.duration, accounts=args.accounts)
-    with EmulatorProcess() as emulator:
-        runtime = LocalRuntime(RuntimeSettings(endpoint_url=emulator.url, port=0))
+    report = LoadReport(
+        rate=args.rate,
+        duration=args.duration,
+        accounts=args.accounts,
+        cold_starts=args.cold,
+        emulator_flavour=args.emulator_flavour,
+        partition_limits=args.partition_limits,
+        account_concurrency=args.account_concurrency,
+    )
+    with EmulatorProcess(
+        flavour=args.emulator_flavour, partition_limits=args.partition_limits, partition_burst_seconds=0
+    ) as emulator:
+        runtime = LocalRuntime(
+            RuntimeSettings(endpoint_url=emulator.url, port=0, account_concurrency=args.account_concurrency)
+        )
         runtime.deploy_and_start()
         try:
+            if not args.cold:
+                print("starting every sandbox ...")
+                runtime.provision_every_sandbox()
             api = HttpApi(runtime.api_url)
             table = runtime.outputs["TableName"]
             print("measuring the emulator's ceiling ...")
             report.emulator_calls_per_second = round(measure_emulator(runtime.client("dynamodb"), table), 1)
             report.ceiling_iterations_per_second = round(report.emulator_calls_per_second / CALLS_PER_ITERATION, 2)
+            if args.ceiling_share is not None:
+                report.rate = round(args.ceiling_share * report.ceiling_iterations_per_second, 1)
             accounts = [api.new_account(prefix="load", limit=1_000_000) for _ in range(args.accounts)]
-            print(f"load: {args.rate}/s for {args.duration} s over {args.accounts} account(s)")
+            print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
             live: Counter[str] = Counter()
-            samples, elapsed = run_load(api, accounts, args.rate, args.duration, live)
-            report.iterations_started = int(args.rate * args.duration)
+            samples, elapsed = run_load(api, accounts, report.rate, args.duration, live)
+            report.iterations_started = int(report.rate * args.duration)
             converged = wait_until_converged(api, live, accounts)
             report.seconds_to_converge = None if converged is None else round(converged, 2)
+            if args.partition_limits:
+                refusals = read_throttles(emulator.url)
+                report.partition_throttles = dict(sorted(refusals.items(), key=lambda pair: -pair[1])[:5])
         finally:
             runtime.stop()
     summarize(report, samples, elapsed)
     report.share_of_ceiling = round(report.achieved_rate / report.ceiling_iterations_per_second, 3)
 
-    name = args.name or f"load-{args.rate:g}-per-s-{args.accounts}-accounts"
+    name = args.name or f"load-{report.rate:g}-per-s-{args.accounts}-accounts"
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{name}.json"), "w", encoding="utf-8") as output:
         json.dump({**asdict(report), "samples": [asdict(s) for s in samples]}, output)
@@ -254,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(report: LoadReport) -> str:
     lines = [
-        f"offered {report.rate}/s for {report.duration} s over {report.accounts} account(s); "
+        f"offered {report.rate}/s for {report.duration} s over {report.accounts} account(s)"
+        f"{', sandboxes started on demand' if report.cold_starts else ''}, {report.emulator_flavour} emulator"
+        f"{f', partition limits x{report.partition_limits}' if report.partition_limits else ''}; "
         f"achieved {report.achieved_rate}/s ({report.iterations_completed}/{report.iterations_started} iterations)",
         f"emulator ceiling: {report.emulator_calls_per_second} conditional writes/s / {CALLS_PER_ITERATION} calls "
         f"= {report.ceiling_iterations_per_second} iterations/s; achieved = {report.share_of_ceiling:.0%} of it",
@@ -263,6 +320,8 @@ def render(report: LoadReport) -> str:
         lines.append(f"  {operation:<15} " + "  ".join(f"{name} {value} ms" for name, value in figures.items()))
     lines.append("  answers  " + ", ".join(f"{name}: {count}" for name, count in report.statuses.items()))
     lines.append(f"  failures {report.failures}")
+    for place, refusals in report.partition_throttles.items():
+        lines.append(f"  the emulator refused {refusals} request(s) for {place}")
     lines.append(f"  counters equal the truth {report.seconds_to_converge} s after the last answer")
     return "\n".join(lines)
 

@@ -137,6 +137,12 @@ class LocalRuntime:
             else:
                 logger.warning("event source %s is not supported locally", source)
 
+    def provision_every_sandbox(self) -> None:
+        """Start every function's sandboxes up to its concurrency, as provisioned concurrency would
+        (a load test's first seconds then measure the system, not its cold starts)."""
+        for pool in self._pools.values():
+            pool.warm_up(pool.concurrency)
+
     def _read_event_source_mappings(self) -> list[dict[str, Any]]:
         # Listed whole and matched by function ARN: moto ignores an ARN given as FunctionName.
         mappings: list[dict[str, Any]] = []

@@ -8,6 +8,7 @@ to 502, its own integration timeout to 504 ("Handle Lambda errors in API Gateway
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -83,5 +84,18 @@ def test_reserved_concurrency_from_the_template_wins_over_the_account_limit() ->
     pool = FunctionPool(slow_function(reserved=2), {}, account_concurrency=7)
     try:
         assert pool.concurrency == 2
+    finally:
+        pool.close()
+
+
+def test_provisioning_starts_every_sandbox_before_the_first_invocation() -> None:
+    """As provisioned concurrency: a load test's first seconds must not pay for cold starts."""
+    pool = FunctionPool(slow_function(), {}, account_concurrency=3)
+    try:
+        sandboxes = pool.warm_up(3)
+        assert len(sandboxes) == 3
+        for pid in sandboxes:
+            os.kill(pid, 0)  # alive, its imports done (it answered)
+        assert pool.warm_up(5) == sandboxes  # never beyond the concurrency, and no new ones
     finally:
         pool.close()
