@@ -9,7 +9,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
 .PHONY: help install run test unit handler runtime integration infra lint typecheck openapi synth deploy destroy \
-	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench-load clean
+	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
@@ -20,7 +20,9 @@ help:
 	@echo "make run       the whole system on http://127.0.0.1:3000 (embedded emulator, local Lambda service)"
 	@echo "make test      install everything, lint, type-check and run every test tier"
 	@echo "make chaos     the system under concurrent clients and every kind of fault; ARGS='--seed 3 --operations 2000'"
-	@echo "make bench-load   the paper's load test (constant arrival, create then delete); ARGS='--rate 15 --accounts 10'"
+	@echo "make bench-load   the paper's load test (constant arrival, create then delete); ARGS='--ceiling-share 0.8'"
+	@echo "make bench-emulators   moto plain, moto tuned and DynamoDB Local side by side"
+	@echo "make bench-capacity    DynamoDB capacity per operation, item and key; projected AWS ceilings and cost"
 	@echo "make unit | handler | runtime | integration | infra   one test tier"
 	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"
 	@echo "make localstack-up | localstack-deploy | localstack-test | localstack-down   (needs Docker)"
@@ -52,6 +54,12 @@ chaos: install
 
 bench-load: install
 	$(BIN)/python -m benchmarks.load $(ARGS)
+
+bench-emulators: install
+	$(BIN)/python -m benchmarks.emulators $(ARGS)
+
+bench-capacity: install
+	$(BIN)/python -m benchmarks.capacity $(ARGS)
 
 unit: $(BIN)/.installed
 	$(BIN)/python -m pytest -m unit

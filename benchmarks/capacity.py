@@ -1,0 +1,207 @@
+"""What the design costs DynamoDB, per operation and per item and key, and the ceilings it implies
+on AWS: `make bench-capacity` (ARGS='--iterations 20 --accounts 50').
+
+Runs the real flows (functions.core with the real adapters) against the embedded emulator, with
+the capacity meter (local/capacity/) on the client: create, delete, get, list, the stream consumer
+per record, and a heal. Then projects, from the capacity per create+delete iteration:
+
+* **one account**: the iterations per second before its hottest item reaches 1,000 WCU/s or
+  3,000 RCU/s (an item is never split across partitions), and before its hottest index key does;
+  its table partition key is reported apart (DynamoDB may split a hot partition key by sort key);
+* **the whole table** with `--accounts` evenly loaded accounts: before any item or index key of
+  the table reaches those limits, whatever the number of accounts;
+* **the on-demand cost** per million create+delete iterations (PRICES below).
+
+Prints figures and asserts none; tests/handler/test_capacity_meter.py checks the meter itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+
+from local.capacity.meter import CapacityMeter, Usage
+
+# us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
+# since 2024-11-01: per million write request units and read request units.
+PRICE_PER_MILLION_WRITE_UNITS = 0.625
+PRICE_PER_MILLION_READ_UNITS = 0.125
+PRICES_AS_OF = "2024-11-01, us-east-1"
+PARTITION_WCU_PER_SECOND = 1000.0
+PARTITION_RCU_PER_SECOND = 3000.0
+ITERATION = ("create", "delete", "consumer record")
+
+
+def now_text() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: str, table: str, args: Any) -> int:
+    """Create+delete iterations spread evenly over the accounts; returns how many ran."""
+    from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
+    from functions.core import accounts
+    from functions.core.counting import process_stream_records
+    from functions.core.healing import heal_account
+    from functions.core.model import NewResource
+    from tests.support.stream import StreamTap
+
+    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table)
+    tap = StreamTap(streams, stream_arn)
+    names = [f"acct-{number:03d}" for number in range(args.accounts)]
+    with meter.operation("setup"):
+        for name in names:
+            accounts.put_account(api, name, 1_000_000, now_text)
+        process_stream_records(counting, tap.drain())
+
+    def consume() -> None:
+        for record in tap.drain():
+            with meter.operation("consumer record"):
+                process_stream_records(counting, [record])
+
+    iterations = 0
+    for _ in range(args.iterations):
+        for name in names:
+            with meter.operation("create"):
+                created = accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text)
+            consume()
+            with meter.operation("get"):
+                accounts.get_resource(api, name, created.resource.resource_id)
+            with meter.operation("list"):
+                accounts.list_resources(api, name, 20, None)
+            with meter.operation("delete"):
+                accounts.delete_resource(api, name, created.resource.resource_id, now_text)
+            consume()
+            iterations += 1
+    healing = DynamoHealingStore(dynamodb, table)
+    for name in names:
+        with meter.operation("heal"):
+            heal_account(healing, name, datetime.now(UTC) + timedelta(hours=1), timedelta(seconds=30))
+    return iterations
+
+
+def per_iteration(meter: CapacityMeter, iterations: int) -> Usage:
+    """The capacity of one create+delete iteration: create, delete and the records they cause."""
+    total = Usage()
+    for name in ITERATION:
+        usage = meter.usage.get(name)
+        if usage is None:
+            continue
+        for place, units in usage.wcu.items():
+            total.wcu[place] += units / iterations
+        for place, units in usage.rcu.items():
+            total.rcu[place] += units / iterations
+        for item, units in usage.item_wcu.items():
+            total.item_wcu[item] += units / iterations
+        for item, units in usage.item_rcu.items():
+            total.item_rcu[item] += units / iterations
+        for call, count in usage.calls.items():
+            total.calls[call] += count / iterations
+    return total
+
+
+def hottest(units: dict[Any, float]) -> tuple[Any, float]:
+    return max(units.items(), key=lambda pair: pair[1]) if units else ("-", 0.0)
+
+
+def ceilings(iteration: Usage) -> dict[str, tuple[str, float]]:
+    """Iterations per second before each kind of place reaches its partition limit."""
+    index_keys = {place: units for place, units in iteration.wcu.items() if " index " in place[0]}
+    table_keys = {place: units for place, units in iteration.wcu.items() if " index " not in place[0]}
+    found: dict[str, tuple[str, float]] = {}
+    for label, units, limit in (
+        ("hottest item (writes)", iteration.item_wcu, PARTITION_WCU_PER_SECOND),
+        ("hottest item (reads)", iteration.item_rcu, PARTITION_RCU_PER_SECOND),
+        ("hottest index key (writes)", index_keys, PARTITION_WCU_PER_SECOND),
+        ("hottest table partition key (writes; soft)", table_keys, PARTITION_WCU_PER_SECOND),
+    ):
+        place, amount = hottest(units)
+        if amount:
+            where = " key ".join(place) if isinstance(place, tuple) else place
+            found[label] = (f"{where} ({amount:.2f}/iteration)", limit / amount)
+    return found
+
+
+def report(meter: CapacityMeter, one: Usage, many: Usage, accounts: int, iterations: int) -> str:
+    lines = ["per operation (one account's share when run over several), averaged over its runs:"]
+    lines.append(f"  {'operation':<18}{'runs':>6}{'calls':>8}{'WCU':>8}{'RCU':>8}  calls by API")
+    for name, usage in meter.usage.items():
+        if name == "setup" or not usage.runs:
+            continue
+        calls = sum(usage.calls.values()) / usage.runs
+        by_api = ", ".join(f"{api} {count / usage.runs:.2g}" for api, count in sorted(usage.calls.items()))
+        lines.append(
+            f"  {name:<18}{usage.runs:>6}{calls:>8.2f}{usage.total_wcu / usage.runs:>8.2f}"
+            f"{usage.total_rcu / usage.runs:>8.2f}  {by_api}"
+        )
+    table_wcu = sum(units for place, units in one.wcu.items() if " index " not in place[0])
+    index_wcu = one.total_wcu - table_wcu
+    lines += [
+        "",
+        f"one create+delete iteration (create, delete, the records they cause), one account, {iterations} iterations:",
+        f"  {one.total_wcu:.2f} WCU ({table_wcu:.2f} on the table, {index_wcu:.2f} on indexes), "
+        f"{one.total_rcu:.2f} RCU, {sum(one.calls.values()):.1f} calls "
+        f"({', '.join(f'{api} {count:.2g}' for api, count in sorted(one.calls.items()))})",
+        "  the hottest places per iteration:",
+    ]
+    places: dict[str, float] = defaultdict(float)
+    for item, units in one.item_wcu.items():
+        places[f"item {item}"] += units
+    for (place, key), units in one.wcu.items():
+        if " index " in place:
+            places[f"{place} key {key}"] += units
+        places[f"{place} partition key {key}"] += units if " index " not in place else 0
+    for place, units in sorted(places.items(), key=lambda pair: -pair[1])[:6]:
+        if units:
+            lines.append(f"    {units:6.2f} WCU  {place}")
+    lines += ["", "projected AWS ceilings (1,000 WCU/s and 3,000 RCU/s per partition), iterations per second:"]
+    for scope, usage in (("one account", one), (f"whole table, {accounts} evenly loaded accounts", many)):
+        lines.append(f"  {scope}:")
+        for label, (place, rate) in ceilings(usage).items():
+            lines.append(f"    {rate:>10,.0f}/s  {label}: {place}")
+    cost = one.total_wcu * PRICE_PER_MILLION_WRITE_UNITS + one.total_rcu * PRICE_PER_MILLION_READ_UNITS
+    lines += [
+        "",
+        f"on-demand cost per million create+delete iterations: ${cost:.2f} "
+        f"(${PRICE_PER_MILLION_WRITE_UNITS}/M WRU, ${PRICE_PER_MILLION_READ_UNITS}/M RRU, {PRICES_AS_OF})",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.capacity", description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=20, help="create+delete iterations per account")
+    parser.add_argument("--accounts", type=int, default=50, help="accounts of the whole-table projection")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+    from local.emulator import EmulatorProcess
+    from local.runtime import LOCAL_CREDENTIALS
+    from tests.support.tables import create_table
+
+    os.environ.update(LOCAL_CREDENTIALS, AWS_DEFAULT_REGION="us-east-1")
+    results: list[tuple[CapacityMeter, Usage, int]] = []
+    with EmulatorProcess() as emulator:
+        for accounts, iterations in ((1, args.iterations), (args.accounts, max(1, args.iterations // 10))):
+            dynamodb = boto3.client("dynamodb", endpoint_url=emulator.url)
+            streams = boto3.client("dynamodbstreams", endpoint_url=emulator.url)
+            table = f"capacity-{accounts}"
+            stream_arn = create_table(dynamodb, table)
+            meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator.url))
+            workload = argparse.Namespace(accounts=accounts, iterations=iterations)
+            print(f"running {iterations} iteration(s) on each of {accounts} account(s) ...", flush=True)
+            ran = run_workload(meter, dynamodb, streams, stream_arn, table, workload)
+            results.append((meter, per_iteration(meter, ran), ran))
+    (meter, one, ran), (_, many, _) = results
+    print()
+    print(report(meter, one, many, args.accounts, ran))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

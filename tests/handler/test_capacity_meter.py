@@ -1,0 +1,91 @@
+"""The capacity meter on real calls to the emulator, over the table the template defines."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.core import schema
+from local.capacity.meter import CapacityMeter
+from tests.conftest import System
+
+
+@pytest.fixture
+def meter(system: System) -> CapacityMeter:
+    return CapacityMeter(system.dynamodb, reader=boto3.client("dynamodb"))
+
+
+def key(pk: str, sk: str) -> dict[str, dict[str, str]]:
+    return {schema.PARTITION_KEY: {"S": pk}, schema.SORT_KEY: {"S": sk}}
+
+
+def test_a_put_of_two_and_a_half_kilobytes_is_three_write_units(system: System, meter: CapacityMeter) -> None:
+    item = {**key("A#1", "R#1"), "data": {"S": "x" * (2560 - 4 - 3 - 3 - 2)}}  # 2,560 bytes in all
+    with meter.operation("put") as usage:
+        system.dynamodb.put_item(TableName=system.table, Item=item)
+    assert usage.calls == {"PutItem": 1}
+    assert usage.wcu == {(system.table, "A#1"): 3}
+    assert usage.item_wcu == {f"{system.table} / A#1 / R#1": 3}
+
+
+def test_a_transaction_of_two_items_is_four_write_units(system: System, meter: CapacityMeter) -> None:
+    with meter.operation("transaction") as usage:
+        system.dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": system.table, "Item": key("A#1", "R#1")}},
+                {
+                    "Update": {
+                        "TableName": system.table,
+                        "Key": key("A#2", "COUNTER"),
+                        "UpdateExpression": "ADD n :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                },
+            ]
+        )
+    assert usage.wcu == {(system.table, "A#1"): 2, (system.table, "A#2"): 2}
+
+
+def test_a_failed_conditional_update_is_billed(system: System, meter: CapacityMeter) -> None:
+    system.dynamodb.put_item(TableName=system.table, Item={**key("A#1", "ACCOUNT"), "n": {"N": "5"}})
+    with meter.operation("refused") as usage, pytest.raises(ClientError):
+        system.dynamodb.update_item(
+            TableName=system.table,
+            Key=key("A#1", "ACCOUNT"),
+            UpdateExpression="ADD n :one",
+            ConditionExpression="n < :five",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":five": {"N": "5"}},
+        )
+    assert usage.calls == {"UpdateItem": 1}
+    assert usage.total_wcu == 1
+
+
+def test_an_update_moving_an_item_between_index_keys_writes_the_index_twice(
+    system: System, meter: CapacityMeter
+) -> None:
+    account = {
+        **key("A#1", "ACCOUNT"),
+        schema.ACTIVITY_BUCKET_ATTRIBUTE: {"S": "7"},
+        schema.LAST_WRITE_ATTRIBUTE: {"S": "2026-11-23T10:00:00.000Z"},
+    }
+    system.dynamodb.put_item(TableName=system.table, Item=account)
+    with meter.operation("touch") as usage:
+        system.dynamodb.update_item(
+            TableName=system.table,
+            Key=key("A#1", "ACCOUNT"),
+            UpdateExpression="SET #at = :now",
+            ExpressionAttributeNames={"#at": schema.LAST_WRITE_ATTRIBUTE},
+            ExpressionAttributeValues={":now": {"S": "2026-11-23T10:00:01.000Z"}},
+        )
+    index_place = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
+    assert usage.wcu == {(system.table, "A#1"): 1, (index_place, "7"): 2}
+
+
+def test_reads_are_billed_by_consistency(system: System, meter: CapacityMeter) -> None:
+    system.dynamodb.put_item(TableName=system.table, Item=key("A#1", "R#1"))
+    with meter.operation("reads") as usage:
+        system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "R#1"), ConsistentRead=True)
+        system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "R#1"))
+        system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "absent"))
+    assert usage.rcu == {(system.table, "A#1"): 1 + 0.5 + 0.5}
