@@ -192,7 +192,7 @@ class PartitionThrottling:
         if operation == "GetItem":
             table, key = request.get("TableName", ""), request.get("Key", {})
             if self._tables.shape(region, table) is None:
-                return self._application(environ, start_response)
+                return self._pass_through(environ, body, start_response)
             places = self._places(region, table, key, [])
             if self.limits.exhausted(READ, places) is not None:
                 return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
@@ -253,10 +253,10 @@ class PartitionThrottling:
         table = request.get("TableName", "")
         partition = _queried_partition(request)
         if self._tables.shape(region, table) is None or partition is None:
-            return self._application(environ, start_response)
+            return self._pass_through(environ, body, start_response)
         index = request.get("IndexName")
         if not index:
-            return self._application(environ, start_response)  # the table's partitions: see _places
+            return self._pass_through(environ, body, start_response)  # the table's partitions: see _places
         place = index_place(table, index, partition)
         if self.limits.exhausted(READ, [place]) is not None:
             return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
@@ -271,6 +271,14 @@ class PartitionThrottling:
         return [answer.encode()]
 
     # -- plumbing -------------------------------------------------------------------------------
+
+    def _pass_through(
+        self, environ: dict[str, Any], body: bytes, start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """Run a request unlimited, its body (already read here) given back to moto."""
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        return self._application(environ, start_response)
 
     def _run(self, environ: dict[str, Any], body: bytes, start_response: Callable[..., Any]) -> tuple[str, str]:
         environ["wsgi.input"] = io.BytesIO(body)

@@ -130,3 +130,16 @@ def test_a_batch_read_returns_the_throttled_keys_unprocessed(dynamodb: Any) -> N
     )
     assert [item[schema.PARTITION_KEY]["S"] for item in response["Responses"][TABLE]] == ["READ#cold"]
     assert response["UnprocessedKeys"][TABLE]["Keys"] == [key("READ#hot")]
+
+
+def test_requests_it_does_not_limit_reach_the_table_whole(dynamodb: Any) -> None:
+    """A query of a table partition is not limited (docs/local-runtime.md); it must still run."""
+    dynamodb.put_item(TableName=TABLE, Item=key("QUERY#1", "A"))
+    dynamodb.put_item(TableName=TABLE, Item=key("QUERY#1", "B"))
+    items = dynamodb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "QUERY#1"}},
+        ConsistentRead=True,
+    )["Items"]
+    assert [item[schema.SORT_KEY]["S"] for item in items] == ["A", "B"]
