@@ -26,6 +26,7 @@ from typing import Any
 
 import boto3
 
+from functions.core.healing import iso_timestamp
 from local.capacity.meter import CapacityMeter, Usage
 
 # us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
@@ -39,7 +40,8 @@ ITERATION = ("create", "delete", "consumer record")
 
 
 def now_text() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The flows' clock, as the API handler's: ISO 8601 UTC, milliseconds."""
+    return iso_timestamp(datetime.now(UTC))
 
 
 def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: str, table: str, args: Any) -> int:

@@ -27,12 +27,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
+from benchmarks.capacity import now_text
 from benchmarks.load import RESULTS, measure_emulator
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
@@ -65,22 +65,19 @@ def flow_rate(dynamodb: Any, streams: Any, stream_arn: str, table: str, seconds:
     from functions.core.model import NewResource
     from tests.support.stream import StreamTap
 
-    def now() -> str:
-        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
     calls = [0]
     dynamodb.meta.events.register("after-call.dynamodb.*", lambda **_: calls.__setitem__(0, calls[0] + 1))
     api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table)
     tap = StreamTap(streams, stream_arn)
     account = f"flow-{time.monotonic_ns()}"
-    accounts.put_account(api, account, 1_000_000, now)
+    accounts.put_account(api, account, 1_000_000, now_text)
     tap.drain()
     calls[0], iterations = 0, 0
     started = time.monotonic()
     while time.monotonic() - started < seconds:
-        created = accounts.create_resource(api, account, NewResource("vm", {"size": 2}), None, now)
+        created = accounts.create_resource(api, account, NewResource("vm", {"size": 2}), None, now_text)
         process_stream_records(counting, tap.drain())
-        accounts.delete_resource(api, account, created.resource.resource_id, now)
+        accounts.delete_resource(api, account, created.resource.resource_id, now_text)
         process_stream_records(counting, tap.drain())
         iterations += 1
     return iterations / (time.monotonic() - started), calls[0] / max(1, iterations)

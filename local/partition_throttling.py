@@ -24,7 +24,16 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from local.capacity.billing import Index, index_writes, item_size, read_units, write_units
+from local.capacity.billing import (
+    Index,
+    index_writes,
+    item_size,
+    plain,
+    queried_partition,
+    query_read_units,
+    read_units,
+    write_units,
+)
 from local.capacity.limits import READ, WRITE, PartitionLimits, index_place, item_place
 
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -54,19 +63,10 @@ class MotoTables:
         if table is None:
             return None
         keys = tuple(k for k in (table.hash_key_attr, table.range_key_attr) if k)
-        indexes = []
-        for index in table.global_indexes:
-            schema = {entry["KeyType"]: entry["AttributeName"] for entry in index.schema}
-            projection = index.projection or {}
-            indexes.append(
-                Index(
-                    index.name,
-                    schema["HASH"],
-                    schema.get("RANGE"),
-                    projection.get("ProjectionType", "ALL"),
-                    frozenset(projection.get("NonKeyAttributes", [])),
-                )
-            )
+        indexes = [
+            Index.from_description({"IndexName": index.name, "KeySchema": index.schema, "Projection": index.projection})
+            for index in table.global_indexes
+        ]
         return keys, tuple(indexes)
 
     def item(self, region: str, name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -135,8 +135,8 @@ class PartitionThrottling:
         shape = self._tables.shape(region, table)
         assert shape is not None
         keys, indexes = shape
-        partition = _plain(key[keys[0]])
-        places = [item_place(table, partition, _plain(key[keys[1]]) if len(keys) > 1 else None)]
+        partition = plain(key[keys[0]])
+        places = [item_place(table, partition, plain(key[keys[1]]) if len(keys) > 1 else None)]
         for item in items:
             for index in indexes:
                 index_key = index.key_of(item)
@@ -251,7 +251,7 @@ class PartitionThrottling:
         start_response: Callable[..., Any],
     ) -> Iterable[bytes]:
         table = request.get("TableName", "")
-        partition = _queried_partition(request)
+        partition = queried_partition(request)
         if self._tables.shape(region, table) is None or partition is None:
             return self._pass_through(environ, body, start_response)
         index = request.get("IndexName")
@@ -262,12 +262,7 @@ class PartitionThrottling:
             return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
         status, answer = self._run(environ, body, start_response)
         if status.startswith("200"):
-            response = json.loads(answer)
-            items = response.get("Items", [])
-            returned = sum(item_size(item) for item in items)
-            count = response.get("Count", len(items))
-            size = returned * response.get("ScannedCount", count) / count if count else 0
-            self.limits.charge(READ, place, read_units(int(size), consistent=bool(request.get("ConsistentRead"))))
+            self.limits.charge(READ, place, query_read_units(request, json.loads(answer)))
         return [answer.encode()]
 
     # -- plumbing -------------------------------------------------------------------------------
@@ -281,8 +276,6 @@ class PartitionThrottling:
         return self._application(environ, start_response)
 
     def _run(self, environ: dict[str, Any], body: bytes, start_response: Callable[..., Any]) -> tuple[str, str]:
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
         answered: list[str] = []
 
         def remember(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -290,7 +283,7 @@ class PartitionThrottling:
             fixed = [(name, value) for name, value in headers if name.lower() != "content-length"]
             return start_response(status, fixed, exc_info)
 
-        answer = b"".join(self._application(environ, remember)).decode()
+        answer = b"".join(self._pass_through(environ, body, remember)).decode()
         return answered[0], answer
 
 
@@ -313,19 +306,6 @@ def _region(environ: Mapping[str, Any]) -> str:
         return str(authorization.split("Credential=")[1].split("/")[2])
     except IndexError:
         return "us-east-1"
-
-
-def _plain(value: Mapping[str, Any]) -> str:
-    ((_, inner),) = value.items()
-    return str(inner)
-
-
-def _queried_partition(request: Mapping[str, Any]) -> str | None:
-    condition = request.get("KeyConditionExpression", "")
-    for placeholder, value in request.get("ExpressionAttributeValues", {}).items():
-        if f"= {placeholder}" in condition or f"={placeholder}" in condition:
-            return _plain(value)
-    return None
 
 
 def _error(start_response: Callable[..., Any], code: str, message: str, **extra: Any) -> list[bytes]:

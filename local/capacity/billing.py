@@ -80,6 +80,31 @@ def read_units(size: int, *, consistent: bool, transactional: bool = False) -> f
     return units if consistent else units / 2
 
 
+def query_read_units(request: Mapping[str, Any], response: Mapping[str, Any]) -> float:
+    """A Query is billed on the items it read before any filter, one total rounded up to 4 KB.
+    Only what it returned can be sized: their size is scaled by ScannedCount / Count."""
+    items = response.get("Items", [])
+    count = response.get("Count", len(items))
+    returned = sum(item_size(item) for item in items)
+    size = returned * response.get("ScannedCount", count) / count if count else 0
+    return read_units(int(size), consistent=bool(request.get("ConsistentRead")))
+
+
+def queried_partition(request: Mapping[str, Any]) -> str | None:
+    """The partition key value a Query's key condition names (`#pk = :value`), if any."""
+    condition = request.get("KeyConditionExpression", "")
+    for placeholder, value in request.get("ExpressionAttributeValues", {}).items():
+        if f"= {placeholder}" in condition or f"={placeholder}" in condition:
+            return plain(value)
+    return None
+
+
+def plain(value: Mapping[str, Any]) -> str:
+    """A key attribute's value as text: {"S": "a"} -> "a"."""
+    ((_, inner),) = value.items()
+    return str(inner)
+
+
 @dataclass(frozen=True)
 class Index:
     """A secondary index as billing sees it: its key attributes and what it projects."""
@@ -89,6 +114,19 @@ class Index:
     range_key: str | None
     projection: str  # ALL, KEYS_ONLY or INCLUDE
     included: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_description(cls, description: Mapping[str, Any]) -> Index:
+        """From an index as DescribeTable describes it (IndexName, KeySchema, Projection)."""
+        schema = {entry["KeyType"]: entry["AttributeName"] for entry in description["KeySchema"]}
+        projection = description.get("Projection") or {}
+        return cls(
+            description["IndexName"],
+            schema["HASH"],
+            schema.get("RANGE"),
+            projection.get("ProjectionType", "ALL"),
+            frozenset(projection.get("NonKeyAttributes", [])),
+        )
 
     def key_of(self, item: Item | None) -> tuple[Any, ...] | None:
         """The item's index key, or None when the item is not in the (sparse) index."""

@@ -22,7 +22,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from local.capacity.billing import Index, Item, index_writes, item_size, read_units, write_units
+from local.capacity.billing import (
+    Index,
+    Item,
+    index_writes,
+    item_size,
+    plain,
+    queried_partition,
+    query_read_units,
+    read_units,
+    write_units,
+)
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 
@@ -86,19 +96,11 @@ class CapacityMeter:
         if table not in self._shapes:
             description = self._reader.describe_table(TableName=table)["Table"]
             keys = tuple(entry["AttributeName"] for entry in description["KeySchema"])
-            indexes = []
-            for index in description.get("GlobalSecondaryIndexes", []) + description.get("LocalSecondaryIndexes", []):
-                schema = {entry["KeyType"]: entry["AttributeName"] for entry in index["KeySchema"]}
-                projection = index.get("Projection", {})
-                indexes.append(
-                    Index(
-                        index["IndexName"],
-                        schema["HASH"],
-                        schema.get("RANGE"),
-                        projection.get("ProjectionType", "ALL"),
-                        frozenset(projection.get("NonKeyAttributes", [])),
-                    )
-                )
+            indexes = [
+                Index.from_description(index)
+                for index in description.get("GlobalSecondaryIndexes", [])
+                + description.get("LocalSecondaryIndexes", [])
+            ]
             self._shapes[table] = _TableShape(keys, tuple(indexes))
         return self._shapes[table]
 
@@ -192,17 +194,10 @@ class CapacityMeter:
                 units = read_units(item_size(response.get("Item")), consistent=True, transactional=True)
                 self._add(usage.rcu, usage.item_rcu, get["TableName"], dict(get["Key"]), units)
         elif name in ("Query", "Scan"):
-            # Billed on the items read before any filter, one total rounded up to 4 KB. The meter
-            # sees only what is returned: it scales their size by ScannedCount / Count.
-            items = parsed.get("Items", [])
-            returned = sum(item_size(item) for item in items)
-            scanned, count = parsed.get("ScannedCount", len(items)), parsed.get("Count", len(items))
-            size = returned * scanned / count if count else 0
             table = params["TableName"]
             place = f"{table} index {params['IndexName']}" if "IndexName" in params else table
-            partition = _query_partition(params)
-            units = read_units(int(size), consistent=bool(params.get("ConsistentRead")))
-            usage.rcu[(place, partition)] += units
+            partition = queried_partition(params) or "(every partition)"  # a Scan reads them all
+            usage.rcu[(place, partition)] += query_read_units(params, parsed)
 
     def _add(
         self,
@@ -219,17 +214,4 @@ class CapacityMeter:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, Mapping):
-        ((_, inner),) = value.items()
-        return str(inner)
-    return str(value)
-
-
-def _query_partition(params: Mapping[str, Any]) -> str:
-    """The partition key value a Query names (a Scan reads every partition)."""
-    values = params.get("ExpressionAttributeValues", {})
-    condition = params.get("KeyConditionExpression", "")
-    for placeholder, value in values.items():
-        if f"= {placeholder}" in condition or f"={placeholder}" in condition:
-            return _show(value)
-    return "(every partition)"
+    return plain(value) if isinstance(value, Mapping) else str(value)
