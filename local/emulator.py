@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from local.capacity.limits import AWS_BURST_SECONDS, PartitionLimits, parse_factor
+from local.client_request_tokens import ClientRequestTokens
 
 LOOPBACK = "127.0.0.1"
 READY_PREFIX = "READY "
@@ -198,6 +199,7 @@ def serve(
         from local.partition_throttling import MotoTables, PartitionThrottling
 
         application = PartitionThrottling(dispatcher, limits, MotoTables(os.environ["MOTO_ACCOUNT_ID"]))
+    application = ClientRequestTokens(application)
     if flavour == "plain":
         from werkzeug.serving import make_server
 

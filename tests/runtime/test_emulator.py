@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import http.client
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -194,3 +195,87 @@ def test_the_tuned_stream_reads_give_the_sdk_what_moto_gives_it() -> None:
     tuned, plain = ([comparable(r) for r in by_flavour[flavour]] for flavour in ("tuned", "plain"))
     assert [r["eventName"] for r in tuned] == ["INSERT", "MODIFY", "REMOVE"]
     assert tuned == plain
+
+
+# --- TransactWriteItems' ClientRequestToken (local/client_request_tokens.py) ----------------------
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex  # tokens are the emulator's, not a table's: each test needs its own
+
+
+def add_one(table: str) -> list[dict[str, Any]]:
+    update = {
+        "TableName": table,
+        "Key": {"pk": {"S": "counter"}, "sk": {"S": "counter"}},
+        "UpdateExpression": "ADD #count :one",
+        "ExpressionAttributeNames": {"#count": "count"},
+        "ExpressionAttributeValues": {":one": {"N": "1"}},
+    }
+    return [{"Update": update}]
+
+
+def count_of(dynamodb: Any, table: str) -> int:
+    item = dynamodb.get_item(TableName=table, Key={"pk": {"S": "counter"}, "sk": {"S": "counter"}}, ConsistentRead=True)
+    return int(item.get("Item", {}).get("count", {"N": "0"})["N"])
+
+
+def test_a_transaction_repeated_with_its_token_is_answered_and_applied_once(aws: dict[str, Any]) -> None:
+    dynamodb, token_1, token_2 = aws["dynamodb"], new_token(), new_token()
+    create_table(dynamodb, "tokens-repeat")
+    first = dynamodb.transact_write_items(TransactItems=add_one("tokens-repeat"), ClientRequestToken=token_1)
+    again = dynamodb.transact_write_items(TransactItems=add_one("tokens-repeat"), ClientRequestToken=token_1)
+    assert again["ResponseMetadata"]["HTTPStatusCode"] == first["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert count_of(dynamodb, "tokens-repeat") == 1
+    dynamodb.transact_write_items(TransactItems=add_one("tokens-repeat"), ClientRequestToken=token_2)
+    assert count_of(dynamodb, "tokens-repeat") == 2
+
+
+def test_a_token_reused_with_other_parameters_is_refused(aws: dict[str, Any]) -> None:
+    dynamodb, token_1 = aws["dynamodb"], new_token()
+    create_table(dynamodb, "tokens-mismatch")
+    dynamodb.transact_write_items(TransactItems=add_one("tokens-mismatch"), ClientRequestToken=token_1)
+    other = add_one("tokens-mismatch")
+    other[0]["Update"]["ExpressionAttributeValues"][":one"] = {"N": "2"}
+    with pytest.raises(ClientError) as refused:
+        dynamodb.transact_write_items(TransactItems=other, ClientRequestToken=token_1)
+    assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+    assert count_of(dynamodb, "tokens-mismatch") == 1
+
+
+def test_a_cancelled_transaction_leaves_its_token_free(aws: dict[str, Any]) -> None:
+    dynamodb, token_1, token_2 = aws["dynamodb"], new_token(), new_token()
+    create_table(dynamodb, "tokens-cancelled")
+    guarded = add_one("tokens-cancelled")
+    guarded[0]["Update"]["ConditionExpression"] = "attribute_exists(#count)"
+    with pytest.raises(ClientError) as cancelled:
+        dynamodb.transact_write_items(TransactItems=guarded, ClientRequestToken=token_1)
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    dynamodb.transact_write_items(TransactItems=add_one("tokens-cancelled"), ClientRequestToken=token_2)
+    dynamodb.transact_write_items(TransactItems=guarded, ClientRequestToken=token_1)  # runs, not replayed
+    assert count_of(dynamodb, "tokens-cancelled") == 2
+
+
+def test_the_sdks_retry_of_a_transaction_whose_answer_was_lost_applies_it_once(aws: dict[str, Any]) -> None:
+    """botocore fills ClientRequestToken in once per call and sends it again on each retry."""
+    from botocore.httpsession import URLLib3Session
+
+    from local.faults import ANSWERS, aws_response
+
+    dynamodb = clients(aws["dynamodb"].meta.endpoint_url)["dynamodb"]  # a client of its own for the hook
+    create_table(dynamodb, "tokens-retry")
+    sent: list[bytes] = []
+    http = URLLib3Session()
+
+    def land_then_500(request: Any, **_: Any) -> Any:
+        sent.append(request.body)
+        if len(sent) > 1:
+            return None
+        assert http.send(request).status_code == 200
+        return aws_response(request, *ANSWERS["InternalServerError"])
+
+    dynamodb.meta.events.register("before-send.dynamodb.TransactWriteItems", land_then_500)
+    dynamodb.transact_write_items(TransactItems=add_one("tokens-retry"))
+    assert len(sent) == 2
+    assert sent[0] == sent[1]  # the same token both times
+    assert count_of(dynamodb, "tokens-retry") == 1
