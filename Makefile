@@ -9,7 +9,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
 .PHONY: help install run test unit handler runtime integration infra lint typecheck openapi synth deploy destroy \
-	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench-load bench-emulators bench-capacity clean
+	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
@@ -20,6 +20,7 @@ help:
 	@echo "make run       the whole system on http://127.0.0.1:3000 (embedded emulator, local Lambda service)"
 	@echo "make test      install everything, lint, type-check and run every test tier"
 	@echo "make chaos     the system under concurrent clients and every kind of fault; ARGS='--seed 3 --operations 2000'"
+	@echo "make bench     the blog's seven counters, the paper's design and this project side by side (capacity, ceiling, count error)"
 	@echo "make bench-load   the paper's load test (constant arrival, create then delete); ARGS='--ceiling-share 0.8'"
 	@echo "make bench-emulators   moto plain, moto tuned and DynamoDB Local side by side"
 	@echo "make bench-capacity    DynamoDB capacity per operation, item and key; projected AWS ceilings and cost"
@@ -51,6 +52,9 @@ test: install lint typecheck
 
 chaos: install
 	$(BIN)/python -m chaos $(ARGS)
+
+bench: install
+	$(BIN)/python -m benchmarks.bench $(ARGS)
 
 bench-load: install
 	$(BIN)/python -m benchmarks.load $(ARGS)

@@ -1,0 +1,74 @@
+"""This project: the hybrid counter with leases (docs/admission.md), run through its real core
+flows and DynamoDB adapters, the stream consumer applying records as the deployed one does.
+
+`create` passes the harness's resource id as the Idempotency-Key, so a caller's retry is the API's
+replay. `count` is the eventual counter, as for the paper; the best-effort counter is reported
+beside it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from benchmarks.approaches.base import Approach, LimitReached
+from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore
+from functions.core import accounts
+from functions.core.counting import process_stream_records
+from functions.core.errors import LimitExceeded, ResourceNotFound
+from functions.core.healing import iso_timestamp
+from functions.core.keys import account_pk
+from functions.core.model import NewResource, idempotent_resource_id
+from tests.support.stream import StreamTap
+from tests.support.tables import create_table
+from tests.support.truth import read_truth
+
+
+def now_text() -> str:
+    return iso_timestamp(datetime.now(UTC))
+
+
+class ThisProject(Approach):
+    name = "this-project"
+    title = "this project"
+    source = "docs/admission.md"
+    has_stream = True
+
+    def create_table(self) -> None:
+        create_table(self.dynamodb, self.table)  # from the synthesized template
+
+    def connect(self, tap: StreamTap | None = None) -> None:
+        super().connect(tap)
+        self._api = DynamoApiStore(self.dynamodb, self.table)
+        self._counting = DynamoCountingStore(self.dynamodb, self.table)
+
+    def open_account(self, account: str, limit: int) -> None:
+        accounts.put_account(self._api, account, limit, now_text)
+
+    def create(self, account: str, resource_id: str) -> None:
+        try:
+            accounts.create_resource(self._api, account, NewResource("vm", {}), resource_id, now_text)
+        except LimitExceeded as refused:
+            raise LimitReached(account) from refused
+
+    def delete(self, account: str, resource_id: str) -> bool:
+        try:
+            accounts.delete_resource(self._api, account, idempotent_resource_id(account, resource_id), now_text)
+        except ResourceNotFound:
+            return False
+        return True
+
+    def count(self, account: str) -> int:
+        return accounts.get_usage(self._api, account).eventual
+
+    def live(self, account: str) -> int:
+        return read_truth(self.dynamodb, self.table)[account_pk(account)].live
+
+    def best_effort(self, account: str) -> int:
+        return accounts.get_usage(self._api, account).best_effort_net
+
+    def consume(self) -> int:
+        assert self.tap is not None
+        records = [*self.pending, *self.tap.drain()]
+        failed = set(process_stream_records(self._counting, records).failed)
+        self.pending = [record for record in records if record["dynamodb"]["SequenceNumber"] in failed]
+        return len(records)
