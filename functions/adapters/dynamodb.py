@@ -10,7 +10,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -22,9 +22,12 @@ from functions.adapters.errors import error_code, unavailable
 from functions.core import keys, leases, schema
 from functions.core.counting import (
     COMMITTED,
+    CONDITIONAL_CHECK_FAILED,
+    DELTAS,
     GONE,
+    ActionKind,
     CancellationReason,
-    ConditionalDeleteResult,
+    ResourceAction,
     ResourceState,
     TransactionResult,
     TransientStoreError,
@@ -393,7 +396,8 @@ def _decode_cursor(account_id: str, cursor: str) -> dict[str, Any]:
 
 
 class DynamoCountingStore:
-    """The eventual counter's storage: one transaction per counting step, plus the sweep's reads.
+    """The eventual counter's storage: one transaction per batch of an account's counting actions,
+    plus the sweep's reads.
 
     A counted delete turns the resource into a tombstone kept for `tombstone_retention`."""
 
@@ -409,44 +413,41 @@ class DynamoCountingStore:
         self._retention = tombstone_retention
         self._clock = clock
 
-    def count_create(self, account_id: str, resource_id: str) -> TransactionResult:
-        return self._transact(
-            [
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": resource_key(account_id, resource_id),
-                        "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
-                        "ConditionExpression": (
-                            f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false"
-                        ),
-                        "ExpressionAttributeNames": {"#pk": PK},
-                        "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
-                },
-                self._counter_update(account_id, +1),
-            ]
-        )
+    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+        delta = sum(DELTAS[action.kind] for action in actions)
+        if delta == 0 and len(actions) == 1:
+            return self._update_alone(self._action(account_id, actions[0]))  # 1 WCU, not a transaction's 2
+        items = [{"Update": self._action(account_id, action)} for action in actions]
+        return self._transact(items + ([self._counter_update(account_id, delta)] if delta else []))
 
-    def remove_counted(self, account_id: str, resource_id: str) -> TransactionResult:
-        return self._transact(
-            [
-                {"Update": self._to_tombstone(account_id, resource_id, counted=True)},
-                self._counter_update(account_id, -1),
-            ]
-        )
+    def _action(self, account_id: str, action: ResourceAction) -> dict[str, Any]:
+        if action.kind is ActionKind.COUNT_CREATE:
+            return {
+                "TableName": self._table,
+                "Key": resource_key(account_id, action.resource_id),
+                "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
+                "ConditionExpression": (
+                    f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false"
+                ),
+                "ExpressionAttributeNames": {"#pk": PK},
+                "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        return self._to_tombstone(account_id, action.resource_id, counted=action.kind is ActionKind.REMOVE_COUNTED)
 
-    def remove_uncounted(self, account_id: str, resource_id: str) -> ConditionalDeleteResult:
+    def _update_alone(self, update: dict[str, Any]) -> TransactionResult:
+        """One conditional update, its outcome told as a one-action transaction's would be."""
         try:
-            self._client.update_item(**self._to_tombstone(account_id, resource_id, counted=False))
+            self._client.update_item(**update)
         except ClientError as error:
             if error_code(error) != CCF:
-                raise TransientStoreError(f"remove uncounted: {error}") from error
-            return ConditionalDeleteResult(deleted=False, current=_state(_condition_failed_item(error)))
+                raise TransientStoreError(f"update {update['Key']}: {error}") from error
+            return TransactionResult(
+                (CancellationReason(CONDITIONAL_CHECK_FAILED, _state(_condition_failed_item(error))),)
+            )
         except BotoCoreError as error:
-            raise TransientStoreError(f"remove uncounted: {error}") from error
-        return ConditionalDeleteResult(deleted=True)
+            raise TransientStoreError(f"update {update['Key']}: {error}") from error
+        return COMMITTED
 
     def pending_items(self, older_than: str | None) -> Iterator[dict[str, Any]]:
         """Every resource in the sparse pending index, bucket by bucket, oldest first."""

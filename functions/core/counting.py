@@ -1,18 +1,22 @@
 """The eventual counter: what to do for each resource record, and how to read the outcome.
 
 A unit of work is a `CountingTask` on one resource. It comes from a stream record (consumer,
-redrive) or from a pending resource found by a sweep; either way `apply_task` runs it, so every
-path applies exactly the same rules (SPEC section 3):
+redrive) or from a pending resource found by a sweep; either way the same rules apply
+(docs/admission.md, docs/scaling.md):
 
-* COUNT_CREATE: one transaction sets counter_processed=true and adds 1 to the eventual counter,
-  conditional on the flag still being false (and the resource not deleted: a create and a delete
-  that were never counted cancel out).
-* REMOVE_DELETED: one transaction hard-deletes the resource and subtracts 1, conditional on
-  deleted=true and counter_processed=true; a resource whose create was never counted is
-  hard-deleted without touching the counter.
+* COUNT_CREATE: set counter_processed=true and add 1 to the eventual counter, conditional on the
+  flag still being false (and the resource not deleted: a create and a delete that were never
+  counted cancel out).
+* REMOVE_DELETED: turn the resource into its tombstone and subtract 1, conditional on deleted=true
+  and counter_processed=true; a resource whose create was never counted is removed without
+  touching the counter.
 
-A failed condition on the resource's own action means the work is already done. Every other
-cancellation is retried. Decisions read the structured CancellationReasons codes only.
+Work is batched per account: a batch's tasks are folded to one action per resource, and one
+transaction per account applies up to 99 of them with one ADD of their net change to the counter.
+A cancelled transaction says, per action, why: a failed condition on an action's own item means
+that work is done already (or asks for the other removal), an action that was not the cause is
+sent again, and any other reason is retried later. Decisions read the structured
+CancellationReasons codes only.
 """
 
 from __future__ import annotations
@@ -34,11 +38,34 @@ NO_FAILURE = "None"
 # A resource can flip between the two removal paths while we look at it (its create being
 # counted concurrently); a few re-reads settle it, after that the record is retried later.
 MAX_REMOVAL_ATTEMPTS = 3
+# DynamoDB takes up to 100 items per TransactWriteItems; one of them is the counter.
+MAX_ACTIONS_PER_TRANSACTION = 99
+# Pending resources a sweep applies together (their accounts' actions batched).
+SWEEP_PAGE = 1000
+# Transactions one chunk of actions may take before what is left is retried later.
+MAX_ROUNDS = 8
 
 
 class TaskKind(enum.Enum):
     COUNT_CREATE = "count_create"
     REMOVE_DELETED = "remove_deleted"
+
+
+class ActionKind(enum.Enum):
+    """What one transaction does to one resource, and what it adds to the counter."""
+
+    COUNT_CREATE = "count_create"  # +1
+    REMOVE_COUNTED = "remove_counted"  # -1
+    REMOVE_UNCOUNTED = "remove_uncounted"  # 0: its create was never counted
+
+
+DELTAS = {ActionKind.COUNT_CREATE: 1, ActionKind.REMOVE_COUNTED: -1, ActionKind.REMOVE_UNCOUNTED: 0}
+
+
+@dataclass(frozen=True)
+class ResourceAction:
+    kind: ActionKind
+    resource_id: str
 
 
 class Outcome(enum.Enum):
@@ -53,6 +80,9 @@ class CountingTask:
     kind: TaskKind
     account_id: str
     resource_id: str
+    # A removal's create was counted (True) or not (False) when the resource was soft-deleted; the
+    # flag cannot change after that (a count requires deleted=false). None: not known.
+    counted: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +105,8 @@ class CancellationReason:
 
 @dataclass(frozen=True)
 class TransactionResult:
-    """Committed, or cancelled with one reason per action, in action order (resource first)."""
+    """Committed, or cancelled with one reason per resource action, in action order (the counter's
+    own reason, when it had an action, after them)."""
 
     reasons: tuple[CancellationReason, ...] = ()
 
@@ -83,18 +114,8 @@ class TransactionResult:
     def committed(self) -> bool:
         return not self.reasons
 
-    @property
-    def own_reason(self) -> CancellationReason:
-        return self.reasons[0]
-
 
 COMMITTED = TransactionResult()
-
-
-@dataclass(frozen=True)
-class ConditionalDeleteResult:
-    deleted: bool
-    current: ResourceState = GONE
 
 
 class TransientStoreError(Exception):
@@ -102,11 +123,10 @@ class TransientStoreError(Exception):
 
 
 class CountingStore(Protocol):
-    def count_create(self, account_id: str, resource_id: str) -> TransactionResult: ...
-
-    def remove_counted(self, account_id: str, resource_id: str) -> TransactionResult: ...
-
-    def remove_uncounted(self, account_id: str, resource_id: str) -> ConditionalDeleteResult: ...
+    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+        """In one transaction: each action on its resource, in order, and one ADD of their net
+        change to the account's eventual counter (none when it is 0). At most
+        MAX_ACTIONS_PER_TRANSACTION actions, one per resource."""
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -126,7 +146,7 @@ def plan_stream_record(record: Mapping[str, Any]) -> CountingTask | None:
     deleted = _bool(image, schema.DELETED_ATTRIBUTE)
     processed = _bool(image, schema.COUNTER_PROCESSED_ATTRIBUTE)
     if deleted:
-        return CountingTask(TaskKind.REMOVE_DELETED, *ids)
+        return CountingTask(TaskKind.REMOVE_DELETED, *ids, counted=processed)
     if processed is False and not deleted:
         return CountingTask(TaskKind.COUNT_CREATE, *ids)
     return None
@@ -139,7 +159,9 @@ def plan_pending_item(item: Mapping[str, Any]) -> CountingTask | None:
     if account_id is None or resource_id is None:
         return None
     if item.get(schema.DELETED_ATTRIBUTE) is True:
-        return CountingTask(TaskKind.REMOVE_DELETED, account_id, resource_id)
+        processed = item.get(schema.COUNTER_PROCESSED_ATTRIBUTE)
+        counted = processed if isinstance(processed, bool) else None
+        return CountingTask(TaskKind.REMOVE_DELETED, account_id, resource_id, counted=counted)
     if item.get(schema.COUNTER_PROCESSED_ATTRIBUTE) is False:
         return CountingTask(TaskKind.COUNT_CREATE, account_id, resource_id)
     return None
@@ -163,68 +185,95 @@ def _bool(image: Mapping[str, Any], name: str) -> bool | None:
 # --- decisions from CancellationReasons ---------------------------------------------------------
 
 
-class RemovalDecision(enum.Enum):
-    DONE = "done"
-    ALREADY_DONE = "already_done"
-    REMOVE_UNCOUNTED = "remove_uncounted"
-    RETRY = "retry"
-
-
-def decide_count_create(result: TransactionResult) -> Outcome:
-    if result.committed:
-        return Outcome.APPLIED
-    if result.own_reason.code == CONDITIONAL_CHECK_FAILED:
+def decide_action(kind: ActionKind, reason: CancellationReason) -> Outcome | ActionKind | None:
+    """What a cancelled transaction says about one of its actions: the action's outcome, the
+    other removal to try instead, or None when the action was not the cause (send it again)."""
+    if reason.code == NO_FAILURE:
+        return None
+    if reason.code != CONDITIONAL_CHECK_FAILED:
+        return Outcome.RETRY  # TransactionConflict, throttling, ...: the record is retried later
+    state = reason.item or GONE
+    if kind is ActionKind.COUNT_CREATE:
         # Flag already true (counted by a duplicate delivery), resource gone, or deleted before it
-        # was counted (its removal record will hard-delete it uncounted): nothing left to do.
+        # was counted (its removal removes it uncounted): nothing left to do.
         return Outcome.ALREADY_DONE
-    return Outcome.RETRY  # TransactionConflict, throttling, a failed counter action, ...
-
-
-def decide_remove_counted(result: TransactionResult) -> RemovalDecision:
-    if result.committed:
-        return RemovalDecision.DONE
-    own = result.own_reason
-    if own.code != CONDITIONAL_CHECK_FAILED:
-        return RemovalDecision.RETRY
-    state = own.item or GONE
     if not state.exists or not state.deleted:
-        # Already hard-deleted, or the id now names a newer resource: this removal is done.
-        return RemovalDecision.ALREADY_DONE
-    if not state.counter_processed:
-        return RemovalDecision.REMOVE_UNCOUNTED  # the create was never counted: both cancel
-    return RemovalDecision.RETRY  # the condition held when read back: the item changed under us
+        # Already removed, or the id now names a newer resource: this removal is done.
+        return Outcome.ALREADY_DONE
+    if kind is ActionKind.REMOVE_COUNTED:
+        # Never counted: remove it uncounted. Counted, yet the condition failed: it changed under us.
+        return Outcome.RETRY if state.counter_processed else ActionKind.REMOVE_UNCOUNTED
+    return ActionKind.REMOVE_COUNTED if state.counter_processed else Outcome.RETRY  # counted meanwhile
 
 
 # --- applying ---------------------------------------------------------------------------------
 
 
 def apply_task(store: CountingStore, task: CountingTask) -> Outcome:
-    try:
-        if task.kind is TaskKind.COUNT_CREATE:
-            return decide_count_create(store.count_create(task.account_id, task.resource_id))
-        return _remove_deleted(store, task)
-    except TransientStoreError as error:
-        logger.warning("transient store error on %s: %s", task, error)
-        return Outcome.RETRY
+    return apply_tasks(store, [task])[0]
 
 
-def _remove_deleted(store: CountingStore, task: CountingTask) -> Outcome:
-    for _ in range(MAX_REMOVAL_ATTEMPTS):
-        decision = decide_remove_counted(store.remove_counted(task.account_id, task.resource_id))
-        if decision is RemovalDecision.DONE:
-            return Outcome.APPLIED
-        if decision is RemovalDecision.ALREADY_DONE:
-            return Outcome.ALREADY_DONE
-        if decision is RemovalDecision.RETRY:
-            return Outcome.RETRY
-        uncounted = store.remove_uncounted(task.account_id, task.resource_id)
-        if uncounted.deleted:
-            return Outcome.APPLIED
-        current = uncounted.current
-        if not current.exists or not current.deleted:
-            return Outcome.ALREADY_DONE
-        # Its create got counted meanwhile: go round and remove it with the counter.
-    return Outcome.RETRY
+def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Outcome]:
+    """Apply tasks, batched per account; returns each task's outcome, in order.
+
+    Folded first, because no item may appear twice in one transaction: duplicates (replays,
+    redeliveries) collapse, and a removal supersedes the count of the same resource's create (the
+    removal subtracts it or not, by its flag; a create cannot follow its removal in one batch, the
+    tombstone holds its key)."""
+    planned: dict[tuple[str, str], ActionKind] = {}
+    for task in tasks:
+        key = (task.account_id, task.resource_id)
+        if task.kind is TaskKind.REMOVE_DELETED:
+            # When not known, the counted removal is tried first; a cancellation tells otherwise.
+            planned[key] = ActionKind.REMOVE_UNCOUNTED if task.counted is False else ActionKind.REMOVE_COUNTED
+        else:
+            planned.setdefault(key, ActionKind.COUNT_CREATE)
+    by_account: dict[str, dict[str, ActionKind]] = {}
+    for (account_id, resource_id), kind in planned.items():
+        by_account.setdefault(account_id, {})[resource_id] = kind
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    for account_id, actions in by_account.items():
+        resource_ids = list(actions)
+        for start in range(0, len(resource_ids), MAX_ACTIONS_PER_TRANSACTION):
+            chunk = {rid: actions[rid] for rid in resource_ids[start : start + MAX_ACTIONS_PER_TRANSACTION]}
+            for resource_id, outcome in _apply_chunk(store, account_id, chunk).items():
+                outcomes[(account_id, resource_id)] = outcome
+    return [outcomes[(task.account_id, task.resource_id)] for task in tasks]
+
+
+def _apply_chunk(store: CountingStore, account_id: str, pending: dict[str, ActionKind]) -> dict[str, Outcome]:
+    """One account's actions, one transaction per round, until each has an outcome."""
+    outcomes: dict[str, Outcome] = {}
+    switches: Counter[str] = Counter()
+    for _ in range(MAX_ROUNDS):
+        if not pending:
+            break
+        actions = [ResourceAction(kind, resource_id) for resource_id, kind in pending.items()]
+        try:
+            result = store.apply_actions(account_id, actions)
+        except TransientStoreError as error:
+            logger.warning("transient store error on %d action(s) of %s: %s", len(actions), account_id, error)
+            break
+        if result.committed:
+            outcomes.update((action.resource_id, Outcome.APPLIED) for action in actions)
+            pending = {}
+            break
+        steps = [decide_action(action.kind, reason) for action, reason in zip(actions, result.reasons, strict=False)]
+        if all(step is None for step in steps):
+            break  # the counter's own action failed (throttled, conflicting): retry them all later
+        for action, step in zip(actions, steps, strict=False):
+            if isinstance(step, Outcome):
+                outcomes[action.resource_id] = step
+                del pending[action.resource_id]
+            elif isinstance(step, ActionKind):
+                switches[action.resource_id] += 1
+                if switches[action.resource_id] > MAX_REMOVAL_ATTEMPTS:
+                    outcomes[action.resource_id] = Outcome.RETRY
+                    del pending[action.resource_id]
+                else:
+                    pending[action.resource_id] = step
+    outcomes.update((resource_id, Outcome.RETRY) for resource_id in pending)
+    return outcomes
 
 
 @dataclass
@@ -247,22 +296,30 @@ class BatchReport:
 def process_stream_records(store: CountingStore, records: Sequence[Mapping[str, Any]]) -> BatchReport:
     """Apply a batch of Lambda-shaped stream records; failures are reported by sequence number.
 
-    Takes the whole batch so that work can be grouped (per account) without changing callers.
-    Records are independent: each task's conditions make order and duplicates harmless.
+    Records are independent: each action's condition makes order and duplicates harmless.
     """
-    report = BatchReport()
-    for record in records:
-        sequence_number = str((record.get("dynamodb") or {}).get("SequenceNumber", ""))
-        task = plan_stream_record(record)
-        report.record(sequence_number, Outcome.SKIPPED if task is None else apply_task(store, task))
-    return report
+    return _process(
+        [(str((r.get("dynamodb") or {}).get("SequenceNumber", "")), plan_stream_record(r)) for r in records], store
+    )
 
 
 def process_pending_items(store: CountingStore, items: Iterable[Mapping[str, Any]]) -> BatchReport:
-    """Apply pending resources found by a sweep; failures are reported by resource key."""
+    """Apply pending resources found by a sweep, a page at a time; failures are reported by key."""
     report = BatchReport()
+    page: list[tuple[str, CountingTask | None]] = []
     for item in items:
-        task = plan_pending_item(item)
-        item_id = f"{item.get(schema.PARTITION_KEY)}/{item.get(schema.SORT_KEY)}"
-        report.record(item_id, Outcome.SKIPPED if task is None else apply_task(store, task))
+        page.append((f"{item.get(schema.PARTITION_KEY)}/{item.get(schema.SORT_KEY)}", plan_pending_item(item)))
+        if len(page) == SWEEP_PAGE:
+            report.merge(_process(page, store))
+            page = []
+    report.merge(_process(page, store))
+    return report
+
+
+def _process(work: Sequence[tuple[str, CountingTask | None]], store: CountingStore) -> BatchReport:
+    tasks = [task for _, task in work if task is not None]
+    outcomes = iter(apply_tasks(store, tasks))
+    report = BatchReport()
+    for item_id, task in work:
+        report.record(item_id, Outcome.SKIPPED if task is None else next(outcomes))
     return report

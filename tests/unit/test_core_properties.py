@@ -10,13 +10,11 @@ from hypothesis import strategies as st
 from functions.core import schema
 from functions.core.counting import (
     CONDITIONAL_CHECK_FAILED,
+    ActionKind,
     CancellationReason,
     Outcome,
-    RemovalDecision,
     ResourceState,
-    TransactionResult,
-    decide_count_create,
-    decide_remove_counted,
+    decide_action,
     plan_stream_record,
 )
 from local.filters import matches_any
@@ -68,16 +66,15 @@ def test_the_core_selects_exactly_what_the_event_source_filter_delivers(record: 
         assert planned == filtered_in
 
 
-@given(own=CODES, other=CODES, state=STATES)
-def test_only_our_own_condition_failure_counts_as_done(own: str, other: str, state: ResourceState | None) -> None:
-    result = TransactionResult((CancellationReason(own, state), CancellationReason(other)))
-    if own == "None" and other == "None":
-        return  # not a cancellation DynamoDB can produce
-    outcome = decide_count_create(result)
-    assert (outcome is Outcome.ALREADY_DONE) == (own == CONDITIONAL_CHECK_FAILED)
-    assert outcome is not Outcome.APPLIED
-    removal = decide_remove_counted(result)
-    if own != CONDITIONAL_CHECK_FAILED:
-        assert removal is RemovalDecision.RETRY
+@given(kind=st.sampled_from(list(ActionKind)), code=CODES, state=STATES)
+def test_only_an_actions_own_condition_failure_counts_as_done(
+    kind: ActionKind, code: str, state: ResourceState | None
+) -> None:
+    step = decide_action(kind, CancellationReason(code, state))
+    assert step is not Outcome.APPLIED  # only a commit applies anything
+    if code == "None":
+        assert step is None  # not the cause: sent again
+    elif code != CONDITIONAL_CHECK_FAILED:
+        assert step is Outcome.RETRY
     else:
-        assert removal is not RemovalDecision.DONE
+        assert step is not None

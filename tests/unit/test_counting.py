@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,18 +12,17 @@ from functions.core import schema
 from functions.core.counting import (
     COMMITTED,
     GONE,
+    ActionKind,
     CancellationReason,
-    ConditionalDeleteResult,
     CountingTask,
     Outcome,
-    RemovalDecision,
+    ResourceAction,
     ResourceState,
     TaskKind,
     TransactionResult,
     TransientStoreError,
     apply_task,
-    decide_count_create,
-    decide_remove_counted,
+    decide_action,
     plan_pending_item,
     plan_stream_record,
     process_pending_items,
@@ -48,14 +48,16 @@ def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool)
 
 CREATE = CountingTask(TaskKind.COUNT_CREATE, "a1", "r1")
 REMOVE = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1")
+REMOVE_COUNTED = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1", counted=True)
+REMOVE_UNCOUNTED = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1", counted=False)
 
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
         (record("INSERT", counter_processed=False, deleted=False), CREATE),
-        (record("MODIFY", counter_processed=True, deleted=True), REMOVE),
-        (record("MODIFY", counter_processed=False, deleted=True), REMOVE),
+        (record("MODIFY", counter_processed=True, deleted=True), REMOVE_COUNTED),
+        (record("MODIFY", counter_processed=False, deleted=True), REMOVE_UNCOUNTED),
         (record("MODIFY", counter_processed=True, deleted=False), None),  # the consumer's own flag flip
         (record("REMOVE"), None),  # the consumer's own hard delete
         (record("INSERT", sk="ACCOUNT", counter_processed=False), None),  # account item
@@ -89,8 +91,9 @@ def test_code_agrees_with_the_event_source_filter(raw: dict[str, Any]) -> None:
     ("item", "expected"),
     [
         ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": False}, CREATE),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": True}, REMOVE),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": True}, REMOVE),
+        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": True}, REMOVE_COUNTED),
+        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": True}, REMOVE_UNCOUNTED),
+        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "deleted": True}, REMOVE),
         ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": False}, None),
         ({"pk": "ACCOUNT#a1", "sk": "ACCOUNT"}, None),
     ],
@@ -103,54 +106,41 @@ def cancelled(own: str, other: str = "None", item: ResourceState | None = None) 
     return TransactionResult((CancellationReason(own, item), CancellationReason(other)))
 
 
-def test_count_create_committed_is_applied() -> None:
-    assert decide_count_create(COMMITTED) is Outcome.APPLIED
+def reason(code: str, item: ResourceState | None = None) -> CancellationReason:
+    return CancellationReason(code, item)
 
 
-def test_count_create_condition_failure_on_own_action_means_done() -> None:
-    assert decide_count_create(cancelled("ConditionalCheckFailed")) is Outcome.ALREADY_DONE
-
-
-@pytest.mark.parametrize("code", ALL_NON_CONDITION_CODES)
-def test_count_create_any_other_own_code_is_retried(code: str) -> None:
-    assert decide_count_create(cancelled(code)) is Outcome.RETRY
-
-
-@pytest.mark.parametrize("code", ALL_NON_CONDITION_CODES)
-def test_count_create_a_failed_counter_action_is_retried(code: str) -> None:
-    assert decide_count_create(cancelled("None", other=code)) is Outcome.RETRY
-
-
-def test_decisions_ignore_message_text() -> None:
-    misleading = TransactionResult((CancellationReason("TransactionConflict", None), CancellationReason("None")))
-    # Whatever a message might say, only the code counts (the peer matched on message text).
-    assert decide_count_create(misleading) is Outcome.RETRY
+UNCOUNTED = ResourceState(True, deleted=True, counter_processed=False)
+COUNTED_AND_DELETED = ResourceState(True, deleted=True, counter_processed=True)
+LIVE = ResourceState(True, deleted=False, counter_processed=True)  # the id names a newer, live resource
 
 
 @pytest.mark.parametrize(
-    ("result", "expected"),
+    ("kind", "why", "expected"),
     [
-        (COMMITTED, RemovalDecision.DONE),
-        (cancelled("ConditionalCheckFailed", item=GONE), RemovalDecision.ALREADY_DONE),
-        (cancelled("ConditionalCheckFailed", item=None), RemovalDecision.ALREADY_DONE),
-        (
-            cancelled("ConditionalCheckFailed", item=ResourceState(True, deleted=False, counter_processed=True)),
-            RemovalDecision.ALREADY_DONE,  # the id names a newer, live resource
-        ),
-        (
-            cancelled("ConditionalCheckFailed", item=ResourceState(True, deleted=True, counter_processed=False)),
-            RemovalDecision.REMOVE_UNCOUNTED,
-        ),
-        (
-            cancelled("ConditionalCheckFailed", item=ResourceState(True, deleted=True, counter_processed=True)),
-            RemovalDecision.RETRY,
-        ),
-        *[(cancelled(code), RemovalDecision.RETRY) for code in ALL_NON_CONDITION_CODES],
-        *[(cancelled("None", other=code), RemovalDecision.RETRY) for code in ALL_NON_CONDITION_CODES],
+        (ActionKind.COUNT_CREATE, reason("None"), None),  # not the cause: send it again
+        (ActionKind.COUNT_CREATE, reason("ConditionalCheckFailed"), Outcome.ALREADY_DONE),
+        (ActionKind.COUNT_CREATE, reason("ConditionalCheckFailed", UNCOUNTED), Outcome.ALREADY_DONE),
+        *[(ActionKind.COUNT_CREATE, reason(code), Outcome.RETRY) for code in ALL_NON_CONDITION_CODES],
+        (ActionKind.REMOVE_COUNTED, reason("ConditionalCheckFailed", GONE), Outcome.ALREADY_DONE),
+        (ActionKind.REMOVE_COUNTED, reason("ConditionalCheckFailed", None), Outcome.ALREADY_DONE),
+        (ActionKind.REMOVE_COUNTED, reason("ConditionalCheckFailed", LIVE), Outcome.ALREADY_DONE),
+        (ActionKind.REMOVE_COUNTED, reason("ConditionalCheckFailed", UNCOUNTED), ActionKind.REMOVE_UNCOUNTED),
+        (ActionKind.REMOVE_COUNTED, reason("ConditionalCheckFailed", COUNTED_AND_DELETED), Outcome.RETRY),
+        *[(ActionKind.REMOVE_COUNTED, reason(code), Outcome.RETRY) for code in ALL_NON_CONDITION_CODES],
+        (ActionKind.REMOVE_UNCOUNTED, reason("ConditionalCheckFailed", COUNTED_AND_DELETED), ActionKind.REMOVE_COUNTED),
+        (ActionKind.REMOVE_UNCOUNTED, reason("ConditionalCheckFailed", GONE), Outcome.ALREADY_DONE),
+        (ActionKind.REMOVE_UNCOUNTED, reason("ConditionalCheckFailed", LIVE), Outcome.ALREADY_DONE),
+        (ActionKind.REMOVE_UNCOUNTED, reason("None"), None),
     ],
 )
-def test_decide_remove_counted(result: TransactionResult, expected: RemovalDecision) -> None:
-    assert decide_remove_counted(result) is expected
+def test_decide_action(kind: ActionKind, why: CancellationReason, expected: object) -> None:
+    assert decide_action(kind, why) == expected
+
+
+def test_decisions_ignore_message_text() -> None:
+    # Whatever a message might say, only the code counts (the peer matched on message text).
+    assert decide_action(ActionKind.COUNT_CREATE, CancellationReason("TransactionConflict", None)) is Outcome.RETRY
 
 
 @dataclass
@@ -169,24 +159,22 @@ class ScriptedStore:
             raise result
         return result
 
-    def count_create(self, account_id: str, resource_id: str) -> TransactionResult:
-        return self._next("count_create", self.count_results)  # type: ignore[no-any-return]
-
-    def remove_counted(self, account_id: str, resource_id: str) -> TransactionResult:
-        return self._next("remove_counted", self.remove_results)  # type: ignore[no-any-return]
-
-    def remove_uncounted(self, account_id: str, resource_id: str) -> ConditionalDeleteResult:
-        return self._next("remove_uncounted", self.uncounted_results)  # type: ignore[no-any-return]
-
-
-UNCOUNTED = ResourceState(True, deleted=True, counter_processed=False)
-COUNTED_AND_DELETED = ResourceState(True, deleted=True, counter_processed=True)
+    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+        """One action a call (each test's tasks are on distinct accounts or alone): scripted by kind."""
+        assert len(actions) == 1, actions
+        kind = actions[0].kind
+        results = {
+            ActionKind.COUNT_CREATE: self.count_results,
+            ActionKind.REMOVE_COUNTED: self.remove_results,
+            ActionKind.REMOVE_UNCOUNTED: self.uncounted_results,
+        }[kind]
+        return self._next(kind.value, results)  # type: ignore[no-any-return]
 
 
 def test_remove_of_a_never_counted_create_skips_the_counter() -> None:
     store = ScriptedStore(
         remove_results=[cancelled("ConditionalCheckFailed", item=UNCOUNTED)],
-        uncounted_results=[ConditionalDeleteResult(deleted=True)],
+        uncounted_results=[COMMITTED],
     )
     assert apply_task(store, REMOVE) is Outcome.APPLIED
     assert store.calls == ["remove_counted", "remove_uncounted"]
@@ -195,7 +183,7 @@ def test_remove_of_a_never_counted_create_skips_the_counter() -> None:
 def test_remove_goes_round_when_the_create_is_counted_meanwhile() -> None:
     store = ScriptedStore(
         remove_results=[cancelled("ConditionalCheckFailed", item=UNCOUNTED), COMMITTED],
-        uncounted_results=[ConditionalDeleteResult(deleted=False, current=COUNTED_AND_DELETED)],
+        uncounted_results=[TransactionResult((reason("ConditionalCheckFailed", COUNTED_AND_DELETED),))],
     )
     assert apply_task(store, REMOVE) is Outcome.APPLIED
     assert store.calls == ["remove_counted", "remove_uncounted", "remove_counted"]
@@ -205,7 +193,7 @@ def test_remove_goes_round_when_the_create_is_counted_meanwhile() -> None:
 def test_remove_uncounted_finding_nothing_to_remove_is_done(current: ResourceState) -> None:
     store = ScriptedStore(
         remove_results=[cancelled("ConditionalCheckFailed", item=UNCOUNTED)],
-        uncounted_results=[ConditionalDeleteResult(deleted=False, current=current)],
+        uncounted_results=[TransactionResult((reason("ConditionalCheckFailed", current),))],
     )
     assert apply_task(store, REMOVE) is Outcome.ALREADY_DONE
 
@@ -214,7 +202,7 @@ def test_remove_that_keeps_flipping_is_retried_later() -> None:
     flip = cancelled("ConditionalCheckFailed", item=UNCOUNTED)
     store = ScriptedStore(
         remove_results=[flip, flip, flip],
-        uncounted_results=[ConditionalDeleteResult(deleted=False, current=COUNTED_AND_DELETED)] * 3,
+        uncounted_results=[TransactionResult((reason("ConditionalCheckFailed", COUNTED_AND_DELETED),))] * 3,
     )
     assert apply_task(store, REMOVE) is Outcome.RETRY
 
@@ -225,16 +213,91 @@ def test_a_failed_call_is_retried(task: CountingTask) -> None:
     assert apply_task(store, task) is Outcome.RETRY
 
 
-def test_batch_reports_exactly_the_failed_sequence_numbers() -> None:
-    store = ScriptedStore(
-        count_results=[COMMITTED, cancelled("TransactionConflict"), cancelled("ConditionalCheckFailed")]
+# --- batches: one transaction per account, folded per resource ------------------------------------
+
+
+@dataclass
+class BatchStore:
+    """Answers each transaction with the next scripted result and records its actions."""
+
+    results: list[TransactionResult]
+    calls: list[list[ResourceAction]] = field(default_factory=list)
+
+    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+        self.calls.append(list(actions))
+        return self.results.pop(0)
+
+
+def insert(resource: str, seq: str) -> dict[str, Any]:
+    return record("INSERT", sk=f"RESOURCE#{resource}", seq=seq, counter_processed=False, deleted=False)
+
+
+def deleted(resource: str, seq: str, counted: bool = True) -> dict[str, Any]:
+    return record("MODIFY", sk=f"RESOURCE#{resource}", seq=seq, counter_processed=counted, deleted=True)
+
+
+def test_a_batch_is_one_transaction_and_reports_exactly_the_failed_sequence_numbers() -> None:
+    # r1 commits once the others are settled, r2 conflicts, r3 was counted by an earlier delivery.
+    store = BatchStore(
+        [
+            TransactionResult((reason("None"), reason("TransactionConflict"), reason("ConditionalCheckFailed"))),
+            COMMITTED,
+        ]
     )
-    records = [record("INSERT", seq=str(seq), counter_processed=False, deleted=False) for seq in (101, 102, 103)] + [
-        record("REMOVE", seq="104")
-    ]
+    records = [insert("r1", "101"), insert("r2", "102"), insert("r3", "103"), record("REMOVE", seq="104")]
     report = process_stream_records(store, records)
     assert report.failed == ["102"]
     assert report.outcomes == {Outcome.APPLIED: 1, Outcome.RETRY: 1, Outcome.ALREADY_DONE: 1, Outcome.SKIPPED: 1}
+    assert [[action.resource_id for action in call] for call in store.calls] == [["r1", "r2", "r3"], ["r1"]]
+
+
+def test_replays_and_duplicates_of_a_resource_fold_into_one_action() -> None:
+    store = BatchStore([COMMITTED])
+    report = process_stream_records(store, [insert("r1", "101"), insert("r1", "101"), insert("r2", "102")])
+    assert store.calls == [
+        [ResourceAction(ActionKind.COUNT_CREATE, "r1"), ResourceAction(ActionKind.COUNT_CREATE, "r2")]
+    ]
+    assert report.outcomes == {Outcome.APPLIED: 3}
+
+
+def test_a_resource_created_and_deleted_in_one_batch_is_removed_uncounted_at_once() -> None:
+    # The removal supersedes the count, and its record says the create was never counted: a flag
+    # that cannot change once the resource is soft-deleted.
+    store = BatchStore([COMMITTED])
+    report = process_stream_records(store, [insert("r1", "101"), deleted("r1", "102", counted=False)])
+    assert store.calls == [[ResourceAction(ActionKind.REMOVE_UNCOUNTED, "r1")]]
+    assert report.outcomes == {Outcome.APPLIED: 2}
+
+
+def test_a_removal_whose_count_is_unknown_tries_the_counted_removal_first() -> None:
+    store = BatchStore([TransactionResult((reason("ConditionalCheckFailed", UNCOUNTED),)), COMMITTED])
+    assert apply_task(store, REMOVE) is Outcome.APPLIED
+    assert store.calls == [
+        [ResourceAction(ActionKind.REMOVE_COUNTED, "r1")],
+        [ResourceAction(ActionKind.REMOVE_UNCOUNTED, "r1")],
+    ]
+
+
+def test_an_accounts_actions_go_in_transactions_of_at_most_99() -> None:
+    store = BatchStore([COMMITTED, COMMITTED])
+    report = process_stream_records(store, [insert(f"r{n}", str(n)) for n in range(150)])
+    assert [len(call) for call in store.calls] == [99, 51]
+    assert report.outcomes == {Outcome.APPLIED: 150}
+
+
+def test_accounts_are_transacted_apart() -> None:
+    store = BatchStore([COMMITTED, COMMITTED])
+    other = insert("r2", "102")
+    other["dynamodb"]["Keys"]["pk"]["S"] = "ACCOUNT#a2"
+    process_stream_records(store, [insert("r1", "101"), other])
+    assert len(store.calls) == 2
+
+
+def test_a_failed_counter_action_retries_the_whole_batch_later() -> None:
+    store = BatchStore([TransactionResult((reason("None"), reason("None"), reason("ThrottlingError")))])
+    report = process_stream_records(store, [insert("r1", "101"), insert("r2", "102")])
+    assert report.failed == ["101", "102"]
+    assert len(store.calls) == 1  # a throttle is not retried at once
 
 
 def test_sweep_reports_failed_items_by_key() -> None:
