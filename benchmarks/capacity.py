@@ -1,5 +1,5 @@
 """What the design costs DynamoDB, per operation and per item and key, and the ceilings it implies
-on AWS: `make bench-capacity` (ARGS='--iterations 20 --accounts 50').
+on AWS: `make bench-capacity` (ARGS='--iterations 20 --accounts 50 --batch 100').
 
 Runs the real flows (functions.core with the real adapters) against the embedded emulator, with
 the capacity meter (local/capacity/) on the client: create, delete, get, list, the stream consumer
@@ -61,25 +61,40 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
             accounts.put_account(api, name, 1_000_000, now_text)
         process_stream_records(counting, tap.drain())
 
-    def consume() -> None:
-        for record in tap.drain():
-            with meter.operation("consumer record"):
-                process_stream_records(counting, [record])
+    waiting: list[dict[str, Any]] = []
 
+    def consume(last: bool = False) -> None:
+        """Quiet (batch 1): each record alone, as the stream delivers a trickle. Hot: batches of
+        `args.batch`, as Lambda delivers a busy shard's records (the function's BatchSize)."""
+        waiting.extend(tap.drain())
+        while waiting and (len(waiting) >= args.batch or last):
+            batch, waiting[:] = waiting[: args.batch], waiting[args.batch :]
+            with meter.operation("consumer record"):
+                process_stream_records(counting, batch)
+
+    # A busy account's resources outlive a batch: each iteration deletes the resource created
+    # `args.batch` iterations before (quiet: the one it just created), so creates and deletes are
+    # counted in different batches, not folded away.
+    lag = 0 if args.batch == 1 else args.batch
+    alive: dict[str, list[str]] = {name: [] for name in names}
     iterations = 0
-    for _ in range(args.iterations):
+    for number in range(args.iterations + lag):
         for name in names:
-            with meter.operation("create"):
-                created = accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text)
-            consume()
-            with meter.operation("get"):
-                accounts.get_resource(api, name, created.resource.resource_id)
-            with meter.operation("list"):
-                accounts.list_resources(api, name, 20, None)
-            with meter.operation("delete"):
-                accounts.delete_resource(api, name, created.resource.resource_id, now_text)
-            consume()
-            iterations += 1
+            if number < args.iterations:
+                with meter.operation("create"):
+                    created = accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text)
+                alive[name].append(created.resource.resource_id)
+                consume()
+                with meter.operation("get"):
+                    accounts.get_resource(api, name, created.resource.resource_id)
+                with meter.operation("list"):
+                    accounts.list_resources(api, name, 20, None)
+                iterations += 1
+            if len(alive[name]) > lag or number >= args.iterations:
+                with meter.operation("delete"):
+                    accounts.delete_resource(api, name, alive[name].pop(0), now_text)
+                consume()
+    consume(last=True)
     healing = DynamoHealingStore(dynamodb, table)
     for name in names:
         with meter.operation("heal"):
@@ -179,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.capacity", description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=20, help="create+delete iterations per account")
     parser.add_argument("--accounts", type=int, default=50, help="accounts of the whole-table projection")
+    parser.add_argument("--hot-iterations", type=int, default=100, help="iterations of the busy account")
+    parser.add_argument("--batch", type=int, default=100, help="records per consumer batch for the busy account")
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -187,22 +204,49 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.tables import create_table
 
     os.environ.update(LOCAL_CREDENTIALS, AWS_DEFAULT_REGION="us-east-1")
-    results: list[tuple[CapacityMeter, Usage, int]] = []
+    runs = {
+        "quiet": argparse.Namespace(accounts=1, iterations=args.iterations, batch=1),
+        "many": argparse.Namespace(accounts=args.accounts, iterations=max(1, args.iterations // 10), batch=1),
+        "hot": argparse.Namespace(accounts=1, iterations=args.hot_iterations, batch=args.batch),
+    }
+    results: dict[str, tuple[CapacityMeter, Usage, int]] = {}
     with EmulatorProcess() as emulator:
-        for accounts, iterations in ((1, args.iterations), (args.accounts, max(1, args.iterations // 10))):
+        for name, workload in runs.items():
             dynamodb = boto3.client("dynamodb", endpoint_url=emulator.url)
             streams = boto3.client("dynamodbstreams", endpoint_url=emulator.url)
-            table = f"capacity-{accounts}"
+            table = f"capacity-{name}"
             stream_arn = create_table(dynamodb, table)
             meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator.url))
-            workload = argparse.Namespace(accounts=accounts, iterations=iterations)
-            print(f"running {iterations} iteration(s) on each of {accounts} account(s) ...", flush=True)
+            print(
+                f"running {workload.iterations} iteration(s) on each of {workload.accounts} account(s), "
+                f"records in batches of {workload.batch} ...",
+                flush=True,
+            )
             ran = run_workload(meter, dynamodb, streams, stream_arn, table, workload)
-            results.append((meter, per_iteration(meter, ran), ran))
-    (meter, one, ran), (_, many, _) = results
+            results[name] = (meter, per_iteration(meter, ran), ran)
+    (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
+    print()
+    print(hot_report(*results["hot"], args.batch))
     return 0
+
+
+def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int) -> str:
+    """One busy account: the stream consumer gets its records in batches, as Lambda delivers a busy
+    shard's, and counts each batch of an account in one transaction (docs/scaling.md)."""
+    consumer = meter.usage["consumer record"]
+    records = 2 * iterations  # a create's INSERT and a delete's soft delete carry counting work
+    counter = sum(units for item, units in consumer.item_wcu.items() if item.endswith(" / COUNTER"))
+    lines = [
+        f"one busy account, {iterations} iterations, records in batches of {batch}:",
+        f"  {hot.total_wcu:.2f} WCU per iteration; the stream consumer {consumer.total_wcu / records:.2f} WCU "
+        f"per counted record, {counter / 2 / records:.3f} writes to the counter item per counted record",
+        "  projected AWS ceilings, iterations per second:",
+    ]
+    for label, (place, rate) in ceilings(hot).items():
+        lines.append(f"    {rate:>10,.0f}/s  {label}: {place}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
