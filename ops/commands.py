@@ -141,7 +141,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         eventual=int(counter.get("count", 0)),
         version=int(account.get("version", 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
-        last_write_at=str(account.get(schema.LAST_WRITE_ATTRIBUTE, "")),
+        last_write_at=str(account.get(schema.LAST_WRITE_EXACT_ATTRIBUTE, account.get(schema.LAST_WRITE_ATTRIBUTE, ""))),
         healed_at=str(account.get("healed_at", "")),
         resource_items=items,
         live=live,

@@ -33,7 +33,7 @@ from functions.core.counting import (
     TransientStoreError,
 )
 from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
-from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION, AccountState, HealPlan
+from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION, AccountState, HealPlan, last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
 
@@ -44,6 +44,7 @@ PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
 PENDING_BUCKET, PENDING_SINCE = schema.PENDING_BUCKET_ATTRIBUTE, schema.PENDING_SINCE_ATTRIBUTE
 ACTIVITY_BUCKET, LAST_WRITE = schema.ACTIVITY_BUCKET_ATTRIBUTE, schema.LAST_WRITE_ATTRIBUTE
+LAST_WRITE_EXACT = schema.LAST_WRITE_EXACT_ATTRIBUTE
 REQUEST_TOKEN, DELETE_TOKEN = schema.REQUEST_TOKEN_ATTRIBUTE, schema.DELETE_TOKEN_ATTRIBUTE
 ITEM_TYPE, EXPIRES_AT = schema.ITEM_TYPE_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
 CCF = "ConditionalCheckFailedException"
@@ -142,11 +143,20 @@ def take_lease(
         response = client.update_item(
             TableName=table,
             Key=account_key(account_id),
-            UpdateExpression=f"ADD {attribute} :delta, version :one SET {LAST_WRITE} = :now, #lease = :lease",
+            UpdateExpression=(
+                f"ADD {attribute} :delta, version :one "
+                f"SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease"
+            ),
             ConditionExpression=" AND ".join(conditions),
             ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
             ExpressionAttributeValues=to_attributes(
-                {":delta": delta, ":one": 1, ":now": lease.taken_at, ":lease": lease.value}
+                {
+                    ":delta": delta,
+                    ":one": 1,
+                    ":stamp": last_write_stamp(lease.taken_at),
+                    ":now": lease.taken_at,
+                    ":lease": lease.value,
+                }
             ),
             ReturnValues="ALL_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -178,8 +188,8 @@ def settle_lease(
             values[f":{attribute}"] = delta
     expression = f"ADD {', '.join(adds)} REMOVE #lease"
     if now is not None:
-        expression += f" SET {LAST_WRITE} = :now"
-        values[":now"] = now
+        expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
+        values[":stamp"], values[":now"] = last_write_stamp(now), now
     condition = "#lease = :lease"
     if settlement.expected_heal_epoch is not None:
         condition += " AND heal_epoch = :epoch"
@@ -231,7 +241,8 @@ class DynamoApiStore:
             TableName=self._table,
             Key=account_key(account_id),
             UpdateExpression=(
-                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :now, account_id = :id, #type = :type, "
+                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
+                "account_id = :id, #type = :type, "
                 f"{ACTIVITY_BUCKET} = :bucket, created_at = if_not_exists(created_at, :now), "
                 "best_effort = if_not_exists(best_effort, :zero), admitted = if_not_exists(admitted, :zero), "
                 "heal_epoch = if_not_exists(heal_epoch, :zero) ADD version :one"
@@ -241,6 +252,7 @@ class DynamoApiStore:
                 {
                     ":limit": limit,
                     ":now": now,
+                    ":stamp": last_write_stamp(now),
                     ":id": account_id,
                     ":type": "account",
                     ":zero": 0,
@@ -564,7 +576,8 @@ class DynamoHealingStore:
             best_effort_net=int(account.get("best_effort", 0)),
             admitted=int(account.get("admitted", 0)),
             heal_epoch=int(account.get("heal_epoch", 0)),
-            last_write_at=str(account.get(LAST_WRITE, account.get("updated_at", ""))),
+            # Items written before the stamp was rounded carry their exact time in last_write_at.
+            last_write_at=str(account.get(LAST_WRITE_EXACT, account.get(LAST_WRITE, account.get("updated_at", "")))),
             leases=leases.leases_of(account),
         )
         return state, int(items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {}).get("count", 0))

@@ -15,8 +15,9 @@ also in the tombstone a counted delete leaves, so a retried put or soft delete r
 landing whatever the consumer did since. A write whose outcome stays unknown leaves its lease,
 which a heal resolves from the resource item once the request is certainly over.
 
-Every account write also bumps `version` and stamps `last_write_at`, so a heal can tell that no
-API write came between its reads and its write. A create's count is conditional on the
+Every account write also bumps `version` and stamps its time (`last_write_exact`, and rounded up to
+the minute `last_write_at` for the activity index), so a heal can tell that no API write came
+between its reads and its write. A create's count is conditional on the
 account's `heal_epoch` being the one its reservation saw: a heal in between has already counted
 (or will never count) the resource. docs/admission.md has the argument and every write.
 """

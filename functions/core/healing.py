@@ -183,3 +183,19 @@ def _parse(timestamp: str) -> datetime:
 
 def iso_timestamp(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# How far an API write's `last_write_at` stamp may be ahead of the write (last_write_stamp).
+STAMP_ROUNDING = timedelta(minutes=1)
+
+
+def last_write_stamp(now: str) -> str:
+    """The `last_write_at` an API write stamps: its time rounded up to the minute.
+
+    The activity index is sorted by it, and DynamoDB writes an index only when an item's index key
+    or projection changes: so a busy account moves its index entry once a minute, not twice per
+    write (docs/healing.md, "What it costs"). The exact time goes in `last_write_exact`, for the
+    quiet check; the sweeper widens its window by STAMP_ROUNDING to find the same accounts."""
+    moment = _parse(now)
+    floor = moment.replace(second=0, microsecond=0)
+    return iso_timestamp(floor if floor == moment else floor + timedelta(minutes=1))

@@ -17,6 +17,7 @@ from typing import Protocol
 from functions.core.counting import BatchReport, CountingStore, process_pending_items
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
+    STAMP_ROUNDING,
     HealingStore,
     HealOutcome,
     heal_account,
@@ -57,8 +58,10 @@ def sweep(
     report.pending = process_pending_items(
         counting, pending.pending_items(iso_timestamp(now - settings.pending_older_than))
     )
+    # Stamps are rounded up to the minute: an account written before now - quiet may carry a
+    # stamp up to STAMP_ROUNDING later. heal_account checks the exact time.
     for account_id in activity.quiet_accounts(
-        iso_timestamp(now - settings.lookback), iso_timestamp(now - settings.quiet)
+        iso_timestamp(now - settings.lookback), iso_timestamp(now - settings.quiet + STAMP_ROUNDING)
     ):
         result = heal_account(healing, account_id, now, settings.quiet, tombstone_retention)
         if result.outcome is HealOutcome.EXACT and result.before is not None:

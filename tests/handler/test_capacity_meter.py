@@ -6,7 +6,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.core import schema
+from functions.adapters.dynamodb import DynamoApiStore
+from functions.core import accounts, schema
+from functions.core.model import NewResource
 from local.capacity.meter import CapacityMeter
 from tests.conftest import System
 
@@ -89,3 +91,24 @@ def test_reads_are_billed_by_consistency(system: System, meter: CapacityMeter) -
         system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "R#1"))
         system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "absent"))
     assert usage.rcu == {(system.table, "A#1"): 1 + 0.5 + 0.5}
+
+
+# --- what the flows cost, where a design choice rests on it --------------------------------------
+
+
+def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: System, meter: CapacityMeter) -> None:
+    """Account writes stamp last_write_at rounded up to the minute (docs/healing.md): within one
+    minute a busy account's creates write no index entry; the next minute's first write moves it."""
+    store = DynamoApiStore(system.dynamodb, system.table)
+    accounts.put_account(store, "acme", 100, lambda: "2026-11-23T12:00:05.000Z")
+    index = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
+
+    def create_at(now: str) -> float:
+        with meter.operation(now) as usage:
+            accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: now)
+        return sum(units for (place, _), units in usage.wcu.items() if place == index)
+
+    assert create_at("2026-11-23T12:00:10.000Z") == 0
+    assert create_at("2026-11-23T12:00:59.999Z") == 0
+    assert create_at("2026-11-23T12:01:00.001Z") == 2  # its key moves: a delete and a put
+    assert create_at("2026-11-23T12:01:30.000Z") == 0

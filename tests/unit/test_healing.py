@@ -7,7 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account, plan_heal, resolution
+from functions.core.healing import (
+    AccountState,
+    HealOutcome,
+    HealPlan,
+    heal_account,
+    last_write_stamp,
+    plan_heal,
+    resolution,
+)
 from functions.core.leases import (
     DROP,
     FINISH_DELETION,
@@ -166,3 +174,16 @@ def test_a_delete_in_flight_makes_the_heal_wait() -> None:
     assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.PENDING_WORK
     assert store.settled == []
     assert store.written == []
+
+
+@pytest.mark.parametrize(
+    ("now", "stamp"),
+    [
+        ("2026-11-23T12:00:40.123Z", "2026-11-23T12:01:00.000Z"),
+        ("2026-11-23T12:00:00.001Z", "2026-11-23T12:01:00.000Z"),
+        ("2026-11-23T12:01:00.000Z", "2026-11-23T12:01:00.000Z"),  # on the minute: itself
+        ("2026-12-31T23:59:30.000Z", "2027-01-01T00:00:00.000Z"),
+    ],
+)
+def test_the_last_write_stamp_is_the_write_rounded_up_to_the_minute(now: str, stamp: str) -> None:
+    assert last_write_stamp(now) == stamp
