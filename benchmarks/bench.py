@@ -9,13 +9,14 @@ For each approach, on a table of its own, one account holding `--standing` resou
    it implies on AWS (1,000 WCU/s or 3,000 RCU/s on one item, which DynamoDB never splits).
 2. **latency**: as many iterations on another account, without the meter, timed at the caller
    (this machine's loopback and emulator: compare approaches, not clouds).
-3. **ambiguous failures**: `--workers` callers on one account each create `--resources`
-   resources, then delete them. Every `--fault-every`-th write lands and then answers 500, as
-   when DynamoDB's answer is lost; the SDK retries it (tests/support/faults.py lands_then_500,
-   at a fixed rate). Transaction conflicts are modelled (see Wire). A caller retries an
-   operation that failed, with the same resource id, up to CALLER_ATTEMPTS times. The count
-   error is the approach's count minus what the callers were told, once its consumer settled,
-   after the creates and after the deletes; the errors callers saw are counted by kind.
+3. **lost answers**: `--workers` callers on one account each create `--resources` resources,
+   then delete them. Every `--fault-every`-th write lands and then answers 500, as when
+   DynamoDB's answer is lost; the SDK retries it (as tests/support/faults.py lands_then_500, at a
+   fixed rate). A caller retries an operation that failed, with the same resource id, up to
+   CALLER_ATTEMPTS times. The count error is the approach's count minus the resources that exist
+   (`Approach.live`), once its consumer settled, after the creates and after the deletes.
+4. **contention**: the same workload on another account, with no faults and DynamoDB's
+   transaction conflicts modelled (Wire); the errors callers saw are counted by kind.
 
 Writes benchmarks/results/bench.json and three charts; prints the table. Asserts nothing:
 tests/handler/test_bench_approaches.py checks the approaches and the harness.
