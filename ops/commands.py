@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key, from_attributes, to_attributes
 from functions.core import keys, schema
-from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
+from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account, last_write_of
 from functions.core.leases import LeaseKind, leases_of
 from functions.core.redrive import InvalidFailureMessage, StreamBatchInfo, parse_failure_message
 from infra import constants
@@ -141,7 +141,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         eventual=int(counter.get("count", 0)),
         version=int(account.get("version", 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
-        last_write_at=str(account.get(schema.LAST_WRITE_EXACT_ATTRIBUTE, account.get(schema.LAST_WRITE_ATTRIBUTE, ""))),
+        last_write_at=last_write_of(account) or "",
         healed_at=str(account.get("healed_at", "")),
         resource_items=items,
         live=live,

@@ -33,7 +33,13 @@ from functions.core.counting import (
     TransientStoreError,
 )
 from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
-from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION, AccountState, HealPlan, last_write_stamp
+from functions.core.healing import (
+    DEFAULT_TOMBSTONE_RETENTION,
+    AccountState,
+    HealPlan,
+    last_write_of,
+    last_write_stamp,
+)
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
 
@@ -571,13 +577,13 @@ class DynamoHealingStore:
         account = items.get(schema.ACCOUNT_SORT_KEY)
         if account is None:
             return None
+        written = last_write_of(account)
         state = AccountState(
             version=int(account.get("version", 0)),
             best_effort_net=int(account.get("best_effort", 0)),
             admitted=int(account.get("admitted", 0)),
             heal_epoch=int(account.get("heal_epoch", 0)),
-            # Items written before the stamp was rounded carry their exact time in last_write_at.
-            last_write_at=str(account.get(LAST_WRITE_EXACT, account.get(LAST_WRITE, account.get("updated_at", "")))),
+            last_write_at=written if written is not None else str(account.get("updated_at", "")),
             leases=leases.leases_of(account),
         )
         return state, int(items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {}).get("count", 0))
