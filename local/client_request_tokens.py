@@ -22,18 +22,16 @@ together (DynamoDB answers that case with TransactionInProgressException).
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from local.dynamodb_wire import dynamodb_error, read_body
+
 TARGET = "DynamoDB_20120810.TransactWriteItems"
 WINDOW_SECONDS = 600.0
-MISMATCH = (
-    b'{"__type": "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException", '
-    b'"message": "Request parameters do not match the request that used the same client token"}'
-)
+MISMATCH = "Request parameters do not match the request that used the same client token"
 
 
 class ClientRequestTokens:
@@ -52,10 +50,7 @@ class ClientRequestTokens:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("HTTP_X_AMZ_TARGET") != TARGET:
             return self._application(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b"{}"
-        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
-        request = json.loads(body or b"{}")
+        request = json.loads(read_body(environ) or b"{}")
         token = request.pop("ClientRequestToken", None)
         if not token:
             return self._application(environ, start_response)
@@ -65,8 +60,7 @@ class ClientRequestTokens:
         if token in self._completed:
             first_parameters, headers, answer, _ = self._completed[token]
             if parameters != first_parameters:
-                start_response("400 Bad Request", _json_headers(MISMATCH))
-                return [MISMATCH]
+                return dynamodb_error(start_response, "IdempotentParameterMismatchException", MISMATCH)
             start_response("200 OK", headers)
             return [answer]
 
@@ -90,7 +84,3 @@ class ClientRequestTokens:
             if self._completed[oldest][3] > now:
                 return
             del self._completed[oldest]
-
-
-def _json_headers(body: bytes) -> list[tuple[str, str]]:
-    return [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))]

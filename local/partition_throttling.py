@@ -19,7 +19,6 @@ and TransactWriteItems (everything the functions call). Other requests pass thro
 from __future__ import annotations
 
 import http.client
-import io
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -35,11 +34,11 @@ from local.capacity.billing import (
     write_units,
 )
 from local.capacity.limits import READ, WRITE, PartitionLimits, index_place, item_place
+from local.dynamodb_wire import dynamodb_error, give_body, read_body
 
 TARGET_PREFIX = "DynamoDB_20120810."
 # GET this path on the emulator for the refusals so far, per place (the load benchmark reports them).
 THROTTLES_PATH = "/_local/partition-throttles"
-ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 THROUGHPUT_MESSAGE = (
     "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your "
     "table or index so please try again shortly."
@@ -99,8 +98,7 @@ class PartitionThrottling:
             operation != "TransactWriteItems"
         ):
             return self._application(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b"{}"
+        body = read_body(environ)
         request = json.loads(body or b"{}")
         region = _region(environ)
         if operation in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"):
@@ -160,7 +158,7 @@ class PartitionThrottling:
             if refused is not None:
                 if operation == "TransactWriteItems":
                     return _transaction_throttled(start_response, len(targets), position)
-                return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+                return dynamodb_error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
         status, answer = self._run(environ, body, start_response)
         succeeded = status.startswith("200")
         condition_failed = "ConditionalCheckFailed" in answer or "TransactionCanceled" in answer
@@ -195,7 +193,7 @@ class PartitionThrottling:
                 return self._pass_through(environ, body, start_response)
             places = self._places(region, table, key, [])
             if self.limits.exhausted(READ, places) is not None:
-                return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+                return dynamodb_error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
             status, answer = self._run(environ, body, start_response)
             if status.startswith("200"):
                 units = read_units(
@@ -222,7 +220,7 @@ class PartitionThrottling:
                 chosen = unprocessed if throttled else admitted
                 chosen.setdefault(table, {**wanted, "Keys": []})["Keys"].append(key)
         if not admitted:
-            return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+            return dynamodb_error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
         status, answer = self._run(environ, json.dumps({**request, "RequestItems": admitted}).encode(), start_response)
         if not status.startswith("200"):
             return [answer.encode()]
@@ -259,7 +257,7 @@ class PartitionThrottling:
             return self._pass_through(environ, body, start_response)  # the table's partitions: see _places
         place = index_place(table, index, partition)
         if self.limits.exhausted(READ, [place]) is not None:
-            return _error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
+            return dynamodb_error(start_response, "ProvisionedThroughputExceededException", THROUGHPUT_MESSAGE)
         status, answer = self._run(environ, body, start_response)
         if status.startswith("200"):
             self.limits.charge(READ, place, query_read_units(request, json.loads(answer)))
@@ -271,8 +269,7 @@ class PartitionThrottling:
         self, environ: dict[str, Any], body: bytes, start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         """Run a request unlimited, its body (already read here) given back to moto."""
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
+        give_body(environ, body)
         return self._application(environ, start_response)
 
     def _run(self, environ: dict[str, Any], body: bytes, start_response: Callable[..., Any]) -> tuple[str, str]:
@@ -308,22 +305,13 @@ def _region(environ: Mapping[str, Any]) -> str:
         return "us-east-1"
 
 
-def _error(start_response: Callable[..., Any], code: str, message: str, **extra: Any) -> list[bytes]:
-    body = json.dumps({"__type": f"{ERROR_PREFIX}{code}", "message": message, **extra}).encode()
-    start_response(
-        "400 Bad Request",
-        [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
-    )
-    return [body]
-
-
 def _transaction_throttled(start_response: Callable[..., Any], actions: int, throttled: int) -> list[bytes]:
     reasons = [
         {"Code": "ThrottlingError", "Message": THROUGHPUT_MESSAGE} if position == throttled else {"Code": "None"}
         for position in range(actions)
     ]
     codes = ", ".join(reason["Code"] for reason in reasons)
-    return _error(
+    return dynamodb_error(
         start_response,
         "TransactionCanceledException",
         f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",

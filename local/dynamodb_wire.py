@@ -1,0 +1,33 @@
+"""What the emulator's DynamoDB layers (partition limits, client request tokens) share: the
+request's body, which the first reader must give back, and DynamoDB's error answer."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
+
+
+def read_body(environ: dict[str, Any]) -> bytes:
+    """The request's JSON body; a copy is left in `environ` for the layers and moto below."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body: bytes = environ["wsgi.input"].read(length) if length else b"{}"
+    give_body(environ, body)
+    return body
+
+
+def give_body(environ: dict[str, Any], body: bytes) -> None:
+    environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+
+
+def dynamodb_error(start_response: Callable[..., Any], code: str, message: str, **extra: Any) -> list[bytes]:
+    """A 400 as DynamoDB's JSON protocol writes it (`__type`, `message`, modeled fields)."""
+    body = json.dumps({"__type": f"{ERROR_PREFIX}{code}", "message": message, **extra}).encode()
+    start_response(
+        "400 Bad Request",
+        [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
+    )
+    return [body]
