@@ -81,6 +81,9 @@ def system(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Syste
 
     monkeypatch.setenv("TABLE_NAME", "")  # restored after the test
     yield fresh_system(emulator_url)
+    # Fault hooks live on the default session: drop them with it, or the next test's clients
+    # (a runtime test's, say) would inherit a fault the last handler test registered.
+    boto3.setup_default_session()
     clients.reset()
 
 
