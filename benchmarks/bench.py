@@ -47,13 +47,13 @@ from benchmarks.approaches import APPROACHES, Approach, LimitReached
 from benchmarks.approaches.base import SDK_CONFIG
 from benchmarks.capacity import PARTITION_RCU_PER_SECOND, PARTITION_WCU_PER_SECOND, hottest, per_iteration
 from local.capacity.meter import CapacityMeter
-from local.faults import ANSWERS, aws_response
+from local.dynamodb_wire import error_body
+from local.faults import ANSWERS, aws_response, cancelled_body
 
 RESULTS = Path(__file__).parent / "results"
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
 CALLER_ATTEMPTS = 8
 LIMIT = 10_000
-CONFLICT_TYPE = "com.amazonaws.dynamodb.v20120810#"
 
 
 class Wire:
@@ -122,17 +122,8 @@ def _item_id(action: dict[str, Any]) -> str:
 
 def _conflict(items: list[str], held: list[str], transaction: bool) -> dict[str, Any]:
     if not transaction:
-        return {
-            "__type": f"{CONFLICT_TYPE}TransactionConflictException",
-            "message": "Transaction is ongoing for the item",
-        }
-    codes = ["TransactionConflict" if item in held else "None" for item in items]
-    return {
-        "__type": f"{CONFLICT_TYPE}TransactionCanceledException",
-        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
-        f"[{', '.join(codes)}]",
-        "CancellationReasons": [{"Code": code} for code in codes],
-    }
+        return error_body("TransactionConflictException", "Transaction is ongoing for the item")
+    return cancelled_body(*("TransactionConflict" if item in held else "None" for item in items))
 
 
 # -- the phases ---------------------------------------------------------------------------------

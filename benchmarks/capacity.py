@@ -26,6 +26,7 @@ from typing import Any
 
 import boto3
 
+from functions.core import schema
 from functions.core.healing import iso_timestamp
 from local.capacity.meter import CapacityMeter, Usage
 
@@ -237,7 +238,8 @@ def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int) ->
     shard's, and counts each batch of an account in one transaction (docs/scaling.md)."""
     consumer = meter.usage["consumer record"]
     records = 2 * iterations  # a create's INSERT and a delete's soft delete carry counting work
-    counter = sum(units for item, units in consumer.item_wcu.items() if item.endswith(" / COUNTER"))
+    counter_item = f" / {schema.EVENTUAL_COUNTER_SORT_KEY}"
+    counter = sum(units for item, units in consumer.item_wcu.items() if item.endswith(counter_item))
     lines = [
         f"one busy account, {iterations} iterations, records in batches of {batch}:",
         f"  {hot.total_wcu:.2f} WCU per iteration; the stream consumer {consumer.total_wcu / records:.2f} WCU "

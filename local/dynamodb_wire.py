@@ -23,9 +23,14 @@ def give_body(environ: dict[str, Any], body: bytes) -> None:
     environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
 
 
+def error_body(code: str, message: str, **fields: Any) -> dict[str, Any]:
+    """An error as DynamoDB's JSON protocol writes it: `__type`, `message`, modeled fields."""
+    return {"__type": f"{ERROR_PREFIX}{code}", "message": message, **fields}
+
+
 def dynamodb_error(start_response: Callable[..., Any], code: str, message: str, **extra: Any) -> list[bytes]:
-    """A 400 as DynamoDB's JSON protocol writes it (`__type`, `message`, modeled fields)."""
-    body = json.dumps({"__type": f"{ERROR_PREFIX}{code}", "message": message, **extra}).encode()
+    """Answer the request with that error, a 400."""
+    body = json.dumps(error_body(code, message, **extra)).encode()
     start_response(
         "400 Bad Request",
         [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],

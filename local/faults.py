@@ -29,6 +29,8 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSResponse
 
+from local.dynamodb_wire import error_body
+
 _TYPE = "com.amazonaws.dynamodb.v20120810#"
 # Request-context flags of fixed rules start with this, so random chaos faults can stand aside.
 FAULT_FLAG_PREFIX = "fault_rule_"
@@ -53,6 +55,15 @@ ANSWERS: dict[str, tuple[int, dict[str, Any]]] = {
         {"__type": "com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException", "message": "records trimmed"},
     ),
 }
+
+
+def cancelled_body(*codes: str) -> dict[str, Any]:
+    """DynamoDB's TransactionCanceledException body, one reason per action, in action order."""
+    return error_body(
+        "TransactionCanceledException",
+        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]",
+        CancellationReasons=[{"Code": code} if code == "None" else {"Code": code, "Message": code} for code in codes],
+    )
 
 
 def aws_response(request: Any, status: int, body: Mapping[str, Any]) -> AWSResponse:

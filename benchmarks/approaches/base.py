@@ -12,6 +12,7 @@ Every approach gets one boto3 client, configured as the project's functions conf
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any
 
 from botocore.config import Config
@@ -74,25 +75,17 @@ class Approach(ABC):
 
     def live(self, account: str) -> int:
         """The truth: the account's resources that exist (and are not soft-deleted)."""
-        total, start = 0, None
-        while True:
-            page = self.dynamodb.query(
-                TableName=self.table,
-                KeyConditionExpression="pk = :account AND begins_with(sk, :resources)",
-                FilterExpression="attribute_not_exists(deleted) OR deleted = :false",
-                ExpressionAttributeValues={
-                    ":account": {"S": account},
-                    ":resources": {"S": "resource#"},
-                    ":false": {"BOOL": False},
-                },
-                Select="COUNT",
-                ConsistentRead=True,
-                **({"ExclusiveStartKey": start} if start else {}),
-            )
-            total += int(page["Count"])
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                return total
+        pages = self.query_pages(
+            KeyConditionExpression="pk = :account AND begins_with(sk, :resources)",
+            FilterExpression="attribute_not_exists(deleted) OR deleted = :false",
+            ExpressionAttributeValues={
+                ":account": {"S": account},
+                ":resources": {"S": "resource#"},
+                ":false": {"BOOL": False},
+            },
+            Select="COUNT",
+        )
+        return sum(int(page["Count"]) for page in pages)
 
     def consume(self) -> int:
         """Apply the stream records written since the last call; returns how many were applied."""
@@ -107,6 +100,11 @@ class Approach(ABC):
         item = self.dynamodb.get_item(TableName=self.table, Key=self.key(account, sort_key), ConsistentRead=True)
         found: dict[str, Any] | None = item.get("Item")
         return found
+
+    def query_pages(self, **request: Any) -> Iterator[dict[str, Any]]:
+        """Every page of a consistent Query of the approach's table."""
+        paginator = self.dynamodb.get_paginator("query")
+        yield from paginator.paginate(TableName=self.table, ConsistentRead=True, **request)
 
     def resource_item(self, account: str, resource_id: str, **attributes: Any) -> dict[str, Any]:
         return {**self.key(account, f"resource#{resource_id}"), "name": {"S": "vm"}, **attributes}

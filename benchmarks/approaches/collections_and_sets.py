@@ -47,19 +47,11 @@ class ItemCollection(Approach):
         return kinds.count("create") - kinds.count("delete")
 
     def _changes(self, account: str) -> list[dict[str, Any]]:
-        items, start = [], None
-        while True:
-            page = self.dynamodb.query(
-                TableName=self.table,
-                KeyConditionExpression="pk = :account AND begins_with(sk, :changes)",
-                ExpressionAttributeValues={":account": {"S": account}, ":changes": {"S": "change#"}},
-                ConsistentRead=True,
-                **({"ExclusiveStartKey": start} if start else {}),
-            )
-            items.extend(page["Items"])
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                return items
+        pages = self.query_pages(
+            KeyConditionExpression="pk = :account AND begins_with(sk, :changes)",
+            ExpressionAttributeValues={":account": {"S": account}, ":changes": {"S": "change#"}},
+        )
+        return [item for page in pages for item in page["Items"]]
 
     def _record(self, account: str, resource_id: str, kind: str, change: int) -> None:
         item = {**self.key(account, f"change#{resource_id}#{kind}"), "change": {"N": str(change)}}

@@ -8,23 +8,17 @@ beside it.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from benchmarks.approaches.base import Approach, LimitReached
+from benchmarks.capacity import now_text
 from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore
 from functions.core import accounts
 from functions.core.counting import process_stream_records
 from functions.core.errors import LimitExceeded, ResourceNotFound
-from functions.core.healing import iso_timestamp
 from functions.core.keys import account_pk
 from functions.core.model import NewResource, idempotent_resource_id
 from tests.support.stream import StreamTap
 from tests.support.tables import create_table
 from tests.support.truth import read_truth
-
-
-def now_text() -> str:
-    return iso_timestamp(datetime.now(UTC))
 
 
 class ThisProject(Approach):

@@ -16,7 +16,8 @@ from botocore.httpsession import URLLib3Session
 
 from functions.core import schema
 from functions.shared import clients
-from local.faults import ANSWERS, answer_on_the_wire, aws_response, on_matching_send
+from local.dynamodb_wire import error_body
+from local.faults import ANSWERS, answer_on_the_wire, aws_response, cancelled_body, on_matching_send
 
 Params = dict[str, Any]
 
@@ -110,16 +111,10 @@ def answer_instead(
 
 
 def dynamodb_error(code: str, message: str = "injected", **fields: Any) -> dict[str, Any]:
-    return {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message, **fields}
+    return error_body(code, message, **fields)
 
 
-def transaction_cancelled(*codes: str) -> dict[str, Any]:
-    """DynamoDB's TransactionCanceledException body, one reason per action, in action order."""
-    return dynamodb_error(
-        "TransactionCanceledException",
-        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]",
-        CancellationReasons=[{"Code": code} if code == "None" else {"Code": code, "Message": code} for code in codes],
-    )
+transaction_cancelled = cancelled_body
 
 
 def before_call(operation: str, action: Callable[[Params], None], service: str = "dynamodb") -> None:
