@@ -209,10 +209,6 @@ def decide_action(kind: ActionKind, reason: CancellationReason) -> Outcome | Act
 # --- applying ---------------------------------------------------------------------------------
 
 
-def apply_task(store: CountingStore, task: CountingTask) -> Outcome:
-    return apply_tasks(store, [task])[0]
-
-
 def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Outcome]:
     """Apply tasks, batched per account; returns each task's outcome, in order.
 

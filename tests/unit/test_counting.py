@@ -21,7 +21,7 @@ from functions.core.counting import (
     TaskKind,
     TransactionResult,
     TransientStoreError,
-    apply_task,
+    apply_tasks,
     decide_action,
     plan_pending_item,
     plan_stream_record,
@@ -44,6 +44,11 @@ def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool)
     if event != "REMOVE":
         data["NewImage"] = {name: {"BOOL": value} for name, value in image.items()}
     return {"eventName": event, "dynamodb": data}
+
+
+def apply_task(store: Any, task: CountingTask) -> Outcome:
+    """One task alone, as a batch of one record applies it."""
+    return apply_tasks(store, [task])[0]
 
 
 CREATE = CountingTask(TaskKind.COUNT_CREATE, "a1", "r1")
