@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -27,6 +28,7 @@ from typing import Any
 import boto3
 
 from functions.core import schema
+from functions.core.admission import Directory, ShardingSettings
 from functions.core.healing import iso_timestamp
 from local.capacity.meter import CapacityMeter, Usage
 
@@ -56,6 +58,12 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
 
     api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table)
     tap = StreamTap(streams, stream_arn)
+    # The API's cache of accounts' shard layouts, on a clock that runs at the busy account's
+    # projected rate: its shards grow as they would at that rate on AWS, whatever the emulator's pace.
+    clock = SimulatedClock(args.rate or 1.0)
+    directory = Directory(ShardingSettings(min_window=SIMULATED_WINDOW), clock=clock, rng=random.Random(1))  # noqa: S311
+    # The flows' wall clock too (their minute stamps), for the busy account.
+    stamp = clock.text if args.rate else now_text
     names = [f"acct-{number:03d}" for number in range(args.accounts)]
     with meter.operation("setup"):
         for name in names:
@@ -78,12 +86,30 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     # counted in different batches, not folded away.
     lag = 0 if args.batch == 1 else args.batch
     alive: dict[str, list[str]] = {name: [] for name in names}
+    if args.warmup:
+        # Steady state first: the account grows its shards and grants them room, then the meter
+        # starts again, so the figures are those of a busy account, not of its first second.
+        for _ in range(args.warmup):
+            clock.tick()
+            created = accounts.create_resource(
+                api, names[0], NewResource("vm", {"size": 2}), None, stamp, directory=directory
+            )
+            alive[names[0]].append(created.resource.resource_id)
+            if len(alive[names[0]]) > lag:
+                accounts.delete_resource(api, names[0], alive[names[0]].pop(0), stamp)
+            consume()
+        meter.usage.clear()
     iterations = 0
-    for number in range(args.iterations + lag):
+    # Without a warm-up, the last resources are deleted after the last create; after one, the
+    # account stays busy: each iteration is one create and one delete.
+    for number in range(args.iterations + (0 if args.warmup else lag)):
         for name in names:
             if number < args.iterations:
+                clock.tick()
                 with meter.operation("create"):
-                    created = accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text)
+                    created = accounts.create_resource(
+                        api, name, NewResource("vm", {"size": 2}), None, stamp, directory=directory
+                    )
                 alive[name].append(created.resource.resource_id)
                 consume()
                 with meter.operation("get"):
@@ -93,7 +119,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
                 iterations += 1
             if len(alive[name]) > lag or number >= args.iterations:
                 with meter.operation("delete"):
-                    accounts.delete_resource(api, name, alive[name].pop(0), now_text)
+                    accounts.delete_resource(api, name, alive[name].pop(0), stamp)
                 consume()
     consume(last=True)
     healing = DynamoHealingStore(dynamodb, table)
@@ -101,6 +127,30 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
         with meter.operation("heal"):
             heal_account(healing, name, datetime.now(UTC) + timedelta(hours=1), timedelta(seconds=30))
     return iterations
+
+
+# How long the API's rate measurement must look at a shard, on the simulated clock: short, so a few
+# hundred iterations show a busy account's growth (the functions use a second of real time).
+SIMULATED_WINDOW = 0.005
+
+
+class SimulatedClock:
+    """Seconds that pass at `rate` iterations a second, one tick per iteration."""
+
+    def __init__(self, rate: float) -> None:
+        self.now = 0.0
+        self._step = 1.0 / rate
+        self._start = datetime.now(UTC)
+
+    def text(self) -> str:
+        """The wall clock, as the flows read it (now_text), at the simulated pace."""
+        return iso_timestamp(self._start + timedelta(seconds=self.now))
+
+    def tick(self) -> None:
+        self.now += self._step
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def per_iteration(meter: CapacityMeter, iterations: int) -> Usage:
@@ -197,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accounts", type=int, default=50, help="accounts of the whole-table projection")
     parser.add_argument("--hot-iterations", type=int, default=100, help="iterations of the busy account")
     parser.add_argument("--batch", type=int, default=100, help="records per consumer batch for the busy account")
+    parser.add_argument(
+        "--rate", type=float, default=10_000, help="the busy account's projected iterations a second (its shards grow)"
+    )
+    parser.add_argument("--warmup", type=int, default=600, help="busy iterations before the meter starts")
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -206,9 +260,13 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.update(LOCAL_CREDENTIALS, AWS_DEFAULT_REGION="us-east-1")
     runs = {
-        "quiet": argparse.Namespace(accounts=1, iterations=args.iterations, batch=1),
-        "many": argparse.Namespace(accounts=args.accounts, iterations=max(1, args.iterations // 10), batch=1),
-        "hot": argparse.Namespace(accounts=1, iterations=args.hot_iterations, batch=args.batch),
+        "quiet": argparse.Namespace(accounts=1, iterations=args.iterations, batch=1, rate=None, warmup=0),
+        "many": argparse.Namespace(
+            accounts=args.accounts, iterations=max(1, args.iterations // 10), batch=1, rate=None, warmup=0
+        ),
+        "hot": argparse.Namespace(
+            accounts=1, iterations=args.hot_iterations, batch=args.batch, rate=args.rate, warmup=args.warmup
+        ),
     }
     results: dict[str, tuple[CapacityMeter, Usage, int]] = {}
     with EmulatorProcess() as emulator:
@@ -229,11 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report(meter, one, many, args.accounts, ran))
     print()
-    print(hot_report(*results["hot"], args.batch))
+    print(hot_report(*results["hot"], args.batch, args.rate, args.warmup))
     return 0
 
 
-def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int) -> str:
+def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int, rate: float, warmup: int) -> str:
     """One busy account: the stream consumer gets its records in batches, as Lambda delivers a busy
     shard's, and counts each batch of an account in one transaction (docs/scaling.md)."""
     consumer = meter.usage["consumer record"]
@@ -241,7 +299,8 @@ def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int) ->
     counter_item = f" / {schema.EVENTUAL_COUNTER_SORT_KEY}"
     counter = sum(units for item, units in consumer.item_wcu.items() if item.endswith(counter_item))
     lines = [
-        f"one busy account, {iterations} iterations, records in batches of {batch}:",
+        f"one busy account at a projected {rate:,.0f} iterations/s, {iterations} iterations after {warmup} "
+        f"of warm-up, records in batches of {batch}:",
         f"  {hot.total_wcu:.2f} WCU per iteration; the stream consumer {consumer.total_wcu / records:.2f} WCU "
         f"per counted record, {counter / 2 / records:.3f} writes to the counter item per counted record",
         "  projected AWS ceilings, iterations per second:",

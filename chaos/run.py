@@ -22,7 +22,8 @@ from typing import Any
 
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, Ledger, create, run_clients
-from functions.adapters.dynamodb import DynamoHealingStore, resource_from_item, to_attributes
+from functions.adapters.attributes import to_attributes
+from functions.adapters.dynamodb import DynamoHealingStore, resource_from_item
 from functions.core.healing import HealOutcome, heal_account, resolution
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
 from functions.core.redrive import InvalidFailureMessage, parse_failure_message

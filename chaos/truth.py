@@ -1,6 +1,7 @@
 """What the table holds for an account, read from inside in one request.
 
-All of an account's items share its partition, so one strongly consistent Query returns the
+All of an account's items share its partition (but the admission shards of a busy account, which
+no chaos account is: the snapshot refuses one), so one strongly consistent Query returns the
 account item, its eventual counter and its resources together. The emulator applies requests one
 at a time, so that Query is a snapshot: a true instant to check the invariants at.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.adapters.dynamodb import from_attributes
+from functions.adapters.attributes import from_attributes
+from functions.adapters.shards import shard_state
 from functions.core import keys, schema
 from functions.core.leases import Lease, leases_of
 
@@ -51,6 +53,8 @@ def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:
         for item in map(from_attributes, page["Items"]):
             sort_key = item[schema.SORT_KEY]
             if sort_key == schema.ACCOUNT_SORT_KEY:
+                if shard_state(item).span > 1:
+                    raise RuntimeError(f"account {account_id} has admission shards: its partition is not all of it")
                 shot.limit = int(item["limit"])
                 shot.best_effort_net = int(item.get("best_effort", 0))
                 shot.admitted = int(item.get("admitted", 0))

@@ -16,10 +16,12 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key, from_attributes, to_attributes
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key
+from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
 from functions.core import keys, schema
-from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account, last_write_of
-from functions.core.leases import LeaseKind, leases_of
+from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
+from functions.core.leases import LeaseKind
 from functions.core.redrive import InvalidFailureMessage, StreamBatchInfo, parse_failure_message
 from infra import constants
 from ops.stack import (
@@ -132,16 +134,20 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         counted += processed
         uncounted += not processed
         soft_deleted += deleted
-    held = leases_of(account)
+    # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
+    span = shard_state(account).span
+    shard_items = [account, *(ShardStore(dynamodb, table).read_items(account_id, range(1, span)) if span > 1 else [])]
+    shards = [shard_state(item) for item in shard_items]
+    held = tuple(lease for item in shard_items for lease in held_leases(item))
     return AccountView(
         account_id=account_id,
         limit=int(account.get("limit", 0)),
-        best_effort_net=int(account.get("best_effort", 0)),
-        admitted=int(account.get("admitted", 0)),
+        best_effort_net=sum(shard.best_effort for shard in shards),
+        admitted=sum(shard.admitted for shard in shards),
         eventual=int(counter.get("count", 0)),
         version=int(account.get("version", 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
-        last_write_at=last_write_of(account) or "",
+        last_write_at=latest_write(shard_items) or "",
         healed_at=str(account.get("healed_at", "")),
         resource_items=items,
         live=live,

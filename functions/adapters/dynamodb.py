@@ -1,7 +1,8 @@
-"""DynamoDB adapters: every table call of the system lives here.
+"""DynamoDB adapters: every table call of the system lives here and in functions/adapters/shards.py.
 
-`DynamoApiStore` implements the API's port (single-item writes only, never a transaction);
-`DynamoCountingStore` implements the consumer's port (transactions) and the sweep's reads.
+`DynamoApiStore` implements the API's port (single-item writes; transactions only to move room
+between a busy account's admission shards); `DynamoCountingStore` implements the consumer's port
+(transactions) and the sweep's reads; `DynamoHealingStore` a heal's reads and writes.
 """
 
 from __future__ import annotations
@@ -12,14 +13,27 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import error_code, unavailable
-from functions.core import keys, leases, schema
+from functions.adapters.shards import (
+    ACTIVE,
+    RETIRED,
+    ROOM,
+    SPAN,
+    ShardStore,
+    held_leases,
+    latest_write,
+    settle_lease,
+    shard_key,
+    shard_state,
+    take_lease,
+)
+from functions.core import keys, schema
+from functions.core.admission import Reserved, ShardState
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -32,19 +46,15 @@ from functions.core.counting import (
     TransactionResult,
     TransientStoreError,
 )
-from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.errors import InvalidCursor, ResourceAlreadyExists, StoreUnavailable
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
     AccountState,
     HealPlan,
-    last_write_of,
     last_write_stamp,
 )
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
@@ -60,20 +70,6 @@ TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKE
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
-
-
-def to_attributes(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _serializer.serialize(value) for name, value in values.items()}
-
-
-def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _plain(_deserializer.deserialize(value)) for name, value in item.items()}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value
 
 
 def _key(pk: str, sk: str) -> dict[str, Any]:
@@ -111,6 +107,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
             # In the sparse pending index until the consumer counts it.
             PENDING_BUCKET: keys.pending_bucket(resource.account_id, resource.resource_id),
             PENDING_SINCE: resource.created_at,
+            schema.RESOURCE_SHARD_ATTRIBUTE: resource.shard,
         }
     )
 
@@ -130,95 +127,12 @@ def resource_from_item(item: Mapping[str, Any]) -> Resource:
         counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
         delete_token=values.get(DELETE_TOKEN, ""),
         tombstone=tombstone,
+        shard=int(values.get(schema.RESOURCE_SHARD_ATTRIBUTE, 0)),
     )
 
 
 def _condition_failed_item(error: ClientError) -> dict[str, Any] | None:
     return error.response.get("Item")  # type: ignore[no-any-return]
-
-
-def take_lease(
-    client: Any, table: str, account_id: str, lease: Lease, attribute: str, delta: int, condition: str | None = None
-) -> dict[str, Any] | None:
-    """Add `delta` to the account item's `attribute` and take `lease` in the same update, if
-    `condition` holds and the lease is not held yet. Returns the account item as it is with the
-    lease held, or None if the condition failed. A retry of a take that landed finds its own lease
-    in the old item, and returns that item: it is applied once."""
-    conditions = ["attribute_exists(#limit)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
-    try:
-        response = client.update_item(
-            TableName=table,
-            Key=account_key(account_id),
-            UpdateExpression=(
-                f"ADD {attribute} :delta, version :one "
-                f"SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease"
-            ),
-            ConditionExpression=" AND ".join(conditions),
-            ExpressionAttributeNames={"#limit": "limit", "#lease": lease.attribute},
-            ExpressionAttributeValues=to_attributes(
-                {
-                    ":delta": delta,
-                    ":one": 1,
-                    ":stamp": last_write_stamp(lease.taken_at),
-                    ":now": lease.taken_at,
-                    ":lease": lease.value,
-                }
-            ),
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if error_code(error) != CCF:
-            raise unavailable(f"take {lease.kind.value} lease", error) from error
-        old = from_attributes(_condition_failed_item(error) or {})
-        if not old:
-            raise AccountNotFound(account_id) from error
-        return old if leases.holds(old, lease) else None
-    except BotoCoreError as error:
-        raise unavailable(f"take {lease.kind.value} lease", error) from error
-    return from_attributes(response["Attributes"])
-
-
-def settle_lease(
-    client: Any, table: str, account_id: str, lease: Lease, settlement: Settlement, now: str | None
-) -> Settled:
-    """Remove `lease` from the account item and apply `settlement` in the same update, once.
-
-    Conditional on the lease being held, so a retry of a settle that landed changes nothing. Every
-    account write bumps `version`; an API write (`now` given) also stamps `last_write_at`."""
-    values: dict[str, Any] = {":lease": lease.value, ":one": 1}
-    adds = ["version :one"]
-    for attribute, delta in (("admitted", settlement.admitted), ("best_effort", settlement.best_effort)):
-        if delta:
-            adds.append(f"{attribute} :{attribute}")
-            values[f":{attribute}"] = delta
-    expression = f"ADD {', '.join(adds)} REMOVE #lease"
-    if now is not None:
-        expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
-        values[":stamp"], values[":now"] = last_write_stamp(now), now
-    condition = "#lease = :lease"
-    if settlement.expected_heal_epoch is not None:
-        condition += " AND heal_epoch = :epoch"
-        values[":epoch"] = settlement.expected_heal_epoch
-    try:
-        client.update_item(
-            TableName=table,
-            Key=account_key(account_id),
-            UpdateExpression=expression,
-            ConditionExpression=condition,
-            ExpressionAttributeNames={"#lease": lease.attribute},
-            ExpressionAttributeValues=to_attributes(values),
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if error_code(error) != CCF:
-            raise unavailable("settle lease", error) from error
-        if leases.holds(from_attributes(_condition_failed_item(error) or {}), lease):
-            return Settled.EPOCH_MOVED  # the lease is held, so only the epoch can have failed
-        return Settled.ALREADY
-    except BotoCoreError as error:
-        raise unavailable("settle lease", error) from error
-    return Settled.APPLIED
 
 
 def read_resource(client: Any, table: str, account_id: str, resource_id: str) -> Resource | None:
@@ -230,43 +144,94 @@ def read_resource(client: Any, table: str, account_id: str, resource_id: str) ->
     return resource_from_item(item) if item else None
 
 
-class DynamoApiStore:
-    """The API's storage: single-item calls only, each safe to retry (docs/admission.md), so
-    `client` keeps the SDK's standard retries."""
-
-    def __init__(self, client: Any, table_name: str) -> None:
-        self._client = client
-        self._table = table_name
+class DynamoApiStore(ShardStore):
+    """The API's storage: single-item calls, each safe to retry (docs/admission.md), so `client`
+    keeps the SDK's standard retries. Transactions run only to move room between a busy account's
+    shards (ShardStore), and their cancellations never reach a caller."""
 
     # accounts ------------------------------------------------------------------------------
 
-    def put_account(self, account_id: str, limit: int, now: str) -> None:
-        self._call(
-            "put account",
-            self._client.update_item,
-            TableName=self._table,
-            Key=account_key(account_id),
-            UpdateExpression=(
-                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
-                "account_id = :id, #type = :type, "
-                f"{ACTIVITY_BUCKET} = :bucket, created_at = if_not_exists(created_at, :now), "
-                "best_effort = if_not_exists(best_effort, :zero), admitted = if_not_exists(admitted, :zero), "
-                "heal_epoch = if_not_exists(heal_epoch, :zero) ADD version :one"
+    def create_account(self, account_id: str, limit: int, now: str) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression=(
+                    f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
+                    f"heal_epoch = :zero, {ACTIVE} = :one, {SPAN} = :one, version = :one, "
+                    f"account_id = :id, #type = :type, created_at = :now, updated_at = :now, "
+                    f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
+                ),
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PK},
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":limit": limit,
+                        ":zero": 0,
+                        ":one": 1,
+                        ":id": account_id,
+                        ":type": "account",
+                        ":now": now,
+                        ":bucket": keys.activity_bucket(account_id),
+                        ":stamp": last_write_stamp(now),
+                    }
+                ),
+            )
+        except ClientError as error:
+            if error_code(error) == CCF:
+                return False  # it exists (perhaps our own retried write): the caller re-reads
+            raise unavailable("create account", error) from error
+        except BotoCoreError as error:
+            raise unavailable("create account", error) from error
+        return True
+
+    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+        update: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": account_key(account_id),
+            "UpdateExpression": (
+                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now "
+                f"ADD {ROOM} :change, version :one"
             ),
-            ExpressionAttributeNames={"#limit": "limit", "#type": "type"},
-            ExpressionAttributeValues=to_attributes(
+            "ConditionExpression": "#limit = :old",
+            "ExpressionAttributeNames": {"#limit": "limit"},
+            "ExpressionAttributeValues": to_attributes(
                 {
                     ":limit": limit,
+                    ":old": account.limit,
+                    ":change": limit - account.limit,
                     ":now": now,
                     ":stamp": last_write_stamp(now),
-                    ":id": account_id,
-                    ":type": "account",
-                    ":zero": 0,
                     ":one": 1,
-                    ":bucket": keys.activity_bucket(account_id),
                 }
             ),
-        )
+        }
+        if not retired_span:
+            try:
+                self._client.update_item(**update)
+            except ClientError as error:
+                if error_code(error) == CCF:
+                    return False  # another change came first (or ours, retried): the caller re-reads
+                raise unavailable("set limit", error) from error
+            except BotoCoreError as error:
+                raise unavailable("set limit", error) from error
+            return True
+        # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
+        update["ConditionExpression"] += f" AND {ACTIVE} = :single"
+        update["ExpressionAttributeValues"][":single"] = {"N": "1"}
+        checks = [
+            {
+                "ConditionCheck": {
+                    "TableName": self._table,
+                    "Key": shard_key(account_id, shard),
+                    "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
+                    "ExpressionAttributeNames": {"#pk": PK},
+                    "ExpressionAttributeValues": to_attributes({":true": True, ":zero": 0}),
+                }
+            }
+            for shard in range(1, retired_span)
+        ]
+        return self._transact("set limit", [{"Update": update}, *checks])
 
     def read_usage(self, account_id: str) -> Usage | None:
         wanted = [account_key(account_id), counter_key(account_id)]
@@ -287,23 +252,36 @@ class DynamoApiStore:
         account = found.get(schema.ACCOUNT_SORT_KEY)
         if account is None:
             return None
+        state = shard_state(account)
+        others = self.read_shards(account_id, range(1, state.span)) if state.span > 1 else []
         counter = found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})
         return Usage(
             account_id=account_id,
-            limit=int(account["limit"]),
-            best_effort_net=int(account.get("best_effort", 0)),
+            limit=state.limit,
+            best_effort_net=state.best_effort + sum(shard.best_effort for shard in others),
             eventual=int(counter.get("count", 0)),
         )
 
-    def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
-        taken = take_lease(self._client, self._table, account_id, lease, "admitted", +1, "admitted < #limit")
-        return None if taken is None else int(taken.get("heal_epoch", 0))
+    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+        taken = take_lease(
+            self._client,
+            self._table,
+            account_id,
+            lease,
+            {"admitted": +1, ROOM: -1},
+            f"{ROOM} >= :one AND attribute_not_exists({RETIRED})",
+        )
+        if taken is None:
+            return None
+        state = shard_state(taken)
+        layout = (state.active, state.span) if lease.shard == 0 else None
+        return Reserved(heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout)
 
     def take_deletion(self, account_id: str, lease: Lease) -> None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
-        if take_lease(self._client, self._table, account_id, lease, "best_effort", -1) is None:
+        if take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}) is None:
             raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
@@ -563,6 +541,7 @@ class DynamoHealingStore:
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
         self._table = table_name
+        self._shards = ShardStore(client, table_name)
 
     def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
         response = self._request(
@@ -577,14 +556,21 @@ class DynamoHealingStore:
         account = items.get(schema.ACCOUNT_SORT_KEY)
         if account is None:
             return None
-        written = last_write_of(account)
+        span = shard_state(account).span
+        try:
+            shard_items = [account, *(self._shards.read_items(account_id, range(1, span)) if span > 1 else [])]
+        except StoreUnavailable as error:
+            raise TransientStoreError(str(error)) from error
+        shards = tuple(map(shard_state, shard_items))
+        written = latest_write(shard_items)
         state = AccountState(
-            version=int(account.get("version", 0)),
-            best_effort_net=int(account.get("best_effort", 0)),
-            admitted=int(account.get("admitted", 0)),
+            version=shards[0].version,
+            best_effort_net=sum(shard.best_effort for shard in shards),
+            admitted=sum(shard.admitted for shard in shards),
             heal_epoch=int(account.get("heal_epoch", 0)),
             last_write_at=written if written is not None else str(account.get("updated_at", "")),
-            leases=leases.leases_of(account),
+            leases=tuple(sorted((lease for item in shard_items for lease in held_leases(item)), key=_lease_order)),
+            shards=shards,
         )
         return state, int(items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {}).get("count", 0))
 
@@ -625,31 +611,67 @@ class DynamoHealingStore:
         except StoreUnavailable as error:
             raise TransientStoreError(str(error)) from error
 
-    def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
-        assignments = "best_effort = :best_effort, healed_at = :now"
-        values: dict[str, Any] = {
-            ":best_effort": plan.best_effort,
-            ":now": now,
-            ":version": expected_version,
-            ":one": 1,
-        }
-        if plan.admitted is not None:
-            assignments += ", admitted = :admitted"
-            values[":admitted"] = plan.admitted
-        return self._conditional_account_write(
-            account_id,
-            f"SET {assignments} ADD heal_epoch :one",
-            values,
-        )
+    def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
+        shards = state.shards or (ShardState(0, room=0, admitted=state.admitted, version=state.version),)
+        first, others = shards[0], shards[1:]
+        room = sum(shard.room + shard.admitted for shard in shards)  # the limit, as the shards hold it
+        assignments = {"best_effort": plan.best_effort - sum(shard.best_effort for shard in others)}
+        if plan.admitted is not None:  # quiet: fold every shard into shard 0
+            assignments = {"best_effort": plan.best_effort, "admitted": plan.admitted, ROOM: room - plan.admitted}
+            if others:
+                assignments[ACTIVE] = 1
+        writes = [self._heal_write(account_id, first, assignments, now)]
+        folded = {"best_effort": 0, "admitted": 0, ROOM: 0, RETIRED: True} if plan.admitted is not None else {}
+        writes += [self._heal_write(account_id, shard, folded, now) for shard in others]
+        return self._heal_writes(account_id, writes, now)
 
-    def record_checked(self, account_id: str, expected_version: int, now: str) -> bool:
+    def record_checked(self, account_id: str, state: AccountState, now: str) -> bool:
         """Note that the account was found exact, so the sweeper skips it until its next write."""
-        return self._conditional_account_write(
-            account_id, "SET healed_at = :now", {":now": now, ":version": expected_version}
-        )
+        shards = state.shards or (ShardState(0, room=0, version=state.version),)
+        writes = [self._heal_write(account_id, shard, {}, now, epoch=False) for shard in shards]
+        return self._heal_writes(account_id, writes, now)
+
+    def _heal_write(
+        self, account_id: str, shard: ShardState, assignments: Mapping[str, Any], now: str, epoch: bool = True
+    ) -> dict[str, Any]:
+        """One shard's part of a heal: its assignments and `healed_at`, and a new heal epoch,
+        if its version is the one read."""
+        values = {f":{name}": value for name, value in assignments.items()}
+        sets = ", ".join([*(f"{name} = :{name}" for name in assignments), "healed_at = :now"])
+        return {
+            "TableName": self._table,
+            "Key": shard_key(account_id, shard.shard),
+            "UpdateExpression": f"SET {sets}" + (" ADD heal_epoch :one" if epoch else ""),
+            "ConditionExpression": "version = :version",
+            "ExpressionAttributeValues": to_attributes(
+                {**values, ":now": now, ":version": shard.version, **({":one": 1} if epoch else {})}
+            ),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _heal_writes(self, account_id: str, writes: list[dict[str, Any]], now: str) -> bool:
+        """A heal's writes: one conditional update on a one-shard account, else one transaction
+        (the SDK's ClientRequestToken makes its retry apply once). Each stamps `healed_at = :now`,
+        so a retry of a single update that landed finds its own stamp."""
+        try:
+            if len(writes) > 1:
+                self._client.transact_write_items(TransactItems=[{"Update": write} for write in writes])
+            else:
+                self._client.update_item(**writes[0])
+        except ClientError as error:
+            if error_code(error) == CCF:
+                return bool(from_attributes(_condition_failed_item(error) or {}).get("healed_at") == now)
+            if error_code(error) in ("TransactionCanceledException", "TransactionConflictException"):
+                return False  # an API write came between: the heal is busy
+            raise TransientStoreError(f"heal {account_id}: {error}") from error
+        except BotoCoreError as error:
+            raise TransientStoreError(f"heal {account_id}: {error}") from error
+        return True
 
     def quiet_accounts(self, written_after: str, written_before: str) -> Iterator[str]:
-        """Accounts last written in that window and not healed or checked since that write."""
+        """Accounts last written in that window and not healed or checked since that write (each
+        once, though the account item and each of its other shards have their own entry)."""
+        seen: set[str] = set()
         for index in range(schema.ACTIVITY_BUCKET_COUNT):
             request: dict[str, Any] = {
                 "TableName": self._table,
@@ -663,30 +685,13 @@ class DynamoHealingStore:
             while True:
                 response = self._request(self._client.query, **request)
                 for item in map(from_attributes, response.get("Items", [])):
-                    if str(item.get("healed_at", "")) < str(item[LAST_WRITE]):
-                        yield str(item["account_id"])
+                    account_id = str(item["account_id"])
+                    if str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and account_id not in seen:
+                        seen.add(account_id)
+                        yield account_id
                 if "LastEvaluatedKey" not in response:
                     break
                 request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-    def _conditional_account_write(self, account_id: str, expression: str, values: dict[str, Any]) -> bool:
-        """Both writes stamp `healed_at = :now`: a retry of one that landed finds its own stamp."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=account_key(account_id),
-                UpdateExpression=expression,
-                ConditionExpression="version = :version",
-                ExpressionAttributeValues=to_attributes(values),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if error_code(error) == CCF:
-                return bool(from_attributes(_condition_failed_item(error) or {}).get("healed_at") == values[":now"])
-            raise TransientStoreError(f"heal {account_id}: {error}") from error
-        except BotoCoreError as error:
-            raise TransientStoreError(f"heal {account_id}: {error}") from error
-        return True
 
     @staticmethod
     def _request(method: Any, **request: Any) -> Any:
@@ -694,3 +699,7 @@ class DynamoHealingStore:
             return method(**request)
         except (ClientError, BotoCoreError) as error:
             raise TransientStoreError(str(error)) from error
+
+
+def _lease_order(lease: Lease) -> tuple[str, str, int]:
+    return (lease.taken_at, lease.attribute, lease.shard)

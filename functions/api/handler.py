@@ -100,6 +100,7 @@ def create_resource(
         idempotency_key,
         now,
         in_time=caller_waiting,
+        directory=clients.shard_directory(),
     )
     if created.replayed:
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)

@@ -1,25 +1,28 @@
 """The API's flows: admission, create, delete, reads. Pure orchestration over the `ApiStore` port.
 
-Three numbers live on the account item and move in a fixed order around each resource's life:
+Three numbers move in a fixed order around each resource's life, on the admission shard that
+admitted it (functions/core/admission.py; an account has one shard, its account item, until it is
+busy):
 
 * `best_effort` (lower bound): +1 only after the resource exists, -1 before it stops being live.
-* `admitted` (upper bound): +1 before the resource exists, conditional on `admitted < limit`,
-  -1 only after it stopped being live. That single conditional update is the admission check,
-  so concurrent creates cannot run past the limit, and no transaction runs on the API path.
-* `limit`.
+* `admitted` (upper bound): +1 before the resource exists, taking one of the shard's `room`, only
+  if the shard has room; -1 (room +1) only after it stopped being live. That single conditional
+  update is the admission check, so concurrent creates cannot run past the limit, and no
+  transaction runs on a create's or a delete's writes.
+* `limit`, on the account item: the sum of every shard's `room + admitted`.
 
-Each request's first account write takes a lease named by its token and its second settles it
+Each request's first shard write takes a lease named by its token and its second settles it
 (functions/core/leases.py), so every write can be retried after an ambiguous failure and is
 applied exactly once. The resource item carries the same token (`request_token`, `delete_token`),
 also in the tombstone a counted delete leaves, so a retried put or soft delete recognises its own
 landing whatever the consumer did since. A write whose outcome stays unknown leaves its lease,
 which a heal resolves from the resource item once the request is certainly over.
 
-Every account write also bumps `version` and stamps its time (`last_write_exact`, and rounded up to
-the minute `last_write_at` for the activity index), so a heal can tell that no API write came
-between its reads and its write. A create's count is conditional on the
-account's `heal_epoch` being the one its reservation saw: a heal in between has already counted
-(or will never count) the resource. docs/admission.md has the argument and every write.
+Every shard write also bumps the shard's `version` and stamps its time (`last_write_exact`, and
+rounded up to the minute `last_write_at` for the activity index), so a heal can tell that no API
+write came between its reads and its write. A create's count is conditional on the shard's
+`heal_epoch` being the one its reservation saw: a heal in between has already counted (or will
+never count) the resource. docs/admission.md has the argument and every write.
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from functions.core import leases
+from functions.core.admission import AdmissionStore, Directory, ShardState, reserve
 from functions.core.errors import (
     AccountNotFound,
     CallerGaveUp,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
-    LimitExceeded,
     ResourceAlreadyExists,
     ResourceNotFound,
     StoreUnavailable,
@@ -63,21 +66,23 @@ from functions.core.model import (
 logger = logging.getLogger(__name__)
 
 
-class ApiStore(Protocol):
+class ApiStore(AdmissionStore, Protocol):
     """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
     each write's condition makes its retry harmless (docs/admission.md)."""
 
-    def put_account(self, account_id: str, limit: int, now: str) -> None: ...
+    def create_account(self, account_id: str, limit: int, now: str) -> bool:
+        """Create the account item with all its room on it; False if it exists."""
+        ...
+
+    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+        """Change the limit and shard 0's room by the difference, if the limit is still the one
+        read; with `retired_span`, only if every shard below it but 0 is retired and empty."""
+        ...
 
     def read_usage(self, account_id: str) -> Usage | None: ...
 
-    def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
-        """Take a reservation lease with `admitted + 1` if `admitted < limit`, and return the
-        account's heal epoch; None at the limit. Raises AccountNotFound."""
-        ...
-
     def take_deletion(self, account_id: str, lease: Lease) -> None:
-        """Take a deletion lease with `best_effort - 1`."""
+        """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`."""
         ...
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
@@ -118,11 +123,41 @@ def _always() -> bool:
     return True
 
 
+# Attempts of a limit change against concurrent changes of the same account.
+PUT_ACCOUNT_ATTEMPTS = 8
+
+
 def put_account(store: ApiStore, account_id: str, limit: int, clock: Clock, in_time: Deadline = _always) -> Usage:
+    """Create the account, or change its limit by moving the difference into shard 0's room.
+
+    A limit lowered by more than shard 0's room first folds every other shard into shard 0
+    (retiring them), so the usage above the new limit shows as shard 0's negative room and nothing
+    admits until it is paid back (functions/core/admission.py)."""
     if not in_time():
         raise CallerGaveUp()
-    store.put_account(account_id, limit, clock())
-    return get_usage(store, account_id)
+    now = clock()
+    for _ in range(PUT_ACCOUNT_ATTEMPTS):
+        found = store.read_shards(account_id, [0])
+        if not found:
+            if store.create_account(account_id, limit, now):
+                return get_usage(store, account_id)
+            continue
+        account = found[0]
+        if account.room + limit - account.limit >= 0 or account.span == 1:
+            if store.set_limit(account_id, account, limit, now, retired_span=0):
+                return get_usage(store, account_id)
+            continue
+        _retire_other_shards(store, account_id, account)
+        if store.set_limit(account_id, account, limit, now, retired_span=account.span):
+            return get_usage(store, account_id)
+    raise StoreUnavailable(f"put account {account_id}: the account kept changing", may_have_landed=False)
+
+
+def _retire_other_shards(store: ApiStore, account_id: str, account: ShardState) -> None:
+    store.set_active(account_id, account.active, account.span, 1)  # no create picks them meanwhile
+    for shard in store.read_shards(account_id, range(1, account.span)):
+        if not shard.retired or shard.room:
+            store.gather(account_id, shard, retire=True)  # a lost race shows in set_limit
 
 
 def get_usage(store: ApiStore, account_id: str) -> Usage:
@@ -140,6 +175,7 @@ def create_resource(
     clock: Clock,
     token: TokenSource = leases.new_token,
     in_time: Deadline = _always,
+    directory: Directory | None = None,
 ) -> Created:
     fingerprint = request.fingerprint()
     if idempotency_key is None:
@@ -151,16 +187,12 @@ def create_resource(
             # A replay answers as the first call did, even if the account is now at its limit.
             return _replay(earlier, fingerprint)
 
-    usage = get_usage(store, account_id)
-    if usage.used >= usage.limit:
-        raise LimitExceeded(account_id, usage.limit)
     if not in_time():
         raise CallerGaveUp()
     now = clock()
-    lease = Lease(LeaseKind.RESERVATION, token(), resource_id, now)
-    heal_epoch = store.reserve_slot(account_id, lease)
-    if heal_epoch is None:
-        raise LimitExceeded(account_id, usage.limit)
+    lease, heal_epoch = reserve(
+        store, directory or Directory(), account_id, Lease(LeaseKind.RESERVATION, token(), resource_id, now)
+    )
 
     resource = Resource(
         account_id=account_id,
@@ -170,6 +202,7 @@ def create_resource(
         created_at=now,
         request_fingerprint=fingerprint,
         request_token=lease.token,
+        shard=lease.shard,
     )
     if not in_time():
         _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)
@@ -248,7 +281,7 @@ def delete_resource(
     if not in_time():
         raise CallerGaveUp()
     now = clock()
-    lease = Lease(LeaseKind.DELETION, token(), resource_id, now)
+    lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard)
     # Decrement while the resource is still live, so best_effort never exceeds the live count.
     # The lease also tells a heal that this delete is in flight.
     store.take_deletion(account_id, lease)

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from functions.core import schema
+from functions.core.admission import ShardState
 from functions.core.leases import (
     DROP,
     FINISH_DELETION,
@@ -60,14 +61,22 @@ class HealOutcome(enum.Enum):
 
 @dataclass(frozen=True)
 class AccountState:
-    """The account item as a heal reads it (strongly consistent)."""
+    """The account's shards as a heal reads them (strongly consistent), summed."""
 
-    version: int
+    version: int  # shard 0's (the account item's); every shard's is in `shards`
     best_effort_net: int
     admitted: int
     heal_epoch: int
-    last_write_at: str  # ISO 8601, UTC
+    last_write_at: str  # ISO 8601, UTC: the latest over the shards
     leases: tuple[Lease, ...] = ()
+    shards: tuple[ShardState, ...] = ()  # every shard item, shard 0 first: a heal writes each
+
+    @property
+    def spread(self) -> bool:
+        """More than the account item admits, or holds anything (functions/core/admission.py)."""
+        others = self.shards[1:]
+        held = any(s.room or s.admitted or s.best_effort or not s.retired for s in others)
+        return bool(self.shards) and (self.shards[0].active > 1 or held)
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,9 @@ class HealingStore(Protocol):
         """Remove the lease and apply the settlement, once (functions/core/leases.py)."""
         ...
 
-    def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
-        """Write the plan if `version` is still `expected_version`; False otherwise."""
+    def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
+        """Write the plan if no shard's `version` moved since `state` was read; False otherwise.
+        Setting `admitted` folds the shards back into shard 0 (the account is quiet)."""
         ...
 
 
@@ -110,7 +120,8 @@ def plan_heal(state: AccountState, eventual: int, now: datetime, quiet: timedelt
     """What to write, or None when the counters already hold the truth."""
     # Leases left here are in flight (dead ones were settled first): their slots are not free.
     quiet_enough = now - _parse(state.last_write_at) >= quiet and not state.leases
-    admitted = eventual if quiet_enough and state.admitted != eventual else None
+    # A quiet account also folds its admission shards back into its account item.
+    admitted = eventual if quiet_enough and (state.admitted != eventual or state.spread) else None
     if state.best_effort_net == eventual and admitted is None:
         return None
     return HealPlan(best_effort=eventual, admitted=admitted)
@@ -174,7 +185,7 @@ def heal_account(
     plan = plan_heal(state, eventual, now, quiet)
     if plan is None:
         return HealResult(HealOutcome.HEALED if settled else HealOutcome.EXACT, before, eventual)
-    if not store.apply_heal(account_id, state.version, plan, iso_timestamp(now)):
+    if not store.apply_heal(account_id, state, plan, iso_timestamp(now)):
         return HealResult(HealOutcome.BUSY, before, eventual, plan)
     return HealResult(HealOutcome.HEALED, before, eventual, plan)
 

@@ -1,4 +1,4 @@
-"""Key layout of the single table: every item of an account shares its partition."""
+"""Key layout of the single table: an account's items share its partition, but for its admission shards."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ from functions.core import schema
 
 def account_pk(account_id: str) -> str:
     return f"{schema.ACCOUNT_PREFIX}{account_id}"
+
+
+def shard_pk(account_id: str, shard: int) -> str:
+    """Admission shard i >= 1 of an account: a partition key of its own (shard 0 is the account item)."""
+    return f"{schema.SHARD_PREFIX}{account_id}#{shard:02d}"
 
 
 def resource_sk(resource_id: str) -> str:

@@ -1,9 +1,10 @@
-"""Leases: how an API write on the account item recognises itself when it is retried.
+"""Leases: how an API write on an admission shard recognises itself when it is retried.
 
 A create and a delete each move the account's counters twice: once before the resource changes
 (the create reserves a slot, the delete takes one from `best_effort`) and once after (the create
 adds to `best_effort`, the delete frees its slot). The first write also *takes a lease*: an
-attribute on the account item named by the request's token. The second *settles* it, removing
+attribute on the admission shard that admitted the resource (the account item, or another shard
+of a busy account: functions/core/admission.py), named by the request's token. The second *settles* it, removing
 the attribute in the same update. Each write is conditional on the lease:
 
 * take:   `attribute_not_exists(lease)`. A retry of a take that landed fails its condition and
@@ -47,6 +48,7 @@ class Lease:
     token: str  # the request's token: the resource's request_token or delete_token
     resource_id: str
     taken_at: str  # ISO 8601, UTC
+    shard: int = 0  # the admission shard whose item holds it (functions/core/admission.py)
 
     @property
     def attribute(self) -> str:
@@ -62,15 +64,15 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-def leases_of(item: Mapping[str, Any]) -> tuple[Lease, ...]:
-    """The leases held on an account item (plain attributes), oldest first."""
+def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
+    """The leases held on an account or shard item (plain attributes), oldest first."""
     found = []
     for name, value in item.items():
         for kind, prefix in _PREFIXES.items():
             if name.startswith(prefix) and isinstance(value, str) and " " in value:
                 resource_id, taken_at = value.split(" ", 1)
-                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at))
-    return tuple(sorted(found, key=lambda lease: (lease.taken_at, lease.attribute)))
+                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
+    return tuple(sorted(found, key=lambda lease: (lease.taken_at, lease.attribute, lease.shard)))
 
 
 def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:

@@ -67,6 +67,7 @@ class Resource:
     counter_processed: bool = False
     delete_token: str = ""  # the token of the delete whose soft delete landed
     tombstone: bool = False  # counted and removed: only the key, tokens and fingerprint remain
+    shard: int = 0  # the admission shard that admitted it, and releases it (functions/core/admission.py)
 
 
 @dataclass(frozen=True)

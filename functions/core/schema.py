@@ -14,6 +14,16 @@ ACCOUNT_SORT_KEY = "ACCOUNT"
 EVENTUAL_COUNTER_SORT_KEY = "COUNTER"
 RESOURCE_PREFIX = "RESOURCE#"
 
+# Admission shards (functions/core/admission.py): shard 0 is the account item; shard i >= 1 is its
+# own item, on its own partition key, so one account's admissions spread over partitions.
+SHARD_PREFIX = "SHARD#"
+SHARD_SORT_KEY = "SHARD"
+ROOM_ATTRIBUTE = "room"  # slots the shard may still admit
+ACTIVE_SHARDS_ATTRIBUTE = "shards"  # on the account item: creates pick among shards 0 .. shards-1
+SHARD_SPAN_ATTRIBUTE = "shard_span"  # on the account item: every shard ever used is below it
+RETIRED_ATTRIBUTE = "retired"  # a shard that admits nothing until shard 0 grants it room again
+RESOURCE_SHARD_ATTRIBUTE = "shard"  # on a resource: the shard that admitted it, where it is released
+
 # Sparse index holding only resources with counting work left to do (counter_processed=false or
 # deleted=true). Its partition key is spread over a fixed number of buckets so a sweep reads a
 # bounded set of partitions, oldest first, and never scans the table.
@@ -26,7 +36,7 @@ PENDING_SINCE_ATTRIBUTE = "pending_since"
 PENDING_BUCKET_COUNT = 128
 PENDING_PROJECTED_ATTRIBUTES = ("counter_processed", "deleted")
 
-# Sparse index of account items by the time of their last API write, spread over fixed buckets:
+# Sparse index of account and shard items by the time of their last API write, over fixed buckets:
 # the sweeper finds accounts that went quiet without scanning, and heals their counters.
 ACTIVITY_INDEX_NAME = "activity"
 ACTIVITY_BUCKET_ATTRIBUTE = "activity_bucket"
@@ -44,6 +54,8 @@ ENV_TABLE_NAME = "TABLE_NAME"
 ENV_SWEEP_PENDING_OLDER_THAN_SECONDS = "SWEEP_PENDING_OLDER_THAN_SECONDS"
 ENV_HEAL_QUIET_SECONDS = "HEAL_QUIET_SECONDS"
 ENV_HEAL_LOOKBACK_SECONDS = "HEAL_LOOKBACK_SECONDS"
+# Writes a second on one admission shard before its account doubles its shards (the API's).
+ENV_SHARD_GROW_AT = "SHARD_GROW_AT_WRITES_PER_SECOND"
 # How long a tombstone is kept (the consumer's, the redrive's and the sweeper's).
 ENV_TOMBSTONE_RETENTION_SECONDS = "TOMBSTONE_RETENTION_SECONDS"
 
@@ -62,7 +74,7 @@ ITEM_TYPE_ATTRIBUTE = "type"
 TOMBSTONE_TYPE = "tombstone"
 EXPIRES_AT_ATTRIBUTE = "expires_at"  # epoch seconds: the table's TTL attribute
 
-# Leases on the account item (functions/core/leases.py): one attribute per write in flight,
+# Leases on an admission shard item (functions/core/leases.py): one attribute per write in flight,
 # named by its request's token.
 RESERVATION_LEASE_PREFIX = "lease_r_"
 DELETION_LEASE_PREFIX = "lease_d_"

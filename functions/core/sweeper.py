@@ -18,6 +18,7 @@ from functions.core.counting import BatchReport, CountingStore, process_pending_
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
     STAMP_ROUNDING,
+    AccountState,
     HealingStore,
     HealOutcome,
     heal_account,
@@ -29,7 +30,7 @@ from functions.core.redrive import PendingSource
 class ActivitySource(Protocol):
     def quiet_accounts(self, written_after: str, written_before: str) -> Iterable[str]: ...
 
-    def record_checked(self, account_id: str, expected_version: int, now: str) -> bool: ...
+    def record_checked(self, account_id: str, state: AccountState, now: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,6 @@ def sweep(
     ):
         result = heal_account(healing, account_id, now, settings.quiet, tombstone_retention)
         if result.outcome is HealOutcome.EXACT and result.before is not None:
-            activity.record_checked(account_id, result.before.version, iso_timestamp(now))
+            activity.record_checked(account_id, result.before, iso_timestamp(now))
         report.heals[result.outcome] += 1
     return report

@@ -13,6 +13,7 @@ from botocore.config import Config
 
 from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
 from functions.adapters.streams import DynamoStreamReader
+from functions.core.admission import Directory
 from functions.shared.config import Settings
 
 # Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
@@ -28,6 +29,12 @@ def settings() -> Settings:
 @lru_cache(maxsize=1)
 def api_store() -> DynamoApiStore:
     return DynamoApiStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+
+
+@lru_cache(maxsize=1)
+def shard_directory() -> Directory:
+    """What this execution environment has learnt of accounts' admission shards (a cache of hints)."""
+    return Directory(settings().sharding)
 
 
 @lru_cache(maxsize=1)
@@ -49,5 +56,5 @@ def stream_reader() -> DynamoStreamReader:
 
 def reset() -> None:
     """Forget cached clients (tests point them at a fresh emulator)."""
-    for cached in (settings, api_store, counting_store, healing_store, stream_reader):
+    for cached in (settings, api_store, shard_directory, counting_store, healing_store, stream_reader):
         cached.cache_clear()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from functions.core import schema
+from functions.core.admission import ShardingSettings
 from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.sweeper import SweepSettings
 
@@ -26,6 +27,7 @@ class Settings:
     table_name: str
     sweep: SweepSettings = field(default_factory=SweepSettings)
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION
+    sharding: ShardingSettings = field(default_factory=ShardingSettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -41,7 +43,20 @@ class Settings:
                 f"{schema.ENV_HEAL_QUIET_SECONDS} ({int(sweep.quiet.total_seconds())} s): a heal reads a tombstone "
                 "to settle a lease older than the quiet period"
             )
-        return cls(table_name=table_name, sweep=sweep, tombstone_retention=retention)
+        return cls(table_name=table_name, sweep=sweep, tombstone_retention=retention, sharding=sharding_settings(env))
+
+
+def sharding_settings(env: Mapping[str, str]) -> ShardingSettings:
+    """How busy an admission shard gets before its account doubles its shards (docs/scaling.md)."""
+    raw = env.get(schema.ENV_SHARD_GROW_AT, "").strip()
+    if not raw:
+        return ShardingSettings()
+    if not raw.isdigit() or int(raw) == 0:
+        raise ConfigurationError(
+            f"environment variable {schema.ENV_SHARD_GROW_AT} must be a positive whole number of writes a second, "
+            f"got {raw!r}"
+        )
+    return ShardingSettings(grow_at=float(raw))
 
 
 def sweep_settings(env: Mapping[str, str] | None = None) -> SweepSettings:

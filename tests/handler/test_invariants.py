@@ -294,7 +294,9 @@ def test_every_cancellation_but_our_own_condition_is_retried(harness: Harness, c
 # --- Invariant 4: no new API errors ------------------------------------------------------------
 
 
-def test_the_api_path_never_runs_a_transaction(harness: Harness) -> None:
+def test_a_quiet_accounts_api_path_never_runs_a_transaction(harness: Harness) -> None:
+    """A one-shard account (every account until it is busy) admits, counts and refuses with single
+    conditional writes. Only moving room between a busy account's shards is a transaction."""
     called: list[str] = []
     for operation in ("TransactWriteItems", "TransactGetItems", "ExecuteTransaction"):
         faults.before_call(operation, lambda _, name=operation: called.append(name))
@@ -318,9 +320,9 @@ def test_concurrent_creates_never_exceed_the_limit(harness: Harness, limit: int,
     harness.api.put_account("acme", limit)
     for _ in range(existing):
         harness.api.create("acme")
-    # Every racer reads the counters before any of them writes: the paper's check alone would
-    # admit them all.
-    hold_until(racers, "BatchGetItem", lambda _: True)
+    # Every racer is about to send its reservation before any of them has: the single conditional
+    # update must still let exactly the free slots through.
+    hold_until(racers, *faults.API_WRITES["reserve"])
     store = clients.api_store()
     results = run_together(
         racers, lambda i: accounts.create_resource(store, "acme", NewResource(name=f"racer-{i}"), None, now)

@@ -40,7 +40,7 @@ FAULTS = [
     {
         "functions": ["api"],
         "operation": "UpdateItem",
-        "contains": [f"ACCOUNT#{LATE_DELETE}", "ADD best_effort :delta"],
+        "contains": [f"ACCOUNT#{LATE_DELETE}", "ADD best_effort :best_effort"],
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/delete",
     },

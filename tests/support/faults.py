@@ -141,17 +141,25 @@ def _lease_kind(params: Params) -> str:
     return "deletion" if lease.startswith(schema.DELETION_LEASE_PREFIX) else ""
 
 
+def _takes(kind: str) -> Callable[[Params], bool]:
+    return lambda params: _lease_kind(params) == kind and "#lease = :lease" in expression(params)
+
+
 def _settles(kind: str, attribute: str) -> Callable[[Params], bool]:
-    return lambda params: _lease_kind(params) == kind and f"{attribute} :{attribute}" in expression(params)
+    return lambda params: (
+        _lease_kind(params) == kind
+        and "REMOVE #lease" in expression(params)
+        and f"{attribute} :{attribute}" in expression(params)
+    )
 
 
 # Every write on the API path, by name (docs/admission.md): (operation, which calls are it).
 API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
-    "reserve": ("UpdateItem", lambda p: "ADD admitted :delta" in expression(p)),
+    "reserve": ("UpdateItem", _takes("reservation")),
     "put": ("PutItem", lambda p: True),
     "commit": ("UpdateItem", _settles("reservation", "best_effort")),
     "release": ("UpdateItem", _settles("reservation", "admitted")),
-    "take-deletion": ("UpdateItem", lambda p: "ADD best_effort :delta" in expression(p)),
+    "take-deletion": ("UpdateItem", _takes("deletion")),
     "soft-delete": ("UpdateItem", lambda p: f"SET {schema.DELETED_ATTRIBUTE} = :true" in expression(p)),
     "finish-deletion": ("UpdateItem", _settles("deletion", "admitted")),
     "undo-deletion": ("UpdateItem", _settles("deletion", "best_effort")),

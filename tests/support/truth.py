@@ -6,9 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from functions.adapters.dynamodb import from_attributes
-from functions.core import schema
-from functions.core.leases import leases_of
+from functions.adapters.attributes import from_attributes
+from functions.adapters.shards import held_leases, shard_state
+from functions.core import keys, schema
 
 
 @dataclass
@@ -17,11 +17,13 @@ class AccountTruth:
     processed: int = 0  # existing resources with counter_processed=true
     existing: int = 0  # resource items of any state, tombstones aside
     tombstones: int = 0
-    leases: int = 0  # leases held on the account item (writes in flight, or dead and unsettled)
-    best_effort_net: int = 0
+    leases: int = 0  # leases held on the account's shards (writes in flight, or dead and unsettled)
+    best_effort_net: int = 0  # summed over the account's admission shards, as `admitted` and `room`
     admitted: int = 0
+    room: int = 0
     eventual: int = 0
     limit: int = 0
+    shards: int = 0  # admission shard items, the account item included
 
     @property
     def best_effort(self) -> int:
@@ -35,13 +37,19 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
         page = client.scan(**request)
         for raw in page["Items"]:
             item = from_attributes(raw)
-            truth = accounts[item[schema.PARTITION_KEY]]
             sort_key = item[schema.SORT_KEY]
-            if sort_key == schema.ACCOUNT_SORT_KEY:
-                truth.best_effort_net = item.get("best_effort", 0)
-                truth.admitted = item.get("admitted", 0)
-                truth.limit = item["limit"]
-                truth.leases = len(leases_of(item))
+            if sort_key == schema.SHARD_SORT_KEY:  # counted with its account
+                truth = accounts[keys.account_pk(item["account_id"])]
+            else:
+                truth = accounts[item[schema.PARTITION_KEY]]
+            if sort_key in (schema.ACCOUNT_SORT_KEY, schema.SHARD_SORT_KEY):
+                shard = shard_state(item)
+                truth.best_effort_net += shard.best_effort
+                truth.admitted += shard.admitted
+                truth.room += shard.room
+                truth.limit = max(truth.limit, shard.limit)
+                truth.leases += len(held_leases(item))
+                truth.shards += 1
             elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
                 truth.eventual = item.get("count", 0)
             elif item.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
@@ -62,4 +70,7 @@ def assert_invariants(client: Any, table: str) -> dict[str, AccountTruth]:
         assert truth.eventual == truth.processed, f"{key}: eventual {truth.eventual} != processed {truth.processed}"
         assert truth.best_effort <= truth.live, f"{key}: best-effort {truth.best_effort} > live {truth.live}"
         assert truth.admitted >= truth.live, f"{key}: admitted {truth.admitted} < live {truth.live}"
+        # Every write moves a slot between `room` and `admitted` or between two shards' room: the
+        # shards always hold exactly the limit (functions/core/admission.py).
+        assert truth.room + truth.admitted == truth.limit, f"{key}: room {truth.room} + admitted {truth.admitted}"
     return accounts

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from functions.core import accounts
+from functions.core.admission import Reserved, ShardState
 from functions.core.errors import (
     AccountNotFound,
     CallerGaveUp,
@@ -52,6 +54,7 @@ class RecordingStore:
     """Scripted answers; `writes` lists every write in order (a settle by what it does)."""
 
     usage: Usage | None = field(default_factory=lambda: Usage("a1", limit=5, best_effort_net=1, eventual=1))
+    account: ShardState | None = field(default_factory=lambda: ShardState(0, room=0, admitted=5, limit=5))
     resource: Resource | None = None
     reserve: bool = True
     put_error: Exception | None = None
@@ -63,16 +66,35 @@ class RecordingStore:
     writes: list[str] = field(default_factory=list)
     leases: list[Lease] = field(default_factory=list)
 
-    def put_account(self, account_id: str, limit: int, now: str) -> None:
+    def create_account(self, account_id: str, limit: int, now: str) -> bool:
         self.writes.append("put_account")
+        return True
+
+    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+        self.writes.append("put_account")
+        return True
 
     def read_usage(self, account_id: str) -> Usage | None:
         return self.usage
 
-    def reserve_slot(self, account_id: str, lease: Lease) -> int | None:
+    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+        if self.account is None:
+            raise AccountNotFound(account_id)  # its condition failed: nothing written
         self.writes.append("reserve")
         self.leases.append(lease)
-        return 0 if self.reserve else None
+        return Reserved(heal_epoch=0, version=1) if self.reserve else None
+
+    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        return [self.account] if self.account is not None and 0 in shards else []
+
+    def grant(self, account_id: str, shard: int, slots: int) -> bool:
+        raise AssertionError("a one-shard account never grants")
+
+    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+        raise AssertionError("a one-shard account never gathers")
+
+    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+        raise AssertionError("a one-shard account at this rate never grows")
 
     def take_deletion(self, account_id: str, lease: Lease) -> None:
         self.writes.append("take_deletion")
@@ -145,25 +167,19 @@ def test_create_after_a_heal_drops_its_lease_without_counting() -> None:
 
 
 def test_create_for_a_missing_account_writes_nothing() -> None:
-    store = RecordingStore(usage=None)
+    store = RecordingStore(account=None)
     with pytest.raises(AccountNotFound):
         create(store)
     assert store.writes == []
 
 
-@pytest.mark.parametrize(("best_effort", "eventual"), [(5, 0), (0, 5), (6, 2)])
-def test_create_at_the_limit_by_either_counter_writes_nothing(best_effort: int, eventual: int) -> None:
-    store = RecordingStore(usage=Usage("a1", limit=5, best_effort_net=best_effort, eventual=eventual))
-    with pytest.raises(LimitExceeded):
-        create(store)
-    assert store.writes == []
-
-
-def test_create_losing_the_race_for_the_last_slot_is_a_limit_error() -> None:
+def test_create_at_the_limit_is_refused_by_its_one_conditional_write() -> None:
+    """No read before: the reservation's condition is the check, and its failure the only cost."""
     store = RecordingStore(reserve=False)
-    with pytest.raises(LimitExceeded):
+    with pytest.raises(LimitExceeded) as refused:
         create(store)
     assert store.writes == ["reserve"]
+    assert refused.value.limit == 5
 
 
 def test_create_that_certainly_failed_frees_its_slot() -> None:
@@ -217,7 +233,7 @@ def test_a_create_whose_caller_gives_up_after_the_reservation_releases_it() -> N
 
 
 def test_keyed_replay_returns_the_first_resource_and_writes_nothing() -> None:
-    store = RecordingStore(resource=stored(), usage=Usage("a1", limit=1, best_effort_net=1, eventual=1))
+    store = RecordingStore(resource=stored(), reserve=False)
     created = create(store, key="k1")
     assert created.replayed
     assert created.resource.resource_id == "r1"

@@ -103,8 +103,8 @@ class Store:
         self.settled.append((lease, settlement))
         return Settled.APPLIED
 
-    def apply_heal(self, account_id: str, expected_version: int, plan: HealPlan, now: str) -> bool:
-        self.calls.append(f"write if version {expected_version}")
+    def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
+        self.calls.append(f"write if version {state.version}")
         self.written.append(plan)
         return self.accept
 

@@ -1,0 +1,367 @@
+"""The admission shard item family: its keys, its codec, and every write on it.
+
+Shard 0 is the account item (`ACCOUNT#<id>` / `ACCOUNT`); shard i >= 1 is `SHARD#<id>#<i>` / `SHARD`,
+a partition key of its own (functions/core/admission.py). Both carry the same counters: `room`,
+`admitted`, `best_effort`, the leases, `version`, `heal_epoch` and the last-write stamps (with the
+activity bucket, so the sweeper finds an account written only on its other shards).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.errors import error_code, unavailable
+from functions.core import keys, leases, schema
+from functions.core.admission import ShardState
+from functions.core.errors import AccountNotFound, StoreUnavailable
+from functions.core.healing import last_write_of, last_write_stamp
+from functions.core.leases import Lease, Settled, Settlement
+
+PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
+ROOM, RETIRED = schema.ROOM_ATTRIBUTE, schema.RETIRED_ATTRIBUTE
+ACTIVE, SPAN = schema.ACTIVE_SHARDS_ATTRIBUTE, schema.SHARD_SPAN_ATTRIBUTE
+LAST_WRITE, LAST_WRITE_EXACT = schema.LAST_WRITE_ATTRIBUTE, schema.LAST_WRITE_EXACT_ATTRIBUTE
+CCF = "ConditionalCheckFailedException"
+CANCELLED = "TransactionCanceledException"
+# A single write on an item that a transaction (a grant, a heal) is changing is rejected with this,
+# and the SDK does not retry it: every shard write is safe to repeat, so we do, briefly.
+TRANSACTION_CONFLICT = "TransactionConflictException"
+CONFLICT_ATTEMPTS = 4
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    return {PK: {"S": pk}, SK: {"S": sk}}
+
+
+def shard_key(account_id: str, shard: int) -> dict[str, Any]:
+    if shard == 0:
+        return key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY)
+    return key(keys.shard_pk(account_id, shard), schema.SHARD_SORT_KEY)
+
+
+def shard_index(item: Mapping[str, Any]) -> int:
+    """Which shard a decoded account or shard item is."""
+    return int(item.get("shard", 0)) if item.get(SK) == schema.SHARD_SORT_KEY else 0
+
+
+def shard_state(item: Mapping[str, Any]) -> ShardState:
+    """A decoded account or shard item as the admission core sees it. An account item written
+    before shards existed has no `room`: its room is what its limit leaves."""
+    admitted = int(item.get("admitted", 0))
+    limit = int(item.get("limit", 0))
+    return ShardState(
+        shard=shard_index(item),
+        room=int(item[ROOM]) if ROOM in item else limit - admitted,
+        admitted=admitted,
+        best_effort=int(item.get("best_effort", 0)),
+        retired=bool(item.get(RETIRED, False)),
+        version=int(item.get("version", 0)),
+        limit=limit,
+        active=int(item.get(ACTIVE, 1)),
+        span=int(item.get(SPAN, 1)),
+    )
+
+
+def held_leases(item: Mapping[str, Any]) -> tuple[Lease, ...]:
+    return leases.leases_of(item, shard_index(item))
+
+
+def latest_write(items: Iterable[Mapping[str, Any]]) -> str | None:
+    """The latest API write over an account's shard items."""
+    return max((written for written in map(last_write_of, items) if written is not None), default=None)
+
+
+def retry_conflicts(call: Callable[[], Any], sleep: Callable[[float], None] = time.sleep) -> Any:
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            return call()
+        except ClientError as error:
+            if error_code(error) != TRANSACTION_CONFLICT or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+        sleep(random.uniform(0.005, 0.02) * 2**attempt)  # noqa: S311 - jitter
+    raise AssertionError("unreachable")
+
+
+def take_lease(
+    client: Any,
+    table: str,
+    account_id: str,
+    lease: Lease,
+    changes: Mapping[str, int],
+    condition: str | None = None,
+) -> dict[str, Any] | None:
+    """Apply `changes` (ADDs) to the shard `lease.shard` and take `lease` in the same update, if
+    `condition` holds and the lease is not held yet. Returns the item as it is with the lease held,
+    or None if the condition failed (or the shard has no item yet). A retry of a take that landed
+    finds its own lease in the old item, and returns that item: it is applied once. Raises
+    AccountNotFound when shard 0 is missing."""
+    conditions = ["attribute_exists(#pk)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
+    values: dict[str, Any] = {
+        ":one": 1,
+        ":stamp": last_write_stamp(lease.taken_at),
+        ":now": lease.taken_at,
+        ":lease": lease.value,
+        **{f":{name}": delta for name, delta in changes.items()},
+    }
+    adds = ", ".join([*(f"{name} :{name}" for name in changes), "version :one"])
+    request = {
+        "TableName": table,
+        "Key": shard_key(account_id, lease.shard),
+        "UpdateExpression": f"ADD {adds} SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease",
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": {"#pk": PK, "#lease": lease.attribute},
+        "ExpressionAttributeValues": to_attributes(values),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    try:
+        response = retry_conflicts(lambda: client.update_item(**request))
+    except ClientError as error:
+        if error_code(error) != CCF:
+            raise unavailable(f"take {lease.kind.value} lease", error) from error
+        old = from_attributes(error.response.get("Item") or {})
+        if not old and lease.shard == 0:
+            raise AccountNotFound(account_id) from error
+        return old if leases.holds(old, lease) else None
+    except BotoCoreError as error:
+        raise unavailable(f"take {lease.kind.value} lease", error) from error
+    return from_attributes(response["Attributes"])
+
+
+def settle_lease(
+    client: Any, table: str, account_id: str, lease: Lease, settlement: Settlement, now: str | None
+) -> Settled:
+    """Remove `lease` from its shard and apply `settlement` in the same update, once.
+
+    Conditional on the lease being held, so a retry of a settle that landed changes nothing. Every
+    shard write bumps `version`; an API write (`now` given) also stamps `last_write_at`. A released
+    slot (`admitted - 1`) goes back to the shard's room."""
+    values: dict[str, Any] = {":lease": lease.value, ":one": 1}
+    adds = ["version :one"]
+    changes = {"admitted": settlement.admitted, ROOM: -settlement.admitted, "best_effort": settlement.best_effort}
+    for attribute, delta in changes.items():
+        if delta:
+            adds.append(f"{attribute} :{attribute}")
+            values[f":{attribute}"] = delta
+    expression = f"ADD {', '.join(adds)} REMOVE #lease"
+    if now is not None:
+        expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
+        values[":stamp"], values[":now"] = last_write_stamp(now), now
+    condition = "#lease = :lease"
+    if settlement.expected_heal_epoch is not None:
+        condition += " AND heal_epoch = :epoch"
+        values[":epoch"] = settlement.expected_heal_epoch
+    request = {
+        "TableName": table,
+        "Key": shard_key(account_id, lease.shard),
+        "UpdateExpression": expression,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": {"#lease": lease.attribute},
+        "ExpressionAttributeValues": to_attributes(values),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    try:
+        retry_conflicts(lambda: client.update_item(**request))
+    except ClientError as error:
+        if error_code(error) != CCF:
+            raise unavailable("settle lease", error) from error
+        if leases.holds(from_attributes(error.response.get("Item") or {}), lease):
+            return Settled.EPOCH_MOVED  # the lease is held, so only the epoch can have failed
+        return Settled.ALREADY
+    except BotoCoreError as error:
+        raise unavailable("settle lease", error) from error
+    return Settled.APPLIED
+
+
+class ShardStore:
+    """Reads and moves of room between an account's shards (functions/core/admission.py)."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def read_items(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[dict[str, Any]]:
+        """The shard items that exist among `shards`, decoded, strongly consistent."""
+        wanted = [shard_key(account_id, shard) for shard in shards]
+        found: list[dict[str, Any]] = []
+        if snapshot:
+            response = self._call(
+                "snapshot shards",
+                self._client.transact_get_items,
+                TransactItems=[{"Get": {"TableName": self._table, "Key": k}} for k in wanted],
+            )
+            return [from_attributes(got["Item"]) for got in response.get("Responses", []) if got.get("Item")]
+        for start in range(0, len(wanted), 100):
+            chunk = wanted[start : start + 100]
+            for _ in range(8):  # BatchGetItem may leave keys unprocessed under load
+                response = self._call(
+                    "read shards",
+                    self._client.batch_get_item,
+                    RequestItems={self._table: {"Keys": chunk, "ConsistentRead": True}},
+                )
+                found.extend(map(from_attributes, response.get("Responses", {}).get(self._table, [])))
+                chunk = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+                if not chunk:
+                    break
+            else:
+                raise StoreUnavailable("read shards: keys left unprocessed", may_have_landed=False)
+        return sorted(found, key=shard_index)
+
+    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        items = self.read_items(account_id, shards, snapshot)
+        if any(shard_index(item) == 0 and ROOM not in item for item in items):
+            self._adopt(account_id, next(item for item in items if shard_index(item) == 0))
+            items = self.read_items(account_id, shards, snapshot)
+        return [shard_state(item) for item in items]
+
+    def _adopt(self, account_id: str, account: Mapping[str, Any]) -> None:
+        """Give an account item written before shards existed its room, in place: its limit less
+        what it has admitted. Conditional on both being as read; a lost race re-reads."""
+        state = shard_state(account)
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=shard_key(account_id, 0),
+                UpdateExpression=f"SET {ROOM} = :room, {ACTIVE} = :one, {SPAN} = :one",
+                ConditionExpression=f"attribute_not_exists({ROOM}) AND #limit = :limit AND admitted = :admitted",
+                ExpressionAttributeNames={"#limit": "limit"},
+                ExpressionAttributeValues=to_attributes(
+                    {":room": state.room, ":one": 1, ":limit": state.limit, ":admitted": state.admitted}
+                ),
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("adopt account", error) from error
+
+    def grant(self, account_id: str, shard: int, slots: int) -> bool:
+        return self._transact(
+            "grant room",
+            [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": shard_key(account_id, 0),
+                        "UpdateExpression": f"ADD {ROOM} :minus, version :one",
+                        "ConditionExpression": f"{ROOM} >= :slots",
+                        "ExpressionAttributeValues": to_attributes({":minus": -slots, ":slots": slots, ":one": 1}),
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": shard_key(account_id, shard),
+                        "UpdateExpression": (
+                            f"ADD {ROOM} :slots, version :one "
+                            f"SET account_id = :id, #type = :type, #shard = :shard, {schema.ACTIVITY_BUCKET_ATTRIBUTE}"
+                            " = :bucket, admitted = if_not_exists(admitted, :zero), "
+                            "best_effort = if_not_exists(best_effort, :zero), "
+                            f"heal_epoch = if_not_exists(heal_epoch, :zero) REMOVE {RETIRED}"
+                        ),
+                        "ExpressionAttributeNames": {"#type": schema.ITEM_TYPE_ATTRIBUTE, "#shard": "shard"},
+                        "ExpressionAttributeValues": to_attributes(
+                            {
+                                ":slots": slots,
+                                ":one": 1,
+                                ":id": account_id,
+                                ":type": "admission_shard",
+                                ":shard": shard,
+                                ":bucket": keys.activity_bucket(account_id),
+                                ":zero": 0,
+                            }
+                        ),
+                    }
+                },
+            ],
+        )
+
+    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+        retiring = f" SET {RETIRED} = :true" if retire else ""
+        flags = {":true": True} if retire else {}
+        if shard.room == 0:
+            return self._update_if(
+                shard_key(account_id, shard.shard),
+                f"ADD version :one{retiring}",
+                "attribute_exists(#pk)",
+                {":one": 1, **flags},
+            )
+        return self._transact(
+            "gather room",
+            [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": shard_key(account_id, shard.shard),
+                        "UpdateExpression": f"ADD {ROOM} :minus, version :one{retiring}",
+                        "ConditionExpression": f"{ROOM} = :room",
+                        "ExpressionAttributeValues": to_attributes(
+                            {":minus": -shard.room, ":room": shard.room, ":one": 1, **flags}
+                        ),
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": shard_key(account_id, 0),
+                        "UpdateExpression": f"ADD {ROOM} :room, version :one",
+                        "ConditionExpression": "attribute_exists(#pk)",
+                        "ExpressionAttributeNames": {"#pk": PK},
+                        "ExpressionAttributeValues": to_attributes({":room": shard.room, ":one": 1}),
+                    }
+                },
+            ],
+        )
+
+    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+        return self._update_if(
+            shard_key(account_id, 0),
+            f"SET {ACTIVE} = :to, {SPAN} = :new_span ADD version :one",
+            f"{ACTIVE} = :active AND {SPAN} = :span",
+            {":to": to, ":new_span": max(span, to), ":active": active, ":span": span, ":one": 1},
+        )
+
+    def _update_if(self, item_key: dict[str, Any], expression: str, condition: str, values: dict[str, Any]) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=item_key,
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#pk": PK} if "#pk" in condition else {},
+                ExpressionAttributeValues=to_attributes(values),
+            )
+        except ClientError as error:
+            if error_code(error) in (CCF, TRANSACTION_CONFLICT):
+                return False
+            raise unavailable("update shard", error) from error
+        except BotoCoreError as error:
+            raise unavailable("update shard", error) from error
+        return True
+
+    def _transact(self, operation: str, items: list[dict[str, Any]]) -> bool:
+        """One transaction (the SDK adds a ClientRequestToken, so its retries apply it once);
+        False when it was cancelled: a condition failed or it lost a race."""
+        for item in items:
+            update = item.get("Update")
+            if update is not None and "#pk" in update.get("ConditionExpression", ""):
+                update.setdefault("ExpressionAttributeNames", {})["#pk"] = PK
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            if error_code(error) in (CANCELLED, TRANSACTION_CONFLICT):
+                return False
+            raise unavailable(operation, error) from error
+        except BotoCoreError as error:
+            raise unavailable(operation, error) from error
+        return True
+
+    def _call(self, operation: str, method: Any, **request: Any) -> Any:
+        try:
+            return method(**request)
+        except (ClientError, BotoCoreError) as error:
+            raise unavailable(operation, error) from error

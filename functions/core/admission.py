@@ -1,0 +1,259 @@
+"""Sharded admission: an account's limit as room spread over up to 64 shard items (escrow).
+
+One item can take 1,000 writes a second, and every create and delete writes the item that admits
+it twice: so one account item caps an account at 250 create+delete iterations a second, however
+large the table. An account therefore admits on *shards*: shard 0 is the account item, shard i >= 1
+an item on a partition key of its own. Each shard holds
+
+* `room`: slots it may still admit, and `admitted`: slots it admitted that are not released yet;
+* `best_effort`, and the leases of the requests it admitted or is deleting (functions/core/leases.py).
+
+The sum of `room + admitted` over an account's shards is its limit, and no shard but shard 0 ever
+has a negative room. So the sum of `admitted`, the slots held, never exceeds the limit as long as
+shard 0's room is not negative: exactly the single-item invariant, without a single item.
+
+* **Admit**: `room - 1, admitted + 1` on one shard, if `room >= 1`: one conditional write, no
+  transaction, as before. A process picks a shard at random among the account's active ones.
+* **A shard that ran dry** gets part of shard 0's room (a two-item transaction: shard 0 gives,
+  the shard takes, the sum unchanged), or the create admits on a shard that still has room.
+* **Refuse** only when shard 0 has no room and a consistent snapshot of every shard
+  (TransactGetItems) shows no room anywhere: a 409 means the account was full at one instant.
+* **Release** on the shard that admitted the resource (the resource item names it): `room + 1`.
+* **Grow**: when a process sees a shard take more than `grow_at` writes a second, it doubles the
+  account's active shards (up to 64). A quiet account keeps one shard, which is the account item:
+  it pays what it paid before sharding. A heal on a quiet account folds its shards back into one.
+* **Lower the limit**: shard 0 takes the difference from its own room; if that is not enough, the
+  other shards are *retired* (they admit nothing) and their room is moved to shard 0, so the account
+  is one shard again and shard 0's negative room is the usage above the new limit. A retired shard
+  still releases what it admitted; the room that frees is moved back to shard 0 when shard 0 needs it.
+
+docs/admission.md has the argument; docs/scaling.md the figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from functions.core.errors import AccountNotFound, LimitExceeded, StoreUnavailable
+from functions.core.leases import Lease
+
+logger = logging.getLogger(__name__)
+
+MAX_SHARDS = 64  # a heal's fold of every shard fits one transaction (100 items), with room to spare
+
+
+@dataclass(frozen=True)
+class ShardState:
+    """One shard item as read (shard 0 also carries the account's limit and shard layout)."""
+
+    shard: int
+    room: int
+    admitted: int = 0
+    best_effort: int = 0
+    retired: bool = False
+    version: int = 0
+    limit: int = 0  # shard 0 only
+    active: int = 1  # shard 0 only: creates pick among shards 0 .. active-1
+    span: int = 1  # shard 0 only: every shard ever used is below it
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """A reservation that landed: the shard's heal epoch and version after it, and, when shard 0
+    answered, the account's shard layout (active, span)."""
+
+    heal_epoch: int
+    version: int
+    layout: tuple[int, int] | None = None
+
+
+class AdmissionStore(Protocol):
+    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+        """`room - 1, admitted + 1` and take `lease` on the shard `lease.shard`, if it has room and
+        is not retired; None otherwise (no room, retired, or no such shard item yet). Raises
+        AccountNotFound when shard 0 is missing."""
+        ...
+
+    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        """The shards that exist among `shards`, strongly consistent; `snapshot`: all read at one
+        instant (TransactGetItems)."""
+        ...
+
+    def grant(self, account_id: str, shard: int, slots: int) -> bool:
+        """Move `slots` of room from shard 0 to `shard` (creating it, un-retiring it) in one
+        transaction, if shard 0 has that much room; False if it did not, or the transaction lost a
+        race."""
+        ...
+
+    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+        """Move the room `shard` was read with back to shard 0 (and retire it), if it still has
+        exactly that room; False otherwise."""
+        ...
+
+    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+        """Set the account's active shards to `to` (and its span to at least `to`) if they are
+        still `active` and `span`."""
+        ...
+
+
+@dataclass(frozen=True)
+class ShardingSettings:
+    # Writes a second on one shard before its account doubles its shards: a quarter of what a
+    # partition takes (1,000 WCU/s), so a doubling lands long before any shard throttles.
+    grow_at: float = 250.0
+    max_shards: int = MAX_SHARDS
+    refresh_after: float = 10.0  # seconds a process trusts what it learnt of an account's layout
+    attempts: int = 8  # shards tried by one create before it answers 503 (only under heavy races)
+    min_window: float = 1.0  # seconds between two sightings of a shard's version to measure its rate
+    max_window: float = 60.0
+    remembered_accounts: int = 10_000
+
+
+@dataclass
+class _Known:
+    active: int
+    span: int
+    learnt_at: float
+
+
+class Directory:
+    """What this process knows of each account's shards, and the write rate it has seen on them.
+
+    Built once per execution environment and injected (functions/shared/clients.py). Everything here
+    is a hint: a stale layout only sends a create to a shard without room, which finds room elsewhere.
+    """
+
+    def __init__(
+        self,
+        settings: ShardingSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings or ShardingSettings()
+        self._clock = clock
+        self._rng = rng or random.Random()  # noqa: S311 - spreading load, not a secret
+        self._known: OrderedDict[str, _Known] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
+
+    def pick(self, account_id: str) -> int:
+        """A shard to admit on: shard 0 until the account's layout is known (and fresh)."""
+        known = self._known.get(account_id)
+        if known is None or self._clock() - known.learnt_at > self.settings.refresh_after:
+            return 0
+        return self._rng.randrange(known.active)
+
+    def layout(self, account_id: str) -> tuple[int, int] | None:
+        known = self._known.get(account_id)
+        return None if known is None else (known.active, known.span)
+
+    def learn(self, account_id: str, active: int, span: int) -> None:
+        self._known[account_id] = _Known(active, span, self._clock())
+        self._known.move_to_end(account_id)
+        while len(self._known) > self.settings.remembered_accounts:
+            self._known.popitem(last=False)
+
+    def forget(self, account_id: str) -> None:
+        self._known.pop(account_id, None)
+
+    def observe(self, account_id: str, shard: int, version: int) -> float | None:
+        """The shard's writes per second since this process last saw its version, once at least
+        `min_window` has passed; None before that, or when the last sighting is too old."""
+        now = self._clock()
+        key = (account_id, shard)
+        seen = self._seen.get(key)
+        if seen is not None and now - seen[1] < self.settings.min_window:
+            return None
+        self._seen[key] = (version, now)
+        self._seen.move_to_end(key)
+        while len(self._seen) > self.settings.remembered_accounts:
+            self._seen.popitem(last=False)
+        if seen is None or now - seen[1] > self.settings.max_window:
+            return None
+        return (version - seen[0]) / (now - seen[1])
+
+
+def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease: Lease) -> tuple[Lease, int]:
+    """Admit one slot. Returns the lease as placed (on the shard that admitted) and that shard's
+    heal epoch; raises LimitExceeded when the account was full, AccountNotFound."""
+    shard = directory.pick(account_id)
+    for _ in range(directory.settings.attempts):
+        placed = replace(lease, shard=shard)
+        reserved = store.reserve_on(account_id, placed)
+        if reserved is not None:
+            if reserved.layout is not None:
+                directory.learn(account_id, *reserved.layout)
+            _grow_if_hot(store, directory, account_id, shard, reserved.version)
+            return placed, reserved.heal_epoch
+        shard = find_room(store, directory, account_id, shard)
+    raise StoreUnavailable(f"admission on {account_id}: the room found was taken first", may_have_landed=False)
+
+
+def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry: int) -> int:
+    """A shard to try next after shard `dry` had no room; raises LimitExceeded when none has any."""
+    account = _account(store, account_id)
+    directory.learn(account_id, account.active, account.span)
+    if account.room >= 1:
+        slots = account.room // account.active
+        if 0 < dry < account.active and slots >= 1 and store.grant(account_id, dry, slots):
+            return dry
+        return 0
+    if account.span == 1:
+        raise LimitExceeded(account_id, account.limit)  # one item, read at one instant: full
+    found = _where_room_is(store, account_id, account, store.read_shards(account_id, range(1, account.span)))
+    if found is not None:
+        return found
+    # Those reads were not one instant: room moving between two shards can fall between them. A
+    # snapshot is, so only it can prove the account full.
+    snapshot = store.read_shards(account_id, range(account.span), snapshot=True)
+    if not snapshot or snapshot[0].shard != 0:
+        raise AccountNotFound(account_id)
+    first = snapshot[0]
+    if first.room >= 1 or (first.active, first.span) != (account.active, account.span):
+        return 0  # something moved since we looked: look again
+    found = _where_room_is(store, account_id, first, snapshot[1:])
+    if found is not None:
+        return found
+    raise LimitExceeded(account_id, account.limit)
+
+
+def _where_room_is(store: AdmissionStore, account_id: str, account: ShardState, others: list[ShardState]) -> int | None:
+    """The active shard with the most room; else shard 0, once the room of retired shards (or of
+    shards beyond the active ones, which no create picks) is brought home; None if there is none."""
+    open_shards = [s for s in others if s.room >= 1 and not s.retired and s.shard < account.active]
+    if open_shards:
+        return max(open_shards, key=lambda s: s.room).shard
+    gathered = [store.gather(account_id, s, retire=True) for s in others if s.room >= 1]  # every one
+    return 0 if any(gathered) else None
+
+
+def _account(store: AdmissionStore, account_id: str) -> ShardState:
+    found = store.read_shards(account_id, [0])
+    if not found:
+        raise AccountNotFound(account_id)
+    return found[0]
+
+
+def _grow_if_hot(store: AdmissionStore, directory: Directory, account_id: str, shard: int, version: int) -> None:
+    rate = directory.observe(account_id, shard, version)
+    layout = directory.layout(account_id)
+    if rate is None or rate < directory.settings.grow_at or layout is None:
+        return
+    active, span = layout
+    if active >= directory.settings.max_shards:
+        return
+    to = min(active * 2, directory.settings.max_shards)
+    try:
+        grown = store.set_active(account_id, active, span, to)
+    except StoreUnavailable:
+        grown = False  # growing is an optimisation: the create it rides on has succeeded
+    if grown:
+        logger.info("account %s: shard %d took %.0f writes/s; %d -> %d shards", account_id, shard, rate, active, to)
+        directory.learn(account_id, to, max(span, to))
+    else:
+        directory.forget(account_id)  # someone else changed the layout: learn it again

@@ -1,0 +1,147 @@
+"""Sharded admission on the emulator: real conditional writes, grants and snapshots racing
+(functions/core/admission.py, docs/admission.md "Admission shards")."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from functions.core import accounts
+from functions.core.admission import Directory, ShardingSettings
+from functions.core.errors import LimitExceeded
+from functions.core.healing import HealOutcome, heal_account
+from functions.core.model import NewResource
+from functions.shared import clients
+from tests.handler.conftest import Harness
+from tests.handler.test_invariants import run_together
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def spread(harness: Harness, account_id: str, limit: int, shards: int) -> None:
+    """An account with `shards` active shards, as growth leaves it (the others have no item yet)."""
+    harness.api.put_account(account_id, limit)
+    assert clients.api_store().set_active(account_id, 1, 1, shards)
+
+
+def process(shards: int, seed: int, **settings: Any) -> Directory:
+    """One API execution environment that has learnt the account's layout."""
+    directory = Directory(ShardingSettings(**settings), rng=random.Random(seed))
+    directory.learn("acme", shards, shards)
+    return directory
+
+
+def create(index: int, directory: Directory) -> accounts.Created:
+    return accounts.create_resource(
+        clients.api_store(), "acme", NewResource(name=f"r{index}"), None, now, directory=directory
+    )
+
+
+@pytest.mark.parametrize(("limit", "creates"), [(200, 200), (150, 200)])
+def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
+    harness: Harness, limit: int, creates: int
+) -> None:
+    """With as many slots as creates, every create is admitted: none may be refused while room is
+    left anywhere (each had a free slot until it took one). With fewer, exactly the limit is."""
+    spread(harness, "acme", limit, shards=8)
+    results = run_together(creates, lambda i: create(i, process(8, seed=i)))
+    admitted = [r for r in results if isinstance(r, accounts.Created)]
+    refused = [r for r in results if isinstance(r, LimitExceeded)]
+    assert len(admitted) == limit, [r for r in results if not isinstance(r, (accounts.Created, LimitExceeded))][:3]
+    assert len(refused) == creates - limit
+    assert len({created.resource.shard for created in admitted}) > 4  # it did spread
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.room) == (limit, limit, 0)
+    harness.check_invariants()
+    with pytest.raises(LimitExceeded):
+        create(creates, process(8, seed=creates))
+
+
+def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness: Harness) -> None:
+    clock = [0.0]
+    directory = Directory(ShardingSettings(grow_at=1, min_window=1), clock=lambda: clock[0], rng=random.Random(7))
+    harness.api.put_account("acme", 100)
+    ids = []
+    for index in range(40):
+        ids.append(create(index, directory).resource)
+        clock[0] += 0.5  # two creates a second, each two writes: four writes a second, past 1
+    account = harness.truth("acme")
+    active = clients.api_store().read_shards("acme", [0])[0].active
+    assert active >= 4, active
+    assert account.shards > 1
+    # Deletes release on the shard that admitted each resource.
+    for resource in ids[:25]:
+        accounts.delete_resource(clients.api_store(), "acme", resource.resource_id, now)
+    harness.pump()
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.best_effort_net, truth.eventual) == (15, 15, 15, 15)
+    harness.check_invariants()
+    # Quiet for longer than the heal's bound: the heal folds every shard into the account item.
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    result = heal_account(clients.healing_store(), "acme", later, timedelta(seconds=60))
+    assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
+    first = clients.api_store().read_shards("acme", [0])[0]
+    assert (first.active, first.admitted, first.best_effort, first.room) == (1, 15, 15, 85)
+    others = clients.api_store().read_shards("acme", range(1, first.span))
+    assert all(shard.retired and shard.room == shard.admitted == shard.best_effort == 0 for shard in others)
+    harness.check_invariants()
+    # Folded, the account admits on its account item again, and deletes still release where admitted.
+    fresh = create(99, Directory())
+    assert fresh.resource.shard == 0
+    accounts.delete_resource(clients.api_store(), "acme", ids[30].resource_id, now)
+    harness.pump()
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.room) == (15, 15, 85)
+    harness.check_invariants()
+
+
+def test_a_limit_lowered_below_the_usage_of_a_sharded_account_holds(harness: Harness) -> None:
+    spread(harness, "acme", 20, shards=4)
+    made = [create(i, process(4, seed=i)).resource for i in range(10)]
+    assert len({resource.shard for resource in made}) > 1
+    assert harness.api.put_account("acme", 6).status == 200
+    first = clients.api_store().read_shards("acme", [0])[0]
+    assert (first.active, first.limit) == (1, 6)
+    harness.check_invariants()
+    for attempt in range(3):  # a process that still believes in 4 shards is refused as well
+        with pytest.raises(LimitExceeded):
+            create(100 + attempt, process(4, seed=attempt))
+    for resource in made[:4]:  # 10 -> 6 live: at the new limit
+        accounts.delete_resource(clients.api_store(), "acme", resource.resource_id, now)
+    with pytest.raises(LimitExceeded):
+        create(200, Directory())
+    accounts.delete_resource(clients.api_store(), "acme", made[4].resource_id, now)
+    create(201, process(4, seed=3))  # 5 live: one slot, found on a retired shard and brought home
+    with pytest.raises(LimitExceeded):
+        create(202, Directory())
+    harness.pump()
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.limit) == (6, 6, 6)
+    harness.check_invariants()
+
+
+def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harness) -> None:
+    """A table deployed with the one-item layout: its account items have no `room`. The first
+    create that finds none gives the item its room (limit - admitted), conditionally, and admits."""
+    harness.api.put_account("acme", 3)
+    harness.api.create("acme")
+    legacy = "REMOVE #room, #shards, #span SET admitted = :one"  # as the old layout left it
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
+        UpdateExpression=legacy,
+        ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    assert harness.api.create("acme").status == 201
+    assert harness.api.create("acme").status == 201
+    assert harness.api.create("acme").status == 409
+    first = clients.api_store().read_shards("acme", [0])[0]
+    assert (first.room, first.admitted, first.active, first.span) == (0, 3, 1, 1)
+    harness.pump()
+    harness.check_invariants()

@@ -1,0 +1,333 @@
+"""Sharded admission (functions/core/admission.py): where a create admits, when room moves, when an
+account grows, and that a refusal is proved by a snapshot. The store is a faithful in-memory model
+of the shard items; the emulator tier (tests/handler/test_sharded_admission.py) races real writes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from functions.core import accounts
+from functions.core.admission import (
+    MAX_SHARDS,
+    Directory,
+    Reserved,
+    ShardingSettings,
+    ShardState,
+    reserve,
+)
+from functions.core.errors import LimitExceeded
+from functions.core.leases import Lease, LeaseKind, Settled, Settlement
+from functions.core.model import Page, Resource, Usage
+
+NOW = "2026-11-23T12:00:00.000Z"
+
+
+@dataclass
+class Shards:
+    """An account's shard items, with the conditions the DynamoDB adapter writes."""
+
+    items: dict[int, ShardState]
+    calls: list[str] = field(default_factory=list)
+    # What a strongly consistent read shows of a shard while a snapshot shows the truth: a move
+    # between two shards can fall between a BatchGetItem's reads.
+    stale: dict[int, ShardState] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, limit: int, rooms: Sequence[int], active: int | None = None) -> Shards:
+        """Shards with these rooms; the slots held are on shard 0."""
+        items = {i: ShardState(i, room=room) for i, room in enumerate(rooms)}
+        admitted = limit - sum(rooms)
+        items[0] = replace(items[0], admitted=admitted, limit=limit, active=active or len(rooms), span=len(rooms))
+        return cls(items)
+
+    @property
+    def admitted(self) -> int:
+        return sum(shard.admitted for shard in self.items.values())
+
+    def held(self) -> int:
+        """The limit as the shards hold it: it must never change but by a limit change."""
+        return sum(shard.room + shard.admitted for shard in self.items.values())
+
+    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+        self.calls.append(f"reserve {lease.shard}")
+        shard = self.items.get(lease.shard)
+        if shard is None or shard.room < 1 or shard.retired:
+            return None
+        self.items[lease.shard] = replace(
+            shard, room=shard.room - 1, admitted=shard.admitted + 1, version=shard.version + 1
+        )
+        first = self.items[0]
+        return Reserved(0, shard.version + 1, (first.active, first.span) if lease.shard == 0 else None)
+
+    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        self.calls.append(f"{'snapshot' if snapshot else 'read'} {list(shards)}")
+        source = self.items if snapshot else {**self.items, **self.stale}
+        return [source[i] for i in shards if i in source]
+
+    def grant(self, account_id: str, shard: int, slots: int) -> bool:
+        self.calls.append(f"grant {slots} to {shard}")
+        first = self.items[0]
+        if first.room < slots:
+            return False
+        target = self.items.get(shard, ShardState(shard, room=0))
+        self.items[0] = replace(first, room=first.room - slots, version=first.version + 1)
+        self.items[shard] = replace(target, room=target.room + slots, retired=False, version=target.version + 1)
+        return True
+
+    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+        self.calls.append(f"gather {shard.shard}")
+        now = self.items[shard.shard]
+        if now.room != shard.room:
+            return False
+        first = self.items[0]
+        self.items[shard.shard] = replace(now, room=0, retired=now.retired or retire, version=now.version + 1)
+        self.items[0] = replace(first, room=first.room + shard.room, version=first.version + 1)
+        return True
+
+    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+        self.calls.append(f"active {active} -> {to}")
+        first = self.items[0]
+        if (first.active, first.span) != (active, span):
+            return False
+        self.items[0] = replace(first, active=to, span=max(span, to), version=first.version + 1)
+        return True
+
+    def release(self, shard: int) -> None:
+        """A delete's release on the shard that admitted the resource (a settle: room + 1)."""
+        item = self.items[shard]
+        self.items[shard] = replace(item, room=item.room + 1, admitted=item.admitted - 1)
+
+    # the rest of the API's port, for put_account ---------------------------------------------
+
+    def create_account(self, account_id: str, limit: int, now: str) -> bool:
+        raise AssertionError("the account exists")
+
+    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+        self.calls.append(f"limit {account.limit} -> {limit}")
+        first = self.items[0]
+        if first.limit != account.limit:
+            return False
+        if retired_span and any(
+            not self.items[i].retired or self.items[i].room for i in range(1, retired_span) if i in self.items
+        ):
+            return False
+        self.items[0] = replace(first, limit=limit, room=first.room + limit - account.limit)
+        return True
+
+    def read_usage(self, account_id: str) -> Usage | None:
+        return Usage(account_id, self.items[0].limit, 0, 0)
+
+    def take_deletion(self, account_id: str, lease: Lease) -> None:
+        raise AssertionError("not used")
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        raise AssertionError("not used")
+
+    def put_resource(self, resource: Resource) -> None:
+        raise AssertionError("not used")
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        raise AssertionError("not used")
+
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
+        raise AssertionError("not used")
+
+    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+        raise AssertionError("not used")
+
+
+_STUB_IS_AN_API_STORE: accounts.ApiStore = Shards({})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def lease() -> Lease:
+    return Lease(LeaseKind.RESERVATION, "t0", "r1", NOW)
+
+
+def directory(store: Shards, clock: Clock | None = None, seed: int = 1, **settings: float) -> Directory:
+    """A process that already knows the account's layout (it learnt it from shard 0)."""
+    known = Directory(ShardingSettings(**settings), clock or Clock(), random.Random(seed))  # type: ignore[arg-type]
+    first = store.items[0]
+    known.learn("a1", first.active, first.span)
+    return known
+
+
+def shard_picked(known: Directory, shard: int) -> Directory:
+    known.pick = lambda account_id: shard  # type: ignore[method-assign]
+    return known
+
+
+# --- where a create admits --------------------------------------------------------------------
+
+
+def test_a_quiet_account_admits_on_its_account_item_with_one_write() -> None:
+    store = Shards.of(limit=5, rooms=[5])
+    placed, epoch = reserve(store, Directory(), "a1", lease())
+    assert (placed.shard, epoch, store.calls) == (0, 0, ["reserve 0"])
+    assert store.admitted == 1
+    assert store.held() == 5
+
+
+def test_a_process_that_does_not_know_the_layout_starts_on_shard_0_and_learns_it() -> None:
+    store = Shards.of(limit=40, rooms=[10, 10, 10, 10])
+    known = Directory()
+    reserve(store, known, "a1", lease())
+    assert store.calls == ["reserve 0"]
+    assert known.layout("a1") == (4, 4)
+
+
+def test_a_stale_layout_is_not_trusted() -> None:
+    clock = Clock()
+    store = Shards.of(limit=40, rooms=[10, 10, 10, 10])
+    known = directory(store, clock, refresh_after=10)
+    assert {known.pick("a1") for _ in range(50)} == {0, 1, 2, 3}
+    clock.now += 11
+    assert {known.pick("a1") for _ in range(50)} == {0}
+
+
+def test_a_dry_shard_gets_a_share_of_shard_0s_room_and_admits() -> None:
+    store = Shards.of(limit=40, rooms=[32, 8, 0, 0])
+    placed, _ = reserve(store, shard_picked(directory(store), 2), "a1", lease())
+    assert store.calls == ["reserve 2", "read [0]", "grant 8 to 2", "reserve 2"]
+    assert placed.shard == 2
+    assert (store.items[0].room, store.items[2].room) == (24, 7)
+    assert store.held() == 40
+
+
+def test_with_no_room_on_shard_0_a_create_admits_where_room_is_left() -> None:
+    store = Shards.of(limit=40, rooms=[0, 0, 0, 3])
+    placed, _ = reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    assert store.calls == ["reserve 1", "read [0]", "read [1, 2, 3]", "reserve 3"]
+    assert placed.shard == 3
+
+
+def test_room_on_a_retired_shard_is_gathered_home_and_admitted_there() -> None:
+    store = Shards.of(limit=40, rooms=[0, 2], active=1)
+    store.items[1] = replace(store.items[1], retired=True)
+    placed, _ = reserve(store, Directory(), "a1", lease())
+    assert store.calls == ["reserve 0", "read [0]", "read [1]", "gather 1", "reserve 0"]
+    assert placed.shard == 0
+    assert (store.items[0].room, store.items[1].room, store.held()) == (1, 0, 40)
+
+
+def test_a_refusal_is_proved_by_a_snapshot_of_every_shard() -> None:
+    store = Shards.of(limit=40, rooms=[0, 0, 0, 0])
+    with pytest.raises(LimitExceeded) as refused:
+        reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    assert store.calls == ["reserve 1", "read [0]", "read [1, 2, 3]", "snapshot [0, 1, 2, 3]"]
+    assert refused.value.limit == 40
+
+
+def test_a_one_shard_account_is_refused_on_its_one_read() -> None:
+    store = Shards.of(limit=5, rooms=[0])
+    with pytest.raises(LimitExceeded):
+        reserve(store, Directory(), "a1", lease())
+    assert store.calls == ["reserve 0", "read [0]"]
+
+
+def test_room_the_reads_missed_is_found_by_the_snapshot_and_used() -> None:
+    """A strongly consistent BatchGetItem is not an instant: room moved between two of its reads
+    shows nowhere. The snapshot sees it, so the create is not refused."""
+    store = Shards.of(limit=40, rooms=[0, 0, 1, 0])
+    store.stale = {2: ShardState(2, room=0)}
+    placed, _ = reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    assert store.calls[-2:] == ["snapshot [0, 1, 2, 3]", "reserve 2"]
+    assert (placed.shard, store.admitted) == (2, 40)
+
+
+def test_shard_0_in_debt_refuses_even_with_room_on_retired_shards_short_of_the_debt() -> None:
+    store = Shards.of(limit=10, rooms=[-2, 1], active=1)
+    store.items[1] = replace(store.items[1], retired=True)
+    with pytest.raises(LimitExceeded):
+        reserve(store, Directory(), "a1", lease())
+    assert store.items[0].room == -1  # the retired shard's room paid back part of the debt
+
+
+# --- growing ------------------------------------------------------------------------------------
+
+
+def hot(store: Shards, known: Directory, clock: Clock, writes_between: int) -> None:
+    """Two reservations on shard 0 a second apart, with other processes' writes in between."""
+    reserve(store, known, "a1", lease())
+    clock.now += 1
+    store.items[0] = replace(store.items[0], version=store.items[0].version + writes_between)
+    reserve(store, known, "a1", lease())
+
+
+def test_a_shard_past_the_threshold_doubles_the_accounts_shards() -> None:
+    clock = Clock()
+    store = Shards.of(limit=1000, rooms=[1000])
+    known = Directory(ShardingSettings(grow_at=250), clock)
+    hot(store, known, clock, writes_between=300)
+    assert store.calls[-1] == "active 1 -> 2"
+    assert (store.items[0].active, store.items[0].span) == (2, 2)
+    assert known.layout("a1") == (2, 2)
+
+
+def test_a_quiet_account_keeps_one_shard() -> None:
+    clock = Clock()
+    store = Shards.of(limit=1000, rooms=[1000])
+    known = Directory(ShardingSettings(grow_at=250), clock)
+    hot(store, known, clock, writes_between=200)
+    assert not any(call.startswith("active") for call in store.calls)
+    assert store.items[0].active == 1
+
+
+def test_rates_are_measured_over_at_least_a_window() -> None:
+    """Two writes a millisecond apart are not 2,000 writes a second."""
+    clock = Clock()
+    known = Directory(ShardingSettings(min_window=1.0), clock)
+    assert known.observe("a1", 0, 10) is None
+    clock.now += 0.001
+    assert known.observe("a1", 0, 12) is None
+    clock.now += 1
+    assert known.observe("a1", 0, 512) == pytest.approx(502 / 1.001)
+
+
+def test_growth_stops_at_the_largest_layout() -> None:
+    clock = Clock()
+    store = Shards.of(limit=1000, rooms=[1000])
+    store.items[0] = replace(store.items[0], active=MAX_SHARDS, span=MAX_SHARDS)
+    known = Directory(ShardingSettings(grow_at=1), clock)
+    known.pick = lambda account_id: 0  # type: ignore[method-assign]
+    hot(store, known, clock, writes_between=10_000)
+    assert not any(call.startswith("active") for call in store.calls)
+
+
+# --- lowering the limit -----------------------------------------------------------------------
+
+
+def test_a_limit_lowered_within_shard_0s_room_moves_nothing_else() -> None:
+    store = Shards.of(limit=40, rooms=[20, 5, 5])
+    accounts.put_account(store, "a1", 30, lambda: NOW)
+    assert store.calls == ["read [0]", "limit 40 -> 30"]
+    assert (store.items[0].room, store.held()) == (10, 30)
+
+
+def test_a_limit_lowered_below_the_usage_retires_the_other_shards_and_refuses_until_paid_back() -> None:
+    store = Shards.of(limit=10, rooms=[1, 3])  # 6 slots held, all on shard 0
+    accounts.put_account(store, "a1", 5, lambda: NOW)
+    assert store.calls == ["read [0]", "active 2 -> 1", "read [1]", "gather 1", "limit 10 -> 5"]
+    assert (store.items[0].room, store.items[0].active, store.items[1].retired, store.held()) == (-1, 1, True, 5)
+    store.items[0] = replace(store.items[0], admitted=4)
+    store.items[1] = replace(store.items[1], admitted=2)  # say two of the six were on shard 1
+    with pytest.raises(LimitExceeded):
+        reserve(store, Directory(), "a1", lease())
+    store.release(1)  # 5 held: at the new limit, still full
+    with pytest.raises(LimitExceeded):
+        reserve(store, Directory(), "a1", lease())
+    store.release(1)  # 4 held
+    placed, _ = reserve(store, Directory(), "a1", lease())
+    assert (placed.shard, store.admitted, store.held()) == (0, 5, 5)
