@@ -33,7 +33,7 @@ from typing import Any
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import read_throttles
-from local.runtime import LocalRuntime, RuntimeSettings
+from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 # DynamoDB calls per create+delete iteration, measured by `make bench-capacity`:
@@ -268,7 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         flavour=args.emulator_flavour, partition_limits=args.partition_limits, partition_burst_seconds=0
     ) as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(endpoint_url=emulator.url, port=0, account_concurrency=args.account_concurrency)
+            RuntimeSettings(
+                endpoint_url=emulator.url,
+                port=0,
+                account_concurrency=args.account_concurrency,
+                environment=scaled_environment(args.partition_limits),
+            )
         )
         runtime.deploy_and_start()
         try:

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     from local.emulator import EmulatorProcess
-    from local.runtime import LocalRuntime, RuntimeSettings
+    from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
     emulator = None
     endpoint = args.endpoint_url
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             faults=faults,
             sqs_retry_visibility_seconds=args.sqs_retry_visibility,
             account_concurrency=args.account_concurrency,
+            environment=scaled_environment(args.partition_limits),
         )
     )
     try:

@@ -20,8 +20,11 @@ from typing import Any
 
 import boto3
 
+from functions.core import schema
+from functions.core.admission import ShardingSettings
 from infra import constants
 from local.apigateway import ApiGateway, Route
+from local.capacity.limits import parse_factor
 from local.chaos_faults import ChaosConfig, Dice, Ledger
 from local.event_sources import (
     QueueMapping,
@@ -43,6 +46,17 @@ LOCAL_CREDENTIALS = {
 }
 
 
+def scaled_environment(partition_limits: str | None) -> dict[str, str]:
+    """The functions' settings that depend on a partition's capacity, scaled with the emulator's
+    partition limits: an admission shard doubles its account's shards at a quarter of what a
+    partition takes (functions/core/admission.py), so at 1/2000 a busy account grows at 0.125
+    writes a second on a shard, as it would at 250 on AWS."""
+    if partition_limits is None:
+        return {}
+    grow_at = ShardingSettings().grow_at * parse_factor(partition_limits)
+    return {schema.ENV_SHARD_GROW_AT: f"{grow_at:g}"}
+
+
 @dataclass
 class RuntimeSettings:
     endpoint_url: str
@@ -55,6 +69,8 @@ class RuntimeSettings:
     account_concurrency: int = 10
     faults: Sequence[Mapping[str, Any]] = ()
     chaos: ChaosConfig | None = None  # seeded random faults (local/chaos_faults.py); off by default
+    # Variables added to every function's environment, over the template's (scaled_environment).
+    environment: Mapping[str, str] = field(default_factory=dict)
     # How long a failed SQS message stays invisible before its next try. None keeps the queue's
     # own visibility timeout, as AWS does (DLQ 1's is 6 minutes); tests shorten it.
     sqs_retry_visibility_seconds: int | None = None
@@ -113,6 +129,7 @@ class LocalRuntime:
             sandbox_env[FAULTS_ENV] = json.dumps(list(self.settings.faults))
         if self.settings.chaos is not None:
             sandbox_env[CHAOS_ENV] = self.settings.chaos.to_json()
+        sandbox_env.update(self.settings.environment)
         mappings = self._read_event_source_mappings()
         schedules = self._read_schedules()
         for arn, function in functions.items():

@@ -17,7 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key
+from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key, other_counter_keys
 from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
 from functions.core import keys, schema
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
@@ -120,7 +120,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
     account = found.get(schema.ACCOUNT_SORT_KEY)
     if account is None:
         raise AccountNotFound(f"account {account_id} not found in table {table}")
-    counter = found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})
+    counters = [found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})]
 
     items = live = counted = uncounted = soft_deleted = tombstones = 0
     for resource in _resource_states(dynamodb, table, account_id):
@@ -136,7 +136,9 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         soft_deleted += deleted
     # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
     span = shard_state(account).span
-    shard_items = [account, *(ShardStore(dynamodb, table).read_items(account_id, range(1, span)) if span > 1 else [])]
+    shard_store = ShardStore(dynamodb, table)
+    shard_items = [account, *(shard_store.read_items(account_id, range(1, span)) if span > 1 else [])]
+    counters += shard_store.read_keys(other_counter_keys(account_id, span))
     shards = [shard_state(item) for item in shard_items]
     held = tuple(lease for item in shard_items for lease in held_leases(item))
     return AccountView(
@@ -144,7 +146,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         limit=int(account.get("limit", 0)),
         best_effort_net=sum(shard.best_effort for shard in shards),
         admitted=sum(shard.admitted for shard in shards),
-        eventual=int(counter.get("count", 0)),
+        eventual=sum(int(counter.get("count", 0)) for counter in counters),
         version=int(account.get("version", 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
         last_write_at=latest_write(shard_items) or "",

@@ -45,6 +45,7 @@ from functions.core.counting import (
     ResourceState,
     TransactionResult,
     TransientStoreError,
+    counter_shard,
 )
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists, StoreUnavailable
 from functions.core.healing import (
@@ -80,8 +81,15 @@ def account_key(account_id: str) -> dict[str, Any]:
     return _key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY)
 
 
-def counter_key(account_id: str) -> dict[str, Any]:
-    return _key(keys.account_pk(account_id), schema.EVENTUAL_COUNTER_SORT_KEY)
+def counter_key(account_id: str, shard: int = 0) -> dict[str, Any]:
+    """An eventual counter shard: 0 in the account's partition, j >= 1 on a key of its own."""
+    pk = keys.account_pk(account_id) if shard == 0 else keys.counter_pk(account_id, shard)
+    return _key(pk, schema.EVENTUAL_COUNTER_SORT_KEY)
+
+
+def other_counter_keys(account_id: str, span: int) -> list[dict[str, Any]]:
+    """The counter shards above 0 an account can have: none until its admission shards spread."""
+    return [counter_key(account_id, shard) for shard in range(1, schema.COUNTER_SHARDS)] if span > 1 else []
 
 
 def resource_key(account_id: str, resource_id: str) -> dict[str, Any]:
@@ -254,12 +262,13 @@ class DynamoApiStore(ShardStore):
             return None
         state = shard_state(account)
         others = self.read_shards(account_id, range(1, state.span)) if state.span > 1 else []
-        counter = found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})
+        counters = [found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})]
+        counters += self.read_keys(other_counter_keys(account_id, state.span))
         return Usage(
             account_id=account_id,
             limit=state.limit,
             best_effort_net=state.best_effort + sum(shard.best_effort for shard in others),
-            eventual=int(counter.get("count", 0)),
+            eventual=sum(int(counter.get("count", 0)) for counter in counters),
         )
 
     def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
@@ -414,7 +423,8 @@ class DynamoCountingStore:
         if delta == 0 and len(actions) == 1:
             return self._update_alone(self._action(account_id, actions[0]))  # 1 WCU, not a transaction's 2
         items = [{"Update": self._action(account_id, action)} for action in actions]
-        return self._transact(items + ([self._counter_update(account_id, delta)] if delta else []))
+        counter = [self._counter_update(account_id, delta, counter_shard(actions))] if delta else []
+        return self._transact(items + counter)
 
     def _action(self, account_id: str, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
@@ -491,11 +501,11 @@ class DynamoCountingStore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def _counter_update(self, account_id: str, delta: int) -> dict[str, Any]:
+    def _counter_update(self, account_id: str, delta: int, shard: int) -> dict[str, Any]:
         return {
             "Update": {
                 "TableName": self._table,
-                "Key": counter_key(account_id),
+                "Key": counter_key(account_id, shard),
                 "UpdateExpression": "ADD #count :delta SET account_id = :id",
                 "ExpressionAttributeNames": {"#count": "count"},
                 "ExpressionAttributeValues": to_attributes({":delta": delta, ":id": account_id}),
@@ -559,6 +569,8 @@ class DynamoHealingStore:
         span = shard_state(account).span
         try:
             shard_items = [account, *(self._shards.read_items(account_id, range(1, span)) if span > 1 else [])]
+            counters = [items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})]
+            counters += self._shards.read_keys(other_counter_keys(account_id, span))
         except StoreUnavailable as error:
             raise TransientStoreError(str(error)) from error
         shards = tuple(map(shard_state, shard_items))
@@ -572,7 +584,7 @@ class DynamoHealingStore:
             leases=tuple(sorted((lease for item in shard_items for lease in held_leases(item)), key=_lease_order)),
             shards=shards,
         )
-        return state, int(items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {}).get("count", 0))
+        return state, sum(int(counter.get("count", 0)) for counter in counters)
 
     def has_pending_work(self, account_id: str) -> bool:
         request: dict[str, Any] = {

@@ -189,7 +189,6 @@ class ShardStore:
     def read_items(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[dict[str, Any]]:
         """The shard items that exist among `shards`, decoded, strongly consistent."""
         wanted = [shard_key(account_id, shard) for shard in shards]
-        found: list[dict[str, Any]] = []
         if snapshot:
             response = self._call(
                 "snapshot shards",
@@ -197,6 +196,11 @@ class ShardStore:
                 TransactItems=[{"Get": {"TableName": self._table, "Key": k}} for k in wanted],
             )
             return [from_attributes(got["Item"]) for got in response.get("Responses", []) if got.get("Item")]
+        return sorted(self.read_keys(wanted), key=shard_index)
+
+    def read_keys(self, wanted: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items that exist among `wanted`, decoded, strongly consistent (BatchGetItem)."""
+        found: list[dict[str, Any]] = []
         for start in range(0, len(wanted), 100):
             chunk = wanted[start : start + 100]
             for _ in range(8):  # BatchGetItem may leave keys unprocessed under load
@@ -211,7 +215,7 @@ class ShardStore:
                     break
             else:
                 raise StoreUnavailable("read shards: keys left unprocessed", may_have_landed=False)
-        return sorted(found, key=shard_index)
+        return found
 
     def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
         items = self.read_items(account_id, shards, snapshot)
@@ -271,7 +275,7 @@ class ShardStore:
                                 ":id": account_id,
                                 ":type": "admission_shard",
                                 ":shard": shard,
-                                ":bucket": keys.activity_bucket(account_id),
+                                ":bucket": keys.activity_bucket(account_id, shard),
                                 ":zero": 0,
                             }
                         ),

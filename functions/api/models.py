@@ -31,7 +31,10 @@ class AccountView(BaseModel):
     limit: int
     bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
     eventual: int = Field(description="Exact count of processed resources; lags the stream.")
-    used: int = Field(description="max(bestEffort, eventual): what limits are enforced on.")
+    used: int = Field(
+        description="max(bestEffort, eventual). The limit itself is enforced on the slots held by live "
+        "resources and writes in flight, so a create may still find a slot while used shows the limit."
+    )
     available: int
 
     @classmethod

@@ -22,6 +22,7 @@ CancellationReasons codes only.
 from __future__ import annotations
 
 import enum
+import hashlib
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,6 +67,7 @@ DELTAS = {ActionKind.COUNT_CREATE: 1, ActionKind.REMOVE_COUNTED: -1, ActionKind.
 class ResourceAction:
     kind: ActionKind
     resource_id: str
+    shard: int = 0  # the admission shard that admitted the resource: above 0, the account is busy
 
 
 class Outcome(enum.Enum):
@@ -83,6 +85,7 @@ class CountingTask:
     # A removal's create was counted (True) or not (False) when the resource was soft-deleted; the
     # flag cannot change after that (a count requires deleted=false). None: not known.
     counted: bool | None = None
+    shard: int = 0  # the admission shard that admitted the resource (0 when not known)
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,20 @@ class TransientStoreError(Exception):
 class CountingStore(Protocol):
     def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
         """In one transaction: each action on its resource, in order, and one ADD of their net
-        change to the account's eventual counter (none when it is 0). At most
-        MAX_ACTIONS_PER_TRANSACTION actions, one per resource."""
+        change to one of the account's eventual counter shards (none when it is 0): shard 0,
+        unless an action's resource was admitted by an admission shard above 0 (counter_shard).
+        At most MAX_ACTIONS_PER_TRANSACTION actions, one per resource."""
+
+
+def counter_shard(actions: Sequence[ResourceAction]) -> int:
+    """The eventual counter shard a transaction adds to. An account's readers add up the counter
+    shards above 0 only when its admission `shard_span` is above 1, and that span never shrinks: so
+    only a batch holding a resource admitted by a shard above 0 may use them. Which one follows from
+    the first such resource's id, so concurrent batches of a busy account spread over them."""
+    busy = next((action for action in actions if action.shard > 0), None)
+    if busy is None:
+        return 0
+    return int.from_bytes(hashlib.sha256(busy.resource_id.encode()).digest()[:4], "big") % schema.COUNTER_SHARDS
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -145,10 +160,11 @@ def plan_stream_record(record: Mapping[str, Any]) -> CountingTask | None:
     image = data.get("NewImage") or {}
     deleted = _bool(image, schema.DELETED_ATTRIBUTE)
     processed = _bool(image, schema.COUNTER_PROCESSED_ATTRIBUTE)
+    shard = _int(image, schema.RESOURCE_SHARD_ATTRIBUTE)
     if deleted:
-        return CountingTask(TaskKind.REMOVE_DELETED, *ids, counted=processed)
+        return CountingTask(TaskKind.REMOVE_DELETED, *ids, counted=processed, shard=shard)
     if processed is False and not deleted:
-        return CountingTask(TaskKind.COUNT_CREATE, *ids)
+        return CountingTask(TaskKind.COUNT_CREATE, *ids, shard=shard)
     return None
 
 
@@ -175,6 +191,11 @@ def _resource_ids(key: Mapping[str, Any]) -> tuple[str, str] | None:
     if not account_id or not resource_id:
         return None
     return account_id, resource_id
+
+
+def _int(image: Mapping[str, Any], name: str) -> int:
+    value = (image.get(name) or {}).get("N")
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
 def _bool(image: Mapping[str, Any], name: str) -> bool | None:
@@ -217,8 +238,10 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
     removal subtracts it or not, by its flag; a create cannot follow its removal in one batch, the
     tombstone holds its key)."""
     planned: dict[tuple[str, str], ActionKind] = {}
+    shards: dict[tuple[str, str], int] = {}
     for task in tasks:
         key = (task.account_id, task.resource_id)
+        shards[key] = max(shards.get(key, 0), task.shard)
         if task.kind is TaskKind.REMOVE_DELETED:
             # When not known, the counted removal is tried first; a cancellation tells otherwise.
             planned[key] = ActionKind.REMOVE_UNCOUNTED if task.counted is False else ActionKind.REMOVE_COUNTED
@@ -232,19 +255,22 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
         resource_ids = list(actions)
         for start in range(0, len(resource_ids), MAX_ACTIONS_PER_TRANSACTION):
             chunk = {rid: actions[rid] for rid in resource_ids[start : start + MAX_ACTIONS_PER_TRANSACTION]}
-            for resource_id, outcome in _apply_chunk(store, account_id, chunk).items():
+            admitted_by = {rid: shards[(account_id, rid)] for rid in chunk}
+            for resource_id, outcome in _apply_chunk(store, account_id, chunk, admitted_by).items():
                 outcomes[(account_id, resource_id)] = outcome
     return [outcomes[(task.account_id, task.resource_id)] for task in tasks]
 
 
-def _apply_chunk(store: CountingStore, account_id: str, pending: dict[str, ActionKind]) -> dict[str, Outcome]:
+def _apply_chunk(
+    store: CountingStore, account_id: str, pending: dict[str, ActionKind], admitted_by: Mapping[str, int]
+) -> dict[str, Outcome]:
     """One account's actions, one transaction per round, until each has an outcome."""
     outcomes: dict[str, Outcome] = {}
     switches: Counter[str] = Counter()
     for _ in range(MAX_ROUNDS):
         if not pending:
             break
-        actions = [ResourceAction(kind, resource_id) for resource_id, kind in pending.items()]
+        actions = [ResourceAction(kind, resource_id, admitted_by[resource_id]) for resource_id, kind in pending.items()]
         try:
             result = store.apply_actions(account_id, actions)
         except TransientStoreError as error:

@@ -16,6 +16,11 @@ def shard_pk(account_id: str, shard: int) -> str:
     return f"{schema.SHARD_PREFIX}{account_id}#{shard:02d}"
 
 
+def counter_pk(account_id: str, shard: int) -> str:
+    """Eventual counter shard j >= 1 of a busy account (shard 0 is the COUNTER item of its partition)."""
+    return f"{schema.COUNTER_PREFIX}{account_id}#{shard}"
+
+
 def resource_sk(resource_id: str) -> str:
     return f"{schema.RESOURCE_PREFIX}{resource_id}"
 
@@ -41,9 +46,11 @@ def pending_bucket_name(index: int) -> str:
     return f"PENDING#{index:02d}"
 
 
-def activity_bucket(account_id: str) -> str:
-    """An account's fixed partition in the activity index."""
-    return activity_bucket_name(_bucket_of(account_id, schema.ACTIVITY_BUCKET_COUNT))
+def activity_bucket(account_id: str, shard: int = 0) -> str:
+    """An account's (or one of its admission shards') fixed partition in the activity index: a busy
+    account's shards spread over the buckets as accounts do."""
+    name = account_id if shard == 0 else f"{account_id}#{shard}"
+    return activity_bucket_name(_bucket_of(name, schema.ACTIVITY_BUCKET_COUNT))
 
 
 def activity_bucket_name(index: int) -> str:

@@ -12,6 +12,12 @@ SORT_KEY = "sk"
 ACCOUNT_PREFIX = "ACCOUNT#"
 ACCOUNT_SORT_KEY = "ACCOUNT"
 EVENTUAL_COUNTER_SORT_KEY = "COUNTER"
+# A busy account's eventual counter is spread over counter shards, read as their sum: shard 0 is
+# the `COUNTER` item above, shard j >= 1 `COUNTER#<account>#<j>` / `COUNTER`, a partition key of its
+# own. The consumer writes shards >= 1 only for resources a shard >= 1 admitted, so only an account
+# whose `shard_span` is above 1 can have them (functions/core/counting.py, docs/scaling.md).
+COUNTER_PREFIX = "COUNTER#"
+COUNTER_SHARDS = 8
 RESOURCE_PREFIX = "RESOURCE#"
 
 # Admission shards (functions/core/admission.py): shard 0 is the account item; shard i >= 1 is its

@@ -51,12 +51,15 @@ def sharding_settings(env: Mapping[str, str]) -> ShardingSettings:
     raw = env.get(schema.ENV_SHARD_GROW_AT, "").strip()
     if not raw:
         return ShardingSettings()
-    if not raw.isdigit() or int(raw) == 0:
+    try:
+        grow_at = float(raw)
+    except ValueError:
+        grow_at = 0.0
+    if not 0 < grow_at < float("inf"):
         raise ConfigurationError(
-            f"environment variable {schema.ENV_SHARD_GROW_AT} must be a positive whole number of writes a second, "
-            f"got {raw!r}"
+            f"environment variable {schema.ENV_SHARD_GROW_AT} must be a positive number of writes a second, got {raw!r}"
         )
-    return ShardingSettings(grow_at=float(raw))
+    return ShardingSettings(grow_at=grow_at)
 
 
 def sweep_settings(env: Mapping[str, str] | None = None) -> SweepSettings:

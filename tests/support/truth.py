@@ -24,6 +24,7 @@ class AccountTruth:
     eventual: int = 0
     limit: int = 0
     shards: int = 0  # admission shard items, the account item included
+    counters: int = 0  # eventual counter shard items
 
     @property
     def best_effort(self) -> int:
@@ -38,7 +39,7 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
         for raw in page["Items"]:
             item = from_attributes(raw)
             sort_key = item[schema.SORT_KEY]
-            if sort_key == schema.SHARD_SORT_KEY:  # counted with its account
+            if sort_key in (schema.SHARD_SORT_KEY, schema.EVENTUAL_COUNTER_SORT_KEY):  # summed per account
                 truth = accounts[keys.account_pk(item["account_id"])]
             else:
                 truth = accounts[item[schema.PARTITION_KEY]]
@@ -51,7 +52,8 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
                 truth.leases += len(held_leases(item))
                 truth.shards += 1
             elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
-                truth.eventual = item.get("count", 0)
+                truth.eventual += item.get("count", 0)
+                truth.counters += 1
             elif item.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
                 truth.tombstones += 1
             elif sort_key.startswith(schema.RESOURCE_PREFIX):

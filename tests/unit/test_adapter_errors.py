@@ -66,3 +66,15 @@ def test_settings_reject_a_tombstone_retention_shorter_than_the_quiet_period() -
 def test_settings_name_a_variable_that_is_not_whole_seconds(name: str) -> None:
     with pytest.raises(ConfigurationError, match=f"{name} must be a whole number of seconds"):
         Settings.from_env({"TABLE_NAME": "t", name: "1.5"})
+
+
+@pytest.mark.parametrize("raw", ["0", "-5", "fast", "nan", "inf"])
+def test_settings_reject_a_shard_growth_rate_that_is_not_a_positive_number(raw: str) -> None:
+    with pytest.raises(ConfigurationError, match="SHARD_GROW_AT_WRITES_PER_SECOND must be a positive number"):
+        Settings.from_env({"TABLE_NAME": "t", "SHARD_GROW_AT_WRITES_PER_SECOND": raw})
+
+
+def test_the_shard_growth_rate_defaults_to_a_quarter_of_a_partition_and_may_be_scaled() -> None:
+    assert Settings.from_env({"TABLE_NAME": "t"}).sharding.grow_at == 250
+    scaled = {"TABLE_NAME": "t", "SHARD_GROW_AT_WRITES_PER_SECOND": "0.125"}  # 250 at partition limits of 1/2000
+    assert Settings.from_env(scaled).sharding.grow_at == 0.125

@@ -23,6 +23,7 @@ from functions.core.admission import (
 from functions.core.errors import LimitExceeded
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
+from local.runtime import scaled_environment
 
 NOW = "2026-11-23T12:00:00.000Z"
 
@@ -331,3 +332,10 @@ def test_a_limit_lowered_below_the_usage_retires_the_other_shards_and_refuses_un
     store.release(1)  # 4 held
     placed, _ = reserve(store, Directory(), "a1", lease())
     assert (placed.shard, store.admitted, store.held()) == (0, 5, 5)
+
+
+def test_the_local_runtime_scales_shard_growth_with_its_partition_limits() -> None:
+    """At 1/2000 of a partition's capacity, a shard must grow at 1/2000 of the rate it grows at on
+    AWS, or a scaled load run would throttle before any account grows."""
+    assert scaled_environment("1/2000") == {"SHARD_GROW_AT_WRITES_PER_SECOND": "0.125"}
+    assert scaled_environment(None) == {}

@@ -22,6 +22,7 @@ from functions.core.counting import (
     TransactionResult,
     TransientStoreError,
     apply_tasks,
+    counter_shard,
     decide_action,
     plan_pending_item,
     plan_stream_record,
@@ -309,3 +310,35 @@ def test_sweep_reports_failed_items_by_key() -> None:
     store = ScriptedStore(count_results=[cancelled("ThrottlingError")])
     items = [{"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": False}]
     assert process_pending_items(store, items).failed == ["ACCOUNT#a1/RESOURCE#r1"]
+
+
+# --- counter shards ------------------------------------------------------------------------------
+
+
+def admitted_by(raw: dict[str, Any], shard: int) -> dict[str, Any]:
+    raw["dynamodb"]["NewImage"][schema.RESOURCE_SHARD_ATTRIBUTE] = {"N": str(shard)}
+    return raw
+
+
+def test_a_record_says_which_admission_shard_admitted_its_resource() -> None:
+    assert plan_stream_record(admitted_by(insert("r1", "101"), 5)) == CountingTask(
+        TaskKind.COUNT_CREATE, "a1", "r1", shard=5
+    )
+    assert plan_stream_record(insert("r1", "101")).shard == 0  # type: ignore[union-attr]
+
+
+def test_only_a_batch_with_a_resource_admitted_above_shard_0_adds_to_a_counter_shard_above_0() -> None:
+    """Readers add up the counter shards above 0 only for an account whose admission shards
+    spread (shard_span > 1): a quiet account's batches, however large, keep to counter 0."""
+    quiet = [ResourceAction(ActionKind.COUNT_CREATE, f"r{n}") for n in range(99)]
+    assert counter_shard(quiet) == 0
+    busy = [*quiet, ResourceAction(ActionKind.COUNT_CREATE, "r-busy", shard=3)]
+    spread = {counter_shard([ResourceAction(ActionKind.COUNT_CREATE, f"b{n}", shard=1)]) for n in range(200)}
+    assert 0 <= counter_shard(busy) < schema.COUNTER_SHARDS
+    assert spread == set(range(schema.COUNTER_SHARDS))
+
+
+def test_folding_keeps_the_admission_shard_of_each_resource() -> None:
+    store = BatchStore([COMMITTED])
+    process_stream_records(store, [admitted_by(insert("r1", "101"), 2), admitted_by(deleted("r1", "102"), 2)])
+    assert store.calls == [[ResourceAction(ActionKind.REMOVE_COUNTED, "r1", shard=2)]]
