@@ -24,5 +24,10 @@ def may_have_landed(error: Exception) -> bool:
     return not isinstance(error, (ConnectTimeoutError, EndpointConnectionError))
 
 
+# DynamoDB's answers when an item, a key or the table has no capacity left (after the SDK's retries).
+THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+
+
 def unavailable(operation: str, error: Exception) -> StoreUnavailable:
-    return StoreUnavailable(f"{operation} failed: {error}", may_have_landed=may_have_landed(error))
+    throttled = isinstance(error, ClientError) and error_code(error) in THROTTLING_CODES
+    return StoreUnavailable(f"{operation} failed: {error}", may_have_landed=may_have_landed(error), throttled=throttled)

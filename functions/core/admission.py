@@ -13,15 +13,17 @@ has a negative room. So the sum of `admitted`, the slots held, never exceeds the
 shard 0's room is not negative: exactly the single-item invariant, without a single item.
 
 * **Admit**: `room - 1, admitted + 1` on one shard, if `room >= 1`: one conditional write, no
-  transaction, as before. A process picks a shard at random among the account's active ones.
+  transaction, as before. A process picks a shard at random among the account's active ones but
+  shard 0, which keeps its capacity for granting room (and admits when the others have none).
 * **A shard that ran dry** gets part of shard 0's room (a two-item transaction: shard 0 gives,
   the shard takes, the sum unchanged), or the create admits on a shard that still has room.
 * **Refuse** only when shard 0 has no room and a consistent snapshot of every shard
   (TransactGetItems) shows no room anywhere: a 409 means the account was full at one instant.
 * **Release** on the shard that admitted the resource (the resource item names it): `room + 1`.
-* **Grow**: when a process sees a shard take more than `grow_at` writes a second, it doubles the
-  account's active shards (up to 64). A quiet account keeps one shard, which is the account item:
-  it pays what it paid before sharding. A heal on a quiet account folds its shards back into one.
+* **Grow**: when a process sees a shard take more than `grow_at` writes a second, or a write on it
+  throttled, it doubles the account's active shards (up to 64). A quiet account keeps one shard,
+  which is the account item: it pays what it paid before sharding. A heal on a quiet account folds
+  its shards back into one.
 * **Lower the limit**: shard 0 takes the difference from its own room; if that is not enough, the
   other shards are *retired* (they admit nothing) and their room is moved to shard 0, so the account
   is one shard again and shard 0's negative room is the usage above the new limit. A retired shard
@@ -108,7 +110,6 @@ class ShardingSettings:
     # partition takes (1,000 WCU/s), so a doubling lands long before any shard throttles.
     grow_at: float = 250.0
     max_shards: int = MAX_SHARDS
-    refresh_after: float = 10.0  # seconds a process trusts what it learnt of an account's layout
     attempts: int = 8  # shards tried by one create before it answers 503 (only under heavy races)
     min_window: float = 1.0  # seconds between two sightings of a shard's version to measure its rate
     max_window: float = 60.0
@@ -119,14 +120,16 @@ class ShardingSettings:
 class _Known:
     active: int
     span: int
-    learnt_at: float
 
 
 class Directory:
     """What this process knows of each account's shards, and the write rate it has seen on them.
 
     Built once per execution environment and injected (functions/shared/clients.py). Everything here
-    is a hint: a stale layout only sends a create to a shard without room, which finds room elsewhere.
+    is a hint, corrected as it is used: an older layout sends a create to a retired shard or one
+    without room, which reads shard 0 (and learns the layout) to find room; a process whose shards
+    run hot tries to grow them, and when another process grew them first, learns the layout from
+    shard 0. It never goes back to shard 0 on a timer: a hot account's shard 0 would take it all.
     """
 
     def __init__(
@@ -142,18 +145,19 @@ class Directory:
         self._seen: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
 
     def pick(self, account_id: str) -> int:
-        """A shard to admit on: shard 0 until the account's layout is known (and fresh)."""
+        """A shard to admit on: shard 0 until the account's layout is known, and on a grown account
+        any shard but 0, which grants room to the others and so needs its capacity for that."""
         known = self._known.get(account_id)
-        if known is None or self._clock() - known.learnt_at > self.settings.refresh_after:
+        if known is None or known.active == 1:
             return 0
-        return self._rng.randrange(known.active)
+        return self._rng.randrange(1, known.active)
 
     def layout(self, account_id: str) -> tuple[int, int] | None:
         known = self._known.get(account_id)
         return None if known is None else (known.active, known.span)
 
     def learn(self, account_id: str, active: int, span: int) -> None:
-        self._known[account_id] = _Known(active, span, self._clock())
+        self._known[account_id] = _Known(active, span)
         self._known.move_to_end(account_id)
         while len(self._known) > self.settings.remembered_accounts:
             self._known.popitem(last=False)
@@ -182,15 +186,28 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
     """Admit one slot. Returns the lease as placed (on the shard that admitted) and that shard's
     heal epoch; raises LimitExceeded when the account was full, AccountNotFound."""
     shard = directory.pick(account_id)
+    throttled: StoreUnavailable | None = None
     for _ in range(directory.settings.attempts):
         placed = replace(lease, shard=shard)
-        reserved = store.reserve_on(account_id, placed)
+        try:
+            reserved = store.reserve_on(account_id, placed)
+        except StoreUnavailable as failure:
+            if not failure.throttled:
+                raise
+            # The shard is hotter than a partition takes: grow now, without waiting to measure a
+            # rate from writes that no longer land, and try a shard of the new layout.
+            throttled = failure
+            _grow(store, directory, account_id, shard, "throttled")
+            shard = directory.pick(account_id)
+            continue
         if reserved is not None:
             if reserved.layout is not None:
                 directory.learn(account_id, *reserved.layout)
             _grow_if_hot(store, directory, account_id, shard, reserved.version)
             return placed, reserved.heal_epoch
         shard = find_room(store, directory, account_id, shard)
+    if throttled is not None:
+        raise throttled
     raise StoreUnavailable(f"admission on {account_id}: the room found was taken first", may_have_landed=False)
 
 
@@ -241,19 +258,28 @@ def _account(store: AdmissionStore, account_id: str) -> ShardState:
 
 def _grow_if_hot(store: AdmissionStore, directory: Directory, account_id: str, shard: int, version: int) -> None:
     rate = directory.observe(account_id, shard, version)
-    layout = directory.layout(account_id)
-    if rate is None or rate < directory.settings.grow_at or layout is None:
-        return
-    active, span = layout
-    if active >= directory.settings.max_shards:
-        return
-    to = min(active * 2, directory.settings.max_shards)
+    if rate is not None and rate >= directory.settings.grow_at and directory.layout(account_id) is not None:
+        _grow(store, directory, account_id, shard, f"{rate:.0f} writes/s")
+
+
+def _grow(store: AdmissionStore, directory: Directory, account_id: str, shard: int, why: str) -> None:
+    """Double the account's active shards (up to max_shards). Growing is an optimisation: a
+    failure here fails nothing."""
     try:
+        layout = directory.layout(account_id)
+        if layout is None:
+            first = _account(store, account_id)
+            layout = (first.active, first.span)
+            directory.learn(account_id, *layout)  # grown or not, the next pick spreads over it
+        active, span = layout
+        if active >= directory.settings.max_shards:
+            return
+        to = min(active * 2, directory.settings.max_shards)
         grown = store.set_active(account_id, active, span, to)
     except StoreUnavailable:
-        grown = False  # growing is an optimisation: the create it rides on has succeeded
+        return
     if grown:
-        logger.info("account %s: shard %d took %.0f writes/s; %d -> %d shards", account_id, shard, rate, active, to)
+        logger.info("account %s: shard %d %s; %d -> %d shards", account_id, shard, why, active, to)
         directory.learn(account_id, to, max(span, to))
     else:
         directory.forget(account_id)  # someone else changed the layout: learn it again

@@ -77,9 +77,10 @@ class StoreUnavailable(Exception):
     throttling, or a connection never made), so the caller may undo what preceded it.
     """
 
-    def __init__(self, message: str, *, may_have_landed: bool) -> None:
+    def __init__(self, message: str, *, may_have_landed: bool, throttled: bool = False) -> None:
         super().__init__(message)
         self.may_have_landed = may_have_landed
+        self.throttled = throttled  # DynamoDB refused it for capacity: the item or key is hot
 
 
 class ResourceAlreadyExists(Exception):

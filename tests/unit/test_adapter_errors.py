@@ -30,6 +30,21 @@ def test_failures_that_prove_nothing_landed(error: Exception) -> None:
     assert unavailable("op", error).may_have_landed is False
 
 
+@pytest.mark.parametrize(
+    ("error", "throttled"),
+    [
+        (client_error("ThrottlingException", 400), True),
+        (client_error("ProvisionedThroughputExceededException", 400), True),
+        (client_error("ValidationException", 400), False),
+        (client_error("InternalServerError", 500), False),
+        (ReadTimeoutError(endpoint_url="x"), False),
+    ],
+)
+def test_a_refusal_for_capacity_is_told_apart(error: Exception, throttled: bool) -> None:
+    """Admission grows an account's shards when one throttles (functions/core/admission.py)."""
+    assert unavailable("op", error).throttled is throttled
+
+
 @pytest.mark.parametrize("error", [client_error("InternalServerError", 500), ReadTimeoutError(endpoint_url="x")])
 def test_failures_after_which_the_write_may_have_landed(error: Exception) -> None:
     assert may_have_landed(error) is True

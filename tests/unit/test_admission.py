@@ -20,7 +20,7 @@ from functions.core.admission import (
     ShardState,
     reserve,
 )
-from functions.core.errors import LimitExceeded
+from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
 from local.runtime import scaled_environment
@@ -189,13 +189,22 @@ def test_a_process_that_does_not_know_the_layout_starts_on_shard_0_and_learns_it
     assert known.layout("a1") == (4, 4)
 
 
-def test_a_stale_layout_is_not_trusted() -> None:
+def test_a_process_with_an_older_layout_learns_the_newer_one_when_its_shards_run_hot() -> None:
+    """Another process grew the account to 8 shards; this one still spreads over 2. When it sees
+    one of them hot, its own growth loses the race, and it learns the layout from shard 0."""
     clock = Clock()
-    store = Shards.of(limit=40, rooms=[10, 10, 10, 10])
-    known = directory(store, clock, refresh_after=10)
-    assert {known.pick("a1") for _ in range(50)} == {0, 1, 2, 3}
-    clock.now += 11
-    assert {known.pick("a1") for _ in range(50)} == {0}
+    store = Shards.of(limit=80, rooms=[10] * 8)
+    known = Directory(ShardingSettings(grow_at=250), clock, random.Random(1))
+    known.learn("a1", 2, 2)
+    known.pick = lambda account_id: 1 if known.layout(account_id) == (2, 2) else 0  # type: ignore[method-assign]
+    reserve(store, known, "a1", lease())
+    clock.now += 1
+    store.items[1] = replace(store.items[1], version=store.items[1].version + 300)  # others' writes
+    reserve(store, known, "a1", lease())
+    assert store.calls == ["reserve 1", "reserve 1", "active 2 -> 4"]  # lost: the account has 8
+    assert known.layout("a1") is None
+    placed, _ = reserve(store, known, "a1", lease())
+    assert (placed.shard, known.layout("a1")) == (0, (8, 8))
 
 
 def test_a_dry_shard_gets_a_share_of_shard_0s_room_and_admits() -> None:
@@ -339,3 +348,54 @@ def test_the_local_runtime_scales_shard_growth_with_its_partition_limits() -> No
     AWS, or a scaled load run would throttle before any account grows."""
     assert scaled_environment("1/2000") == {"SHARD_GROW_AT_WRITES_PER_SECOND": "0.125"}
     assert scaled_environment(None) == {}
+
+
+def test_a_throttled_shard_grows_the_account_at_once_and_the_create_goes_on() -> None:
+    """A shard that takes more than a partition can refuses writes; the writes that would show its
+    rate no longer land. So a throttle is itself the signal to grow."""
+    store = Shards.of(limit=100, rooms=[100])
+    refusals = iter([True])
+
+    def throttled_once(account_id: str, placed: Lease) -> Reserved | None:
+        if next(refusals, False):
+            store.calls.append(f"reserve {placed.shard} throttled")
+            raise StoreUnavailable("throttled", may_have_landed=False, throttled=True)
+        return Shards.reserve_on(store, account_id, placed)
+
+    store.reserve_on = throttled_once  # type: ignore[method-assign]
+    placed, _ = reserve(store, Directory(rng=random.Random(3)), "a1", lease())
+    assert store.calls[:3] == ["reserve 0 throttled", "read [0]", "active 1 -> 2"]
+    assert store.items[0].active == 2
+    assert store.admitted == 1
+    assert placed.shard in (0, 1)
+
+
+def test_other_failures_are_not_taken_for_heat() -> None:
+    store = Shards.of(limit=100, rooms=[100])
+
+    def failing(account_id: str, placed: Lease) -> Reserved | None:
+        raise StoreUnavailable("timeout", may_have_landed=True)
+
+    store.reserve_on = failing  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailable):
+        reserve(store, Directory(), "a1", lease())
+    assert store.items[0].active == 1
+
+
+def test_a_process_throttled_on_shard_0_of_a_grown_account_spreads_at_once() -> None:
+    """It did not know the layout (its first create), shard 0 throttled it, and the account already
+    has all its shards: it learns them instead of trying shard 0 again and again."""
+    store = Shards.of(limit=6400, rooms=[100] * MAX_SHARDS)
+
+    def shard_0_throttled(account_id: str, placed: Lease) -> Reserved | None:
+        if placed.shard == 0:
+            store.calls.append("reserve 0 throttled")
+            raise StoreUnavailable("throttled", may_have_landed=False, throttled=True)
+        return Shards.reserve_on(store, account_id, placed)
+
+    store.reserve_on = shard_0_throttled  # type: ignore[method-assign]
+    known = Directory(rng=random.Random(5))
+    placed, _ = reserve(store, known, "a1", lease())
+    assert store.calls[:2] == ["reserve 0 throttled", "read [0]"]
+    assert known.layout("a1") == (MAX_SHARDS, MAX_SHARDS)
+    assert placed.shard != 0
