@@ -17,7 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.dynamodb import DynamoHealingStore, account_key, counter_key, other_counter_keys
+from functions.adapters.dynamodb import DynamoHealingStore, read_account_items
 from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
 from functions.core import keys, schema
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
@@ -109,18 +109,10 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
     of the partition (never a scan). The two reads are not one snapshot: on a busy account, the
     numbers can disagree by the writes made in between.
     """
-    wanted = [account_key(account_id), counter_key(account_id)]
-    found: dict[str, dict[str, Any]] = {}
-    while wanted:
-        response = dynamodb.batch_get_item(RequestItems={table: {"Keys": wanted, "ConsistentRead": True}})
-        for item in response.get("Responses", {}).get(table, []):
-            values = from_attributes(item)
-            found[values[schema.SORT_KEY]] = values
-        wanted = response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
-    account = found.get(schema.ACCOUNT_SORT_KEY)
-    if account is None:
+    read = read_account_items(ShardStore(dynamodb, table), account_id)
+    if read is None:
         raise AccountNotFound(f"account {account_id} not found in table {table}")
-    counters = [found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})]
+    account = read.shards[0]
 
     items = live = counted = uncounted = soft_deleted = tombstones = 0
     for resource in _resource_states(dynamodb, table, account_id):
@@ -135,21 +127,17 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
         uncounted += not processed
         soft_deleted += deleted
     # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
-    span = shard_state(account).span
-    shard_store = ShardStore(dynamodb, table)
-    shard_items = [account, *(shard_store.read_items(account_id, range(1, span)) if span > 1 else [])]
-    counters += shard_store.read_keys(other_counter_keys(account_id, span))
-    shards = [shard_state(item) for item in shard_items]
-    held = tuple(lease for item in shard_items for lease in held_leases(item))
+    shards = [shard_state(item) for item in read.shards]
+    held = tuple(lease for item in read.shards for lease in held_leases(item))
     return AccountView(
         account_id=account_id,
         limit=int(account.get("limit", 0)),
         best_effort_net=sum(shard.best_effort for shard in shards),
         admitted=sum(shard.admitted for shard in shards),
-        eventual=sum(int(counter.get("count", 0)) for counter in counters),
+        eventual=read.eventual,
         version=int(account.get("version", 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
-        last_write_at=latest_write(shard_items) or "",
+        last_write_at=latest_write(read.shards) or "",
         healed_at=str(account.get("healed_at", "")),
         resource_items=items,
         live=live,

@@ -12,6 +12,7 @@ import binascii
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,11 +29,12 @@ from functions.adapters.shards import (
     held_leases,
     latest_write,
     settle_lease,
+    shard_index,
     shard_key,
     shard_state,
     take_lease,
 )
-from functions.core import keys, schema
+from functions.core import keys, leases, schema
 from functions.core.admission import Reserved, ShardState
 from functions.core.counting import (
     COMMITTED,
@@ -90,6 +92,34 @@ def counter_key(account_id: str, shard: int = 0) -> dict[str, Any]:
 def other_counter_keys(account_id: str, span: int) -> list[dict[str, Any]]:
     """The counter shards above 0 an account can have: none until its admission shards spread."""
     return [counter_key(account_id, shard) for shard in range(1, schema.COUNTER_SHARDS)] if span > 1 else []
+
+
+@dataclass(frozen=True)
+class AccountItems:
+    """An account's admission shard items (the account item first) and eventual counter items."""
+
+    shards: list[dict[str, Any]]
+    counters: list[dict[str, Any]]
+
+    @property
+    def eventual(self) -> int:
+        return sum(int(counter.get("count", 0)) for counter in self.counters)
+
+
+def read_account_items(store: ShardStore, account_id: str) -> AccountItems | None:
+    """The account item and its eventual counter in one BatchGetItem, and for a busy account its
+    other admission and counter shards in one more; None if there is no such account."""
+    found = store.read_keys([account_key(account_id), counter_key(account_id)])
+    account = next((item for item in found if item[SK] == schema.ACCOUNT_SORT_KEY), None)
+    if account is None:
+        return None
+    span = shard_state(account).span
+    if span > 1:
+        others = [shard_key(account_id, shard) for shard in range(1, span)]
+        found += store.read_keys(others + other_counter_keys(account_id, span))
+    shards = sorted((item for item in found if item[SK] == schema.SHARD_SORT_KEY), key=shard_index)
+    counters = [item for item in found if item[SK] == schema.EVENTUAL_COUNTER_SORT_KEY]
+    return AccountItems([account, *shards], counters)
 
 
 def resource_key(account_id: str, resource_id: str) -> dict[str, Any]:
@@ -242,33 +272,14 @@ class DynamoApiStore(ShardStore):
         return self._transact("set limit", [{"Update": update}, *checks])
 
     def read_usage(self, account_id: str) -> Usage | None:
-        wanted = [account_key(account_id), counter_key(account_id)]
-        found: dict[str, dict[str, Any]] = {}
-        for _ in range(4):  # BatchGetItem may leave keys unprocessed under load
-            response = self._call(
-                "read usage",
-                self._client.batch_get_item,
-                RequestItems={self._table: {"Keys": wanted, "ConsistentRead": True}},
-            )
-            for item in response.get("Responses", {}).get(self._table, []):
-                found[item[SK]["S"]] = from_attributes(item)
-            wanted = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-            if not wanted:
-                break
-        else:
-            raise StoreUnavailable("read usage: keys left unprocessed", may_have_landed=False)
-        account = found.get(schema.ACCOUNT_SORT_KEY)
-        if account is None:
+        read = read_account_items(self, account_id)
+        if read is None:
             return None
-        state = shard_state(account)
-        others = self.read_shards(account_id, range(1, state.span)) if state.span > 1 else []
-        counters = [found.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})]
-        counters += self.read_keys(other_counter_keys(account_id, state.span))
         return Usage(
             account_id=account_id,
-            limit=state.limit,
-            best_effort_net=state.best_effort + sum(shard.best_effort for shard in others),
-            eventual=sum(int(counter.get("count", 0)) for counter in counters),
+            limit=shard_state(read.shards[0]).limit,
+            best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
+            eventual=read.eventual,
         )
 
     def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
@@ -554,25 +565,13 @@ class DynamoHealingStore:
         self._shards = ShardStore(client, table_name)
 
     def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
-        response = self._request(
-            self._client.batch_get_item,
-            RequestItems={
-                self._table: {"Keys": [account_key(account_id), counter_key(account_id)], "ConsistentRead": True}
-            },
-        )
-        items = {item[SK]["S"]: from_attributes(item) for item in response["Responses"].get(self._table, [])}
-        if response.get("UnprocessedKeys"):
-            raise TransientStoreError("read account state: keys left unprocessed")
-        account = items.get(schema.ACCOUNT_SORT_KEY)
-        if account is None:
-            return None
-        span = shard_state(account).span
         try:
-            shard_items = [account, *(self._shards.read_items(account_id, range(1, span)) if span > 1 else [])]
-            counters = [items.get(schema.EVENTUAL_COUNTER_SORT_KEY, {})]
-            counters += self._shards.read_keys(other_counter_keys(account_id, span))
+            read = read_account_items(self._shards, account_id)
         except StoreUnavailable as error:
             raise TransientStoreError(str(error)) from error
+        if read is None:
+            return None
+        account, shard_items = read.shards[0], read.shards
         shards = tuple(map(shard_state, shard_items))
         written = latest_write(shard_items)
         state = AccountState(
@@ -581,10 +580,10 @@ class DynamoHealingStore:
             admitted=sum(shard.admitted for shard in shards),
             heal_epoch=int(account.get("heal_epoch", 0)),
             last_write_at=written if written is not None else str(account.get("updated_at", "")),
-            leases=tuple(sorted((lease for item in shard_items for lease in held_leases(item)), key=_lease_order)),
+            leases=leases.in_order(lease for item in shard_items for lease in held_leases(item)),
             shards=shards,
         )
-        return state, sum(int(counter.get("count", 0)) for counter in counters)
+        return state, read.eventual
 
     def has_pending_work(self, account_id: str) -> bool:
         request: dict[str, Any] = {
@@ -711,7 +710,3 @@ class DynamoHealingStore:
             return method(**request)
         except (ClientError, BotoCoreError) as error:
             raise TransientStoreError(str(error)) from error
-
-
-def _lease_order(lease: Lease) -> tuple[str, str, int]:
-    return (lease.taken_at, lease.attribute, lease.shard)

@@ -350,10 +350,6 @@ class ShardStore:
     def _transact(self, operation: str, items: list[dict[str, Any]]) -> bool:
         """One transaction (the SDK adds a ClientRequestToken, so its retries apply it once);
         False when it was cancelled: a condition failed or it lost a race."""
-        for item in items:
-            update = item.get("Update")
-            if update is not None and "#pk" in update.get("ConditionExpression", ""):
-                update.setdefault("ExpressionAttributeNames", {})["#pk"] = PK
         try:
             self._client.transact_write_items(TransactItems=items)
         except ClientError as error:

@@ -72,7 +72,12 @@ def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
             if name.startswith(prefix) and isinstance(value, str) and " " in value:
                 resource_id, taken_at = value.split(" ", 1)
                 found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
-    return tuple(sorted(found, key=lambda lease: (lease.taken_at, lease.attribute, lease.shard)))
+    return in_order(found)
+
+
+def in_order(held: Iterable[Lease]) -> tuple[Lease, ...]:
+    """Leases oldest first (ties by name, then shard), as every reader lists them."""
+    return tuple(sorted(held, key=lambda lease: (lease.taken_at, lease.attribute, lease.shard)))
 
 
 def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
