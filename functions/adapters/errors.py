@@ -28,6 +28,15 @@ def may_have_landed(error: Exception) -> bool:
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 
+# A transaction cancelled because one of its items had no capacity: that action's reason code.
+THROTTLING_REASON = "ThrottlingError"
+
+
+def cancellation_codes(error: ClientError) -> set[str]:
+    """The reason codes of a cancelled transaction (TransactionCanceledException)."""
+    return {str(reason.get("Code", "")) for reason in error.response.get("CancellationReasons") or []}
+
+
 def unavailable(operation: str, error: Exception) -> StoreUnavailable:
     throttled = isinstance(error, ClientError) and error_code(error) in THROTTLING_CODES
     return StoreUnavailable(f"{operation} failed: {error}", may_have_landed=may_have_landed(error), throttled=throttled)

@@ -16,7 +16,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.errors import error_code, unavailable
+from functions.adapters.errors import THROTTLING_REASON, cancellation_codes, error_code, unavailable
 from functions.core import keys, leases, schema
 from functions.core.admission import ShardState
 from functions.core.errors import AccountNotFound, StoreUnavailable
@@ -243,16 +243,18 @@ class ShardStore:
             if error_code(error) != CCF:
                 raise unavailable("adopt account", error) from error
 
-    def grant(self, account_id: str, shard: int, slots: int) -> bool:
+    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+        # Shard 0 is never retired; any other donor gives only while it is open.
+        open_donor = "" if donor == 0 else f" AND attribute_not_exists({RETIRED})"
         return self._transact(
             "grant room",
             [
                 {
                     "Update": {
                         "TableName": self._table,
-                        "Key": shard_key(account_id, 0),
+                        "Key": shard_key(account_id, donor),
                         "UpdateExpression": f"ADD {ROOM} :minus, version :one",
-                        "ConditionExpression": f"{ROOM} >= :slots",
+                        "ConditionExpression": f"{ROOM} >= :slots{open_donor}",
                         "ExpressionAttributeValues": to_attributes({":minus": -slots, ":slots": slots, ":one": 1}),
                     }
                 },
@@ -267,6 +269,8 @@ class ShardStore:
                             "best_effort = if_not_exists(best_effort, :zero), "
                             f"heal_epoch = if_not_exists(heal_epoch, :zero) REMOVE {RETIRED}"
                         ),
+                        # Only to a dry shard: two creates that found it dry take one grant, not two.
+                        "ConditionExpression": f"attribute_not_exists({ROOM}) OR {ROOM} < :one OR {RETIRED} = :true",
                         "ExpressionAttributeNames": {"#type": schema.ITEM_TYPE_ATTRIBUTE, "#shard": "shard"},
                         "ExpressionAttributeValues": to_attributes(
                             {
@@ -277,6 +281,7 @@ class ShardStore:
                                 ":shard": shard,
                                 ":bucket": keys.activity_bucket(account_id, shard),
                                 ":zero": 0,
+                                ":true": True,
                             }
                         ),
                     }
@@ -349,10 +354,13 @@ class ShardStore:
 
     def _transact(self, operation: str, items: list[dict[str, Any]]) -> bool:
         """One transaction (the SDK adds a ClientRequestToken, so its retries apply it once);
-        False when it was cancelled: a condition failed or it lost a race."""
+        False when it was cancelled: a condition failed or it lost a race. Cancelled because an item
+        had no capacity left, it raises a throttled StoreUnavailable: the caller spreads elsewhere."""
         try:
             self._client.transact_write_items(TransactItems=items)
         except ClientError as error:
+            if error_code(error) == CANCELLED and THROTTLING_REASON in cancellation_codes(error):
+                raise StoreUnavailable(f"{operation}: throttled", may_have_landed=False, throttled=True) from error
             if error_code(error) in (CANCELLED, TRANSACTION_CONFLICT):
                 return False
             raise unavailable(operation, error) from error

@@ -15,8 +15,12 @@ shard 0's room is not negative: exactly the single-item invariant, without a sin
 * **Admit**: `room - 1, admitted + 1` on one shard, if `room >= 1`: one conditional write, no
   transaction, as before. A process picks a shard at random among the account's active ones but
   shard 0, which keeps its capacity for granting room (and admits when the others have none).
-* **A shard that ran dry** gets part of shard 0's room (a two-item transaction: shard 0 gives,
-  the shard takes, the sum unchanged), or the create admits on a shard that still has room.
+* **A shard that ran dry** takes half the room of its *donor* (a two-item transaction: the donor
+  gives, the shard takes, the sum unchanged). Shard i's donor is i without its highest bit (3 -> 1,
+  6 -> 2, 4 -> 0): when an account doubles from n to 2n shards each old shard gives half its room to
+  one new one, so shard 0 grants 6 times on the way to 64 shards, not 63, and the room ends evenly
+  spread. A donor without room sends the shard to shard 0 for a share of its room, or the create
+  admits on a shard that still has room.
 * **Refuse** only when shard 0 has no room and a consistent snapshot of every shard
   (TransactGetItems) shows no room anywhere: a 409 means the account was full at one instant.
 * **Release** on the shard that admitted the resource (the resource item names it): `room + 1`.
@@ -87,10 +91,11 @@ class AdmissionStore(Protocol):
         instant (TransactGetItems)."""
         ...
 
-    def grant(self, account_id: str, shard: int, slots: int) -> bool:
-        """Move `slots` of room from shard 0 to `shard` (creating it, un-retiring it) in one
-        transaction, if shard 0 has that much room; False if it did not, or the transaction lost a
-        race."""
+    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+        """Move `slots` of room from `donor` to `shard` (creating it, un-retiring it) in one
+        transaction, if the donor has that much room (and, but for shard 0, is not retired) and the
+        shard has none (so two creates on one dry shard do not both take a grant); False if not,
+        or if the transaction lost a race."""
         ...
 
     def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
@@ -162,9 +167,6 @@ class Directory:
         while len(self._known) > self.settings.remembered_accounts:
             self._known.popitem(last=False)
 
-    def forget(self, account_id: str) -> None:
-        self._known.pop(account_id, None)
-
     def observe(self, account_id: str, shard: int, version: int) -> float | None:
         """The shard's writes per second since this process last saw its version, once at least
         `min_window` has passed; None before that, or when the last sighting is too old."""
@@ -191,21 +193,30 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
         placed = replace(lease, shard=shard)
         try:
             reserved = store.reserve_on(account_id, placed)
+            if reserved is None:
+                shard = find_room(store, directory, account_id, shard)
+                continue
         except StoreUnavailable as failure:
             if not failure.throttled:
                 raise
-            # The shard is hotter than a partition takes: grow now, without waiting to measure a
-            # rate from writes that no longer land, and try a shard of the new layout.
+            # The shard (or, finding room, the one it asked) is hotter than a partition takes. A
+            # process that did not know the layout reads it first: the account may have grown
+            # already. Otherwise grow now, without waiting to measure a rate from writes that no
+            # longer land; then try a shard of the new layout (never shard 0 on a grown account).
             throttled = failure
+            known = directory.layout(account_id)
+            if known is None:
+                known = _learn(store, directory, account_id)
+                if known is not None and known[0] > 1:
+                    shard = directory.pick(account_id)
+                    continue
             _grow(store, directory, account_id, shard, "throttled")
             shard = directory.pick(account_id)
             continue
-        if reserved is not None:
-            if reserved.layout is not None:
-                directory.learn(account_id, *reserved.layout)
-            _grow_if_hot(store, directory, account_id, shard, reserved.version)
-            return placed, reserved.heal_epoch
-        shard = find_room(store, directory, account_id, shard)
+        if reserved.layout is not None:
+            directory.learn(account_id, *reserved.layout)
+        _grow_if_hot(store, directory, account_id, shard, reserved.version)
+        return placed, reserved.heal_epoch
     if throttled is not None:
         raise throttled
     raise StoreUnavailable(f"admission on {account_id}: the room found was taken first", may_have_landed=False)
@@ -213,10 +224,16 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
 
 def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry: int) -> int:
     """A shard to try next after shard `dry` had no room; raises LimitExceeded when none has any."""
+    donor = donor_of(dry)
+    if donor > 0 and _take_half(store, account_id, dry):
+        return dry
     account = _account(store, account_id)
     directory.learn(account_id, account.active, account.span)
     if account.room >= 1:
-        slots = account.room // account.active
+        # Shard 0 is the donor of 1, 2, 4, ...: half its room, as every donor gives; to any other
+        # shard whose donor had none, a share as if every active shard took one, and at least one
+        # slot while shard 0 keeps one (a small limit over many shards still spreads).
+        slots = account.room // 2 if donor == 0 else max(account.room // account.active, min(account.room - 1, 1))
         if 0 < dry < account.active and slots >= 1 and store.grant(account_id, dry, slots):
             return dry
         return 0
@@ -237,6 +254,30 @@ def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry:
     if found is not None:
         return found
     raise LimitExceeded(account_id, account.limit)
+
+
+def donor_of(shard: int) -> int:
+    """The shard that gives `shard` room when it runs dry: `shard` without its highest bit."""
+    return shard - (1 << (shard.bit_length() - 1)) if shard > 0 else 0
+
+
+def ancestors(shard: int) -> list[int]:
+    """`shard`'s donor, its donor's donor, and so on, nearest first, shard 0 left out."""
+    found = []
+    while (shard := donor_of(shard)) > 0:
+        found.append(shard)
+    return found
+
+
+def _take_half(store: AdmissionStore, account_id: str, dry: int) -> bool:
+    """Half the room of `dry`'s nearest open ancestor with two slots or more (one read of them all,
+    then one grant), so a shard whose donor has not opened yet still leaves shard 0 alone."""
+    found = {shard.shard: shard for shard in store.read_shards(account_id, ancestors(dry))}
+    for candidate in ancestors(dry):
+        donor = found.get(candidate)
+        if donor is not None and not donor.retired and donor.room >= 2:
+            return store.grant(account_id, dry, donor.room // 2, donor=candidate)
+    return False
 
 
 def _where_room_is(store: AdmissionStore, account_id: str, account: ShardState, others: list[ShardState]) -> int | None:
@@ -262,15 +303,24 @@ def _grow_if_hot(store: AdmissionStore, directory: Directory, account_id: str, s
         _grow(store, directory, account_id, shard, f"{rate:.0f} writes/s")
 
 
+def _learn(store: AdmissionStore, directory: Directory, account_id: str) -> tuple[int, int] | None:
+    """The account's layout read from shard 0 (a read: shard 0 of a hot account is short of writes,
+    not of reads), or what this process knew when the read fails."""
+    try:
+        first = _account(store, account_id)
+    except StoreUnavailable:
+        return directory.layout(account_id)
+    directory.learn(account_id, first.active, first.span)
+    return first.active, first.span
+
+
 def _grow(store: AdmissionStore, directory: Directory, account_id: str, shard: int, why: str) -> None:
     """Double the account's active shards (up to max_shards). Growing is an optimisation: a
     failure here fails nothing."""
     try:
-        layout = directory.layout(account_id)
+        layout = directory.layout(account_id) or _learn(store, directory, account_id)
         if layout is None:
-            first = _account(store, account_id)
-            layout = (first.active, first.span)
-            directory.learn(account_id, *layout)  # grown or not, the next pick spreads over it
+            return
         active, span = layout
         if active >= directory.settings.max_shards:
             return
@@ -282,4 +332,6 @@ def _grow(store: AdmissionStore, directory: Directory, account_id: str, shard: i
         logger.info("account %s: shard %d %s; %d -> %d shards", account_id, shard, why, active, to)
         directory.learn(account_id, to, max(span, to))
     else:
-        directory.forget(account_id)  # someone else changed the layout: learn it again
+        # Someone else changed the layout first: read it, rather than fall back to shard 0, whose
+        # writes every process of a hot account would then share.
+        _learn(store, directory, account_id)

@@ -173,3 +173,27 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     assert (first.room, first.admitted, first.active, first.span) == (0, 3, 1, 1)
     harness.pump()
     harness.check_invariants()
+
+
+def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(harness: Harness) -> None:
+    """The adapter's conditions on DynamoDB: a donor's grant to a shard with room is refused (two
+    creates that found it dry take one grant), and a retired donor gives nothing."""
+    spread(harness, "acme", 40, shards=4)
+    store = clients.api_store()
+    assert store.grant("acme", 1, 20)  # from shard 0, which creates the shard item
+    assert store.grant("acme", 3, 10, donor=1)
+    assert not store.grant("acme", 3, 2, donor=1)  # shard 3 has room now
+    assert not store.grant("acme", 2, 30, donor=1)  # more than the donor has
+    rooms = {shard.shard: shard.room for shard in store.read_shards("acme", range(4))}
+    assert rooms == {0: 20, 1: 10, 3: 10}
+    # A retired shard can hold room (its releases land there until shard 0 gathers them): it
+    # gives none of it away.
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key={"pk": {"S": "SHARD#acme#01"}, "sk": {"S": "SHARD"}},
+        UpdateExpression="SET retired = :true",
+        ExpressionAttributeValues={":true": {"BOOL": True}},
+    )
+    assert not store.grant("acme", 2, 5, donor=1)
+    assert store.read_shards("acme", [1])[0].room == 10
+    harness.check_invariants()

@@ -87,7 +87,7 @@ class RecordingStore:
     def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
         return [self.account] if self.account is not None and 0 in shards else []
 
-    def grant(self, account_id: str, shard: int, slots: int) -> bool:
+    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
         raise AssertionError("a one-shard account never grants")
 
     def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:

@@ -70,13 +70,13 @@ class Shards:
         source = self.items if snapshot else {**self.items, **self.stale}
         return [source[i] for i in shards if i in source]
 
-    def grant(self, account_id: str, shard: int, slots: int) -> bool:
-        self.calls.append(f"grant {slots} to {shard}")
-        first = self.items[0]
-        if first.room < slots:
-            return False
+    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+        self.calls.append(f"grant {slots} to {shard}" + (f" from {donor}" if donor else ""))
+        giver = self.items[donor]
         target = self.items.get(shard, ShardState(shard, room=0))
-        self.items[0] = replace(first, room=first.room - slots, version=first.version + 1)
+        if giver.room < slots or giver.retired or (target.room >= 1 and not target.retired):
+            return False
+        self.items[donor] = replace(giver, room=giver.room - slots, version=giver.version + 1)
         self.items[shard] = replace(target, room=target.room + slots, retired=False, version=target.version + 1)
         return True
 
@@ -196,24 +196,84 @@ def test_a_process_with_an_older_layout_learns_the_newer_one_when_its_shards_run
     store = Shards.of(limit=80, rooms=[10] * 8)
     known = Directory(ShardingSettings(grow_at=250), clock, random.Random(1))
     known.learn("a1", 2, 2)
-    known.pick = lambda account_id: 1 if known.layout(account_id) == (2, 2) else 0  # type: ignore[method-assign]
+    known.pick = lambda account_id: 1  # type: ignore[method-assign]
     reserve(store, known, "a1", lease())
     clock.now += 1
     store.items[1] = replace(store.items[1], version=store.items[1].version + 300)  # others' writes
     reserve(store, known, "a1", lease())
-    assert store.calls == ["reserve 1", "reserve 1", "active 2 -> 4"]  # lost: the account has 8
-    assert known.layout("a1") is None
-    placed, _ = reserve(store, known, "a1", lease())
-    assert (placed.shard, known.layout("a1")) == (0, (8, 8))
+    # Its growth lost (the account has 8): it reads the layout, and does not fall back to shard 0.
+    assert store.calls == ["reserve 1", "reserve 1", "active 2 -> 4", "read [0]"]
+    assert known.layout("a1") == (8, 8)
 
 
-def test_a_dry_shard_gets_a_share_of_shard_0s_room_and_admits() -> None:
+def test_a_dry_shard_whose_donor_is_shard_0_gets_half_its_room_and_admits() -> None:
     store = Shards.of(limit=40, rooms=[32, 8, 0, 0])
     placed, _ = reserve(store, shard_picked(directory(store), 2), "a1", lease())
-    assert store.calls == ["reserve 2", "read [0]", "grant 8 to 2", "reserve 2"]
+    assert store.calls == ["reserve 2", "read [0]", "grant 16 to 2", "reserve 2"]
     assert placed.shard == 2
-    assert (store.items[0].room, store.items[2].room) == (24, 7)
+    assert (store.items[0].room, store.items[2].room) == (16, 15)
     assert store.held() == 40
+
+
+def test_a_dry_shard_takes_half_its_donors_room_without_touching_shard_0() -> None:
+    store = Shards.of(limit=40, rooms=[20, 10, 10, 0])
+    placed, _ = reserve(store, shard_picked(directory(store), 3), "a1", lease())
+    assert store.calls == ["reserve 3", "read [1]", "grant 5 to 3 from 1", "reserve 3"]
+    assert (placed.shard, store.items[1].room, store.items[3].room, store.held()) == (3, 5, 4, 40)
+
+
+def test_a_shard_whose_donor_has_not_opened_takes_from_the_nearest_ancestor_that_has() -> None:
+    store = Shards.of(limit=100, rooms=[60, 40], active=16)
+    store.items[0] = replace(store.items[0], span=16)
+    placed, _ = reserve(store, shard_picked(directory(store), 13), "a1", lease())  # 13 -> 5 -> 1
+    assert store.calls == ["reserve 13", "read [5, 1]", "grant 20 to 13 from 1", "reserve 13"]
+    assert (placed.shard, store.items[0].room, store.held()) == (13, 60, 100)
+
+
+def test_a_donor_without_room_sends_the_shard_to_shard_0_for_a_share() -> None:
+    store = Shards.of(limit=40, rooms=[8, 1, 0, 0])
+    placed, _ = reserve(store, shard_picked(directory(store), 3), "a1", lease())
+    assert store.calls == ["reserve 3", "read [1]", "read [0]", "grant 2 to 3", "reserve 3"]
+    assert (placed.shard, store.items[1].room, store.held()) == (3, 1, 40)
+
+
+def test_with_less_room_than_shards_a_dry_shard_still_gets_one_slot_while_shard_0_keeps_one() -> None:
+    store = Shards.of(limit=100, rooms=[3, 1] + [0] * 62)
+    placed, _ = reserve(store, shard_picked(directory(store), 5), "a1", lease())
+    assert store.calls == ["reserve 5", "read [1]", "read [0]", "grant 1 to 5", "reserve 5"]
+    assert (placed.shard, store.items[0].room) == (5, 2)
+    store.items[0] = replace(store.items[0], room=1)
+    placed, _ = reserve(store, shard_picked(directory(store), 7), "a1", lease())
+    assert (placed.shard, store.items[0].room) == (0, 0)  # its last slot: admitted on shard 0
+
+
+def test_a_retired_donor_gives_nothing() -> None:
+    store = Shards.of(limit=40, rooms=[8, 6, 0, 0])
+    store.items[1] = replace(store.items[1], retired=True)
+    reserve(store, shard_picked(directory(store), 3), "a1", lease())
+    assert "grant 3 to 3 from 1" not in store.calls
+    assert store.items[1].room == 6
+
+
+def test_growing_to_64_shards_takes_6_grants_from_shard_0_and_spreads_the_room_evenly() -> None:
+    """Each doubling: every shard gives half its room to one new shard (its donee)."""
+    store = Shards.of(limit=6400, rooms=[6400], active=MAX_SHARDS)
+    store.items[0] = replace(store.items[0], span=MAX_SHARDS)
+    for shard in range(1, MAX_SHARDS):  # the first create on each new shard, in the order they open
+        reserve(store, shard_picked(directory(store), shard), "a1", lease())
+    from_shard_0 = [call for call in store.calls if call.startswith("grant") and " from " not in call]
+    assert from_shard_0 == [f"grant {6400 >> k} to {1 << (k - 1)}" for k in range(1, 7)]  # 3200 to 1 ... 100 to 32
+    rooms = [store.items[i].room for i in range(MAX_SHARDS)]
+    assert min(rooms) >= 97, rooms  # 100 each, less the slots the creates took (one per shard)
+    assert max(rooms) <= 100, rooms
+    assert store.held() == 6400
+
+
+def test_two_creates_that_found_a_shard_dry_take_one_grant() -> None:
+    store = Shards.of(limit=40, rooms=[20, 10, 10, 0])
+    assert store.grant("a1", 3, 5, donor=1)
+    assert not store.grant("a1", 3, 2, donor=1)  # it has room now
+    assert (store.items[1].room, store.items[3].room) == (5, 5)
 
 
 def test_with_no_room_on_shard_0_a_create_admits_where_room_is_left() -> None:
@@ -399,3 +459,25 @@ def test_a_process_throttled_on_shard_0_of_a_grown_account_spreads_at_once() -> 
     assert store.calls[:2] == ["reserve 0 throttled", "read [0]"]
     assert known.layout("a1") == (MAX_SHARDS, MAX_SHARDS)
     assert placed.shard != 0
+
+
+def test_a_grant_refused_for_capacity_sends_the_create_to_another_shard_not_to_shard_0() -> None:
+    """Shard 0 of a hot account is short of writes: a shard waiting for its grant must not add its
+    create to shard 0's load (the old fallback), but try another shard."""
+    store = Shards.of(limit=400, rooms=[100, 0, 100, 100, 100], active=MAX_SHARDS)
+    store.items[0] = replace(store.items[0], span=MAX_SHARDS)
+    del store.items[1]  # not opened yet; its donor is shard 0
+
+    def shard_0_short(account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+        if donor == 0:
+            store.calls.append(f"grant to {shard} throttled")
+            raise StoreUnavailable("throttled", may_have_landed=False, throttled=True)
+        return Shards.grant(store, account_id, shard, slots, donor)
+
+    store.grant = shard_0_short  # type: ignore[method-assign]
+    known = directory(store, seed=2)
+    picks = iter([1, 3])
+    known.pick = lambda account_id: next(picks)  # type: ignore[method-assign]
+    placed, _ = reserve(store, known, "a1", lease())
+    assert store.calls == ["reserve 1", "read [0]", "grant to 1 throttled", "reserve 3"]
+    assert placed.shard == 3
