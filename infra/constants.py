@@ -23,6 +23,12 @@ ARCHITECTURE_CONTEXT_KEY: Final = "architecture"
 ARCHITECTURE_ARM64: Final = "arm64"
 ARCHITECTURE_X86_64: Final = "x86_64"
 DEFAULT_ARCHITECTURE: Final = ARCHITECTURE_ARM64
+# `-c streamBatchingWindowSeconds=2`: the consumer's event source gathers stream records for up to
+# this long before it invokes (MaximumBatchingWindowInSeconds, 0-300). Larger batches fold more
+# creates and deletes into each counter write (docs/scaling.md); the eventual count lags by as much.
+STREAM_BATCHING_WINDOW_CONTEXT_KEY: Final = "streamBatchingWindowSeconds"
+DEFAULT_STREAM_BATCHING_WINDOW_SECONDS: Final = 0
+MAX_STREAM_BATCHING_WINDOW_SECONDS: Final = 300
 # `-c skipBundling=true` synthesizes without building the Lambda package (no PyPI access needed).
 # The CLI always asks for bundling on synth/deploy and offers no switch to turn it off.
 SKIP_BUNDLING_CONTEXT_KEY: Final = "skipBundling"

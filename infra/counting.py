@@ -10,7 +10,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.core import schema
-from infra import constants
+from infra import constants, settings
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
@@ -43,6 +43,7 @@ class Counting(Construct):
                 # Every record must be counted, so start from the oldest one still in the stream.
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
                 batch_size=constants.STREAM_BATCH_SIZE,
+                max_batching_window=cdk.Duration.seconds(settings.stream_batching_window_seconds(self)),
                 filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in schema.STREAM_FILTER_PATTERNS],
                 report_batch_item_failures=True,
                 bisect_batch_on_error=constants.STREAM_BISECT_BATCH_ON_ERROR,

@@ -41,6 +41,22 @@ def architecture(scope: Construct) -> lambda_.Architecture:
     return _choice(scope, constants.ARCHITECTURE_CONTEXT_KEY, constants.DEFAULT_ARCHITECTURE, _ARCHITECTURES)
 
 
+def stream_batching_window_seconds(scope: Construct) -> int:
+    """Seconds the consumer's event source gathers stream records before it invokes (0: at once)."""
+    key = constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY
+    value = scope.node.try_get_context(key)
+    if value is None:
+        return constants.DEFAULT_STREAM_BATCHING_WINDOW_SECONDS
+    try:
+        seconds = int(str(value).strip())
+    except ValueError:
+        seconds = -1
+    if not 0 <= seconds <= constants.MAX_STREAM_BATCHING_WINDOW_SECONDS:
+        limit = constants.MAX_STREAM_BATCHING_WINDOW_SECONDS
+        raise ValueError(f'context "{key}" must be a whole number of seconds from 0 to {limit}, got {value!r}')
+    return seconds
+
+
 def _choice(scope: Construct, key: str, default: str, choices: Mapping[str, T]) -> T:
     """The context value named `key` (case and spaces ignored), one of `choices`; clear error otherwise."""
     value = scope.node.try_get_context(key)

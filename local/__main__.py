@@ -62,7 +62,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "each one here is a process); an API call beyond them is answered 500 at once, as API Gateway "
         "answers a throttled invocation (default 10)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "-c",
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="CDK context for the synthesized stack, as `cdk deploy -c` takes it (e.g. streamBatchingWindowSeconds=2)",
+    )
+    args = parser.parse_args(argv)
+    pairs = [item.partition("=") for item in args.context]
+    if any(not key or not sep for key, sep, _ in pairs):
+        parser.error("--context takes KEY=VALUE")
+    args.context = {key: value for key, _, value in pairs}
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             sqs_retry_visibility_seconds=args.sqs_retry_visibility,
             account_concurrency=args.account_concurrency,
             environment=scaled_environment(args.partition_limits),
+            context=args.context,
         )
     )
     try:

@@ -24,8 +24,8 @@ BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 BOOTSTRAP_VERSION = "30"
 
 
-def synthesize() -> dict[str, Any]:
-    """The stack's template, synthesized in a child process.
+def synthesize(context: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The stack's template with `context` over cdk.json's, synthesized in a child process.
 
     CDK runs a Node process behind the Python app. Keeping it out of the long-running runtime means
     Ctrl-C, which the terminal sends to the whole process group, has no Node process left here to
@@ -33,10 +33,14 @@ def synthesize() -> dict[str, Any]:
     """
     script = (
         "import json, sys; from infra.synth import synthesize_stack_template; "
-        "json.dump(synthesize_stack_template(), sys.stdout)"
+        "json.dump(synthesize_stack_template(json.loads(sys.argv[1])), sys.stdout)"
     )
     completed = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-c", script, json.dumps(dict(context or {}))],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if completed.returncode != 0:
         raise RuntimeError(f"cdk synthesis failed:\n{completed.stderr}")

@@ -1,6 +1,7 @@
 """Event source mappings as the Lambda service runs them, driven by the deployed settings.
 
-DynamoDB stream sources poll every shard, filter, batch up to BatchSize and invoke. They honour
+DynamoDB stream sources poll every shard, filter, batch up to BatchSize (gathering records for up to
+MaximumBatchingWindowInSeconds first) and invoke. They honour
 the partial batch response (checkpoint at the lowest failed sequence number, retry from there),
 whole-batch errors, BisectBatchOnFunctionError (bisecting does not use up retries),
 MaximumRetryAttempts and MaximumRecordAgeInSeconds. Then they send the on-failure record to the
@@ -87,6 +88,9 @@ class StreamMapping:
     stream_arn: str
     function: FunctionPool
     batch_size: int
+    # Lambda invokes when the batch is full or this many seconds after its first record came in
+    # (Lambda developer guide, "Batching behavior" of event source mappings); 0: at once.
+    batching_window_seconds: float
     starting_position: str
     patterns: list[dict[str, Any]]
     report_item_failures: bool
@@ -102,6 +106,7 @@ class StreamMapping:
             stream_arn=mapping["EventSourceArn"],
             function=function,
             batch_size=int(mapping.get("BatchSize", 100)),
+            batching_window_seconds=float(mapping.get("MaximumBatchingWindowInSeconds") or 0),
             starting_position=mapping.get("StartingPosition", "TRIM_HORIZON"),
             patterns=parse_filters(mapping.get("FilterCriteria")),
             report_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
@@ -138,6 +143,7 @@ class StreamShardPoller:
         self._poll_interval = poll_interval
         self._retry_delay = retry_delay
         self._pending: list[Record] = []
+        self._gathering_since = 0.0  # when the oldest pending record was read
         self.finished = threading.Event()
 
     def run(self) -> None:
@@ -154,9 +160,14 @@ class StreamShardPoller:
                     for raw in response.get("Records", []):
                         record = lambda_shaped(raw, self.mapping.stream_arn)
                         if matches_any(self.mapping.patterns, record):
+                            if not self._pending:
+                                self._gathering_since = time.monotonic()
                             self._pending.append(record)
                 if not self._pending:
                     self._send_held_replays()
+                    self._stop.wait(self._poll_interval)
+                    continue
+                if iterator and self._gathering(time.monotonic()):
                     self._stop.wait(self._poll_interval)
                     continue
                 batch = self._pending[: self.mapping.batch_size]
@@ -168,6 +179,11 @@ class StreamShardPoller:
                 logger.exception("stream poller for %s stopped", self.shard_id)
         finally:
             self.finished.set()
+
+    def _gathering(self, now: float) -> bool:
+        """Whether to wait for more records: the batch is not full and its window is still open."""
+        window = self.mapping.batching_window_seconds
+        return len(self._pending) < self.mapping.batch_size and now - self._gathering_since < window
 
     def _deliver(self, batch: list[Record], retries_used: int, invocations: int) -> None:
         """Invoke until the batch is done or discarded to the on-failure destination."""

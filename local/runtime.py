@@ -69,6 +69,8 @@ class RuntimeSettings:
     account_concurrency: int = 10
     faults: Sequence[Mapping[str, Any]] = ()
     chaos: ChaosConfig | None = None  # seeded random faults (local/chaos_faults.py); off by default
+    # CDK context for the synthesized stack (`python -m local -c KEY=VALUE`), over cdk.json's.
+    context: Mapping[str, str] = field(default_factory=dict)
     # Variables added to every function's environment, over the template's (scaled_environment).
     environment: Mapping[str, str] = field(default_factory=dict)
     # How long a failed SQS message stays invisible before its next try. None keeps the queue's
@@ -109,7 +111,8 @@ class LocalRuntime:
         """Deploy the synthesized template into the emulator (as `cdk deploy` would), then run it."""
         from local.deploy import deploy, synthesize
 
-        self.start(deploy(self.client, self.settings.region, synthesize(), self.settings.stack_name))
+        template = synthesize(self.settings.context)
+        self.start(deploy(self.client, self.settings.region, template, self.settings.stack_name))
 
     def start(self, outputs: Mapping[str, str]) -> None:
         self.outputs = dict(outputs)

@@ -156,6 +156,20 @@ def test_stream_event_source_settings(template_json: dict[str, Any]) -> None:
     assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq1_id, "Arn"]}}}
 
 
+def test_the_stream_batching_window_is_off_by_default_and_set_by_context(template_json: dict[str, Any]) -> None:
+    consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
+    assert event_source_mapping_of(template_json, consumer_id).get("MaximumBatchingWindowInSeconds", 0) == 0
+    windowed = synthesize_stack_template({constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: "2"})
+    consumer_id, _ = function_by_handler(windowed, constants.STREAM_CONSUMER_HANDLER)
+    assert event_source_mapping_of(windowed, consumer_id)["MaximumBatchingWindowInSeconds"] == 2
+
+
+@pytest.mark.parametrize("value", ["-1", "301", "1.5", "soon"])
+def test_a_stream_batching_window_outside_lambdas_range_is_rejected(value: str) -> None:
+    with pytest.raises(ValueError, match=r"streamBatchingWindowSeconds.*0 to 300"):
+        synthesize_stack_template({constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: value})
+
+
 def test_stream_filters_are_the_schema_patterns(template_json: dict[str, Any]) -> None:
     consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
     mapping = event_source_mapping_of(template_json, consumer_id)

@@ -67,6 +67,7 @@ def poller(function: ScriptedFunction, sent: list[tuple[str, dict[str, Any]]], *
         stream_arn=STREAM_ARN,
         function=function,  # type: ignore[arg-type]
         batch_size=settings.get("batch_size", 100),
+        batching_window_seconds=settings.get("batching_window_seconds", 0),
         starting_position="TRIM_HORIZON",
         patterns=[],
         report_item_failures=settings.get("report_item_failures", True),
@@ -78,11 +79,11 @@ def poller(function: ScriptedFunction, sent: list[tuple[str, dict[str, Any]]], *
     return StreamShardPoller(
         mapping,
         "shardId-1",
-        streams=None,
+        streams=settings.get("streams"),
         send_on_failure=lambda arn, body: sent.append((arn, json.loads(body))),
         stats=SourceStats(),
         stop=threading.Event(),
-        poll_interval=0,
+        poll_interval=settings.get("poll_interval", 0),
         retry_delay=lambda _: 0,
     )
 
@@ -174,3 +175,59 @@ def test_records_past_their_maximum_age_are_sent_on_without_an_invocation() -> N
     [(_, message)] = sent
     assert message["requestContext"]["condition"] == "MaximumRecordAgeExceeded"
     assert message["DDBStreamBatchInfo"]["startSequenceNumber"] == "1"
+
+
+@dataclass
+class TrickleStream:
+    """A stream shard that yields one scripted poll's records per GetRecords, then nothing."""
+
+    polls: list[list[int]]
+    read_at: list[float] = field(default_factory=list)
+
+    def get_shard_iterator(self, **_: Any) -> dict[str, str]:
+        return {"ShardIterator": "open"}
+
+    def get_records(self, **_: Any) -> dict[str, Any]:
+        self.read_at.append(time.monotonic())
+        found = self.polls.pop(0) if self.polls else []
+        raw = [{"eventName": "INSERT", "dynamodb": {"SequenceNumber": str(seq)}} for seq in found]
+        return {"Records": raw, "NextShardIterator": "open"}
+
+
+def run_until(poller_: StreamShardPoller, function: ScriptedFunction, batches: int) -> float:
+    """Runs the poller until `batches` invocations were made; the seconds that took."""
+    started = time.monotonic()
+    thread = threading.Thread(target=poller_.run, daemon=True)
+    thread.start()
+    while len(function.batches) < batches and time.monotonic() - started < 10:
+        time.sleep(0.01)
+    elapsed = time.monotonic() - started
+    poller_._stop.set()
+    thread.join(5)
+    return elapsed
+
+
+def test_without_a_batching_window_each_poll_is_invoked_at_once() -> None:
+    function = ScriptedFunction(lambda _: ok())
+    stream = TrickleStream([[1], [2], [3]])
+    run_until(poller(function, [], streams=stream, poll_interval=0.01), function, batches=3)
+    assert function.batches == [["1"], ["2"], ["3"]]
+
+
+def test_a_batching_window_gathers_records_until_it_closes() -> None:
+    function = ScriptedFunction(lambda _: ok())
+    stream = TrickleStream([[1], [2], [3]])
+    elapsed = run_until(
+        poller(function, [], streams=stream, poll_interval=0.01, batching_window_seconds=0.5), function, 1
+    )
+    assert function.batches == [["1", "2", "3"]]
+    assert elapsed >= 0.5
+
+
+def test_a_full_batch_goes_out_before_its_window_closes() -> None:
+    function = ScriptedFunction(lambda _: ok())
+    stream = TrickleStream([[1], [2], [3]])
+    settings = {"streams": stream, "poll_interval": 0.01, "batching_window_seconds": 60, "batch_size": 2}
+    elapsed = run_until(poller(function, [], **settings), function, batches=1)
+    assert function.batches == [["1", "2"]]
+    assert elapsed < 10
