@@ -30,9 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from infra import constants
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
-from local.partition_throttling import read_throttles
+from local.partition_throttling import by_family, read_throttles
 from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
@@ -58,7 +59,9 @@ class LoadReport:
     cold_starts: bool = False
     emulator_flavour: str = "tuned"
     partition_limits: str | None = None
-    partition_throttles: dict[str, int] = field(default_factory=dict)  # the emulator's refusals by place
+    stream_batching_window_seconds: int | None = None
+    partition_throttles: dict[str, int] = field(default_factory=dict)  # the emulator's refusals, busiest places
+    throttles_by_family: dict[str, int] = field(default_factory=dict)  # ... added up per kind of item or index
     account_concurrency: int = 0
     iterations_started: int = 0
     iterations_completed: int = 0
@@ -145,8 +148,11 @@ def run_load(
     return samples, time.monotonic() - began
 
 
-def wait_until_converged(api: HttpApi, live: Counter[str], accounts: list[str], timeout: float = 120.0) -> float | None:
-    """Seconds until every account's eventual and best-effort counters equal what exists."""
+def wait_until_converged(
+    api: HttpApi, live: Counter[str], accounts: list[str], timeout: float = 120.0, every: float = 0.1
+) -> float | None:
+    """Seconds until every account's eventual and best-effort counters equal what exists, polled
+    `every` seconds."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
         replies = {account: api.request("GET", f"/accounts/{account}") for account in accounts}
@@ -156,7 +162,7 @@ def wait_until_converged(api: HttpApi, live: Counter[str], accounts: list[str], 
             view["eventual"] == view["bestEffort"] == live[account] for account, view in views.items()
         ):
             return time.monotonic() - started
-        time.sleep(0.1)
+        time.sleep(every)
     return None
 
 
@@ -221,6 +227,10 @@ def plot(samples: list[Sample], report: LoadReport, path: str) -> None:
     plt.close(figure)
 
 
+def window_context(seconds: int | None) -> dict[str, str]:
+    return {} if seconds is None else {constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: str(seconds)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=8.0, help="iterations (create then delete) started per second")
@@ -265,6 +275,14 @@ def main(argv: list[str] | None = None) -> int:
         "the emulator's refusals are reported for the measured run only",
     )
     parser.add_argument(
+        "--stream-batching-window",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="deploy with context streamBatchingWindowSeconds=SECONDS (a scaled run's trickle of records "
+        "batched as the full rate would batch them; docs/scaling.md)",
+    )
+    parser.add_argument(
         "--cold",
         action="store_true",
         help="start sandboxes on demand during the load (default: all started first, as provisioned "
@@ -280,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         cold_starts=args.cold,
         emulator_flavour=args.emulator_flavour,
         partition_limits=args.partition_limits,
+        stream_batching_window_seconds=args.stream_batching_window,
         account_concurrency=args.account_concurrency,
     )
     with EmulatorProcess(
@@ -293,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 port=0,
                 account_concurrency=args.account_concurrency,
                 environment=scaled_environment(args.partition_limits),
+                context=window_context(args.stream_batching_window),
             )
         )
         runtime.deploy_and_start()
@@ -317,13 +337,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
             samples, elapsed = run_load(api, accounts, report.rate, args.duration, live)
             report.iterations_started = int(report.rate * args.duration)
-            converged = wait_until_converged(api, live, accounts)
-            report.seconds_to_converge = None if converged is None else round(converged, 2)
             if args.partition_limits:
+                # The load's refusals only: the polls below read every item of an account, and
+                # under scaled limits 10 reads a second of one item are more than it is given.
                 after = read_throttles(emulator.url)
                 refusals = {place: count - before.get(place, 0) for place, count in after.items()}
                 refusals = {place: count for place, count in refusals.items() if count}
                 report.partition_throttles = dict(sorted(refusals.items(), key=lambda pair: -pair[1])[:5])
+                report.throttles_by_family = by_family(refusals)
+            converged = wait_until_converged(api, live, accounts, every=2.0 if args.partition_limits else 0.1)
+            report.seconds_to_converge = None if converged is None else round(converged, 2)
         finally:
             runtime.stop()
     summarize(report, samples, elapsed)
@@ -343,7 +366,8 @@ def render(report: LoadReport) -> str:
     lines = [
         f"offered {report.rate}/s for {report.duration} s over {report.accounts} account(s)"
         f"{', sandboxes started on demand' if report.cold_starts else ''}, {report.emulator_flavour} emulator"
-        f"{f', partition limits x{report.partition_limits}' if report.partition_limits else ''}; "
+        f"{f', partition limits x{report.partition_limits}' if report.partition_limits else ''}"
+        f"{f', stream batching window {w} s' if (w := report.stream_batching_window_seconds) else ''}; "
         f"achieved {report.achieved_rate}/s ({report.iterations_completed}/{report.iterations_started} iterations)",
         f"emulator ceiling: {report.emulator_calls_per_second} conditional writes/s / {CALLS_PER_ITERATION} calls "
         f"= {report.ceiling_iterations_per_second} iterations/s; achieved = {report.share_of_ceiling:.0%} of it",
@@ -352,6 +376,9 @@ def render(report: LoadReport) -> str:
         lines.append(f"  {operation:<15} " + "  ".join(f"{name} {value} ms" for name, value in figures.items()))
     lines.append("  answers  " + ", ".join(f"{name}: {count}" for name, count in report.statuses.items()))
     lines.append(f"  failures {report.failures}")
+    if report.throttles_by_family:
+        families = ", ".join(f"{family} {count}" for family, count in report.throttles_by_family.items())
+        lines.append(f"  the emulator's refusals by kind of item: {families}")
     for place, refusals in report.partition_throttles.items():
         lines.append(f"  the emulator refused {refusals} request(s) for {place}")
     lines.append(f"  counters equal the truth {report.seconds_to_converge} s after the last answer")

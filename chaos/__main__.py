@@ -41,6 +41,18 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
     parser.add_argument("--break", dest="mutation", choices=sorted(MUTATIONS), help="plant a known bug")
     parser.add_argument("--report", default="chaos-report.json", help="where to write the JSON report")
     parser.add_argument("--quiescence-timeout", type=float, default=180.0)
+    parser.add_argument(
+        "--partition-limits",
+        metavar="FACTOR",
+        help="the emulator enforces DynamoDB's partition limits times FACTOR (1/100): hot accounts throttle and "
+        "grow admission shards",
+    )
+    parser.add_argument(
+        "--partition-burst-seconds",
+        type=float,
+        default=0.0,
+        help="unused capacity an item keeps for bursts, in seconds of its scaled rate (default 0)",
+    )
     args = parser.parse_args(argv)
     rates = {kind: rate * args.scale_rates for kind, rate in DEFAULT_RATES.items()}
     for item in args.rate:
@@ -63,6 +75,8 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         quiescence_timeout=args.quiescence_timeout,
         fatal=args.ambiguous_writes is None,
         late_single_item_only=args.ambiguous_writes is not None,
+        partition_limits=args.partition_limits,
+        partition_burst_seconds=args.partition_burst_seconds,
     )
     return settings, args.report
 
@@ -86,6 +100,10 @@ def render(report: Report) -> str:
         lines.append(f"  {check.name:<88} {check.checked:>7} checked  {verdict}")
         lines += [f"      {violation}" for violation in check.violations[:5]]
     lines.append(f"\nmax limit overshoot observed: {report.max_limit_overshoot} (bound: {report.overshoot_bound})")
+    lines.append(f"most admission shards of one account: {report.most_admission_shards}")
+    if report.settings.get("partition_limits"):
+        lines.append(f"partition limits x{report.settings['partition_limits']}; the emulator refused:")
+        lines += [f"  {count:>7}  {place}" for place, count in report.partition_throttles.items()] or ["  nothing"]
     lines.append(f"time to quiescence after the clients stopped: {report.seconds_to_quiescence} s")
     lines.append(f"total time: {report.seconds_total} s")
     lines.append(f"violations: {report.violations}")

@@ -30,7 +30,8 @@ from functions.core.redrive import InvalidFailureMessage, parse_failure_message
 from local.chaos_faults import ALL_KINDS, ChaosConfig, read_ledger
 from local.emulator import EmulatorProcess
 from local.http_client import HttpApi
-from local.runtime import LocalRuntime, RuntimeSettings
+from local.partition_throttling import by_family, read_throttles
+from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
 FATAL_PREFIX = "fatal"
 FATAL_CREATES = 2
@@ -60,6 +61,10 @@ class ChaosSettings:
     late_single_item_only: bool = False  # lands_answers_late on single-item writes only, always a 500
     mutation: str | None = None
     quiescence_timeout: float = 180.0
+    # The emulator enforces DynamoDB's partition limits times this factor ("1/100"): hot accounts
+    # throttle, grow admission shards, and every check must still hold (docs/scaling.md).
+    partition_limits: str | None = None
+    partition_burst_seconds: float = 0.0
 
     @property
     def faults_on(self) -> bool:
@@ -96,6 +101,8 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     max_limit_overshoot: int = 0
     overshoot_bound: int = 0
+    most_admission_shards: int = 0  # the most shard items one account had at a sampled instant
+    partition_throttles: dict[str, int] = field(default_factory=dict)  # the emulator's refusals per kind of item
     seconds_to_quiescence: float | None = None
     seconds_total: float = 0.0
 
@@ -121,7 +128,9 @@ class Sampler(threading.Thread):
         self.eventual = Check("eventual = existing counted resources at every sampled instant")
         self.admitted = Check("admitted >= live at every sampled instant")
         self.limit = Check("live <= limit at every sampled instant")
+        self.held = Check("room + admitted = limit over every admission shard at every sampled instant")
         self.max_overshoot = 0
+        self.max_shards = 0
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -140,6 +149,12 @@ class Sampler(threading.Thread):
             shot.eventual == shot.processed, f"{shot.account_id}: eventual {shot.eventual} != counted {shot.processed}"
         )
         self.admitted.expect(shot.admitted >= live, f"{shot.account_id}: admitted {shot.admitted} < live {live}")
+        self.held.expect(
+            shot.room + shot.admitted == shot.limit,
+            f"{shot.account_id}: room {shot.room} + admitted {shot.admitted} != limit {shot.limit} "
+            f"over {shot.shards} shard(s)",
+        )
+        self.max_shards = max(self.max_shards, shot.shards)
         self.max_overshoot = max(self.max_overshoot, live - shot.limit)
         self.limit.expect(live <= shot.limit, f"{shot.account_id}: live {live} > limit {shot.limit}")
 
@@ -178,9 +193,12 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     if chaos is None and settings.mutation:
         chaos = ChaosConfig(settings.seed, ledger_path, {}, settings.mutation)
 
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(
+        partition_limits=settings.partition_limits, partition_burst_seconds=settings.partition_burst_seconds
+    ) as emulator:
         runtime = LocalRuntime(
             RuntimeSettings(
+                environment=scaled_environment(settings.partition_limits),
                 endpoint_url=emulator.url,
                 port=0,
                 faults=[fatal_rule] if any(a.fatal for a in accounts) else [],
@@ -225,6 +243,10 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             if settings.only_ambiguous_writes:
                 report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, ledger)
             report.max_limit_overshoot = max(0, sampler.max_overshoot)
+            report.most_admission_shards = sampler.max_shards
+            report.checks.append(sampler.held)
+            if settings.partition_limits:
+                report.partition_throttles = by_family(read_throttles(emulator.url))
             limit_check = sampler.limit
             limit_check.name = (
                 f"live <= limit at every sampled instant (documented overshoot bound: {report.overshoot_bound})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
@@ -36,3 +36,12 @@ def dynamodb_error(start_response: Callable[..., Any], code: str, message: str, 
         [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
     )
     return [body]
+
+
+def request_region(environ: Mapping[str, Any]) -> str:
+    """The region of the request's SigV4 credential scope (Credential=KEY/DATE/REGION/SERVICE/...)."""
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    try:
+        return str(authorization.split("Credential=")[1].split("/")[2])
+    except IndexError:
+        return "us-east-1"

@@ -28,13 +28,15 @@ from typing import Any
 
 from local.capacity.limits import AWS_BURST_SECONDS, PartitionLimits, parse_factor
 from local.client_request_tokens import ClientRequestTokens
+from local.partition_reads import TARGET as PARTITION_READS_TARGET
+from local.partition_reads import PartitionReads
 
 LOOPBACK = "127.0.0.1"
 READY_PREFIX = "READY "
 
 
 # JSON-protocol targets (X-Amz-Target header) of the services served one request at a time.
-SERIALIZED_TARGET_PREFIXES = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
+SERIALIZED_TARGET_PREFIXES = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.", PARTITION_READS_TARGET)
 
 
 class SerializedApplication:
@@ -211,7 +213,7 @@ def serve(
         from local.partition_throttling import MotoTables, PartitionThrottling
 
         application = PartitionThrottling(dispatcher, limits, MotoTables(os.environ["MOTO_ACCOUNT_ID"]))
-    application = ClientRequestTokens(application)
+    application = PartitionReads(ClientRequestTokens(application), os.environ["MOTO_ACCOUNT_ID"])
     if flavour == "plain":
         from werkzeug.serving import make_server
 

@@ -34,7 +34,7 @@ from local.capacity.billing import (
     write_units,
 )
 from local.capacity.limits import READ, WRITE, PartitionLimits, index_place, item_place
-from local.dynamodb_wire import dynamodb_error, give_body, read_body
+from local.dynamodb_wire import dynamodb_error, give_body, read_body, request_region
 
 TARGET_PREFIX = "DynamoDB_20120810."
 # GET this path on the emulator for the refusals so far, per place (the load benchmark reports them).
@@ -100,7 +100,7 @@ class PartitionThrottling:
             return self._application(environ, start_response)
         body = read_body(environ)
         request = json.loads(body or b"{}")
-        region = _region(environ)
+        region = request_region(environ)
         if operation in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"):
             return self._write(operation, request, region, environ, body, start_response)
         return self._read(operation, request, region, environ, body, start_response)
@@ -284,6 +284,22 @@ class PartitionThrottling:
         return answered[0], answer
 
 
+def by_family(refusals: Mapping[str, int]) -> dict[str, int]:
+    """Refusals added up per kind of place: "write SHARD" for every admission shard item, "read
+    ACCOUNT" for every account item, "write index <name>" for every key of an index, and so on
+    (the sort key names an item's family; a resource's is its id, so it counts as "resource")."""
+    families: dict[str, int] = {}
+    for place, count in refusals.items():
+        kind, _, rest = place.partition(" ")
+        if rest.startswith("index"):
+            family = f"{kind} index {rest.split(' index ')[1].split(' / ')[0]}"
+        else:
+            sort = rest.rsplit(" / ", 1)[-1]
+            family = f"{kind} {sort if sort.isupper() and '#' not in sort else 'resource'}"
+        families[family] = families.get(family, 0) + count
+    return dict(sorted(families.items(), key=lambda pair: -pair[1]))
+
+
 def read_throttles(emulator_url: str) -> dict[str, int]:
     """The emulator's refusals so far, per item or index key (GET THROTTLES_PATH)."""
     host, port = emulator_url.removeprefix("http://").split(":")
@@ -294,15 +310,6 @@ def read_throttles(emulator_url: str) -> dict[str, int]:
     finally:
         connection.close()
     return refusals
-
-
-def _region(environ: Mapping[str, Any]) -> str:
-    """The region of the request's SigV4 credential scope (Credential=KEY/DATE/REGION/SERVICE/...)."""
-    authorization = environ.get("HTTP_AUTHORIZATION", "")
-    try:
-        return str(authorization.split("Credential=")[1].split("/")[2])
-    except IndexError:
-        return "us-east-1"
 
 
 def _transaction_throttled(start_response: Callable[..., Any], actions: int, throttled: int) -> list[bytes]:

@@ -60,7 +60,7 @@ class PartitionLimits:
     clock: Callable[[], float] = time.monotonic
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    throttled: dict[str, int] = field(default_factory=dict)  # place -> refusals, for reports
+    throttled: dict[str, int] = field(default_factory=dict)  # "read|write <place>" -> refusals, for reports
 
     def _bucket(self, kind: str, place: str, now: float) -> Bucket:
         bucket = self._buckets.get((kind, place))
@@ -76,7 +76,8 @@ class PartitionLimits:
         with self._lock:
             for place in places:
                 if self._bucket(kind, place, now).refill(now) <= 0:
-                    self.throttled[place] = self.throttled.get(place, 0) + 1
+                    refused = f"{kind} {place}"
+                    self.throttled[refused] = self.throttled.get(refused, 0) + 1
                     return place
         return None
 

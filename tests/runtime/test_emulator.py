@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local.emulator import FLAVOURS, EmulatorProcess
+from local.partition_reads import read_partitions
 from tests.support.tables import create_table
 
 SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam")
@@ -279,3 +280,18 @@ def test_the_sdks_retry_of_a_transaction_whose_answer_was_lost_applies_it_once(a
     assert len(sent) == 2
     assert sent[0] == sent[1]  # the same token both times
     assert count_of(dynamodb, "tokens-retry") == 1
+
+
+def test_several_partitions_are_read_at_one_instant_for_the_checks_that_need_it(aws: dict[str, Any]) -> None:
+    """local/partition_reads.py: what chaos/truth.py reads an account's shards with."""
+    dynamodb = aws["dynamodb"]
+    create_table(dynamodb, "partitions")
+    for pk, sk in (("ACCOUNT#a", "ACCOUNT"), ("ACCOUNT#a", "RES#1"), ("SHARD#a#01", "SHARD"), ("ACCOUNT#b", "ACCOUNT")):
+        dynamodb.put_item(TableName="partitions", Item={"pk": {"S": pk}, "sk": {"S": sk}, "n": {"N": "1"}})
+    items = read_partitions(dynamodb.meta.endpoint_url, "partitions", ["ACCOUNT#a", "SHARD#a#01", "SHARD#a#02"])
+    assert sorted((item["pk"]["S"], item["sk"]["S"]) for item in items) == [
+        ("ACCOUNT#a", "ACCOUNT"),
+        ("ACCOUNT#a", "RES#1"),
+        ("SHARD#a#01", "SHARD"),
+    ]
+    assert items[0]["n"] == {"N": "1"}  # DynamoDB JSON, as the SDK's low-level client gives it

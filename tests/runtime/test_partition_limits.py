@@ -15,9 +15,11 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from functions.adapters.shards import ShardStore
 from functions.core import schema
+from functions.core.errors import StoreUnavailable
 from local.emulator import EmulatorProcess
-from local.partition_throttling import read_throttles
+from local.partition_throttling import by_family, read_throttles
 from tests.support.tables import create_table
 
 TABLE = "limited"
@@ -47,11 +49,14 @@ def key(pk: str, sk: str = "ITEM") -> dict[str, dict[str, str]]:
     return {schema.PARTITION_KEY: {"S": pk}, schema.SORT_KEY: {"S": sk}}
 
 
-def add_one(dynamodb: Any, pk: str) -> str:
+def add_one(dynamodb: Any, pk: str, sk: str = "ITEM") -> str:
     """'ok', or the error code DynamoDB answered."""
     try:
         dynamodb.update_item(
-            TableName=TABLE, Key=key(pk), UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}}
+            TableName=TABLE,
+            Key=key(pk, sk),
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
         )
     except ClientError as error:
         return str(error.response["Error"]["Code"])
@@ -69,7 +74,7 @@ def test_a_hot_item_is_throttled_at_the_scaled_rate(dynamodb: Any, emulator: Emu
     assert answers.count("ok") <= 1 * elapsed + 1 + 1
     assert add_one(dynamodb, "COLD#1") == "ok"  # another partition is not held back
     refusals = read_throttles(emulator.url)
-    assert refusals[f"item {TABLE} / HOT#1 / ITEM"] == answers.count("ProvisionedThroughputExceededException")
+    assert refusals[f"write item {TABLE} / HOT#1 / ITEM"] == answers.count("ProvisionedThroughputExceededException")
 
 
 def test_a_throttled_index_key_holds_back_writes_to_the_table(dynamodb: Any) -> None:
@@ -114,6 +119,20 @@ def test_a_throttled_action_cancels_its_transaction_with_a_throttling_reason(dyn
     assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=key("TX#cold"))  # nothing applied
 
 
+def test_a_grant_from_a_throttled_shard_is_told_as_a_throttle_not_as_a_lost_race(dynamodb: Any) -> None:
+    """The create that asked for the grant then spreads to another shard instead of going back to
+    the one that is short of writes (functions/core/admission.py)."""
+    store = ShardStore(dynamodb, TABLE)
+    account = {**key("ACCOUNT#busy", schema.ACCOUNT_SORT_KEY), "limit": {"N": "10"}, "room": {"N": "10"}}
+    dynamodb.put_item(TableName=TABLE, Item=account)
+    while add_one(dynamodb, "ACCOUNT#busy", schema.ACCOUNT_SORT_KEY) == "ok":
+        pass  # the account item has no write left this second
+    with pytest.raises(StoreUnavailable) as refused:
+        store.grant("busy", 1, 5)
+    assert refused.value.throttled
+    assert not refused.value.may_have_landed
+
+
 def test_a_batch_read_returns_the_throttled_keys_unprocessed(dynamodb: Any) -> None:
     dynamodb.put_item(TableName=TABLE, Item=key("READ#hot"))
     dynamodb.put_item(TableName=TABLE, Item=key("READ#cold"))
@@ -143,3 +162,21 @@ def test_requests_it_does_not_limit_reach_the_table_whole(dynamodb: Any) -> None
         ConsistentRead=True,
     )["Items"]
     assert [item[schema.SORT_KEY]["S"] for item in items] == ["A", "B"]
+
+
+def test_refusals_add_up_per_kind_of_item() -> None:
+    refusals = {
+        "write item T / ACCOUNT#a / ACCOUNT": 3,
+        "write item T / SHARD#a#01 / SHARD": 2,
+        "write item T / SHARD#a#02 / SHARD": 5,
+        "read item T / ACCOUNT#a / ACCOUNT": 1,
+        "write item T / ACCOUNT#a / RESOURCE#9f2": 4,
+        "write index partition key T index activity / ACTIVITY#3": 6,
+    }
+    assert by_family(refusals) == {
+        "write SHARD": 7,
+        "write index activity": 6,
+        "write resource": 4,
+        "write ACCOUNT": 3,
+        "read ACCOUNT": 1,
+    }
