@@ -6,6 +6,7 @@ No transaction runs here; DynamoDB failures surface as a plain 503 (functions/ap
 
 from __future__ import annotations
 
+import base64
 import time
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -138,16 +139,34 @@ def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[st
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Checked before routing: request validation would otherwise parse a huge body first.
     if body_size(event) > MAX_BODY_BYTES:
-        too_large = errors.error_response(
+        return plain_error(
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "PayloadTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
         )
-        return {
-            "statusCode": too_large.status_code,
-            "headers": {"Content-Type": content_types.APPLICATION_JSON},
-            "body": too_large.body,
-            "isBase64Encoded": False,
-        }
+    # API Gateway passes a body that is not UTF-8 base64-encoded; the resolver would fail to decode it.
+    if not utf8_body(event):
+        return plain_error(HTTPStatus.BAD_REQUEST, "ValidationError", "request body is not UTF-8 JSON")
     return app.resolve(as_json_request(event), context)
+
+
+def plain_error(status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
+    """An error answered before routing, in the API's error envelope."""
+    response = errors.error_response(status, code, message)
+    return {
+        "statusCode": response.status_code,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": response.body,
+        "isBase64Encoded": False,
+    }
+
+
+def utf8_body(event: dict[str, Any]) -> bool:
+    if not event.get("isBase64Encoded") or not event.get("body"):
+        return True
+    try:
+        base64.b64decode(event["body"]).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def as_json_request(event: dict[str, Any]) -> dict[str, Any]:

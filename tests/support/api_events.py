@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from dataclasses import dataclass
@@ -17,7 +18,15 @@ def proxy_event(
     """`received_ms`: when API Gateway received the request (epoch ms); now by default."""
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
-    text = body if isinstance(body, str) or body is None else json.dumps(body)
+    # Bytes that are not UTF-8 arrive base64-encoded, as API Gateway passes a binary body.
+    encoded = isinstance(body, bytes)
+    text = (
+        base64.b64encode(body).decode()
+        if encoded
+        else body
+        if isinstance(body, str) or body is None
+        else json.dumps(body)
+    )
     headers = {"Content-Type": "application/json", **(headers or {})}
     return {
         "resource": "/{proxy+}",
@@ -39,7 +48,7 @@ def proxy_event(
             "identity": {"sourceIp": "127.0.0.1"},
         },
         "body": text,
-        "isBase64Encoded": False,
+        "isBase64Encoded": encoded,
     }
 
 
