@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.cold:
                 print("starting every sandbox ...")
                 runtime.provision_every_sandbox()
-            api = HttpApi(runtime.api_url)
+            api = runtime.http_api()
             table = runtime.outputs["TableName"]
             print("measuring the emulator's ceiling ...")
             report.emulator_calls_per_second = round(measure_emulator(runtime.client("dynamodb"), table), 1)

@@ -15,7 +15,6 @@ import statistics
 import time
 
 from local.emulator import EmulatorProcess
-from local.http_client import HttpApi
 from local.runtime import LocalRuntime, RuntimeSettings
 
 
@@ -30,7 +29,7 @@ def main() -> None:
         runtime.deploy_and_start()
         startup = time.perf_counter() - started
         try:
-            api = HttpApi(runtime.api_url)
+            api = runtime.http_api()
             account_id = api.new_account(prefix="bench", limit=args.samples + 1)
             create_ms, counted_ms = [], []
             for index in range(args.samples):

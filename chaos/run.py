@@ -210,7 +210,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         )
         runtime.deploy_and_start()
         try:
-            api = HttpApi(runtime.api_url)
+            api = runtime.http_api()
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
             for account in accounts:

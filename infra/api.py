@@ -35,6 +35,8 @@ class Api(Construct):
             proxy=True,
             # The account-wide CloudWatch role is a one-per-region setting that a stack should not own.
             cloud_watch_role=False,
+            # Every method signed with SigV4 and allowed by the caller's IAM policy (infra/access.py).
+            default_method_options=apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.IAM),
             deploy_options=apigateway.StageOptions(
                 stage_name=constants.API_STAGE_NAME,
                 tracing_enabled=True,

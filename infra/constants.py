@@ -48,6 +48,12 @@ API_FUNCTION_ID: Final = "ApiFunction"
 STREAM_CONSUMER_FUNCTION_ID: Final = "StreamConsumerFunction"
 REDRIVE_FUNCTION_ID: Final = "RedriveFunction"
 REST_API_ID: Final = "RestApi"
+ACCESS_CONSTRUCT_ID: Final = "Access"
+TENANT_ROLE_ID: Final = "TenantRole"
+ADMIN_ROLE_ID: Final = "AdminRole"
+
+# Authorization (docs/security.md): the session tag that names a tenant role session's account.
+TENANT_TAG_KEY: Final = "tenant"
 
 # Stack outputs (top-level CfnOutputs, so the logical id is exactly the name).
 OUTPUT_API_URL: Final = "ApiUrl"
@@ -58,6 +64,9 @@ OUTPUT_DLQ2_URL: Final = "Dlq2Url"
 OUTPUT_DLQ1_ARN: Final = "Dlq1Arn"
 OUTPUT_DLQ2_ARN: Final = "Dlq2Arn"
 OUTPUT_DLQ2_ALARM_NAME: Final = "Dlq2AlarmName"
+OUTPUT_TENANT_ROLE_ARN: Final = "TenantRoleArn"
+OUTPUT_ADMIN_ROLE_ARN: Final = "AdminRoleArn"
+OUTPUT_TENANT_TAG_KEY: Final = "TenantTagKey"
 
 # Handlers, relative to the asset root that holds the `functions` package.
 API_HANDLER: Final = "functions.api.handler.handler"

@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from infra import constants, settings
+from infra.access import Access
 from infra.api import Api
 from infra.bundling import lambda_package
 from infra.counting import Counting
@@ -37,6 +38,7 @@ class HybridCounterStack(cdk.Stack):
             package=package,
         )
         api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, package=package)
+        access = Access(self, constants.ACCESS_CONSTRUCT_ID, rest_api=api.rest_api)
         sweeper = Sweeper(self, constants.SWEEPER_CONSTRUCT_ID, table=data.table, package=package)
 
         stream_arn = data.table.table_stream_arn
@@ -66,6 +68,12 @@ class HybridCounterStack(cdk.Stack):
                 dead_letters.final_queue_alarm.alarm_name,
                 "Alarm raised when DLQ 2 holds a message",
             ),
+            constants.OUTPUT_TENANT_ROLE_ARN: (
+                access.tenant_role.role_arn,
+                f"Assume with the session tag {constants.TENANT_TAG_KEY}=<account id> to call that account's paths",
+            ),
+            constants.OUTPUT_ADMIN_ROLE_ARN: (access.admin_role.role_arn, "Assume to call every path, set limits"),
+            constants.OUTPUT_TENANT_TAG_KEY: (constants.TENANT_TAG_KEY, "The session tag naming a tenant's account"),
         }
         for output_name, (value, description) in outputs.items():
             cdk.CfnOutput(self, output_name, value=value, description=description)
@@ -74,4 +82,5 @@ class HybridCounterStack(cdk.Stack):
         self.dead_letters = dead_letters
         self.counting = counting
         self.api = api
+        self.access = access
         self.sweeper = sweeper

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from infra import constants
+from local.identities import IDENTITIES_FILE
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     from local.emulator import EmulatorProcess
+    from local.identities import Identities
     from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
     emulator = None
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             account_concurrency=args.account_concurrency,
             environment=scaled_environment(args.partition_limits),
             context=args.context,
+            identities=Identities.load(IDENTITIES_FILE),
         )
     )
     try:
@@ -121,14 +124,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def callers(runtime: Any) -> list[str]:
+    """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4)."""
+    identities = runtime.settings.identities
+    admin, tenant = identities.admin, identities.tenant("acme")
+    sign = f"--aws-sigv4 aws:amz:{runtime.settings.region}:execute-api"
+    json_body = "-H 'Content-Type: application/json'"
+    return [
+        f"  admin         --user {admin.access_key_id}:{admin.secret_access_key}   (may set limits)",
+        f"  tenant acme   --user {tenant.access_key_id}:{tenant.secret_access_key}   (acme's paths only)",
+        f"                kept in {IDENTITIES_FILE}",
+        f"                try: curl {sign} --user {admin.access_key_id}:{admin.secret_access_key} {json_body} "
+        f"-X PUT {runtime.api_url}/accounts/acme -d '{{\"limit\": 5}}'",
+        f"                     curl {sign} --user {tenant.access_key_id}:{tenant.secret_access_key} {json_body} "
+        f'-X POST {runtime.api_url}/accounts/acme/resources -d \'{{"name": "vm-1"}}\'',
+    ]
+
+
 def print_summary(runtime: Any, endpoint: str, emulator_flavour: str, seconds: float) -> None:
     outputs = runtime.outputs
     print(
         "\n".join(
             [
                 "",
-                f"  API           {runtime.api_url}",
-                f"                try: curl -X PUT {runtime.api_url}/accounts/acme -d '{{\"limit\": 5}}'",
+                f"  API           {runtime.api_url}  (every request signed with SigV4: docs/security.md)",
+                *callers(runtime),
                 f"  emulator      {endpoint}{f'  (embedded moto, {emulator_flavour})' if emulator_flavour else ''}",
                 f"  table         {outputs.get(constants.OUTPUT_TABLE_NAME)}",
                 f"  stream        {outputs.get(constants.OUTPUT_STREAM_ARN)}",

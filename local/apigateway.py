@@ -14,7 +14,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local.event_sources import log_invocation
 from local.functions import FunctionPool, Invocation
+from local.iam_authorizer import Caller, IamAuthorizer
+from local.sigv4 import Refusal
 
 logger = logging.getLogger("local.runtime")
 
@@ -39,6 +41,7 @@ WORKERS = 512
 IDLE_CONNECTION_SECONDS = 5.0
 
 INTERNAL_SERVER_ERROR = b'{"message": "Internal server error"}'
+MISSING_AUTHENTICATION_TOKEN = b'{"message":"Missing Authentication Token"}'
 ENDPOINT_TIMED_OUT = b'{"message": "Endpoint request timed out"}'
 
 
@@ -68,6 +71,7 @@ class Route:
     resource_path: str
     method: str  # an HTTP method or ANY
     function: FunctionPool
+    authorization: str = "NONE"  # the method's authorizationType: NONE or AWS_IAM
 
     def match(self, method: str, path: str) -> dict[str, str] | None:
         if self.method not in ("ANY", method):
@@ -102,6 +106,7 @@ def proxy_event(
     path_parameters: Mapping[str, str] | None,
     stage: str,
     source_ip: str = "127.0.0.1",
+    caller: Caller | None = None,
 ) -> dict[str, Any]:
     """The Lambda proxy integration's request event (payload format 1.0)."""
     parts = urlsplit(raw_path)
@@ -135,7 +140,22 @@ def proxy_event(
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),
             "protocol": "HTTP/1.1",
-            "identity": {"sourceIp": source_ip, "userAgent": dict(headers).get("User-Agent", "")},
+            "identity": {
+                "sourceIp": source_ip,
+                "userAgent": dict(headers).get("User-Agent", ""),
+                # Filled for a method authorized with AWS_IAM, as API Gateway fills them.
+                **(
+                    {
+                        "accessKey": caller.identity.access_key_id,
+                        "accountId": caller.account_id,
+                        "caller": caller.principal,
+                        "user": caller.principal,
+                        "userArn": caller.user_arn,
+                    }
+                    if caller is not None
+                    else {}
+                ),
+            },
         },
         "body": text,
         "isBase64Encoded": encoded,
@@ -143,9 +163,12 @@ def proxy_event(
 
 
 class ApiGateway:
-    def __init__(self, routes: Sequence[Route], stage: str, host: str, port: int) -> None:
+    def __init__(
+        self, routes: Sequence[Route], stage: str, host: str, port: int, authorizer: IamAuthorizer | None = None
+    ) -> None:
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage
+        self._authorizer = authorizer
         self._host = host
         self._server = _Server((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, name="api-gateway", daemon=True)
@@ -161,6 +184,13 @@ class ApiGateway:
         if self._thread.is_alive():  # shutdown() waits for serve_forever: never call it before start()
             self._server.shutdown()
         self._server.server_close()
+
+    def authorize(
+        self, method: str, raw_path: str, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> Caller | Refusal:
+        if self._authorizer is None:  # the template asks for IAM but no roles were found: refuse all
+            return Refusal("ACCESS_DENIED", 403, "no IAM policies known to the local gateway", message_key="Message")
+        return self._authorizer.check(method, raw_path, dict(headers), body)
 
     def route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self._routes:
@@ -185,11 +215,17 @@ class ApiGateway:
                 path = urlsplit(self.path).path
                 found = gateway.route(self.command, path)
                 if found is None:
-                    self._reply(
-                        403, {"Content-Type": "application/json"}, b'{"message":"Missing Authentication Token"}'
-                    )
+                    self._reply(403, {"Content-Type": "application/json"}, MISSING_AUTHENTICATION_TOKEN)
                     return
                 route, parameters = found
+                caller = None
+                if route.authorization == "AWS_IAM":
+                    checked = gateway.authorize(self.command, self.path, self.headers.items(), body)
+                    if isinstance(checked, Refusal):
+                        log_refusal(self.command, path, checked)
+                        self._reply(checked.status, {"Content-Type": "application/json"}, checked.encoded())
+                        return
+                    caller = checked
                 event = proxy_event(
                     self.command,
                     self.path,
@@ -199,6 +235,7 @@ class ApiGateway:
                     parameters,
                     gateway._stage,
                     self.client_address[0],
+                    caller,
                 )
                 invocation = route.function.invoke(
                     event, synchronous=True, patience_seconds=INTEGRATION_TIMEOUT_SECONDS
@@ -220,9 +257,26 @@ class ApiGateway:
                 if self.command != "HEAD":
                     self.wfile.write(body)
 
+            def _no_such_method(self) -> None:
+                """A method no API Gateway resource declares (TRACE, say): API Gateway answers it as
+                it answers an unknown path, not with the HTTP server's HTML 501."""
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                self._reply(403, {"Content-Type": "application/json"}, MISSING_AUTHENTICATION_TOKEN)
+
+            def __getattr__(self, name: str) -> Any:
+                if name.startswith("do_"):
+                    return self._no_such_method
+                raise AttributeError(name)
+
         for method in METHODS:
             setattr(Handler, f"do_{method}", Handler._serve)
         return Handler
+
+
+def log_refusal(method: str, path: str, refusal: Refusal) -> None:
+    logger.info("api-gateway %s %s -> %d %s", method, path, refusal.status, refusal.response_type)
 
 
 def failure_answer(invocation: Invocation) -> tuple[int, bytes]:

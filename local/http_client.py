@@ -1,4 +1,5 @@
-"""A small HTTP client for the API, with nothing but the standard library (tests, benchmarks, chaos)."""
+"""A small HTTP client for the API (tests, benchmarks, chaos): the standard library, and botocore's
+SigV4 signer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from local.sigv4 import sign
+
 T = TypeVar("T")
 
 
@@ -22,18 +25,26 @@ class Reply:
 
 
 class HttpApi:
-    def __init__(self, base_url: str, timeout: float = 30) -> None:
+    """The API over HTTP, every request signed with SigV4 by `credentials` (the API's methods are
+    authorized with IAM: docs/security.md); unsigned when they are None."""
+
+    def __init__(self, base_url: str, timeout: float = 30, credentials: Any = None, region: str = "us-east-1") -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.credentials = credentials  # botocore credentials: access_key, secret_key, token
+        self.region = region
+
+    def signed_as(self, credentials: Any) -> HttpApi:
+        """The same API, called by someone else."""
+        return HttpApi(self.base_url, self.timeout, credentials, self.region)
 
     def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.base_url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json", **(headers or {})},
-        )
+        url = self.base_url + path
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        if self.credentials is not None:
+            all_headers = sign(self.credentials, self.region, method, url, data, all_headers)
+        request = urllib.request.Request(url, data=data, method=method, headers=all_headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return self._reply(response.status, dict(response.headers), response.read())

@@ -36,6 +36,9 @@ from local.event_sources import (
     log_invocation,
 )
 from local.functions import CHAOS_ENV, FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
+from local.http_client import HttpApi
+from local.iam_authorizer import IamAuthorizer
+from local.identities import ROLE_OUTPUTS, Identities
 
 logger = logging.getLogger("local.runtime")
 
@@ -69,6 +72,8 @@ class RuntimeSettings:
     account_concurrency: int = 10
     faults: Sequence[Mapping[str, Any]] = ()
     chaos: ChaosConfig | None = None  # seeded random faults (local/chaos_faults.py); off by default
+    # The callers the local API Gateway accepts (local/identities.py): an admin, tenants on demand.
+    identities: Identities = field(default_factory=Identities)
     # CDK context for the synthesized stack (`python -m local -c KEY=VALUE`), over cdk.json's.
     context: Mapping[str, str] = field(default_factory=dict)
     # Variables added to every function's environment, over the template's (scaled_environment).
@@ -157,6 +162,11 @@ class LocalRuntime:
             else:
                 logger.warning("event source %s is not supported locally", source)
 
+    def http_api(self, credentials: Any = None, timeout: float = 30) -> HttpApi:
+        """A client of the local API, signing as `credentials` (default: the admin identity)."""
+        signer = credentials or self.settings.identities.admin.credentials()
+        return HttpApi(self.api_url, timeout=timeout, credentials=signer, region=self.settings.region)
+
     def provision_every_sandbox(self) -> None:
         """Start every function's sandboxes up to its concurrency, as provisioned concurrency would
         (a load test's first seconds then measure the system, not its cold starts)."""
@@ -226,12 +236,33 @@ class LocalRuntime:
             for method in resource.get("resourceMethods", {}):
                 integration = api.get_integration(restApiId=rest_api_id, resourceId=resource["id"], httpMethod=method)
                 function_arn = _function_arn_of(integration.get("uri", ""))
+                declared = api.get_method(restApiId=rest_api_id, resourceId=resource["id"], httpMethod=method)
                 if function_arn in self._pools:
-                    routes.append(Route(resource["path"], method, self._pools[function_arn]))
+                    authorization = declared.get("authorizationType", "NONE")
+                    routes.append(Route(resource["path"], method, self._pools[function_arn], authorization))
         stages = api.get_stages(restApiId=rest_api_id)["item"]
         stage = stages[0]["stageName"] if stages else "prod"
-        self.gateway = ApiGateway(routes, stage, self.settings.host, self.settings.port)
+        authorizer = self._iam_authorizer(rest_api_id, stage)
+        self.gateway = ApiGateway(routes, stage, self.settings.host, self.settings.port, authorizer)
         self.gateway.start()
+
+    def _iam_authorizer(self, rest_api_id: str, stage: str) -> IamAuthorizer | None:
+        """What AWS_IAM methods are checked against: the deployed roles' policies (infra/access.py)."""
+        role_arns = {role: self.outputs[output] for role, output in ROLE_OUTPUTS.items() if output in self.outputs}
+        if not role_arns:
+            return None
+        iam = self.client("iam")
+        policies: dict[str, list[dict[str, Any]]] = {}
+        for role, arn in role_arns.items():
+            name = arn.rsplit("/", 1)[-1]
+            policies[role] = [
+                iam.get_role_policy(RoleName=name, PolicyName=policy)["PolicyDocument"]
+                for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]
+            ]
+        account_id = next(iter(role_arns.values())).split(":")[4]
+        return IamAuthorizer(
+            self.settings.identities, policies, role_arns, self.settings.region, account_id, rest_api_id, stage
+        )
 
     def _start_stream(self, mapping: StreamMapping) -> None:
         streams = self.client("dynamodbstreams")

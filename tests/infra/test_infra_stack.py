@@ -397,6 +397,55 @@ def test_stack_owns_no_account_wide_api_gateway_role(template: Template) -> None
     template.resource_count_is("AWS::ApiGateway::Account", 0)
 
 
+# --- authorization (docs/security.md) -------------------------------------------------------------
+
+
+def test_every_method_of_the_api_is_authorized_with_iam(template_json: dict[str, Any]) -> None:
+    methods = resources_of_type(template_json, "AWS::ApiGateway::Method")
+    assert methods
+    assert {method["Properties"]["AuthorizationType"] for method in methods.values()} == {"AWS_IAM"}
+
+
+def role_and_policy(template_json: dict[str, Any], role_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    roles = {name: r for name, r in resources_of_type(template_json, "AWS::IAM::Role").items() if role_id in name}
+    [(name, role)] = roles.items()
+    statements = [
+        statement
+        for policy in resources_of_type(template_json, "AWS::IAM::Policy").values()
+        if {"Ref": name} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    return role, statements
+
+
+def resource_paths(statement: dict[str, Any]) -> list[str]:
+    """The part of each execute-api ARN after the stage: METHOD/PATH."""
+    resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+    prefix = f"/{constants.API_STAGE_NAME}/"
+    return [str(resource["Fn::Join"][1][-1]).removeprefix(prefix) for resource in resources]
+
+
+def test_one_tenant_role_serves_every_tenant_through_its_session_tag(template_json: dict[str, Any]) -> None:
+    role, statements = role_and_policy(template_json, constants.TENANT_ROLE_ID)
+    [trust] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    assert trust["Condition"]["Null"] == {"aws:RequestTag/tenant": "false"}  # no session without a tenant
+    assert trust["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": ["tenant"]}
+    [statement] = statements
+    assert (statement["Effect"], statement["Action"]) == ("Allow", "execute-api:Invoke")
+    assert sorted(resource_paths(statement)) == [
+        "*/accounts/${aws:PrincipalTag/tenant}/resources",
+        "*/accounts/${aws:PrincipalTag/tenant}/resources/*",
+        "GET/accounts/${aws:PrincipalTag/tenant}",  # and no PUT: a tenant never sets its limit
+    ]
+
+
+def test_the_admin_role_may_call_every_method(template_json: dict[str, Any]) -> None:
+    _, statements = role_and_policy(template_json, constants.ADMIN_ROLE_ID)
+    [statement] = statements
+    assert resource_paths(statement) == ["*/*"]
+
+
 # --- outputs and naming ------------------------------------------------------------------------
 
 
@@ -408,6 +457,9 @@ def test_stack_owns_no_account_wide_api_gateway_role(template: Template) -> None
         constants.OUTPUT_STREAM_ARN,
         constants.OUTPUT_DLQ1_URL,
         constants.OUTPUT_DLQ2_URL,
+        constants.OUTPUT_TENANT_ROLE_ARN,
+        constants.OUTPUT_ADMIN_ROLE_ARN,
+        constants.OUTPUT_TENANT_TAG_KEY,
     ],
 )
 def test_outputs_exist_under_their_constant_names(template_json: dict[str, Any], output_name: str) -> None:

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import boto3
 import pytest
 
 from local.http_client import HttpApi
@@ -71,7 +72,12 @@ class System:
 def system() -> Iterator[System]:
     api_url = os.environ.get("API_URL")
     if api_url:
-        yield System(api=HttpApi(api_url), runtime=None)
+        # A deployed stack: signed with the caller's own AWS credentials, which must allow
+        # execute-api:Invoke (assume the stack's AdminRoleArn output for that).
+        session = boto3.Session()
+        yield System(
+            api=HttpApi(api_url, credentials=session.get_credentials(), region=session.region_name), runtime=None
+        )
         return
 
     from local.emulator import EmulatorProcess
@@ -90,7 +96,7 @@ def system() -> Iterator[System]:
         )
         runtime.deploy_and_start()
         try:
-            yield System(api=HttpApi(runtime.api_url), runtime=runtime)
+            yield System(api=runtime.http_api(), runtime=runtime)
         finally:
             runtime.stop()
 

@@ -30,7 +30,7 @@ def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
 
 
 def impatient(system: System) -> HttpApi:
-    return HttpApi(system.api.base_url, timeout=1)
+    return HttpApi(system.api.base_url, timeout=1, credentials=system.api.credentials, region=system.api.region)
 
 
 def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: System, local_runtime: Any) -> None:

@@ -157,3 +157,14 @@ def test_routes_prefer_literal_paths_and_methods() -> None:
     assert literal.match("GET", "/health") == {}
     assert literal.match("POST", "/health") is None
     assert greedy.match("DELETE", "/a/b") == {"proxy": "a/b"}
+
+
+@pytest.mark.parametrize("method", ["TRACE", "CONNECT", "PROPFIND"])
+def test_a_method_no_resource_declares_is_answered_as_api_gateway_answers_it(
+    gateway: tuple[ApiGateway, EchoFunction], method: str
+) -> None:
+    api, function = gateway
+    status, headers, body = call(f"{api.url}/accounts/acme", method)
+    assert (status, json.loads(body)) == (403, {"message": "Missing Authentication Token"})
+    assert headers["Content-Type"] == "application/json"
+    assert function.events == []

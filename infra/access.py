@@ -1,0 +1,69 @@
+"""Who may call the API: IAM (SigV4) on every method, and one role for all tenants (docs/security.md).
+
+Every method's authorization is `AWS_IAM`: API Gateway checks the request's SigV4 signature and
+that the caller may `execute-api:Invoke` that method on that path before the function runs, and
+answers 403 otherwise. Two roles hold the permissions:
+
+* **TenantRole**, assumed with a session tag `tenant=<account id>` (`sts:AssumeRole` with `Tags`;
+  the trust policy refuses a session without it). Its policy allows `GET /accounts/<tag>` and every
+  method under `/accounts/<tag>/resources`, where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
+  the session's tag into the resource ARN, so one role serves every tenant (IAM's role quota is far
+  below a SaaS's tenant count) and a session can reach its own account's paths only.
+* **AdminRole**: every method on every path, which includes `PUT /accounts/{id}` (set a limit).
+
+Both trust the deploying AWS account: who may assume them is then that account's own IAM policies'
+decision, as for any role.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra import constants
+
+TENANT_TAG = f"${{aws:PrincipalTag/{constants.TENANT_TAG_KEY}}}"
+
+
+class Access(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, rest_api: apigateway.RestApi) -> None:
+        super().__init__(scope, construct_id)
+
+        def invoke(method: str, path: str) -> str:
+            # The stage by name rather than by reference: the same ARN, and one less token.
+            return rest_api.arn_for_execute_api(method, path, constants.API_STAGE_NAME)
+
+        tagged_session = iam.PrincipalWithConditions(
+            iam.AccountRootPrincipal(),
+            {
+                # A tenant session names exactly one tenant, and only with this tag key.
+                "Null": {f"aws:RequestTag/{constants.TENANT_TAG_KEY}": "false"},
+                "ForAllValues:StringEquals": {"aws:TagKeys": [constants.TENANT_TAG_KEY]},
+            },
+        ).with_session_tags()
+        self.tenant_role = iam.Role(
+            self,
+            constants.TENANT_ROLE_ID,
+            assumed_by=tagged_session,
+            description=f"Calls the API for one tenant: the session tag {constants.TENANT_TAG_KEY} names its account",
+        )
+        self.tenant_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["execute-api:Invoke"],
+                resources=[
+                    invoke("GET", f"/accounts/{TENANT_TAG}"),
+                    invoke("*", f"/accounts/{TENANT_TAG}/resources"),
+                    invoke("*", f"/accounts/{TENANT_TAG}/resources/*"),
+                ],
+            )
+        )
+        self.admin_role = iam.Role(
+            self,
+            constants.ADMIN_ROLE_ID,
+            assumed_by=iam.AccountRootPrincipal(),
+            description="Calls every method of the API, including setting an account's limit",
+        )
+        self.admin_role.add_to_policy(
+            iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[invoke("*", "/*")])
+        )

@@ -1,0 +1,70 @@
+"""API Gateway's `AWS_IAM` authorization, locally: a valid SigV4 signature by a known caller, then
+`execute-api:Invoke` allowed on the method's ARN by the policies of the caller's role, read from
+the deployed stack (so a change to infra/access.py changes what the local gateway allows). A
+refused request never reaches the function (API Gateway developer guide, "Control access to a REST
+API with IAM permissions")."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
+from local.identities import Identities, Identity
+from local.sigv4 import Refusal, Signed, verify
+
+logger = logging.getLogger("local.runtime")
+# A policy the local evaluator does not implement: refused as API Gateway answers a failure of its own.
+CONFIGURATION_ERROR = Refusal("API_CONFIGURATION_ERROR", 500, "Internal server error")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who an allowed request came from, as API Gateway puts it in `requestContext.identity`."""
+
+    identity: Identity
+    user_arn: str
+    account_id: str
+
+    @property
+    def principal(self) -> str:
+        """`caller` and `user`: AWS gives the role's id and the session name (AROA...:session);
+        the role's name stands in for its id here."""
+        _, role, session = self.user_arn.rsplit(":", 1)[-1].split("/")
+        return f"{role}:{session}"
+
+
+@dataclass
+class IamAuthorizer:
+    identities: Identities
+    policies: Mapping[str, Sequence[Mapping[str, Any]]]  # role (ADMIN, TENANT) -> its policy documents
+    role_arns: Mapping[str, str]  # role -> ARN
+    region: str
+    account_id: str
+    api_id: str
+    stage: str
+
+    def check(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Caller | Refusal:
+        host = next((value for name, value in headers.items() if name.lower() == "host"), "localhost")
+        signed = verify(method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secrets())
+        if not isinstance(signed, Signed):
+            return signed
+        identity = self.identities.find(signed.access_key_id)
+        if identity is None:  # forgotten since the signature was checked: never, but not a crash
+            return Refusal("UNAUTHORIZED", 403, "The security token included in the request is invalid.")
+        role_arn = self.role_arns[identity.role]
+        user_arn = f"arn:aws:sts::{self.account_id}:assumed-role/{role_arn.rsplit('/', 1)[-1]}/{identity.session_name}"
+        path = unquote(urlsplit(raw_path).path)
+        resource = execute_api_arn(self.region, self.account_id, self.api_id, self.stage, method, path)
+        try:
+            permitted = allowed(self.policies.get(identity.role, ()), "execute-api:Invoke", resource, identity.tags)
+        except UnsupportedPolicy:
+            logger.exception("the local gateway cannot evaluate %s's policy", role_arn)
+            return CONFIGURATION_ERROR
+        if not permitted:
+            message = f"User: {user_arn} is not authorized to perform: execute-api:Invoke on resource: {resource}"
+            return Refusal("ACCESS_DENIED", 403, message, message_key="Message")
+        return Caller(identity, user_arn, self.account_id)

@@ -1,0 +1,120 @@
+"""Authorization through the whole system (docs/security.md): every method needs a SigV4 signature,
+a tenant session reaches its own account's paths only, and only an admin sets a limit. A refused
+request is answered by API Gateway before the function runs, so it writes nothing.
+
+Against a deployment (API_URL), the tenant tests assume the stack's tenant role: set
+TENANT_ROLE_ARN to its `TenantRoleArn` output."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+from botocore.credentials import Credentials
+
+from infra import constants
+from local.http_client import HttpApi
+from local.sigv4 import MAX_CLOCK_SKEW, sign
+from tests.integration.conftest import System
+
+
+def tenant_api(system: System, account_id: str) -> HttpApi:
+    """The API as a tenant session for `account_id` would call it."""
+    if system.runtime is not None:
+        identity = system.runtime.settings.identities.tenant(account_id)  # type: ignore[attr-defined]
+        return system.api.signed_as(identity.credentials())
+    role_arn = os.environ.get("TENANT_ROLE_ARN")
+    if not role_arn:
+        pytest.skip("against a deployment, set TENANT_ROLE_ARN to the stack's TenantRoleArn output")
+    session = boto3.client("sts").assume_role(
+        RoleArn=role_arn,
+        RoleSessionName=f"it-{account_id}"[:64],
+        Tags=[{"Key": constants.TENANT_TAG_KEY, "Value": account_id}],
+    )["Credentials"]
+    credentials = Credentials(session["AccessKeyId"], session["SecretAccessKey"], session["SessionToken"])
+    return system.api.signed_as(credentials)
+
+
+def unsigned(system: System) -> HttpApi:
+    return system.api.signed_as(None)
+
+
+def nothing_written(system: System, account_id: str) -> None:
+    usage = system.api.account(account_id)
+    assert (usage["bestEffort"], usage["used"]) == (0, 0)
+    assert system.api.request("GET", f"/accounts/{account_id}/resources").body["items"] == []
+
+
+def refused(reply: Any, message: str) -> None:
+    assert reply.status == 403, reply.body
+    assert message in str(reply.body)
+
+
+@pytest.fixture(autouse=True)
+def enforced() -> None:
+    if os.environ.get("API_ENFORCES_IAM", "true").lower() == "false":
+        pytest.skip("this endpoint does not enforce IAM on API Gateway (LocalStack's community edition)")
+
+
+def test_an_unsigned_request_is_refused_and_writes_nothing(system: System) -> None:
+    account_id = system.api.new_account(prefix="sec")
+    refused(unsigned(system).create(account_id), "Missing Authentication Token")
+    refused(unsigned(system).request("PUT", f"/accounts/{account_id}", {"limit": 99}), "Missing Authentication Token")
+    nothing_written(system, account_id)
+    assert system.api.account(account_id)["limit"] == 10
+
+
+def test_a_request_signed_with_a_wrong_secret_is_refused_and_writes_nothing(system: System) -> None:
+    account_id = system.api.new_account(prefix="sec")
+    real = system.api.credentials
+    forged = system.api.signed_as(Credentials(real.access_key, "not-the-secret", real.token))
+    refused(forged.create(account_id), "signature")
+    nothing_written(system, account_id)
+
+
+def test_a_request_signed_more_than_five_minutes_ago_is_refused(system: System) -> None:
+    account_id = system.api.new_account(prefix="sec")
+    path = f"/accounts/{account_id}/resources"
+    then = datetime.datetime.now(datetime.UTC) - MAX_CLOCK_SKEW - datetime.timedelta(minutes=1)
+    body = b'{"name": "late"}'
+    headers = sign(
+        system.api.credentials,
+        system.api.region,
+        "POST",
+        system.api.base_url + path,
+        body,
+        {"Content-Type": "application/json"},
+        at=then,
+    )
+    refused(unsigned(system).request("POST", path, {"name": "late"}, headers), "Signature expired")
+    nothing_written(system, account_id)
+
+
+def test_a_tenant_works_on_its_own_account_and_nowhere_else(system: System) -> None:
+    mine, theirs = (system.api.new_account(prefix="sec", limit=3) for _ in range(2))
+    me = tenant_api(system, mine)
+    created = me.create(mine)
+    assert created.status == 201
+    assert me.request("GET", f"/accounts/{mine}").status == 200
+    assert me.request("GET", f"/accounts/{mine}/resources/{created.body['resourceId']}").status == 200
+    assert me.delete(mine, created.body["resourceId"]).status == 204
+    refused(me.create(theirs), "is not authorized")
+    refused(me.request("GET", f"/accounts/{theirs}"), "is not authorized")
+    refused(me.request("GET", f"/accounts/{theirs}/resources"), "is not authorized")
+    nothing_written(system, theirs)
+
+
+def test_only_an_admin_sets_a_limit(system: System) -> None:
+    account_id = system.api.new_account(prefix="sec", limit=3)
+    tenant = tenant_api(system, account_id)
+    refused(tenant.request("PUT", f"/accounts/{account_id}", {"limit": 1000}), "is not authorized")
+    newcomer = f"new-{uuid.uuid4().hex[:8]}"  # nor may a tenant create its own account
+    refused(tenant_api(system, newcomer).request("PUT", f"/accounts/{newcomer}", {"limit": 5}), "is not authorized")
+    assert system.api.request("GET", f"/accounts/{newcomer}").status == 404
+    assert system.api.account(account_id)["limit"] == 3
+    assert system.api.request("PUT", f"/accounts/{account_id}", {"limit": 4}).status == 200
+    assert system.api.account(account_id)["limit"] == 4

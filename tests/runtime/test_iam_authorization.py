@@ -1,0 +1,213 @@
+"""API Gateway's AWS_IAM authorization, locally (local/sigv4.py, local/iam_policy.py,
+local/iam_authorizer.py): over real HTTP, with the policies infra/access.py deploys. A refused
+request is answered as API Gateway answers it and never reaches the function."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.credentials import Credentials
+
+from infra import constants
+from infra.synth import synthesize_stack_template
+from local.apigateway import ApiGateway, Route
+from local.http_client import HttpApi
+from local.iam_authorizer import IamAuthorizer
+from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
+from local.identities import ADMIN, TENANT, Identities
+from local.sigv4 import MAX_CLOCK_SKEW, sign, verify
+from tests.runtime.test_apigateway import EchoFunction
+
+REGION, ACCOUNT, API_ID, STAGE = "us-east-1", "000000000000", "a1b2c3", "prod"
+Gateway = tuple[ApiGateway, EchoFunction, Identities]
+
+
+def deployed_policies() -> dict[str, list[dict[str, Any]]]:
+    """The roles' policies from the synthesized template, with its intrinsic functions resolved as
+    CloudFormation would resolve them for this API."""
+    template = synthesize_stack_template()
+    refs = {
+        "AWS::Partition": "aws",
+        "AWS::Region": REGION,
+        "AWS::AccountId": ACCOUNT,
+        **{name: API_ID for name, r in template["Resources"].items() if r["Type"] == "AWS::ApiGateway::RestApi"},
+        **{name: STAGE for name, r in template["Resources"].items() if r["Type"] == "AWS::ApiGateway::Stage"},
+    }
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and set(value) == {"Ref"}:
+            return refs[value["Ref"]]
+        if isinstance(value, dict) and set(value) == {"Fn::Join"}:
+            separator, parts = value["Fn::Join"]
+            return separator.join(str(resolve(part)) for part in parts)
+        if isinstance(value, dict):
+            return {key: resolve(inner) for key, inner in value.items()}
+        if isinstance(value, list):
+            return [resolve(inner) for inner in value]
+        return value
+
+    policies: dict[str, list[dict[str, Any]]] = {ADMIN: [], TENANT: []}
+    kinds = {constants.ADMIN_ROLE_ID: ADMIN, constants.TENANT_ROLE_ID: TENANT}
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        for role in resource["Properties"]["Roles"]:
+            for role_id, kind in kinds.items():
+                if role_id in role["Ref"]:
+                    policies[kind].append(resolve(resource["Properties"]["PolicyDocument"]))
+    return policies
+
+
+@pytest.fixture(scope="module")
+def policies() -> dict[str, list[dict[str, Any]]]:
+    return deployed_policies()
+
+
+@pytest.fixture
+def gateway(policies: dict[str, list[dict[str, Any]]]) -> Iterator[Gateway]:
+    function = EchoFunction()
+    identities = Identities()
+    role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
+    authorizer = IamAuthorizer(identities, policies, role_arns, REGION, ACCOUNT, API_ID, STAGE)
+    routes = [Route("/{proxy+}", "ANY", function, "AWS_IAM")]  # type: ignore[arg-type]
+    api = ApiGateway(routes, STAGE, "127.0.0.1", 0, authorizer)
+    api.start()
+    yield api, function, identities
+    api.stop()
+
+
+def test_the_stack_lets_a_tenant_session_reach_only_its_own_accounts_paths(policies: dict[str, Any]) -> None:
+    def may(role: str, method: str, path: str, tenant: str | None = "acme") -> bool:
+        tags = {constants.TENANT_TAG_KEY: tenant} if tenant else {}
+        arn = execute_api_arn(REGION, ACCOUNT, API_ID, STAGE, method, path)
+        return allowed(policies[role], "execute-api:Invoke", arn, tags)
+
+    assert may(TENANT, "GET", "/accounts/acme")
+    assert may(TENANT, "POST", "/accounts/acme/resources")
+    assert may(TENANT, "GET", "/accounts/acme/resources/r1")
+    assert may(TENANT, "DELETE", "/accounts/acme/resources/r1")
+    assert not may(TENANT, "PUT", "/accounts/acme")  # only an admin sets a limit
+    assert not may(TENANT, "GET", "/accounts/acme2")  # a prefix is another tenant
+    assert not may(TENANT, "POST", "/accounts/globex/resources")
+    assert not may(TENANT, "GET", "/accounts/acme", tenant=None)  # a session without the tag
+    assert may(ADMIN, "PUT", "/accounts/acme")
+    assert may(ADMIN, "DELETE", "/accounts/globex/resources/r9")
+
+
+def test_a_tag_value_is_matched_literally_never_as_a_wildcard() -> None:
+    policy = [
+        {"Statement": [{"Effect": "Allow", "Action": "execute-api:*", "Resource": "arn:x/${aws:PrincipalTag/t}/*"}]}
+    ]
+    assert allowed(policy, "execute-api:Invoke", "arn:x/a.b/c", {"t": "a.b"})
+    assert not allowed(policy, "execute-api:Invoke", "arn:x/aXb/c", {"t": "a.b"})
+
+
+def test_a_deny_wins_and_unsupported_statements_are_refused_not_guessed() -> None:
+    allow = {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": "*"}
+    deny = {"Effect": "Deny", "Action": "execute-api:Invoke", "Resource": "arn:x/*"}
+    assert not allowed([{"Statement": [allow, deny]}], "execute-api:Invoke", "arn:x/y", {})
+    with pytest.raises(UnsupportedPolicy):
+        allowed([{"Statement": [{**allow, "Condition": {"Bool": {"aws:SecureTransport": "true"}}}]}], "a", "b", {})
+
+
+def test_an_admin_may_set_a_limit_and_the_function_sees_who_called(
+    gateway: Gateway,
+) -> None:
+    api, function, identities = gateway
+    reply = HttpApi(api.url, credentials=identities.admin.credentials()).request("PUT", "/accounts/acme", {"limit": 5})
+    assert reply.status == 201
+    caller = function.events[-1]["requestContext"]["identity"]
+    assert caller["accessKey"] == identities.admin.access_key_id
+    assert caller["userArn"] == f"arn:aws:sts::{ACCOUNT}:assumed-role/Admin/local-admin"
+
+
+def refused(reply: Any, function: EchoFunction, status: int, message: str) -> None:
+    assert reply.status == status, reply.body
+    assert message in json.dumps(reply.body)
+    assert function.events == []  # never reached the function
+
+
+def test_an_unsigned_request_is_refused_before_the_function(
+    gateway: Gateway,
+) -> None:
+    api, function, _ = gateway
+    refused(HttpApi(api.url).request("GET", "/accounts/acme"), function, 403, "Missing Authentication Token")
+
+
+def test_a_request_signed_with_the_wrong_secret_is_refused(
+    gateway: Gateway,
+) -> None:
+    api, function, identities = gateway
+    forged = Credentials(identities.admin.access_key_id, "not-the-secret")
+    reply = HttpApi(api.url, credentials=forged).request("PUT", "/accounts/acme", {"limit": 5})
+    refused(reply, function, 403, "The request signature we calculated does not match")
+
+
+def test_a_body_changed_after_signing_is_refused(gateway: Gateway) -> None:
+    """The signature covers the payload: a limit changed on the way is caught."""
+    api, function, identities = gateway
+    url = f"{api.url}/accounts/acme"
+    headers = sign(
+        identities.admin.credentials(), REGION, "PUT", url, b'{"limit": 5}', {"Content-Type": "application/json"}
+    )
+    reply = HttpApi(api.url).request("PUT", "/accounts/acme", {"limit": 5000}, headers)
+    refused(reply, function, 403, "The request signature we calculated does not match")
+
+
+def test_an_unknown_access_key_is_refused(gateway: Gateway) -> None:
+    api, function, _ = gateway
+    stranger = Credentials("ASIANOBODY", "whatever")
+    reply = HttpApi(api.url, credentials=stranger).request("GET", "/accounts/acme")
+    refused(reply, function, 403, "The security token included in the request is invalid.")
+
+
+def test_a_signature_older_than_five_minutes_is_refused(gateway: Gateway) -> None:
+    api, function, identities = gateway
+    then = datetime.datetime.now(datetime.UTC) - MAX_CLOCK_SKEW - datetime.timedelta(seconds=30)
+    headers = sign(identities.admin.credentials(), REGION, "GET", f"{api.url}/accounts/acme", None, {}, at=then)
+    refused(HttpApi(api.url).request("GET", "/accounts/acme", None, headers), function, 403, "Signature expired")
+
+
+def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
+    gateway: Gateway,
+) -> None:
+    api, function, identities = gateway
+    acme = HttpApi(api.url, credentials=identities.tenant("acme").credentials())
+    refused(acme.request("POST", "/accounts/globex/resources", {"name": "x"}), function, 403, "is not authorized")
+    refused(acme.request("PUT", "/accounts/acme", {"limit": 1000}), function, 403, "is not authorized")
+    denied = acme.request("GET", "/accounts/globex")
+    assert set(denied.body) == {"Message"}  # API Gateway's ACCESS_DENIED body says "Message"
+    assert acme.request("POST", "/accounts/acme/resources", {"name": "x"}).status == 201
+
+
+def test_verification_is_botocores_own_signature_computed_again() -> None:
+    """A request signed by botocore verifies; the same one a second later (another timestamp in the
+    signature, the old one in the header) does not."""
+    credentials = Identities().admin.credentials()
+    url = "http://127.0.0.1:3000/accounts/a%20b/resources?limit=2"
+    headers = sign(credentials, REGION, "GET", url, None, {})
+    secrets = {credentials.access_key: credentials.secret_key}
+    assert verify("GET", url, headers, b"", REGION, secrets).access_key_id == credentials.access_key  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", "eu-west-1", secrets).status == 403  # type: ignore[union-attr]
+
+
+def test_a_policy_the_local_gateway_cannot_evaluate_is_a_500_not_a_guess() -> None:
+    function = EchoFunction()
+    identities = Identities()
+    conditional = {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": "*", "Condition": {"Bool": {}}}
+    role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
+    authorizer = IamAuthorizer(
+        identities, {ADMIN: [{"Statement": [conditional]}]}, role_arns, REGION, ACCOUNT, API_ID, STAGE
+    )
+    api = ApiGateway([Route("/{proxy+}", "ANY", function, "AWS_IAM")], STAGE, "127.0.0.1", 0, authorizer)  # type: ignore[arg-type]
+    api.start()
+    try:
+        reply = HttpApi(api.url, credentials=identities.admin.credentials()).request("GET", "/accounts/a")
+    finally:
+        api.stop()
+    assert (reply.status, reply.body) == (500, {"message": "Internal server error"})
+    assert function.events == []
