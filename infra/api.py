@@ -8,6 +8,7 @@ from constructs import Construct
 
 from infra import constants
 from infra.bundling import LambdaPackage
+from infra.gateway_errors import add_error_envelopes
 from infra.python_function import python_function
 
 
@@ -43,6 +44,7 @@ class Api(Construct):
             ),
             description="Hybrid counter HTTP API",
         )
+        add_error_envelopes(self.rest_api)
 
     @property
     def url(self) -> str:

@@ -23,8 +23,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local.event_sources import log_invocation
 from local.functions import FunctionPool, Invocation
+from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import Caller, IamAuthorizer
-from local.sigv4 import Refusal
+from local.sigv4 import MISSING_TOKEN, Refusal
 
 logger = logging.getLogger("local.runtime")
 
@@ -40,9 +41,10 @@ WORKERS = 512
 # An idle keep-alive connection is closed after this, so it cannot hold a worker forever.
 IDLE_CONNECTION_SECONDS = 5.0
 
-INTERNAL_SERVER_ERROR = b'{"message": "Internal server error"}'
-MISSING_AUTHENTICATION_TOKEN = b'{"message":"Missing Authentication Token"}'
-ENDPOINT_TIMED_OUT = b'{"message": "Endpoint request timed out"}'
+# What API Gateway answers itself when the integration gives no proper response.
+FUNCTION_THROTTLED = Refusal("DEFAULT_5XX", 500, "Internal server error")
+FUNCTION_FAILED = Refusal("DEFAULT_5XX", 502, "Internal server error")
+ENDPOINT_TIMED_OUT = Refusal("INTEGRATION_TIMEOUT", 504, "Endpoint request timed out")
 
 
 class _Server(ThreadingHTTPServer):
@@ -164,11 +166,18 @@ def proxy_event(
 
 class ApiGateway:
     def __init__(
-        self, routes: Sequence[Route], stage: str, host: str, port: int, authorizer: IamAuthorizer | None = None
+        self,
+        routes: Sequence[Route],
+        stage: str,
+        host: str,
+        port: int,
+        authorizer: IamAuthorizer | None = None,
+        responses: GatewayResponses | None = None,
     ) -> None:
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage
         self._authorizer = authorizer
+        self._responses = responses or GatewayResponses()
         self._host = host
         self._server = _Server((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, name="api-gateway", daemon=True)
@@ -215,7 +224,7 @@ class ApiGateway:
                 path = urlsplit(self.path).path
                 found = gateway.route(self.command, path)
                 if found is None:
-                    self._reply(403, {"Content-Type": "application/json"}, MISSING_AUTHENTICATION_TOKEN)
+                    self._refuse(MISSING_TOKEN)
                     return
                 route, parameters = found
                 caller = None
@@ -223,7 +232,7 @@ class ApiGateway:
                     checked = gateway.authorize(self.command, self.path, self.headers.items(), body)
                     if isinstance(checked, Refusal):
                         log_refusal(self.command, path, checked)
-                        self._reply(checked.status, {"Content-Type": "application/json"}, checked.encoded())
+                        self._refuse(checked)
                         return
                     caller = checked
                 event = proxy_event(
@@ -244,8 +253,18 @@ class ApiGateway:
                 if invocation.ok and isinstance(invocation.payload, Mapping):
                     self._reply(*integration_response(invocation.payload))
                     return
-                status, message = failure_answer(invocation)
-                self._reply(status, {"Content-Type": "application/json"}, message)
+                self._refuse(failure_answer(invocation), event["requestContext"]["requestId"])
+
+            def _refuse(self, refusal: Refusal, request_id: str | None = None) -> None:
+                """API Gateway's own answer, through the stack's gateway responses."""
+                answer = gateway._responses.answer(
+                    refusal.response_type,
+                    refusal.status,
+                    refusal.message,
+                    request_id or str(uuid.uuid4()),
+                    refusal.message_key,
+                )
+                self._reply(answer.status, answer.headers, answer.body)
 
             def _reply(self, status: int, headers: Mapping[str, str | list[str]], body: bytes) -> None:
                 self.send_response(status)
@@ -263,7 +282,7 @@ class ApiGateway:
                 length = int(self.headers.get("Content-Length") or 0)
                 if length:
                     self.rfile.read(length)
-                self._reply(403, {"Content-Type": "application/json"}, MISSING_AUTHENTICATION_TOKEN)
+                self._refuse(MISSING_TOKEN)
 
             def __getattr__(self, name: str) -> Any:
                 if name.startswith("do_"):
@@ -279,15 +298,15 @@ def log_refusal(method: str, path: str, refusal: Refusal) -> None:
     logger.info("api-gateway %s %s -> %d %s", method, path, refusal.status, refusal.response_type)
 
 
-def failure_answer(invocation: Invocation) -> tuple[int, bytes]:
+def failure_answer(invocation: Invocation) -> Refusal:
     """What API Gateway answers when the Lambda integration gives no proper response ("Handle
     Lambda errors in API Gateway"): a rejected (throttled) invocation is a 500, a function error or
     a run past the function's timeout a 502, and the integration timeout a 504. It never retries."""
     if invocation.throttled:
-        return 500, INTERNAL_SERVER_ERROR
+        return FUNCTION_THROTTLED
     if invocation.caller_gave_up:
-        return 504, ENDPOINT_TIMED_OUT
-    return 502, INTERNAL_SERVER_ERROR
+        return ENDPOINT_TIMED_OUT
+    return FUNCTION_FAILED
 
 
 def integration_response(payload: Mapping[str, Any]) -> tuple[int, dict[str, str | list[str]], bytes]:

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
 from local.identities import Identities, Identity
-from local.sigv4 import Refusal, Signed, verify
+from local.sigv4 import UNKNOWN_KEY, Refusal, Signed, verify
 
 logger = logging.getLogger("local.runtime")
 # A policy the local evaluator does not implement: refused as API Gateway answers a failure of its own.
@@ -54,7 +54,7 @@ class IamAuthorizer:
             return signed
         identity = self.identities.find(signed.access_key_id)
         if identity is None:  # forgotten since the signature was checked: never, but not a crash
-            return Refusal("UNAUTHORIZED", 403, "The security token included in the request is invalid.")
+            return UNKNOWN_KEY
         role_arn = self.role_arns[identity.role]
         user_arn = f"arn:aws:sts::{self.account_id}:assumed-role/{role_arn.rsplit('/', 1)[-1]}/{identity.session_name}"
         path = unquote(urlsplit(raw_path).path)

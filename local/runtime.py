@@ -36,6 +36,7 @@ from local.event_sources import (
     log_invocation,
 )
 from local.functions import CHAOS_ENV, FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
+from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.identities import ROLE_OUTPUTS, Identities
@@ -243,8 +244,15 @@ class LocalRuntime:
         stages = api.get_stages(restApiId=rest_api_id)["item"]
         stage = stages[0]["stageName"] if stages else "prod"
         authorizer = self._iam_authorizer(rest_api_id, stage)
-        self.gateway = ApiGateway(routes, stage, self.settings.host, self.settings.port, authorizer)
+        responses = GatewayResponses.from_template(self._deployed_template())
+        self.gateway = ApiGateway(routes, stage, self.settings.host, self.settings.port, authorizer, responses)
         self.gateway.start()
+
+    def _deployed_template(self) -> dict[str, Any]:
+        """The stack's template as CloudFormation keeps it (what the emulator does not model, such
+        as gateway responses, is read from here)."""
+        body = self.client("cloudformation").get_template(StackName=self.settings.stack_name)["TemplateBody"]
+        return dict(json.loads(body) if isinstance(body, str) else body)
 
     def _iam_authorizer(self, rest_api_id: str, stage: str) -> IamAuthorizer | None:
         """What AWS_IAM methods are checked against: the deployed roles' policies (infra/access.py)."""

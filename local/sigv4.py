@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import hmac
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -77,12 +76,6 @@ class Refusal:
     message: str
     message_key: str = "message"  # ACCESS_DENIED's default body says "Message"
 
-    def body(self) -> dict[str, str]:
-        return {self.message_key: self.message}
-
-    def encoded(self) -> bytes:
-        return json.dumps(self.body()).encode()
-
 
 MISSING_TOKEN = Refusal("MISSING_AUTHENTICATION_TOKEN", 403, "Missing Authentication Token")
 BAD_SIGNATURE = Refusal(
@@ -91,11 +84,12 @@ BAD_SIGNATURE = Refusal(
     "The request signature we calculated does not match the signature you provided. Check your AWS Secret "
     "Access Key and signing method. Consult the service documentation for details.",
 )
-UNKNOWN_KEY = Refusal("UNAUTHORIZED", 403, "The security token included in the request is invalid.")
+# API Gateway has no gateway response type of its own for these two: a 403 of the signature check.
+UNKNOWN_KEY = Refusal("INVALID_SIGNATURE", 403, "The security token included in the request is invalid.")
 
 
 def incomplete(reason: str) -> Refusal:
-    return Refusal("INCOMPLETE_SIGNATURE", 403, reason)
+    return Refusal("INVALID_SIGNATURE", 403, reason)
 
 
 def expired(stamp: str, now: datetime.datetime) -> Refusal:

@@ -446,6 +446,22 @@ def test_the_admin_role_may_call_every_method(template_json: dict[str, Any]) -> 
     assert resource_paths(statement) == ["*/*"]
 
 
+def test_api_gateways_own_answers_are_rendered_in_the_error_envelope(template_json: dict[str, Any]) -> None:
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in resources_of_type(template_json, "AWS::ApiGateway::GatewayResponse").values()
+    }
+    assert {"DEFAULT_4XX", "DEFAULT_5XX", "MISSING_AUTHENTICATION_TOKEN", "ACCESS_DENIED", "THROTTLED"} <= set(
+        responses
+    )
+    for response_type, properties in responses.items():
+        template = properties["ResponseTemplates"]["application/json"]
+        assert '"message": $context.error.messageString' in template, response_type
+        assert '"requestId": "$context.requestId"' in template, response_type
+        assert "StatusCode" not in properties  # each type keeps its own status
+    assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
+
+
 # --- outputs and naming ------------------------------------------------------------------------
 
 

@@ -50,8 +50,12 @@ def nothing_written(system: System, account_id: str) -> None:
 
 
 def refused(reply: Any, message: str) -> None:
+    """A 403 from API Gateway itself, in the API's error envelope (infra/gateway_errors.py)."""
     assert reply.status == 403, reply.body
-    assert message in str(reply.body)
+    error = reply.body["error"]
+    assert message in error["message"]
+    assert error["code"] in ("MissingAuthenticationToken", "InvalidSignature", "AccessDenied")
+    assert error["requestId"]
 
 
 @pytest.fixture(autouse=True)

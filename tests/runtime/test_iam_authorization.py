@@ -15,6 +15,7 @@ from botocore.credentials import Credentials
 from infra import constants
 from infra.synth import synthesize_stack_template
 from local.apigateway import ApiGateway, Route
+from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
@@ -211,3 +212,39 @@ def test_a_policy_the_local_gateway_cannot_evaluate_is_a_500_not_a_guess() -> No
         api.stop()
     assert (reply.status, reply.body) == (500, {"message": "Internal server error"})
     assert function.events == []
+
+
+# --- gateway responses: API Gateway's own answers in the API's error envelope ----------------------
+
+
+@pytest.fixture(scope="module")
+def responses() -> GatewayResponses:
+    return GatewayResponses.from_template(synthesize_stack_template())
+
+
+@pytest.mark.parametrize(
+    ("response_type", "status", "code"),
+    [
+        ("MISSING_AUTHENTICATION_TOKEN", 403, "MissingAuthenticationToken"),
+        ("INVALID_SIGNATURE", 403, "InvalidSignature"),
+        ("ACCESS_DENIED", 403, "AccessDenied"),
+        ("THROTTLED", 429, "Throttled"),
+        ("INTEGRATION_TIMEOUT", 504, "IntegrationTimeout"),
+        ("WAF_FILTERED", 403, "RequestRefused"),  # undeclared: DEFAULT_4XX
+        ("INTEGRATION_FAILURE", 502, "InternalError"),  # undeclared: DEFAULT_5XX
+    ],
+)
+def test_every_answer_of_api_gateway_itself_is_in_the_apis_error_envelope(
+    responses: GatewayResponses, response_type: str, status: int, code: str
+) -> None:
+    message = 'a message with "quotes"'
+    answer = responses.answer(response_type, status, message, "req-1", message_key="Message")
+    assert answer.status == status
+    assert json.loads(answer.body) == {"error": {"code": code, "message": message, "requestId": "req-1"}}
+    assert answer.headers["Content-Type"] == "application/json"
+    assert ("Retry-After" in answer.headers) is (response_type == "THROTTLED")
+
+
+def test_without_declared_responses_api_gateways_defaults_are_answered() -> None:
+    answer = GatewayResponses().answer("ACCESS_DENIED", 403, "no", "req-1", message_key="Message")
+    assert (answer.status, json.loads(answer.body)) == (403, {"Message": "no"})
