@@ -6,7 +6,7 @@ from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra import constants
+from infra import constants, table_access
 from infra.bundling import LambdaPackage
 from infra.gateway_errors import add_error_envelopes
 from infra.python_function import python_function
@@ -26,7 +26,7 @@ class Api(Construct):
             memory_mb=constants.API_MEMORY_MB,
             description="Accounts and resources HTTP API",
         )
-        table.grant_read_write_data(self.function)
+        table_access.grant_table(table, self.function, table_access.API)
 
         self.rest_api = apigateway.LambdaRestApi(
             self,

@@ -10,7 +10,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.core import schema
-from infra import constants, settings
+from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
@@ -56,4 +56,4 @@ class Counting(Construct):
             )
         )
         # The event source grants the stream read; the transactions need the table itself.
-        table.grant_read_write_data(self.consumer_function)
+        table_access.grant_table(table, self.consumer_function, table_access.COUNTING)

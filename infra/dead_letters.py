@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import constants, settings
+from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
@@ -72,9 +72,10 @@ class DeadLetters(Construct):
                 report_batch_item_failures=True,
             )
         )
-        table.grant_read_write_data(self.redrive_function)
-        # The redrive re-reads the stream range named in the failure metadata.
-        table.grant_stream_read(self.redrive_function)
+        table_access.grant_table(table, self.redrive_function, table_access.COUNTING)
+        # The redrive re-reads the stream range named in the failure metadata: those two calls, on
+        # this stream (CDK's grant_stream_read would add DescribeStream, and ListStreams on "*").
+        table_access.grant_stream(table, self.redrive_function, table_access.STREAM_READS)
 
         self.final_queue_alarm = cloudwatch.Alarm(
             self,

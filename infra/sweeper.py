@@ -9,7 +9,7 @@ from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
 from functions.core import schema
-from infra import constants
+from infra import constants, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
@@ -37,7 +37,7 @@ class Sweeper(Construct):
         self.function.node.default_child.add_property_override(  # type: ignore[union-attr]
             "ReservedConcurrentExecutions", 1
         )
-        table.grant_read_write_data(self.function)
+        table_access.grant_table(table, self.function, table_access.SWEEPER, table_access.SWEEPER_INDEXES)
         self.schedule = events.Rule(
             self,
             constants.SWEEPER_SCHEDULE_ID,

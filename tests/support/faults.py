@@ -34,7 +34,7 @@ def lands_then(
     times: int = 1,
 ) -> None:
     """After a matching call has landed, raise `error_factory()` to the caller, `times` times."""
-    events = _session_events()
+    events = session_events()
     flag = f"fault_{id(matches)}_{id(error_factory)}"  # one per registration
     remaining = [times]
     lock = threading.Lock()
@@ -89,7 +89,7 @@ def lands_then_500(
         status, body = ANSWERS["InternalServerError"]
         return aws_response(request, status, body)
 
-    on_matching_send(_session_events(), service, operation, matches, land_then_fail)
+    on_matching_send(session_events(), service, operation, matches, land_then_fail)
     return landed
 
 
@@ -107,7 +107,7 @@ def answer_instead(
     answer. `error` is the JSON body DynamoDB sends (`__type`, `message`, modeled fields). Returns a
     one-item list counting the answers given.
     """
-    return answer_on_the_wire(_session_events(), service, operation, matches, status, error, times)
+    return answer_on_the_wire(session_events(), service, operation, matches, status, error, times)
 
 
 def dynamodb_error(code: str, message: str = "injected", **fields: Any) -> dict[str, Any]:
@@ -119,7 +119,7 @@ transaction_cancelled = cancelled_body
 
 def before_call(operation: str, action: Callable[[Params], None], service: str = "dynamodb") -> None:
     """Run `action(params)` just before each matching call is sent (to line up races)."""
-    events = _session_events()
+    events = session_events()
     events.register(f"provide-client-params.{service}.{operation}", lambda params, **_: action(params))
 
 
@@ -127,7 +127,7 @@ def expression(params: Params) -> str:
     return str(params.get("UpdateExpression", ""))
 
 
-def _session_events() -> Any:
+def session_events() -> Any:
     clients.reset()  # clients copy the session's hooks when they are built
     if boto3.DEFAULT_SESSION is None:
         boto3.setup_default_session()

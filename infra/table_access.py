@@ -1,0 +1,54 @@
+"""Least privilege on the table: each function may call exactly the DynamoDB actions its code
+calls, on the table and on the indexes it queries by name, nothing else (docs/security.md).
+
+A transaction is authorized per action: `TransactWriteItems` needs `UpdateItem` for each Update in
+it (`ConditionCheckItem` for each ConditionCheck), `TransactGetItems` needs `GetItem` (DynamoDB
+developer guide, "Using IAM with DynamoDB transactions"). `tests/handler/test_least_privilege.py`
+records the calls each handler makes and checks them against these lists, both ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+
+from functions.core import schema
+
+# The API: admission (conditional updates, room moves in transactions, the limit lowered with
+# condition checks), resources (put, get, list), usage (batch reads), and a snapshot (TransactGetItems).
+API = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
+# Counting a batch: one conditional update, or one transaction of updates.
+COUNTING = ("dynamodb:UpdateItem",)
+# The sweeper: pending resources (the pending index), quiet accounts (the activity index), a heal's
+# reads (the account's items, its partition, a resource) and writes (updates, transactions of them).
+SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem")
+SWEEPER_INDEXES = (schema.PENDING_INDEX_NAME, schema.ACTIVITY_INDEX_NAME)
+# The redrive's re-read of a stream range.
+STREAM_READS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator")
+
+
+def grant_table(
+    table: dynamodb.ITable, grantee: iam.IGrantable, actions: Sequence[str], query_indexes: Sequence[str] = ()
+) -> None:
+    """`actions` on the table's items; `Query` on each of `query_indexes`."""
+    principal = grantee.grant_principal
+    principal.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=[table.table_arn]))
+    if query_indexes:
+        indexes = [f"{table.table_arn}/index/{name}" for name in query_indexes]
+        principal.add_to_principal_policy(iam.PolicyStatement(actions=["dynamodb:Query"], resources=indexes))
+
+
+def grant_stream(table: dynamodb.Table, grantee: iam.IGrantable, actions: Sequence[str]) -> None:
+    stream_arn = table.table_stream_arn
+    if stream_arn is None:  # the table is always created with a stream; this narrows the type
+        raise AssertionError("the table has no stream")
+    grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=[stream_arn]))

@@ -1,0 +1,116 @@
+"""Least privilege, checked both ways (infra/table_access.py): every DynamoDB call each handler
+makes in a run through all of its paths is allowed by its role in the synthesized template, and
+every DynamoDB action its role allows was needed by one of those calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.core import schema
+from functions.shared import clients
+from infra import constants
+from infra.synth import synthesize_stack_template
+from tests.handler.conftest import Harness
+from tests.handler.test_redrive import failed_range, redrive  # noqa: F401 - failed_range is a fixture
+from tests.support import faults
+from tests.support.iam_calls import CallRecorder, Needed
+from tests.support.lambda_context import FakeLambdaContext
+
+# What Lambda's own poller needs from the role of a function with a DynamoDB stream event source
+# (Lambda developer guide, "Using AWS Lambda with Amazon DynamoDB", execution role permissions):
+# granted for the service, not for the function's code.
+STREAM_POLLER: Needed = {
+    ("dynamodb:DescribeStream", "stream"),
+    ("dynamodb:GetRecords", "stream"),
+    ("dynamodb:GetShardIterator", "stream"),
+    ("dynamodb:ListStreams", "*"),
+}
+HANDLERS = {
+    "api": constants.API_HANDLER,
+    "consumer": constants.STREAM_CONSUMER_HANDLER,
+    "redrive": constants.REDRIVE_HANDLER,
+    "sweeper": constants.SWEEPER_HANDLER,
+}
+
+
+def granted(template: dict[str, Any], handler: str) -> Needed:
+    """The DynamoDB actions the function's role allows, on "table", "index/<name>" or "stream"."""
+    resources = template["Resources"]
+    functions = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    [function] = [f for f in functions if f["Properties"]["Handler"] == handler]
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    allowed: Needed = set()
+    for policy in resources.values():
+        if policy["Type"] != "AWS::IAM::Policy" or {"Ref": role} not in policy["Properties"]["Roles"]:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for action in (a for a in actions if a.startswith("dynamodb:")):
+                allowed |= {(action, _kind(target)) for target in targets}
+    return allowed
+
+
+def _kind(resource: Any) -> str:
+    if resource == "*":
+        return "*"
+    if "Fn::GetAtt" in resource:
+        return "stream" if resource["Fn::GetAtt"][1] == "StreamArn" else "table"
+    return str(resource["Fn::Join"][1][-1]).lstrip("/")  # "<table arn>/index/<name>"
+
+
+@pytest.fixture
+def recorder(harness: Harness) -> CallRecorder:
+    recorded = CallRecorder()
+    recorded.install()
+    return recorded
+
+
+def run_the_api_through_its_paths(harness: Harness) -> None:
+    api = harness.api
+    api.put_account("busy", 6)
+    created = api.create("busy", "vm", key="k1").json()  # an idempotent create reads first
+    api.account("busy")
+    api.request("GET", "/accounts/busy/resources")
+    api.request("GET", f"/accounts/busy/resources/{created['resourceId']}")
+    api.delete("busy", created["resourceId"])
+    # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
+    # below its usage (the other shards retired, the change checked against each of them).
+    assert clients.api_store().set_active("busy", 1, 1, 4)
+    for index in range(6):
+        assert api.create("busy", f"r{index}").status == 201
+    assert api.create("busy", "one too many").status == 409
+    assert api.put_account("busy", 2).status == 200
+
+
+def test_each_function_is_allowed_exactly_the_calls_it_makes(
+    harness: Harness,
+    recorder: CallRecorder,
+    failed_range: str,  # noqa: F811 - the fixture imported above
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_the_api_through_its_paths(harness)
+    harness.pump()  # the consumer
+    assert redrive(failed_range) == []  # the redrive re-reads a stream range
+    # The sweeper, with nothing too young to sweep or heal: a create whose process died after its
+    # put leaves a lease that a heal settles by reading the resource.
+    monkeypatch.setenv(schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS, "0")
+    monkeypatch.setenv(schema.ENV_HEAL_QUIET_SECONDS, "0")
+    faults.crash_after("PutItem")
+    with pytest.raises(faults.SimulatedCrash):
+        harness.api.create("acme", "dies")
+    recorder.install()  # crash_after rebuilt the clients' hooks
+    from functions.sweeper.handler import handler as sweeper
+
+    sweeper({}, FakeLambdaContext(function_name="sweeper"))
+
+    template = synthesize_stack_template()
+    for function, handler in HANDLERS.items():
+        made, allowed = recorder.by_function[function], granted(template, handler)
+        if function == "consumer":
+            assert allowed >= STREAM_POLLER
+            allowed -= STREAM_POLLER
+        assert made <= allowed, f"{function} calls what its role does not allow: {made - allowed}"
+        assert allowed <= made, f"{function}'s role allows what it never calls: {allowed - made}"
