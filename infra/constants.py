@@ -49,6 +49,11 @@ STREAM_CONSUMER_FUNCTION_ID: Final = "StreamConsumerFunction"
 REDRIVE_FUNCTION_ID: Final = "RedriveFunction"
 REST_API_ID: Final = "RestApi"
 ACCESS_CONSTRUCT_ID: Final = "Access"
+MONITORING_CONSTRUCT_ID: Final = "Monitoring"
+ALARM_TOPIC_ID: Final = "AlarmTopic"
+DASHBOARD_ID: Final = "Dashboard"
+# `-c alarmEmail=ops@example.com` subscribes that address to every alarm (it must confirm).
+ALARM_EMAIL_CONTEXT_KEY: Final = "alarmEmail"
 TENANT_ROLE_ID: Final = "TenantRole"
 ADMIN_ROLE_ID: Final = "AdminRole"
 
@@ -67,6 +72,8 @@ OUTPUT_DLQ2_ALARM_NAME: Final = "Dlq2AlarmName"
 OUTPUT_TENANT_ROLE_ARN: Final = "TenantRoleArn"
 OUTPUT_ADMIN_ROLE_ARN: Final = "AdminRoleArn"
 OUTPUT_TENANT_TAG_KEY: Final = "TenantTagKey"
+OUTPUT_ALARM_TOPIC_ARN: Final = "AlarmTopicArn"
+OUTPUT_DASHBOARD_NAME: Final = "DashboardName"
 
 # Handlers, relative to the asset root that holds the `functions` package.
 API_HANDLER: Final = "functions.api.handler.handler"

@@ -14,6 +14,7 @@ from infra.bundling import lambda_package
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
+from infra.monitoring import Monitoring
 from infra.sweeper import Sweeper
 
 
@@ -40,6 +41,15 @@ class HybridCounterStack(cdk.Stack):
         api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, package=package)
         access = Access(self, constants.ACCESS_CONSTRUCT_ID, rest_api=api.rest_api)
         sweeper = Sweeper(self, constants.SWEEPER_CONSTRUCT_ID, table=data.table, package=package)
+        monitoring = Monitoring(
+            self,
+            constants.MONITORING_CONSTRUCT_ID,
+            table=data.table,
+            api=api,
+            counting=counting,
+            dead_letters=dead_letters,
+            sweeper=sweeper,
+        )
 
         stream_arn = data.table.table_stream_arn
         if stream_arn is None:  # the table is always created with a stream; this narrows the type
@@ -74,6 +84,11 @@ class HybridCounterStack(cdk.Stack):
             ),
             constants.OUTPUT_ADMIN_ROLE_ARN: (access.admin_role.role_arn, "Assume to call every path, set limits"),
             constants.OUTPUT_TENANT_TAG_KEY: (constants.TENANT_TAG_KEY, "The session tag naming a tenant's account"),
+            constants.OUTPUT_ALARM_TOPIC_ARN: (
+                monitoring.topic.topic_arn,
+                "Every alarm publishes here; subscribe to it",
+            ),
+            constants.OUTPUT_DASHBOARD_NAME: (monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
         }
         for output_name, (value, description) in outputs.items():
             cdk.CfnOutput(self, output_name, value=value, description=description)
@@ -83,4 +98,5 @@ class HybridCounterStack(cdk.Stack):
         self.counting = counting
         self.api = api
         self.access = access
+        self.monitoring = monitoring
         self.sweeper = sweeper

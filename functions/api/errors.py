@@ -10,6 +10,7 @@ from http import HTTPStatus
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.api.models import ErrorDetail, ErrorResponse
 from functions.core.errors import (
@@ -23,7 +24,7 @@ from functions.core.errors import (
     ResourceNotFound,
     StoreUnavailable,
 )
-from functions.shared.observability import logger
+from functions.shared.observability import logger, metrics
 
 STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     AccountNotFound: HTTPStatus.NOT_FOUND,
@@ -62,6 +63,8 @@ def describe_validation_errors(error: RequestValidationError) -> str:
 def register(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
     def domain_error(error: DomainError) -> Response[str]:
+        if isinstance(error, LimitExceeded):  # the dashboard's "admissions refused"
+            metrics.add_metric(name="AdmissionsRefused", unit=MetricUnit.Count, value=1)
         status = STATUS_OF.get(type(error), HTTPStatus.BAD_REQUEST)
         return error_response(status, error.code, str(error))
 

@@ -210,3 +210,12 @@ def test_bodies_are_read_as_json_whatever_the_content_type(harness: Harness) -> 
     response = harness.api.request("PUT", "/accounts/acme", {"limit": 2}, form)
     assert response.status == 200, response.text
     assert harness.api.request("POST", "/accounts/acme/resources", {"name": "vm"}, form).status == 201
+
+
+def test_a_refused_admission_is_counted_for_the_dashboard(harness: Harness, capsys: pytest.CaptureFixture[str]) -> None:
+    harness.api.put_account("acme", 1)
+    assert harness.api.create("acme").status == 201
+    capsys.readouterr()
+    assert harness.api.create("acme").status == 409
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [metric.get("AdmissionsRefused") for metric in emitted] == [[1.0]]

@@ -228,8 +228,8 @@ def test_dead_letter_queues_refuse_plain_http(template_json: dict[str, Any], out
 
 def test_alarm_fires_on_first_message_in_dlq2(template_json: dict[str, Any]) -> None:
     dlq2_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ2_URL)
-    alarm_id, alarm = only(resources_of_type(template_json, "AWS::CloudWatch::Alarm"))
-    properties = alarm["Properties"]
+    alarm_id = template_json["Outputs"][constants.OUTPUT_DLQ2_ALARM_NAME]["Value"]["Ref"]
+    properties = resources_of_type(template_json, "AWS::CloudWatch::Alarm")[alarm_id]["Properties"]
 
     assert template_json["Outputs"][constants.OUTPUT_DLQ2_ALARM_NAME]["Value"] == {"Ref": alarm_id}
     assert properties["Namespace"] == "AWS/SQS"
@@ -460,6 +460,79 @@ def test_api_gateways_own_answers_are_rendered_in_the_error_envelope(template_js
         assert '"requestId": "$context.requestId"' in template, response_type
         assert "StatusCode" not in properties  # each type keeps its own status
     assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
+
+
+# --- monitoring (docs/operations.md) ------------------------------------------------------------
+
+
+def test_every_alarm_tells_the_topic_when_it_fires_and_when_it_is_over(template_json: dict[str, Any]) -> None:
+    [topic_id] = resources_of_type(template_json, "AWS::SNS::Topic")
+    alarms = resources_of_type(template_json, "AWS::CloudWatch::Alarm")
+    assert len(alarms) >= 12
+    for name, alarm in alarms.items():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], name
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}], name
+    assert template_json["Outputs"][constants.OUTPUT_ALARM_TOPIC_ARN]["Value"] == {"Ref": topic_id}
+
+
+def alarmed_metrics(template_json: dict[str, Any]) -> set[str]:
+    names = set()
+    for alarm in resources_of_type(template_json, "AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        if "MetricName" in properties:
+            names.add(f"{properties['Namespace']}/{properties['MetricName']}")
+        for part in properties.get("Metrics", []):
+            if "MetricStat" in part:
+                metric = part["MetricStat"]["Metric"]
+                names.add(f"{metric['Namespace']}/{metric['MetricName']}")
+    return names
+
+
+def test_the_alarms_watch_what_an_operator_must_hear_about(template_json: dict[str, Any]) -> None:
+    assert {
+        "AWS/SQS/ApproximateNumberOfMessagesVisible",  # DLQ 1 piling up, DLQ 2 holding anything
+        "AWS/SQS/ApproximateAgeOfOldestMessage",  # DLQ 1 not drained
+        "AWS/Lambda/IteratorAge",  # counting behind the stream
+        "AWS/Lambda/Errors",  # consumer, redrive, sweeper
+        "AWS/Lambda/Invocations",  # the sweeper missed its runs
+        "AWS/Lambda/Throttles",
+        "AWS/ApiGateway/5XXError",
+        "AWS/ApiGateway/Count",
+        "AWS/ApiGateway/Latency",
+        "AWS/DynamoDB/WriteThrottleEvents",
+        f"{constants.POWERTOOLS_METRICS_NAMESPACE}/HealHealed",  # counters drifted
+    } <= alarmed_metrics(template_json)
+
+
+def test_a_missed_sweep_is_an_alarm_even_when_no_datapoint_arrives(template_json: dict[str, Any]) -> None:
+    [missed] = [
+        a["Properties"]
+        for a in resources_of_type(template_json, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == "Invocations"
+    ]
+    assert missed["ComparisonOperator"] == "LessThanThreshold"
+    assert missed["TreatMissingData"] == "breaching"
+
+
+def test_an_alarm_email_is_subscribed_when_given() -> None:
+    template = synthesize_stack_template({constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com"})
+    [subscription] = resources_of_type(template, "AWS::SNS::Subscription").values()
+    assert (subscription["Properties"]["Protocol"], subscription["Properties"]["Endpoint"]) == (
+        "email",
+        "ops@example.com",
+    )
+
+
+def test_no_email_is_subscribed_by_default(template_json: dict[str, Any]) -> None:
+    assert resources_of_type(template_json, "AWS::SNS::Subscription") == {}
+
+
+def test_a_dashboard_shows_the_counters_at_work(template_json: dict[str, Any]) -> None:
+    [dashboard] = resources_of_type(template_json, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for shown in ("ResourcesCreated", "ResourcesDeleted", "AdmissionsRefused", "IteratorAge", "HealHealed"):
+        assert shown in body, shown
+    assert "WriteThrottleEvents" in body
 
 
 # --- outputs and naming ------------------------------------------------------------------------

@@ -1,0 +1,217 @@
+"""Alarms that reach someone, and a dashboard (docs/operations.md has what each alarm means and what
+to do about it).
+
+Every alarm sends to one SNS topic when it fires and when it recovers; `-c alarmEmail=ops@...`
+subscribes an address. The topic is not encrypted: CloudWatch can publish to an encrypted topic
+only through a customer managed key whose policy lets it, which a stack should not create by
+default (Amazon SNS developer guide, "Encryption at rest": AWS managed keys do not allow it).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from infra import constants
+from infra.api import Api
+from infra.counting import Counting
+from infra.dead_letters import DeadLetters
+from infra.sweeper import Sweeper
+
+FIVE_MINUTES = cdk.Duration.minutes(5)
+
+
+def _service_metric(name: str, period: cdk.Duration = FIVE_MINUTES) -> cloudwatch.Metric:
+    """A metric the functions publish with Powertools (functions/shared/observability.py)."""
+    return cloudwatch.Metric(
+        namespace=constants.POWERTOOLS_METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": constants.POWERTOOLS_SERVICE_NAME},
+        statistic=cloudwatch.Stats.SUM,
+        period=period,
+    )
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.Table,
+        api: Api,
+        counting: Counting,
+        dead_letters: DeadLetters,
+        sweeper: Sweeper,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = sns.Topic(self, constants.ALARM_TOPIC_ID, display_name="Hybrid counter alarms", enforce_ssl=True)
+        email = self.node.try_get_context(constants.ALARM_EMAIL_CONTEXT_KEY)
+        if email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(str(email)))
+        self.alarms: list[cloudwatch.Alarm] = [dead_letters.final_queue_alarm]
+        consumer, redrive = counting.consumer_function, dead_letters.redrive_function
+        dlq1 = dead_letters.stream_failure_queue
+
+        self._alarm(
+            "StreamFailuresWaiting",
+            "DLQ 1 holds a failed stream batch older than 15 minutes: the redrive is not draining it",
+            dlq1.metric_approximate_age_of_oldest_message(period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM),
+            threshold=15 * 60,
+        )
+        self._alarm(
+            "StreamFailuresPiling",
+            "DLQ 1 holds 100 or more failed stream batches",
+            dlq1.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM),
+            threshold=100,
+        )
+        self._alarm(
+            "CountingBehind",
+            "The consumer is more than a minute behind the stream: eventual counts lag",
+            consumer.metric("IteratorAge", period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM),
+            threshold=60_000,
+            periods=3,
+        )
+        for name, function in (
+            ("ConsumerErrors", consumer),
+            ("RedriveErrors", redrive),
+            ("SweeperErrors", sweeper.function),
+        ):
+            self._alarm(
+                name,
+                f"The {name.removesuffix('Errors').lower()} function failed",
+                function.metric_errors(period=FIVE_MINUTES),
+            )
+        self._alarm(
+            "SweeperMissedRuns",
+            "The sweeper has not run for 15 minutes (it runs every 5): pending work and lost slots wait",
+            sweeper.function.metric_invocations(period=FIVE_MINUTES),
+            threshold=1,
+            periods=3,
+            below=True,
+            missing=cloudwatch.TreatMissingData.BREACHING,
+        )
+        requests = api.rest_api.metric_count(period=FIVE_MINUTES)
+        server_errors = api.rest_api.metric_server_error(period=FIVE_MINUTES)
+        self._alarm(
+            "ApiServerErrors",
+            "More than 1% of API requests answered 5XX over 5 minutes",
+            cloudwatch.MathExpression(
+                expression="IF(requests > 0, 100 * errors / requests, 0)",
+                using_metrics={"requests": requests, "errors": server_errors},
+                period=FIVE_MINUTES,
+                label="5XX %",
+            ),
+            threshold=1,
+        )
+        self._alarm(
+            "ApiSlow",
+            "The API's p99 latency is above 3 seconds",
+            api.rest_api.metric_latency(period=FIVE_MINUTES, statistic="p99"),
+            threshold=3000,
+            periods=3,
+        )
+        self._alarm(
+            "ApiThrottled",
+            "The API function was throttled (its concurrency is used up): callers got 500s",
+            api.function.metric_throttles(period=FIVE_MINUTES),
+        )
+        self._alarm(
+            "TableThrottled",
+            "DynamoDB throttled writes for 15 minutes: an item or key is hotter than a partition takes",
+            table.metric("WriteThrottleEvents", period=FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+            periods=3,
+        )
+        self._alarm(
+            "CountersDrifted",
+            "A heal found best effort and eventual apart and set them right (docs/healing.md)",
+            _service_metric("HealHealed", cdk.Duration.hours(1)),
+        )
+        # Every alarm tells the topic when it fires and when it is over.
+        action = cloudwatch_actions.SnsAction(self.topic)
+        for alarm in self.alarms:
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+        self.dashboard = self._dashboard(table, api, consumer, dead_letters)
+
+    def _alarm(
+        self,
+        construct_id: str,
+        description: str,
+        metric: cloudwatch.IMetric,
+        threshold: float = 1,
+        periods: int = 1,
+        below: bool = False,
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+    ) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD
+            if below
+            else cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=missing,
+        )
+        self.alarms.append(alarm)
+
+    def _dashboard(
+        self, table: dynamodb.Table, api: Api, consumer: lambda_.IFunction, dead_letters: DeadLetters
+    ) -> cloudwatch.Dashboard:
+        per_second = cdk.Duration.minutes(1)
+
+        def rate(name: str) -> cloudwatch.MathExpression:
+            return cloudwatch.MathExpression(
+                expression=f"{name.lower()} / 60",
+                using_metrics={name.lower(): _service_metric(name, per_second)},
+                period=per_second,
+                label=f"{name} /s",
+            )
+
+        dashboard = cloudwatch.Dashboard(self, constants.DASHBOARD_ID)
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Creates and deletes per second", left=[rate("ResourcesCreated"), rate("ResourcesDeleted")]
+            ),
+            cloudwatch.GraphWidget(
+                title="Admissions refused (409) per minute", left=[_service_metric("AdmissionsRefused", per_second)]
+            ),
+            cloudwatch.GraphWidget(
+                title="Counting lag: stream iterator age (ms)",
+                left=[consumer.metric("IteratorAge", period=per_second, statistic=cloudwatch.Stats.MAXIMUM)],
+            ),
+            cloudwatch.GraphWidget(title="Drift found and healed", left=[_service_metric("HealHealed", FIVE_MINUTES)]),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Dead-letter queues (messages)",
+                left=[
+                    dead_letters.stream_failure_queue.metric_approximate_number_of_messages_visible(label="DLQ 1"),
+                    dead_letters.final_queue.metric_approximate_number_of_messages_visible(label="DLQ 2"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Throttles",
+                left=[
+                    table.metric("WriteThrottleEvents", statistic=cloudwatch.Stats.SUM, label="DynamoDB writes"),
+                    table.metric("ReadThrottleEvents", statistic=cloudwatch.Stats.SUM, label="DynamoDB reads"),
+                    api.function.metric_throttles(label="API function"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="API latency (ms) and 5XX",
+                left=[api.rest_api.metric_latency(statistic="p99", label="p99")],
+                right=[api.rest_api.metric_server_error(label="5XX")],
+            ),
+        )
+        return dashboard
