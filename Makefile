@@ -104,6 +104,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/openapi.py --check
+	PYTHONPATH=. $(BIN)/python scripts/cfn_lint.py
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -42,9 +43,20 @@ def python_function(
         schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(extra_environment or {}),
     }
+    # Its own role, allowed to write its own log group and nothing else yet (the construct that owns
+    # the function grants what its code calls). The AWS managed AWSLambdaBasicExecutionRole would
+    # allow writing to any log group of the account.
+    role = iam.Role(
+        scope,
+        f"{construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"{construct_id}: its log group, and what its code calls",
+    )
+    log_group.grant_write(role)
     return lambda_.Function(
         scope,
         construct_id,
+        role=role,
         code=package.code,
         handler=handler,
         runtime=LAMBDA_RUNTIME,

@@ -15,6 +15,7 @@ from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
 from infra.monitoring import Monitoring
+from infra.nag import explain as explain_nag_findings
 from infra.sweeper import Sweeper
 
 
@@ -98,5 +99,6 @@ class HybridCounterStack(cdk.Stack):
         self.counting = counting
         self.api = api
         self.access = access
+        explain_nag_findings(self, api, access)
         self.monitoring = monitoring
         self.sweeper = sweeper

@@ -1,0 +1,66 @@
+"""The cdk-nag AwsSolutions findings this stack keeps on purpose, each with the reason a reviewer
+can check (tests/infra/test_cdk_nag.py runs the pack: no other finding may appear).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra import constants
+from infra.access import Access
+from infra.api import Api
+from infra.bundling import LAMBDA_RUNTIME
+
+XRAY = (
+    "Resource::* is X-Ray's PutTraceSegments and PutTelemetryRecords (and, for the stream consumer, "
+    "dynamodb:ListStreams, which Lambda's stream poller needs): none has resource-level permissions "
+    "(Service Authorization Reference). Every table and stream action is on exact ARNs (infra/table_access.py)."
+)
+RUNTIME = (
+    f"{LAMBDA_RUNTIME.name} is the runtime the package's wheels are built for and proven on; moving on is "
+    "one constant (infra/bundling.py LAMBDA_RUNTIME) with the package test of issue 'Fidelity and maintainability'."
+)
+API_FINDINGS = {
+    "AwsSolutions-COG4": "Every method is authorized with IAM (SigV4, AWS_IAM), tenant-scoped by a session tag "
+    "(docs/security.md); a Cognito user pool authorizer would be a second, weaker model.",
+    "AwsSolutions-APIG2": "The function validates every request against its models (docs/openapi.json) and "
+    "answers 400 in the error envelope; a request validator has no models to check with a proxy integration.",
+    "AwsSolutions-APIG3": "A WAF web ACL is the deployer's choice of rules and cost; SigV4 authorization "
+    "answers every unsigned request before the function.",
+    "AwsSolutions-APIG1": "Not yet: access logs need the account's API Gateway CloudWatch role, which a stack "
+    "should not own (docs/security.md, 'Not yet').",
+    "AwsSolutions-APIG6": "Not yet: execution logs need the account's API Gateway CloudWatch role, which a "
+    "stack should not own (docs/security.md, 'Not yet').",
+}
+
+
+def _acknowledge(construct: Construct, rule: str, reason: str) -> None:
+    cdk.Validations.of(construct).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
+
+
+def explain(stack: Construct, api: Api, access: Access) -> None:
+    for function in (c for c in stack.node.find_all() if isinstance(c, lambda_.Function)):
+        _acknowledge(function, "AwsSolutions-L1", RUNTIME)
+        if isinstance(function.role, Construct):
+            _acknowledge(function.role, "AwsSolutions-IAM5[Resource::*]", XRAY)
+    for rule, reason in API_FINDINGS.items():
+        _acknowledge(api.rest_api, rule, reason)
+    # IAM5 reports each wildcard resource on its own, named with the REST API's logical id.
+    stack_of = cdk.Stack.of(api.rest_api)
+    rest_api = stack_of.resolve(stack_of.get_logical_id(api.rest_api.node.default_child))  # type: ignore[arg-type]
+    execute_api = f"Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{rest_api}>/prod"
+    tenant = f"{execute_api}/*/accounts/<aws:PrincipalTag/{constants.TENANT_TAG_KEY}>/resources"
+    for finding in (tenant, f"{tenant}/*"):
+        _acknowledge(
+            access.tenant_role,
+            f"AwsSolutions-IAM5[{finding}]",
+            "Any method under the tenant's own resources, the tenant named by the session tag: the wildcards "
+            "are the method and the resource id, never another tenant (docs/security.md).",
+        )
+    _acknowledge(
+        access.admin_role,
+        f"AwsSolutions-IAM5[{execute_api}/*/*]",
+        "The admin role calls every method on every path of this one API, by design (docs/security.md).",
+    )
