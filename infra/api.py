@@ -6,7 +6,7 @@ from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra import constants, table_access
+from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.gateway_errors import add_error_envelopes
 from infra.python_function import python_function
@@ -28,6 +28,7 @@ class Api(Construct):
         )
         table_access.grant_table(table, self.function, table_access.API)
 
+        rate, burst = settings.api_throttle(self)
         self.rest_api = apigateway.LambdaRestApi(
             self,
             constants.REST_API_ID,
@@ -41,6 +42,9 @@ class Api(Construct):
             deploy_options=apigateway.StageOptions(
                 stage_name=constants.API_STAGE_NAME,
                 tracing_enabled=True,
+                # The outer guard: every method of the stage together; beyond it API Gateway answers 429.
+                throttling_rate_limit=rate,
+                throttling_burst_limit=burst,
             ),
             description="Hybrid counter HTTP API",
         )

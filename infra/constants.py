@@ -29,6 +29,17 @@ DEFAULT_ARCHITECTURE: Final = ARCHITECTURE_ARM64
 STREAM_BATCHING_WINDOW_CONTEXT_KEY: Final = "streamBatchingWindowSeconds"
 DEFAULT_STREAM_BATCHING_WINDOW_SECONDS: Final = 0
 MAX_STREAM_BATCHING_WINDOW_SECONDS: Final = 300
+# The stage's throttle, every method together (`-c apiRateLimit=2000 -c apiBurstLimit=1000`): the outer
+# guard in front of the function and the table. API Gateway answers 429 beyond it ("Throttle API
+# requests for better throughput"); the account's own default is 10,000 requests/s, burst 5,000.
+API_RATE_LIMIT_CONTEXT_KEY: Final = "apiRateLimit"
+API_BURST_LIMIT_CONTEXT_KEY: Final = "apiBurstLimit"
+DEFAULT_API_RATE_LIMIT: Final = 10_000
+DEFAULT_API_BURST_LIMIT: Final = 5_000
+# A cost guard on the on-demand table (`-c tableMaxWriteRequestUnits=40000`): DynamoDB throttles the
+# table beyond it (OnDemandThroughput). Unset, the table scales to the account's quotas.
+TABLE_MAX_WRITES_CONTEXT_KEY: Final = "tableMaxWriteRequestUnits"
+TABLE_MAX_READS_CONTEXT_KEY: Final = "tableMaxReadRequestUnits"
 # `-c skipBundling=true` synthesizes without building the Lambda package (no PyPI access needed).
 # The CLI always asks for bundling on synth/deploy and offers no switch to turn it off.
 SKIP_BUNDLING_CONTEXT_KEY: Final = "skipBundling"

@@ -13,12 +13,16 @@ class DataStore(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
 
+        max_reads, max_writes = settings.table_max_request_units(self)
         self.table = dynamodb.Table(
             self,
             constants.TABLE_ID,
             partition_key=dynamodb.Attribute(name=schema.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=schema.SORT_KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            # A cost guard when the deployer sets one (context); DynamoDB throttles beyond it.
+            max_read_request_units=max_reads,
+            max_write_request_units=max_writes,
             # The consumer needs both images: NEW to count creates, OLD/NEW to see soft deletes.
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(

@@ -57,6 +57,37 @@ def stream_batching_window_seconds(scope: Construct) -> int:
     return seconds
 
 
+def api_throttle(scope: Construct) -> tuple[int, int]:
+    """The stage's (rate, burst) limits: requests a second, and the bucket that absorbs bursts."""
+    return (
+        _whole(scope, constants.API_RATE_LIMIT_CONTEXT_KEY, constants.DEFAULT_API_RATE_LIMIT, 1),
+        _whole(scope, constants.API_BURST_LIMIT_CONTEXT_KEY, constants.DEFAULT_API_BURST_LIMIT, 0),
+    )
+
+
+def table_max_request_units(scope: Construct) -> tuple[int | None, int | None]:
+    """The on-demand table's maximum (reads, writes) a second, or None: no maximum."""
+    reads = scope.node.try_get_context(constants.TABLE_MAX_READS_CONTEXT_KEY)
+    writes = scope.node.try_get_context(constants.TABLE_MAX_WRITES_CONTEXT_KEY)
+    return (
+        None if reads is None else _whole(scope, constants.TABLE_MAX_READS_CONTEXT_KEY, 0, 1),
+        None if writes is None else _whole(scope, constants.TABLE_MAX_WRITES_CONTEXT_KEY, 0, 1),
+    )
+
+
+def _whole(scope: Construct, key: str, default: int, least: int) -> int:
+    value = scope.node.try_get_context(key)
+    if value is None:
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = least - 1
+    if number < least:
+        raise ValueError(f'context "{key}" must be a whole number, at least {least}, got {value!r}')
+    return number
+
+
 def _choice(scope: Construct, key: str, default: str, choices: Mapping[str, T]) -> T:
     """The context value named `key` (case and spaces ignored), one of `choices`; clear error otherwise."""
     value = scope.node.try_get_context(key)

@@ -26,6 +26,7 @@ from local.functions import FunctionPool, Invocation
 from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import Caller, IamAuthorizer
 from local.sigv4 import MISSING_TOKEN, Refusal
+from local.stage_throttle import TOO_MANY_REQUESTS, StageThrottle
 
 logger = logging.getLogger("local.runtime")
 
@@ -173,11 +174,13 @@ class ApiGateway:
         port: int,
         authorizer: IamAuthorizer | None = None,
         responses: GatewayResponses | None = None,
+        throttle: StageThrottle | None = None,
     ) -> None:
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage
         self._authorizer = authorizer
         self._responses = responses or GatewayResponses()
+        self._throttle = throttle
         self._host = host
         self._server = _Server((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, name="api-gateway", daemon=True)
@@ -235,6 +238,9 @@ class ApiGateway:
                         self._refuse(checked)
                         return
                     caller = checked
+                if gateway._throttle is not None and not gateway._throttle.take():
+                    self._refuse(TOO_MANY_REQUESTS)
+                    return
                 event = proxy_event(
                     self.command,
                     self.path,

@@ -40,6 +40,7 @@ from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.identities import ROLE_OUTPUTS, Identities
+from local.stage_throttle import StageThrottle
 
 logger = logging.getLogger("local.runtime")
 
@@ -244,8 +245,11 @@ class LocalRuntime:
         stages = api.get_stages(restApiId=rest_api_id)["item"]
         stage = stages[0]["stageName"] if stages else "prod"
         authorizer = self._iam_authorizer(rest_api_id, stage)
-        responses = GatewayResponses.from_template(self._deployed_template())
-        self.gateway = ApiGateway(routes, stage, self.settings.host, self.settings.port, authorizer, responses)
+        template = self._deployed_template()
+        responses, throttle = GatewayResponses.from_template(template), StageThrottle.from_template(template)
+        self.gateway = ApiGateway(
+            routes, stage, self.settings.host, self.settings.port, authorizer, responses, throttle
+        )
         self.gateway.start()
 
     def _deployed_template(self) -> dict[str, Any]:

@@ -462,6 +462,37 @@ def test_api_gateways_own_answers_are_rendered_in_the_error_envelope(template_js
     assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
 
 
+def test_the_table_has_no_throughput_maximum_unless_the_deployer_sets_one(template_json: dict[str, Any]) -> None:
+    _, resource = table(template_json)
+    assert "OnDemandThroughput" not in resource["Properties"]
+    guarded = synthesize_stack_template(
+        {constants.TABLE_MAX_WRITES_CONTEXT_KEY: "40000", constants.TABLE_MAX_READS_CONTEXT_KEY: "80000"}
+    )
+    _, resource = table(guarded)
+    assert resource["Properties"]["OnDemandThroughput"] == {"MaxReadRequestUnits": 80000, "MaxWriteRequestUnits": 40000}
+
+
+def stage_throttle(template_json: dict[str, Any]) -> dict[str, Any]:
+    [stage] = resources_of_type(template_json, "AWS::ApiGateway::Stage").values()
+    [every_method] = stage["Properties"]["MethodSettings"]
+    assert (every_method["HttpMethod"], every_method["ResourcePath"]) == ("*", "/*")
+    return {key: every_method[key] for key in ("ThrottlingRateLimit", "ThrottlingBurstLimit")}
+
+
+def test_the_stage_throttles_every_method_together(template_json: dict[str, Any]) -> None:
+    assert stage_throttle(template_json) == {"ThrottlingRateLimit": 10_000, "ThrottlingBurstLimit": 5_000}
+    chosen = synthesize_stack_template(
+        {constants.API_RATE_LIMIT_CONTEXT_KEY: "200", constants.API_BURST_LIMIT_CONTEXT_KEY: "50"}
+    )
+    assert stage_throttle(chosen) == {"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 50}
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "fast"])
+def test_a_stage_rate_that_is_not_a_positive_whole_number_is_rejected(value: str) -> None:
+    with pytest.raises(ValueError, match=r"apiRateLimit.*at least 1"):
+        synthesize_stack_template({constants.API_RATE_LIMIT_CONTEXT_KEY: value})
+
+
 # --- monitoring (docs/operations.md) ------------------------------------------------------------
 
 
