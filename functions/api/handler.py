@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -22,6 +23,7 @@ from functions.api import errors
 from functions.api.models import (
     AccountView,
     CreateResourceRequest,
+    ErrorResponse,
     PutAccountRequest,
     ResourcePage,
     ResourceView,
@@ -65,13 +67,55 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
     )
 
 
-@app.put("/accounts/<accountId>", summary="Create an account or change its limit")
+# What any route may answer besides its own results: its errors in the envelope, and what API
+# Gateway answers before the function runs (docs/security.md), in the same envelope.
+ERRORS = {
+    400: "ValidationError: a path, query, header or body the contract does not allow; nothing was written",
+    403: "API Gateway: MissingAuthenticationToken (unsigned, or an unknown path or method), InvalidSignature, "
+    "ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
+    404: "AccountNotFound, ResourceNotFound",
+    409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
+    413: "PayloadTooLarge: a body over 64 KiB",
+    422: "IdempotencyKeyMismatch: the key was sent before with another body",
+    429: "API Gateway: Throttled (the stage's limit), with Retry-After",
+    500: "API Gateway: InternalError (the function's concurrency was used up)",
+    502: "API Gateway: InternalError (the function failed)",
+    503: "ServiceUnavailable: DynamoDB failed after retries; retry after Retry-After",
+    504: "API Gateway: IntegrationTimeout (no answer within 29 s)",
+}
+ALWAYS = (400, 403, 429, 500, 502, 503, 504)
+
+
+def answers(own: dict[int, tuple[str, type | None]], *errors: int) -> dict[int, OpenAPIResponse]:
+    """The route's responses for the OpenAPI document: its own answers, then its errors."""
+    documented: dict[int, OpenAPIResponse] = {}
+    for status, (description, model) in own.items():
+        documented[status] = {"description": description}
+        if model is not None:
+            documented[status]["content"] = {content_types.APPLICATION_JSON: {"model": model}}
+    for status in sorted({*errors, *ALWAYS}):
+        documented[status] = {
+            "description": ERRORS[status],
+            "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
+        }
+    return documented
+
+
+@app.put(
+    "/accounts/<accountId>",
+    summary="Create an account or change its limit (admin only)",
+    responses=answers({200: ("The account, with its new limit", AccountView)}, 413),
+)
 def put_account(accountId: AccountId, request: Annotated[PutAccountRequest, Body()]) -> AccountView:
     usage = accounts.put_account(clients.api_store(), accountId, request.limit, now, caller_waiting)
     return AccountView.of(usage)
 
 
-@app.get("/accounts/<accountId>", summary="Read an account's limit and both counters")
+@app.get(
+    "/accounts/<accountId>",
+    summary="Read an account's limit and both counters",
+    responses=answers({200: ("The account", AccountView)}, 404),
+)
 def get_account(accountId: AccountId) -> AccountView:
     return AccountView.of(accounts.get_usage(clients.api_store(), accountId))
 
@@ -79,12 +123,16 @@ def get_account(accountId: AccountId) -> AccountView:
 @app.post(
     "/accounts/<accountId>/resources",
     summary="Create a resource if the account is below its limit",
-    responses={
-        201: {"description": "Created", "content": {"application/json": {"model": ResourceView}}},
-        200: {"description": "Replay of an earlier call with the same Idempotency-Key"},
-        409: {"description": "LimitExceeded, or the key's resource was deleted"},
-        422: {"description": "Idempotency-Key reused with a different body"},
-    },
+    responses=answers(
+        {
+            201: ("Created; Location names it", ResourceView),
+            200: ("A replay of an earlier call with the same Idempotency-Key: the resource it created", ResourceView),
+        },
+        404,
+        409,
+        413,
+        422,
+    ),
 )
 def create_resource(
     accountId: AccountId,
@@ -111,7 +159,11 @@ def create_resource(
     return json_response(HTTPStatus.CREATED, ResourceView.of(created.resource), {"Location": location})
 
 
-@app.get("/accounts/<accountId>/resources", summary="List live resources, newest pages by cursor")
+@app.get(
+    "/accounts/<accountId>/resources",
+    summary="List live resources, newest pages by cursor",
+    responses=answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
+)
 def list_resources(
     accountId: AccountId,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
@@ -121,12 +173,20 @@ def list_resources(
     return ResourcePage(items=[ResourceView.of(item) for item in page.items], nextCursor=page.next_cursor)
 
 
-@app.get("/accounts/<accountId>/resources/<resourceId>", summary="Read one live resource")
+@app.get(
+    "/accounts/<accountId>/resources/<resourceId>",
+    summary="Read one live resource",
+    responses=answers({200: ("The resource", ResourceView)}, 404),
+)
 def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
     return ResourceView.of(accounts.get_resource(clients.api_store(), accountId, resourceId))
 
 
-@app.delete("/accounts/<accountId>/resources/<resourceId>", summary="Delete a resource")
+@app.delete(
+    "/accounts/<accountId>/resources/<resourceId>",
+    summary="Delete a resource",
+    responses=answers({204: ("Deleted; its slot is free", None)}, 404),
+)
 def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
     accounts.delete_resource(clients.api_store(), accountId, resourceId, now, in_time=caller_waiting)
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)

@@ -75,6 +75,7 @@ class ResourcePage(BaseModel):
 class ErrorDetail(BaseModel):
     code: str
     message: str
+    requestId: str | None = None
 
 
 class ErrorResponse(BaseModel):
