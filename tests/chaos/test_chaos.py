@@ -10,17 +10,19 @@ from chaos.run import ChaosSettings, run
 
 
 def test_a_short_chaos_run_holds_every_invariant_with_hot_accounts_spread_over_shards() -> None:
-    """Faults of every kind, and DynamoDB's partition limits at 1/100: the hot accounts' items
-    throttle, so they grow admission shards while the faults land, and every invariant (the sum of
-    room and admitted over the shards among them) holds at every sampled instant."""
+    """Faults of every kind, and DynamoDB's partition limits at 1/100 (shard growth scaled with
+    them): the hot accounts grow admission shards while the faults land, and every invariant (the
+    sum of room and admitted over the shards among them) holds at every sampled instant."""
     report = run(ChaosSettings(seed=11, operations=150, clients=6, partition_limits="1/100"))
     print(report.to_json())
     assert report.seconds_to_quiescence is not None
     assert {check.name: check.violations for check in report.checks if check.violations} == {}
     assert sum(report.faults.values()) > 0
     assert report.operations.get("create 201", 0) > 0
-    assert report.partition_throttles  # the limits were felt ...
-    assert report.most_admission_shards > 1  # ... and an account spread over shards
+    # Under scaled limits an account grows at a scaled rate (2.5 writes/s on one shard at 1/100),
+    # which the hot accounts always pass. Whether the emulator refused anything depends on this
+    # machine's speed (a slow one may never reach 10 WCU/s on an item), so it is reported, not asserted.
+    assert report.most_admission_shards > 1
 
 
 def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed() -> None:
