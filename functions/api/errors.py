@@ -39,12 +39,15 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
 RETRY_AFTER_SECONDS = "1"
 
 
-def error_response(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:
-    body = ErrorResponse(error=ErrorDetail(code=code, message=message))
+def error_response(
+    status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None, request_id: str | None = None
+) -> Response[str]:
+    """An error in the envelope; `request_id` is API Gateway's, as its own errors carry it."""
+    body = ErrorResponse(error=ErrorDetail(code=code, message=message, requestId=request_id))
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(),
+        body=body.model_dump_json(exclude_none=True),
         headers=headers,
     )
 
@@ -61,16 +64,21 @@ def describe_validation_errors(error: RequestValidationError) -> str:
 
 
 def register(app: APIGatewayRestResolver) -> None:
+    def request_id() -> str | None:
+        return app.current_event.request_context.request_id
+
     @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
     def domain_error(error: DomainError) -> Response[str]:
         if isinstance(error, LimitExceeded):  # the dashboard's "admissions refused"
             metrics.add_metric(name="AdmissionsRefused", unit=MetricUnit.Count, value=1)
         status = STATUS_OF.get(type(error), HTTPStatus.BAD_REQUEST)
-        return error_response(status, error.code, str(error))
+        return error_response(status, error.code, str(error), request_id=request_id())
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def invalid_request(error: RequestValidationError) -> Response[str]:
-        return error_response(HTTPStatus.BAD_REQUEST, "ValidationError", describe_validation_errors(error))
+        return error_response(
+            HTTPStatus.BAD_REQUEST, "ValidationError", describe_validation_errors(error), request_id=request_id()
+        )
 
     @app.exception_handler(StoreUnavailable)  # type: ignore[untyped-decorator]
     def store_unavailable(error: StoreUnavailable) -> Response[str]:
@@ -80,8 +88,9 @@ def register(app: APIGatewayRestResolver) -> None:
             "ServiceUnavailable",
             "the service is briefly unavailable; retry the request",
             headers={"Retry-After": RETRY_AFTER_SECONDS},
+            request_id=request_id(),
         )
 
     @app.not_found
     def route_not_found(_: Exception) -> Response[str]:
-        return error_response(HTTPStatus.NOT_FOUND, "RouteNotFound", "no such route")
+        return error_response(HTTPStatus.NOT_FOUND, "RouteNotFound", "no such route", request_id=request_id())

@@ -200,17 +200,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Checked before routing: request validation would otherwise parse a huge body first.
     if body_size(event) > MAX_BODY_BYTES:
         return plain_error(
-            HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "PayloadTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
+            event,
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            "PayloadTooLarge",
+            f"request body exceeds {MAX_BODY_BYTES} bytes",
         )
     # API Gateway passes a body that is not UTF-8 base64-encoded; the resolver would fail to decode it.
     if not utf8_body(event):
-        return plain_error(HTTPStatus.BAD_REQUEST, "ValidationError", "request body is not UTF-8 JSON")
+        return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", "request body is not UTF-8 JSON")
     return app.resolve(as_json_request(event), context)
 
 
-def plain_error(status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
+def plain_error(event: dict[str, Any], status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
     """An error answered before routing, in the API's error envelope."""
-    response = errors.error_response(status, code, message)
+    request_id = (event.get("requestContext") or {}).get("requestId")
+    response = errors.error_response(status, code, message, request_id=request_id)
     return {
         "statusCode": response.status_code,
         "headers": {"Content-Type": content_types.APPLICATION_JSON},

@@ -3,9 +3,9 @@ generated from them (docs/openapi.json)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
 from functions.core.model import Resource, Usage
 
@@ -13,10 +13,24 @@ MAX_LIMIT = 1_000_000
 MAX_NAME_LENGTH = 256
 
 
+def _whole_number(value: Any) -> Any:
+    """A JSON integer, as JSON Schema counts them: 5 and 5.0, not 5.5, "5" or true."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a whole number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+
+
 class PutAccountRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    limit: StrictInt = Field(ge=0, le=MAX_LIMIT, description="Most resources the account may hold.")
+    limit: WholeNumber = Field(ge=0, le=MAX_LIMIT, description="Most resources the account may hold.")
 
 
 class CreateResourceRequest(BaseModel):

@@ -195,13 +195,18 @@ def test_throttling_that_passes_is_absorbed_by_internal_retries(harness: Harness
     assert harness.api.account("acme")["bestEffort"] == 1  # the SDK's third attempt counted it
 
 
-def test_error_bodies_are_json_with_code_and_message(harness: Harness) -> None:
+def test_error_bodies_are_json_with_code_message_and_the_request_id(harness: Harness) -> None:
+    """The same envelope as API Gateway's own errors (infra/gateway_errors.py), its request id too."""
     harness.api.put_account("acme", 5)
     response = harness.api.request("GET", "/accounts/acme/resources/nope")
     assert response.status == 404
     assert response.headers["Content-Type"] == "application/json"
     assert json.loads(response.text) == {
-        "error": {"code": "ResourceNotFound", "message": "resource 'nope' does not exist in account 'acme'"}
+        "error": {
+            "code": "ResourceNotFound",
+            "message": "resource 'nope' does not exist in account 'acme'",
+            "requestId": "test-request",  # the event's requestContext.requestId
+        }
     }
 
 
@@ -219,3 +224,12 @@ def test_a_refused_admission_is_counted_for_the_dashboard(harness: Harness, caps
     assert harness.api.create("acme").status == 409
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert [metric.get("AdmissionsRefused") for metric in emitted] == [[1.0]]
+
+
+@pytest.mark.parametrize(("limit", "status"), [(7.0, 200), (7.5, 400), ("7", 400), (True, 400)])
+def test_a_limit_is_a_json_integer_as_json_schema_counts_them(harness: Harness, limit: object, status: int) -> None:
+    """7.0 is an integer in JSON Schema (and so in docs/openapi.json); schemathesis found it refused."""
+    response = harness.api.request("PUT", "/accounts/acme", {"limit": limit})
+    assert response.status == status, response.text
+    if status == 200:
+        assert response.json()["limit"] == 7
