@@ -31,7 +31,8 @@ class Access(Construct):
         super().__init__(scope, construct_id)
 
         def invoke(method: str, path: str) -> str:
-            # The stage by name rather than by reference: the same ARN, and one less token.
+            # The stage by name, not by reference: the same ARN on AWS, and the emulator's
+            # CloudFormation resolves a Stage's Ref to "None" (the local gateway reads these back).
             return rest_api.arn_for_execute_api(method, path, constants.API_STAGE_NAME)
 
         tagged_session = iam.PrincipalWithConditions(

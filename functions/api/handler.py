@@ -70,7 +70,8 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
 # What any route may answer besides its own results: its errors in the envelope, and what API
 # Gateway answers before the function runs (docs/security.md), in the same envelope.
 ERRORS = {
-    400: "ValidationError: a path, query, header or body the contract does not allow; nothing was written",
+    400: "ValidationError: a path, query, header or body the contract does not allow; InvalidCursor: a cursor "
+    "this API did not return (a cursor is opaque); nothing was written",
     403: "API Gateway: MissingAuthenticationToken (unsigned, or an unknown path or method), InvalidSignature, "
     "ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
     404: "AccountNotFound, ResourceNotFound",
@@ -167,7 +168,10 @@ def create_resource(
 def list_resources(
     accountId: AccountId,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=1024, description="Opaque: the nextCursor of the previous page, as returned."),
+    ] = None,
 ) -> ResourcePage:
     page = accounts.list_resources(clients.api_store(), accountId, limit, cursor)
     return ResourcePage(items=[ResourceView.of(item) for item in page.items], nextCursor=page.next_cursor)

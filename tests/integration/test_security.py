@@ -112,6 +112,16 @@ def test_a_tenant_works_on_its_own_account_and_nowhere_else(system: System) -> N
     nothing_written(system, theirs)
 
 
+def test_dot_segments_in_a_path_do_not_lead_to_another_tenant(system: System) -> None:
+    """IAM matches the path as sent, `/accounts/<mine>/resources/*`; the function routes it as sent
+    too, so `../..` can only miss a route, never reach another account."""
+    mine, theirs = (system.api.new_account(prefix="sec", limit=3) for _ in range(2))
+    sneaky = f"/accounts/{mine}/resources/../../{theirs}/resources"
+    reply = tenant_api(system, mine).request("POST", sneaky, {"name": "x"})
+    assert reply.status in (400, 403, 404), reply.body
+    nothing_written(system, theirs)
+
+
 def test_only_an_admin_sets_a_limit(system: System) -> None:
     account_id = system.api.new_account(prefix="sec", limit=3)
     tenant = tenant_api(system, account_id)
