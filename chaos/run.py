@@ -418,7 +418,7 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], le
 
 
 def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
-    """Once quiet, a heal brings both API-path counters to the live count (SPEC invariant 6)."""
+    """Once quiet, a heal brings both API-path counters to the live count (README "Guarantees", 6: self-healing)."""
     check = Check("after healing, best-effort = admitted = live")
     store = DynamoHealingStore(dynamodb, table)
     for account in accounts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
@@ -29,6 +30,8 @@ class DataStore(Construct):
                 point_in_time_recovery_enabled=True
             ),
             removal_policy=settings.removal_policy(self),
+            # A retained table cannot be deleted by accident either (a throw-away stack's can).
+            deletion_protection=settings.removal_policy(self) == cdk.RemovalPolicy.RETAIN,
             # Tombstones expire (docs/admission.md); TTL deletes cost no write capacity, and their
             # REMOVE records match none of the consumer's filter patterns.
             time_to_live_attribute=schema.EXPIRES_AT_ATTRIBUTE,

@@ -1,4 +1,4 @@
-"""The HTTP contract of SPEC section 4, through the real api handler and a table from the template."""
+"""The HTTP contract (docs/openapi.json, README "Call the API") through the real api handler."""
 
 from __future__ import annotations
 

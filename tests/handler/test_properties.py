@@ -2,7 +2,7 @@
 duplicates, late replays, heals and sweeps, against a model of the truth.
 
 The flows run with the real adapters against the emulator, so what is explored is the system,
-not a fake of it. After every step the invariants of SPEC section 3 must hold, and the set of
+not a fake of it. After every step the guarantees of README "Guarantees, and their limits" must hold, and the set of
 live resources must be exactly the model's. At the end everything is delivered, and eventual must
 equal the live count.
 """

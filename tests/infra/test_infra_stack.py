@@ -115,6 +115,7 @@ def test_sparse_pending_index_matches_the_schema(template_json: dict[str, Any]) 
 def test_stateful_resources_are_retained_by_default(template_json: dict[str, Any]) -> None:
     _, resource = table(template_json)
     assert resource["DeletionPolicy"] == "Retain"
+    assert resource["Properties"]["DeletionProtectionEnabled"] is True  # nor deleted by hand, by accident
     assert resource["UpdateReplacePolicy"] == "Retain"
     for queue in resources_of_type(template_json, "AWS::SQS::Queue").values():
         assert queue["DeletionPolicy"] == "Retain"
@@ -125,6 +126,7 @@ def test_removal_policy_destroy_deletes_stateful_resources(value: str) -> None:
     template_json = synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: value})
     _, resource = table(template_json)
     assert resource["DeletionPolicy"] == "Delete"
+    assert resource["Properties"].get("DeletionProtectionEnabled") is False
     for stateful_type in ("AWS::SQS::Queue", "AWS::Logs::LogGroup"):
         for stateful in resources_of_type(template_json, stateful_type).values():
             assert stateful["DeletionPolicy"] == "Delete"

@@ -66,7 +66,7 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
 
 
 def assert_invariants(client: Any, table: str) -> dict[str, AccountTruth]:
-    """The invariants that hold at every instant (SPEC section 3: 1, 2 and the admission bound)."""
+    """The invariants that hold at every instant (README "Guarantees": 1, 2 and 5, the admission bound)."""
     accounts = read_truth(client, table)
     for key, truth in accounts.items():
         assert truth.eventual == truth.processed, f"{key}: eventual {truth.eventual} != processed {truth.processed}"
