@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install run test unit handler runtime integration infra lint typecheck openapi synth deploy destroy \
+.PHONY: help install run test unit handler runtime integration ops infra lint typecheck openapi synth deploy destroy \
 	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
@@ -77,6 +77,9 @@ runtime: $(BIN)/.installed
 integration: $(BIN)/.installed
 	$(BIN)/python -m pytest -m integration
 
+ops: $(BIN)/.installed
+	$(BIN)/python -m pytest -m ops
+
 infra: install
 	$(BIN)/python -m pytest -m infra
 
@@ -104,7 +107,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/openapi.py --check
-	PYTHONPATH=. $(BIN)/python scripts/cfn_lint.py
+	$(BIN)/python scripts/cfn_lint.py
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks

@@ -94,7 +94,7 @@ TIER_OF_FOLDER = {
     "infra": "infra",
     "runtime": "runtime",
     "chaos": "chaos",
-    "ops": "handler",
+    "ops": "ops",
 }
 
 

@@ -160,6 +160,7 @@ class CounterMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.usefixtures("emulator_url")
+@pytest.mark.slow
 def test_random_interleavings_keep_every_invariant(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TABLE_NAME", "")  # restored afterwards
     run_state_machine_as_test(

@@ -42,6 +42,7 @@ def operations() -> list[Any]:
     return [result.ok() for result in schemathesis.openapi.from_path(OPENAPI_FILE).get_all_operations()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda mode: mode.value)
 @pytest.mark.parametrize("operation", operations(), ids=lambda operation: operation.label)
 def test_every_answer_to_generated_input_is_documented_and_never_a_5xx(
