@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from local.capacity.limits import Bucket
 from local.sigv4 import Refusal
 
 TOO_MANY_REQUESTS = Refusal("THROTTLED", 429, "Too Many Requests")
@@ -21,21 +22,18 @@ class StageThrottle:
     rate: float
     burst: float
     clock: Callable[[], float] = time.monotonic
-    _tokens: float = -1.0
-    _at: float = 0.0
+    _bucket: Bucket | None = None  # the partition limits' token bucket; full at the first request
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self) -> bool:
         """One request's token, if the bucket has one."""
         with self._lock:
             now = self.clock()
-            if self._tokens < 0:  # full at the start
-                self._tokens, self._at = self.burst, now
-            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-            self._at = now
-            if self._tokens < 1:
+            if self._bucket is None:
+                self._bucket = Bucket(self.rate, self.burst, self.burst, now)
+            if self._bucket.refill(now) < 1:
                 return False
-            self._tokens -= 1
+            self._bucket.tokens -= 1
             return True
 
     @classmethod
