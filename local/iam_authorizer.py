@@ -49,7 +49,7 @@ class IamAuthorizer:
 
     def check(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Caller | Refusal:
         host = next((value for name, value in headers.items() if name.lower() == "host"), "localhost")
-        signed = verify(method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secrets())
+        signed = verify(method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secret_of)
         if not isinstance(signed, Signed):
             return signed
         identity = self.identities.find(signed.access_key_id)

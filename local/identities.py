@@ -69,9 +69,9 @@ class Identities:
     def find(self, access_key_id: str) -> Identity | None:
         return self._by_key.get(access_key_id)
 
-    def secrets(self) -> dict[str, str]:
-        with self._lock:
-            return {key: identity.secret_access_key for key, identity in self._by_key.items()}
+    def secret_of(self, access_key_id: str) -> str | None:
+        identity = self._by_key.get(access_key_id)
+        return None if identity is None else identity.secret_access_key
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

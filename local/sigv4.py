@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,11 +122,11 @@ def verify(
     headers: Mapping[str, str],
     body: bytes,
     region: str,
-    secret_of: Mapping[str, str],
+    secret_of: Callable[[str], str | None],
     now: datetime.datetime | None = None,
 ) -> Signed | Refusal:
-    """Whether the request carries a valid SigV4 signature by one of the keys in `secret_of`
-    (access key id -> secret), for this region and execute-api, made within five minutes of `now`."""
+    """Whether the request carries a valid SigV4 signature by a key `secret_of` knows (access key
+    id -> its secret, or None), for this region and execute-api, made within five minutes of `now`."""
     lowered = {name.lower(): value for name, value in headers.items()}
     authorization = lowered.get("authorization")
     if not authorization:
@@ -144,7 +144,7 @@ def verify(
     now = now or datetime.datetime.now(datetime.UTC)
     if abs(now - signed_at) > MAX_CLOCK_SKEW:
         return expired(stamp, now)
-    secret = secret_of.get(found["key"])
+    secret = secret_of(found["key"])
     if secret is None:
         return UNKNOWN_KEY
     if (found["date"], found["region"], found["service"]) != (stamp[:8], region, SERVICE):

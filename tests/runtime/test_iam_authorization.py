@@ -192,8 +192,8 @@ def test_verification_is_botocores_own_signature_computed_again() -> None:
     url = "http://127.0.0.1:3000/accounts/a%20b/resources?limit=2"
     headers = sign(credentials, REGION, "GET", url, None, {})
     secrets = {credentials.access_key: credentials.secret_key}
-    assert verify("GET", url, headers, b"", REGION, secrets).access_key_id == credentials.access_key  # type: ignore[union-attr]
-    assert verify("GET", url, headers, b"", "eu-west-1", secrets).status == 403  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", REGION, secrets.get).access_key_id == credentials.access_key  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", "eu-west-1", secrets.get).status == 403  # type: ignore[union-attr]
 
 
 def test_a_policy_the_local_gateway_cannot_evaluate_is_a_500_not_a_guess() -> None:
