@@ -85,7 +85,8 @@ infra: install
 
 # The same integration tests, unchanged, against a deployed stack (faults-only tests skip).
 test-deployed: $(BIN)/.installed
-	API_URL=$$($(BIN)/python scripts/stack_outputs.py ApiUrl) $(BIN)/python -m pytest tests/integration
+	API_URL=$$($(BIN)/python scripts/stack_outputs.py ApiUrl) \
+		TENANT_ROLE_ARN=$$($(BIN)/python scripts/stack_outputs.py TenantRoleArn) $(BIN)/python -m pytest tests/integration
 
 localstack-up:
 	docker compose up -d --wait

@@ -29,6 +29,7 @@ def tenant_api(system: System, account_id: str) -> HttpApi:
         return system.api.signed_as(identity.credentials())
     role_arn = os.environ.get("TENANT_ROLE_ARN")
     if not role_arn:
+        # `make test-deployed` sets it from the stack's outputs; a bare pytest run may not have.
         pytest.skip("against a deployment, set TENANT_ROLE_ARN to the stack's TenantRoleArn output")
     session = boto3.client("sts").assume_role(
         RoleArn=role_arn,
