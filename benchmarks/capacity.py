@@ -283,12 +283,56 @@ def main(argv: list[str] | None = None) -> int:
             )
             ran = run_workload(meter, dynamodb, streams, stream_arn, table, workload)
             results[name] = (meter, per_iteration(meter, ran), ran)
+        print("running the tenant rate limiter ...", flush=True)
+        limiter = rate_limit_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
     print()
     print(hot_report(*results["hot"], args.batch, args.rate, args.warmup))
+    print()
+    print(limiter)
     return 0
+
+
+def rate_limit_report(emulator_url: str) -> str:
+    """What the per-tenant rate limit adds to each request (functions/core/rate_limits.py): a quiet
+    tenant's one request a window, and a busy tenant's steady 10,000 requests/s over 4 environments."""
+    from functions.adapters.rate_windows import DynamoWindowStore
+    from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantLimiter, TenantRate
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    create_table(dynamodb, "capacity-rates")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    store = DynamoWindowStore(dynamodb, "capacity-rates")
+    clock_ms = [1_800_000_000_000]
+    lines = ["the per-tenant rate limit, per request:"]
+    quiet = TenantLimiter(store, DEFAULT_TENANT_RATE, clock_ms=lambda: clock_ms[0])
+    with meter.operation("quiet tenant") as usage:
+        for _ in range(20):
+            quiet.admit("quiet")
+            clock_ms[0] += DEFAULT_TENANT_RATE.window_ms
+    calls = sum(usage.calls.values())
+    lines.append(f"  a quiet tenant, one request a window: {usage.total_wcu / 20:.2f} WCU, {calls / 20:.2f} calls")
+    busy_rate = TenantRate(requests_per_second=10_000, burst=10_000)
+    environments = [TenantLimiter(store, busy_rate, clock_ms=lambda: clock_ms[0]) for _ in range(4)]
+    windows, per_window = 5, 2_000
+    with meter.operation("busy tenant") as usage:
+        for _ in range(windows):
+            for _ in range(per_window // len(environments)):
+                for environment in environments:
+                    environment.admit("busy")
+            clock_ms[0] += busy_rate.window_ms
+    requests = windows * per_window
+    item, most = hottest(usage.item_wcu)
+    lines.append(
+        f"  a busy tenant, 2,000 requests a 1 s window over 4 environments, {windows} windows: "
+        f"{usage.total_wcu / requests:.4f} WCU, {sum(usage.calls.values()) / requests:.4f} calls; "
+        f"{sum(usage.calls.values()) / windows / len(environments):.1f} leases per environment and window; "
+        f"hottest item {most / windows:.0f} WCU a window ({item})"
+    )
+    return "\n".join(lines)
 
 
 def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int, rate: float, warmup: int) -> str:

@@ -6,6 +6,7 @@ from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
+from functions.core import schema
 from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.gateway_errors import add_error_envelopes
@@ -16,6 +17,7 @@ class Api(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
         super().__init__(scope, construct_id)
 
+        tenant_rate = settings.tenant_rate(self)
         self.function = python_function(
             self,
             constants.API_FUNCTION_ID,
@@ -25,6 +27,10 @@ class Api(Construct):
             timeout_seconds=constants.API_TIMEOUT_SECONDS,
             memory_mb=constants.API_MEMORY_MB,
             description="Accounts and resources HTTP API",
+            extra_environment={
+                schema.ENV_TENANT_RATE_LIMIT: str(tenant_rate.requests_per_second),
+                schema.ENV_TENANT_BURST_LIMIT: str(tenant_rate.burst),
+            },
         )
         table_access.grant_table(table, self.function, table_access.API)
 

@@ -36,6 +36,11 @@ API_RATE_LIMIT_CONTEXT_KEY: Final = "apiRateLimit"
 API_BURST_LIMIT_CONTEXT_KEY: Final = "apiBurstLimit"
 DEFAULT_API_RATE_LIMIT: Final = 10_000
 DEFAULT_API_BURST_LIMIT: Final = 5_000
+# Every tenant's rate limit unless an admin gave it its own (`-c tenantRateLimit=1000
+# -c tenantBurstLimit=2000`): the function answers 429 TenantThrottled beyond it, for that tenant only
+# (functions/core/rate_limits.py, docs/security.md). Default: a tenth of the stage's rate, in 2 s windows.
+TENANT_RATE_LIMIT_CONTEXT_KEY: Final = "tenantRateLimit"
+TENANT_BURST_LIMIT_CONTEXT_KEY: Final = "tenantBurstLimit"
 # A cost guard on the on-demand table (`-c tableMaxWriteRequestUnits=40000`): DynamoDB throttles the
 # table beyond it (OnDemandThroughput). Unset, the table scales to the account's quotas.
 TABLE_MAX_WRITES_CONTEXT_KEY: Final = "tableMaxWriteRequestUnits"

@@ -9,6 +9,8 @@ default (Amazon SNS developer guide, "Encryption at rest": AWS managed keys do n
 
 from __future__ import annotations
 
+from typing import Any
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
@@ -18,6 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from infra import constants
 from infra.api import Api
 from infra.counting import Counting
@@ -178,6 +181,7 @@ class Monitoring(Construct):
                 label=f"{name} /s",
             )
 
+        throttled_tenants = self._throttled_tenants_rule(api)
         dashboard = cloudwatch.Dashboard(self, constants.DASHBOARD_ID)
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
@@ -214,4 +218,62 @@ class Monitoring(Construct):
                 right=[api.rest_api.metric_server_error(label="5XX")],
             ),
         )
+        dashboard.add_widgets(TopContributors("Tenants throttled most (429 TenantThrottled)", throttled_tenants))
         return dashboard
+
+    def _throttled_tenants_rule(self, api: Api) -> cloudwatch.CfnInsightRule:
+        """A Contributor Insights rule over the API function's log: the function logs each
+        `TenantThrottled` answer with the tenant (functions/api/handler.py), and the rule ranks them."""
+        body = {
+            "Schema": {"Name": "CloudWatchLogRule", "Version": 1},
+            "LogGroupNames": [api.function.log_group.log_group_name],
+            "LogFormat": "JSON",
+            "Contribution": {
+                "Keys": [f"$.{TENANT_LOG_KEY}"],
+                "Filters": [{"Match": "$.message", "In": [THROTTLED_TENANT_MESSAGE]}],
+            },
+            "AggregateOn": "Count",
+        }
+        return cloudwatch.CfnInsightRule(
+            self,
+            "ThrottledTenants",
+            rule_name=f"{cdk.Stack.of(self).stack_name}-throttled-tenants",
+            rule_state="ENABLED",
+            rule_body=cdk.Stack.of(self).to_json_string(body),
+        )
+
+
+class TopContributors(cloudwatch.ConcreteWidget):
+    """A dashboard graph of a Contributor Insights rule's top contributors (no CDK widget has it:
+    the dashboard body's `insightRule` metric widget property)."""
+
+    def __init__(self, title: str, rule: cloudwatch.CfnInsightRule, contributors: int = 10) -> None:
+        super().__init__(width=24, height=6)
+        self._title = title
+        self._rule = rule
+        self._contributors = contributors
+
+    def to_json(self) -> list[Any]:
+        return [
+            {
+                "type": "metric",
+                "width": self.width,
+                "height": self.height,
+                "x": self._x,
+                "y": self._y,
+                "properties": {
+                    "title": self._title,
+                    "view": "timeSeries",
+                    "region": cdk.Aws.REGION,
+                    "insightRule": {
+                        "maxContributorCount": self._contributors,
+                        "orderBy": "Sum",
+                        # Its name as set, not a GetAtt: a dashboard accepts any name, and a stack
+                        # whose engine lacks Contributor Insights (an emulator's) still deploys.
+                        "ruleName": self._rule.rule_name,
+                    },
+                    "period": 60,
+                    "stat": "Sum",
+                },
+            }
+        ]

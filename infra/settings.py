@@ -9,6 +9,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
 from infra import constants
 
 T = TypeVar("T")
@@ -63,6 +64,18 @@ def api_throttle(scope: Construct) -> tuple[int, int]:
         _whole(scope, constants.API_RATE_LIMIT_CONTEXT_KEY, constants.DEFAULT_API_RATE_LIMIT, 1),
         _whole(scope, constants.API_BURST_LIMIT_CONTEXT_KEY, constants.DEFAULT_API_BURST_LIMIT, 0),
     )
+
+
+def tenant_rate(scope: Construct) -> TenantRate:
+    """Every tenant's default rate limit: requests a second, and how many may come at once."""
+    default = DEFAULT_TENANT_RATE
+    rate = _whole(scope, constants.TENANT_RATE_LIMIT_CONTEXT_KEY, default.requests_per_second, 1)
+    burst = _whole(scope, constants.TENANT_BURST_LIMIT_CONTEXT_KEY, default.burst, 1)
+    try:
+        return TenantRate(requests_per_second=rate, burst=burst)
+    except ValueError as error:
+        keys = f'"{constants.TENANT_RATE_LIMIT_CONTEXT_KEY}" and "{constants.TENANT_BURST_LIMIT_CONTEXT_KEY}"'
+        raise ValueError(f"context {keys} ({rate}, {burst}): {error}") from error
 
 
 def table_max_request_units(scope: Construct) -> tuple[int | None, int | None]:

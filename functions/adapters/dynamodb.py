@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import error_code, unavailable
+from functions.adapters.rate_windows import BURST, RATE, rate_of_item
 from functions.adapters.shards import (
     ACTIVE,
     RETIRED,
@@ -49,7 +50,7 @@ from functions.core.counting import (
     TransientStoreError,
     counter_shard,
 )
-from functions.core.errors import InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
     AccountState,
@@ -58,6 +59,7 @@ from functions.core.healing import (
 )
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
+from functions.core.rate_limits import TenantRate
 
 PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
@@ -271,6 +273,23 @@ class DynamoApiStore(ShardStore):
         ]
         return self._transact("set limit", [{"Update": update}, *checks])
 
+    def set_rate(self, account_id: str, rate: TenantRate) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression=f"SET {RATE} = :rate, {BURST} = :burst",
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues=to_attributes({":rate": rate.requests_per_second, ":burst": rate.burst}),
+            )
+        except ClientError as error:
+            if error_code(error) == CCF:
+                raise AccountNotFound(account_id) from error
+            raise unavailable("set rate", error) from error
+        except BotoCoreError as error:
+            raise unavailable("set rate", error) from error
+
     def read_usage(self, account_id: str) -> Usage | None:
         read = read_account_items(self, account_id)
         if read is None:
@@ -280,6 +299,7 @@ class DynamoApiStore(ShardStore):
             limit=shard_state(read.shards[0]).limit,
             best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
             eventual=read.eventual,
+            rate=rate_of_item(read.shards[0]),
         )
 
     def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:

@@ -7,6 +7,7 @@ No transaction runs here; DynamoDB failures surface as a plain 503 (functions/ap
 from __future__ import annotations
 
 import base64
+import re
 import time
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -29,7 +30,8 @@ from functions.api.models import (
     ResourceView,
 )
 from functions.core import accounts
-from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource
+from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource, Usage
+from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from functions.shared import clients
 from functions.shared.observability import logger, metrics, tracer
 
@@ -41,6 +43,7 @@ INTEGRATION_TIMEOUT_MS = 29_000
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 
+ACCOUNT_ID = re.compile(ID_PATTERN)
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
 
@@ -78,7 +81,8 @@ ERRORS = {
     409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
     413: "PayloadTooLarge: a body over 64 KiB",
     422: "IdempotencyKeyMismatch: the key was sent before with another body",
-    429: "API Gateway: Throttled (the stage's limit), with Retry-After",
+    429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
+    "Both with Retry-After",
     500: "API Gateway: InternalError (the function's concurrency was used up)",
     502: "API Gateway: InternalError (the function failed)",
     503: "ServiceUnavailable: DynamoDB failed after retries; retry after Retry-After",
@@ -108,8 +112,10 @@ def answers(own: dict[int, tuple[str, type | None]], *errors: int) -> dict[int, 
     responses=answers({200: ("The account, with its new limit", AccountView)}, 413),
 )
 def put_account(accountId: AccountId, request: Annotated[PutAccountRequest, Body()]) -> AccountView:
-    usage = accounts.put_account(clients.api_store(), accountId, request.limit, now, caller_waiting)
-    return AccountView.of(usage)
+    rate = request.rateLimit.as_rate() if request.rateLimit else None
+    usage = accounts.put_account(clients.api_store(), accountId, request.limit, now, caller_waiting, rate)
+    clients.tenant_limiter().learn(accountId, usage.rate)
+    return account_view(usage)
 
 
 @app.get(
@@ -118,7 +124,11 @@ def put_account(accountId: AccountId, request: Annotated[PutAccountRequest, Body
     responses=answers({200: ("The account", AccountView)}, 404),
 )
 def get_account(accountId: AccountId) -> AccountView:
-    return AccountView.of(accounts.get_usage(clients.api_store(), accountId))
+    return account_view(accounts.get_usage(clients.api_store(), accountId))
+
+
+def account_view(usage: Usage) -> AccountView:
+    return AccountView.of(usage, clients.settings().tenant_rate)
 
 
 @app.post(
@@ -212,16 +222,45 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # API Gateway passes a body that is not UTF-8 base64-encoded; the resolver would fail to decode it.
     if not utf8_body(event):
         return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", "request body is not UTF-8 JSON")
+    tenant = rate_limited_account(event)
+    if tenant is not None:
+        decision = clients.tenant_limiter().admit(tenant)
+        if not decision.checked:
+            metrics.add_metric(name="RateLimitUnchecked", unit=MetricUnit.Count, value=1)
+        if not decision.allowed:
+            # Logged with the tenant, so a Contributor Insights rule ranks the throttled tenants.
+            logger.info(THROTTLED_TENANT_MESSAGE, extra={TENANT_LOG_KEY: tenant})
+            metrics.add_metric(name="TenantThrottles", unit=MetricUnit.Count, value=1)
+            return plain_error(
+                event,
+                HTTPStatus.TOO_MANY_REQUESTS,
+                "TenantThrottled",
+                f"account {tenant} is over its rate limit; retry after {decision.retry_after_seconds} s",
+                {"Retry-After": str(decision.retry_after_seconds)},
+            )
     return app.resolve(as_json_request(event), context)
 
 
-def plain_error(event: dict[str, Any], status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
+def rate_limited_account(event: dict[str, Any]) -> str | None:
+    """The account whose rate a request counts against: every request on an account's paths but an
+    admin's PUT of the account itself, so an admin can always change a flooding tenant's limits."""
+    parts = str(event.get("path") or "").strip("/").split("/")
+    if len(parts) < 2 or parts[0] != "accounts" or not ACCOUNT_ID.fullmatch(parts[1]):
+        return None
+    if len(parts) == 2 and event.get("httpMethod") == "PUT":
+        return None
+    return parts[1]
+
+
+def plain_error(
+    event: dict[str, Any], status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """An error answered before routing, in the API's error envelope."""
     request_id = (event.get("requestContext") or {}).get("requestId")
     response = errors.error_response(status, code, message, request_id=request_id)
     return {
         "statusCode": response.status_code,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
         "body": response.body,
         "isBase64Encoded": False,
     }

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, model_validator
 
 from functions.core.model import Resource, Usage
+from functions.core.rate_limits import MAX_REQUESTS_PER_SECOND, TenantRate
 
 MAX_LIMIT = 1_000_000
 MAX_NAME_LENGTH = 256
@@ -27,10 +28,37 @@ def _whole_number(value: Any) -> Any:
 WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
 
 
+class RateLimit(BaseModel):
+    """A tenant's rate limit (docs/security.md): `burst` requests per window of `burst /
+    requestsPerSecond` seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requestsPerSecond: WholeNumber = Field(ge=1, le=MAX_REQUESTS_PER_SECOND)
+    burst: WholeNumber = Field(
+        ge=1, le=60 * MAX_REQUESTS_PER_SECOND, description="From requestsPerSecond to 60 times it."
+    )
+
+    @model_validator(mode="after")
+    def _a_window_of_1_to_60_seconds(self) -> RateLimit:
+        self.as_rate()
+        return self
+
+    def as_rate(self) -> TenantRate:
+        return TenantRate(requests_per_second=self.requestsPerSecond, burst=self.burst)
+
+    @classmethod
+    def of(cls, rate: TenantRate) -> RateLimit:
+        return cls(requestsPerSecond=rate.requests_per_second, burst=rate.burst)
+
+
 class PutAccountRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     limit: WholeNumber = Field(ge=0, le=MAX_LIMIT, description="Most resources the account may hold.")
+    rateLimit: RateLimit | None = Field(
+        default=None, description="The account's own rate limit; omitted, the account keeps the one it has."
+    )
 
 
 class CreateResourceRequest(BaseModel):
@@ -50,9 +78,10 @@ class AccountView(BaseModel):
         "resources and writes in flight, so a create may still find a slot while used shows the limit."
     )
     available: int
+    rateLimit: RateLimit = Field(description="The account's rate limit: its own, or the API's default.")
 
     @classmethod
-    def of(cls, usage: Usage) -> AccountView:
+    def of(cls, usage: Usage, default_rate: TenantRate) -> AccountView:
         return cls(
             accountId=usage.account_id,
             limit=usage.limit,
@@ -60,6 +89,7 @@ class AccountView(BaseModel):
             eventual=usage.eventual,
             used=usage.used,
             available=usage.available,
+            rateLimit=RateLimit.of(usage.rate or default_rate),
         )
 
 

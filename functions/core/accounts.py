@@ -62,6 +62,7 @@ from functions.core.model import (
     idempotent_resource_id,
     random_resource_id,
 )
+from functions.core.rate_limits import TenantRate
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,10 @@ class ApiStore(AdmissionStore, Protocol):
     def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
         """Change the limit and shard 0's room by the difference, if the limit is still the one
         read; with `retired_span`, only if every shard below it but 0 is retired and empty."""
+        ...
+
+    def set_rate(self, account_id: str, rate: TenantRate) -> None:
+        """Give the existing account its own rate limit (functions/core/rate_limits.py)."""
         ...
 
     def read_usage(self, account_id: str) -> Usage | None: ...
@@ -127,29 +132,43 @@ def _always() -> bool:
 PUT_ACCOUNT_ATTEMPTS = 8
 
 
-def put_account(store: ApiStore, account_id: str, limit: int, clock: Clock, in_time: Deadline = _always) -> Usage:
-    """Create the account, or change its limit by moving the difference into shard 0's room.
+def put_account(
+    store: ApiStore,
+    account_id: str,
+    limit: int,
+    clock: Clock,
+    in_time: Deadline = _always,
+    rate: TenantRate | None = None,
+) -> Usage:
+    """Create the account, or change its limit by moving the difference into shard 0's room; with
+    `rate`, also give it its own rate limit (kept as it was when None).
 
     A limit lowered by more than shard 0's room first folds every other shard into shard 0
     (retiring them), so the usage above the new limit shows as shard 0's negative room and nothing
     admits until it is paid back (functions/core/admission.py)."""
     if not in_time():
         raise CallerGaveUp()
-    now = clock()
+    _set_limit(store, account_id, limit, clock())
+    if rate is not None:
+        store.set_rate(account_id, rate)
+    return get_usage(store, account_id)
+
+
+def _set_limit(store: ApiStore, account_id: str, limit: int, now: str) -> None:
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
         found = store.read_shards(account_id, [0])
         if not found:
             if store.create_account(account_id, limit, now):
-                return get_usage(store, account_id)
+                return
             continue
         account = found[0]
         if account.room + limit - account.limit >= 0 or account.span == 1:
             if store.set_limit(account_id, account, limit, now, retired_span=0):
-                return get_usage(store, account_id)
+                return
             continue
         _retire_other_shards(store, account_id, account)
         if store.set_limit(account_id, account, limit, now, retired_span=account.span):
-            return get_usage(store, account_id)
+            return
     raise StoreUnavailable(f"put account {account_id}: the account kept changing", may_have_landed=False)
 
 

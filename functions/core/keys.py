@@ -55,3 +55,8 @@ def activity_bucket(account_id: str, shard: int = 0) -> str:
 
 def activity_bucket_name(index: int) -> str:
     return f"ACTIVITY#{index:02d}"
+
+
+def rate_window_pk(account_id: str, window_ms: int, index: int) -> str:
+    """One rate window of an account: a partition key per window, so no window item stays hot."""
+    return f"{schema.RATE_PREFIX}{account_id}#{window_ms}#{index}"

@@ -8,6 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core.rate_limits import TenantRate
+
 # Ids appear in keys and URLs: keep them to a safe alphabet and a bounded length.
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spaces
@@ -25,6 +27,7 @@ class Usage:
     limit: int
     best_effort_net: int  # signed: a delete's decrement may land before its create's increment
     eventual: int
+    rate: TenantRate | None = None  # the account's own rate limit; None: the stack's default
 
     @property
     def best_effort(self) -> int:

@@ -30,6 +30,19 @@ SHARD_SPAN_ATTRIBUTE = "shard_span"  # on the account item: every shard ever use
 RETIRED_ATTRIBUTE = "retired"  # a shard that admits nothing until shard 0 grants it room again
 RESOURCE_SHARD_ATTRIBUTE = "shard"  # on a resource: the shard that admitted it, where it is released
 
+# Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
+# `RATE`, a partition key per window, holding the requests counted in it. TTL removes it soon after.
+RATE_PREFIX = "RATE#"
+RATE_SORT_KEY = "RATE"
+RATE_USED_ATTRIBUTE = "used"
+RATE_WINDOW_KEPT_SECONDS = 300  # past its end; TTL deletes, within days, are free
+# An admin's rate for one account, on its account item (absent: the stack's default).
+RATE_LIMIT_ATTRIBUTE = "rate_limit"
+RATE_BURST_ATTRIBUTE = "rate_burst"
+# The API function's default tenant rate (the stack's tenantRateLimit and tenantBurstLimit).
+ENV_TENANT_RATE_LIMIT = "TENANT_RATE_LIMIT"
+ENV_TENANT_BURST_LIMIT = "TENANT_BURST_LIMIT"
+
 # Sparse index holding only resources with counting work left to do (counter_processed=false or
 # deleted=true). Its partition key is spread over a fixed number of buckets so a sweep reads a
 # bounded set of partitions, oldest first, and never scans the table.

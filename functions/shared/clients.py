@@ -12,8 +12,10 @@ import boto3
 from botocore.config import Config
 
 from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
+from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
+from functions.core.rate_limits import TenantLimiter
 from functions.shared.config import Settings
 
 # Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
@@ -38,6 +40,13 @@ def shard_directory() -> Directory:
 
 
 @lru_cache(maxsize=1)
+def tenant_limiter() -> TenantLimiter:
+    """Per-tenant rate limits, with this execution environment's leases (functions/core/rate_limits.py)."""
+    store = DynamoWindowStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+    return TenantLimiter(store, settings().tenant_rate)
+
+
+@lru_cache(maxsize=1)
 def counting_store() -> DynamoCountingStore:
     return DynamoCountingStore(
         boto3.client("dynamodb", config=_STANDARD), settings().table_name, settings().tombstone_retention
@@ -56,5 +65,5 @@ def stream_reader() -> DynamoStreamReader:
 
 def reset() -> None:
     """Forget cached clients (tests point them at a fresh emulator)."""
-    for cached in (settings, api_store, shard_directory, counting_store, healing_store, stream_reader):
+    for cached in (settings, api_store, shard_directory, tenant_limiter, counting_store, healing_store, stream_reader):
         cached.cache_clear()

@@ -15,6 +15,7 @@ from datetime import timedelta
 from functions.core import schema
 from functions.core.admission import ShardingSettings
 from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
 from functions.core.sweeper import SweepSettings
 
 
@@ -28,6 +29,7 @@ class Settings:
     sweep: SweepSettings = field(default_factory=SweepSettings)
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION
     sharding: ShardingSettings = field(default_factory=ShardingSettings)
+    tenant_rate: TenantRate = DEFAULT_TENANT_RATE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -43,7 +45,13 @@ class Settings:
                 f"{schema.ENV_HEAL_QUIET_SECONDS} ({int(sweep.quiet.total_seconds())} s): a heal reads a tombstone "
                 "to settle a lease older than the quiet period"
             )
-        return cls(table_name=table_name, sweep=sweep, tombstone_retention=retention, sharding=sharding_settings(env))
+        return cls(
+            table_name=table_name,
+            sweep=sweep,
+            tombstone_retention=retention,
+            sharding=sharding_settings(env),
+            tenant_rate=tenant_rate(env),
+        )
 
 
 def sharding_settings(env: Mapping[str, str]) -> ShardingSettings:
@@ -62,6 +70,18 @@ def sharding_settings(env: Mapping[str, str]) -> ShardingSettings:
     return ShardingSettings(grow_at=grow_at)
 
 
+def tenant_rate(env: Mapping[str, str]) -> TenantRate:
+    """Every account's rate limit unless an admin gave it its own (functions/core/rate_limits.py)."""
+    rate = _whole(env, schema.ENV_TENANT_RATE_LIMIT, DEFAULT_TENANT_RATE.requests_per_second)
+    burst = _whole(env, schema.ENV_TENANT_BURST_LIMIT, DEFAULT_TENANT_RATE.burst)
+    try:
+        return TenantRate(requests_per_second=rate, burst=burst)
+    except ValueError as error:
+        raise ConfigurationError(
+            f"{schema.ENV_TENANT_RATE_LIMIT} ({rate}) and {schema.ENV_TENANT_BURST_LIMIT} ({burst}): {error}"
+        ) from error
+
+
 def sweep_settings(env: Mapping[str, str] | None = None) -> SweepSettings:
     """The sweeper's settings; each variable is optional and must be a whole number of seconds."""
     env = os.environ if env is None else env
@@ -78,6 +98,15 @@ def sweep_settings(env: Mapping[str, str] | None = None) -> SweepSettings:
             "accounts last written between those two ages"
         )
     return settings
+
+
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ConfigurationError(f"environment variable {name} must be a whole number, got {raw!r}")
+    return int(raw)
 
 
 def _seconds(env: Mapping[str, str], name: str, default: timedelta) -> timedelta:

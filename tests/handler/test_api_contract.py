@@ -22,6 +22,7 @@ def test_account_is_created_updated_and_read(harness: Harness) -> None:
         "eventual": 0,
         "used": 0,
         "available": 3,
+        "rateLimit": {"requestsPerSecond": 1000, "burst": 2000},
     }
     assert api.put_account("acme", 7).json()["limit"] == 7
     assert api.account("acme")["available"] == 7

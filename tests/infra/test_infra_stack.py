@@ -10,6 +10,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from functions.core import schema
+from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from infra import constants
 from infra.bundling import LAMBDA_RUNTIME
 from infra.synth import synth_template_json, synthesize_stack_template
@@ -277,6 +278,9 @@ SWEEPER_ENVIRONMENT = {
 }
 
 
+API_ENVIRONMENT = {schema.ENV_TENANT_RATE_LIMIT: "1000", schema.ENV_TENANT_BURST_LIMIT: "2000"}
+
+
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
 def test_function_runtime_architecture_and_shared_settings(template_json: dict[str, Any], handler: str) -> None:
     table_id, _ = table(template_json)
@@ -294,6 +298,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
         schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
+        **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
@@ -495,6 +500,28 @@ def test_a_stage_rate_that_is_not_a_positive_whole_number_is_rejected(value: str
         synthesize_stack_template({constants.API_RATE_LIMIT_CONTEXT_KEY: value})
 
 
+def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
+    _, function = function_by_handler(template_json, constants.API_HANDLER)
+    environment = function["Properties"]["Environment"]["Variables"]
+    return environment[schema.ENV_TENANT_RATE_LIMIT], environment[schema.ENV_TENANT_BURST_LIMIT]
+
+
+def test_every_tenants_default_rate_limit_is_set_by_context(template_json: dict[str, Any]) -> None:
+    assert api_tenant_rate(template_json) == ("1000", "2000")
+    chosen = synthesize_stack_template(
+        {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: "50", constants.TENANT_BURST_LIMIT_CONTEXT_KEY: "150"}
+    )
+    assert api_tenant_rate(chosen) == ("50", "150")
+
+
+@pytest.mark.parametrize(("rate", "burst"), [("50", "20"), ("1", "61"), ("0", "10")])
+def test_a_tenant_rate_limit_outside_one_to_sixty_second_windows_is_rejected(rate: str, burst: str) -> None:
+    with pytest.raises(ValueError, match="tenantRateLimit"):
+        synthesize_stack_template(
+            {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: rate, constants.TENANT_BURST_LIMIT_CONTEXT_KEY: burst}
+        )
+
+
 # --- monitoring (docs/operations.md) ------------------------------------------------------------
 
 
@@ -566,6 +593,22 @@ def test_a_dashboard_shows_the_counters_at_work(template_json: dict[str, Any]) -
     for shown in ("ResourcesCreated", "ResourcesDeleted", "AdmissionsRefused", "IteratorAge", "HealHealed"):
         assert shown in body, shown
     assert "WriteThrottleEvents" in body
+
+
+def test_the_dashboard_ranks_the_tenants_throttled_most(template_json: dict[str, Any]) -> None:
+    [rule] = resources_of_type(template_json, "AWS::CloudWatch::InsightRule").values()
+    parts = rule["Properties"]["RuleBody"]["Fn::Join"][1]
+    api_logs = function_by_handler(template_json, constants.API_HANDLER)[1]["Properties"]["LoggingConfig"]["LogGroup"]
+    assert {"Ref": api_logs["Ref"]} in parts  # the API function's own log group
+    rule_body = json.loads("".join(part if isinstance(part, str) else "LOG_GROUP" for part in parts))
+    # The message and key the handler logs for each refusal (functions/api/handler.py).
+    assert rule_body["Contribution"] == {
+        "Keys": [f"$.{TENANT_LOG_KEY}"],
+        "Filters": [{"Match": "$.message", "In": [THROTTLED_TENANT_MESSAGE]}],
+    }
+    [dashboard] = resources_of_type(template_json, "AWS::CloudWatch::Dashboard").values()
+    body = "".join(part for part in dashboard["Properties"]["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
+    assert f'"ruleName":"{rule["Properties"]["RuleName"]}"' in body
 
 
 # --- outputs and naming ------------------------------------------------------------------------

@@ -39,6 +39,8 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
         for raw in page["Items"]:
             item = from_attributes(raw)
             sort_key = item[schema.SORT_KEY]
+            if sort_key == schema.RATE_SORT_KEY:
+                continue  # a rate window counts requests, not the account's resources
             if sort_key in (schema.SHARD_SORT_KEY, schema.EVENTUAL_COUNTER_SORT_KEY):  # summed per account
                 truth = accounts[keys.account_pk(item["account_id"])]
             else:

@@ -22,6 +22,7 @@ from functions.core.errors import (
 )
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import NewResource, Page, Resource, Usage, idempotent_resource_id
+from functions.core.rate_limits import TenantRate
 
 
 def clock() -> str:
@@ -73,6 +74,9 @@ class RecordingStore:
     def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
         self.writes.append("put_account")
         return True
+
+    def set_rate(self, account_id: str, rate: TenantRate) -> None:
+        self.writes.append("set_rate")
 
     def read_usage(self, account_id: str) -> Usage | None:
         return self.usage

@@ -6,6 +6,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 from functions.adapters.errors import may_have_landed, unavailable
+from functions.core.rate_limits import DEFAULT_TENANT_RATE
 from functions.shared.config import ConfigurationError, Settings
 
 
@@ -66,6 +67,15 @@ def test_settings_reject_a_lookback_not_longer_than_the_quiet_period() -> None:
     with pytest.raises(ConfigurationError, match=r"HEAL_LOOKBACK_SECONDS .* HEAL_QUIET_SECONDS"):
         Settings.from_env(env)
     assert Settings.from_env({**env, "HEAL_LOOKBACK_SECONDS": "601"}).sweep.lookback.total_seconds() == 601
+
+
+def test_settings_take_the_default_tenant_rate_and_refuse_one_outside_its_windows() -> None:
+    assert Settings.from_env({"TABLE_NAME": "t"}).tenant_rate == DEFAULT_TENANT_RATE
+    chosen = Settings.from_env({"TABLE_NAME": "t", "TENANT_RATE_LIMIT": "50", "TENANT_BURST_LIMIT": "100"})
+    assert (chosen.tenant_rate.requests_per_second, chosen.tenant_rate.burst) == (50, 100)
+    for rate, burst in (("50", "10"), ("fast", "100"), ("0", "0")):
+        with pytest.raises(ConfigurationError, match="TENANT_"):
+            Settings.from_env({"TABLE_NAME": "t", "TENANT_RATE_LIMIT": rate, "TENANT_BURST_LIMIT": burst})
 
 
 def test_settings_reject_a_tombstone_retention_shorter_than_the_quiet_period() -> None:

@@ -23,6 +23,7 @@ from functions.core.admission import (
 from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
+from functions.core.rate_limits import TenantRate
 from local.runtime import scaled_environment
 
 NOW = "2026-11-23T12:00:00.000Z"
@@ -119,6 +120,9 @@ class Shards:
             return False
         self.items[0] = replace(first, limit=limit, room=first.room + limit - account.limit)
         return True
+
+    def set_rate(self, account_id: str, rate: TenantRate) -> None:
+        raise AssertionError("not used")
 
     def read_usage(self, account_id: str) -> Usage | None:
         return Usage(account_id, self.items[0].limit, 0, 0)

@@ -1,0 +1,84 @@
+"""The rate window item family (functions/core/rate_limits.py): its key, and the lease that counts
+requests in it. Also the read of an account's own rate, from its account item."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.errors import error_code, unavailable
+from functions.core import keys, schema
+from functions.core.rate_limits import TenantRate, Window
+
+PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
+USED, EXPIRES_AT = schema.RATE_USED_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
+RATE, BURST = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_BURST_ATTRIBUTE
+CCF = "ConditionalCheckFailedException"
+# A lease that finds fewer requests left than it wanted asks again for what is left; another
+# environment may take those first, so it tries a bounded number of times.
+LEASE_ATTEMPTS = 3
+
+
+def window_key(account_id: str, window: Window) -> dict[str, Any]:
+    pk = keys.rate_window_pk(account_id, window.length_ms, window.index)
+    return {PK: {"S": pk}, SK: {"S": schema.RATE_SORT_KEY}}
+
+
+def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
+    """The account item's own rate (`item` plain, as read), if an admin gave it one."""
+    if RATE not in item or BURST not in item:
+        return None
+    return TenantRate(requests_per_second=int(item[RATE]), burst=int(item[BURST]))
+
+
+class DynamoWindowStore:
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def lease(self, account_id: str, window: Window, wanted: int) -> int:
+        expires_at = window.end_ms // 1000 + schema.RATE_WINDOW_KEPT_SECONDS
+        for _ in range(LEASE_ATTEMPTS):
+            wanted = min(wanted, window.allowance)
+            if wanted <= 0:
+                return 0
+            try:
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=window_key(account_id, window),
+                    UpdateExpression=f"ADD {USED} :wanted SET {EXPIRES_AT} = :expires",
+                    # The count never passes the allowance: a lease either fits whole or changes nothing.
+                    ConditionExpression=f"attribute_not_exists({USED}) OR {USED} <= :most",
+                    ExpressionAttributeValues=to_attributes(
+                        {":wanted": wanted, ":most": window.allowance - wanted, ":expires": expires_at}
+                    ),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as error:
+                if error_code(error) != CCF:
+                    raise unavailable("lease rate window", error) from error
+                # An SDK retry of a lease that landed finds less room and is refused: the requests
+                # it counted are then lost to the window, an undercount that only refuses early.
+                used = int(from_attributes(error.response.get("Item") or {}).get(USED, window.allowance))
+                wanted = window.allowance - used
+                continue
+            except BotoCoreError as error:
+                raise unavailable("lease rate window", error) from error
+            return wanted
+        return 0
+
+    def read_rate(self, account_id: str) -> TenantRate | None:
+        try:
+            response = self._client.get_item(
+                TableName=self._table,
+                Key={PK: {"S": keys.account_pk(account_id)}, SK: {"S": schema.ACCOUNT_SORT_KEY}},
+                # Eventually consistent (half the read units): an admin's change is seen within a
+                # second or so, and cached for longer anyway.
+                ProjectionExpression=f"{RATE}, {BURST}",
+            )
+        except (ClientError, BotoCoreError) as error:
+            raise unavailable("read rate", error) from error
+        return rate_of_item(from_attributes(response.get("Item") or {}))

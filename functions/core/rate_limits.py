@@ -1,0 +1,191 @@
+"""Per-tenant rate limits: one tenant's flood is answered 429 for that tenant only.
+
+Time is cut into windows of `burst / requests_per_second` seconds, each allowing `burst` requests
+to the account, so the rate over a window is `requests_per_second` and up to `burst` may come at
+once. A window's count lives in a DynamoDB item of its own (`RATE#<account>#<window>`), raised by
+a conditional `ADD` that never lets it pass the allowance: the count is exact however many
+execution environments serve the account.
+
+An execution environment does not write once per request. It *leases* a few of the window's
+requests at a time and spends them in memory: the first lease of a window takes one, later ones a
+quarter of what this environment used in the previous window or as many as it has used in this
+one, never more than a tenth of the allowance. So a busy environment writes about four times a
+window, an idle one once per request, and tokens leased but unspent (at most a tenth of the
+allowance per environment, far less when the load is steady) are the limiter's only error: they
+can refuse a request a little early, never admit one too many. Once a window is spent, the
+environment refuses the rest of it from memory, so a flood costs no DynamoDB call at all.
+
+docs/security.md says why this and not API Gateway usage plans, and what it costs per request.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from functions.core.errors import StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+MAX_REQUESTS_PER_SECOND = 100_000
+# A busy environment's lease: this share of what it used in the previous window ...
+LEASES_PER_WINDOW = 4
+# ... and never more than this share of a window's allowance, which bounds the tokens one
+# environment can hold unspent.
+MOST_OF_ALLOWANCE_PER_LEASE = 10
+# How long an environment trusts an account's rate override before reading it again.
+RATE_CACHE_SECONDS = 10.0
+# The API logs each refusal as this message with the tenant under this key, which the stack's
+# Contributor Insights rule ranks (infra/monitoring.py).
+THROTTLED_TENANT_MESSAGE = "tenant throttled"
+TENANT_LOG_KEY = "tenant"
+# Accounts whose lease state one environment keeps before it forgets those of past windows.
+TRACKED_ACCOUNTS = 4096
+
+
+@dataclass(frozen=True)
+class TenantRate:
+    """A tenant's limit: requests a second on average, and how many may come at once."""
+
+    requests_per_second: int
+    burst: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.requests_per_second <= MAX_REQUESTS_PER_SECOND:
+            raise ValueError(f"requests per second must be 1 to {MAX_REQUESTS_PER_SECOND}")
+        if not self.requests_per_second <= self.burst <= 60 * self.requests_per_second:
+            raise ValueError("burst must be from requests per second to 60 times it (a window of 1 to 60 s)")
+
+    @property
+    def window_ms(self) -> int:
+        return self.burst * 1000 // self.requests_per_second
+
+    def window_at(self, now_ms: int) -> Window:
+        index = now_ms // self.window_ms
+        return Window(index=index, start_ms=index * self.window_ms, length_ms=self.window_ms, allowance=self.burst)
+
+
+# A tenth of the stage's default 10,000 requests a second (infra/constants.py), in 2 s windows.
+DEFAULT_TENANT_RATE = TenantRate(requests_per_second=1000, burst=2000)
+
+
+@dataclass(frozen=True)
+class Window:
+    index: int
+    start_ms: int
+    length_ms: int
+    allowance: int
+
+    @property
+    def end_ms(self) -> int:
+        return self.start_ms + self.length_ms
+
+
+class WindowStore(Protocol):
+    def lease(self, account_id: str, window: Window, wanted: int) -> int:
+        """Count up to `wanted` more requests in the account's window, never past its allowance;
+        how many were counted (0 when the window is spent). One conditional write, or two when
+        fewer than `wanted` are left."""
+        ...
+
+    def read_rate(self, account_id: str) -> TenantRate | None:
+        """The account's own rate, set by an admin; None for the default (or no account)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    retry_after_seconds: int = 0
+    # False when the window store failed and the request was let through (the limiter fails open:
+    # it guards fairness, and a DynamoDB hiccup must not become every tenant's 429).
+    checked: bool = True
+
+
+@dataclass
+class _Held:
+    """One account's leases in this environment."""
+
+    window: int
+    tokens: int = 0  # leased and not yet spent
+    used: int = 0  # spent in this window
+    used_before: int = 0  # spent in the previous window
+    spent: bool = False  # the window's allowance is all leased
+
+
+class TenantLimiter:
+    """Decides, per request, whether an account is within its rate (one per execution environment)."""
+
+    def __init__(
+        self,
+        store: WindowStore,
+        default: TenantRate,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._default = default
+        self._clock_ms = clock_ms
+        self._monotonic = monotonic
+        self._held: dict[str, _Held] = {}
+        self._rates: dict[str, tuple[float, TenantRate]] = {}
+
+    def admit(self, account_id: str) -> Decision:
+        rate = self.rate_of(account_id)
+        now_ms = self._clock_ms()
+        window = rate.window_at(now_ms)
+        held = self._held_in(account_id, window)
+        if held.tokens == 0 and not held.spent:
+            try:
+                held.tokens = self._store.lease(account_id, window, self._lease_size(held, window))
+            except StoreUnavailable as error:
+                logger.warning("rate limit not checked for %s: %s", account_id, error)
+                return Decision(allowed=True, checked=False)
+            held.spent = held.tokens == 0
+        if held.tokens == 0:
+            return Decision(allowed=False, retry_after_seconds=max(1, math.ceil((window.end_ms - now_ms) / 1000)))
+        held.tokens -= 1
+        held.used += 1
+        return Decision(allowed=True)
+
+    def rate_of(self, account_id: str) -> TenantRate:
+        """The account's rate: its override, read at most every RATE_CACHE_SECONDS, or the default."""
+        cached = self._rates.get(account_id)
+        if cached is not None and self._monotonic() - cached[0] < RATE_CACHE_SECONDS:
+            return cached[1]
+        try:
+            rate = self._store.read_rate(account_id) or self._default
+        except StoreUnavailable as error:
+            logger.warning("rate of %s not read, using the default: %s", account_id, error)
+            rate = self._default
+        self.learn(account_id, rate)
+        return rate
+
+    def learn(self, account_id: str, rate: TenantRate | None) -> None:
+        """Take `rate` as the account's (an admin's change seen by this environment)."""
+        if len(self._rates) >= TRACKED_ACCOUNTS:
+            self._rates.clear()
+        self._rates[account_id] = (self._monotonic(), rate or self._default)
+
+    @property
+    def default(self) -> TenantRate:
+        return self._default
+
+    def _held_in(self, account_id: str, window: Window) -> _Held:
+        held = self._held.get(account_id)
+        if held is not None and held.window == window.index:
+            return held
+        if len(self._held) >= TRACKED_ACCOUNTS:
+            self._held = {name: state for name, state in self._held.items() if state.window >= window.index}
+        used_before = held.used if held is not None and held.window == window.index - 1 else 0
+        self._held[account_id] = fresh = _Held(window=window.index, used_before=used_before)
+        return fresh
+
+    @staticmethod
+    def _lease_size(held: _Held, window: Window) -> int:
+        wanted = max(1, held.used_before // LEASES_PER_WINDOW, held.used)
+        return min(wanted, max(1, window.allowance // MOST_OF_ALLOWANCE_PER_LEASE))

@@ -1,0 +1,83 @@
+"""Per-tenant rate limits through the real api handler and the real window writes
+(functions/core/rate_limits.py, functions/adapters/rate_windows.py)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from functions.adapters.attributes import from_attributes
+from functions.adapters.rate_windows import DynamoWindowStore, window_key
+from functions.core import schema
+from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
+from tests.conftest import System
+from tests.handler.conftest import Harness
+
+RATE = {"requestsPerSecond": 1, "burst": 3}  # windows of 3 s allowing 3 requests
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> None:
+    store = DynamoWindowStore(system.dynamodb, system.table)
+    window = TenantRate(requests_per_second=50, burst=50).window_at(now_ms())
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        granted = list(pool.map(lambda _: store.lease("acme", window, 3), range(40)))
+    # 16 leases of 3 fit, one takes the 2 left, the rest find the window spent.
+    assert sum(granted) == 50
+    assert sorted(set(granted)) == [0, 2, 3]
+    item = from_attributes(system.dynamodb.get_item(TableName=system.table, Key=window_key("acme", window))["Item"])
+    assert item[schema.RATE_USED_ATTRIBUTE] == 50
+    # Removed by the table's TTL a while after the window ends.
+    assert item[schema.EXPIRES_AT_ATTRIBUTE] == window.end_ms // 1000 + schema.RATE_WINDOW_KEPT_SECONDS
+
+
+def test_an_account_shows_its_rate_limit_the_default_until_an_admin_sets_one(harness: Harness) -> None:
+    api = harness.api
+    default = {"requestsPerSecond": DEFAULT_TENANT_RATE.requests_per_second, "burst": DEFAULT_TENANT_RATE.burst}
+    assert api.put_account("acme", 5).json()["rateLimit"] == default
+    assert api.request("PUT", "/accounts/acme", {"limit": 5, "rateLimit": RATE}).json()["rateLimit"] == RATE
+    assert api.put_account("acme", 6).json()["rateLimit"] == RATE  # omitted: kept
+    assert api.account("acme")["rateLimit"] == RATE
+
+
+def test_a_rate_limit_outside_one_to_sixty_second_windows_is_refused(harness: Harness) -> None:
+    for rate in ({"requestsPerSecond": 10, "burst": 5}, {"requestsPerSecond": 1, "burst": 61}, {"burst": 5}):
+        answer = harness.api.request("PUT", "/accounts/acme", {"limit": 5, "rateLimit": rate})
+        assert (answer.status, answer.json()["error"]["code"]) == (400, "ValidationError"), rate
+    assert harness.api.request("GET", "/accounts/acme").status == 404  # nothing written
+
+
+def test_a_tenant_over_its_rate_gets_429_and_another_tenant_does_not(harness: Harness) -> None:
+    api = harness.api
+    api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": RATE})
+    api.put_account("quiet", 5)
+    started = now_ms()
+    flood = [api.request("GET", "/accounts/flood/resources") for _ in range(20)]
+    windows = now_ms() // 3000 - started // 3000 + 1
+    quiet = [api.request("GET", "/accounts/quiet/resources") for _ in range(20)]
+
+    admitted = [answer for answer in flood if answer.status == 200]
+    throttled = [answer for answer in flood if answer.status != 200]
+    assert len(admitted) <= 3 * windows
+    if windows == 1:
+        assert len(admitted) == 3  # one environment strands nothing
+    for answer in throttled:
+        assert answer.status == 429
+        error = answer.json()["error"]
+        assert (error["code"], error["requestId"]) == ("TenantThrottled", "test-request"), error
+        assert 1 <= int(answer.headers["Retry-After"]) <= 3
+    assert all(answer.status == 200 for answer in quiet)
+    # An admin can always change a flooding tenant's limits: PUT of the account is not counted.
+    assert api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": RATE}).status == 200
+
+
+def test_every_request_on_an_account_counts_bad_ones_too(harness: Harness) -> None:
+    api = harness.api
+    api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": {"requestsPerSecond": 1, "burst": 60}})
+    answers = [api.request("POST", "/accounts/flood/resources", {"nope": 1}) for _ in range(61)]
+    statuses = {answer.status for answer in answers}
+    assert statuses <= {400, 429}
+    assert 429 in statuses

@@ -1,0 +1,138 @@
+"""Per-tenant rate limits (functions/core/rate_limits.py): windows, leases, and what a flood costs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from functions.core.errors import StoreUnavailable
+from functions.core.rate_limits import RATE_CACHE_SECONDS, TenantLimiter, TenantRate, Window
+
+START_MS = 1_763_900_000_000  # on a whole second, so every window below starts on it
+
+
+@dataclass
+class FakeWindows:
+    """Windows counted exactly as the conditional ADD does: a lease fits whole or takes what is left."""
+
+    used: Counter[tuple[str, int, int]] = field(default_factory=Counter)
+    rates: dict[str, TenantRate] = field(default_factory=dict)
+    leases: int = 0
+    rate_reads: int = 0
+    failing: bool = False
+
+    def lease(self, account_id: str, window: Window, wanted: int) -> int:
+        if self.failing:
+            raise StoreUnavailable("lease failed", may_have_landed=False)
+        self.leases += 1
+        key = (account_id, window.length_ms, window.index)
+        granted = min(wanted, window.allowance - self.used[key])
+        self.used[key] += granted
+        return granted
+
+    def read_rate(self, account_id: str) -> TenantRate | None:
+        self.rate_reads += 1
+        return self.rates.get(account_id)
+
+
+@dataclass
+class Clock:
+    ms: int = START_MS
+
+    def now_ms(self) -> int:
+        return self.ms
+
+    def seconds(self) -> float:
+        return self.ms / 1000
+
+
+def limiter(store: FakeWindows, clock: Clock, rate: TenantRate) -> TenantLimiter:
+    return TenantLimiter(store, rate, clock_ms=clock.now_ms, monotonic=clock.seconds)
+
+
+def test_an_environment_admits_the_burst_then_refuses_until_the_window_ends() -> None:
+    store, clock = FakeWindows(), Clock()
+    tenant = limiter(store, clock, TenantRate(requests_per_second=5, burst=10))  # 2 s windows of 10
+    assert [tenant.admit("acme").allowed for _ in range(12)] == [True] * 10 + [False] * 2
+    clock.ms += 500
+    refused = tenant.admit("acme")
+    assert (refused.allowed, refused.retry_after_seconds) == (False, 2)  # 1.5 s left, rounded up
+    clock.ms = START_MS + 2000
+    assert tenant.admit("acme").allowed
+
+
+def test_a_flood_past_the_allowance_costs_no_write() -> None:
+    store, clock = FakeWindows(), Clock()
+    tenant = limiter(store, clock, TenantRate(requests_per_second=100, burst=100))
+    while tenant.admit("acme").allowed:
+        pass
+    leases = store.leases
+    assert not any(tenant.admit("acme").allowed for _ in range(10_000))
+    assert store.leases == leases
+
+
+def test_one_tenant_spent_leaves_another_untouched() -> None:
+    store, clock = FakeWindows(), Clock()
+    tenant = limiter(store, clock, TenantRate(requests_per_second=3, burst=3))
+    assert sum(tenant.admit("flood").allowed for _ in range(30)) == 3
+    assert all(tenant.admit("quiet").allowed for _ in range(3))
+
+
+def test_a_busy_environment_writes_a_few_leases_a_window_not_one_a_request() -> None:
+    store, clock = FakeWindows(), Clock()
+    tenant = limiter(store, clock, TenantRate(requests_per_second=10_000, burst=10_000))
+    for window in range(3):
+        clock.ms = START_MS + window * 1000
+        before = store.leases
+        for _ in range(2_000):  # a fifth of the allowance, steady
+            assert tenant.admit("busy").allowed
+        if window == 0:
+            assert store.leases - before <= 12  # 1, 1, 2, 4, ...: doubling from nothing
+        else:
+            assert store.leases - before <= 5  # a quarter of the last window's use each time
+
+
+@given(
+    environments=st.integers(min_value=1, max_value=6),
+    requests=st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=400),
+    burst=st.integers(min_value=1, max_value=60),
+)
+def test_environments_together_never_admit_more_than_a_window_allows(
+    environments: int, requests: list[int], burst: int
+) -> None:
+    store, clock = FakeWindows(), Clock()
+    rate = TenantRate(requests_per_second=burst, burst=burst)
+    limiters = [limiter(store, clock, rate) for _ in range(environments)]
+    admitted = sum(limiters[pick % environments].admit("acme").allowed for pick in requests)
+    assert admitted <= burst
+    # Leased and unspent tokens are the only error: each environment holds at most a tenth of the
+    # allowance (and at least one lease's worth of a single token).
+    assert admitted >= min(len(requests), burst) - environments * max(1, burst // 10)
+
+
+def test_a_store_failure_lets_the_request_through_unchecked() -> None:
+    store, clock = FakeWindows(failing=True), Clock()
+    decision = limiter(store, clock, TenantRate(requests_per_second=1, burst=1)).admit("acme")
+    assert (decision.allowed, decision.checked) == (True, False)
+
+
+def test_an_admins_rate_is_read_once_and_trusted_for_a_while() -> None:
+    store, clock = FakeWindows(rates={"vip": TenantRate(requests_per_second=2, burst=2)}), Clock()
+    tenant = limiter(store, clock, TenantRate(requests_per_second=100, burst=100))
+    assert sum(tenant.admit("vip").allowed for _ in range(10)) == 2
+    assert store.rate_reads == 1
+    store.rates["vip"] = TenantRate(requests_per_second=50, burst=50)
+    clock.ms += int(RATE_CACHE_SECONDS * 1000)
+    assert tenant.rate_of("vip").burst == 50
+    tenant.learn("vip", None)  # this environment set it back to the default itself
+    assert tenant.rate_of("vip").burst == 100
+
+
+@pytest.mark.parametrize(("rate", "burst"), [(0, 1), (10, 9), (1, 61), (100_001, 100_001)])
+def test_rates_outside_one_to_sixty_second_windows_are_refused(rate: int, burst: int) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        TenantRate(requests_per_second=rate, burst=burst)
