@@ -67,7 +67,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     names = [f"acct-{number:03d}" for number in range(args.accounts)]
     with meter.operation("setup"):
         for name in names:
-            accounts.put_account(api, name, 1_000_000, now_text)
+            accounts.put_account(api, name, accounts.limit_change(1_000_000), now_text)
         process_stream_records(counting, tap.drain())
 
     waiting: list[dict[str, Any]] = []

@@ -70,7 +70,7 @@ def flow_rate(dynamodb: Any, streams: Any, stream_arn: str, table: str, seconds:
     api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table)
     tap = StreamTap(streams, stream_arn)
     account = f"flow-{time.monotonic_ns()}"
-    accounts.put_account(api, account, 1_000_000, now_text)
+    accounts.put_account(api, account, accounts.limit_change(1_000_000), now_text)
     tap.drain()
     calls[0], iterations = 0, 0
     started = time.monotonic()

@@ -36,7 +36,7 @@ class ThisProject(Approach):
         self._counting = DynamoCountingStore(self.dynamodb, self.table)
 
     def open_account(self, account: str, limit: int) -> None:
-        accounts.put_account(self._api, account, limit, now_text)
+        accounts.put_account(self._api, account, accounts.limit_change(limit), now_text)
 
     def create(self, account: str, resource_id: str) -> None:
         try:

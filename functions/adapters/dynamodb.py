@@ -23,6 +23,9 @@ from functions.adapters.errors import error_code, unavailable
 from functions.adapters.rate_windows import BURST, RATE, rate_of_item
 from functions.adapters.shards import (
     ACTIVE,
+    LIMIT_REQUEST,
+    LIMIT_SET_AT,
+    LIMIT_VERSION,
     RETIRED,
     ROOM,
     SPAN,
@@ -36,6 +39,7 @@ from functions.adapters.shards import (
     take_lease,
 )
 from functions.core import keys, leases, schema
+from functions.core.accounts import LimitChange
 from functions.core.admission import Reserved, ShardState
 from functions.core.counting import (
     COMMITTED,
@@ -50,7 +54,7 @@ from functions.core.counting import (
     TransientStoreError,
     counter_shard,
 )
-from functions.core.errors import AccountNotFound, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.errors import InvalidCursor, ResourceAlreadyExists, StoreUnavailable
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
     AccountState,
@@ -59,7 +63,6 @@ from functions.core.healing import (
 )
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
-from functions.core.rate_limits import TenantRate
 
 PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
@@ -75,6 +78,14 @@ TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKE
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
+
+
+def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
+    """The SET clauses (and their values) of a limit change's rate limit, if it has one."""
+    if change.rate is None:
+        return ""
+    values.update({":rate": change.rate.requests_per_second, ":burst": change.rate.burst})
+    return f", {RATE} = :rate, {BURST} = :burst"
 
 
 def _key(pk: str, sk: str) -> dict[str, Any]:
@@ -191,7 +202,19 @@ class DynamoApiStore(ShardStore):
 
     # accounts ------------------------------------------------------------------------------
 
-    def create_account(self, account_id: str, limit: int, now: str) -> bool:
+    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
+        values = {
+            ":limit": change.limit,
+            ":zero": 0,
+            ":one": 1,
+            ":id": account_id,
+            ":type": "account",
+            ":now": now,
+            ":bucket": keys.activity_bucket(account_id),
+            ":stamp": last_write_stamp(now),
+            ":received": change.received_ms,
+            ":token": change.token,
+        }
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -200,22 +223,13 @@ class DynamoApiStore(ShardStore):
                     f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
                     f"heal_epoch = :zero, {ACTIVE} = :one, {SPAN} = :one, version = :one, "
                     f"account_id = :id, #type = :type, created_at = :now, updated_at = :now, "
-                    f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
+                    f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
+                    f"{LIMIT_VERSION} = :one, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
+                    + _rate_update(change, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PK},
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":limit": limit,
-                        ":zero": 0,
-                        ":one": 1,
-                        ":id": account_id,
-                        ":type": "account",
-                        ":now": now,
-                        ":bucket": keys.activity_bucket(account_id),
-                        ":stamp": last_write_stamp(now),
-                    }
-                ),
+                ExpressionAttributeValues=to_attributes(values),
             )
         except ClientError as error:
             if error_code(error) == CCF:
@@ -225,26 +239,35 @@ class DynamoApiStore(ShardStore):
             raise unavailable("create account", error) from error
         return True
 
-    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+        values = {
+            ":limit": change.limit,
+            ":change": change.limit - account.limit,
+            ":now": now,
+            ":stamp": last_write_stamp(now),
+            ":one": 1,
+            ":next": account.limit_version + 1,
+            ":received": change.received_ms,
+            ":token": change.token,
+        }
+        # The version read, or no version at all on an account item written before versions.
+        if account.limit_version:
+            values[":version"] = account.limit_version
+            unchanged = f"{LIMIT_VERSION} = :version"
+        else:
+            unchanged = f"attribute_not_exists({LIMIT_VERSION})"
         update: dict[str, Any] = {
             "TableName": self._table,
             "Key": account_key(account_id),
             "UpdateExpression": (
-                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now "
-                f"ADD {ROOM} :change, version :one"
+                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
+                f"{LIMIT_VERSION} = :next, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
+                + _rate_update(change, values)
+                + f" ADD {ROOM} :change, version :one"
             ),
-            "ConditionExpression": "#limit = :old",
+            "ConditionExpression": unchanged,
             "ExpressionAttributeNames": {"#limit": "limit"},
-            "ExpressionAttributeValues": to_attributes(
-                {
-                    ":limit": limit,
-                    ":old": account.limit,
-                    ":change": limit - account.limit,
-                    ":now": now,
-                    ":stamp": last_write_stamp(now),
-                    ":one": 1,
-                }
-            ),
+            "ExpressionAttributeValues": to_attributes(values),
         }
         if not retired_span:
             try:
@@ -273,23 +296,6 @@ class DynamoApiStore(ShardStore):
         ]
         return self._transact("set limit", [{"Update": update}, *checks])
 
-    def set_rate(self, account_id: str, rate: TenantRate) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=account_key(account_id),
-                UpdateExpression=f"SET {RATE} = :rate, {BURST} = :burst",
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={"#pk": PK},
-                ExpressionAttributeValues=to_attributes({":rate": rate.requests_per_second, ":burst": rate.burst}),
-            )
-        except ClientError as error:
-            if error_code(error) == CCF:
-                raise AccountNotFound(account_id) from error
-            raise unavailable("set rate", error) from error
-        except BotoCoreError as error:
-            raise unavailable("set rate", error) from error
-
     def read_usage(self, account_id: str) -> Usage | None:
         read = read_account_items(self, account_id)
         if read is None:
@@ -300,6 +306,7 @@ class DynamoApiStore(ShardStore):
             best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
             eventual=read.eventual,
             rate=rate_of_item(read.shards[0]),
+            limit_version=shard_state(read.shards[0]).limit_version,
         )
 
     def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:

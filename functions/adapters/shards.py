@@ -27,6 +27,8 @@ PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 ROOM, RETIRED = schema.ROOM_ATTRIBUTE, schema.RETIRED_ATTRIBUTE
 ACTIVE, SPAN = schema.ACTIVE_SHARDS_ATTRIBUTE, schema.SHARD_SPAN_ATTRIBUTE
 LAST_WRITE, LAST_WRITE_EXACT = schema.LAST_WRITE_ATTRIBUTE, schema.LAST_WRITE_EXACT_ATTRIBUTE
+LIMIT_VERSION, LIMIT_SET_AT = schema.LIMIT_VERSION_ATTRIBUTE, schema.LIMIT_SET_AT_ATTRIBUTE
+LIMIT_REQUEST = schema.LIMIT_REQUEST_ATTRIBUTE
 CCF = "ConditionalCheckFailedException"
 CANCELLED = "TransactionCanceledException"
 # A single write on an item that a transaction (a grant, a heal) is changing is rejected with this,
@@ -65,6 +67,9 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         limit=limit,
         active=int(item.get(ACTIVE, 1)),
         span=int(item.get(SPAN, 1)),
+        limit_version=int(item.get(LIMIT_VERSION, 0)),
+        limit_set_at=int(item.get(LIMIT_SET_AT, 0)),
+        limit_request=str(item.get(LIMIT_REQUEST, "")),
     )
 
 

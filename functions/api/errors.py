@@ -21,6 +21,7 @@ from functions.core.errors import (
     IdempotencyKeyReused,
     InvalidCursor,
     LimitExceeded,
+    PreconditionFailed,
     ResourceNotFound,
     StoreUnavailable,
 )
@@ -33,6 +34,7 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     IdempotencyKeyReused: HTTPStatus.CONFLICT,
     IdempotencyKeyMismatch: HTTPStatus.UNPROCESSABLE_ENTITY,
     InvalidCursor: HTTPStatus.BAD_REQUEST,
+    PreconditionFailed: HTTPStatus.PRECONDITION_FAILED,
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
 }
 

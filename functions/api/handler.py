@@ -14,8 +14,9 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -29,7 +30,7 @@ from functions.api.models import (
     ResourcePage,
     ResourceView,
 )
-from functions.core import accounts
+from functions.core import accounts, leases
 from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource, Usage
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from functions.shared import clients
@@ -44,6 +45,8 @@ DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 
 ACCOUNT_ID = re.compile(ID_PATTERN)
+# If-Match: * or a list of entity tags (RFC 9110, 13.1.1); only a strong tag of a version can match.
+IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e]*")*)\s*$'
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
 
@@ -79,6 +82,7 @@ ERRORS = {
     "ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
     404: "AccountNotFound, ResourceNotFound",
     409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
+    412: "PreconditionFailed: If-Match names another version of the account (or the account does not exist)",
     413: "PayloadTooLarge: a body over 64 KiB",
     422: "IdempotencyKeyMismatch: the key was sent before with another body",
     429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
@@ -91,11 +95,23 @@ ERRORS = {
 ALWAYS = (400, 403, 429, 500, 502, 503, 504)
 
 
-def answers(own: dict[int, tuple[str, type | None]], *errors: int) -> dict[int, OpenAPIResponse]:
-    """The route's responses for the OpenAPI document: its own answers, then its errors."""
+ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
+    "ETag": {
+        "description": 'The version of the account\'s limit, as a strong entity tag ("3").',
+        "schema": {"type": "string"},
+    }
+}
+
+
+def answers(
+    own: dict[int, tuple[str, type | None]], *errors: int, headers: dict[str, OpenAPIResponseHeader] | None = None
+) -> dict[int, OpenAPIResponse]:
+    """The route's responses for the OpenAPI document: its own answers (with `headers`), then its errors."""
     documented: dict[int, OpenAPIResponse] = {}
     for status, (description, model) in own.items():
         documented[status] = {"description": description}
+        if headers:
+            documented[status]["headers"] = headers
         if model is not None:
             documented[status]["content"] = {content_types.APPLICATION_JSON: {"model": model}}
     for status in sorted({*errors, *ALWAYS}):
@@ -109,26 +125,89 @@ def answers(own: dict[int, tuple[str, type | None]], *errors: int) -> dict[int, 
 @app.put(
     "/accounts/<accountId>",
     summary="Create an account or change its limit (admin only)",
-    responses=answers({200: ("The account, with its new limit", AccountView)}, 413),
+    responses=answers(
+        {
+            200: (
+                "The account, with its new limit. A PUT overtaken by one received after it changes nothing "
+                "and answers the account as that later PUT left it",
+                AccountView,
+            )
+        },
+        412,
+        413,
+        headers=ETAG_HEADER,
+    ),
 )
-def put_account(accountId: AccountId, request: Annotated[PutAccountRequest, Body()]) -> AccountView:
-    rate = request.rateLimit.as_rate() if request.rateLimit else None
-    usage = accounts.put_account(clients.api_store(), accountId, request.limit, now, caller_waiting, rate)
+def put_account(
+    accountId: AccountId,
+    request: Annotated[PutAccountRequest, Body()],
+    if_match: Annotated[
+        str | None,
+        Header(
+            alias="If-Match",
+            max_length=1024,
+            pattern=IF_MATCH_PATTERN,
+            description='Change the account only if its ETag is one of these ("1", "2") or, with *, if it exists.',
+        ),
+    ] = None,
+) -> Response[str]:
+    versions, must_exist = parse_if_match(if_match)
+    change = accounts.LimitChange(
+        limit=request.limit,
+        rate=request.rateLimit.as_rate() if request.rateLimit else None,
+        received_ms=received_ms(),
+        token=leases.new_token(),
+        if_match=versions,
+        must_exist=must_exist,
+    )
+    usage = accounts.put_account(clients.api_store(), accountId, change, now, caller_waiting)
     clients.tenant_limiter().learn(accountId, usage.rate)
-    return account_view(usage)
+    return account_response(usage)
 
 
 @app.get(
     "/accounts/<accountId>",
     summary="Read an account's limit and both counters",
-    responses=answers({200: ("The account", AccountView)}, 404),
+    responses=answers(
+        {200: ("The account; ETag names its limit's version, for If-Match", AccountView)}, 404, headers=ETAG_HEADER
+    ),
 )
-def get_account(accountId: AccountId) -> AccountView:
-    return account_view(accounts.get_usage(clients.api_store(), accountId))
+def get_account(accountId: AccountId) -> Response[str]:
+    return account_response(accounts.get_usage(clients.api_store(), accountId))
 
 
-def account_view(usage: Usage) -> AccountView:
-    return AccountView.of(usage, clients.settings().tenant_rate)
+def account_response(usage: Usage) -> Response[str]:
+    view = AccountView.of(usage, clients.settings().tenant_rate)
+    return json_response(HTTPStatus.OK, view, {"ETag": f'"{usage.limit_version}"'})
+
+
+ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e]*)"\s*')
+
+
+def parse_if_match(header: str | None) -> tuple[frozenset[int] | None, bool]:
+    """If-Match as (the versions it allows, or None for any; whether the account must exist).
+    Weak tags (W/"1") never match: If-Match compares strongly (RFC 9110, 13.1.1)."""
+    if header is None:
+        return None, False
+    if header.strip() == "*":
+        return None, True
+    versions: set[int] = set()
+    for tag in header.split(","):
+        matched = ENTITY_TAG.fullmatch(tag)
+        if matched is None:
+            raise RequestValidationError(
+                [{"loc": ("header", "If-Match"), "msg": "not a list of entity tags", "type": "value_error"}]
+            )
+        weak, opaque = matched.groups()
+        if not weak and opaque.isdigit() and len(opaque) <= 18:  # any other tag matches no version
+            versions.add(int(opaque))
+    return frozenset(versions), False
+
+
+def received_ms() -> int:
+    """When API Gateway received the request (epoch ms): the order of PUTs that counts."""
+    received = (app.current_event.get("requestContext") or {}).get("requestTimeEpoch")
+    return received if isinstance(received, int) else time.time_ns() // 1_000_000
 
 
 @app.post(

@@ -28,6 +28,7 @@ never count) the resource. docs/admission.md has the argument and every write.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -39,6 +40,7 @@ from functions.core.errors import (
     CallerGaveUp,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
+    PreconditionFailed,
     ResourceAlreadyExists,
     ResourceNotFound,
     StoreUnavailable,
@@ -71,17 +73,14 @@ class ApiStore(AdmissionStore, Protocol):
     """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
     each write's condition makes its retry harmless (docs/admission.md)."""
 
-    def create_account(self, account_id: str, limit: int, now: str) -> bool:
-        """Create the account item with all its room on it; False if it exists."""
+    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
+        """Create the account item with all its room on it, at limit version 1; False if it exists."""
         ...
 
-    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
-        """Change the limit and shard 0's room by the difference, if the limit is still the one
-        read; with `retired_span`, only if every shard below it but 0 is retired and empty."""
-        ...
-
-    def set_rate(self, account_id: str, rate: TenantRate) -> None:
-        """Give the existing account its own rate limit (functions/core/rate_limits.py)."""
+    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+        """Apply `change` (the limit, shard 0's room by the difference, the rate if any; the next
+        limit version, the change's time and token) if the limit version is still the one read;
+        with `retired_span`, only if every shard below it but 0 is retired and empty."""
         ...
 
     def read_usage(self, account_id: str) -> Usage | None: ...
@@ -132,43 +131,67 @@ def _always() -> bool:
 PUT_ACCOUNT_ATTEMPTS = 8
 
 
+@dataclass(frozen=True)
+class LimitChange:
+    """What one `PUT /accounts/{id}` asks for, and what tells it apart from other PUTs.
+
+    Each change bumps the account's `limit_version` (its ETag) and stamps when API Gateway received
+    the PUT: a PUT received earlier never overwrites one received later, however late it lands (docs/
+    admission.md, "Limit changes"), and `token` lets a PUT recognise its own landed write."""
+
+    limit: int
+    received_ms: int
+    token: str
+    rate: TenantRate | None = None  # None: the account keeps its rate limit
+    if_match: frozenset[int] | None = None  # the versions the caller allows (If-Match); None: any
+    must_exist: bool = False  # If-Match: *
+
+    def check(self, account_id: str, account: ShardState | None) -> None:
+        """Raise PreconditionFailed unless the account is as the caller's If-Match says."""
+        if account is None:
+            if self.must_exist or self.if_match is not None:
+                raise PreconditionFailed(account_id, None)
+        elif self.if_match is not None and account.limit_version not in self.if_match:
+            raise PreconditionFailed(account_id, account.limit_version)
+
+
+def limit_change(limit: int, rate: TenantRate | None = None) -> LimitChange:
+    """A change received now, for callers other than the API (operators' tools, benchmarks)."""
+    return LimitChange(limit=limit, rate=rate, received_ms=time.time_ns() // 1_000_000, token=leases.new_token())
+
+
 def put_account(
-    store: ApiStore,
-    account_id: str,
-    limit: int,
-    clock: Clock,
-    in_time: Deadline = _always,
-    rate: TenantRate | None = None,
+    store: ApiStore, account_id: str, change: LimitChange, clock: Clock, in_time: Deadline = _always
 ) -> Usage:
-    """Create the account, or change its limit by moving the difference into shard 0's room; with
-    `rate`, also give it its own rate limit (kept as it was when None).
+    """Create the account, or change its limit by moving the difference into shard 0's room (and
+    its rate limit, if the change has one).
 
     A limit lowered by more than shard 0's room first folds every other shard into shard 0
     (retiring them), so the usage above the new limit shows as shard 0's negative room and nothing
-    admits until it is paid back (functions/core/admission.py)."""
+    admits until it is paid back (functions/core/admission.py). A PUT overtaken by one received
+    after it changes nothing and answers the account as that later PUT left it."""
     if not in_time():
         raise CallerGaveUp()
-    _set_limit(store, account_id, limit, clock())
-    if rate is not None:
-        store.set_rate(account_id, rate)
-    return get_usage(store, account_id)
-
-
-def _set_limit(store: ApiStore, account_id: str, limit: int, now: str) -> None:
+    now = clock()
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
         found = store.read_shards(account_id, [0])
-        if not found:
-            if store.create_account(account_id, limit, now):
-                return
+        account = found[0] if found else None
+        if account is not None and account.limit_request == change.token:
+            return get_usage(store, account_id)  # our own write landed (an SDK retry was refused)
+        change.check(account_id, account)
+        if account is None:
+            if store.create_account(account_id, change, now):
+                return get_usage(store, account_id)
             continue
-        account = found[0]
-        if account.room + limit - account.limit >= 0 or account.span == 1:
-            if store.set_limit(account_id, account, limit, now, retired_span=0):
-                return
+        if account.limit_set_at > change.received_ms:
+            return get_usage(store, account_id)  # overtaken by a PUT received later
+        if account.room + change.limit - account.limit >= 0 or account.span == 1:
+            if store.set_limit(account_id, account, change, now, retired_span=0):
+                return get_usage(store, account_id)
             continue
         _retire_other_shards(store, account_id, account)
-        if store.set_limit(account_id, account, limit, now, retired_span=account.span):
-            return
+        if store.set_limit(account_id, account, change, now, retired_span=account.span):
+            return get_usage(store, account_id)
     raise StoreUnavailable(f"put account {account_id}: the account kept changing", may_have_landed=False)
 
 

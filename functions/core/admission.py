@@ -67,6 +67,9 @@ class ShardState:
     limit: int = 0  # shard 0 only
     active: int = 1  # shard 0 only: creates pick among shards 0 .. active-1
     span: int = 1  # shard 0 only: every shard ever used is below it
+    limit_version: int = 0  # shard 0 only: bumped by each limit change (the account's ETag)
+    limit_set_at: int = 0  # shard 0 only: when the PUT that set the limit was received, epoch ms
+    limit_request: str = ""  # shard 0 only: the token of that PUT
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,14 @@ class InvalidCursor(DomainError):
         super().__init__("cursor is not one this API returned")
 
 
+class PreconditionFailed(DomainError):
+    code = "PreconditionFailed"
+
+    def __init__(self, account_id: str, version: int | None) -> None:
+        now = "does not exist" if version is None else f'is at ETag "{version}"'
+        super().__init__(f"account {account_id} {now}, not what If-Match asks for; read it and retry")
+
+
 class StoreUnavailable(Exception):
     """DynamoDB did not complete a call after the adapter's retries (throttling, 5xx, network).
 

@@ -28,6 +28,7 @@ class Usage:
     best_effort_net: int  # signed: a delete's decrement may land before its create's increment
     eventual: int
     rate: TenantRate | None = None  # the account's own rate limit; None: the stack's default
+    limit_version: int = 0  # bumped by each limit change: the account's ETag
 
     @property
     def best_effort(self) -> int:

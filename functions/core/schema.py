@@ -28,6 +28,11 @@ ROOM_ATTRIBUTE = "room"  # slots the shard may still admit
 ACTIVE_SHARDS_ATTRIBUTE = "shards"  # on the account item: creates pick among shards 0 .. shards-1
 SHARD_SPAN_ATTRIBUTE = "shard_span"  # on the account item: every shard ever used is below it
 RETIRED_ATTRIBUTE = "retired"  # a shard that admits nothing until shard 0 grants it room again
+# On the account item: each limit change bumps its version (the account's ETag) and stamps when
+# its PUT was received and its token, so an older PUT never overwrites a newer one.
+LIMIT_VERSION_ATTRIBUTE = "limit_version"
+LIMIT_SET_AT_ATTRIBUTE = "limit_set_at"
+LIMIT_REQUEST_ATTRIBUTE = "limit_request"
 RESOURCE_SHARD_ATTRIBUTE = "shard"  # on a resource: the shard that admitted it, where it is released
 
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /

@@ -100,7 +100,7 @@ def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: Sy
     """Account writes stamp last_write_at rounded up to the minute (docs/healing.md): within one
     minute a busy account's creates write no index entry; the next minute's first write moves it."""
     store = DynamoApiStore(system.dynamodb, system.table)
-    accounts.put_account(store, "acme", 100, lambda: "2026-11-23T12:00:05.000Z")
+    accounts.put_account(store, "acme", accounts.limit_change(100), lambda: "2026-11-23T12:00:05.000Z")
     index = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
 
     def create_at(now: str) -> float:

@@ -50,7 +50,7 @@ class CounterMachine(RuleBasedStateMachine):
         self.delivered: list[list[dict[str, Any]]] = []
         self.live: set[str] = set()  # the model: resources a caller would find
         self.maybe: set[str] = set()  # crashed creates and deletes: either outcome is correct
-        accounts.put_account(clients.api_store(), ACCOUNT, LIMIT, now)
+        accounts.put_account(clients.api_store(), ACCOUNT, accounts.limit_change(LIMIT), now)
 
     # -- API --------------------------------------------------------------------------------
 

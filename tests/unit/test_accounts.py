@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from functions.core import accounts
+from functions.core.accounts import LimitChange
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import (
     AccountNotFound,
@@ -22,7 +23,6 @@ from functions.core.errors import (
 )
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import NewResource, Page, Resource, Usage, idempotent_resource_id
-from functions.core.rate_limits import TenantRate
 
 
 def clock() -> str:
@@ -67,16 +67,13 @@ class RecordingStore:
     writes: list[str] = field(default_factory=list)
     leases: list[Lease] = field(default_factory=list)
 
-    def create_account(self, account_id: str, limit: int, now: str) -> bool:
+    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
         self.writes.append("put_account")
         return True
 
-    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
         self.writes.append("put_account")
         return True
-
-    def set_rate(self, account_id: str, rate: TenantRate) -> None:
-        self.writes.append("set_rate")
 
     def read_usage(self, account_id: str) -> Usage | None:
         return self.usage
@@ -330,10 +327,10 @@ def test_reads_of_missing_things_are_not_found() -> None:
 
 def test_put_account_returns_the_account() -> None:
     store = RecordingStore()
-    assert accounts.put_account(store, "a1", 5, clock).limit == 5
+    assert accounts.put_account(store, "a1", accounts.limit_change(5), clock).limit == 5
     assert store.writes == ["put_account"]
     with pytest.raises(CallerGaveUp):
-        accounts.put_account(store, "a1", 6, clock, lambda: False)
+        accounts.put_account(store, "a1", accounts.limit_change(6), clock, lambda: False)
     assert store.writes == ["put_account"]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from functions.core import accounts
+from functions.core.accounts import LimitChange
 from functions.core.admission import (
     MAX_SHARDS,
     Directory,
@@ -23,7 +24,6 @@ from functions.core.admission import (
 from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
-from functions.core.rate_limits import TenantRate
 from local.runtime import scaled_environment
 
 NOW = "2026-11-23T12:00:00.000Z"
@@ -106,23 +106,28 @@ class Shards:
 
     # the rest of the API's port, for put_account ---------------------------------------------
 
-    def create_account(self, account_id: str, limit: int, now: str) -> bool:
+    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
         raise AssertionError("the account exists")
 
-    def set_limit(self, account_id: str, account: ShardState, limit: int, now: str, retired_span: int) -> bool:
+    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+        limit = change.limit
         self.calls.append(f"limit {account.limit} -> {limit}")
         first = self.items[0]
-        if first.limit != account.limit:
+        if first.limit_version != account.limit_version:
             return False
         if retired_span and any(
             not self.items[i].retired or self.items[i].room for i in range(1, retired_span) if i in self.items
         ):
             return False
-        self.items[0] = replace(first, limit=limit, room=first.room + limit - account.limit)
+        self.items[0] = replace(
+            first,
+            limit=limit,
+            room=first.room + limit - account.limit,
+            limit_version=first.limit_version + 1,
+            limit_set_at=change.received_ms,
+            limit_request=change.token,
+        )
         return True
-
-    def set_rate(self, account_id: str, rate: TenantRate) -> None:
-        raise AssertionError("not used")
 
     def read_usage(self, account_id: str) -> Usage | None:
         return Usage(account_id, self.items[0].limit, 0, 0)
@@ -385,14 +390,14 @@ def test_growth_stops_at_the_largest_layout() -> None:
 
 def test_a_limit_lowered_within_shard_0s_room_moves_nothing_else() -> None:
     store = Shards.of(limit=40, rooms=[20, 5, 5])
-    accounts.put_account(store, "a1", 30, lambda: NOW)
+    accounts.put_account(store, "a1", accounts.limit_change(30), lambda: NOW)
     assert store.calls == ["read [0]", "limit 40 -> 30"]
     assert (store.items[0].room, store.held()) == (10, 30)
 
 
 def test_a_limit_lowered_below_the_usage_retires_the_other_shards_and_refuses_until_paid_back() -> None:
     store = Shards.of(limit=10, rooms=[1, 3])  # 6 slots held, all on shard 0
-    accounts.put_account(store, "a1", 5, lambda: NOW)
+    accounts.put_account(store, "a1", accounts.limit_change(5), lambda: NOW)
     assert store.calls == ["read [0]", "active 2 -> 1", "read [1]", "gather 1", "limit 10 -> 5"]
     assert (store.items[0].room, store.items[0].active, store.items[1].retired, store.held()) == (-1, 1, True, 5)
     store.items[0] = replace(store.items[0], admitted=4)
