@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.core import schema
@@ -11,6 +15,23 @@ from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.gateway_errors import add_error_envelopes
 from infra.python_function import python_function
+
+# One JSON line per request (API Gateway's $context variables). A tenant's session can reach only
+# its own account's paths (infra/access.py), so `path` names the tenant; `principal` is the caller.
+ACCESS_LOG_FIELDS = {
+    "requestId": "$context.requestId",
+    "requestTime": "$context.requestTimeEpoch",
+    "principal": "$context.identity.userArn",
+    "sourceIp": "$context.identity.sourceIp",
+    "method": "$context.httpMethod",
+    "path": "$context.path",
+    "status": "$context.status",
+    "latencyMs": "$context.responseLatency",
+    "integrationLatencyMs": "$context.integrationLatency",
+    "responseType": "$context.error.responseType",
+    "error": "$context.error.message",
+    "userAgent": "$context.identity.userAgent",
+}
 
 
 class Api(Construct):
@@ -35,14 +56,27 @@ class Api(Construct):
         table_access.grant_table(table, self.function, table_access.API)
 
         rate, burst = settings.api_throttle(self)
+        logs_role = settings.api_logs_role(self)
+        logging = logs_role != constants.API_LOGS_ROLE_NONE
+        self.access_logs = (
+            logs.LogGroup(
+                self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=settings.removal_policy(self)
+            )
+            if logging
+            else None
+        )
         self.rest_api = apigateway.LambdaRestApi(
             self,
             constants.REST_API_ID,
             handler=self.function,
             # The function routes itself, so every path and method goes to it.
             proxy=True,
-            # The account-wide CloudWatch role is a one-per-region setting that a stack should not own.
-            cloud_watch_role=False,
+            # API Gateway logs only through the region's CloudWatch role: set here unless the account
+            # has one (`-c apiGatewayCloudWatchRole=existing`), and kept when the stack is deleted.
+            cloud_watch_role=logs_role == constants.API_LOGS_ROLE_CREATE,
+            cloud_watch_role_removal_policy=(
+                cdk.RemovalPolicy.RETAIN if logs_role == constants.API_LOGS_ROLE_CREATE else None
+            ),
             # Every method signed with SigV4 and allowed by the caller's IAM policy (infra/access.py).
             default_method_options=apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.IAM),
             deploy_options=apigateway.StageOptions(
@@ -51,6 +85,14 @@ class Api(Construct):
                 # The outer guard: every method of the stage together; beyond it API Gateway answers 429.
                 throttling_rate_limit=rate,
                 throttling_burst_limit=burst,
+                access_log_destination=(
+                    apigateway.LogGroupLogDestination(self.access_logs) if self.access_logs else None
+                ),
+                access_log_format=apigateway.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)) if logging else None,
+                # Errors only, and never request or response bodies (they carry tenants' data).
+                logging_level=apigateway.MethodLoggingLevel.ERROR if logging else None,
+                data_trace_enabled=False,
+                metrics_enabled=logging,
             ),
             description="Hybrid counter HTTP API",
         )

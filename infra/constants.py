@@ -41,6 +41,14 @@ DEFAULT_API_BURST_LIMIT: Final = 5_000
 # (functions/core/rate_limits.py, docs/security.md). Default: a tenth of the stage's rate, in 2 s windows.
 TENANT_RATE_LIMIT_CONTEXT_KEY: Final = "tenantRateLimit"
 TENANT_BURST_LIMIT_CONTEXT_KEY: Final = "tenantBurstLimit"
+# API Gateway writes access and execution logs only through the region's CloudWatch role, an
+# account-level setting (AWS::ApiGateway::Account). `create` (default): this stack sets it, with
+# the role AWS prescribes, kept when the stack is deleted; `existing`: the account already has one;
+# `none`: no API Gateway logs (the functions still log).
+API_LOGS_ROLE_CONTEXT_KEY: Final = "apiGatewayCloudWatchRole"
+API_LOGS_ROLE_CREATE: Final = "create"
+API_LOGS_ROLE_EXISTING: Final = "existing"
+API_LOGS_ROLE_NONE: Final = "none"
 # A cost guard on the on-demand table (`-c tableMaxWriteRequestUnits=40000`): DynamoDB throttles the
 # table beyond it (OnDemandThroughput). Unset, the table scales to the account's quotas.
 TABLE_MAX_WRITES_CONTEXT_KEY: Final = "tableMaxWriteRequestUnits"

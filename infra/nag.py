@@ -29,11 +29,12 @@ API_FINDINGS = {
     "answers 400 in the error envelope; a request validator has no models to check with a proxy integration.",
     "AwsSolutions-APIG3": "A WAF web ACL is the deployer's choice of rules and cost; SigV4 authorization "
     "answers every unsigned request before the function.",
-    "AwsSolutions-APIG1": "Not yet: access logs need the account's API Gateway CloudWatch role, which a stack "
-    "should not own (docs/security.md, 'Not yet').",
-    "AwsSolutions-APIG6": "Not yet: execution logs need the account's API Gateway CloudWatch role, which a "
-    "stack should not own (docs/security.md, 'Not yet').",
 }
+API_LOGS_ROLE = (
+    "API Gateway's region-wide CloudWatch role has the policy AWS prescribes for it (API Gateway developer "
+    "guide, 'Set up CloudWatch logging for REST APIs'); only apigateway.amazonaws.com may assume it. "
+    "`-c apiGatewayCloudWatchRole=existing` uses the account's own role instead."
+)
 
 
 def _acknowledge(construct: Construct, rule: str, reason: str) -> None:
@@ -47,6 +48,10 @@ def explain(stack: Construct, api: Api, access: Access) -> None:
             _acknowledge(function.role, "AwsSolutions-IAM5[Resource::*]", XRAY)
     for rule, reason in API_FINDINGS.items():
         _acknowledge(api.rest_api, rule, reason)
+    logs_role = api.rest_api.node.try_find_child("CloudWatchRole")
+    if logs_role is not None:
+        policy = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
+        _acknowledge(logs_role, f"AwsSolutions-IAM4[{policy}]", API_LOGS_ROLE)
     # IAM5 reports each wildcard resource on its own, named with the REST API's logical id.
     stack_of = cdk.Stack.of(api.rest_api)
     rest_api = stack_of.resolve(stack_of.get_logical_id(api.rest_api.node.default_child))  # type: ignore[arg-type]

@@ -78,6 +78,15 @@ def tenant_rate(scope: Construct) -> TenantRate:
         raise ValueError(f"context {keys} ({rate}, {burst}): {error}") from error
 
 
+def api_logs_role(scope: Construct) -> str:
+    """Whether this stack sets the region's API Gateway CloudWatch role, uses the account's, or logs nothing."""
+    choices = {
+        name: name
+        for name in (constants.API_LOGS_ROLE_CREATE, constants.API_LOGS_ROLE_EXISTING, constants.API_LOGS_ROLE_NONE)
+    }
+    return _choice(scope, constants.API_LOGS_ROLE_CONTEXT_KEY, constants.API_LOGS_ROLE_CREATE, choices)
+
+
 def table_max_request_units(scope: Construct) -> tuple[int | None, int | None]:
     """The on-demand table's maximum (reads, writes) a second, or None: no maximum."""
     reads = scope.node.try_get_context(constants.TABLE_MAX_READS_CONTEXT_KEY)

@@ -400,8 +400,36 @@ def test_api_proxies_every_route_to_the_api_function_on_stage_prod(template_json
         assert {"Fn::GetAtt": [api_function_id, "Arn"]} in method["Integration"]["Uri"]["Fn::Join"][1]
 
 
-def test_stack_owns_no_account_wide_api_gateway_role(template: Template) -> None:
-    template.resource_count_is("AWS::ApiGateway::Account", 0)
+def stage(template_json: dict[str, Any]) -> dict[str, Any]:
+    [found] = resources_of_type(template_json, "AWS::ApiGateway::Stage").values()
+    return found
+
+
+def test_the_stage_writes_json_access_logs_and_error_execution_logs(template_json: dict[str, Any]) -> None:
+    properties = stage(template_json)["Properties"]
+    fields = json.loads(properties["AccessLogSetting"]["Format"])
+    for field in ("requestId", "principal", "method", "path", "status", "latencyMs", "integrationLatencyMs"):
+        assert field in fields, field
+    assert fields["responseType"] == "$context.error.responseType"  # which gateway error, if any
+    log_group_id = properties["AccessLogSetting"]["DestinationArn"]["Fn::Join"][1][-1]["Ref"]
+    assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
+    [every_method] = properties["MethodSettings"]
+    # Errors only, and never a request's or a response's body.
+    assert (every_method["LoggingLevel"], every_method["DataTraceEnabled"]) == ("ERROR", False)
+    # API Gateway logs through the region's CloudWatch role, which the stack sets and keeps.
+    [account] = resources_of_type(template_json, "AWS::ApiGateway::Account").values()
+    assert account["DeletionPolicy"] == "Retain"
+
+
+def test_an_account_with_its_own_api_gateway_role_or_no_logs_gets_no_role() -> None:
+    existing = synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "existing"})
+    assert resources_of_type(existing, "AWS::ApiGateway::Account") == {}
+    assert "AccessLogSetting" in stage(existing)["Properties"]
+    silent = synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "none"})
+    assert resources_of_type(silent, "AWS::ApiGateway::Account") == {}
+    assert "AccessLogSetting" not in stage(silent)["Properties"]
+    with pytest.raises(ValueError, match="apiGatewayCloudWatchRole"):
+        synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "mine"})
 
 
 # --- authorization (docs/security.md) -------------------------------------------------------------
