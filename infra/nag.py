@@ -49,7 +49,7 @@ def explain(stack: Construct, api: Api, access: Access) -> None:
     for rule, reason in API_FINDINGS.items():
         _acknowledge(api.rest_api, rule, reason)
     logs_role = api.rest_api.node.try_find_child("CloudWatchRole")
-    if logs_role is not None:
+    if isinstance(logs_role, Construct):
         policy = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
         _acknowledge(logs_role, f"AwsSolutions-IAM4[{policy}]", API_LOGS_ROLE)
     # IAM5 reports each wildcard resource on its own, named with the REST API's logical id.
