@@ -22,6 +22,7 @@ ACCESS_LOG_FIELDS = {
     "requestId": "$context.requestId",
     "requestTime": "$context.requestTimeEpoch",
     "principal": "$context.identity.userArn",
+    "tenant": "$context.authorizer.tenant",  # with the JWT authorizer: the token's tenant claim
     "sourceIp": "$context.identity.sourceIp",
     "method": "$context.httpMethod",
     "path": "$context.path",
@@ -35,7 +36,16 @@ ACCESS_LOG_FIELDS = {
 
 
 class Api(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.Table,
+        package: LambdaPackage,
+        authorizer: apigateway.IAuthorizer | None = None,
+    ) -> None:
+        """`authorizer`: every method's (the JWT authorizer); None: every method signed with SigV4."""
         super().__init__(scope, construct_id)
 
         tenant_rate = settings.tenant_rate(self)
@@ -77,8 +87,13 @@ class Api(Construct):
             cloud_watch_role_removal_policy=(
                 cdk.RemovalPolicy.RETAIN if logs_role == constants.API_LOGS_ROLE_CREATE else None
             ),
-            # Every method signed with SigV4 and allowed by the caller's IAM policy (infra/access.py).
-            default_method_options=apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.IAM),
+            # Every method signed with SigV4 and allowed by the caller's IAM policy (infra/access.py),
+            # or, with `-c authorizer=jwt`, allowed by the policy the token authorizer returns.
+            default_method_options=(
+                apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.CUSTOM, authorizer=authorizer)
+                if authorizer
+                else apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.IAM)
+            ),
             deploy_options=apigateway.StageOptions(
                 stage_name=constants.API_STAGE_NAME,
                 tracing_enabled=True,

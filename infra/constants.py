@@ -41,6 +41,22 @@ DEFAULT_API_BURST_LIMIT: Final = 5_000
 # (functions/core/rate_limits.py, docs/security.md). Default: a tenth of the stage's rate, in 2 s windows.
 TENANT_RATE_LIMIT_CONTEXT_KEY: Final = "tenantRateLimit"
 TENANT_BURST_LIMIT_CONTEXT_KEY: Final = "tenantBurstLimit"
+# Who may call the API. `iam` (default): SigV4 for service callers, tenants by session tag
+# (infra/access.py). `jwt`: bearer tokens of an OIDC issuer for end users calling directly
+# (`-c jwtIssuer=https://... -c jwtAudience=...`; `jwtTenantClaim`, default `tenant`, names the
+# caller's account; `jwtAdminScope`, default `counter/admin`, a scope or Cognito group that may do
+# everything), checked by a Lambda TOKEN authorizer (infra/token_authorizer.py).
+AUTHORIZER_CONTEXT_KEY: Final = "authorizer"
+AUTHORIZER_IAM: Final = "iam"
+AUTHORIZER_JWT: Final = "jwt"
+JWT_ISSUER_CONTEXT_KEY: Final = "jwtIssuer"
+JWT_AUDIENCE_CONTEXT_KEY: Final = "jwtAudience"
+JWT_TENANT_CLAIM_CONTEXT_KEY: Final = "jwtTenantClaim"
+JWT_ADMIN_SCOPE_CONTEXT_KEY: Final = "jwtAdminScope"
+DEFAULT_JWT_TENANT_CLAIM: Final = "tenant"
+DEFAULT_JWT_ADMIN_SCOPE: Final = "counter/admin"
+# API Gateway caches an authorizer's policy per token this long (0 to 3600 s).
+AUTHORIZER_CACHE_SECONDS: Final = 300
 # API Gateway writes access and execution logs only through the region's CloudWatch role, an
 # account-level setting (AWS::ApiGateway::Account). `create` (default): this stack sets it, with
 # the role AWS prescribes, kept when the stack is deleted; `existing`: the account already has one;
@@ -73,6 +89,8 @@ STREAM_CONSUMER_FUNCTION_ID: Final = "StreamConsumerFunction"
 REDRIVE_FUNCTION_ID: Final = "RedriveFunction"
 REST_API_ID: Final = "RestApi"
 ACCESS_CONSTRUCT_ID: Final = "Access"
+TOKEN_AUTHORIZER_CONSTRUCT_ID: Final = "TokenAuthorizer"  # noqa: S105 - a construct id
+AUTHORIZER_FUNCTION_ID: Final = "AuthorizerFunction"
 MONITORING_CONSTRUCT_ID: Final = "Monitoring"
 ALARM_TOPIC_ID: Final = "AlarmTopic"
 DASHBOARD_ID: Final = "Dashboard"
@@ -103,6 +121,7 @@ OUTPUT_DASHBOARD_NAME: Final = "DashboardName"
 API_HANDLER: Final = "functions.api.handler.handler"
 STREAM_CONSUMER_HANDLER: Final = "functions.stream_consumer.handler.handler"
 REDRIVE_HANDLER: Final = "functions.redrive.handler.handler"
+AUTHORIZER_HANDLER: Final = "functions.authorizer.handler.handler"
 
 # Function settings
 API_TIMEOUT_SECONDS: Final = 10

@@ -23,8 +23,9 @@ RUNTIME = (
     "one constant (infra/bundling.py LAMBDA_RUNTIME) with the package test of issue 'Fidelity and maintainability'."
 )
 API_FINDINGS = {
-    "AwsSolutions-COG4": "Every method is authorized with IAM (SigV4, AWS_IAM), tenant-scoped by a session tag "
-    "(docs/security.md); a Cognito user pool authorizer would be a second, weaker model.",
+    "AwsSolutions-COG4": "Every method is authorized with IAM (SigV4, AWS_IAM), tenant-scoped by a session tag, "
+    "or with -c authorizer=jwt by a token authorizer that verifies any OIDC issuer's JWTs, Cognito's included "
+    "(docs/security.md); a Cognito user pool authorizer would tie the API to one issuer.",
     "AwsSolutions-APIG2": "The function validates every request against its models (docs/openapi.json) and "
     "answers 400 in the error envelope; a request validator has no models to check with a proxy integration.",
     "AwsSolutions-APIG3": "A WAF web ACL is the deployer's choice of rules and cost; SigV4 authorization "
@@ -41,7 +42,7 @@ def _acknowledge(construct: Construct, rule: str, reason: str) -> None:
     cdk.Validations.of(construct).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 
 
-def explain(stack: Construct, api: Api, access: Access) -> None:
+def explain(stack: Construct, api: Api, access: Access | None) -> None:
     for function in (c for c in stack.node.find_all() if isinstance(c, lambda_.Function)):
         _acknowledge(function, "AwsSolutions-L1", RUNTIME)
         if isinstance(function.role, Construct):
@@ -52,6 +53,11 @@ def explain(stack: Construct, api: Api, access: Access) -> None:
     if isinstance(logs_role, Construct):
         policy = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
         _acknowledge(logs_role, f"AwsSolutions-IAM4[{policy}]", API_LOGS_ROLE)
+    if access is not None:
+        _explain_roles(api, access)
+
+
+def _explain_roles(api: Api, access: Access) -> None:
     # IAM5 reports each wildcard resource on its own, named with the REST API's logical id.
     stack_of = cdk.Stack.of(api.rest_api)
     rest_api = stack_of.resolve(stack_of.get_logical_id(api.rest_api.node.default_child))  # type: ignore[arg-type]

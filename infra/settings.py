@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
@@ -76,6 +78,43 @@ def tenant_rate(scope: Construct) -> TenantRate:
     except ValueError as error:
         keys = f'"{constants.TENANT_RATE_LIMIT_CONTEXT_KEY}" and "{constants.TENANT_BURST_LIMIT_CONTEXT_KEY}"'
         raise ValueError(f"context {keys} ({rate}, {burst}): {error}") from error
+
+
+@dataclass(frozen=True)
+class JwtSettings:
+    issuer: str
+    audience: str
+    tenant_claim: str
+    admin_scope: str
+
+
+def authorizer(scope: Construct) -> str:
+    """How callers are authorized: `iam` (SigV4) or `jwt` (an OIDC issuer's bearer tokens)."""
+    names = (constants.AUTHORIZER_IAM, constants.AUTHORIZER_JWT)
+    return _choice(scope, constants.AUTHORIZER_CONTEXT_KEY, constants.AUTHORIZER_IAM, {name: name for name in names})
+
+
+def jwt_settings(scope: Construct) -> JwtSettings:
+    """The JWT authorizer's issuer and audience (required), tenant claim and admin scope."""
+
+    def text(key: str, default: str | None = None) -> str:
+        value = scope.node.try_get_context(key)
+        value = default if value is None else str(value).strip()
+        if not value:
+            raise ValueError(f'context "{key}" is required with -c {constants.AUTHORIZER_CONTEXT_KEY}=jwt')
+        return value
+
+    issuer = text(constants.JWT_ISSUER_CONTEXT_KEY)
+    host = urlsplit(issuer).hostname or ""
+    # Keys fetched over plain HTTP could be swapped on the way: only for an issuer on this machine.
+    if not (issuer.startswith("https://") or (issuer.startswith("http://") and host in ("127.0.0.1", "localhost"))):
+        raise ValueError(f'context "{constants.JWT_ISSUER_CONTEXT_KEY}" must be an https:// URL, got {issuer!r}')
+    return JwtSettings(
+        issuer=issuer.rstrip("/"),
+        audience=text(constants.JWT_AUDIENCE_CONTEXT_KEY),
+        tenant_claim=text(constants.JWT_TENANT_CLAIM_CONTEXT_KEY, constants.DEFAULT_JWT_TENANT_CLAIM),
+        admin_scope=text(constants.JWT_ADMIN_SCOPE_CONTEXT_KEY, constants.DEFAULT_JWT_ADMIN_SCOPE),
+    )
 
 
 def api_logs_role(scope: Construct) -> str:

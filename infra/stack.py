@@ -17,6 +17,7 @@ from infra.dead_letters import DeadLetters
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
 from infra.sweeper import Sweeper
+from infra.token_authorizer import TokenAuthorizer
 
 
 class HybridCounterStack(cdk.Stack):
@@ -39,8 +40,26 @@ class HybridCounterStack(cdk.Stack):
             stream_failure_queue=dead_letters.stream_failure_queue,
             package=package,
         )
-        api = Api(self, constants.API_CONSTRUCT_ID, table=data.table, package=package)
-        access = Access(self, constants.ACCESS_CONSTRUCT_ID, rest_api=api.rest_api)
+        token_authorizer = (
+            TokenAuthorizer(
+                self,
+                constants.TOKEN_AUTHORIZER_CONSTRUCT_ID,
+                package=package,
+                table_name=data.table.table_name,
+                jwt=settings.jwt_settings(self),
+            )
+            if settings.authorizer(self) == constants.AUTHORIZER_JWT
+            else None
+        )
+        api = Api(
+            self,
+            constants.API_CONSTRUCT_ID,
+            table=data.table,
+            package=package,
+            authorizer=token_authorizer.authorizer if token_authorizer else None,
+        )
+        # The roles callers assume for SigV4; with the JWT authorizer, tokens take their place.
+        access = None if token_authorizer else Access(self, constants.ACCESS_CONSTRUCT_ID, rest_api=api.rest_api)
         sweeper = Sweeper(self, constants.SWEEPER_CONSTRUCT_ID, table=data.table, package=package)
         monitoring = Monitoring(
             self,
@@ -79,18 +98,24 @@ class HybridCounterStack(cdk.Stack):
                 dead_letters.final_queue_alarm.alarm_name,
                 "Alarm raised when DLQ 2 holds a message",
             ),
-            constants.OUTPUT_TENANT_ROLE_ARN: (
-                access.tenant_role.role_arn,
-                f"Assume with the session tag {constants.TENANT_TAG_KEY}=<account id> to call that account's paths",
-            ),
-            constants.OUTPUT_ADMIN_ROLE_ARN: (access.admin_role.role_arn, "Assume to call every path, set limits"),
-            constants.OUTPUT_TENANT_TAG_KEY: (constants.TENANT_TAG_KEY, "The session tag naming a tenant's account"),
             constants.OUTPUT_ALARM_TOPIC_ARN: (
                 monitoring.topic.topic_arn,
                 "Every alarm publishes here; subscribe to it",
             ),
             constants.OUTPUT_DASHBOARD_NAME: (monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
         }
+        if access is not None:
+            outputs |= {
+                constants.OUTPUT_TENANT_ROLE_ARN: (
+                    access.tenant_role.role_arn,
+                    f"Assume with the session tag {constants.TENANT_TAG_KEY}=<account id> to call that account's paths",
+                ),
+                constants.OUTPUT_ADMIN_ROLE_ARN: (access.admin_role.role_arn, "Assume to call every path, set limits"),
+                constants.OUTPUT_TENANT_TAG_KEY: (
+                    constants.TENANT_TAG_KEY,
+                    "The session tag naming a tenant's account",
+                ),
+            }
         for output_name, (value, description) in outputs.items():
             cdk.CfnOutput(self, output_name, value=value, description=description)
 

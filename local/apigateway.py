@@ -27,6 +27,7 @@ from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import Caller, IamAuthorizer
 from local.sigv4 import MISSING_TOKEN, Refusal
 from local.stage_throttle import TOO_MANY_REQUESTS, StageThrottle
+from local.token_authorizer import AUTHORIZER_MISCONFIGURED, Authorized, TokenAuthorizer
 
 logger = logging.getLogger("local.runtime")
 
@@ -74,7 +75,7 @@ class Route:
     resource_path: str
     method: str  # an HTTP method or ANY
     function: FunctionPool
-    authorization: str = "NONE"  # the method's authorizationType: NONE or AWS_IAM
+    authorization: str = "NONE"  # the method's authorizationType: NONE, AWS_IAM or CUSTOM
 
     def match(self, method: str, path: str) -> dict[str, str] | None:
         if self.method not in ("ANY", method):
@@ -110,6 +111,7 @@ def proxy_event(
     stage: str,
     source_ip: str = "127.0.0.1",
     caller: Caller | None = None,
+    authorized: Authorized | None = None,
 ) -> dict[str, Any]:
     """The Lambda proxy integration's request event (payload format 1.0)."""
     parts = urlsplit(raw_path)
@@ -143,6 +145,8 @@ def proxy_event(
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),
             "protocol": "HTTP/1.1",
+            # Filled for a method authorized by a Lambda authorizer: its principalId and context.
+            **({"authorizer": authorized.as_request_context()} if authorized is not None else {}),
             "identity": {
                 "sourceIp": source_ip,
                 "userAgent": dict(headers).get("User-Agent", ""),
@@ -175,10 +179,12 @@ class ApiGateway:
         authorizer: IamAuthorizer | None = None,
         responses: GatewayResponses | None = None,
         throttle: StageThrottle | None = None,
+        token_authorizer: TokenAuthorizer | None = None,
     ) -> None:
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage
         self._authorizer = authorizer
+        self._token_authorizer = token_authorizer
         self._responses = responses or GatewayResponses()
         self._throttle = throttle
         self._host = host
@@ -203,6 +209,11 @@ class ApiGateway:
         if self._authorizer is None:  # the template asks for IAM but no roles were found: refuse all
             return Refusal("ACCESS_DENIED", 403, "no IAM policies known to the local gateway", message_key="Message")
         return self._authorizer.check(method, raw_path, dict(headers), body)
+
+    def authorize_token(self, method: str, raw_path: str, headers: Iterable[tuple[str, str]]) -> Authorized | Refusal:
+        if self._token_authorizer is None:  # a CUSTOM method whose authorizer the template does not hold
+            return AUTHORIZER_MISCONFIGURED
+        return self._token_authorizer.check(method, raw_path, dict(headers))
 
     def route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self._routes:
@@ -230,7 +241,7 @@ class ApiGateway:
                     self._refuse(MISSING_TOKEN)
                     return
                 route, parameters = found
-                caller = None
+                caller, authorized = None, None
                 if route.authorization == "AWS_IAM":
                     checked = gateway.authorize(self.command, self.path, self.headers.items(), body)
                     if isinstance(checked, Refusal):
@@ -238,6 +249,13 @@ class ApiGateway:
                         self._refuse(checked)
                         return
                     caller = checked
+                elif route.authorization == "CUSTOM":
+                    token_checked = gateway.authorize_token(self.command, self.path, self.headers.items())
+                    if isinstance(token_checked, Refusal):
+                        log_refusal(self.command, path, token_checked)
+                        self._refuse(token_checked)
+                        return
+                    authorized = token_checked
                 if gateway._throttle is not None and not gateway._throttle.take():
                     self._refuse(TOO_MANY_REQUESTS)
                     return
@@ -251,6 +269,7 @@ class ApiGateway:
                     gateway._stage,
                     self.client_address[0],
                     caller,
+                    authorized,
                 )
                 invocation = route.function.invoke(
                     event, synchronous=True, patience_seconds=INTEGRATION_TIMEOUT_SECONDS

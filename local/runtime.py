@@ -41,6 +41,7 @@ from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.identities import ROLE_OUTPUTS, Identities
 from local.stage_throttle import StageThrottle
+from local.token_authorizer import TokenAuthorizer, TokenAuthorizerSpec
 
 logger = logging.getLogger("local.runtime")
 
@@ -247,8 +248,9 @@ class LocalRuntime:
         authorizer = self._iam_authorizer(rest_api_id, stage)
         template = self._deployed_template()
         responses, throttle = GatewayResponses.from_template(template), StageThrottle.from_template(template)
+        token_authorizer = self._token_authorizer(template, stack_resources, rest_api_id, stage)
         self.gateway = ApiGateway(
-            routes, stage, self.settings.host, self.settings.port, authorizer, responses, throttle
+            routes, stage, self.settings.host, self.settings.port, authorizer, responses, throttle, token_authorizer
         )
         self.gateway.start()
 
@@ -257,6 +259,20 @@ class LocalRuntime:
         as gateway responses, is read from here)."""
         body = self.client("cloudformation").get_template(StackName=self.settings.stack_name)["TemplateBody"]
         return dict(json.loads(body) if isinstance(body, str) else body)
+
+    def _token_authorizer(
+        self, template: dict[str, Any], stack_resources: list[dict[str, Any]], rest_api_id: str, stage: str
+    ) -> TokenAuthorizer | None:
+        """The Lambda TOKEN authorizer the template declares (`-c authorizer=jwt`), run by its pool."""
+        spec = TokenAuthorizerSpec.from_template(template)
+        if spec is None:
+            return None
+        name = next(
+            r["PhysicalResourceId"] for r in stack_resources if r.get("LogicalResourceId") == spec.function_logical_id
+        )
+        pool = next(pool for arn, pool in self._pools.items() if arn.endswith(f":function:{name}") or arn == name)
+        account_id = self.client("sts").get_caller_identity()["Account"]
+        return TokenAuthorizer(spec, pool, self.settings.region, account_id, rest_api_id, stage)
 
     def _iam_authorizer(self, rest_api_id: str, stage: str) -> IamAuthorizer | None:
         """What AWS_IAM methods are checked against: the deployed roles' policies (infra/access.py)."""

@@ -78,6 +78,8 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
 ERRORS = {
     400: "ValidationError: a path, query, header or body the contract does not allow; InvalidCursor: a cursor "
     "this API did not return (a cursor is opaque); nothing was written",
+    401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
+    "not valid)",
     403: "API Gateway: MissingAuthenticationToken (unsigned, or an unknown path or method), InvalidSignature, "
     "ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
     404: "AccountNotFound, ResourceNotFound",
@@ -92,7 +94,7 @@ ERRORS = {
     503: "ServiceUnavailable: DynamoDB failed after retries; retry after Retry-After",
     504: "API Gateway: IntegrationTimeout (no answer within 29 s)",
 }
-ALWAYS = (400, 403, 429, 500, 502, 503, 504)
+ALWAYS = (400, 401, 403, 429, 500, 502, 503, 504)
 
 
 ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {

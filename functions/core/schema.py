@@ -44,6 +44,12 @@ RATE_WINDOW_KEPT_SECONDS = 300  # past its end; TTL deletes, within days, are fr
 # An admin's rate for one account, on its account item (absent: the stack's default).
 RATE_LIMIT_ATTRIBUTE = "rate_limit"
 RATE_BURST_ATTRIBUTE = "rate_burst"
+# The JWT authorizer's (`-c authorizer=jwt`): the issuer and audience tokens must have, the claim
+# naming the caller's account, and the scope (or Cognito group) of an admin.
+ENV_JWT_ISSUER = "JWT_ISSUER"
+ENV_JWT_AUDIENCE = "JWT_AUDIENCE"
+ENV_JWT_TENANT_CLAIM = "JWT_TENANT_CLAIM"
+ENV_JWT_ADMIN_SCOPE = "JWT_ADMIN_SCOPE"
 # The API function's default tenant rate (the stack's tenantRateLimit and tenantBurstLimit).
 ENV_TENANT_RATE_LIMIT = "TENANT_RATE_LIMIT"
 ENV_TENANT_BURST_LIMIT = "TENANT_BURST_LIMIT"

@@ -13,9 +13,19 @@ from infra import constants
 from infra.stack import HybridCounterStack
 from infra.synth import cdk_json_context
 
+JWT = {
+    constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
+    constants.JWT_ISSUER_CONTEXT_KEY: "https://issuer.example.com",
+    constants.JWT_AUDIENCE_CONTEXT_KEY: "counter",
+}
 
-def test_the_awssolutions_rules_find_nothing_unexplained(tmp_path: Path) -> None:
-    app = cdk.App(outdir=str(tmp_path), context={**cdk_json_context(), constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: []})
+
+@pytest.mark.parametrize("context", [{}, JWT], ids=["iam", "jwt"])
+def test_the_awssolutions_rules_find_nothing_unexplained(tmp_path: Path, context: dict[str, str]) -> None:
+    app = cdk.App(
+        outdir=str(tmp_path),
+        context={**cdk_json_context(), constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [], **context},
+    )
     HybridCounterStack(app, constants.DEFAULT_STACK_NAME)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     try:

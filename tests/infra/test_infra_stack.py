@@ -460,6 +460,48 @@ def resource_paths(statement: dict[str, Any]) -> list[str]:
     return [str(resource["Fn::Join"][1][-1]).removeprefix(prefix) for resource in resources]
 
 
+JWT = {
+    constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
+    constants.JWT_ISSUER_CONTEXT_KEY: "https://issuer.example.com/pool/",
+    constants.JWT_AUDIENCE_CONTEXT_KEY: "counter",
+}
+
+
+def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer() -> None:
+    template_json = synthesize_stack_template(JWT)
+    [(authorizer_id, authorizer)] = resources_of_type(template_json, "AWS::ApiGateway::Authorizer").items()
+    properties = authorizer["Properties"]
+    assert (properties["Type"], properties["IdentitySource"]) == ("TOKEN", "method.request.header.Authorization")
+    assert properties["AuthorizerResultTtlInSeconds"] == constants.AUTHORIZER_CACHE_SECONDS
+    methods = resources_of_type(template_json, "AWS::ApiGateway::Method").values()
+    assert methods
+    for method in methods:
+        assert method["Properties"]["AuthorizationType"] == "CUSTOM"
+        assert method["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
+    _, function = function_by_handler(template_json, constants.AUTHORIZER_HANDLER)
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert environment[schema.ENV_JWT_ISSUER] == "https://issuer.example.com/pool"
+    assert (environment[schema.ENV_JWT_AUDIENCE], environment[schema.ENV_JWT_TENANT_CLAIM]) == ("counter", "tenant")
+    # Tokens take the place of the SigV4 roles: none is deployed, none is an output.
+    assert constants.OUTPUT_TENANT_ROLE_ARN not in template_json["Outputs"]
+    roles = resources_of_type(template_json, "AWS::IAM::Role")
+    assert not any(constants.TENANT_ROLE_ID in name or constants.ADMIN_ROLE_ID in name for name in roles)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({constants.JWT_ISSUER_CONTEXT_KEY: "http://issuer.example.com"}, "https://"),
+        ({constants.JWT_AUDIENCE_CONTEXT_KEY: ""}, "jwtAudience"),
+        ({constants.JWT_ISSUER_CONTEXT_KEY: None}, "jwtIssuer"),
+    ],
+)
+def test_the_jwt_authorizer_needs_an_https_issuer_and_an_audience(change: dict[str, Any], problem: str) -> None:
+    context = {key: value for key, value in {**JWT, **change}.items() if value is not None}
+    with pytest.raises(ValueError, match=problem):
+        synthesize_stack_template(context)
+
+
 def test_one_tenant_role_serves_every_tenant_through_its_session_tag(template_json: dict[str, Any]) -> None:
     role, statements = role_and_policy(template_json, constants.TENANT_ROLE_ID)
     [trust] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]

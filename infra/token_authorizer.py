@@ -1,0 +1,44 @@
+"""The JWT authorizer (`-c authorizer=jwt`): a Lambda TOKEN authorizer verifying bearer tokens of
+an OIDC issuer (functions/authorizer/), whose policy API Gateway caches per token."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigateway
+from constructs import Construct
+
+from functions.core import schema
+from infra import constants
+from infra.bundling import LambdaPackage
+from infra.python_function import python_function
+from infra.settings import JwtSettings
+
+
+class TokenAuthorizer(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, package: LambdaPackage, table_name: str, jwt: JwtSettings
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.function = python_function(
+            self,
+            constants.AUTHORIZER_FUNCTION_ID,
+            package=package,
+            handler=constants.AUTHORIZER_HANDLER,
+            table_name=table_name,  # every function gets it; this one calls no AWS API at all
+            timeout_seconds=constants.API_TIMEOUT_SECONDS,
+            memory_mb=constants.API_MEMORY_MB,
+            description="Verifies bearer JWTs for the HTTP API",
+            extra_environment={
+                schema.ENV_JWT_ISSUER: jwt.issuer,
+                schema.ENV_JWT_AUDIENCE: jwt.audience,
+                schema.ENV_JWT_TENANT_CLAIM: jwt.tenant_claim,
+                schema.ENV_JWT_ADMIN_SCOPE: jwt.admin_scope,
+            },
+        )
+        self.authorizer = apigateway.TokenAuthorizer(
+            self,
+            "Authorizer",
+            handler=self.function,
+            identity_source=apigateway.IdentitySource.header("Authorization"),
+            results_cache_ttl=cdk.Duration.seconds(constants.AUTHORIZER_CACHE_SECONDS),
+        )

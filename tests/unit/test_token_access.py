@@ -1,0 +1,45 @@
+"""What a verified JWT may call (functions/core/token_access.py): the policy mirrors the IAM roles."""
+
+from __future__ import annotations
+
+import pytest
+
+from functions.core.token_access import TokenRules, access_policy
+
+RULES = TokenRules(tenant_claim="tenant", admin_scope="counter/admin")
+METHOD = "arn:aws:execute-api:us-east-1:123456789012:a1b2c3/prod/POST/accounts/acme/resources"
+BASE = "arn:aws:execute-api:us-east-1:123456789012:a1b2c3/prod"
+
+
+def statement(claims: dict[str, object]) -> dict[str, object]:
+    [only] = access_policy(claims, METHOD, RULES)["policyDocument"]["Statement"]
+    return only
+
+
+def test_a_tenant_token_may_read_its_account_and_use_its_resources_only() -> None:
+    assert statement({"sub": "u1", "tenant": "acme"}) == {
+        "Effect": "Allow",
+        "Action": "execute-api:Invoke",
+        "Resource": [
+            f"{BASE}/GET/accounts/acme",
+            f"{BASE}/*/accounts/acme/resources",
+            f"{BASE}/*/accounts/acme/resources/*",
+        ],
+    }
+
+
+@pytest.mark.parametrize("claims", [{"scope": "openid counter/admin"}, {"cognito:groups": ["counter/admin"]}])
+def test_the_admin_scope_or_group_may_call_everything(claims: dict[str, object]) -> None:
+    assert statement({"sub": "ops", "tenant": "acme", **claims})["Resource"] == [f"{BASE}/*/*"]
+
+
+@pytest.mark.parametrize("tenant", [None, "*", "acme/*", "a?c", "", 7, "x" * 65])
+def test_a_token_without_a_valid_tenant_may_call_nothing(tenant: object) -> None:
+    claims = {"sub": "u1", "scope": "counter/adminish"} | ({} if tenant is None else {"tenant": tenant})
+    assert statement(claims) == {"Effect": "Deny", "Action": "execute-api:Invoke", "Resource": f"{BASE}/*/*"}
+
+
+def test_the_function_hears_the_tenant_and_the_principal() -> None:
+    answer = access_policy({"sub": "u1", "tenant": "acme"}, METHOD, RULES)
+    assert answer["principalId"] == "u1"
+    assert answer["context"] == {"tenant": "acme", "admin": "false"}
