@@ -315,7 +315,7 @@ def rate_limit_report(emulator_url: str) -> str:
             clock_ms[0] += DEFAULT_TENANT_RATE.window_ms
     calls = sum(usage.calls.values())
     lines.append(f"  a quiet tenant, one request a window: {usage.total_wcu / 20:.2f} WCU, {calls / 20:.2f} calls")
-    busy_rate = TenantRate(requests_per_second=10_000, burst=10_000)
+    busy_rate = TenantRate(requests_per_second=10_000, window_seconds=1)
     environments = [TenantLimiter(store, busy_rate, clock_ms=lambda: clock_ms[0]) for _ in range(4)]
     windows, per_window = 5, 2_000
     with meter.operation("busy tenant") as usage:

@@ -60,7 +60,7 @@ class Api(Construct):
             description="Accounts and resources HTTP API",
             extra_environment={
                 schema.ENV_TENANT_RATE_LIMIT: str(tenant_rate.requests_per_second),
-                schema.ENV_TENANT_BURST_LIMIT: str(tenant_rate.burst),
+                schema.ENV_TENANT_WINDOW_SECONDS: str(tenant_rate.window_seconds),
             },
         )
         table_access.grant_table(table, self.function, table_access.API)

@@ -37,10 +37,11 @@ API_BURST_LIMIT_CONTEXT_KEY: Final = "apiBurstLimit"
 DEFAULT_API_RATE_LIMIT: Final = 10_000
 DEFAULT_API_BURST_LIMIT: Final = 5_000
 # Every tenant's rate limit unless an admin gave it its own (`-c tenantRateLimit=1000
-# -c tenantBurstLimit=2000`): the function answers 429 TenantThrottled beyond it, for that tenant only
-# (functions/core/rate_limits.py, docs/security.md). Default: a tenth of the stage's rate, in 2 s windows.
+# -c tenantBurstSeconds=2`: 1,000 requests/s over 2 s windows, so 2,000 may come at once): the
+# function answers 429 TenantThrottled beyond it, for that tenant only (functions/core/rate_limits.py,
+# docs/security.md). Default: a tenth of the stage's rate, in 2 s windows.
 TENANT_RATE_LIMIT_CONTEXT_KEY: Final = "tenantRateLimit"
-TENANT_BURST_LIMIT_CONTEXT_KEY: Final = "tenantBurstLimit"
+TENANT_BURST_SECONDS_CONTEXT_KEY: Final = "tenantBurstSeconds"
 # Who may call the API. `iam` (default): SigV4 for service callers, tenants by session tag
 # (infra/access.py). `jwt`: bearer tokens of an OIDC issuer for end users calling directly
 # (`-c jwtIssuer=https://... -c jwtAudience=...`; `jwtTenantClaim`, default `tenant`, names the
@@ -169,4 +170,8 @@ HEAL_QUIET_SECONDS: Final = 60  # six times the API function's timeout
 HEAL_LOOKBACK_SECONDS: Final = 6 * 3600
 # How long a counted delete's tombstone is kept: a day, far beyond any retry or late invocation.
 TOMBSTONE_RETENTION_SECONDS: Final = 24 * 3600
+# The Idempotency-Key window (`-c idempotencyWindowSeconds=172800`): how long a counted delete's
+# tombstone keeps its key (and a heal can still read it), at least an hour.
+IDEMPOTENCY_WINDOW_CONTEXT_KEY: Final = "idempotencyWindowSeconds"
+MIN_IDEMPOTENCY_WINDOW_SECONDS: Final = 3600
 OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"

@@ -40,7 +40,7 @@ def python_function(
         "POWERTOOLS_SERVICE_NAME": constants.POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": constants.POWERTOOLS_METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
-        schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
+        schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(settings.idempotency_window_seconds(scope)),
         **(extra_environment or {}),
     }
     # Its own role, allowed to write its own log group and nothing else yet (the construct that owns

@@ -60,6 +60,16 @@ def stream_batching_window_seconds(scope: Construct) -> int:
     return seconds
 
 
+def idempotency_window_seconds(scope: Construct) -> int:
+    """How long a deleted resource's tombstone keeps its Idempotency-Key (TOMBSTONE_RETENTION_SECONDS)."""
+    return _whole(
+        scope,
+        constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY,
+        constants.TOMBSTONE_RETENTION_SECONDS,
+        constants.MIN_IDEMPOTENCY_WINDOW_SECONDS,
+    )
+
+
 def api_throttle(scope: Construct) -> tuple[int, int]:
     """The stage's (rate, burst) limits: requests a second, and the bucket that absorbs bursts."""
     return (
@@ -69,15 +79,15 @@ def api_throttle(scope: Construct) -> tuple[int, int]:
 
 
 def tenant_rate(scope: Construct) -> TenantRate:
-    """Every tenant's default rate limit: requests a second, and how many may come at once."""
+    """Every tenant's default rate limit: requests a second, over windows of a few seconds."""
     default = DEFAULT_TENANT_RATE
     rate = _whole(scope, constants.TENANT_RATE_LIMIT_CONTEXT_KEY, default.requests_per_second, 1)
-    burst = _whole(scope, constants.TENANT_BURST_LIMIT_CONTEXT_KEY, default.burst, 1)
+    window = _whole(scope, constants.TENANT_BURST_SECONDS_CONTEXT_KEY, default.window_seconds, 1)
     try:
-        return TenantRate(requests_per_second=rate, burst=burst)
+        return TenantRate(requests_per_second=rate, window_seconds=window)
     except ValueError as error:
-        keys = f'"{constants.TENANT_RATE_LIMIT_CONTEXT_KEY}" and "{constants.TENANT_BURST_LIMIT_CONTEXT_KEY}"'
-        raise ValueError(f"context {keys} ({rate}, {burst}): {error}") from error
+        keys = f'"{constants.TENANT_RATE_LIMIT_CONTEXT_KEY}" and "{constants.TENANT_BURST_SECONDS_CONTEXT_KEY}"'
+        raise ValueError(f"context {keys} ({rate}, {window}): {error}") from error
 
 
 @dataclass(frozen=True)

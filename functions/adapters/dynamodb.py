@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import error_code, unavailable
-from functions.adapters.rate_windows import BURST, RATE, rate_of_item
+from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.shards import (
     ACTIVE,
     LIMIT_REQUEST,
@@ -84,8 +84,8 @@ def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
     """The SET clauses (and their values) of a limit change's rate limit, if it has one."""
     if change.rate is None:
         return ""
-    values.update({":rate": change.rate.requests_per_second, ":burst": change.rate.burst})
-    return f", {RATE} = :rate, {BURST} = :burst"
+    values.update({":rate": change.rate.requests_per_second, ":window": change.rate.window_seconds})
+    return f", {RATE} = :rate, {WINDOW} = :window"
 
 
 def _key(pk: str, sk: str) -> dict[str, Any]:
@@ -179,6 +179,7 @@ def resource_from_item(item: Mapping[str, Any]) -> Resource:
         delete_token=values.get(DELETE_TOKEN, ""),
         tombstone=tombstone,
         shard=int(values.get(schema.RESOURCE_SHARD_ATTRIBUTE, 0)),
+        expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone else 0,
     )
 
 
@@ -341,8 +342,13 @@ class DynamoApiStore(ShardStore):
             self._client.put_item(
                 TableName=self._table,
                 Item=resource_item(resource),
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": PK},
+                # A new key, or one whose tombstone outlived its retention (TTL removes it within
+                # days, not at once): the Idempotency-Key's window is over.
+                ConditionExpression="attribute_not_exists(#pk) OR (#type = :tombstone AND #expires <= :now)",
+                ExpressionAttributeNames={"#pk": PK, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
+                ExpressionAttributeValues=to_attributes(
+                    {":tombstone": schema.TOMBSTONE_TYPE, ":now": int(time.time())}
+                ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:

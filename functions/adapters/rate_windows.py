@@ -15,7 +15,7 @@ from functions.core.rate_limits import TenantRate, Window
 
 PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 USED, EXPIRES_AT = schema.RATE_USED_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
-RATE, BURST = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_BURST_ATTRIBUTE
+RATE, WINDOW = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_WINDOW_ATTRIBUTE
 CCF = "ConditionalCheckFailedException"
 # A lease that finds fewer requests left than it wanted asks again for what is left; another
 # environment may take those first, so it tries a bounded number of times.
@@ -29,9 +29,9 @@ def window_key(account_id: str, window: Window) -> dict[str, Any]:
 
 def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
     """The account item's own rate (`item` plain, as read), if an admin gave it one."""
-    if RATE not in item or BURST not in item:
+    if RATE not in item or WINDOW not in item:
         return None
-    return TenantRate(requests_per_second=int(item[RATE]), burst=int(item[BURST]))
+    return TenantRate(requests_per_second=int(item[RATE]), window_seconds=int(item[WINDOW]))
 
 
 class DynamoWindowStore:
@@ -77,7 +77,7 @@ class DynamoWindowStore:
                 Key={PK: {"S": keys.account_pk(account_id)}, SK: {"S": schema.ACCOUNT_SORT_KEY}},
                 # Eventually consistent (half the read units): an admin's change is seen within a
                 # second or so, and cached for longer anyway.
-                ProjectionExpression=f"{RATE}, {BURST}",
+                ProjectionExpression=f"{RATE}, {WINDOW}",
             )
         except (ClientError, BotoCoreError) as error:
             raise unavailable("read rate", error) from error

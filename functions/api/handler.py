@@ -319,7 +319,25 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 f"account {tenant} is over its rate limit; retry after {decision.retry_after_seconds} s",
                 {"Retry-After": str(decision.retry_after_seconds)},
             )
+    unknown = sorted(set(query_parameters(event)) - allowed_query_parameters(event))
+    if unknown:
+        # A typo (`?limt=5`) gets a clear 400 rather than a silent default.
+        names = ", ".join(repr(name) for name in unknown)
+        return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", f"query: unknown parameter(s) {names}")
     return app.resolve(as_json_request(event), context)
+
+
+def query_parameters(event: dict[str, Any]) -> dict[str, Any]:
+    return dict(event.get("multiValueQueryStringParameters") or event.get("queryStringParameters") or {})
+
+
+def allowed_query_parameters(event: dict[str, Any]) -> set[str]:
+    """The query parameters the contract allows: only the list of resources takes any."""
+    parts = str(event.get("path") or "").strip("/").split("/")
+    listing = (
+        event.get("httpMethod") == "GET" and len(parts) == 3 and parts[0] == "accounts" and parts[2] == "resources"
+    )
+    return {"limit", "cursor"} if listing else set()
 
 
 def rate_limited_account(event: dict[str, Any]) -> str | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
 from functions.core.model import Resource, Usage
-from functions.core.rate_limits import MAX_REQUESTS_PER_SECOND, TenantRate
+from functions.core.rate_limits import MAX_REQUESTS_PER_SECOND, MAX_WINDOW_SECONDS, TenantRate
 
 MAX_LIMIT = 1_000_000
 MAX_NAME_LENGTH = 256
@@ -29,27 +29,22 @@ WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
 
 
 class RateLimit(BaseModel):
-    """A tenant's rate limit (docs/security.md): `burst` requests per window of `burst /
-    requestsPerSecond` seconds."""
+    """A tenant's rate limit (docs/security.md): requestsPerSecond on average, counted over windows
+    of burstSeconds, so up to requestsPerSecond * burstSeconds requests may come at once."""
 
     model_config = ConfigDict(extra="forbid")
 
     requestsPerSecond: WholeNumber = Field(ge=1, le=MAX_REQUESTS_PER_SECOND)
-    burst: WholeNumber = Field(
-        ge=1, le=60 * MAX_REQUESTS_PER_SECOND, description="From requestsPerSecond to 60 times it."
+    burstSeconds: WholeNumber = Field(
+        ge=1, le=MAX_WINDOW_SECONDS, description="The window: how many seconds' worth of requests may come at once."
     )
 
-    @model_validator(mode="after")
-    def _a_window_of_1_to_60_seconds(self) -> RateLimit:
-        self.as_rate()
-        return self
-
     def as_rate(self) -> TenantRate:
-        return TenantRate(requests_per_second=self.requestsPerSecond, burst=self.burst)
+        return TenantRate(requests_per_second=self.requestsPerSecond, window_seconds=self.burstSeconds)
 
     @classmethod
     def of(cls, rate: TenantRate) -> RateLimit:
-        return cls(requestsPerSecond=rate.requests_per_second, burst=rate.burst)
+        return cls(requestsPerSecond=rate.requests_per_second, burstSeconds=rate.window_seconds)
 
 
 class PutAccountRequest(BaseModel):

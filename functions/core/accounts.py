@@ -31,6 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Protocol
 
 from functions.core import leases
@@ -220,18 +221,18 @@ def create_resource(
     directory: Directory | None = None,
 ) -> Created:
     fingerprint = request.fingerprint()
+    now = clock()
     if idempotency_key is None:
         resource_id = random_resource_id()
     else:
         resource_id = idempotent_resource_id(account_id, idempotency_key)
         earlier = store.get_resource(account_id, resource_id)
-        if earlier is not None:
+        if earlier is not None and not earlier.expired(epoch_seconds(now)):
             # A replay answers as the first call did, even if the account is now at its limit.
             return _replay(earlier, fingerprint)
 
     if not in_time():
         raise CallerGaveUp()
-    now = clock()
     lease, heal_epoch = reserve(
         store, directory or Directory(), account_id, Lease(LeaseKind.RESERVATION, token(), resource_id, now)
     )
@@ -274,6 +275,11 @@ def create_resource(
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
     return Created(resource=resource, replayed=False)
+
+
+def epoch_seconds(timestamp: str) -> int:
+    """An ISO 8601 UTC timestamp of the flows' clock, as epoch seconds (TTL's unit)."""
+    return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp())
 
 
 def _landed(store: ApiStore, resource: Resource) -> bool:

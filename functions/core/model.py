@@ -72,6 +72,12 @@ class Resource:
     delete_token: str = ""  # the token of the delete whose soft delete landed
     tombstone: bool = False  # counted and removed: only the key, tokens and fingerprint remain
     shard: int = 0  # the admission shard that admitted it, and releases it (functions/core/admission.py)
+    expires_at: int = 0  # a tombstone's end, epoch seconds: its key is free again after it
+
+    def expired(self, now_epoch: int) -> bool:
+        """A tombstone past its retention, which TTL has not removed yet (it may take days): its
+        Idempotency-Key's window is over, and a create with that key makes a new resource."""
+        return self.tombstone and 0 < self.expires_at <= now_epoch
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Per-tenant rate limits: one tenant's flood is answered 429 for that tenant only.
 
-Time is cut into windows of `burst / requests_per_second` seconds, each allowing `burst` requests
-to the account, so the rate over a window is `requests_per_second` and up to `burst` may come at
-once. A window's count lives in a DynamoDB item of its own (`RATE#<account>#<window>`), raised by
-a conditional `ADD` that never lets it pass the allowance: the count is exact however many
-execution environments serve the account.
+Time is cut into windows of `window_seconds` (1 to 60), each allowing `requests_per_second *
+window_seconds` requests to the account (its burst): the rate over a window is
+`requests_per_second`, and up to the burst may come at once. A window's count lives in a
+DynamoDB item of its own (`RATE#<account>#<window>`), raised by a conditional `ADD` that never
+lets it pass the allowance: the count is exact however many execution environments serve the
+account.
 
 An execution environment does not write once per request. It *leases* a few of the window's
 requests at a time and spends them in memory: the first lease of a window takes one, later ones a
@@ -32,6 +33,7 @@ from functions.core.errors import StoreUnavailable
 logger = logging.getLogger(__name__)
 
 MAX_REQUESTS_PER_SECOND = 100_000
+MAX_WINDOW_SECONDS = 60
 # A busy environment's lease: this share of what it used in the previous window ...
 LEASES_PER_WINDOW = 4
 # ... and never more than this share of a window's allowance, which bounds the tokens one
@@ -49,20 +51,25 @@ TRACKED_ACCOUNTS = 4096
 
 @dataclass(frozen=True)
 class TenantRate:
-    """A tenant's limit: requests a second on average, and how many may come at once."""
+    """A tenant's limit: requests a second on average, over windows of `window_seconds`."""
 
     requests_per_second: int
-    burst: int
+    window_seconds: int
 
     def __post_init__(self) -> None:
         if not 1 <= self.requests_per_second <= MAX_REQUESTS_PER_SECOND:
             raise ValueError(f"requests per second must be 1 to {MAX_REQUESTS_PER_SECOND}")
-        if not self.requests_per_second <= self.burst <= 60 * self.requests_per_second:
-            raise ValueError("burst must be from requests per second to 60 times it (a window of 1 to 60 s)")
+        if not 1 <= self.window_seconds <= MAX_WINDOW_SECONDS:
+            raise ValueError(f"the window must be 1 to {MAX_WINDOW_SECONDS} seconds")
+
+    @property
+    def burst(self) -> int:
+        """The requests a window allows, all at once if they come so."""
+        return self.requests_per_second * self.window_seconds
 
     @property
     def window_ms(self) -> int:
-        return self.burst * 1000 // self.requests_per_second
+        return self.window_seconds * 1000
 
     def window_at(self, now_ms: int) -> Window:
         index = now_ms // self.window_ms
@@ -70,7 +77,7 @@ class TenantRate:
 
 
 # A tenth of the stage's default 10,000 requests a second (infra/constants.py), in 2 s windows.
-DEFAULT_TENANT_RATE = TenantRate(requests_per_second=1000, burst=2000)
+DEFAULT_TENANT_RATE = TenantRate(requests_per_second=1000, window_seconds=2)
 
 
 @dataclass(frozen=True)

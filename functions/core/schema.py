@@ -43,7 +43,7 @@ RATE_USED_ATTRIBUTE = "used"
 RATE_WINDOW_KEPT_SECONDS = 300  # past its end; TTL deletes, within days, are free
 # An admin's rate for one account, on its account item (absent: the stack's default).
 RATE_LIMIT_ATTRIBUTE = "rate_limit"
-RATE_BURST_ATTRIBUTE = "rate_burst"
+RATE_WINDOW_ATTRIBUTE = "rate_window_seconds"
 # The JWT authorizer's (`-c authorizer=jwt`): the issuer and audience tokens must have, the claim
 # naming the caller's account, and the scope (or Cognito group) of an admin.
 ENV_JWT_ISSUER = "JWT_ISSUER"
@@ -52,7 +52,7 @@ ENV_JWT_TENANT_CLAIM = "JWT_TENANT_CLAIM"
 ENV_JWT_ADMIN_SCOPE = "JWT_ADMIN_SCOPE"
 # The API function's default tenant rate (the stack's tenantRateLimit and tenantBurstLimit).
 ENV_TENANT_RATE_LIMIT = "TENANT_RATE_LIMIT"
-ENV_TENANT_BURST_LIMIT = "TENANT_BURST_LIMIT"
+ENV_TENANT_WINDOW_SECONDS = "TENANT_RATE_WINDOW_SECONDS"
 
 # Sparse index holding only resources with counting work left to do (counter_processed=false or
 # deleted=true). Its partition key is spread over a fixed number of buckets so a sweep reads a

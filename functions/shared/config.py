@@ -73,12 +73,12 @@ def sharding_settings(env: Mapping[str, str]) -> ShardingSettings:
 def tenant_rate(env: Mapping[str, str]) -> TenantRate:
     """Every account's rate limit unless an admin gave it its own (functions/core/rate_limits.py)."""
     rate = _whole(env, schema.ENV_TENANT_RATE_LIMIT, DEFAULT_TENANT_RATE.requests_per_second)
-    burst = _whole(env, schema.ENV_TENANT_BURST_LIMIT, DEFAULT_TENANT_RATE.burst)
+    window = _whole(env, schema.ENV_TENANT_WINDOW_SECONDS, DEFAULT_TENANT_RATE.window_seconds)
     try:
-        return TenantRate(requests_per_second=rate, burst=burst)
+        return TenantRate(requests_per_second=rate, window_seconds=window)
     except ValueError as error:
         raise ConfigurationError(
-            f"{schema.ENV_TENANT_RATE_LIMIT} ({rate}) and {schema.ENV_TENANT_BURST_LIMIT} ({burst}): {error}"
+            f"{schema.ENV_TENANT_RATE_LIMIT} ({rate}) and {schema.ENV_TENANT_WINDOW_SECONDS} ({window}): {error}"
         ) from error
 
 

@@ -13,7 +13,7 @@ from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
 from tests.conftest import System
 from tests.handler.conftest import Harness
 
-RATE = {"requestsPerSecond": 1, "burst": 3}  # windows of 3 s allowing 3 requests
+RATE = {"requestsPerSecond": 1, "burstSeconds": 3}  # windows of 3 s allowing 3 requests
 
 
 def now_ms() -> int:
@@ -22,7 +22,7 @@ def now_ms() -> int:
 
 def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> None:
     store = DynamoWindowStore(system.dynamodb, system.table)
-    window = TenantRate(requests_per_second=50, burst=50).window_at(now_ms())
+    window = TenantRate(requests_per_second=50, window_seconds=1).window_at(now_ms())
     with ThreadPoolExecutor(max_workers=8) as pool:
         granted = list(pool.map(lambda _: store.lease("acme", window, 3), range(40)))
     # 16 leases of 3 fit, one takes the 2 left, the rest find the window spent.
@@ -36,7 +36,10 @@ def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> Non
 
 def test_an_account_shows_its_rate_limit_the_default_until_an_admin_sets_one(harness: Harness) -> None:
     api = harness.api
-    default = {"requestsPerSecond": DEFAULT_TENANT_RATE.requests_per_second, "burst": DEFAULT_TENANT_RATE.burst}
+    default = {
+        "requestsPerSecond": DEFAULT_TENANT_RATE.requests_per_second,
+        "burstSeconds": DEFAULT_TENANT_RATE.window_seconds,
+    }
     assert api.put_account("acme", 5).json()["rateLimit"] == default
     assert api.request("PUT", "/accounts/acme", {"limit": 5, "rateLimit": RATE}).json()["rateLimit"] == RATE
     assert api.put_account("acme", 6).json()["rateLimit"] == RATE  # omitted: kept
@@ -44,7 +47,11 @@ def test_an_account_shows_its_rate_limit_the_default_until_an_admin_sets_one(har
 
 
 def test_a_rate_limit_outside_one_to_sixty_second_windows_is_refused(harness: Harness) -> None:
-    for rate in ({"requestsPerSecond": 10, "burst": 5}, {"requestsPerSecond": 1, "burst": 61}, {"burst": 5}):
+    for rate in (
+        {"requestsPerSecond": 10, "burstSeconds": 0},
+        {"requestsPerSecond": 1, "burstSeconds": 61},
+        {"burstSeconds": 5},
+    ):
         answer = harness.api.request("PUT", "/accounts/acme", {"limit": 5, "rateLimit": rate})
         assert (answer.status, answer.json()["error"]["code"]) == (400, "ValidationError"), rate
     assert harness.api.request("GET", "/accounts/acme").status == 404  # nothing written
@@ -76,7 +83,7 @@ def test_a_tenant_over_its_rate_gets_429_and_another_tenant_does_not(harness: Ha
 
 def test_every_request_on_an_account_counts_bad_ones_too(harness: Harness) -> None:
     api = harness.api
-    api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": {"requestsPerSecond": 1, "burst": 60}})
+    api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": {"requestsPerSecond": 1, "burstSeconds": 60}})
     answers = [api.request("POST", "/accounts/flood/resources", {"nope": 1}) for _ in range(61)]
     statuses = {answer.status for answer in answers}
     assert statuses <= {400, 429}

@@ -278,7 +278,7 @@ SWEEPER_ENVIRONMENT = {
 }
 
 
-API_ENVIRONMENT = {schema.ENV_TENANT_RATE_LIMIT: "1000", schema.ENV_TENANT_BURST_LIMIT: "2000"}
+API_ENVIRONMENT = {schema.ENV_TENANT_RATE_LIMIT: "1000", schema.ENV_TENANT_WINDOW_SECONDS: "2"}
 
 
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
@@ -570,25 +570,36 @@ def test_a_stage_rate_that_is_not_a_positive_whole_number_is_rejected(value: str
         synthesize_stack_template({constants.API_RATE_LIMIT_CONTEXT_KEY: value})
 
 
+def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
+    def retention(template_json: dict[str, Any]) -> set[str]:
+        functions = resources_of_type(template_json, "AWS::Lambda::Function").values()
+        return {f["Properties"]["Environment"]["Variables"][schema.ENV_TOMBSTONE_RETENTION_SECONDS] for f in functions}
+
+    assert retention(synth_template_json()) == {"86400"}
+    assert retention(synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "172800"})) == {"172800"}
+    with pytest.raises(ValueError, match=r"idempotencyWindowSeconds.*at least 3600"):
+        synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "60"})
+
+
 def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
     _, function = function_by_handler(template_json, constants.API_HANDLER)
     environment = function["Properties"]["Environment"]["Variables"]
-    return environment[schema.ENV_TENANT_RATE_LIMIT], environment[schema.ENV_TENANT_BURST_LIMIT]
+    return environment[schema.ENV_TENANT_RATE_LIMIT], environment[schema.ENV_TENANT_WINDOW_SECONDS]
 
 
 def test_every_tenants_default_rate_limit_is_set_by_context(template_json: dict[str, Any]) -> None:
-    assert api_tenant_rate(template_json) == ("1000", "2000")
+    assert api_tenant_rate(template_json) == ("1000", "2")
     chosen = synthesize_stack_template(
-        {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: "50", constants.TENANT_BURST_LIMIT_CONTEXT_KEY: "150"}
+        {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: "50", constants.TENANT_BURST_SECONDS_CONTEXT_KEY: "3"}
     )
-    assert api_tenant_rate(chosen) == ("50", "150")
+    assert api_tenant_rate(chosen) == ("50", "3")
 
 
-@pytest.mark.parametrize(("rate", "burst"), [("50", "20"), ("1", "61"), ("0", "10")])
-def test_a_tenant_rate_limit_outside_one_to_sixty_second_windows_is_rejected(rate: str, burst: str) -> None:
+@pytest.mark.parametrize(("rate", "window"), [("50", "61"), ("100001", "1"), ("0", "10")])
+def test_a_tenant_rate_limit_outside_one_to_sixty_second_windows_is_rejected(rate: str, window: str) -> None:
     with pytest.raises(ValueError, match="tenantRateLimit"):
         synthesize_stack_template(
-            {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: rate, constants.TENANT_BURST_LIMIT_CONTEXT_KEY: burst}
+            {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: rate, constants.TENANT_BURST_SECONDS_CONTEXT_KEY: window}
         )
 
 

@@ -71,11 +71,11 @@ def test_settings_reject_a_lookback_not_longer_than_the_quiet_period() -> None:
 
 def test_settings_take_the_default_tenant_rate_and_refuse_one_outside_its_windows() -> None:
     assert Settings.from_env({"TABLE_NAME": "t"}).tenant_rate == DEFAULT_TENANT_RATE
-    chosen = Settings.from_env({"TABLE_NAME": "t", "TENANT_RATE_LIMIT": "50", "TENANT_BURST_LIMIT": "100"})
+    chosen = Settings.from_env({"TABLE_NAME": "t", "TENANT_RATE_LIMIT": "50", "TENANT_RATE_WINDOW_SECONDS": "2"})
     assert (chosen.tenant_rate.requests_per_second, chosen.tenant_rate.burst) == (50, 100)
-    for rate, burst in (("50", "10"), ("fast", "100"), ("0", "0")):
+    for rate, window in (("50", "61"), ("fast", "1"), ("0", "0")):
         with pytest.raises(ConfigurationError, match="TENANT_"):
-            Settings.from_env({"TABLE_NAME": "t", "TENANT_RATE_LIMIT": rate, "TENANT_BURST_LIMIT": burst})
+            Settings.from_env({"TABLE_NAME": "t", "TENANT_RATE_LIMIT": rate, "TENANT_RATE_WINDOW_SECONDS": window})
 
 
 def test_settings_reject_a_tombstone_retention_shorter_than_the_quiet_period() -> None:

@@ -1,0 +1,89 @@
+"""The Idempotency-Key window (README "Call the API", docs/admission.md): a key is remembered while
+its resource lives and, once its delete is counted, by the tombstone for the retention
+(TOMBSTONE_RETENTION_SECONDS, 24 h by default); after that the key is free. DynamoDB's TTL removes
+an expired tombstone within days, not at once, so an expired one that is still there frees the key
+too. Through the real handler, consumer and conditions."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.core import keys, schema
+from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
+from tests.handler.conftest import Harness
+
+KEY = "order-7"
+
+
+def item(harness: Harness, resource_id: str) -> dict[str, Any] | None:
+    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
+    found = harness.system.dynamodb.get_item(TableName=harness.system.table, Key=to_attributes(key))
+    return from_attributes(found["Item"]) if "Item" in found else None
+
+
+def set_expiry(harness: Harness, resource_id: str, expires_at: int) -> None:
+    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key=to_attributes(key),
+        UpdateExpression="SET expires_at = :at",
+        ExpressionAttributeValues=to_attributes({":at": expires_at}),
+    )
+
+
+def deleted_and_counted(harness: Harness) -> str:
+    """A keyed resource, created, deleted and counted: only its tombstone is left."""
+    harness.api.put_account("acme", 5)
+    resource_id = harness.api.create("acme", "vm", key=KEY).json()["resourceId"]
+    assert harness.api.delete("acme", resource_id).status == 204
+    harness.pump()
+    tombstone = item(harness, resource_id)
+    assert tombstone is not None
+    assert tombstone[schema.ITEM_TYPE_ATTRIBUTE] == schema.TOMBSTONE_TYPE
+    return resource_id
+
+
+def test_a_retry_within_the_window_after_its_resource_was_removed_is_refused(harness: Harness) -> None:
+    resource_id = deleted_and_counted(harness)
+    tombstone = item(harness, resource_id)
+    assert tombstone is not None
+    # The tombstone lasts the window from the counted delete: an hour later, 23 hours remain.
+    window = int(DEFAULT_TOMBSTONE_RETENTION.total_seconds())
+    assert abs(tombstone[schema.EXPIRES_AT_ATTRIBUTE] - (time.time() + window)) < 120
+    set_expiry(harness, resource_id, int(time.time()) + window - 3600)
+    retry = harness.api.create("acme", "vm", key=KEY)
+    assert (retry.status, retry.json()["error"]["code"]) == (409, "IdempotencyKeyReused")
+    assert harness.api.account("acme")["bestEffort"] == 0
+
+
+def test_after_the_window_the_key_creates_again_even_before_ttl_removes_the_tombstone(harness: Harness) -> None:
+    resource_id = deleted_and_counted(harness)
+    set_expiry(harness, resource_id, int(time.time()) - 1)  # over, and TTL has not run yet
+    again = harness.api.create("acme", "vm", key=KEY)
+    assert again.status == 201, again.text
+    assert again.json()["resourceId"] == resource_id  # the key names the same id
+    assert harness.api.create("acme", "vm", key=KEY).status == 200  # a replay of the new one
+    harness.pump()
+    account = harness.api.account("acme")
+    assert (account["bestEffort"], account["eventual"]) == (1, 1)
+    harness.check_invariants()
+
+
+def test_after_ttl_removed_the_tombstone_the_key_creates_again(harness: Harness) -> None:
+    resource_id = deleted_and_counted(harness)
+    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
+    harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))  # TTL's delete
+    assert harness.api.create("acme", "vm", key=KEY).status == 201
+    harness.pump()
+    account = harness.api.account("acme")
+    assert (account["bestEffort"], account["eventual"]) == (1, 1)
+
+
+def test_a_live_resource_keeps_its_key_however_old() -> None:
+    """The window runs from the counted delete: a live resource has no expiry to pass."""
+    from functions.core.model import Resource
+
+    live = Resource("acme", "r1", "vm", {}, "2020-01-01T00:00:00.000Z", "f", "t")
+    assert not live.expired(int(time.time()))
