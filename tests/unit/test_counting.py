@@ -47,6 +47,14 @@ def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool)
     return {"eventName": event, "dynamodb": data}
 
 
+# TTL's deletes arrive as REMOVE records made by the service itself (DynamoDB developer guide,
+# "DynamoDB Streams and Time to Live"), with the tombstone as the old image.
+TTL_REMOVE = {
+    **record("REMOVE", sk="RESOURCE#r1"),
+    "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+}
+
+
 def apply_task(store: Any, task: CountingTask) -> Outcome:
     """One task alone, as a batch of one record applies it."""
     return apply_tasks(store, [task])[0]
@@ -66,6 +74,8 @@ REMOVE_UNCOUNTED = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1", counted=Fal
         (record("MODIFY", counter_processed=False, deleted=True), REMOVE_UNCOUNTED),
         (record("MODIFY", counter_processed=True, deleted=False), None),  # the consumer's own flag flip
         (record("REMOVE"), None),  # the consumer's own hard delete
+        (TTL_REMOVE, None),  # TTL removing an expired tombstone: its delete was counted long ago
+        (record("INSERT", sk="RATE"), None),  # a rate window (functions/core/rate_limits.py)
         (record("INSERT", sk="ACCOUNT", counter_processed=False), None),  # account item
         (record("MODIFY", sk="COUNTER"), None),  # eventual counter item
         (record("INSERT", deleted=False), None),  # no flag at all: not ours to count
@@ -85,6 +95,8 @@ def test_plan_stream_record(raw: dict[str, Any], expected: CountingTask | None) 
         record("MODIFY", counter_processed=True, deleted=False),
         record("INSERT", sk="ACCOUNT", counter_processed=False),
         record("MODIFY", sk="COUNTER"),
+        TTL_REMOVE,
+        record("INSERT", sk="RATE"),
     ],
 )
 def test_code_agrees_with_the_event_source_filter(raw: dict[str, Any]) -> None:
