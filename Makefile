@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install run test unit handler runtime integration ops infra lint typecheck openapi synth deploy destroy \
+.PHONY: help install run test unit handler runtime integration ops infra lint typecheck openapi released-layout synth deploy destroy \
 	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
@@ -115,6 +115,9 @@ typecheck: $(BIN)/.installed
 
 openapi: $(BIN)/.installed
 	$(BIN)/python scripts/openapi.py
+
+released-layout: $(BIN)/.installed
+	$(BIN)/python scripts/released_layout.py
 
 synth: install
 	PATH=$(CURDIR)/$(BIN):$$PATH npx cdk synth --no-notices
