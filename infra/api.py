@@ -41,7 +41,7 @@ class Api(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        table: dynamodb.Table,
+        table: dynamodb.ITable,
         package: LambdaPackage,
         authorizer: apigateway.IAuthorizer | None = None,
     ) -> None:

@@ -66,6 +66,10 @@ API_LOGS_ROLE_CONTEXT_KEY: Final = "apiGatewayCloudWatchRole"
 API_LOGS_ROLE_CREATE: Final = "create"
 API_LOGS_ROLE_EXISTING: Final = "existing"
 API_LOGS_ROLE_NONE: Final = "none"
+# Run on a table the stack does not own, such as one restored from point-in-time recovery
+# (`-c tableName=NAME -c tableStreamArn=ARN`, both together; README "Running on a restored table").
+EXISTING_TABLE_NAME_CONTEXT_KEY: Final = "tableName"
+EXISTING_TABLE_STREAM_CONTEXT_KEY: Final = "tableStreamArn"
 # A cost guard on the on-demand table (`-c tableMaxWriteRequestUnits=40000`): DynamoDB throttles the
 # table beyond it (OnDemandThroughput). Unset, the table scales to the account's quotas.
 TABLE_MAX_WRITES_CONTEXT_KEY: Final = "tableMaxWriteRequestUnits"

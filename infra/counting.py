@@ -21,7 +21,7 @@ class Counting(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        table: dynamodb.Table,
+        table: dynamodb.ITable,
         stream_failure_queue: sqs.IQueue,
         package: LambdaPackage,
     ) -> None:

@@ -14,8 +14,23 @@ class DataStore(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
 
+        self.table: dynamodb.ITable
+        existing = settings.existing_table(self)
+        if existing is not None:
+            # A table the stack does not own (one restored from a backup: README, "Running on a
+            # restored table"): the deployer set its stream, TTL and indexes as below.
+            name, stream_arn = existing
+            self.table = dynamodb.Table.from_table_attributes(
+                self,
+                constants.TABLE_ID,
+                table_name=name,
+                table_stream_arn=stream_arn,
+                global_indexes=[schema.PENDING_INDEX_NAME, schema.ACTIVITY_INDEX_NAME],
+            )
+            return
+
         max_reads, max_writes = settings.table_max_request_units(self)
-        self.table = dynamodb.Table(
+        table = dynamodb.Table(
             self,
             constants.TABLE_ID,
             partition_key=dynamodb.Attribute(name=schema.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
@@ -38,7 +53,7 @@ class DataStore(Construct):
         )
         # Sparse: only resources with counting work left carry the bucket attribute, so a sweep
         # reads pending work oldest first without scanning the table.
-        self.table.add_global_secondary_index(
+        table.add_global_secondary_index(
             index_name=schema.PENDING_INDEX_NAME,
             partition_key=dynamodb.Attribute(name=schema.PENDING_BUCKET_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=schema.PENDING_SINCE_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
@@ -47,10 +62,11 @@ class DataStore(Construct):
         )
         # Sparse: only account items carry the activity bucket. Sorted by the last API write, it
         # lets the sweeper find accounts that went quiet (and heal them) without scanning.
-        self.table.add_global_secondary_index(
+        table.add_global_secondary_index(
             index_name=schema.ACTIVITY_INDEX_NAME,
             partition_key=dynamodb.Attribute(name=schema.ACTIVITY_BUCKET_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=schema.LAST_WRITE_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=list(schema.ACTIVITY_PROJECTED_ATTRIBUTES),
         )
+        self.table = table

@@ -40,7 +40,7 @@ def _dead_letter_queue(
 
 
 class DeadLetters(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, package: LambdaPackage) -> None:
         super().__init__(scope, construct_id)
 
         self.final_queue = _dead_letter_queue(self, constants.DLQ2_ID)

@@ -47,7 +47,7 @@ class Monitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        table: dynamodb.Table,
+        table: dynamodb.ITable,
         api: Api,
         counting: Counting,
         dead_letters: DeadLetters,
@@ -169,7 +169,7 @@ class Monitoring(Construct):
         self.alarms.append(alarm)
 
     def _dashboard(
-        self, table: dynamodb.Table, api: Api, consumer: lambda_.IFunction, dead_letters: DeadLetters
+        self, table: dynamodb.ITable, api: Api, consumer: lambda_.IFunction, dead_letters: DeadLetters
     ) -> cloudwatch.Dashboard:
         per_second = cdk.Duration.minutes(1)
 

@@ -127,6 +127,18 @@ def jwt_settings(scope: Construct) -> JwtSettings:
     )
 
 
+def existing_table(scope: Construct) -> tuple[str, str] | None:
+    """(name, stream ARN) of a table the stack uses without owning it, or None: the stack's own."""
+    name = scope.node.try_get_context(constants.EXISTING_TABLE_NAME_CONTEXT_KEY)
+    stream = scope.node.try_get_context(constants.EXISTING_TABLE_STREAM_CONTEXT_KEY)
+    if name is None and stream is None:
+        return None
+    if not name or not stream or ":table/" not in str(stream) or "/stream/" not in str(stream):
+        keys = f'"{constants.EXISTING_TABLE_NAME_CONTEXT_KEY}" and "{constants.EXISTING_TABLE_STREAM_CONTEXT_KEY}"'
+        raise ValueError(f"context {keys} go together: the table's name and its stream's ARN, got {name!r}, {stream!r}")
+    return str(name), str(stream)
+
+
 def api_logs_role(scope: Construct) -> str:
     """Whether this stack sets the region's API Gateway CloudWatch role, uses the account's, or logs nothing."""
     choices = {

@@ -15,7 +15,7 @@ from infra.python_function import python_function
 
 
 class Sweeper(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.Table, package: LambdaPackage) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, package: LambdaPackage) -> None:
         super().__init__(scope, construct_id)
 
         self.function = python_function(

@@ -47,7 +47,7 @@ def grant_table(
         principal.add_to_principal_policy(iam.PolicyStatement(actions=["dynamodb:Query"], resources=indexes))
 
 
-def grant_stream(table: dynamodb.Table, grantee: iam.IGrantable, actions: Sequence[str]) -> None:
+def grant_stream(table: dynamodb.ITable, grantee: iam.IGrantable, actions: Sequence[str]) -> None:
     stream_arn = table.table_stream_arn
     if stream_arn is None:  # the table is always created with a stream; this narrows the type
         raise AssertionError("the table has no stream")

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from infra import constants
 from infra.layout_guard import layout_of, upgrade_problems
-from infra.synth import synth_template_json
+from infra.synth import synth_template_json, synthesize_stack_template
 from scripts.released_layout import RELEASED_LAYOUT
 
 
@@ -39,6 +40,33 @@ def test_the_table_is_protected_from_deletion(current: dict[str, Any]) -> None:
     [table] = [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
     assert table["Properties"]["DeletionProtectionEnabled"] is True
     assert table["DeletionPolicy"] == "Retain"
+
+
+RESTORED = "counter-restored"
+RESTORED_STREAM = f"arn:aws:dynamodb:us-east-1:123456789012:table/{RESTORED}/stream/2026-11-23T00:00:00.000"
+
+
+def test_the_stack_runs_on_a_restored_table_it_does_not_own() -> None:
+    template = synthesize_stack_template(
+        {
+            constants.EXISTING_TABLE_NAME_CONTEXT_KEY: RESTORED,
+            constants.EXISTING_TABLE_STREAM_CONTEXT_KEY: RESTORED_STREAM,
+        }
+    )
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
+    assert template["Outputs"][constants.OUTPUT_TABLE_NAME]["Value"] == RESTORED
+    mappings = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert RESTORED_STREAM in [mapping["Properties"]["EventSourceArn"] for mapping in mappings]
+    # The functions reach the restored table and its indexes by name, and nothing else.
+    text = json.dumps(template)
+    assert f"table/{RESTORED}/index/pending" in text
+    assert f"table/{RESTORED}/index/activity" in text
+
+
+@pytest.mark.parametrize("given", [{"tableName": RESTORED}, {"tableName": RESTORED, "tableStreamArn": "arn:nope"}])
+def test_a_restored_table_needs_its_name_and_its_stream(given: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="go together"):
+        synthesize_stack_template(given)
 
 
 def changed(layout: dict[str, Any], change: Any) -> dict[str, Any]:
