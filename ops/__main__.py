@@ -378,6 +378,9 @@ def format_sweep(result: commands.SweepResult) -> str:
     if {"pending", "heals"} <= summary.keys():
         lines.append(f"  pending work   {_counts(summary['pending'])}; failed {summary.get('pending_failed', 0)}")
         lines.append(f"  heals          {_counts(summary['heals'])}")
+        if "busy_accounts" in summary:
+            busy, settled = summary["busy_accounts"], summary.get("dead_leases_settled", 0)
+            lines.append(f"  busy accounts  {busy}; dead leases settled {settled}")
     else:
         lines.append(f"  {json.dumps(summary)}")
     return "\n".join(lines)

@@ -712,7 +712,7 @@ class DynamoHealingStore:
             raise TransientStoreError(f"heal {account_id}: {error}") from error
         return True
 
-    def quiet_accounts(self, written_after: str, written_before: str) -> Iterator[str]:
+    def accounts_written_between(self, written_after: str, written_before: str) -> Iterator[str]:
         """Accounts last written in that window and not healed or checked since that write (each
         once, though the account item and each of its other shards have their own entry)."""
         seen: set[str] = set()

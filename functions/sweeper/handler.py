@@ -29,6 +29,8 @@ def summary(report: SweepReport) -> dict[str, Any]:
         "pending": {outcome.value: count for outcome, count in report.pending.outcomes.items()},
         "pending_failed": len(report.pending.failed),
         "heals": {outcome.value: count for outcome, count in report.heals.items()},
+        "busy_accounts": report.busy_accounts,
+        "dead_leases_settled": report.dead_leases,
     }
 
 
@@ -40,6 +42,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     found = sum(report.pending.outcomes.values())
     metrics.add_metric(name="SweepPendingFound", unit=MetricUnit.Count, value=found)
     metrics.add_metric(name="SweepPendingFailed", unit=MetricUnit.Count, value=len(report.pending.failed))
+    metrics.add_metric(name="DeadLeasesSettled", unit=MetricUnit.Count, value=report.dead_leases)
     for outcome, count in report.heals.items():
         metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
     result = summary(report)

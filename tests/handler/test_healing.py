@@ -7,12 +7,15 @@ it names.
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
+from functions.core.model import NewResource
 from functions.core.sweeper import SweepSettings, sweep
 from functions.shared import clients
 from tests.handler.conftest import Harness
@@ -175,4 +178,46 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     sweep(store, store, healing, healing, after_that_minute, settings)
     last = sweep(store, store, healing, healing, after_that_minute + timedelta(seconds=1), settings)
     assert sum(last.heals.values()) == 0
+    harness.check_invariants()
+
+
+def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(harness: Harness) -> None:
+    """Creates die between reserving their slot and putting their resource, on an account written
+    every 100 ms, which never goes quiet. One sweep after the leases are older than `quiet` (one
+    sweep period at most: the bound, docs/healing.md) every slot is back, and the account then
+    admits exactly its limit."""
+    api = harness.api
+    api.put_account("busy", 4)
+    two_minutes_ago = (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds")
+    faults.crash_after_write("reserve")
+    faults.crash_after_write("reserve")
+    for _ in range(2):
+        with pytest.raises(faults.SimulatedCrash):
+            # Through the API's own flow, with a clock two minutes back: leases older than `quiet`.
+            accounts.create_resource(
+                clients.api_store(), "busy", NewResource("lost"), None, lambda: two_minutes_ago.replace("+00:00", "Z")
+            )
+    stop = threading.Event()
+
+    def keep_writing() -> None:  # a create and a delete every 100 ms: never quiet
+        while not stop.wait(0.1):
+            created = api.create("busy")
+            if created.status == 201:
+                api.delete("busy", created.json()["resourceId"])
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        stop.wait(0.5)
+        healing = clients.healing_store()
+        store = clients.counting_store()
+        report = sweep(store, store, healing, healing, datetime.now(UTC), SweepSettings())
+        assert (report.busy_accounts, report.dead_leases) == (1, 2)
+        assert sum(report.heals.values()) == 0  # not quiet: no heal, only its dead leases
+    finally:
+        stop.set()
+        writer.join()
+    harness.pump()
+    answers = [api.create("busy").status for _ in range(5)]
+    assert answers == [201, 201, 201, 201, 409]
     harness.check_invariants()

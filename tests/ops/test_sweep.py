@@ -38,7 +38,13 @@ def test_in_process_applies_pending_work_and_heals(
     session = boto3.DEFAULT_SESSION
 
     result = commands.sweep_in_process(connection, harness.system.table, SWEEPER_ENVIRONMENT)
-    assert result.summary == {"pending": {"applied": 2}, "pending_failed": 0, "heals": {"healed": 1}}
+    assert result.summary == {
+        "pending": {"applied": 2},
+        "pending_failed": 0,
+        "heals": {"healed": 1},
+        "busy_accounts": 0,
+        "dead_leases_settled": 0,
+    }
     assert result.settings == {"pending_older_than_seconds": 0, "quiet_seconds": 0, "lookback_seconds": 3600}
     # Nothing of the functions' configuration is left behind in this process.
     assert os.environ[schema.ENV_TABLE_NAME] == "not-the-table"
@@ -76,6 +82,7 @@ def test_the_cli_sweeps_in_process_by_default_against_an_endpoint(harness: Harne
         "sweep (in-process; pending older than 0 s, quiet 0 s, lookback 3600 s)",
         "  pending work   applied 2; failed 0",
         "  heals          healed 1",
+        "  busy accounts  0; dead leases settled 0",
     ]
     assert harness.api.account("acme")["eventual"] == 2
 
