@@ -176,6 +176,87 @@ def _resource_states(dynamodb: Any, table: str, account_id: str) -> Any:
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
+# -- audit -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    account_id: str
+    # "exact", "drift", or "inconclusive" (written between every pair of reads: try again later)
+    verdict: str
+    problems: tuple[str, ...] = ()
+    view: AccountView | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "account_id": self.account_id,
+            "verdict": self.verdict,
+            "problems": list(self.problems),
+        }
+        if self.view is not None:
+            found["account"] = self.view.to_json()
+        return found
+
+
+def audit_problems(view: AccountView) -> list[str]:
+    """What an unchanged view of an account says is wrong, allowing for the writes in flight.
+
+    `eventual` must equal the counted resource items (each counting transaction flips a flag and
+    moves the counter together). `best_effort` may lag the live resources by the writes in flight (a
+    create counts after its put, a delete decrements before its soft delete), never exceed them;
+    `admitted` may exceed them by the writes in flight, never lag."""
+    in_flight = view.creates_in_flight + view.deletes_in_flight
+    problems = []
+    if view.eventual != view.counted:
+        problems.append(f"eventual {view.eventual} but {view.counted} counted resource items")
+    if view.best_effort_net > view.live:
+        problems.append(f"best effort {view.best_effort_net} above {view.live} live resources (overcount)")
+    elif view.best_effort_net < view.live - in_flight:
+        lost = view.live - in_flight - view.best_effort_net
+        problems.append(f"best effort {lost} below the live resources beyond the writes in flight (a heal fixes it)")
+    if view.admitted < view.live:
+        problems.append(f"admitted {view.admitted} below {view.live} live resources (the limit could be passed)")
+    elif view.admitted > view.live + in_flight:
+        held = view.admitted - view.live - in_flight
+        problems.append(f"{held} slot(s) held beyond the writes in flight (a heal frees them)")
+    return problems
+
+
+def audit_account(dynamodb: Any, table: str, account_id: str, attempts: int = 3) -> AuditFinding:
+    """Recount one account from its items and compare (read-only). Two consecutive identical views
+    (counters, leases and every resource item's state) mean no write landed between them, so the
+    comparison is exact; an account written between every pair of reads is inconclusive."""
+    before = account_view(dynamodb, table, account_id)
+    for _ in range(attempts):
+        after = account_view(dynamodb, table, account_id)
+        if after == before:
+            problems = tuple(audit_problems(after))
+            return AuditFinding(account_id, "drift" if problems else "exact", problems, after)
+        before = after
+    return AuditFinding(account_id, "inconclusive", (), before)
+
+
+def all_accounts(dynamodb: Any, table: str) -> list[str]:
+    """Every account, from the activity index (every account item and shard item has an entry):
+    one query per bucket, never a scan."""
+    found: set[str] = set()
+    for index in range(schema.ACTIVITY_BUCKET_COUNT):
+        request: dict[str, Any] = {
+            "TableName": table,
+            "IndexName": schema.ACTIVITY_INDEX_NAME,
+            "KeyConditionExpression": "#bucket = :bucket",
+            "ExpressionAttributeNames": {"#bucket": schema.ACTIVITY_BUCKET_ATTRIBUTE},
+            "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
+        }
+        while True:
+            response = dynamodb.query(**request)
+            found.update(str(from_attributes(item)["account_id"]) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    return sorted(found)
+
+
 # -- heal --------------------------------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ from infra import constants
 # Exit codes of `python -m ops` (argparse itself exits 2 for bad usage).
 EXIT_OK = 0
 EXIT_ERROR = 1
+EXIT_DRIFT = 5  # an audit found counters that disagree with the items (ops audit)
 EXIT_TRY_LATER = 3  # nothing is wrong, but the work could not be done now: run it again later
 EXIT_NOT_FOUND = 4
 
