@@ -53,7 +53,21 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         default=0.0,
         help="unused capacity an item keeps for bursts, in seconds of its scaled rate (default 0)",
     )
+    parser.add_argument(
+        "-c",
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="CDK context for the stack under test, e.g. streamParallelizationFactor=2",
+    )
     args = parser.parse_args(argv)
+    context = {}
+    for item in args.context:
+        key, separator, value = item.partition("=")
+        if not separator:
+            parser.error(f"-c expects KEY=VALUE, got {item!r}")
+        context[key] = value
     rates = {kind: rate * args.scale_rates for kind, rate in DEFAULT_RATES.items()}
     for item in args.rate:
         kind, _, value = item.partition("=")
@@ -77,6 +91,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         late_single_item_only=args.ambiguous_writes is not None,
         partition_limits=args.partition_limits,
         partition_burst_seconds=args.partition_burst_seconds,
+        context=context,
     )
     return settings, args.report
 

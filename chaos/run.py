@@ -65,6 +65,9 @@ class ChaosSettings:
     # throttle, grow admission shards, and every check must still hold (docs/scaling.md).
     partition_limits: str | None = None
     partition_burst_seconds: float = 0.0
+    # CDK context for the stack under test (`-c streamParallelizationFactor=2`: the consumer at
+    # the concurrency a deployment chose).
+    context: dict[str, str] = field(default_factory=dict)
 
     @property
     def faults_on(self) -> bool:
@@ -206,6 +209,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 sqs_retry_visibility_seconds=1,
                 retry_backoff_seconds=0.05,
                 log_dir=log_dir,
+                context=settings.context,
             )
         )
         runtime.deploy_and_start()

@@ -144,9 +144,12 @@ STREAM_BATCH_SIZE: Final = 100
 STREAM_MAX_RETRY_ATTEMPTS: Final = 5
 STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600
 STREAM_BISECT_BATCH_ON_ERROR: Final = True
-# One concurrent batch per shard keeps records of an item in order (the consumer relies on it for
-# create-then-delete of the same resource).
-STREAM_PARALLELIZATION_FACTOR: Final = 1
+# Concurrent batches per stream shard (`-c streamParallelizationFactor=N`, 1-10): Lambda keeps each
+# partition key's records in order within one lane, and an account's resources share its
+# partition key, so the consumer sees each resource's create before its delete at any factor.
+STREAM_PARALLELIZATION_CONTEXT_KEY: Final = "streamParallelizationFactor"
+DEFAULT_STREAM_PARALLELIZATION_FACTOR: Final = 1
+MAX_STREAM_PARALLELIZATION_FACTOR: Final = 10
 
 # Dead-letter queues and the redrive.
 DLQ_RETENTION_DAYS: Final = 14

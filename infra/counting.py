@@ -51,7 +51,7 @@ class Counting(Construct):
                 # exhausted batches go to DLQ 1 and the redrive.
                 retry_attempts=constants.STREAM_MAX_RETRY_ATTEMPTS,
                 max_record_age=cdk.Duration.seconds(constants.STREAM_MAX_RECORD_AGE_SECONDS),
-                parallelization_factor=constants.STREAM_PARALLELIZATION_FACTOR,
+                parallelization_factor=settings.stream_parallelization_factor(self),
                 on_failure=event_sources.SqsDlq(stream_failure_queue),
             )
         )

@@ -70,6 +70,19 @@ def idempotency_window_seconds(scope: Construct) -> int:
     )
 
 
+def stream_parallelization_factor(scope: Construct) -> int:
+    """Batches of one stream shard the consumer runs at once (ParallelizationFactor)."""
+    factor = _whole(
+        scope, constants.STREAM_PARALLELIZATION_CONTEXT_KEY, constants.DEFAULT_STREAM_PARALLELIZATION_FACTOR, 1
+    )
+    if factor > constants.MAX_STREAM_PARALLELIZATION_FACTOR:
+        raise ValueError(
+            f'context "{constants.STREAM_PARALLELIZATION_CONTEXT_KEY}" must be 1 to '
+            f"{constants.MAX_STREAM_PARALLELIZATION_FACTOR}, got {factor}"
+        )
+    return factor
+
+
 def api_throttle(scope: Construct) -> tuple[int, int]:
     """The stage's (rate, burst) limits: requests a second, and the bucket that absorbs bursts."""
     return (

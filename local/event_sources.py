@@ -13,6 +13,7 @@ the visibility timeout, and the queue's redrive policy moves it on after maxRece
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -24,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.adapters.streams import lambda_shaped
+from functions.core import schema
 from local.chaos_faults import ChaosConfig, Dice, Ledger
 from local.filters import matches_any, parse_filters
 from local.functions import FunctionPool, Invocation
@@ -98,6 +100,9 @@ class StreamMapping:
     max_retry_attempts: int  # -1: until the record expires
     max_record_age_seconds: int  # -1: no limit beyond the stream's 24 h
     on_failure_arn: str | None
+    # Batches of one shard processed at once, records of one partition key always in the same one,
+    # in order (Lambda developer guide, "Using Lambda with DynamoDB", parallelization factor).
+    parallelization_factor: int = 1
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], function: FunctionPool) -> StreamMapping:
@@ -114,11 +119,17 @@ class StreamMapping:
             max_retry_attempts=int(mapping.get("MaximumRetryAttempts", -1)),
             max_record_age_seconds=int(mapping.get("MaximumRecordAgeInSeconds", -1)),
             on_failure_arn=(mapping.get("DestinationConfig") or {}).get("OnFailure", {}).get("Destination"),
+            parallelization_factor=int(mapping.get("ParallelizationFactor") or 1),
         )
 
 
 class StreamShardPoller:
-    """One shard of one mapping: batches go out one at a time, in order (ParallelizationFactor 1)."""
+    """One shard of one mapping. Records are spread over `ParallelizationFactor` lanes by their
+    partition key; each round sends one batch per lane that has records, the lanes' batches at
+    once, and the next round starts when all are done. So records of one key go out one batch at a
+    time, in order, while other keys' batches run beside them (with a factor of 1: one batch at a
+    time, in shard order). Lambda does not wait for the slowest lane before the next round; this
+    is one of the schedules it may run."""
 
     def __init__(
         self,
@@ -170,15 +181,40 @@ class StreamShardPoller:
                 if iterator and self._gathering(time.monotonic()):
                     self._stop.wait(self._poll_interval)
                     continue
-                batch = self._pending[: self.mapping.batch_size]
-                del self._pending[: len(batch)]
-                self._deliver(batch, retries_used=0, invocations=0)
-                self._after_batch(batch)
+                batches = self._next_batches()
+                if len(batches) == 1:
+                    self._deliver(batches[0], retries_used=0, invocations=0)
+                else:
+                    lanes = [
+                        threading.Thread(target=self._deliver, args=(batch, 0, 0), name=f"{self.shard_id}-lane")
+                        for batch in batches
+                    ]
+                    for lane in lanes:
+                        lane.start()
+                    for lane in lanes:
+                        lane.join()
+                for batch in batches:
+                    self._after_batch(batch)
         except Exception:
             if not self._stop.is_set():
                 logger.exception("stream poller for %s stopped", self.shard_id)
         finally:
             self.finished.set()
+
+    def _next_batches(self) -> list[list[Record]]:
+        """One batch per lane with pending records: its first records, in shard order."""
+        factor = self.mapping.parallelization_factor
+        if factor == 1:
+            batch = self._pending[: self.mapping.batch_size]
+            del self._pending[: len(batch)]
+            return [batch]
+        lanes: dict[int, list[Record]] = {}
+        left: list[Record] = []
+        for record in self._pending:
+            lane = lanes.setdefault(lane_of(record, factor), [])
+            (lane if len(lane) < self.mapping.batch_size else left).append(record)
+        self._pending = left
+        return [batch for batch in lanes.values() if batch]
 
     def _gathering(self, now: float) -> bool:
         """Whether to wait for more records: the batch is not full and its window is still open."""
@@ -268,6 +304,13 @@ class StreamShardPoller:
         if failed is None:
             return "(whole batch failed)"
         return f"({len(failed)} item failure(s))" if failed else ""
+
+
+def lane_of(record: Record, factor: int) -> int:
+    """The lane of a record's partition key: the same key, the same lane, in every round."""
+    keys = record.get("dynamodb", {}).get("Keys", {})
+    partition = json.dumps(keys.get(schema.PARTITION_KEY), sort_keys=True)
+    return int.from_bytes(hashlib.sha256(partition.encode()).digest()[:4], "big") % factor
 
 
 def on_failure_record(

@@ -167,6 +167,15 @@ def test_the_stream_batching_window_is_off_by_default_and_set_by_context(templat
     assert event_source_mapping_of(windowed, consumer_id)["MaximumBatchingWindowInSeconds"] == 2
 
 
+def test_the_consumers_parallelization_factor_is_one_unless_the_deployer_sets_it() -> None:
+    chosen = synthesize_stack_template({constants.STREAM_PARALLELIZATION_CONTEXT_KEY: "4"})
+    consumer_id, _ = function_by_handler(chosen, constants.STREAM_CONSUMER_HANDLER)
+    assert event_source_mapping_of(chosen, consumer_id)["ParallelizationFactor"] == 4
+    for value in ("0", "11"):
+        with pytest.raises(ValueError, match="streamParallelizationFactor"):
+            synthesize_stack_template({constants.STREAM_PARALLELIZATION_CONTEXT_KEY: value})
+
+
 @pytest.mark.parametrize("value", ["-1", "301", "1.5", "soon"])
 def test_a_stream_batching_window_outside_lambdas_range_is_rejected(value: str) -> None:
     with pytest.raises(ValueError, match=r"streamBatchingWindowSeconds.*0 to 300"):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from local.event_sources import SourceStats, StreamMapping, StreamShardPoller
+from local.event_sources import SourceStats, StreamMapping, StreamShardPoller, lane_of
 from local.functions import DeployedFunction, Invocation
 
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-11-22T00:00:00.000"
@@ -75,6 +75,7 @@ def poller(function: ScriptedFunction, sent: list[tuple[str, dict[str, Any]]], *
         max_retry_attempts=settings.get("max_retry_attempts", 2),
         max_record_age_seconds=settings.get("max_record_age_seconds", 3600),
         on_failure_arn=DESTINATION,
+        parallelization_factor=settings.get("parallelization_factor", 1),
     )
     return StreamShardPoller(
         mapping,
@@ -231,3 +232,56 @@ def test_a_full_batch_goes_out_before_its_window_closes() -> None:
     elapsed = run_until(poller(function, [], **settings), function, batches=1)
     assert function.batches == [["1", "2"]]
     assert elapsed < 10
+
+
+@dataclass
+class KeyedStream:
+    """One poll of records (sequence number, partition key), then nothing."""
+
+    records: list[tuple[int, str]]
+
+    def get_shard_iterator(self, **_: Any) -> dict[str, str]:
+        return {"ShardIterator": "open"}
+
+    def get_records(self, **_: Any) -> dict[str, Any]:
+        found, self.records = self.records, []
+        raw = [
+            {"eventName": "INSERT", "dynamodb": {"SequenceNumber": str(seq), "Keys": {"pk": {"S": key}}}}
+            for seq, key in found
+        ]
+        return {"Records": raw, "NextShardIterator": "open"}
+
+
+def test_a_parallelization_factor_runs_lanes_at_once_and_keeps_each_keys_order() -> None:
+    """ParallelizationFactor 2: batches of different lanes run at the same time (the first two
+    meet at a barrier, which would time out if they ran one after the other), and each partition
+    key's records go out in shard order, one lane per key."""
+    keys = [f"ACCOUNT#a{index}" for index in range(8)]
+    lanes = {key: lane_of({"dynamodb": {"Keys": {"pk": {"S": key}}}}, 2) for key in keys}
+    assert set(lanes.values()) == {0, 1}  # the keys spread over both lanes
+    records = [(seq, keys[seq % len(keys)]) for seq in range(1, 61)]
+    key_of = {str(seq): key for seq, key in records}
+    both_running = threading.Barrier(2, timeout=5)
+    met: list[bool] = []
+
+    def behaviour(sequence_numbers: list[str]) -> Invocation:
+        if len(met) < 2:
+            try:
+                both_running.wait()
+                met.append(True)
+            except threading.BrokenBarrierError:
+                met.append(False)
+        return ok()
+
+    function = ScriptedFunction(behaviour)
+    settings = {"streams": KeyedStream(records), "poll_interval": 0.01, "batch_size": 10, "parallelization_factor": 2}
+    source = poller(function, [], **settings)
+    run_until(source, function, batches=6)
+    assert met == [True, True]
+    for batch in function.batches:
+        assert len({lanes[key_of[seq]] for seq in batch}) == 1  # one lane per batch
+    delivered = [seq for batch in function.batches for seq in batch]
+    assert sorted(delivered, key=int) == [str(seq) for seq, _ in records]  # each once
+    for key in keys:
+        order = [int(seq) for seq in delivered if key_of[seq] == key]
+        assert order == sorted(order), key
