@@ -107,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     target = audit.add_mutually_exclusive_group(required=True)
     target.add_argument("--account", dest="account_id", help="one account")
     target.add_argument("--all", action="store_true", help="every account (the activity index, never a scan)")
+    audit.add_argument(
+        "--repair",
+        action="store_true",
+        help="correct what drifted, safely while writes continue: the eventual counter by the drift measured, "
+        f"then best effort and held slots by the sweeper's heal (quiet {constants.HEAL_QUIET_SECONDS} s)",
+    )
     audit.set_defaults(run=run_audit)
 
     heal = commands_parser.add_parser(
@@ -221,17 +227,24 @@ def run_audit(context: Context) -> int:
     for done, account_id in enumerate(accounts, start=1):
         finding = commands.audit_account(dynamodb, table, account_id)
         verdicts[finding.verdict] += 1
+        repair = None
+        if context.args.repair and finding.verdict == "drift":
+            repair = commands.repair_account(dynamodb, table, finding, timedelta(seconds=constants.HEAL_QUIET_SECONDS))
+            verdicts["repaired"] += 1
         if context.args.json:
-            print(json.dumps(finding.to_json()), flush=True)
+            print(json.dumps(finding.to_json() | ({"repair": repair.to_json()} if repair else {})), flush=True)
         elif finding.verdict != "exact":
             print(f"{account_id}: {finding.verdict}" + "".join(f"\n  {problem}" for problem in finding.problems))
+            if repair is not None:
+                heal = repair.heal.value if repair.heal else "not needed"
+                print(f"  repaired: eventual {repair.eventual_fixed_by:+d}, heal {heal}")
         if progress:
             print(f"\raudited {done}/{len(accounts)}", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
     if not context.args.json:
         print(f"audited {len(accounts)} account(s): {_counts(dict(verdicts))}")
-    if verdicts["drift"]:
+    if verdicts["drift"] > verdicts["repaired"]:
         return EXIT_DRIFT
     return EXIT_TRY_LATER if verdicts["inconclusive"] else EXIT_OK
 

@@ -17,7 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.dynamodb import DynamoHealingStore, read_account_items
+from functions.adapters.dynamodb import DynamoHealingStore, counter_key, read_account_items
 from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
 from functions.core import keys, schema
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
@@ -255,6 +255,68 @@ def all_accounts(dynamodb: Any, table: str) -> list[str]:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
     return sorted(found)
+
+
+@dataclass(frozen=True)
+class Repair:
+    account_id: str
+    eventual_fixed_by: int  # added to the eventual counter (0: it was right, or not repaired)
+    heal: HealOutcome | None  # best effort and held slots, by the sweeper's heal; None: not needed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "account_id": self.account_id,
+            "eventual_fixed_by": self.eventual_fixed_by,
+            "heal": self.heal.value if self.heal else None,
+        }
+
+
+def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: timedelta) -> Repair:
+    """Correct what an audit judged wrong, safely while writes continue.
+
+    `eventual - counted` is the drift: every correct counting transaction moves both together, so
+    it stays what the audit measured however many run meanwhile, and adding `-drift` to counter
+    shard 0 fixes it. The add is conditional on the shard's count as read just before, so an SDK
+    retry of a landed add is refused rather than applied twice. Best effort and held slots are then
+    the sweeper's heal's (docs/healing.md): it needs no counting work pending, and lowers held
+    slots only on an account quiet for `quiet`."""
+    view = finding.view
+    if finding.verdict != "drift" or view is None:
+        return Repair(finding.account_id, 0, None)
+    fixed_by = view.counted - view.eventual
+    if fixed_by:
+        key = counter_key(finding.account_id)
+        found = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        current = int(from_attributes(found or {}).get("count", 0))
+        condition = "#count = :current" if found else "attribute_not_exists(#count)"
+        try:
+            dynamodb.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="ADD #count :fix",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#count": "count"},
+                ExpressionAttributeValues=to_attributes({":fix": fixed_by, ":current": current})
+                if found
+                else to_attributes({":fix": fixed_by}),
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            raise TryLater(
+                f"account {finding.account_id}: its counter moved while it was repaired; audit again"
+            ) from error
+    healed = heal(dynamodb, table, finding.account_id, quiet).outcome if _needs_heal(view, fixed_by) else None
+    return Repair(finding.account_id, fixed_by, healed)
+
+
+def _needs_heal(view: AccountView, eventual_fixed_by: int) -> bool:
+    in_flight = view.creates_in_flight + view.deletes_in_flight
+    return (
+        not view.live - in_flight <= view.best_effort_net <= view.live
+        or not (view.live <= view.admitted <= view.live + in_flight)
+        or eventual_fixed_by != 0
+    )
 
 
 # -- heal --------------------------------------------------------------------------------------

@@ -5,11 +5,14 @@ found; an account whose counters agree with its items, writes in flight allowed 
 from __future__ import annotations
 
 import json
+import threading
+from datetime import timedelta
 
 import pytest
 
 from functions.adapters.attributes import to_attributes
 from functions.core import keys, schema
+from functions.core.healing import HealOutcome
 from ops import commands
 from ops.stack import EXIT_DRIFT, EXIT_OK
 from tests.handler.conftest import Harness
@@ -80,3 +83,65 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
     assert lines["acme"]["account"]["eventual"] == 0
     one = cli("audit", "--account", "calm")
     assert (one.code, one.out.strip()) == (EXIT_OK, "audited 1 account(s): exact 1")
+    repaired = cli("audit", "--account", "acme", "--repair")
+    assert repaired.code == EXIT_OK, repaired.out + repaired.err
+    assert "repaired: eventual +2" in repaired.out
+    assert cli("audit", "--all").code == EXIT_OK
+
+
+def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
+    key = {schema.PARTITION_KEY: keys.account_pk(account_id), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key=to_attributes(key),
+        UpdateExpression="ADD #count :by",
+        ExpressionAttributeNames={"#count": "count"},
+        ExpressionAttributeValues=to_attributes({":by": by}),
+    )
+
+
+def repair(harness: Harness, finding: commands.AuditFinding) -> commands.Repair:
+    return commands.repair_account(harness.system.dynamodb, harness.system.table, finding, timedelta(0))
+
+
+def test_repair_corrects_a_console_delete_and_the_account_then_admits_its_limit(harness: Harness) -> None:
+    ids = settled_account(harness, "acme", 3)  # limit 10
+    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(ids[0])}
+    harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
+    fixed = repair(harness, audit(harness, "acme"))
+    assert (fixed.eventual_fixed_by, fixed.heal) == (-1, HealOutcome.HEALED)
+    assert audit(harness, "acme").verdict == "exact"
+    answers = [harness.api.create("acme").status for _ in range(9)]
+    assert answers == [201] * 8 + [409]  # 2 live + 8 = the limit of 10
+
+
+def test_repair_while_writes_continue_fixes_exactly_the_injected_drift(harness: Harness) -> None:
+    """A writer creates and deletes on the account all along. The audit is judged between its
+    writes (polled until two reads agree), and the repair adds exactly -drift, which the
+    writer's correct transactions leave unchanged."""
+    settled_account(harness, "acme", 2)
+    nudge_eventual(harness, "acme", 5)
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        while not stop.wait(0.2):
+            created = harness.api.create("acme")
+            if created.status == 201:
+                harness.api.delete("acme", created.json()["resourceId"])
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        finding = audit(harness, "acme")
+        for _ in range(50):
+            if finding.verdict != "inconclusive":
+                break
+            finding = audit(harness, "acme")
+        assert finding.verdict == "drift", finding
+        assert repair(harness, finding).eventual_fixed_by == -5
+    finally:
+        stop.set()
+        writer.join()
+    harness.pump()
+    assert audit(harness, "acme").verdict == "exact"
+    harness.check_invariants()
