@@ -7,11 +7,13 @@ LocalStack or to the local emulator.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import boto3
 from botocore.config import Config
 
 from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
+from functions.adapters.errors import watch_attempts
 from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
@@ -28,9 +30,14 @@ def settings() -> Settings:
     return Settings.from_env()
 
 
+def dynamodb_client() -> Any:
+    """A DynamoDB client whose errors tell whether any attempt may have landed (watch_attempts)."""
+    return watch_attempts(boto3.client("dynamodb", config=_STANDARD))
+
+
 @lru_cache(maxsize=1)
 def api_store() -> DynamoApiStore:
-    return DynamoApiStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+    return DynamoApiStore(dynamodb_client(), settings().table_name)
 
 
 @lru_cache(maxsize=1)
@@ -42,20 +49,18 @@ def shard_directory() -> Directory:
 @lru_cache(maxsize=1)
 def tenant_limiter() -> TenantLimiter:
     """Per-tenant rate limits, with this execution environment's leases (functions/core/rate_limits.py)."""
-    store = DynamoWindowStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+    store = DynamoWindowStore(dynamodb_client(), settings().table_name)
     return TenantLimiter(store, settings().tenant_rate)
 
 
 @lru_cache(maxsize=1)
 def counting_store() -> DynamoCountingStore:
-    return DynamoCountingStore(
-        boto3.client("dynamodb", config=_STANDARD), settings().table_name, settings().tombstone_retention
-    )
+    return DynamoCountingStore(dynamodb_client(), settings().table_name, settings().tombstone_retention)
 
 
 @lru_cache(maxsize=1)
 def healing_store() -> DynamoHealingStore:
-    return DynamoHealingStore(boto3.client("dynamodb", config=_STANDARD), settings().table_name)
+    return DynamoHealingStore(dynamodb_client(), settings().table_name)
 
 
 @lru_cache(maxsize=1)

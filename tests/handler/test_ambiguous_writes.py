@@ -55,6 +55,36 @@ def test_a_reservation_that_landed_is_not_answered_as_the_limit(harness: Harness
     exact(harness, "acme", live=2)
 
 
+THROTTLED = faults.dynamodb_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.")
+
+
+@pytest.mark.parametrize("write", ["put", "soft-delete"])
+def test_a_write_that_landed_then_had_its_retries_throttled_is_not_taken_for_one_that_never_landed(
+    harness: Harness, write: str
+) -> None:
+    """The first attempt lands and answers 500, the SDK's retries are throttled: the call ends in a
+    400. Only the last answer is a 400; the first attempt may have landed, and did. (Found by chaos,
+    seed 2: the create released its slot for a resource that existed, admitted < live.)"""
+    api = harness.api
+    api.put_account("acme", 1)
+    resource_id = api.create("acme", "first").json()["resourceId"] if write == "soft-delete" else None
+    operation, matches = API_WRITES[write]
+    landed = faults.lands_then_500(operation, matches)
+    throttled = faults.answer_instead(operation, matches, THROTTLED, times=5)
+    if resource_id is None:
+        answer = api.create("acme", "mine")
+        assert answer.status == 201, answer.text  # its own item, read back
+        live = 1
+    else:
+        answer = api.delete("acme", resource_id)
+        assert answer.status == 204, answer.text
+        live = 0
+    assert landed == [1]
+    assert throttled[0] >= 1
+    exact(harness, "acme", live=live)
+    assert api.create("acme", "more").status == (409 if live else 201)
+
+
 def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_retry(harness: Harness) -> None:
     """Meanwhile the resource is deleted and the consumer removes it. The retry must find its own
     token on the tombstone, answer 201 and not create it again. (Before: the retry's conditional
