@@ -30,13 +30,15 @@ from infra.sweeper import Sweeper
 FIVE_MINUTES = cdk.Duration.minutes(5)
 
 
-def _service_metric(name: str, period: cdk.Duration = FIVE_MINUTES) -> cloudwatch.Metric:
+def _service_metric(
+    name: str, period: cdk.Duration = FIVE_MINUTES, statistic: str = cloudwatch.Stats.SUM
+) -> cloudwatch.Metric:
     """A metric the functions publish with Powertools (functions/shared/observability.py)."""
     return cloudwatch.Metric(
         namespace=constants.POWERTOOLS_METRICS_NAMESPACE,
         metric_name=name,
         dimensions_map={"service": constants.POWERTOOLS_SERVICE_NAME},
-        statistic=cloudwatch.Stats.SUM,
+        statistic=statistic,
         period=period,
     )
 
@@ -191,8 +193,11 @@ class Monitoring(Construct):
                 title="Admissions refused (409) per minute", left=[_service_metric("AdmissionsRefused", per_second)]
             ),
             cloudwatch.GraphWidget(
-                title="Counting lag: stream iterator age (ms)",
-                left=[consumer.metric("IteratorAge", period=per_second, statistic=cloudwatch.Stats.MAXIMUM)],
+                title="Counting lag (ms): created -> counted p95, and the stream's iterator age",
+                left=[
+                    _service_metric("CountingLag", per_second, cloudwatch.Stats.p(95)),
+                    consumer.metric("IteratorAge", period=per_second, statistic=cloudwatch.Stats.MAXIMUM),
+                ],
             ),
             cloudwatch.GraphWidget(title="Drift found and healed", left=[_service_metric("HealHealed", FIVE_MINUTES)]),
         )

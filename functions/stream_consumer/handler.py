@@ -7,6 +7,7 @@ The event source filters to resource records with counting work, reports failure
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -15,7 +16,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.core.counting import BatchReport, process_stream_records
+from functions.core.counting import BatchReport, TaskKind, plan_stream_record, process_stream_records
 from functions.shared import clients
 from functions.shared.batch import WholeBatchProcessor
 from functions.shared.observability import logger, metrics, tracer
@@ -33,10 +34,26 @@ def publish(report: BatchReport, prefix: str) -> None:
         metrics.add_metric(name=f"{prefix}{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
 
 
+def counting_lags_ms(records: Sequence[DynamoDBRecord], failed: Sequence[str], now: datetime) -> list[float]:
+    """Created -> counted, for each create this batch counted: the dashboard's counting lag (p95)."""
+    lags = []
+    for record in records:
+        raw = record.raw_event
+        task = plan_stream_record(raw)
+        if task is None or task.kind is not TaskKind.COUNT_CREATE or sequence_number(record) in failed:
+            continue
+        created = ((raw.get("dynamodb") or {}).get("NewImage") or {}).get("created_at", {}).get("S")
+        if created:
+            lags.append(max(0.0, (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds() * 1000))
+    return lags
+
+
 @tracer.capture_method
 def apply_batch(records: Sequence[DynamoDBRecord]) -> list[str]:
     report = process_stream_records(clients.counting_store(), [record.raw_event for record in records])
     publish(report, "Records")
+    for lag in counting_lags_ms(records, report.failed, datetime.now(UTC)):
+        metrics.add_metric(name="CountingLag", unit=MetricUnit.Milliseconds, value=lag)
     logger.info(
         "batch applied", extra={"records": len(records), "outcomes": {k.value: v for k, v in report.outcomes.items()}}
     )

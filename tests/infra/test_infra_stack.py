@@ -680,9 +680,17 @@ def test_no_email_is_subscribed_by_default(template_json: dict[str, Any]) -> Non
 def test_a_dashboard_shows_the_counters_at_work(template_json: dict[str, Any]) -> None:
     [dashboard] = resources_of_type(template_json, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
-    for shown in ("ResourcesCreated", "ResourcesDeleted", "AdmissionsRefused", "IteratorAge", "HealHealed"):
+    for shown in (
+        "ResourcesCreated",
+        "ResourcesDeleted",
+        "AdmissionsRefused",
+        "IteratorAge",
+        "HealHealed",
+        "CountingLag",
+    ):
         assert shown in body, shown
     assert "WriteThrottleEvents" in body
+    assert '\\"stat\\":\\"p95\\"' in body  # the counting lag, created -> counted
 
 
 def test_the_dashboard_ranks_the_tenants_throttled_most(template_json: dict[str, Any]) -> None:
