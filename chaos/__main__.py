@@ -54,6 +54,12 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         help="unused capacity an item keeps for bursts, in seconds of its scaled rate (default 0)",
     )
     parser.add_argument(
+        "--audit-repair",
+        action="store_true",
+        help="run `ops audit --repair` over every account beside the clients: it must report no drift but what "
+        "faults inject, and every check must still hold",
+    )
+    parser.add_argument(
         "-c",
         "--context",
         action="append",
@@ -92,6 +98,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         partition_limits=args.partition_limits,
         partition_burst_seconds=args.partition_burst_seconds,
         context=context,
+        audit_repair=args.audit_repair,
     )
     return settings, args.report
 
@@ -116,6 +123,8 @@ def render(report: Report) -> str:
         lines += [f"      {violation}" for violation in check.violations[:5]]
     lines.append(f"\nmax limit overshoot observed: {report.max_limit_overshoot} (bound: {report.overshoot_bound})")
     lines.append(f"most admission shards of one account: {report.most_admission_shards}")
+    if report.audits:
+        lines.append("audits beside the clients: " + ", ".join(f"{k} {v}" for k, v in sorted(report.audits.items())))
     if report.settings.get("partition_limits"):
         lines.append(f"partition limits x{report.settings['partition_limits']}; the emulator refused:")
         lines += [f"  {count:>7}  {place}" for place, count in report.partition_throttles.items()] or ["  nothing"]

@@ -27,11 +27,14 @@ from functions.adapters.dynamodb import DynamoHealingStore, resource_from_item
 from functions.core.healing import HealOutcome, heal_account, resolution
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
 from functions.core.redrive import InvalidFailureMessage, parse_failure_message
+from infra.constants import HEAL_QUIET_SECONDS
 from local.chaos_faults import ALL_KINDS, ChaosConfig, read_ledger
 from local.emulator import EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import by_family, read_throttles
 from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
+from ops import commands
+from ops.stack import TryLater
 
 FATAL_PREFIX = "fatal"
 FATAL_CREATES = 2
@@ -68,6 +71,8 @@ class ChaosSettings:
     # CDK context for the stack under test (`-c streamParallelizationFactor=2`: the consumer at
     # the concurrency a deployment chose).
     context: dict[str, str] = field(default_factory=dict)
+    # `ops audit --repair` on every account, over and over, beside the clients (docs/healing.md).
+    audit_repair: bool = False
 
     @property
     def faults_on(self) -> bool:
@@ -108,6 +113,7 @@ class Report:
     partition_throttles: dict[str, int] = field(default_factory=dict)  # the emulator's refusals per kind of item
     seconds_to_quiescence: float | None = None
     seconds_total: float = 0.0
+    audits: dict[str, int] = field(default_factory=dict)  # verdicts of the audit beside the clients
 
     @property
     def violations(self) -> int:
@@ -160,6 +166,43 @@ class Sampler(threading.Thread):
         self.max_shards = max(self.max_shards, shot.shards)
         self.max_overshoot = max(self.max_overshoot, live - shot.limit)
         self.limit.expect(live <= shot.limit, f"{shot.account_id}: live {live} > limit {shot.limit}")
+
+
+# What faults inject and a repair may correct: slots held and increments lost by requests that died
+# between writes. Anything else an audit reports (the eventual counter off, an overcount, admitted
+# below the live resources) is drift no fault injects: a bug.
+INJECTABLE_DRIFT = ("slot(s) held beyond the writes in flight", "below the live resources beyond the writes in flight")
+
+
+class Auditor(threading.Thread):
+    """`ops audit --repair` beside the clients: audits each account in turn and repairs what
+    drifted, as an operator would while writes continue."""
+
+    def __init__(self, dynamodb: Any, table: str, accounts: list[Account]) -> None:
+        super().__init__(name="chaos-auditor", daemon=True)
+        self._dynamodb, self._table, self._accounts = dynamodb, table, accounts
+        self.stop = threading.Event()
+        self.check = Check("the audit beside the clients reports no drift that faults do not inject")
+        self.verdicts: Counter[str] = Counter()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for account in self._accounts:
+                if self.stop.is_set():
+                    return
+                finding = commands.audit_account(self._dynamodb, self._table, account.account_id)
+                self.verdicts[finding.verdict] += 1
+                if finding.verdict != "inconclusive":
+                    unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
+                    self.check.expect(not unexplained, f"{account.account_id}: {'; '.join(unexplained)}")
+                if finding.verdict == "drift":
+                    try:
+                        commands.repair_account(
+                            self._dynamodb, self._table, finding, timedelta(seconds=HEAL_QUIET_SECONDS)
+                        )
+                        self.verdicts["repaired"] += 1
+                    except TryLater:
+                        self.verdicts["repair deferred"] += 1
 
 
 def make_accounts(settings: ChaosSettings) -> list[Account]:
@@ -223,6 +266,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             ledger = Ledger()
             sampler = Sampler(dynamodb, table, accounts, settings.faults_on)
             sampler.start()
+            auditor = Auditor(dynamodb, table, accounts) if settings.audit_repair else None
+            if auditor is not None:
+                auditor.start()
             for account in accounts:
                 if account.fatal:  # a few creates whose counting always fails: the injected-fatal work
                     for index in range(FATAL_CREATES):
@@ -234,11 +280,17 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout)
             sampler.stop.set()
             sampler.join()
+            if auditor is not None:
+                auditor.stop.set()
+                auditor.join()
+                report.audits = dict(auditor.verdicts)
             report.seconds_to_quiescence = None if quiet is None else round(quiet - workload_done, 1)
 
             report.operations = dict(sorted(ledger.statuses.items()))
             report.client_retries = ledger.retries
             report.checks = [sampler.best_effort, sampler.eventual, sampler.admitted]
+            if auditor is not None:
+                report.checks.append(auditor.check)
             report.checks.append(quiescence_check(quiet))
             report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, ledger)
             report.checks.append(dlq2_check(runtime, accounts))
