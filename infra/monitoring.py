@@ -138,6 +138,12 @@ class Monitoring(Construct):
             "A heal found best effort and eventual apart and set them right (docs/healing.md)",
             _service_metric("HealHealed", cdk.Duration.hours(1)),
         )
+        self._alarm(
+            "CountersDisagreeWithItems",
+            "The sweeper's audit found an account whose counters disagree with its items beyond the writes "
+            "in flight: run `python -m ops audit --account ID --repair` (docs/operations.md)",
+            _service_metric("AuditDrift", cdk.Duration.hours(1)),
+        )
         # Every alarm tells the topic when it fires and when it is over.
         action = cloudwatch_actions.SnsAction(self.topic)
         for alarm in self.alarms:

@@ -22,6 +22,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.core.audit import AccountView
 from functions.core.counting import TransientStoreError
 from functions.core.healing import HealOutcome
 from infra import constants
@@ -331,7 +332,7 @@ def _signed(value: int) -> str:
     return f"{value:+d}" if value else "0"
 
 
-def format_account(view: commands.AccountView) -> str:
+def format_account(view: AccountView) -> str:
     lines = [
         f"account {view.account_id}",
         f"  limit          {view.limit}",

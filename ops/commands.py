@@ -16,12 +16,12 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import audit_reads
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.dynamodb import DynamoHealingStore, counter_key, read_account_items
-from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
-from functions.core import keys, schema
+from functions.adapters.dynamodb import DynamoHealingStore, counter_key
+from functions.core import schema
+from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
-from functions.core.leases import LeaseKind
 from functions.core.redrive import InvalidFailureMessage, StreamBatchInfo, parse_failure_message
 from infra import constants
 from ops.stack import (
@@ -39,222 +39,29 @@ from ops.stack import (
 # -- account -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AccountView:
-    account_id: str
-    limit: int
-    best_effort_net: int  # signed, as stored
-    admitted: int  # slots held by the admission check
-    eventual: int
-    version: int
-    heal_epoch: int
-    last_write_at: str
-    healed_at: str
-    resource_items: int  # every resource item, whatever its state, tombstones aside
-    live: int  # not soft-deleted
-    counted: int  # counter_processed=true (invariant 1: equals `eventual`)
-    uncounted: int  # counter_processed=false: the consumer has not applied its create yet
-    soft_deleted: int  # deleted=true: the consumer has not applied its delete yet
-    deletes_in_flight: int  # deletion leases: a delete between its decrement and its release, or one that died
-    creates_in_flight: int  # reservation leases: a create between its reservation and its count, or one that died
-    tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
-
-    @property
-    def best_effort(self) -> int:
-        return max(0, self.best_effort_net)
-
-    @property
-    def pending(self) -> int:
-        return self.uncounted + self.soft_deleted + self.deletes_in_flight
-
-    @property
-    def best_effort_drift(self) -> int:
-        """best_effort (signed) - live: negative when increments were lost, never positive."""
-        return self.best_effort_net - self.live
-
-    @property
-    def admitted_drift(self) -> int:
-        """admitted - live: positive when slots are held by creates or deletes that died."""
-        return self.admitted - self.live
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "account_id": self.account_id,
-            "limit": self.limit,
-            "best_effort": {"net": self.best_effort_net, "clamped": self.best_effort},
-            "admitted": self.admitted,
-            "eventual": self.eventual,
-            "live": self.live,
-            "counted": self.counted,
-            "resource_items": self.resource_items,
-            "pending": {
-                "uncounted": self.uncounted,
-                "soft_deleted": self.soft_deleted,
-                "deletes_in_flight": self.deletes_in_flight,
-            },
-            "creates_in_flight": self.creates_in_flight,
-            "tombstones": self.tombstones,
-            "drift": {"best_effort": self.best_effort_drift, "admitted": self.admitted_drift},
-            "version": self.version,
-            "heal_epoch": self.heal_epoch,
-            "last_write_at": self.last_write_at,
-            "healed_at": self.healed_at,
-        }
-
-
 def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
-    """The account's counters and the truth about its resources, from its own partition only.
-
-    The counters are read with one consistent BatchGetItem, the resources with a consistent Query
-    of the partition (never a scan). The two reads are not one snapshot: on a busy account, the
-    numbers can disagree by the writes made in between.
-    """
-    read = read_account_items(ShardStore(dynamodb, table), account_id)
-    if read is None:
+    """The account's counters and the truth about its resources, from its own partition only
+    (functions/adapters/audit_reads.py). The two reads are not one snapshot: on a busy account,
+    the numbers can disagree by the writes made in between."""
+    view = audit_reads.account_view(dynamodb, table, account_id)
+    if view is None:
         raise AccountNotFound(f"account {account_id} not found in table {table}")
-    account = read.shards[0]
-
-    items = live = counted = uncounted = soft_deleted = tombstones = 0
-    for resource in _resource_states(dynamodb, table, account_id):
-        if resource.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
-            tombstones += 1
-            continue
-        deleted = bool(resource.get(schema.DELETED_ATTRIBUTE, False))
-        processed = bool(resource.get(schema.COUNTER_PROCESSED_ATTRIBUTE, False))
-        items += 1
-        live += not deleted
-        counted += processed
-        uncounted += not processed
-        soft_deleted += deleted
-    # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
-    shards = [shard_state(item) for item in read.shards]
-    held = tuple(lease for item in read.shards for lease in held_leases(item))
-    return AccountView(
-        account_id=account_id,
-        limit=int(account.get("limit", 0)),
-        best_effort_net=sum(shard.best_effort for shard in shards),
-        admitted=sum(shard.admitted for shard in shards),
-        eventual=read.eventual,
-        version=int(account.get("version", 0)),
-        heal_epoch=int(account.get("heal_epoch", 0)),
-        last_write_at=latest_write(read.shards) or "",
-        healed_at=str(account.get("healed_at", "")),
-        resource_items=items,
-        live=live,
-        counted=counted,
-        uncounted=uncounted,
-        soft_deleted=soft_deleted,
-        deletes_in_flight=sum(lease.kind is LeaseKind.DELETION for lease in held),
-        creates_in_flight=sum(lease.kind is LeaseKind.RESERVATION for lease in held),
-        tombstones=tombstones,
-    )
-
-
-def _resource_states(dynamodb: Any, table: str, account_id: str) -> Any:
-    """The counting attributes of every resource item of the account: a Query of its partition."""
-    request: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-        "ProjectionExpression": "#deleted, #processed, #type",
-        "ExpressionAttributeNames": {
-            "#type": schema.ITEM_TYPE_ATTRIBUTE,
-            "#pk": schema.PARTITION_KEY,
-            "#sk": schema.SORT_KEY,
-            "#deleted": schema.DELETED_ATTRIBUTE,
-            "#processed": schema.COUNTER_PROCESSED_ATTRIBUTE,
-        },
-        "ExpressionAttributeValues": to_attributes(
-            {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX}
-        ),
-        "ConsistentRead": True,
-    }
-    while True:
-        response = dynamodb.query(**request)
-        yield from (from_attributes(item) for item in response.get("Items", []))
-        if "LastEvaluatedKey" not in response:
-            return
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    return view
 
 
 # -- audit -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AuditFinding:
-    account_id: str
-    # "exact", "drift", or "inconclusive" (written between every pair of reads: try again later)
-    verdict: str
-    problems: tuple[str, ...] = ()
-    view: AccountView | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
-            "account_id": self.account_id,
-            "verdict": self.verdict,
-            "problems": list(self.problems),
-        }
-        if self.view is not None:
-            found["account"] = self.view.to_json()
-        return found
-
-
-def audit_problems(view: AccountView) -> list[str]:
-    """What an unchanged view of an account says is wrong, allowing for the writes in flight.
-
-    `eventual` must equal the counted resource items (each counting transaction flips a flag and
-    moves the counter together). `best_effort` may lag the live resources by the writes in flight (a
-    create counts after its put, a delete decrements before its soft delete), never exceed them;
-    `admitted` may exceed them by the writes in flight, never lag."""
-    in_flight = view.creates_in_flight + view.deletes_in_flight
-    problems = []
-    if view.eventual != view.counted:
-        problems.append(f"eventual {view.eventual} but {view.counted} counted resource items")
-    if view.best_effort_net > view.live:
-        problems.append(f"best effort {view.best_effort_net} above {view.live} live resources (overcount)")
-    elif view.best_effort_net < view.live - in_flight:
-        lost = view.live - in_flight - view.best_effort_net
-        problems.append(f"best effort {lost} below the live resources beyond the writes in flight (a heal fixes it)")
-    if view.admitted < view.live:
-        problems.append(f"admitted {view.admitted} below {view.live} live resources (the limit could be passed)")
-    elif view.admitted > view.live + in_flight:
-        held = view.admitted - view.live - in_flight
-        problems.append(f"{held} slot(s) held beyond the writes in flight (a heal frees them)")
-    return problems
-
-
 def audit_account(dynamodb: Any, table: str, account_id: str, attempts: int = 3) -> AuditFinding:
-    """Recount one account from its items and compare (read-only). Two consecutive identical views
-    (counters, leases and every resource item's state) mean no write landed between them, so the
-    comparison is exact; an account written between every pair of reads is inconclusive."""
-    before = account_view(dynamodb, table, account_id)
-    for _ in range(attempts):
-        after = account_view(dynamodb, table, account_id)
-        if after == before:
-            problems = tuple(audit_problems(after))
-            return AuditFinding(account_id, "drift" if problems else "exact", problems, after)
-        before = after
-    return AuditFinding(account_id, "inconclusive", (), before)
+    """Recount one account from its items and compare (read-only): functions/core/audit.py."""
+    finding = audit(lambda: audit_reads.account_view(dynamodb, table, account_id), account_id, attempts)
+    if finding is None:
+        raise AccountNotFound(f"account {account_id} not found in table {table}")
+    return finding
 
 
 def all_accounts(dynamodb: Any, table: str) -> list[str]:
-    """Every account, from the activity index (every account item and shard item has an entry):
-    one query per bucket, never a scan."""
-    found: set[str] = set()
-    for index in range(schema.ACTIVITY_BUCKET_COUNT):
-        request: dict[str, Any] = {
-            "TableName": table,
-            "IndexName": schema.ACTIVITY_INDEX_NAME,
-            "KeyConditionExpression": "#bucket = :bucket",
-            "ExpressionAttributeNames": {"#bucket": schema.ACTIVITY_BUCKET_ATTRIBUTE},
-            "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
-        }
-        while True:
-            response = dynamodb.query(**request)
-            found.update(str(from_attributes(item)["account_id"]) for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                break
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-    return sorted(found)
+    return audit_reads.all_accounts(dynamodb, table)
 
 
 @dataclass(frozen=True)

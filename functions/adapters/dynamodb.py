@@ -41,6 +41,7 @@ from functions.adapters.shards import (
 from functions.core import keys, leases, schema
 from functions.core.accounts import LimitChange
 from functions.core.admission import Reserved, ShardState
+from functions.core.audit import AccountView
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -711,6 +712,18 @@ class DynamoHealingStore:
         except BotoCoreError as error:
             raise TransientStoreError(f"heal {account_id}: {error}") from error
         return True
+
+    # The audit's reads (the sweeper audits a slice of accounts); imported here because they build
+    # on this module's readers.
+    def accounts_in_bucket(self, index: int) -> set[str]:
+        from functions.adapters.audit_reads import accounts_in_bucket
+
+        return accounts_in_bucket(self._client, self._table, index)
+
+    def account_view(self, account_id: str) -> AccountView | None:
+        from functions.adapters.audit_reads import account_view
+
+        return account_view(self._client, self._table, account_id)
 
     def accounts_written_between(self, written_after: str, written_before: str) -> Iterator[str]:
         """Accounts last written in that window and not healed or checked since that write (each

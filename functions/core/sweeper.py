@@ -7,6 +7,8 @@
 3. It settles the dead leases of busy accounts, which never go quiet: a create that died between
    reserving its slot and putting its resource gets its slot back within `quiet` plus one sweep
    period, however busy the account (docs/healing.md).
+4. It audits one activity bucket's accounts (functions/core/audit.py), the next bucket at the next
+   sweep: every account about twice a day, and drift from its items shows as a metric and an alarm.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Protocol
 
+from functions.core import schema
+from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.counting import BatchReport, CountingStore, process_pending_items
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
@@ -29,6 +34,16 @@ from functions.core.healing import (
     resolve_dead_leases,
 )
 from functions.core.redrive import PendingSource
+
+
+class AuditSource(Protocol):
+    def accounts_in_bucket(self, index: int) -> Iterable[str]: ...
+
+    def account_view(self, account_id: str) -> AccountView | None: ...
+
+
+# Each sweep audits the accounts of one activity bucket, in turn.
+AUDIT_SLICE = timedelta(minutes=5)
 
 
 class ActivitySource(Protocol):
@@ -53,6 +68,8 @@ class SweepReport:
     heals: Counter[HealOutcome] = field(default_factory=Counter)
     busy_accounts: int = 0  # written within `quiet`: only their dead leases were settled
     dead_leases: int = 0  # of busy accounts, settled
+    audits: Counter[str] = field(default_factory=Counter)  # verdicts of this sweep's audit slice
+    drifted: list[AuditFinding] = field(default_factory=list)
 
 
 def sweep(
@@ -63,6 +80,7 @@ def sweep(
     now: datetime,
     settings: SweepSettings,
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
+    audits: AuditSource | None = None,
 ) -> SweepReport:
     report = SweepReport()
     report.pending = process_pending_items(
@@ -93,4 +111,18 @@ def sweep(
             report.dead_leases += resolve_dead_leases(
                 healing, account_id, read[0], now, settings.quiet, tombstone_retention
             )
+    if audits is not None:
+        audit_slice(audits, now, report)
     return report
+
+
+def audit_slice(audits: AuditSource, now: datetime, report: SweepReport) -> None:
+    """Audit the accounts of this sweep's activity bucket (read-only: `ops audit --repair` repairs)."""
+    bucket = int(now.timestamp() // AUDIT_SLICE.total_seconds()) % schema.ACTIVITY_BUCKET_COUNT
+    for account_id in sorted(audits.accounts_in_bucket(bucket)):
+        finding = audit(partial(audits.account_view, account_id), account_id)
+        if finding is None:
+            continue
+        report.audits[finding.verdict] += 1
+        if finding.verdict == "drift":
+            report.drifted.append(finding)

@@ -21,7 +21,9 @@ def run_sweep() -> SweepReport:
     counting = clients.counting_store()
     healing = clients.healing_store()
     settings = clients.settings()
-    return sweep(counting, counting, healing, healing, datetime.now(UTC), settings.sweep, settings.tombstone_retention)
+    return sweep(
+        counting, counting, healing, healing, datetime.now(UTC), settings.sweep, settings.tombstone_retention, healing
+    )
 
 
 def summary(report: SweepReport) -> dict[str, Any]:
@@ -31,6 +33,7 @@ def summary(report: SweepReport) -> dict[str, Any]:
         "heals": {outcome.value: count for outcome, count in report.heals.items()},
         "busy_accounts": report.busy_accounts,
         "dead_leases_settled": report.dead_leases,
+        "audits": dict(report.audits),
     }
 
 
@@ -43,6 +46,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SweepPendingFound", unit=MetricUnit.Count, value=found)
     metrics.add_metric(name="SweepPendingFailed", unit=MetricUnit.Count, value=len(report.pending.failed))
     metrics.add_metric(name="DeadLeasesSettled", unit=MetricUnit.Count, value=report.dead_leases)
+    # The alarm CountersDisagreeWithItems watches AuditDrift (infra/monitoring.py).
+    metrics.add_metric(name="AuditDrift", unit=MetricUnit.Count, value=report.audits["drift"])
+    metrics.add_metric(name="AuditInconclusive", unit=MetricUnit.Count, value=report.audits["inconclusive"])
+    for finding in report.drifted:
+        logger.warning("audit found drift", extra={"account": finding.account_id, "problems": list(finding.problems)})
     for outcome, count in report.heals.items():
         metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
     result = summary(report)

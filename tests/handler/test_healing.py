@@ -221,3 +221,36 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     answers = [api.create("busy").status for _ in range(5)]
     assert answers == [201, 201, 201, 201, 409]
     harness.check_invariants()
+
+
+def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness) -> None:
+    """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
+    account's activity bucket, the account is audited; a nudged eventual counter is reported."""
+    from functions.adapters.attributes import to_attributes
+    from functions.core import keys, schema
+    from functions.core.sweeper import AUDIT_SLICE
+
+    api = harness.api
+    api.put_account("acme", 5)
+    api.create("acme")
+    harness.pump()
+    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key=to_attributes(key),
+        UpdateExpression="ADD #count :one",
+        ExpressionAttributeNames={"#count": "count"},
+        ExpressionAttributeValues=to_attributes({":one": 1}),
+    )
+    bucket = int(keys.activity_bucket("acme").split("#")[1])
+    slice_seconds = AUDIT_SLICE.total_seconds()
+    cycles = int(datetime.now(UTC).timestamp() // (slice_seconds * schema.ACTIVITY_BUCKET_COUNT)) + 1
+    when = datetime.fromtimestamp((cycles * schema.ACTIVITY_BUCKET_COUNT + bucket) * slice_seconds + 1, UTC)
+    store, healing = clients.counting_store(), clients.healing_store()
+    settings = SweepSettings(quiet=timedelta(seconds=60))
+    report = sweep(store, store, healing, healing, when, settings, audits=healing)
+    assert report.audits["drift"] == 1
+    [finding] = report.drifted
+    assert (finding.account_id, finding.problems) == ("acme", ("eventual 2 but 1 counted resource items",))
+    other = sweep(store, store, healing, healing, when + AUDIT_SLICE, settings, audits=healing)
+    assert "drift" not in other.audits  # the next slice is another bucket

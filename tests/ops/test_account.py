@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from functions.core.audit import AccountView
 from ops import commands
 from ops.stack import EXIT_NOT_FOUND, AccountNotFound
 from tests.handler.conftest import Harness
@@ -13,11 +14,11 @@ from tests.ops.conftest import Cli
 from tests.support import faults
 
 
-def view(harness: Harness, account_id: str = "acme") -> commands.AccountView:
+def view(harness: Harness, account_id: str = "acme") -> AccountView:
     return commands.account_view(harness.system.dynamodb, harness.system.table, account_id)
 
 
-def numbers(account: commands.AccountView) -> dict[str, Any]:
+def numbers(account: AccountView) -> dict[str, Any]:
     return {
         name: value
         for name, value in account.to_json().items()

@@ -12,6 +12,7 @@ import pytest
 
 from functions.adapters.attributes import to_attributes
 from functions.core import keys, schema
+from functions.core.audit import AuditFinding
 from functions.core.healing import HealOutcome
 from ops import commands
 from ops.stack import EXIT_DRIFT, EXIT_OK
@@ -20,7 +21,7 @@ from tests.ops.conftest import Cli
 from tests.support import faults
 
 
-def audit(harness: Harness, account_id: str) -> commands.AuditFinding:
+def audit(harness: Harness, account_id: str) -> AuditFinding:
     return commands.audit_account(harness.system.dynamodb, harness.system.table, account_id)
 
 
@@ -100,7 +101,7 @@ def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
     )
 
 
-def repair(harness: Harness, finding: commands.AuditFinding) -> commands.Repair:
+def repair(harness: Harness, finding: AuditFinding) -> commands.Repair:
     return commands.repair_account(harness.system.dynamodb, harness.system.table, finding, timedelta(0))
 
 

@@ -1,0 +1,136 @@
+"""The audit: an account's counters against a recount of its own items (`ops audit`, and a slice
+of the accounts at every sweep). Pure: the reading is functions/adapters/audit_reads.py.
+
+`eventual` must equal the counted resource items; `best_effort` may lag the live resources by the
+writes in flight, never exceed them; `admitted` may exceed them by the writes in flight, never lag.
+An account is judged only on two identical consecutive views: no write landed between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AccountView:
+    account_id: str
+    limit: int
+    best_effort_net: int  # signed, as stored
+    admitted: int  # slots held by the admission check
+    eventual: int
+    version: int
+    heal_epoch: int
+    last_write_at: str
+    healed_at: str
+    resource_items: int  # every resource item, whatever its state, tombstones aside
+    live: int  # not soft-deleted
+    counted: int  # counter_processed=true (invariant 1: equals `eventual`)
+    uncounted: int  # counter_processed=false: the consumer has not applied its create yet
+    soft_deleted: int  # deleted=true: the consumer has not applied its delete yet
+    deletes_in_flight: int  # deletion leases: a delete between its decrement and its release, or one that died
+    creates_in_flight: int  # reservation leases: a create between its reservation and its count, or one that died
+    tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
+
+    @property
+    def best_effort(self) -> int:
+        return max(0, self.best_effort_net)
+
+    @property
+    def pending(self) -> int:
+        return self.uncounted + self.soft_deleted + self.deletes_in_flight
+
+    @property
+    def best_effort_drift(self) -> int:
+        """best_effort (signed) - live: negative when increments were lost, never positive."""
+        return self.best_effort_net - self.live
+
+    @property
+    def admitted_drift(self) -> int:
+        """admitted - live: positive when slots are held by creates or deletes that died."""
+        return self.admitted - self.live
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "account_id": self.account_id,
+            "limit": self.limit,
+            "best_effort": {"net": self.best_effort_net, "clamped": self.best_effort},
+            "admitted": self.admitted,
+            "eventual": self.eventual,
+            "live": self.live,
+            "counted": self.counted,
+            "resource_items": self.resource_items,
+            "pending": {
+                "uncounted": self.uncounted,
+                "soft_deleted": self.soft_deleted,
+                "deletes_in_flight": self.deletes_in_flight,
+            },
+            "creates_in_flight": self.creates_in_flight,
+            "tombstones": self.tombstones,
+            "drift": {"best_effort": self.best_effort_drift, "admitted": self.admitted_drift},
+            "version": self.version,
+            "heal_epoch": self.heal_epoch,
+            "last_write_at": self.last_write_at,
+            "healed_at": self.healed_at,
+        }
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    account_id: str
+    # "exact", "drift", or "inconclusive" (written between every pair of reads: try again later)
+    verdict: str
+    problems: tuple[str, ...] = ()
+    view: AccountView | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "account_id": self.account_id,
+            "verdict": self.verdict,
+            "problems": list(self.problems),
+        }
+        if self.view is not None:
+            found["account"] = self.view.to_json()
+        return found
+
+
+def audit_problems(view: AccountView) -> list[str]:
+    """What an unchanged view of an account says is wrong, allowing for the writes in flight.
+
+    `eventual` must equal the counted resource items (each counting transaction flips a flag and
+    moves the counter together). `best_effort` may lag the live resources by the writes in flight (a
+    create counts after its put, a delete decrements before its soft delete), never exceed them;
+    `admitted` may exceed them by the writes in flight, never lag."""
+    in_flight = view.creates_in_flight + view.deletes_in_flight
+    problems = []
+    if view.eventual != view.counted:
+        problems.append(f"eventual {view.eventual} but {view.counted} counted resource items")
+    if view.best_effort_net > view.live:
+        problems.append(f"best effort {view.best_effort_net} above {view.live} live resources (overcount)")
+    elif view.best_effort_net < view.live - in_flight:
+        lost = view.live - in_flight - view.best_effort_net
+        problems.append(f"best effort {lost} below the live resources beyond the writes in flight (a heal fixes it)")
+    if view.admitted < view.live:
+        problems.append(f"admitted {view.admitted} below {view.live} live resources (the limit could be passed)")
+    elif view.admitted > view.live + in_flight:
+        held = view.admitted - view.live - in_flight
+        problems.append(f"{held} slot(s) held beyond the writes in flight (a heal frees them)")
+    return problems
+
+
+def audit(read_view: Callable[[], AccountView | None], account_id: str, attempts: int = 3) -> AuditFinding | None:
+    """Judge one account on two identical consecutive views (`read_view` reads one); None if the
+    account does not exist. One written between every pair of reads is inconclusive."""
+    before = read_view()
+    if before is None:
+        return None
+    for _ in range(attempts):
+        after = read_view()
+        if after is None:
+            return None
+        if after == before:
+            problems = tuple(audit_problems(after))
+            return AuditFinding(account_id, "drift" if problems else "exact", problems, after)
+        before = after
+    return AuditFinding(account_id, "inconclusive", (), before)
