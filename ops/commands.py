@@ -68,7 +68,7 @@ def all_accounts(dynamodb: Any, table: str) -> list[str]:
 class Repair:
     account_id: str
     eventual_fixed_by: int  # added to the eventual counter (0: it was right, or not repaired)
-    heal: HealOutcome | None  # best effort and held slots, by the sweeper's heal; None: not needed
+    heal: HealOutcome | None  # best effort and held slots, by the sweeper's heal; None: no drift
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,17 +113,8 @@ def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: time
             raise TryLater(
                 f"account {finding.account_id}: its counter moved while it was repaired; audit again"
             ) from error
-    healed = heal(dynamodb, table, finding.account_id, quiet).outcome if _needs_heal(view, fixed_by) else None
-    return Repair(finding.account_id, fixed_by, healed)
-
-
-def _needs_heal(view: AccountView, eventual_fixed_by: int) -> bool:
-    in_flight = view.creates_in_flight + view.deletes_in_flight
-    return (
-        not view.live - in_flight <= view.best_effort_net <= view.live
-        or not (view.live <= view.admitted <= view.live + in_flight)
-        or eventual_fixed_by != 0
-    )
+    # Any drift wants the heal: best effort and held slots are its, and a fixed eventual moves both.
+    return Repair(finding.account_id, fixed_by, heal(dynamodb, table, finding.account_id, quiet).outcome)
 
 
 # -- heal --------------------------------------------------------------------------------------

@@ -10,21 +10,19 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import error_code, unavailable
+from functions.adapters.shards import CCF, key
 from functions.core import keys, schema
 from functions.core.rate_limits import TenantRate, Window
 
-PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
 USED, EXPIRES_AT = schema.RATE_USED_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
 RATE, WINDOW = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_WINDOW_ATTRIBUTE
-CCF = "ConditionalCheckFailedException"
 # A lease that finds fewer requests left than it wanted asks again for what is left; another
 # environment may take those first, so it tries a bounded number of times.
 LEASE_ATTEMPTS = 3
 
 
 def window_key(account_id: str, window: Window) -> dict[str, Any]:
-    pk = keys.rate_window_pk(account_id, window.length_ms, window.index)
-    return {PK: {"S": pk}, SK: {"S": schema.RATE_SORT_KEY}}
+    return key(keys.rate_window_pk(account_id, window.length_ms, window.index), schema.RATE_SORT_KEY)
 
 
 def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
@@ -74,7 +72,7 @@ class DynamoWindowStore:
         try:
             response = self._client.get_item(
                 TableName=self._table,
-                Key={PK: {"S": keys.account_pk(account_id)}, SK: {"S": schema.ACCOUNT_SORT_KEY}},
+                Key=key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY),
                 # Eventually consistent (half the read units): an admin's change is seen within a
                 # second or so, and cached for longer anyway.
                 ProjectionExpression=f"{RATE}, {WINDOW}",

@@ -30,8 +30,11 @@ def settings() -> Settings:
     return Settings.from_env()
 
 
+@lru_cache(maxsize=1)
 def dynamodb_client() -> Any:
-    """A DynamoDB client whose errors tell whether any attempt may have landed (watch_attempts)."""
+    """The one DynamoDB client of this execution environment, shared by every store (clients are
+    thread-safe; each built costs start-up time), whose errors tell whether any attempt may have
+    landed (watch_attempts)."""
     return watch_attempts(boto3.client("dynamodb", config=_STANDARD))
 
 
@@ -70,5 +73,14 @@ def stream_reader() -> DynamoStreamReader:
 
 def reset() -> None:
     """Forget cached clients (tests point them at a fresh emulator)."""
-    for cached in (settings, api_store, shard_directory, tenant_limiter, counting_store, healing_store, stream_reader):
+    for cached in (
+        settings,
+        dynamodb_client,
+        api_store,
+        shard_directory,
+        tenant_limiter,
+        counting_store,
+        healing_store,
+        stream_reader,
+    ):
         cached.cache_clear()
