@@ -9,6 +9,7 @@ from typing import Any
 
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamodb import read_account_items
+from functions.adapters.pages import query_items
 from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
 from functions.core import keys, schema
 from functions.core.audit import AccountView
@@ -81,12 +82,7 @@ def _resource_states(dynamodb: Any, table: str, account_id: str) -> Iterator[dic
         ),
         "ConsistentRead": True,
     }
-    while True:
-        response = dynamodb.query(**request)
-        yield from (from_attributes(item) for item in response.get("Items", []))
-        if "LastEvaluatedKey" not in response:
-            return
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    yield from map(from_attributes, query_items(dynamodb, request))
 
 
 def all_accounts(dynamodb: Any, table: str) -> list[str]:
@@ -100,7 +96,6 @@ def all_accounts(dynamodb: Any, table: str) -> list[str]:
 
 def accounts_in_bucket(dynamodb: Any, table: str, index: int) -> set[str]:
     """The accounts with an entry in one activity bucket: a sweep audits one bucket."""
-    found: set[str] = set()
     request: dict[str, Any] = {
         "TableName": table,
         "IndexName": schema.ACTIVITY_INDEX_NAME,
@@ -108,10 +103,4 @@ def accounts_in_bucket(dynamodb: Any, table: str, index: int) -> set[str]:
         "ExpressionAttributeNames": {"#bucket": schema.ACTIVITY_BUCKET_ATTRIBUTE},
         "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
     }
-    while True:
-        response = dynamodb.query(**request)
-        found.update(str(from_attributes(item)["account_id"]) for item in response.get("Items", []))
-        if "LastEvaluatedKey" not in response:
-            break
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-    return found
+    return {str(from_attributes(item)["account_id"]) for item in query_items(dynamodb, request)}

@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import error_code, unavailable
+from functions.adapters.pages import query_pages
 from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.shards import (
     ACTIVE,
@@ -398,6 +399,8 @@ class DynamoApiStore(ShardStore):
         return True
 
     def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+        # By hand, not a paginator: the page ends at `limit` live items and its LastEvaluatedKey
+        # becomes the API's own cursor.
         start_key = _decode_cursor(account_id, cursor) if cursor else None
         items: list[Resource] = []
         for _ in range(MAX_QUERY_PAGES_PER_LIST):
@@ -517,15 +520,7 @@ class DynamoCountingStore:
                 else {"#bucket": PENDING_BUCKET},
                 "ExpressionAttributeValues": to_attributes(values),
             }
-            while True:
-                try:
-                    response = self._client.query(**request)
-                except (ClientError, BotoCoreError) as error:
-                    raise TransientStoreError(f"query pending index: {error}") from error
-                yield from (from_attributes(item) for item in response.get("Items", []))
-                if "LastEvaluatedKey" not in response:
-                    break
-                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            yield from map(from_attributes, _queried_items(self._client, request, "query pending index: "))
 
     def _to_tombstone(self, account_id: str, resource_id: str, *, counted: bool) -> dict[str, Any]:
         """A soft-deleted resource becomes its tombstone (the removal of the resource)."""
@@ -636,13 +631,10 @@ class DynamoHealingStore:
             "Select": "COUNT",
             "ConsistentRead": True,
         }
-        while True:
-            response = self._request(self._client.query, **request)
-            if response.get("Count", 0) > 0:
-                return True
-            if "LastEvaluatedKey" not in response:
-                return False
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        try:
+            return any(page.get("Count", 0) > 0 for page in query_pages(self._client, request))
+        except (ClientError, BotoCoreError) as error:
+            raise TransientStoreError(str(error)) from error
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
         try:
@@ -739,20 +731,21 @@ class DynamoHealingStore:
                     {":bucket": keys.activity_bucket_name(index), ":after": written_after, ":before": written_before}
                 ),
             }
-            while True:
-                response = self._request(self._client.query, **request)
-                for item in map(from_attributes, response.get("Items", [])):
-                    account_id = str(item["account_id"])
-                    if str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and account_id not in seen:
-                        seen.add(account_id)
-                        yield account_id
-                if "LastEvaluatedKey" not in response:
-                    break
-                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            for item in map(from_attributes, _queried_items(self._client, request)):
+                account_id = str(item["account_id"])
+                if str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and account_id not in seen:
+                    seen.add(account_id)
+                    yield account_id
 
-    @staticmethod
-    def _request(method: Any, **request: Any) -> Any:
+
+def _queried_items(client: Any, request: dict[str, Any], context: str = "") -> Iterator[dict[str, Any]]:
+    """Every item of a Query's pages; a failure on any page is transient (the sweeper tries again)."""
+    pages = query_pages(client, request)
+    while True:
         try:
-            return method(**request)
+            page = next(pages, None)
         except (ClientError, BotoCoreError) as error:
-            raise TransientStoreError(str(error)) from error
+            raise TransientStoreError(f"{context}{error}") from error
+        if page is None:
+            return
+        yield from page.get("Items", [])

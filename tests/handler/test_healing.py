@@ -254,3 +254,26 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     assert (finding.account_id, finding.problems) == ("acme", ("eventual 2 but 1 counted resource items",))
     other = sweep(store, store, healing, healing, when + AUDIT_SLICE, settings, audits=healing)
     assert "drift" not in other.audits  # the next slice is another bucket
+
+
+def test_the_sweepers_reads_follow_every_page(harness: Harness) -> None:
+    """DynamoDB ends a Query's page at 1 MB; here every Query is cut to one item a page. A heal
+    still finds the pending resource that sorts after four counted ones, and the audit still counts
+    all five."""
+    from functions.adapters.audit_reads import account_view
+    from functions.core.model import idempotent_resource_id
+
+    api = harness.api
+    api.put_account("acme", 10)
+    counted = {api.create("acme").json()["resourceId"] for _ in range(4)}
+    harness.pump()
+    key = next(f"k{n}" for n in range(10_000) if idempotent_resource_id("acme", f"k{n}") > max(counted))
+    assert api.create("acme", key=key).status == 201  # pending: sorts after every counted one
+    faults.before_call("Query", lambda params: params.update(Limit=1))
+
+    assert heal("acme", QUIET_NOW) is HealOutcome.PENDING_WORK
+    harness.pump()
+    assert heal("acme", QUIET_NOW) is HealOutcome.EXACT
+    view = account_view(clients.dynamodb_client(), harness.system.table, "acme")
+    assert view is not None
+    assert (view.live, view.counted, view.eventual) == (5, 5, 5)

@@ -1,0 +1,21 @@
+"""Every page of a Query, through boto3's paginator, which follows LastEvaluatedKey for us.
+
+The paginator calls the client's own `query`, so the client's hooks (retries, watch_attempts)
+apply to each page as to any call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+
+def query_pages(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Each response of the Query, the first one included, until DynamoDB has no more."""
+    yield from client.get_paginator("query").paginate(**request)
+
+
+def query_items(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every item of every page, as DynamoDB returns them (attribute values not decoded)."""
+    for page in query_pages(client, request):
+        yield from page.get("Items", [])
