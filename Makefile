@@ -9,7 +9,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
 .PHONY: help install run test unit handler runtime integration ops infra lint typecheck openapi released-layout synth deploy destroy \
-	test-deployed localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
+	test-deployed hooks localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
@@ -27,6 +27,7 @@ help:
 	@echo "make unit | handler | runtime | integration | infra   one test tier"
 	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"
 	@echo "make localstack-up | localstack-deploy | localstack-test | localstack-down   (needs Docker)"
+	@echo "make hooks     run make lint's and make typecheck's checks before each commit (pre-commit)"
 	@echo "make synth     synthesize the stack (cdk.out/)"
 	@echo "make deploy    cdk deploy to the AWS account of your credentials"
 	@echo "make openapi   regenerate docs/openapi.json from the api models"
@@ -103,6 +104,10 @@ localstack-test: $(BIN)/.installed
 
 localstack-down:
 	docker compose down
+
+# The same checks before each commit (.pre-commit-config.yaml).
+hooks: $(BIN)/.installed
+	$(BIN)/pre-commit install
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
