@@ -421,6 +421,7 @@ def _iso_from_millis(value: str) -> str:
 
 # The sweeper's own settings, read from the deployed function's environment.
 SWEEP_ENVIRONMENT = (
+    schema.ENV_TOMBSTONE_RETENTION_SECONDS,
     schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS,
     schema.ENV_HEAL_QUIET_SECONDS,
     schema.ENV_HEAL_LOOKBACK_SECONDS,
@@ -473,24 +474,23 @@ def sweep_in_process(connection: Connection, table: str, function_environment: M
     TABLE_NAME comes from the stack's outputs, the thresholds from the function's environment
     (a threshold the function does not set is unset here too, so both use the same default).
     """
-    from functions.shared.config import ConfigurationError, sweep_settings
+    from functions.shared.clients import Clients
+    from functions.shared.config import ConfigurationError, Settings
+    from functions.sweeper.handler import run_sweep, summary
 
-    environment: dict[str, str | None] = {name: function_environment.get(name) for name in SWEEP_ENVIRONMENT}
+    environment = {name: function_environment[name] for name in SWEEP_ENVIRONMENT if name in function_environment}
     environment[schema.ENV_TABLE_NAME] = table
     try:
-        settings = sweep_settings({name: value for name, value in environment.items() if value is not None})
+        settings = Settings.from_env(environment)
     except ConfigurationError as error:
         raise OpsError(f"the sweeper's deployed settings are invalid: {error}") from error
-    with connection.as_functions_default(environment):
-        from functions.sweeper.handler import run_sweep, summary
-
-        report = run_sweep()
+    report = run_sweep(Clients(settings, connection.session, connection.endpoint_url))
     return SweepResult(
         "in-process",
         summary(report),
         {
-            "pending_older_than_seconds": int(settings.pending_older_than.total_seconds()),
-            "quiet_seconds": int(settings.quiet.total_seconds()),
-            "lookback_seconds": int(settings.lookback.total_seconds()),
+            "pending_older_than_seconds": int(settings.sweep.pending_older_than.total_seconds()),
+            "quiet_seconds": int(settings.sweep.quiet.total_seconds()),
+            "lookback_seconds": int(settings.sweep.lookback.total_seconds()),
         },
     )

@@ -8,9 +8,7 @@ constants in infra/constants.py.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -19,7 +17,6 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from functions.shared import clients
 from infra import constants
 
 # Exit codes of `python -m ops` (argparse itself exits 2 for bad usage).
@@ -94,36 +91,6 @@ class Connection:
 
     def describe(self) -> str:
         return f"{self.endpoint_url} ({self.region})" if self.endpoint_url else f"AWS {self.region}"
-
-    @contextlib.contextmanager
-    def as_functions_default(self, environment: Mapping[str, str | None]) -> Iterator[None]:
-        """Run functions' code in this process as if in a sandbox of theirs, pointed where we point.
-
-        The functions build their clients from boto3's default session and the standard
-        variables (functions/shared/clients.py), so for the duration: this connection's session
-        is the default one, AWS_ENDPOINT_URL names our endpoint (or is unset), and `environment`
-        is applied (None unsets a variable). Everything is put back afterwards.
-        """
-        changes: dict[str, str | None] = {"AWS_ENDPOINT_URL": self.endpoint_url, **environment}
-        previous_env = {name: os.environ.get(name) for name in changes}
-        previous_session = boto3.DEFAULT_SESSION
-        try:
-            _apply_environment(changes)
-            boto3.DEFAULT_SESSION = self.session
-            clients.reset()
-            yield
-        finally:
-            clients.reset()
-            boto3.DEFAULT_SESSION = previous_session
-            _apply_environment(previous_env)
-
-
-def _apply_environment(values: Mapping[str, str | None]) -> None:
-    for name, value in values.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
 
 
 @dataclass(frozen=True)

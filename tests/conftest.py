@@ -14,7 +14,11 @@ import boto3
 import pytest
 from hypothesis import settings
 
+from functions.core import schema
+from functions.shared.clients import Clients
+from functions.shared.config import Settings
 from local.emulator import EmulatorProcess
+from tests.support.faults import Faults
 
 # CI explores the same examples on every run, so a red build always reproduces; on a
 # developer's machine hypothesis keeps drawing new ones.
@@ -56,35 +60,37 @@ class System:
     stream_arn: str
     dynamodb: Any
     streams: Any
+    clients: Clients  # what this test's handlers are given: a session and settings of their own
 
 
 def fresh_system(emulator_url: str) -> System:
-    """An empty emulator with one table built from the synthesized template, and handlers that
-    will build new clients (with no fault hooks) on their next call. Sets TABLE_NAME."""
-    from functions.shared import clients
+    """An empty emulator with one table built from the synthesized template, and clients of its own
+    for the handlers (a new session: no fault hook of an earlier test on them)."""
     from tests.support.tables import create_table
 
     urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
-    # A fresh default session: fault hooks registered for one test never leak into the next.
-    boto3.setup_default_session()
-    clients.reset()
     table = f"counter-{uuid.uuid4().hex[:8]}"
-    os.environ["TABLE_NAME"] = table
-    dynamodb = boto3.client("dynamodb")
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
     stream_arn = create_table(dynamodb, table)
-    return System(table=table, stream_arn=stream_arn, dynamodb=dynamodb, streams=boto3.client("dynamodbstreams"))
+    settings = Settings.from_env({**os.environ, schema.ENV_TABLE_NAME: table})
+    return System(
+        table=table,
+        stream_arn=stream_arn,
+        dynamodb=dynamodb,
+        streams=boto3.client("dynamodbstreams", endpoint_url=emulator_url),
+        clients=Clients(settings, boto3.Session(), emulator_url),
+    )
 
 
 @pytest.fixture
-def system(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[System]:
-    from functions.shared import clients
+def system(emulator_url: str) -> System:
+    return fresh_system(emulator_url)
 
-    monkeypatch.setenv("TABLE_NAME", "")  # restored after the test
-    yield fresh_system(emulator_url)
-    # Fault hooks live on the default session: drop them with it, or the next test's clients
-    # (a runtime test's, say) would inherit a fault the last handler test registered.
-    boto3.setup_default_session()
-    clients.reset()
+
+@pytest.fixture
+def faults(system: System) -> Faults:
+    """Failure injection on this test's clients (tests/support/faults.py)."""
+    return Faults(system.clients)
 
 
 TIER_OF_FOLDER = {

@@ -33,7 +33,8 @@ from functions.api.models import (
 from functions.core import accounts, leases
 from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource, Usage
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
-from functions.shared import clients
+from functions.shared.clients import Clients
+from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
 
 MAX_BODY_BYTES = 64 * 1024
@@ -162,8 +163,8 @@ def put_account(
         if_match=versions,
         must_exist=must_exist,
     )
-    usage = accounts.put_account(clients.api_store(), accountId, change, now, caller_waiting)
-    clients.tenant_limiter().learn(accountId, usage.rate)
+    usage = accounts.put_account(wired().api_store, accountId, change, now, caller_waiting)
+    wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
 
 
@@ -175,11 +176,11 @@ def put_account(
     ),
 )
 def get_account(accountId: AccountId) -> Response[str]:
-    return account_response(accounts.get_usage(clients.api_store(), accountId))
+    return account_response(accounts.get_usage(wired().api_store, accountId))
 
 
 def account_response(usage: Usage) -> Response[str]:
-    view = AccountView.of(usage, clients.settings().tenant_rate)
+    view = AccountView.of(usage, wired().settings.tenant_rate)
     return json_response(HTTPStatus.OK, view, {"ETag": f'"{usage.limit_version}"'})
 
 
@@ -235,13 +236,13 @@ def create_resource(
     ] = None,
 ) -> Response[str]:
     created = accounts.create_resource(
-        clients.api_store(),
+        wired().api_store,
         accountId,
         NewResource(name=request.name, attributes=request.attributes),
         idempotency_key,
         now,
         in_time=caller_waiting,
-        directory=clients.shard_directory(),
+        directory=wired().shard_directory,
     )
     if created.replayed:
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
@@ -264,7 +265,7 @@ def list_resources(
         Query(max_length=1024, description="Opaque: the nextCursor of the previous page, as returned."),
     ] = None,
 ) -> ResourcePage:
-    page = accounts.list_resources(clients.api_store(), accountId, limit, cursor)
+    page = accounts.list_resources(wired().api_store, accountId, limit, cursor)
     return ResourcePage(items=[ResourceView.of(item) for item in page.items], nextCursor=page.next_cursor)
 
 
@@ -274,7 +275,7 @@ def list_resources(
     responses=answers({200: ("The resource", ResourceView)}, 404),
 )
 def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
-    return ResourceView.of(accounts.get_resource(clients.api_store(), accountId, resourceId))
+    return ResourceView.of(accounts.get_resource(wired().api_store, accountId, resourceId))
 
 
 @app.delete(
@@ -283,7 +284,7 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
     responses=answers({204: ("Deleted; its slot is free", None)}, 404),
 )
 def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
-    accounts.delete_resource(clients.api_store(), accountId, resourceId, now, in_time=caller_waiting)
+    accounts.delete_resource(wired().api_store, accountId, resourceId, now, in_time=caller_waiting)
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
 
@@ -291,7 +292,8 @@ def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[st
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
+    wiring = clients or default_clients()
     # Checked before routing: request validation would otherwise parse a huge body first.
     if body_size(event) > MAX_BODY_BYTES:
         return plain_error(
@@ -305,7 +307,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", "request body is not UTF-8 JSON")
     tenant = rate_limited_account(event)
     if tenant is not None:
-        decision = clients.tenant_limiter().admit(tenant)
+        decision = wiring.tenant_limiter.admit(tenant)
         if not decision.checked:
             metrics.add_metric(name="RateLimitUnchecked", unit=MetricUnit.Count, value=1)
         if not decision.allowed:
@@ -324,7 +326,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         # A typo (`?limt=5`) gets a clear 400 rather than a silent default.
         names = ", ".join(repr(name) for name in unknown)
         return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", f"query: unknown parameter(s) {names}")
+    app.context["clients"] = wiring  # the resolver clears its context after each request
     return app.resolve(as_json_request(event), context)
+
+
+def wired() -> Clients:
+    """The clients of the request being routed (handler() put them in the resolver's context)."""
+    wiring: Clients = app.context["clients"]
+    return wiring
 
 
 def query_parameters(event: dict[str, Any]) -> dict[str, Any]:

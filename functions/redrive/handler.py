@@ -6,6 +6,7 @@ SQS redelivers it after the visibility timeout and moves it to DLQ 2 after maxRe
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -15,7 +16,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.redrive import parse_failure_message, redrive
-from functions.shared import clients
+from functions.shared.clients import Clients
+from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
 
 # Each message stands alone: report every failed one, even when all fail, rather than erroring the
@@ -24,10 +26,10 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 
 @tracer.capture_method
-def redrive_message(record: SQSRecord) -> str:
+def redrive_message(record: SQSRecord, clients: Clients) -> str:
     batch = parse_failure_message(record.body)
-    store = clients.counting_store()
-    result = redrive(batch, clients.stream_reader(), store, store)
+    store = clients.counting_store
+    result = redrive(batch, clients.stream_reader, store, store)
     metrics.add_metric(name=f"Redriven{result.source.title()}", unit=MetricUnit.Count, value=1)
     logger.info(
         "range redriven",
@@ -45,5 +47,8 @@ def redrive_message(record: SQSRecord) -> str:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(event=event, record_handler=redrive_message, processor=processor, context=context)
+def handler(
+    event: dict[str, Any], context: LambdaContext, clients: Clients | None = None
+) -> PartialItemFailureResponse:
+    record_handler = partial(redrive_message, clients=clients or default_clients())
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

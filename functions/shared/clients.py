@@ -1,4 +1,9 @@
-"""boto3 clients and adapters, built once per execution environment and reused across calls.
+"""The clients and adapters a function works with, built once per execution environment.
+
+Each handler takes a `Clients` (`handler(event, context, clients=...)`); Lambda passes none, and the
+handler uses `default()`: boto3's default session and the settings in the function's environment,
+built at the first invocation and reused by every later one. Tests and the operator CLI pass
+their own, with their session and settings, so nothing global is ever swapped.
 
 Endpoints come from the standard AWS_ENDPOINT_URL variables, so the same code talks to AWS, to
 LocalStack or to the local emulator.
@@ -6,8 +11,10 @@ LocalStack or to the local emulator.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -24,63 +31,82 @@ from functions.shared.config import Settings
 # Every write's condition makes its retry harmless (docs/admission.md), so all calls may retry.
 _STANDARD = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=5)
 
+T = TypeVar("T")
+
+
+class Clients:
+    """One execution environment's clients, stores and caches, each built on first use.
+
+    `session` None means boto3's default session (what a Lambda function uses); `endpoint_url` None
+    means the standard AWS_ENDPOINT_URL variables, or AWS. Clients are
+    thread-safe and each one built costs start-up time, so every store shares one DynamoDB client;
+    the shard directory and the rate limiter hold what this environment has learnt, so there is one
+    of each."""
+
+    def __init__(
+        self, settings: Settings, session: boto3.Session | None = None, endpoint_url: str | None = None
+    ) -> None:
+        self.settings = settings
+        self.session = session
+        self.endpoint_url = endpoint_url
+        self._built: dict[str, Any] = {}
+        self._lock = threading.RLock()  # tests call handlers from several threads
+
+    def _once(self, name: str, build: Callable[[], T]) -> T:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = build()
+            return self._built[name]  # type: ignore[no-any-return]
+
+    def _client(self, service: str) -> Any:
+        make = boto3.client if self.session is None else self.session.client
+        return make(service, config=_STANDARD, endpoint_url=self.endpoint_url)
+
+    @property
+    def dynamodb(self) -> Any:
+        """The DynamoDB client, whose errors tell whether any attempt may have landed (watch_attempts)."""
+        return self._once("dynamodb", lambda: watch_attempts(self._client("dynamodb")))
+
+    @property
+    def streams(self) -> Any:
+        return self._once("streams", lambda: self._client("dynamodbstreams"))
+
+    @property
+    def api_store(self) -> DynamoApiStore:
+        return self._once("api_store", lambda: DynamoApiStore(self.dynamodb, self.settings.table_name))
+
+    @property
+    def shard_directory(self) -> Directory:
+        """What this execution environment has learnt of accounts' admission shards (a cache of hints)."""
+        return self._once("shard_directory", lambda: Directory(self.settings.sharding))
+
+    @property
+    def tenant_limiter(self) -> TenantLimiter:
+        """Per-tenant rate limits, with this execution environment's leases (functions/core/rate_limits.py)."""
+        return self._once(
+            "tenant_limiter",
+            lambda: TenantLimiter(
+                DynamoWindowStore(self.dynamodb, self.settings.table_name), self.settings.tenant_rate
+            ),
+        )
+
+    @property
+    def counting_store(self) -> DynamoCountingStore:
+        return self._once(
+            "counting_store",
+            lambda: DynamoCountingStore(self.dynamodb, self.settings.table_name, self.settings.tombstone_retention),
+        )
+
+    @property
+    def healing_store(self) -> DynamoHealingStore:
+        return self._once("healing_store", lambda: DynamoHealingStore(self.dynamodb, self.settings.table_name))
+
+    @property
+    def stream_reader(self) -> DynamoStreamReader:
+        return self._once("stream_reader", lambda: DynamoStreamReader(self.streams))
+
 
 @lru_cache(maxsize=1)
-def settings() -> Settings:
-    return Settings.from_env()
-
-
-@lru_cache(maxsize=1)
-def dynamodb_client() -> Any:
-    """The one DynamoDB client of this execution environment, shared by every store (clients are
-    thread-safe; each built costs start-up time), whose errors tell whether any attempt may have
-    landed (watch_attempts)."""
-    return watch_attempts(boto3.client("dynamodb", config=_STANDARD))
-
-
-@lru_cache(maxsize=1)
-def api_store() -> DynamoApiStore:
-    return DynamoApiStore(dynamodb_client(), settings().table_name)
-
-
-@lru_cache(maxsize=1)
-def shard_directory() -> Directory:
-    """What this execution environment has learnt of accounts' admission shards (a cache of hints)."""
-    return Directory(settings().sharding)
-
-
-@lru_cache(maxsize=1)
-def tenant_limiter() -> TenantLimiter:
-    """Per-tenant rate limits, with this execution environment's leases (functions/core/rate_limits.py)."""
-    store = DynamoWindowStore(dynamodb_client(), settings().table_name)
-    return TenantLimiter(store, settings().tenant_rate)
-
-
-@lru_cache(maxsize=1)
-def counting_store() -> DynamoCountingStore:
-    return DynamoCountingStore(dynamodb_client(), settings().table_name, settings().tombstone_retention)
-
-
-@lru_cache(maxsize=1)
-def healing_store() -> DynamoHealingStore:
-    return DynamoHealingStore(dynamodb_client(), settings().table_name)
-
-
-@lru_cache(maxsize=1)
-def stream_reader() -> DynamoStreamReader:
-    return DynamoStreamReader(boto3.client("dynamodbstreams", config=_STANDARD))
-
-
-def reset() -> None:
-    """Forget cached clients (tests point them at a fresh emulator)."""
-    for cached in (
-        settings,
-        dynamodb_client,
-        api_store,
-        shard_directory,
-        tenant_limiter,
-        counting_store,
-        healing_store,
-        stream_reader,
-    ):
-        cached.cache_clear()
+def default() -> Clients:
+    """This execution environment's clients: boto3's default session, settings from the environment."""
+    return Clients(Settings.from_env())

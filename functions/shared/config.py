@@ -1,4 +1,4 @@
-"""Settings, parsed and checked once per cold start (`functions.shared.clients.settings`).
+"""Settings, parsed and checked once per cold start (`functions.shared.clients.default`).
 
 Every variable is validated where it is read, and an invalid one fails the first invocation with
 an error that names it, rather than a DynamoDB call failing later (a `BETWEEN` with its bounds

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,8 +18,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.counting import BatchReport, TaskKind, plan_stream_record, process_stream_records
-from functions.shared import clients
 from functions.shared.batch import WholeBatchProcessor
+from functions.shared.clients import Clients
+from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
 
 
@@ -49,8 +51,8 @@ def counting_lags_ms(records: Sequence[DynamoDBRecord], failed: Sequence[str], n
 
 
 @tracer.capture_method
-def apply_batch(records: Sequence[DynamoDBRecord]) -> list[str]:
-    report = process_stream_records(clients.counting_store(), [record.raw_event for record in records])
+def apply_batch(records: Sequence[DynamoDBRecord], clients: Clients) -> list[str]:
+    report = process_stream_records(clients.counting_store, [record.raw_event for record in records])
     publish(report, "Records")
     for lag in counting_lags_ms(records, report.failed, datetime.now(UTC)):
         metrics.add_metric(name="CountingLag", unit=MetricUnit.Milliseconds, value=lag)
@@ -63,5 +65,8 @@ def apply_batch(records: Sequence[DynamoDBRecord]) -> list[str]:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(event=event, record_handler=apply_batch, processor=processor, context=context)
+def handler(
+    event: dict[str, Any], context: LambdaContext, clients: Clients | None = None
+) -> PartialItemFailureResponse:
+    record_handler = partial(apply_batch, clients=clients or default_clients())
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

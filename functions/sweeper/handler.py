@@ -13,14 +13,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.sweeper import SweepReport, sweep
-from functions.shared import clients
+from functions.shared.clients import Clients
+from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
 
 
-def run_sweep() -> SweepReport:
-    counting = clients.counting_store()
-    healing = clients.healing_store()
-    settings = clients.settings()
+def run_sweep(clients: Clients) -> SweepReport:
+    counting = clients.counting_store
+    healing = clients.healing_store
+    settings = clients.settings
     return sweep(
         counting, counting, healing, healing, datetime.now(UTC), settings.sweep, settings.tombstone_retention, healing
     )
@@ -40,8 +41,8 @@ def summary(report: SweepReport) -> dict[str, Any]:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = run_sweep()
+def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
+    report = run_sweep(clients or default_clients())
     found = sum(report.pending.outcomes.values())
     metrics.add_metric(name="SweepPendingFound", unit=MetricUnit.Count, value=found)
     metrics.add_metric(name="SweepPendingFailed", unit=MetricUnit.Count, value=len(report.pending.failed))

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 import pytest
 
 from tests.conftest import System
 from tests.support.api_events import ApiClient
+from tests.support.faults import Faults
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
@@ -18,8 +20,10 @@ class Harness:
         from functions.stream_consumer.handler import handler as consumer_handler
 
         self.system = system
-        self.api = ApiClient(api_handler)
-        self.consumer = consumer_handler
+        self.clients = system.clients
+        self.api = ApiClient(partial(api_handler, clients=system.clients))
+        self.consumer = partial(consumer_handler, clients=system.clients)
+        self.faults = Faults(system.clients)
         self.tap = StreamTap(system.streams, system.stream_arn)
 
     def deliver(self, records: list[dict]) -> list[str]:

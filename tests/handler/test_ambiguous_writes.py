@@ -15,12 +15,9 @@ import pytest
 
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import idempotent_resource_id
-from functions.shared import clients
 from tests.handler.conftest import Harness
-from tests.support import faults
+from tests.support.faults import API_WRITES, Faults, dynamodb_error
 from tests.support.truth import AccountTruth
-
-API_WRITES = faults.API_WRITES
 
 
 def exact(harness: Harness, account_id: str, live: int) -> AccountTruth:
@@ -33,7 +30,7 @@ def exact(harness: Harness, account_id: str, live: int) -> AccountTruth:
     return truth
 
 
-def land_then_500(write: str, meanwhile: object = None) -> list[int]:
+def land_then_500(faults: Faults, write: str, meanwhile: object = None) -> list[int]:
     operation, matches = API_WRITES[write]
     return faults.lands_then_500(operation, matches, meanwhile or (lambda: None))  # type: ignore[arg-type]
 
@@ -41,26 +38,28 @@ def land_then_500(write: str, meanwhile: object = None) -> list[int]:
 # --- the API path ----------------------------------------------------------------------------------
 
 
-def test_a_reservation_that_landed_is_not_answered_as_the_limit(harness: Harness) -> None:
+def test_a_reservation_that_landed_is_not_answered_as_the_limit(harness: Harness, faults: Faults) -> None:
     """Meanwhile another create finds the account full. The retry must see its own reservation,
     not a full account. (Before: 409 LimitExceeded, and the slot it had taken stayed held.)"""
     api = harness.api
     api.put_account("acme", 2)
     api.create("acme", "first")
     rival: list[int] = []
-    landed = land_then_500("reserve", lambda: rival.append(api.create("acme", "rival").status))
+    landed = land_then_500(faults, "reserve", lambda: rival.append(api.create("acme", "rival").status))
     assert api.create("acme", "mine").status == 201
     assert landed == [1]
     assert rival == [409]
     exact(harness, "acme", live=2)
 
 
-THROTTLED = faults.dynamodb_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.")
+THROTTLED = dynamodb_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.")
 
 
 @pytest.mark.parametrize("write", ["put", "soft-delete"])
 def test_a_write_that_landed_then_had_its_retries_throttled_is_not_taken_for_one_that_never_landed(
-    harness: Harness, write: str
+    harness: Harness,
+    write: str,
+    faults: Faults,
 ) -> None:
     """The first attempt lands and answers 500, the SDK's retries are throttled: the call ends in a
     400. Only the last answer is a 400; the first attempt may have landed, and did. (Found by chaos,
@@ -85,7 +84,9 @@ def test_a_write_that_landed_then_had_its_retries_throttled_is_not_taken_for_one
     assert api.create("acme", "more").status == (409 if live else 201)
 
 
-def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_retry(harness: Harness) -> None:
+def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_retry(
+    harness: Harness, faults: Faults
+) -> None:
     """Meanwhile the resource is deleted and the consumer removes it. The retry must find its own
     token on the tombstone, answer 201 and not create it again. (Before: the retry's conditional
     put found no item and put the resource back: a deleted resource came back to life.)"""
@@ -97,7 +98,7 @@ def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_ret
         assert api.delete("acme", resource_id).status == 204
         harness.pump()
 
-    land_then_500("put", delete_and_count)
+    land_then_500(faults, "put", delete_and_count)
     created = api.create("acme", "vm", key="k1")
     assert created.status == 201
     assert created.json()["resourceId"] == resource_id
@@ -106,63 +107,65 @@ def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_ret
     exact(harness, "acme", live=0)
 
 
-def test_a_count_that_landed_is_applied_once(harness: Harness) -> None:
+def test_a_count_that_landed_is_applied_once(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
-    land_then_500("commit", harness.pump)
+    land_then_500(faults, "commit", harness.pump)
     assert api.create("acme").status == 201
     exact(harness, "acme", live=1)
 
 
-def test_a_release_that_landed_is_applied_once(harness: Harness) -> None:
+def test_a_release_that_landed_is_applied_once(harness: Harness, faults: Faults) -> None:
     """The put certainly failed (throttled on every attempt), so the reservation is released; the
     release lands, and meanwhile another create takes the freed slot."""
     api = harness.api
     api.put_account("acme", 1)
     faults.answer_instead(*API_WRITES["put"], faults.dynamodb_error("ThrottlingException"), times=3)
     rival: list[int] = []
-    land_then_500("release", lambda: rival.append(api.create("acme", "rival").status))
+    land_then_500(faults, "release", lambda: rival.append(api.create("acme", "rival").status))
     assert api.create("acme", "mine").status == 503
     assert rival == [201]
     exact(harness, "acme", live=1)
 
 
-def test_a_deletion_decrement_that_landed_is_applied_once(harness: Harness) -> None:
+def test_a_deletion_decrement_that_landed_is_applied_once(harness: Harness, faults: Faults) -> None:
     """(Before: the SDK's retry decremented best-effort a second time.)"""
     api = harness.api
     api.put_account("acme", 5)
     keep, doomed = (api.create("acme", name).json()["resourceId"] for name in ("keep", "doomed"))
-    land_then_500("take-deletion", harness.pump)
+    land_then_500(faults, "take-deletion", harness.pump)
     assert api.delete("acme", doomed).status == 204
     exact(harness, "acme", live=1)
     assert api.request("GET", f"/accounts/acme/resources/{keep}").status == 200
 
 
-def test_a_soft_delete_that_landed_is_answered_204_even_after_the_consumer_removed_it(harness: Harness) -> None:
+def test_a_soft_delete_that_landed_is_answered_204_even_after_the_consumer_removed_it(
+    harness: Harness, faults: Faults
+) -> None:
     """The case the issue found. (Before: the retry found no item, answered 404 and skipped the
     release, so `admitted` stayed one too high and creates were refused below the limit.)"""
     api = harness.api
     api.put_account("acme", 1)
     resource_id = api.create("acme").json()["resourceId"]
     harness.pump()
-    land_then_500("soft-delete", harness.pump)  # the consumer counts the delete and leaves a tombstone
+    land_then_500(faults, "soft-delete", harness.pump)  # the consumer counts the delete and leaves a tombstone
     assert api.delete("acme", resource_id).status == 204
     exact(harness, "acme", live=0)
     assert api.create("acme").status == 201  # the slot is free again
 
 
-def test_a_slot_release_that_landed_is_applied_once(harness: Harness) -> None:
+def test_a_slot_release_that_landed_is_applied_once(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 1)
     resource_id = api.create("acme").json()["resourceId"]
     rival: list[int] = []
-    land_then_500("finish-deletion", lambda: rival.append(api.create("acme", "rival").status))
+    land_then_500(faults, "finish-deletion", lambda: rival.append(api.create("acme", "rival").status))
     assert api.delete("acme", resource_id).status == 204
     assert rival == [201]
     exact(harness, "acme", live=1)
 
 
-def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness) -> None:
+def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness, faults: Faults) -> None:
     """Two deletes of one resource: the second's soft delete loses, so it gives back its decrement,
     and that write lands unseen. (Before: the loser's decrement was never given back.)"""
     api = harness.api
@@ -177,7 +180,7 @@ def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness) -> None
             winner.append(api.delete("acme", resource_id).status)
 
     faults.before_call("UpdateItem", let_the_other_delete_win)
-    land_then_500("undo-deletion")
+    land_then_500(faults, "undo-deletion")
     assert api.delete("acme", resource_id).status == 404
     assert winner == [204]
     exact(harness, "acme", live=0)
@@ -186,7 +189,7 @@ def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness) -> None
 # --- the consumer (the redrive and the sweeper apply records with the same code) ------------------
 
 
-def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness) -> None:
+def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness, faults: Faults) -> None:
     """Meanwhile the resource is deleted and its delete counted, so the retry finds a tombstone."""
     api = harness.api
     api.put_account("acme", 5)
@@ -202,7 +205,7 @@ def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness) 
     exact(harness, "acme", live=0)
 
 
-def test_a_removal_transaction_that_landed_is_not_applied_twice(harness: Harness) -> None:
+def test_a_removal_transaction_that_landed_is_not_applied_twice(harness: Harness, faults: Faults) -> None:
     """Meanwhile a duplicate delivery of the same records runs to the end."""
     api = harness.api
     api.put_account("acme", 5)
@@ -217,7 +220,7 @@ def test_a_removal_transaction_that_landed_is_not_applied_twice(harness: Harness
     assert harness.truth("acme").tombstones == 1
 
 
-def test_an_uncounted_removal_that_landed_is_not_applied_twice(harness: Harness) -> None:
+def test_an_uncounted_removal_that_landed_is_not_applied_twice(harness: Harness, faults: Faults) -> None:
     """Created and deleted before the consumer ran: both cancel in one conditional update."""
     api = harness.api
     api.put_account("acme", 5)
@@ -233,7 +236,9 @@ def test_an_uncounted_removal_that_landed_is_not_applied_twice(harness: Harness)
 # --- heals ---------------------------------------------------------------------------------------
 
 
-def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_retry(harness: Harness) -> None:
+def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_retry(
+    harness: Harness, faults: Faults
+) -> None:
     api = harness.api
     api.put_account("acme", 5)
     faults.crash_after_write("put")  # never counted by best-effort, and its lease stays
@@ -244,12 +249,12 @@ def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_
         "UpdateItem", lambda p: "heal_epoch" in faults.expression(p), lambda: api.create("acme", "meanwhile")
     )
     quiet = timedelta(hours=1)  # the lease is fresh: only best-effort is healed
-    assert heal_account(clients.healing_store(), "acme", datetime.now(UTC), quiet).outcome is HealOutcome.HEALED
+    assert heal_account(harness.clients.healing_store, "acme", datetime.now(UTC), quiet).outcome is HealOutcome.HEALED
     assert landed == [1]
     harness.check_invariants()
 
 
-def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness) -> None:
+def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 2)
     faults.crash_after_write("reserve")  # a slot held, no resource
@@ -257,7 +262,7 @@ def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness) -> Non
         api.create("acme")
     landed = faults.lands_then_500("UpdateItem", lambda p: "REMOVE #lease" in faults.expression(p))
     later = datetime.now(UTC) + timedelta(minutes=2)  # the lease is older than `quiet`: its request is over
-    outcome = heal_account(clients.healing_store(), "acme", later, timedelta(seconds=60)).outcome
+    outcome = heal_account(harness.clients.healing_store, "acme", later, timedelta(seconds=60)).outcome
     assert outcome in (HealOutcome.EXACT, HealOutcome.HEALED)
     assert landed == [1]
     exact(harness, "acme", live=0)
@@ -292,7 +297,9 @@ def test_an_invocation_older_than_the_integration_timeout_writes_nothing(
     assert api.account("acme")["limit"] == 5
 
 
-def test_a_late_keyed_create_after_its_retry_succeeded_and_the_resource_was_removed(harness: Harness) -> None:
+def test_a_late_keyed_create_after_its_retry_succeeded_and_the_resource_was_removed(
+    harness: Harness, faults: Faults
+) -> None:
     """The first invocation is held just before its put while the caller's retry creates the
     resource, deletes it, and the consumer leaves a tombstone. Then the first put runs: it must not
     bring the resource back, and its reservation must be released. (Before: the put found no item
@@ -319,7 +326,7 @@ def test_a_late_keyed_create_after_its_retry_succeeded_and_the_resource_was_remo
     exact(harness, "acme", live=0)
 
 
-def test_a_late_delete_after_its_retry_succeeded_gives_back_its_decrement(harness: Harness) -> None:
+def test_a_late_delete_after_its_retry_succeeded_gives_back_its_decrement(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     resource_id = api.create("acme").json()["resourceId"]

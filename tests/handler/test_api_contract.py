@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.handler.conftest import Harness
-from tests.support import faults
+from tests.support.faults import Faults, dynamodb_error
 from tests.support.truth import read_truth
 
 
@@ -89,7 +89,7 @@ def test_create_at_the_limit_is_refused(harness: Harness) -> None:
     assert harness.truth("acme").existing == 2
 
 
-def test_limit_counts_the_eventual_counter_when_best_effort_lags(harness: Harness) -> None:
+def test_limit_counts_the_eventual_counter_when_best_effort_lags(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 1)
     faults.crash_after("PutItem")  # the create dies before its best-effort increment
@@ -164,7 +164,13 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize(("method", "url", "body", "headers", "status"), BAD_REQUESTS)
 def test_bad_input_is_a_clear_4xx_and_writes_nothing(
-    harness: Harness, method: str, url: str, body: object, headers: dict[str, str] | None, status: int
+    harness: Harness,
+    method: str,
+    url: str,
+    body: object,
+    headers: dict[str, str] | None,
+    status: int,
+    faults: Faults,
 ) -> None:
     harness.api.put_account("acme", 5)
     before = read_truth(harness.system.dynamodb, harness.system.table)
@@ -176,10 +182,10 @@ def test_bad_input_is_a_clear_4xx_and_writes_nothing(
     assert read_truth(harness.system.dynamodb, harness.system.table) == before
 
 
-THROTTLED = faults.dynamodb_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.")
+THROTTLED = dynamodb_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.")
 
 
-def test_dynamodb_errors_reach_callers_as_a_plain_retryable_503(harness: Harness) -> None:
+def test_dynamodb_errors_reach_callers_as_a_plain_retryable_503(harness: Harness, faults: Faults) -> None:
     harness.api.put_account("acme", 5)
     given = faults.answer_instead("PutItem", lambda _: True, THROTTLED, times=100)
     response = harness.api.create("acme")
@@ -192,7 +198,7 @@ def test_dynamodb_errors_reach_callers_as_a_plain_retryable_503(harness: Harness
     assert harness.truth("acme").admitted == 0
 
 
-def test_throttling_that_passes_is_absorbed_by_internal_retries(harness: Harness) -> None:
+def test_throttling_that_passes_is_absorbed_by_internal_retries(harness: Harness, faults: Faults) -> None:
     harness.api.put_account("acme", 5)
     given = faults.answer_instead(*faults.API_WRITES["commit"], THROTTLED, times=2)
     assert harness.api.create("acme").status == 201

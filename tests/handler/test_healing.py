@@ -17,17 +17,15 @@ from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource
 from functions.core.sweeper import SweepSettings, sweep
-from functions.shared import clients
 from tests.handler.conftest import Harness
-from tests.support import faults
-from tests.support.faults import expression
+from tests.support.faults import Faults, expression
 
 QUIET_NOW = timedelta(0)  # every write counts as old: both counters may be healed
 NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort may be healed
 
 
-def heal(account_id: str, quiet: timedelta) -> HealOutcome:
-    return heal_account(clients.healing_store(), account_id, datetime.now(UTC), quiet).outcome
+def heal(harness: Harness, account_id: str, quiet: timedelta) -> HealOutcome:
+    return heal_account(harness.clients.healing_store, account_id, datetime.now(UTC), quiet).outcome
 
 
 def once(matches: Any, action: Any) -> Any:
@@ -43,7 +41,7 @@ def once(matches: Any, action: Any) -> Any:
     return run
 
 
-def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness) -> None:
+def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 3)
     faults.crash_after("PutItem")  # created, never counted by best-effort
@@ -56,31 +54,31 @@ def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness) -> Non
     before = harness.truth("acme")
     assert (before.live, before.best_effort, before.admitted) == (1, 0, 2)
 
-    assert heal("acme", QUIET_NOW) is HealOutcome.HEALED
+    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.HEALED
     after = harness.truth("acme")
     assert (after.best_effort_net, after.admitted, after.eventual) == (1, 1, 1)
     assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]  # the held slot is free again
     harness.check_invariants()
 
 
-def test_a_recently_written_account_keeps_its_held_slots(harness: Harness) -> None:
+def test_a_recently_written_account_keeps_its_held_slots(harness: Harness, faults: Faults) -> None:
     harness.api.put_account("acme", 3)
     faults.crash_after_write("reserve")
     with pytest.raises(faults.SimulatedCrash):
         harness.api.create("acme")
-    assert heal("acme", NOT_QUIET) is HealOutcome.EXACT  # best-effort is right; admitted must wait
+    assert heal(harness, "acme", NOT_QUIET) is HealOutcome.EXACT  # best-effort is right; admitted must wait
     assert harness.truth("acme").admitted == 1
 
 
 def test_heal_waits_while_counting_work_is_pending(harness: Harness) -> None:
     harness.api.put_account("acme", 3)
     harness.api.create("acme")  # not yet applied by the consumer
-    assert heal("acme", QUIET_NOW) is HealOutcome.PENDING_WORK
+    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.PENDING_WORK
     harness.pump()
-    assert heal("acme", QUIET_NOW) is HealOutcome.EXACT
+    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.EXACT
 
 
-def test_heal_waits_for_a_delete_in_flight(harness: Harness) -> None:
+def test_heal_waits_for_a_delete_in_flight(harness: Harness, faults: Faults) -> None:
     """Decremented, not yet soft-deleted: healing best-effort to the eventual count now would erase
     a decrement the delete may still give back (overcount) or follow with its soft delete."""
     api = harness.api
@@ -90,15 +88,15 @@ def test_heal_waits_for_a_delete_in_flight(harness: Harness) -> None:
     faults.crash_after_write("take-deletion")  # the delete stops after its decrement
     with pytest.raises(faults.SimulatedCrash):
         api.delete("acme", resource_id)
-    assert heal("acme", NOT_QUIET) is HealOutcome.PENDING_WORK  # a fresh lease: the delete may go on
+    assert heal(harness, "acme", NOT_QUIET) is HealOutcome.PENDING_WORK  # a fresh lease: the delete may go on
     assert harness.truth("acme").best_effort == 0
     # A lease older than `quiet`: that delete died before its soft delete, so its decrement is given back.
-    assert heal("acme", QUIET_NOW) is HealOutcome.HEALED
+    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.HEALED
     truth = harness.truth("acme")
     assert (truth.best_effort, truth.admitted, truth.live, truth.leases) == (1, 1, 1, 0)
 
 
-def test_a_decrement_between_the_heals_reads_and_write_makes_it_retry(harness: Harness) -> None:
+def test_a_decrement_between_the_heals_reads_and_write_makes_it_retry(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 3)
     ids = [api.create("acme").json()["resourceId"]]
@@ -111,11 +109,11 @@ def test_a_decrement_between_the_heals_reads_and_write_makes_it_retry(harness: H
         assert api.delete("acme", ids[0]).status == 204
 
     faults.before_call("UpdateItem", once(lambda p: "heal_epoch" in expression(p), delete_now))
-    assert heal("acme", NOT_QUIET) is HealOutcome.BUSY  # the version moved: the write was refused
+    assert heal(harness, "acme", NOT_QUIET) is HealOutcome.BUSY  # the version moved: the write was refused
     harness.check_invariants()
 
 
-def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness) -> None:
+def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness, faults: Faults) -> None:
     """Reserved before the heal, put and counted by the stream, then healed: the late increment
     must be skipped (heal epoch), or best-effort would count the resource twice."""
     api = harness.api
@@ -124,7 +122,7 @@ def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness)
 
     def count_and_heal() -> None:
         harness.pump()
-        outcomes.append(heal("acme", NOT_QUIET))
+        outcomes.append(heal(harness, "acme", NOT_QUIET))
 
     faults.before_call("UpdateItem", once(faults.API_WRITES["commit"][1], count_and_heal))
     assert api.create("acme").status == 201
@@ -134,7 +132,7 @@ def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness)
     harness.check_invariants()
 
 
-def test_a_removal_between_the_heals_reads_makes_it_retry(harness: Harness) -> None:
+def test_a_removal_between_the_heals_reads_makes_it_retry(harness: Harness, faults: Faults) -> None:
     """The first read counts a soft-deleted resource; the consumer removes it before the pending
     check sees it. Only the second read shows the count moved; without it best-effort := 1 with
     nothing live."""
@@ -144,13 +142,13 @@ def test_a_removal_between_the_heals_reads_makes_it_retry(harness: Harness) -> N
     harness.pump()
     api.delete("acme", resource_id)  # soft-deleted, still counted by `eventual`
     faults.before_call("Query", once(lambda _: True, harness.pump))  # the pending check runs after it
-    assert heal("acme", NOT_QUIET) is HealOutcome.BUSY
+    assert heal(harness, "acme", NOT_QUIET) is HealOutcome.BUSY
     harness.check_invariants()
-    assert heal("acme", QUIET_NOW) in (HealOutcome.EXACT, HealOutcome.HEALED)
+    assert heal(harness, "acme", QUIET_NOW) in (HealOutcome.EXACT, HealOutcome.HEALED)
     assert harness.api.account("acme")["bestEffort"] == 0
 
 
-def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: Harness) -> None:
+def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     api.put_account("calm", 5)
@@ -158,7 +156,7 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")  # the stream is never applied in this test: only the sweeper works
     api.create("calm")
-    store, healing = clients.counting_store(), clients.healing_store()
+    store, healing = harness.clients.counting_store, harness.clients.healing_store
     settings = SweepSettings(pending_older_than=timedelta(0), quiet=timedelta(0), lookback=timedelta(hours=1))
 
     report = sweep(store, store, healing, healing, datetime.now(UTC), settings)
@@ -181,7 +179,7 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     harness.check_invariants()
 
 
-def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(harness: Harness) -> None:
+def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(harness: Harness, faults: Faults) -> None:
     """Creates die between reserving their slot and putting their resource, on an account written
     every 100 ms, which never goes quiet. One sweep after the leases are older than `quiet` (one
     sweep period at most: the bound, docs/healing.md) every slot is back, and the account then
@@ -195,7 +193,11 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
         with pytest.raises(faults.SimulatedCrash):
             # Through the API's own flow, with a clock two minutes back: leases older than `quiet`.
             accounts.create_resource(
-                clients.api_store(), "busy", NewResource("lost"), None, lambda: two_minutes_ago.replace("+00:00", "Z")
+                harness.clients.api_store,
+                "busy",
+                NewResource("lost"),
+                None,
+                lambda: two_minutes_ago.replace("+00:00", "Z"),
             )
     stop = threading.Event()
 
@@ -209,8 +211,8 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     writer.start()
     try:
         stop.wait(0.5)
-        healing = clients.healing_store()
-        store = clients.counting_store()
+        healing = harness.clients.healing_store
+        store = harness.clients.counting_store
         report = sweep(store, store, healing, healing, datetime.now(UTC), SweepSettings())
         assert (report.busy_accounts, report.dead_leases) == (1, 2)
         assert sum(report.heals.values()) == 0  # not quiet: no heal, only its dead leases
@@ -246,7 +248,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     slice_seconds = AUDIT_SLICE.total_seconds()
     cycles = int(datetime.now(UTC).timestamp() // (slice_seconds * schema.ACTIVITY_BUCKET_COUNT)) + 1
     when = datetime.fromtimestamp((cycles * schema.ACTIVITY_BUCKET_COUNT + bucket) * slice_seconds + 1, UTC)
-    store, healing = clients.counting_store(), clients.healing_store()
+    store, healing = harness.clients.counting_store, harness.clients.healing_store
     settings = SweepSettings(quiet=timedelta(seconds=60))
     report = sweep(store, store, healing, healing, when, settings, audits=healing)
     assert report.audits["drift"] == 1
@@ -256,7 +258,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     assert "drift" not in other.audits  # the next slice is another bucket
 
 
-def test_the_sweepers_reads_follow_every_page(harness: Harness) -> None:
+def test_the_sweepers_reads_follow_every_page(harness: Harness, faults: Faults) -> None:
     """DynamoDB ends a Query's page at 1 MB; here every Query is cut to one item a page. A heal
     still finds the pending resource that sorts after four counted ones, and the audit still counts
     all five."""
@@ -271,9 +273,9 @@ def test_the_sweepers_reads_follow_every_page(harness: Harness) -> None:
     assert api.create("acme", key=key).status == 201  # pending: sorts after every counted one
     faults.before_call("Query", lambda params: params.update(Limit=1))
 
-    assert heal("acme", QUIET_NOW) is HealOutcome.PENDING_WORK
+    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.PENDING_WORK
     harness.pump()
-    assert heal("acme", QUIET_NOW) is HealOutcome.EXACT
-    view = account_view(clients.dynamodb_client(), harness.system.table, "acme")
+    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.EXACT
+    view = account_view(harness.clients.dynamodb, harness.system.table, "acme")
     assert view is not None
     assert (view.live, view.counted, view.eventual) == (5, 5, 5)

@@ -19,9 +19,8 @@ from functions.core import accounts
 from functions.core.counting import Outcome, process_stream_records
 from functions.core.errors import LimitExceeded
 from functions.core.model import NewResource
-from functions.shared import clients
 from tests.handler.conftest import Harness
-from tests.support import faults
+from tests.support.faults import Faults
 
 
 def now() -> str:
@@ -41,7 +40,9 @@ def run_together(count: int, work: Callable[[int], Any]) -> list[Any]:
         return list(pool.map(guarded, range(count)))
 
 
-def hold_until(parties: int, operation: str, matches: Callable[[dict[str, Any]], bool]) -> threading.Barrier:
+def hold_until(
+    faults: Faults, parties: int, operation: str, matches: Callable[[dict[str, Any]], bool]
+) -> threading.Barrier:
     """Make the first `parties` matching calls wait for each other just before they are sent."""
     barrier = threading.Barrier(parties, timeout=20)
     passed = [0]
@@ -88,7 +89,7 @@ DELETE_WRITES = ["take-deletion", "soft-delete", "finish-deletion"]
 
 
 @pytest.mark.parametrize("write", CREATE_WRITES)
-def test_create_crashing_after_any_write_never_overcounts(harness: Harness, write: str) -> None:
+def test_create_crashing_after_any_write_never_overcounts(harness: Harness, write: str, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme", "existing")
@@ -108,7 +109,9 @@ def test_create_crashing_after_any_write_never_overcounts(harness: Harness, writ
 
 @pytest.mark.parametrize("write", CREATE_WRITES)
 def test_create_retried_without_a_key_creates_another_resource_and_never_overcounts(
-    harness: Harness, write: str
+    harness: Harness,
+    write: str,
+    faults: Faults,
 ) -> None:
     api = harness.api
     api.put_account("acme", 5)
@@ -123,7 +126,7 @@ def test_create_retried_without_a_key_creates_another_resource_and_never_overcou
 
 
 @pytest.mark.parametrize("write", DELETE_WRITES)
-def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, write: str) -> None:
+def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, write: str, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     keep = api.create("acme", "keep").json()["resourceId"]
@@ -143,7 +146,7 @@ def test_delete_crashing_after_any_write_never_overcounts(harness: Harness, writ
 
 
 @pytest.mark.parametrize("write", CREATE_WRITES + DELETE_WRITES)
-def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, write: str) -> None:
+def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, write: str, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     resource_id = api.create("acme", "vm").json()["resourceId"]
@@ -155,18 +158,18 @@ def test_a_write_that_lands_but_times_out_never_overcounts(harness: Harness, wri
     harness.check_invariants()
 
 
-def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness) -> None:
+def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness, faults: Faults) -> None:
     harness.api.put_account("acme", 5)
     resource_id = harness.api.create("acme").json()["resourceId"]
-    hold_until(2, *faults.API_WRITES["take-deletion"])
-    store = clients.api_store()
+    hold_until(faults, 2, *faults.API_WRITES["take-deletion"])
+    store = harness.clients.api_store
     results = run_together(2, lambda _: accounts.delete_resource(store, "acme", resource_id, now))
     assert sum(result is None for result in results) == 1  # one delete won, the other is a 404
     harness.check_invariants()
     assert harness.api.account("acme")["bestEffort"] == 0
 
 
-def test_delete_landing_before_the_create_counts_it_never_overcounts(harness: Harness) -> None:
+def test_delete_landing_before_the_create_counts_it_never_overcounts(harness: Harness, faults: Faults) -> None:
     """A delete that completes while its create is between the put and the increment.
 
     The decrement lands before the increment it cancels. Stored clamped at zero it would be lost
@@ -210,12 +213,12 @@ def test_a_record_delivered_twice_counts_once(harness: Harness) -> None:
     assert harness.api.account("acme")["eventual"] == 1
 
 
-def test_a_record_delivered_twice_concurrently_counts_once(harness: Harness) -> None:
+def test_a_record_delivered_twice_concurrently_counts_once(harness: Harness, faults: Faults) -> None:
     harness.api.put_account("acme", 5)
     harness.api.create("acme")
     records = harness.tap.drain()
-    hold_until(2, "TransactWriteItems", lambda _: True)  # both transactions in flight together
-    store = clients.counting_store()
+    hold_until(faults, 2, "TransactWriteItems", lambda _: True)  # both transactions in flight together
+    store = harness.clients.counting_store
     reports = run_together(2, lambda _: process_stream_records(store, records))
     assert sorted(report.outcomes[Outcome.APPLIED] for report in reports) == [0, 1]
     assert sorted(report.outcomes[Outcome.ALREADY_DONE] for report in reports) == [0, 1]
@@ -252,7 +255,7 @@ def test_a_delete_whose_create_was_never_counted_cancels_it(harness: Harness) ->
     harness.check_invariants()
 
 
-def test_a_failed_record_is_reported_alone_and_counts_once_when_retried(harness: Harness) -> None:
+def test_a_failed_record_is_reported_alone_and_counts_once_when_retried(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme", "first")
@@ -278,7 +281,9 @@ def test_a_failed_record_is_reported_alone_and_counts_once_when_retried(harness:
     "codes",
     [("TransactionConflict", "None"), ("None", "ThrottlingError"), ("None", "ProvisionedThroughputExceeded")],
 )
-def test_every_cancellation_but_our_own_condition_is_retried(harness: Harness, codes: tuple[str, str]) -> None:
+def test_every_cancellation_but_our_own_condition_is_retried(
+    harness: Harness, codes: tuple[str, str], faults: Faults
+) -> None:
     harness.api.put_account("acme", 5)
     harness.api.create("acme")
     records = harness.tap.drain()
@@ -294,7 +299,7 @@ def test_every_cancellation_but_our_own_condition_is_retried(harness: Harness, c
 # --- Invariant 4: no new API errors ------------------------------------------------------------
 
 
-def test_a_quiet_accounts_api_path_never_runs_a_transaction(harness: Harness) -> None:
+def test_a_quiet_accounts_api_path_never_runs_a_transaction(harness: Harness, faults: Faults) -> None:
     """A one-shard account (every account until it is busy) admits, counts and refuses with single
     conditional writes. Only moving room between a busy account's shards is a transaction."""
     called: list[str] = []
@@ -316,14 +321,16 @@ def test_a_quiet_accounts_api_path_never_runs_a_transaction(harness: Harness) ->
 
 
 @pytest.mark.parametrize(("limit", "existing", "racers"), [(5, 3, 8), (1, 0, 6)])
-def test_concurrent_creates_never_exceed_the_limit(harness: Harness, limit: int, existing: int, racers: int) -> None:
+def test_concurrent_creates_never_exceed_the_limit(
+    harness: Harness, limit: int, existing: int, racers: int, faults: Faults
+) -> None:
     harness.api.put_account("acme", limit)
     for _ in range(existing):
         harness.api.create("acme")
     # Every racer is about to send its reservation before any of them has: the single conditional
     # update must still let exactly the free slots through.
-    hold_until(racers, *faults.API_WRITES["reserve"])
-    store = clients.api_store()
+    hold_until(faults, racers, *faults.API_WRITES["reserve"])
+    store = harness.clients.api_store
     results = run_together(
         racers, lambda i: accounts.create_resource(store, "acme", NewResource(name=f"racer-{i}"), None, now)
     )
@@ -339,7 +346,7 @@ def test_concurrent_creates_never_exceed_the_limit(harness: Harness, limit: int,
 # --- Invariant 6: self-healing when an account empties -----------------------------------------
 
 
-def test_both_counters_return_to_zero_when_every_resource_is_deleted(harness: Harness) -> None:
+def test_both_counters_return_to_zero_when_every_resource_is_deleted(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 10)
     ids = [api.create("acme").json()["resourceId"] for _ in range(4)]

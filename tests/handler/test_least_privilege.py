@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from functions.core import schema
-from functions.shared import clients
+from functions.shared.clients import Clients
+from functions.shared.config import Settings
 from infra import constants
 from infra.synth import synthesize_stack_template
 from tests.handler.conftest import Harness
 from tests.handler.test_redrive import failed_range, redrive  # noqa: F401 - failed_range is a fixture
-from tests.support import faults
+from tests.support.faults import Faults
 from tests.support.iam_calls import CallRecorder, Needed
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -64,7 +65,7 @@ def _kind(resource: Any) -> str:
 @pytest.fixture
 def recorder(harness: Harness) -> CallRecorder:
     recorded = CallRecorder()
-    recorded.install()
+    recorded.install(harness.clients)
     return recorded
 
 
@@ -78,7 +79,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     api.delete("busy", created["resourceId"])
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
     # below its usage (the other shards retired, the change checked against each of them).
-    assert clients.api_store().set_active("busy", 1, 1, 4)
+    assert harness.clients.api_store.set_active("busy", 1, 1, 4)
     for index in range(6):
         assert api.create("busy", f"r{index}").status == 201
     assert api.create("busy", "one too many").status == 409
@@ -89,22 +90,23 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     harness: Harness,
     recorder: CallRecorder,
     failed_range: str,  # noqa: F811 - the fixture imported above
-    monkeypatch: pytest.MonkeyPatch,
+    faults: Faults,
 ) -> None:
     run_the_api_through_its_paths(harness)
     harness.pump()  # the consumer
-    assert redrive(failed_range) == []  # the redrive re-reads a stream range
+    assert redrive(harness, failed_range) == []  # the redrive re-reads a stream range
     # The sweeper, with nothing too young to sweep or heal: a create whose process died after its
     # put leaves a lease that a heal settles by reading the resource.
-    monkeypatch.setenv(schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS, "0")
-    monkeypatch.setenv(schema.ENV_HEAL_QUIET_SECONDS, "0")
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):
         harness.api.create("acme", "dies")
-    recorder.install()  # crash_after rebuilt the clients' hooks
     from functions.sweeper.handler import handler as sweeper
 
-    sweeper({}, FakeLambdaContext(function_name="sweeper"))
+    sweep_now = {schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "0", schema.ENV_HEAL_QUIET_SECONDS: "0"}
+    settings = Settings.from_env({schema.ENV_TABLE_NAME: harness.system.table, **sweep_now})
+    sweeper_clients = Clients(settings, harness.clients.session, harness.clients.endpoint_url)
+    recorder.install(sweeper_clients)
+    sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=sweeper_clients)
 
     template = synthesize_stack_template()
     for function, handler in HANDLERS.items():

@@ -14,6 +14,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -24,16 +25,16 @@ from functions.core.counting import process_pending_items, process_stream_record
 from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceNotFound
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, idempotent_resource_id
-from functions.shared import clients
+from functions.shared.clients import Clients
 from tests.conftest import fresh_system
-from tests.support import faults
+from tests.support.faults import Faults
 from tests.support.stream import StreamTap
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
 ACCOUNT = "prop"
 LIMIT = 4
 
-# Where a flow can crash: the write just landed, then the function died (faults.API_WRITES).
+# Where a flow can crash: the write just landed, then the function died (self.faults.API_WRITES).
 CREATE_CRASHES = ("reserve", "put", "commit")
 DELETE_CRASHES = ("take-deletion", "soft-delete", "finish-deletion")
 
@@ -46,11 +47,13 @@ class CounterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.system = fresh_system(os.environ["AWS_ENDPOINT_URL"])
+        self.clients = self.system.clients
+        self.faults = Faults(self.clients)
         self.tap = StreamTap(self.system.streams, self.system.stream_arn)
         self.delivered: list[list[dict[str, Any]]] = []
         self.live: set[str] = set()  # the model: resources a caller would find
         self.maybe: set[str] = set()  # crashed creates and deletes: either outcome is correct
-        accounts.put_account(clients.api_store(), ACCOUNT, accounts.limit_change(LIMIT), now)
+        accounts.put_account(self.clients.api_store, ACCOUNT, accounts.limit_change(LIMIT), now)
 
     # -- API --------------------------------------------------------------------------------
 
@@ -58,7 +61,7 @@ class CounterMachine(RuleBasedStateMachine):
     def create(self, key: int) -> None:
         resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
         try:
-            created = accounts.create_resource(clients.api_store(), ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
+            created = accounts.create_resource(self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
         except LimitExceeded:
             assert resource_id not in self.live
             return
@@ -70,10 +73,10 @@ class CounterMachine(RuleBasedStateMachine):
 
     @rule(key=st.integers(0, 9), point=st.sampled_from(CREATE_CRASHES))
     def create_and_crash(self, key: int, point: str) -> None:
-        faults.crash_after_write(point)
+        self.faults.crash_after_write(point)
         resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
-        with contextlib.suppress(faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
-            accounts.create_resource(clients.api_store(), ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
+        with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
+            accounts.create_resource(self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
         self._disarm()
         if resource_id not in self.live:
             self.maybe.add(resource_id)  # landed or not, depending on where it crashed
@@ -83,16 +86,16 @@ class CounterMachine(RuleBasedStateMachine):
     def delete(self, data: st.DataObject) -> None:
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
         with contextlib.suppress(ResourceNotFound):
-            accounts.delete_resource(clients.api_store(), ACCOUNT, resource_id, now)
+            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, now)
         self.live.discard(resource_id)
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data(), point=st.sampled_from(DELETE_CRASHES))
     def delete_and_crash(self, data: st.DataObject, point: str) -> None:
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
-        faults.crash_after_write(point)
-        with contextlib.suppress(faults.SimulatedCrash, ResourceNotFound):
-            accounts.delete_resource(clients.api_store(), ACCOUNT, resource_id, now)
+        self.faults.crash_after_write(point)
+        with contextlib.suppress(self.faults.SimulatedCrash, ResourceNotFound):
+            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, now)
         self._disarm()
         self.live.discard(resource_id)
         self.maybe.add(resource_id)
@@ -104,7 +107,7 @@ class CounterMachine(RuleBasedStateMachine):
         pending = self.tap.drain()
         for start in range(0, len(pending), take):
             batch = pending[start : start + take]
-            process_stream_records(clients.counting_store(), batch)
+            process_stream_records(self.clients.counting_store, batch)
             self.delivered.append(batch)
 
     @precondition(lambda self: bool(self.delivered))
@@ -112,16 +115,16 @@ class CounterMachine(RuleBasedStateMachine):
     def replay_an_old_batch(self, data: st.DataObject) -> None:
         """A duplicate, or a late replay from DLQ 1 arriving after newer batches."""
         batch = data.draw(st.sampled_from(self.delivered))
-        process_stream_records(clients.counting_store(), batch)
+        process_stream_records(self.clients.counting_store, batch)
 
     @rule()
     def sweep(self) -> None:
-        store = clients.counting_store()
+        store = self.clients.counting_store
         process_pending_items(store, store.pending_items(None))
 
     @rule(quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
     def heal(self, quiet: timedelta) -> None:
-        outcome = heal_account(clients.healing_store(), ACCOUNT, datetime.now(UTC), quiet).outcome
+        outcome = heal_account(self.clients.healing_store, ACCOUNT, datetime.now(UTC), quiet).outcome
         assert outcome is not HealOutcome.NOT_FOUND
 
     # -- invariants ----------------------------------------------------------------------------
@@ -141,28 +144,26 @@ class CounterMachine(RuleBasedStateMachine):
         assert live <= self.live | self.maybe, f"unexpected: {live - self.live - self.maybe}"
 
     def _live_ids(self) -> set[str]:
-        page = clients.api_store().list_resources(ACCOUNT, 100, None)
+        page = self.clients.api_store.list_resources(ACCOUNT, 100, None)
         return {resource.resource_id for resource in page.items}
 
     def teardown(self) -> None:
         # Quiescence: everything delivered (twice over, to settle the consumer's own writes).
         for _ in range(3):
-            process_stream_records(clients.counting_store(), self.tap.drain())
+            process_stream_records(self.clients.counting_store, self.tap.drain())
         truth = self._truth()
         assert truth.eventual == truth.live == truth.processed
         self._disarm()
 
     def _disarm(self) -> None:
-        import boto3
-
-        boto3.setup_default_session()
-        clients.reset()
+        """New clients, without the hooks of the crash just injected."""
+        self.clients = Clients(self.clients.settings, boto3.Session(), os.environ["AWS_ENDPOINT_URL"])
+        self.faults = Faults(self.clients)
 
 
 @pytest.mark.usefixtures("emulator_url")
 @pytest.mark.slow
-def test_random_interleavings_keep_every_invariant(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TABLE_NAME", "")  # restored afterwards
+def test_random_interleavings_keep_every_invariant() -> None:
     run_state_machine_as_test(
         CounterMachine,
         settings=settings(

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.handler.conftest import Harness
-from tests.support import faults
 from tests.support.failure_messages import on_failure_message
+from tests.support.faults import Faults
 from tests.support.lambda_context import FakeLambdaContext
 
 
@@ -31,10 +31,10 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
     }
 
 
-def redrive(*bodies: str) -> list[str]:
+def redrive(harness: Harness, *bodies: str) -> list[str]:
     from functions.redrive.handler import handler
 
-    response = handler(sqs_event(*bodies), FakeLambdaContext(function_name="redrive"))
+    response = handler(sqs_event(*bodies), FakeLambdaContext(function_name="redrive"), clients=harness.clients)
     return [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
 
 
@@ -61,16 +61,16 @@ def failed_range(harness: Harness) -> str:
 
 
 def test_redrive_rereads_the_range_and_counts_each_record_once(harness: Harness, failed_range: str) -> None:
-    assert redrive(failed_range) == []
+    assert redrive(harness, failed_range) == []
     assert harness.api.account("acme")["eventual"] == 3
-    assert redrive(failed_range, failed_range) == []  # replayed again, twice in one batch
+    assert redrive(harness, failed_range, failed_range) == []  # replayed again, twice in one batch
     assert harness.api.account("acme")["eventual"] == 3
     harness.check_invariants()
 
 
 def test_redrive_reads_only_the_failed_range(harness: Harness, failed_range: str) -> None:
     harness.api.create("acme", "later")  # after the failed range: not the redrive's to apply
-    assert redrive(failed_range) == []
+    assert redrive(harness, failed_range) == []
     assert harness.api.account("acme")["eventual"] == 3
 
 
@@ -80,17 +80,19 @@ def test_redrive_reads_only_the_failed_range(harness: Harness, failed_range: str
 @pytest.mark.parametrize(
     "code", ["TrimmedDataAccessException", "ExpiredIteratorException", "ResourceNotFoundException"]
 )
-def test_when_the_records_are_gone_the_sweep_counts_them(harness: Harness, failed_range: str, code: str) -> None:
+def test_when_the_records_are_gone_the_sweep_counts_them(
+    harness: Harness, failed_range: str, code: str, faults: Faults
+) -> None:
     faults.answer_instead(
         "GetShardIterator", lambda _: True, {"__type": code, "message": "gone"}, service="dynamodb-streams", times=99
     )
-    assert redrive(failed_range) == []
+    assert redrive(harness, failed_range) == []
     assert harness.api.account("acme")["eventual"] == 3
     harness.check_invariants()
 
 
-def test_the_sweep_also_finishes_pending_deletes(harness: Harness, failed_range: str) -> None:
-    assert redrive(failed_range) == []
+def test_the_sweep_also_finishes_pending_deletes(harness: Harness, failed_range: str, faults: Faults) -> None:
+    assert redrive(harness, failed_range) == []
     page = harness.api.request("GET", "/accounts/acme/resources").json()
     harness.api.delete("acme", page["items"][0]["resourceId"])
     faults.answer_instead(
@@ -100,18 +102,18 @@ def test_the_sweep_also_finishes_pending_deletes(harness: Harness, failed_range:
         service="dynamodb-streams",
         times=99,
     )
-    assert redrive(failed_range) == []
+    assert redrive(harness, failed_range) == []
     truth = harness.truth("acme")
     assert (truth.eventual, truth.live, truth.existing) == (2, 2, 2)
 
 
 def test_a_message_that_is_not_an_on_failure_record_stays_failed(harness: Harness) -> None:
-    assert redrive("{}", "not json") == ["m0", "m1"]
+    assert redrive(harness, "{}", "not json") == ["m0", "m1"]
 
 
-def test_a_range_whose_work_keeps_failing_stays_failed(harness: Harness, failed_range: str) -> None:
+def test_a_range_whose_work_keeps_failing_stays_failed(harness: Harness, failed_range: str, faults: Faults) -> None:
     faults.answer_instead(
         "TransactWriteItems", lambda _: True, faults.transaction_cancelled("None", "TransactionConflict"), times=99
     )
-    assert redrive(failed_range) == ["m0"]  # left on DLQ 1: SQS moves it to DLQ 2 after maxReceiveCount
+    assert redrive(harness, failed_range) == ["m0"]  # left on DLQ 1: SQS moves it to DLQ 2 after maxReceiveCount
     assert harness.api.account("acme")["eventual"] == 0

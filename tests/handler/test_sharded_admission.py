@@ -18,7 +18,6 @@ from functions.core.admission import Directory, ShardingSettings
 from functions.core.errors import LimitExceeded
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource
-from functions.shared import clients
 from tests.handler.conftest import Harness
 from tests.handler.test_invariants import run_together
 
@@ -30,7 +29,7 @@ def now() -> str:
 def spread(harness: Harness, account_id: str, limit: int, shards: int) -> None:
     """An account with `shards` active shards, as growth leaves it (the others have no item yet)."""
     harness.api.put_account(account_id, limit)
-    assert clients.api_store().set_active(account_id, 1, 1, shards)
+    assert harness.clients.api_store.set_active(account_id, 1, 1, shards)
 
 
 def process(shards: int, seed: int, **settings: Any) -> Directory:
@@ -40,18 +39,16 @@ def process(shards: int, seed: int, **settings: Any) -> Directory:
     return directory
 
 
-def patient_store() -> DynamoApiStore:
+def patient_store(harness: Harness) -> DynamoApiStore:
     """The API's store with a client that waits as long as it takes: the emulator applies one
     request at a time, so 200 at once queue there for longer than the functions' 5 s read timeout
     on a busy machine, and these tests are about admission, not about timeouts."""
     config = Config(retries={"mode": "standard", "total_max_attempts": 3}, read_timeout=300, max_pool_connections=200)
-    return DynamoApiStore(boto3.client("dynamodb", config=config), clients.settings().table_name)
+    return DynamoApiStore(boto3.client("dynamodb", config=config), harness.system.table)
 
 
-def create(index: int, directory: Directory, store: DynamoApiStore | None = None) -> accounts.Created:
-    return accounts.create_resource(
-        store or clients.api_store(), "acme", NewResource(name=f"r{index}"), None, now, directory=directory
-    )
+def create(index: int, directory: Directory, store: DynamoApiStore) -> accounts.Created:
+    return accounts.create_resource(store, "acme", NewResource(name=f"r{index}"), None, now, directory=directory)
 
 
 @pytest.mark.parametrize(("limit", "creates"), [(200, 200), (150, 200)])
@@ -61,7 +58,7 @@ def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     """With as many slots as creates, every create is admitted: none may be refused while room is
     left anywhere (each had a free slot until it took one). With fewer, exactly the limit is."""
     spread(harness, "acme", limit, shards=8)
-    store = patient_store()
+    store = patient_store(harness)
     results = run_together(creates, lambda i: create(i, process(8, seed=i), store))
     admitted = [r for r in results if isinstance(r, accounts.Created)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]
@@ -74,7 +71,7 @@ def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     assert (truth.live, truth.admitted, truth.room) == (limit, limit, 0)
     harness.check_invariants()
     with pytest.raises(LimitExceeded):
-        create(creates, process(8, seed=creates))
+        create(creates, process(8, seed=creates), harness.clients.api_store)
 
 
 def deliver_in_small_batches(harness: Harness) -> None:
@@ -91,16 +88,16 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     harness.api.put_account("acme", 100)
     ids = []
     for index in range(40):
-        ids.append(create(index, directory).resource)
+        ids.append(create(index, directory, harness.clients.api_store).resource)
         clock[0] += 0.5  # two creates a second, each two writes: four writes a second, past 1
     account = harness.truth("acme")
-    active = clients.api_store().read_shards("acme", [0])[0].active
+    active = harness.clients.api_store.read_shards("acme", [0])[0].active
     assert active >= 4, active
     assert account.shards > 1
     deliver_in_small_batches(harness)  # the creates are counted, on counter shards
     # Deletes release on the shard that admitted each resource.
     for resource in ids[:25]:
-        accounts.delete_resource(clients.api_store(), "acme", resource.resource_id, now)
+        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, now)
     deliver_in_small_batches(harness)
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.best_effort_net, truth.eventual) == (15, 15, 15, 15)
@@ -111,17 +108,17 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     harness.check_invariants()
     # Quiet for longer than the heal's bound: the heal folds every shard into the account item.
     later = datetime.now(UTC) + timedelta(minutes=5)
-    result = heal_account(clients.healing_store(), "acme", later, timedelta(seconds=60))
+    result = heal_account(harness.clients.healing_store, "acme", later, timedelta(seconds=60))
     assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
-    first = clients.api_store().read_shards("acme", [0])[0]
+    first = harness.clients.api_store.read_shards("acme", [0])[0]
     assert (first.active, first.admitted, first.best_effort, first.room) == (1, 15, 15, 85)
-    others = clients.api_store().read_shards("acme", range(1, first.span))
+    others = harness.clients.api_store.read_shards("acme", range(1, first.span))
     assert all(shard.retired and shard.room == shard.admitted == shard.best_effort == 0 for shard in others)
     harness.check_invariants()
     # Folded, the account admits on its account item again, and deletes still release where admitted.
-    fresh = create(99, Directory())
+    fresh = create(99, Directory(), harness.clients.api_store)
     assert fresh.resource.shard == 0
-    accounts.delete_resource(clients.api_store(), "acme", ids[30].resource_id, now)
+    accounts.delete_resource(harness.clients.api_store, "acme", ids[30].resource_id, now)
     harness.pump()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.room) == (15, 15, 85)
@@ -130,23 +127,25 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
 
 def test_a_limit_lowered_below_the_usage_of_a_sharded_account_holds(harness: Harness) -> None:
     spread(harness, "acme", 20, shards=4)
-    made = [create(i, process(4, seed=i)).resource for i in range(10)]
+    made = [create(i, process(4, seed=i), harness.clients.api_store).resource for i in range(10)]
     assert len({resource.shard for resource in made}) > 1
     assert harness.api.put_account("acme", 6).status == 200
-    first = clients.api_store().read_shards("acme", [0])[0]
+    first = harness.clients.api_store.read_shards("acme", [0])[0]
     assert (first.active, first.limit) == (1, 6)
     harness.check_invariants()
     for attempt in range(3):  # a process that still believes in 4 shards is refused as well
         with pytest.raises(LimitExceeded):
-            create(100 + attempt, process(4, seed=attempt))
+            create(100 + attempt, process(4, seed=attempt), harness.clients.api_store)
     for resource in made[:4]:  # 10 -> 6 live: at the new limit
-        accounts.delete_resource(clients.api_store(), "acme", resource.resource_id, now)
+        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, now)
     with pytest.raises(LimitExceeded):
-        create(200, Directory())
-    accounts.delete_resource(clients.api_store(), "acme", made[4].resource_id, now)
-    create(201, process(4, seed=3))  # 5 live: one slot, found on a retired shard and brought home
+        create(200, Directory(), harness.clients.api_store)
+    accounts.delete_resource(harness.clients.api_store, "acme", made[4].resource_id, now)
+    create(
+        201, process(4, seed=3), harness.clients.api_store
+    )  # 5 live: one slot, found on a retired shard and brought home
     with pytest.raises(LimitExceeded):
-        create(202, Directory())
+        create(202, Directory(), harness.clients.api_store)
     harness.pump()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.limit) == (6, 6, 6)
@@ -169,7 +168,7 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     assert harness.api.create("acme").status == 201
     assert harness.api.create("acme").status == 201
     assert harness.api.create("acme").status == 409
-    first = clients.api_store().read_shards("acme", [0])[0]
+    first = harness.clients.api_store.read_shards("acme", [0])[0]
     assert (first.room, first.admitted, first.active, first.span) == (0, 3, 1, 1)
     harness.pump()
     harness.check_invariants()
@@ -179,7 +178,7 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
     """The adapter's conditions on DynamoDB: a donor's grant to a shard with room is refused (two
     creates that found it dry take one grant), and a retired donor gives nothing."""
     spread(harness, "acme", 40, shards=4)
-    store = clients.api_store()
+    store = harness.clients.api_store
     assert store.grant("acme", 1, 20)  # from shard 0, which creates the shard item
     assert store.grant("acme", 3, 10, donor=1)
     assert not store.grant("acme", 3, 2, donor=1)  # shard 3 has room now

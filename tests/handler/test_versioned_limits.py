@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.handler.conftest import Harness
-from tests.support import faults
+from tests.support.faults import Faults
 
 
 def now_ms() -> int:
@@ -77,7 +77,7 @@ def test_a_put_received_earlier_never_overwrites_one_received_later(harness: Har
     assert harness.api.account("acme")["limit"] == 7
 
 
-def test_a_limit_change_retried_by_the_sdk_after_it_landed_is_not_a_412(harness: Harness) -> None:
+def test_a_limit_change_retried_by_the_sdk_after_it_landed_is_not_a_412(harness: Harness, faults: Faults) -> None:
     """The change lands, the answer is lost, the SDK's retry fails its condition (the version
     moved): the PUT recognises its own write by its token instead of refusing its own If-Match."""
     harness.api.put_account("acme", 3)

@@ -11,7 +11,7 @@ from ops import commands
 from ops.stack import EXIT_NOT_FOUND, AccountNotFound
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
-from tests.support import faults
+from tests.support.faults import Faults
 
 
 def view(harness: Harness, account_id: str = "acme") -> AccountView:
@@ -48,7 +48,7 @@ def test_a_settled_account_shows_no_drift_and_no_pending_work(harness: Harness) 
     }
 
 
-def test_pending_work_is_counted_by_kind(harness: Harness) -> None:
+def test_pending_work_is_counted_by_kind(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     counted = [api.create("acme", f"r{index}").json()["resourceId"] for index in range(3)]
@@ -65,7 +65,7 @@ def test_pending_work_is_counted_by_kind(harness: Harness) -> None:
     assert account.pending == 3
 
 
-def test_a_crash_after_the_put_shows_best_effort_drift(harness: Harness) -> None:
+def test_a_crash_after_the_put_shows_best_effort_drift(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme")
@@ -80,7 +80,7 @@ def test_a_crash_after_the_put_shows_best_effort_drift(harness: Harness) -> None
     assert account.pending == 0
 
 
-def test_a_crash_after_the_reservation_shows_a_held_slot(harness: Harness) -> None:
+def test_a_crash_after_the_reservation_shows_a_held_slot(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     faults.crash_after_write("reserve")  # a slot, no resource
@@ -91,7 +91,7 @@ def test_a_crash_after_the_reservation_shows_a_held_slot(harness: Harness) -> No
     assert (account.admitted, account.live, account.admitted_drift, account.best_effort_drift) == (1, 0, 1, 0)
 
 
-def test_best_effort_is_shown_signed_and_clamped(harness: Harness) -> None:
+def test_best_effort_is_shown_signed_and_clamped(harness: Harness, faults: Faults) -> None:
     api = harness.api
     api.put_account("acme", 5)
     resource_id = api.create("acme").json()["resourceId"]
@@ -136,7 +136,7 @@ def test_an_unknown_account_is_not_found(harness: Harness) -> None:
     assert raised.value.exit_code == EXIT_NOT_FOUND
 
 
-def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli) -> None:
+def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli, faults: Faults) -> None:
     harness.api.put_account("acme", 5)
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):

@@ -18,7 +18,7 @@ from ops import commands
 from ops.stack import EXIT_DRIFT, EXIT_OK
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
-from tests.support import faults
+from tests.support.faults import Faults
 
 
 def audit(harness: Harness, account_id: str) -> AuditFinding:
@@ -32,7 +32,7 @@ def settled_account(harness: Harness, account_id: str, resources: int) -> list[s
     return ids
 
 
-def test_a_settled_account_and_one_with_writes_in_flight_are_exact(harness: Harness) -> None:
+def test_a_settled_account_and_one_with_writes_in_flight_are_exact(harness: Harness, faults: Faults) -> None:
     settled_account(harness, "calm", 3)
     assert audit(harness, "calm").verdict == "exact"
     # A create that died after reserving: its slot is held by a lease, which the audit allows for.

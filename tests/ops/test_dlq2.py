@@ -135,7 +135,10 @@ def test_a_replayed_message_is_applied_by_the_redrive(harness: Harness, queues: 
             }
         ]
     }
-    assert redrive_handler(event, FakeLambdaContext(function_name="redrive"))["batchItemFailures"] == []
+    assert (
+        redrive_handler(event, FakeLambdaContext(function_name="redrive"), clients=harness.clients)["batchItemFailures"]
+        == []
+    )
     assert harness.api.account("acme")["eventual"] == 2
     harness.check_invariants()
 

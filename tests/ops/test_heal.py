@@ -12,13 +12,12 @@ from ops import commands
 from ops.stack import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_TRY_LATER
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
-from tests.support import faults
 from tests.support.faults import expression
 
 
 def drift(harness: Harness) -> None:
     """acme: one resource best-effort missed, one slot held by a create that died."""
-    api = harness.api
+    api, faults = harness.api, harness.faults
     api.put_account("acme", 3)
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):

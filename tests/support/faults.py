@@ -1,7 +1,8 @@
 """Failure injection through botocore's event hooks, on the clients the handlers really use.
 
-Hooks are registered on boto3's default session and the handlers' cached clients are dropped, so
-every client they build next carries them. Matching is on the API parameters of the call.
+A test's `faults` fixture is a `Faults` over the test's own `Clients`, the ones its handlers are
+given: hooks go on those clients' event emitters, so nothing global changes and nothing leaks into
+the next test. Matching is on the API parameters of the call.
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
 from functions.core import schema
-from functions.shared import clients
+from functions.shared.clients import Clients
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, cancelled_body, on_matching_send
 
@@ -26,90 +26,6 @@ class SimulatedCrash(Exception):
     """The function died right after a write landed (nothing in the system catches this)."""
 
 
-def lands_then(
-    error_factory: Callable[[], Exception],
-    service: str,
-    operation: str,
-    matches: Callable[[Params], bool],
-    times: int = 1,
-) -> None:
-    """After a matching call has landed, raise `error_factory()` to the caller, `times` times."""
-    events = session_events()
-    flag = f"fault_{id(matches)}_{id(error_factory)}"  # one per registration
-    remaining = [times]
-    lock = threading.Lock()
-
-    def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
-        context[flag] = matches(params)
-
-    def fail_after(context: dict[str, Any], **_: Any) -> None:
-        with lock:
-            if not context.get(flag) or remaining[0] == 0:
-                return
-            remaining[0] -= 1
-        raise error_factory()
-
-    events.register(f"provide-client-params.{service}.{operation}", remember)
-    events.register(f"after-call.{service}.{operation}", fail_after)
-
-
-def crash_after(operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1) -> None:
-    lands_then(lambda: SimulatedCrash(f"crashed after {operation}"), "dynamodb", operation, matches, times)
-
-
-def time_out_after(operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1) -> None:
-    """The write lands but the answer never arrives: the ambiguous failure."""
-    lands_then(lambda: ReadTimeoutError(endpoint_url="emulator"), "dynamodb", operation, matches, times)
-
-
-def lands_then_500(
-    operation: str,
-    matches: Callable[[Params], bool],
-    meanwhile: Callable[[], None] = lambda: None,
-    service: str = "dynamodb",
-) -> list[int]:
-    """The first matching call is sent and lands; then `meanwhile()` runs (the rest of the system
-    moves on: the consumer counts, another request writes); then the caller gets a 500
-    InternalServerError, which the SDK retries as it retries a read timeout.
-
-    Injected at `before-send`, below the SDK's retry loop. Returns a one-item list counting the
-    calls that landed this way."""
-    landed = [0]
-    lock = threading.Lock()
-    http = URLLib3Session()
-
-    def land_then_fail(request: Any) -> Any:
-        with lock:
-            if landed[0]:
-                return None
-            landed[0] += 1
-        answer = http.send(request)
-        assert answer.status_code == 200, answer.content  # it landed
-        meanwhile()
-        status, body = ANSWERS["InternalServerError"]
-        return aws_response(request, status, body)
-
-    on_matching_send(session_events(), service, operation, matches, land_then_fail)
-    return landed
-
-
-def answer_instead(
-    operation: str,
-    matches: Callable[[Params], bool],
-    error: dict[str, Any],
-    status: int = 400,
-    times: int = 1,
-    service: str = "dynamodb",
-) -> list[int]:
-    """Answer matching requests with an AWS error on the wire, without sending them (nothing lands).
-
-    Injected at `before-send`, below the SDK's retry loop, so the SDK retries it as it would a real
-    answer. `error` is the JSON body DynamoDB sends (`__type`, `message`, modeled fields). Returns a
-    one-item list counting the answers given.
-    """
-    return answer_on_the_wire(session_events(), service, operation, matches, status, error, times)
-
-
 def dynamodb_error(code: str, message: str = "injected", **fields: Any) -> dict[str, Any]:
     return error_body(code, message, **fields)
 
@@ -117,21 +33,8 @@ def dynamodb_error(code: str, message: str = "injected", **fields: Any) -> dict[
 transaction_cancelled = cancelled_body
 
 
-def before_call(operation: str, action: Callable[[Params], None], service: str = "dynamodb") -> None:
-    """Run `action(params)` just before each matching call is sent (to line up races)."""
-    events = session_events()
-    events.register(f"provide-client-params.{service}.{operation}", lambda params, **_: action(params))
-
-
 def expression(params: Params) -> str:
     return str(params.get("UpdateExpression", ""))
-
-
-def session_events() -> Any:
-    clients.reset()  # clients copy the session's hooks when they are built
-    if boto3.DEFAULT_SESSION is None:
-        boto3.setup_default_session()
-    return boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
 
 
 def _lease_kind(params: Params) -> str:
@@ -166,6 +69,113 @@ API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
 }
 
 
-def crash_after_write(name: str) -> None:
-    operation, matches = API_WRITES[name]
-    crash_after(operation, matches)
+class Faults:
+    """Faults on one test's clients. The module's helpers are here too, so a test needs only this."""
+
+    SimulatedCrash = SimulatedCrash
+    API_WRITES = API_WRITES
+    dynamodb_error = staticmethod(dynamodb_error)
+    transaction_cancelled = staticmethod(cancelled_body)
+    expression = staticmethod(expression)
+
+    def __init__(self, clients: Clients) -> None:
+        self._clients = clients
+
+    def events(self, service: str = "dynamodb") -> Any:
+        """The event emitter of the test's client for `service` ("dynamodb" or "dynamodb-streams")."""
+        client = self._clients.dynamodb if service == "dynamodb" else self._clients.streams
+        return client.meta.events
+
+    def lands_then(
+        self,
+        error_factory: Callable[[], Exception],
+        service: str,
+        operation: str,
+        matches: Callable[[Params], bool],
+        times: int = 1,
+    ) -> None:
+        """After a matching call has landed, raise `error_factory()` to the caller, `times` times."""
+        events = self.events(service)
+        flag = f"fault_{id(matches)}_{id(error_factory)}"  # one per registration
+        remaining = [times]
+        lock = threading.Lock()
+
+        def remember(params: Params, context: dict[str, Any], **_: Any) -> None:
+            context[flag] = matches(params)
+
+        def fail_after(context: dict[str, Any], **_: Any) -> None:
+            with lock:
+                if not context.get(flag) or remaining[0] == 0:
+                    return
+                remaining[0] -= 1
+            raise error_factory()
+
+        events.register(f"provide-client-params.{service}.{operation}", remember)
+        events.register(f"after-call.{service}.{operation}", fail_after)
+
+    def crash_after(self, operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1) -> None:
+        self.lands_then(lambda: SimulatedCrash(f"crashed after {operation}"), "dynamodb", operation, matches, times)
+
+    def crash_after_write(self, name: str) -> None:
+        operation, matches = API_WRITES[name]
+        self.crash_after(operation, matches)
+
+    def time_out_after(
+        self, operation: str, matches: Callable[[Params], bool] = lambda _: True, times: int = 1
+    ) -> None:
+        """The write lands but the answer never arrives: the ambiguous failure."""
+        self.lands_then(lambda: ReadTimeoutError(endpoint_url="emulator"), "dynamodb", operation, matches, times)
+
+    def lands_then_500(
+        self,
+        operation: str,
+        matches: Callable[[Params], bool],
+        meanwhile: Callable[[], object] = lambda: None,
+        service: str = "dynamodb",
+    ) -> list[int]:
+        """The first matching call is sent and lands; then `meanwhile()` runs (the rest of the system
+        moves on: the consumer counts, another request writes); then the caller gets a 500
+        InternalServerError, which the SDK retries as it retries a read timeout.
+
+        Injected at `before-send`, below the SDK's retry loop. Returns a one-item list counting the
+        calls that landed this way."""
+        landed = [0]
+        lock = threading.Lock()
+        http = URLLib3Session()
+
+        def land_then_fail(request: Any) -> Any:
+            with lock:
+                if landed[0]:
+                    return None
+                landed[0] += 1
+            answer = http.send(request)
+            assert answer.status_code == 200, answer.content  # it landed
+            meanwhile()
+            status, body = ANSWERS["InternalServerError"]
+            return aws_response(request, status, body)
+
+        on_matching_send(self.events(service), service, operation, matches, land_then_fail)
+        return landed
+
+    def answer_instead(
+        self,
+        operation: str,
+        matches: Callable[[Params], bool],
+        error: dict[str, Any],
+        status: int = 400,
+        times: int = 1,
+        service: str = "dynamodb",
+    ) -> list[int]:
+        """Answer matching requests with an AWS error on the wire, without sending them (nothing lands).
+
+        Injected at `before-send`, below the SDK's retry loop, so the SDK retries it as it would a real
+        answer. `error` is the JSON body DynamoDB sends (`__type`, `message`, modeled fields). Returns a
+        one-item list counting the answers given.
+        """
+        return answer_on_the_wire(self.events(service), service, operation, matches, status, error, times)
+
+    def before_call(self, operation: str, action: Callable[[Params], None], service: str = "dynamodb") -> None:
+        """Run `action(params)` just before each matching call is sent (to line up races)."""
+        self.events(service).register(
+            f"provide-client-params.{service}.{operation}", lambda params, **_: action(params)
+        )

@@ -11,7 +11,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from tests.support import faults
+from functions.shared.clients import Clients
 
 HANDLER_MODULES = {
     "functions.api.handler": "api",
@@ -44,10 +44,10 @@ class CallRecorder:
     def __init__(self) -> None:
         self.by_function: dict[str, Needed] = defaultdict(set)
 
-    def install(self) -> None:
-        events = faults.session_events()
-        for service in ("dynamodb", "dynamodb-streams"):
-            events.register(f"before-parameter-build.{service}", self._record)
+    def install(self, clients: Clients) -> None:
+        """Record the calls of these clients (a function's handler is given them)."""
+        for client in (clients.dynamodb, clients.streams):
+            client.meta.events.register("before-parameter-build", self._record)
 
     def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         function = self._calling_function()
