@@ -19,10 +19,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from functions.adapters import audit_reads
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamodb import DynamoHealingStore, counter_key
+from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
-from functions.core.redrive import InvalidFailureMessage, StreamBatchInfo, parse_failure_message
+from functions.core.redrive import StreamBatchInfo
 from infra import constants
 from ops.stack import (
     EXIT_ERROR,

@@ -9,7 +9,6 @@ iterator expired) it sweeps the pending index instead, so no work is lost with t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,10 +17,6 @@ from functions.core.counting import BatchReport, CountingStore, process_pending_
 
 # Passes over the records of a range that failed, within one invocation, before the message fails.
 REDRIVE_PASSES = 3
-
-
-class InvalidFailureMessage(ValueError):
-    """Not an on-failure record of a DynamoDB stream event source: no retry can fix it."""
 
 
 class StreamRecordsGone(Exception):
@@ -52,38 +47,6 @@ class PendingSource(Protocol):
         """Every resource in the pending index (optionally only those pending since before
         `older_than`), without scanning the table."""
         ...
-
-
-def parse_failure_message(body: str) -> StreamBatchInfo:
-    try:
-        message = json.loads(body)
-        info = message["DDBStreamBatchInfo"]
-        batch = StreamBatchInfo(
-            stream_arn=_text(info, "streamArn"),
-            shard_id=_text(info, "shardId"),
-            start_sequence_number=_sequence(info, "startSequenceNumber"),
-            end_sequence_number=_sequence(info, "endSequenceNumber"),
-            batch_size=int(info.get("batchSize", 0)),
-        )
-    except (ValueError, KeyError, TypeError) as error:
-        raise InvalidFailureMessage(f"not a DynamoDB stream on-failure message: {error}") from error
-    if int(batch.start_sequence_number) > int(batch.end_sequence_number):
-        raise InvalidFailureMessage("startSequenceNumber is after endSequenceNumber")
-    return batch
-
-
-def _text(info: Mapping[str, Any], name: str) -> str:
-    value = info[name]
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string")
-    return value
-
-
-def _sequence(info: Mapping[str, Any], name: str) -> str:
-    value = _text(info, name)
-    if not value.isdigit():
-        raise ValueError(f"{name} must be a decimal sequence number")
-    return value
 
 
 @dataclass(frozen=True)

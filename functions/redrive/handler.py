@@ -15,7 +15,8 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.core.redrive import parse_failure_message, redrive
+from functions.adapters.failure_messages import parse_failure_message
+from functions.core.redrive import redrive
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer

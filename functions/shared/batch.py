@@ -3,7 +3,8 @@
 Powertools' BatchProcessor calls a handler per record. The counting core takes a batch (so work
 can be grouped per account later) and says which records failed; this subclass keeps Powertools'
 partial-response reporting (per-item failures, whole-batch error when every record fails) and
-only changes how the handler is called.
+only changes how the handler is called, through Powertools' public API (`process`, the record data
+classes, `success_handler` and `failure_handler`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,22 @@ BatchHandler = Callable[[Sequence[Any]], Collection[str]]
 
 
 class WholeBatchProcessor(BatchProcessor):
-    def __init__(self, *args: Any, item_id: Callable[[Any], str], **kwargs: Any) -> None:
+    """`record_type` wraps each raw record (the Powertools data class of `event_type`, such as
+    DynamoDBRecord); `item_id` names a record as the partial batch response reports it."""
+
+    def __init__(
+        self,
+        *args: Any,
+        record_type: Callable[[dict[str, Any]], Any],
+        item_id: Callable[[Any], str],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        self._record_type = record_type
         self._item_id = item_id
 
     def process(self) -> list[tuple[Any, ...]]:
-        records = [self._to_batch_type(record=record, event_type=self.event_type) for record in self.records]
+        records = [self._record_type(record) for record in self.records]
         failed = set(self.handler(records))
         results = []
         for record in records:

@@ -28,7 +28,9 @@ def sequence_number(record: DynamoDBRecord) -> str:
     return str(record.dynamodb.sequence_number if record.dynamodb else "")
 
 
-processor = WholeBatchProcessor(event_type=EventType.DynamoDBStreams, item_id=sequence_number)
+processor = WholeBatchProcessor(
+    event_type=EventType.DynamoDBStreams, record_type=DynamoDBRecord, item_id=sequence_number
+)
 
 
 def publish(report: BatchReport, prefix: str) -> None:

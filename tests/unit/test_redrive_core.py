@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
+from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.core.counting import COMMITTED, CancellationReason, Outcome, TransactionResult
 from functions.core.redrive import (
-    InvalidFailureMessage,
     RedriveIncomplete,
     StreamBatchInfo,
     StreamRecordsGone,
-    parse_failure_message,
     redrive,
 )
 from tests.support.failure_messages import on_failure_message
