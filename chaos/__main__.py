@@ -10,9 +10,9 @@ import logging
 import os
 import sys
 
+from chaos.faults import ALL_KINDS
+from chaos.mutations import MUTATIONS
 from chaos.run import DEFAULT_RATES, ChaosSettings, Report, run
-from local.chaos_faults import ALL_KINDS
-from local.mutations import MUTATIONS
 
 
 def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:

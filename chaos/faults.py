@@ -1,4 +1,6 @@
-"""Random, seeded faults for chaos runs, injected inside the sandboxes and by the event sources.
+"""Random, seeded faults for chaos runs, injected inside the sandboxes and by the event sources,
+through the two hooks the local runtime offers (`RuntimeSettings.sandbox_hook` and
+`RuntimeSettings.delivery_faults`; `ChaosConfig.sandbox_hook()` and `StreamDeliveryFaults` here).
 
 Off unless a run asks for them. Each kind has a rate: the probability that a call it applies to
 is faulted. Every fault injected is recorded as one JSON line in a ledger file, so a run can say
@@ -46,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from local.faults import FAULT_FLAG_PREFIX
+from local.functions import SandboxHook
 
 SANDBOX_KINDS = (
     "throttle",
@@ -72,7 +75,7 @@ class ChaosConfig:
     seed: int
     ledger_path: str
     rates: Mapping[str, float] = field(default_factory=dict)
-    # A deliberate bug to plant in the sandboxes (local/mutations.py), to show a run catches it.
+    # A deliberate bug to plant in the sandboxes (chaos/mutations.py), to show a run catches it.
     mutation: str | None = None
     # How long a lands_answers_late answer is held back: the stream is applied within a second here.
     late_answer_seconds: float = 2.0
@@ -81,6 +84,14 @@ class ChaosConfig:
 
     def rate(self, kind: str) -> float:
         return float(self.rates.get(kind, 0.0))
+
+    def sandbox_hook(self) -> SandboxHook:
+        """For the runtime: each sandbox installs these faults before its handler loads."""
+        return SandboxHook(f"{__name__}:install_in_sandbox", self.to_json())
+
+    def delivery_faults(self, shard_id: str) -> StreamDeliveryFaults:
+        """For the runtime: what one stream shard's deliveries do wrong."""
+        return StreamDeliveryFaults(self, shard_id)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -133,10 +144,35 @@ class Dice:
             return self._random.random() < rate
 
 
+class StreamDeliveryFaults:
+    """The stream source's faults for one shard (local/event_sources.py DeliveryFaults)."""
+
+    def __init__(self, config: ChaosConfig, shard_id: str) -> None:
+        self._config = config
+        self._dice = Dice(f"{config.seed}/stream/{shard_id}")
+        self._ledger = Ledger(config.ledger_path, "stream")
+
+    def _roll(self, kind: str, records: int) -> bool:
+        if not self._dice.roll(self._config.rate(kind)):
+            return False
+        self._ledger.record(kind, f"{records} record(s)")
+        return True
+
+    def deliver_twice_at_once(self, records: int) -> bool:
+        return self._roll("concurrent_delivery", records)
+
+    def deliver_again(self, records: int) -> bool:
+        return self._roll("duplicate_delivery", records)
+
+    def replay_late(self, records: int) -> bool:
+        return self._roll("out_of_order_replay", records)
+
+
 # --- inside a sandbox -----------------------------------------------------------------------------
 
 
-def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None:
+def install_in_sandbox(argument: str, function: str, sandbox: int) -> None:
+    """The runtime's sandbox hook (local/functions.py SandboxHook): `argument` is the ChaosConfig."""
     import boto3
     from botocore.awsrequest import AWSResponse
     from botocore.exceptions import ReadTimeoutError
@@ -144,8 +180,9 @@ def install_in_sandbox(config: ChaosConfig, function: str, sandbox: int) -> None
 
     from local.faults import ANSWERS, aws_response
 
+    config = ChaosConfig.from_json(argument)
     if config.mutation:
-        from local import mutations
+        from chaos import mutations
 
         mutations.apply(config.mutation)
     if boto3.DEFAULT_SESSION is None:

@@ -20,15 +20,15 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, Ledger, create, run_clients
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamodb import DynamoHealingStore, resource_from_item
+from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.core.healing import HealOutcome, heal_account, resolution
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
-from functions.core.redrive import InvalidFailureMessage, parse_failure_message
 from infra.constants import HEAL_QUIET_SECONDS
-from local.chaos_faults import ALL_KINDS, ChaosConfig, read_ledger
 from local.emulator import EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import by_family, read_throttles
@@ -262,7 +262,8 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 endpoint_url=emulator.url,
                 port=0,
                 faults=[fatal_rule] if any(a.fatal for a in accounts) else [],
-                chaos=chaos,
+                sandbox_hook=None if chaos is None else chaos.sandbox_hook(),
+                delivery_faults=None if chaos is None else chaos.delivery_faults,
                 sqs_retry_visibility_seconds=1,
                 retry_backoff_seconds=0.05,
                 log_dir=log_dir,

@@ -22,11 +22,10 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from functions.adapters.streams import lambda_shaped
 from functions.core import schema
-from local.chaos_faults import ChaosConfig, Dice, Ledger
 from local.filters import matches_any, parse_filters
 from local.functions import FunctionPool, Invocation
 
@@ -75,13 +74,21 @@ def _failed_ids(invocation: Invocation, valid_ids: Sequence[str]) -> list[str] |
 # --- DynamoDB streams ---------------------------------------------------------------------------
 
 
-@dataclass
-class SourceChaos:
-    """Faults the event source itself injects in chaos runs (local/chaos_faults.py)."""
+class DeliveryFaults(Protocol):
+    """What a stream source may be told to do wrong, batch by batch: a hook for fault injection
+    (`make chaos` gives one, chaos/faults.py); each answer is asked once per batch."""
 
-    config: ChaosConfig
-    dice: Dice
-    ledger: Ledger
+    def deliver_twice_at_once(self, records: int) -> bool:
+        """Give the batch to two sandboxes at once, as overlapping consumers would."""
+        ...
+
+    def deliver_again(self, records: int) -> bool:
+        """Deliver a batch that succeeded once more."""
+        ...
+
+    def replay_late(self, records: int) -> bool:
+        """Also send a batch that succeeded to the on-failure destination, after the next batch."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -141,10 +148,10 @@ class StreamShardPoller:
         stop: threading.Event,
         poll_interval: float,
         retry_delay: Callable[[int], float],
-        chaos: SourceChaos | None = None,
+        faults: DeliveryFaults | None = None,
     ) -> None:
         self.mapping = mapping
-        self._chaos = chaos
+        self._faults = faults
         self._held_replays: list[list[Record]] = []
         self.shard_id = shard_id
         self._streams = streams
@@ -253,10 +260,9 @@ class StreamShardPoller:
 
     def _invoke(self, batch: list[Record]) -> Invocation:
         event = {"Records": batch}
-        if self._chaos is None or not self._chaos.dice.roll(self._chaos.config.rate("concurrent_delivery")):
+        if self._faults is None or not self._faults.deliver_twice_at_once(len(batch)):
             return self.mapping.function.invoke(event)
         # Two consumers on the same range at once; the checkpoint follows the first one's answer.
-        self._chaos.ledger.record("concurrent_delivery", f"{len(batch)} record(s)")
         twin = threading.Thread(target=self.mapping.function.invoke, args=(event,), daemon=True)
         twin.start()
         invocation = self.mapping.function.invoke(event)
@@ -265,13 +271,11 @@ class StreamShardPoller:
 
     def _after_batch(self, batch: list[Record]) -> None:
         self._send_held_replays()
-        if self._chaos is None:
+        if self._faults is None:
             return
-        if self._chaos.dice.roll(self._chaos.config.rate("duplicate_delivery")):
-            self._chaos.ledger.record("duplicate_delivery", f"{len(batch)} record(s)")
+        if self._faults.deliver_again(len(batch)):
             log_invocation(self.mapping.function.function.short_name, len(batch), self._invoke(batch), "(duplicate)")
-        if self._chaos.dice.roll(self._chaos.config.rate("out_of_order_replay")):
-            self._chaos.ledger.record("out_of_order_replay", f"{len(batch)} record(s)")
+        if self._faults.replay_late(len(batch)):
             self._held_replays.append(batch)  # sent after the next batch: late and out of order
 
     def _send_held_replays(self) -> None:

@@ -29,8 +29,29 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Read in every sandbox before the handler loads: faults to inject below the handler's code, and
 # where its logs go (CloudWatch Logs, locally).
 FAULTS_ENV = "HYBRID_COUNTER_LOCAL_FAULTS"
-CHAOS_ENV = "HYBRID_COUNTER_LOCAL_CHAOS"
+SANDBOX_HOOK_ENV = "HYBRID_COUNTER_LOCAL_SANDBOX_HOOK"
 LOG_DIR_ENV = "HYBRID_COUNTER_LOCAL_LOG_DIR"
+
+
+@dataclass(frozen=True)
+class SandboxHook:
+    """Code each sandbox runs before its handler loads, as a Lambda extension or an
+    AWS_LAMBDA_EXEC_WRAPPER script does on AWS: `target` names a function ("module:function") that
+    is called with `argument`, the function's short name and the sandbox's number (1, 2, ...)."""
+
+    target: str
+    argument: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"target": self.target, "argument": self.argument})
+
+    @classmethod
+    def from_json(cls, text: str) -> SandboxHook:
+        return cls(**json.loads(text))
+
+    def run(self, function: str, sandbox: int) -> None:
+        module, _, name = self.target.partition(":")
+        getattr(importlib.import_module(module), name)(self.argument, function, sandbox)
 
 
 @dataclass(frozen=True)
@@ -99,12 +120,8 @@ def _start_sandbox(function: DeployedFunction, base_environment: Mapping[str, st
         from local import faults
 
         faults.install(json.loads(os.environ[FAULTS_ENV]), function.short_name)
-    if os.environ.get(CHAOS_ENV):
-        from local import chaos_faults
-
-        chaos_faults.install_in_sandbox(
-            chaos_faults.ChaosConfig.from_json(os.environ[CHAOS_ENV]), function.short_name, sandbox
-        )
+    if os.environ.get(SANDBOX_HOOK_ENV):
+        SandboxHook.from_json(os.environ[SANDBOX_HOOK_ENV]).run(function.short_name, sandbox)
     module_name, _, attribute = function.handler.rpartition(".")
     _handler = getattr(importlib.import_module(module_name), attribute)
     _function = function

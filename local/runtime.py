@@ -25,17 +25,16 @@ from functions.core.admission import ShardingSettings
 from infra import constants
 from local.apigateway import ApiGateway, Route
 from local.capacity.limits import parse_factor
-from local.chaos_faults import ChaosConfig, Dice, Ledger
 from local.event_sources import (
+    DeliveryFaults,
     QueueMapping,
     QueuePoller,
-    SourceChaos,
     SourceStats,
     StreamMapping,
     StreamShardPoller,
     log_invocation,
 )
-from local.functions import CHAOS_ENV, FAULTS_ENV, LOG_DIR_ENV, DeployedFunction, FunctionPool
+from local.functions import FAULTS_ENV, LOG_DIR_ENV, SANDBOX_HOOK_ENV, DeployedFunction, FunctionPool, SandboxHook
 from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
@@ -74,7 +73,10 @@ class RuntimeSettings:
     # 1,000; here each unit is a sandbox process, so a few. Beyond it the API answers 500 at once.
     account_concurrency: int = 10
     faults: Sequence[Mapping[str, Any]] = ()
-    chaos: ChaosConfig | None = None  # seeded random faults (local/chaos_faults.py); off by default
+    # Fault injection hooks (`make chaos` gives both: chaos/faults.py); off by default. Code each
+    # sandbox runs before its handler loads, and what each stream shard's deliveries do wrong.
+    sandbox_hook: SandboxHook | None = None
+    delivery_faults: Callable[[str], DeliveryFaults] | None = None
     # The callers the local API Gateway accepts (local/identities.py): an admin, tenants on demand.
     identities: Identities = field(default_factory=Identities)
     # CDK context for the synthesized stack (`python -m local -c KEY=VALUE`), over cdk.json's.
@@ -138,8 +140,8 @@ class LocalRuntime:
         }
         if self.settings.faults:
             sandbox_env[FAULTS_ENV] = json.dumps(list(self.settings.faults))
-        if self.settings.chaos is not None:
-            sandbox_env[CHAOS_ENV] = self.settings.chaos.to_json()
+        if self.settings.sandbox_hook is not None:
+            sandbox_env[SANDBOX_HOOK_ENV] = self.settings.sandbox_hook.to_json()
         sandbox_env.update(self.settings.environment)
         mappings = self._read_event_source_mappings()
         schedules = self._read_schedules()
@@ -321,18 +323,16 @@ class LocalRuntime:
                         self._stop,
                         self.settings.stream_poll_interval_seconds,
                         backoff,
-                        self._source_chaos(shard["ShardId"]),
+                        self._delivery_faults(shard["ShardId"]),
                     )
                     self._spawn(f"stream-{shard['ShardId'][-8:]}", poller.run)
                 self._stop.wait(5)
 
         self._spawn("shard-watcher", watch_shards)
 
-    def _source_chaos(self, shard_id: str) -> SourceChaos | None:
-        chaos = self.settings.chaos
-        if chaos is None:
-            return None
-        return SourceChaos(chaos, Dice(f"{chaos.seed}/stream/{shard_id}"), Ledger(chaos.ledger_path, "stream"))
+    def _delivery_faults(self, shard_id: str) -> DeliveryFaults | None:
+        make = self.settings.delivery_faults
+        return None if make is None else make(shard_id)
 
     def _start_queue(self, mapping: Mapping[str, Any], pool: FunctionPool) -> None:
         sqs = self.client("sqs")
