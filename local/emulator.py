@@ -28,6 +28,7 @@ from typing import Any
 
 from local.capacity.limits import AWS_BURST_SECONDS, PartitionLimits, parse_factor
 from local.client_request_tokens import ClientRequestTokens
+from local.expression_maps import EmptyExpressionMaps
 from local.partition_reads import TARGET as PARTITION_READS_TARGET
 from local.partition_reads import PartitionReads
 
@@ -214,6 +215,7 @@ def serve(
 
         application = PartitionThrottling(dispatcher, limits, MotoTables(os.environ["MOTO_ACCOUNT_ID"]))
     application = PartitionReads(ClientRequestTokens(application), os.environ["MOTO_ACCOUNT_ID"])
+    application = EmptyExpressionMaps(application)  # refused before anything is billed, as DynamoDB does
     if flavour == "plain":
         from werkzeug.serving import make_server
 

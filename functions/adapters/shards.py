@@ -340,15 +340,17 @@ class ShardStore:
         )
 
     def _update_if(self, item_key: dict[str, Any], expression: str, condition: str, values: dict[str, Any]) -> bool:
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": item_key,
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": to_attributes(values),
+        }
+        if "#pk" in condition:  # DynamoDB refuses an empty ExpressionAttributeNames (ValidationException)
+            request["ExpressionAttributeNames"] = {"#pk": PK}
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=item_key,
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#pk": PK} if "#pk" in condition else {},
-                ExpressionAttributeValues=to_attributes(values),
-            )
+            self._client.update_item(**request)
         except ClientError as error:
             if error_code(error) in (CCF, TRANSACTION_CONFLICT):
                 return False

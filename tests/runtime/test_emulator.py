@@ -295,3 +295,33 @@ def test_several_partitions_are_read_at_one_instant_for_the_checks_that_need_it(
         ("SHARD#a#01", "SHARD"),
     ]
     assert items[0]["n"] == {"N": "1"}  # DynamoDB JSON, as the SDK's low-level client gives it
+
+
+# Each update leaves one expression map present and empty, the rest of it valid.
+WITH_AN_EMPTY_MAP = {
+    "ExpressionAttributeNames": {
+        "UpdateExpression": "ADD version :one",
+        "ExpressionAttributeNames": {},
+        "ExpressionAttributeValues": {":one": {"N": "1"}},
+    },
+    "ExpressionAttributeValues": {"UpdateExpression": "REMOVE version", "ExpressionAttributeValues": {}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WITH_AN_EMPTY_MAP))
+def test_an_empty_expression_map_is_refused_as_dynamodb_refuses_it(aws: dict[str, Any], name: str) -> None:
+    """DynamoDB (and DynamoDB Local) answer ValidationException; moto applied it, which hid a
+    shard-growth write that always failed on AWS (local/expression_maps.py)."""
+    dynamodb = aws["dynamodb"]
+    table = f"empty-{name[-5:].lower()}"
+    create_table(dynamodb, table)
+    key = {"pk": {"S": "ACCOUNT#a"}, "sk": {"S": "ACCOUNT"}}
+    update = {"TableName": table, "Key": key, **WITH_AN_EMPTY_MAP[name]}
+    with pytest.raises(ClientError) as refused:
+        dynamodb.update_item(**update)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert f"{name} must not be empty" in refused.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as in_a_transaction:
+        dynamodb.transact_write_items(TransactItems=[{"Update": update}])
+    assert in_a_transaction.value.response["Error"]["Code"] == "ValidationException"
+    assert "Item" not in dynamodb.get_item(TableName=table, Key=key)
