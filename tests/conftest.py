@@ -17,6 +17,7 @@ from hypothesis import settings
 from functions.core import schema
 from functions.shared.clients import Clients
 from functions.shared.config import Settings
+from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.faults import Faults
 
@@ -38,11 +39,32 @@ TEST_ENVIRONMENT = {
 }
 
 
+# `make test-dynamodb-local`: the handler tier against DynamoDB Local (AWS's own engine) instead of
+# moto. Only DynamoDB and its streams are there, so the tiers that need more (queues, functions,
+# the stack) and the tests of moto's own extensions (the capacity meter) do not run on it.
+DYNAMODB_LOCAL = "dynamodb-local"
+EMULATOR_ENV = "HYBRID_COUNTER_TEST_EMULATOR"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--emulator",
+        choices=("moto", DYNAMODB_LOCAL),
+        default="moto",
+        help="what serves DynamoDB to the handler tier: moto's server (default) or DynamoDB Local",
+    )
+
+
+def on_dynamodb_local(config: pytest.Config) -> bool:
+    return bool(config.getoption("--emulator") == DYNAMODB_LOCAL)
+
+
 @pytest.fixture(scope="session")
-def emulator_url() -> Iterator[str]:
-    previous = {name: os.environ.get(name) for name in [*TEST_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
+def emulator_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    previous = {name: os.environ.get(name) for name in [*TEST_ENVIRONMENT, "AWS_ENDPOINT_URL", EMULATOR_ENV]}
     os.environ.update(TEST_ENVIRONMENT)
-    with EmulatorProcess() as emulator:
+    os.environ[EMULATOR_ENV] = request.config.getoption("--emulator")
+    with DynamoDBLocalProcess() if on_dynamodb_local(request.config) else EmulatorProcess() as emulator:
         os.environ["AWS_ENDPOINT_URL"] = emulator.url
         yield emulator.url
     for name, value in previous.items():
@@ -68,7 +90,8 @@ def fresh_system(emulator_url: str) -> System:
     for the handlers (a new session: no fault hook of an earlier test on them)."""
     from tests.support.tables import create_table
 
-    urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
+    if os.environ.get(EMULATOR_ENV) != DYNAMODB_LOCAL:  # DynamoDB Local keeps earlier tables: each test has its own
+        urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
     table = f"counter-{uuid.uuid4().hex[:8]}"
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
     stream_arn = create_table(dynamodb, table)
@@ -105,8 +128,14 @@ TIER_OF_FOLDER = {
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test carries the marker of its tier's folder, so `-m unit` selects a whole tier."""
+    """Each test carries the marker of its tier's folder, so `-m unit` selects a whole tier.
+
+    And a group for `make test`'s workers (pytest-xdist, `--dist loadgroup`): a file's tests stay
+    on one worker, so a module's fixtures are built once; the integration tier shares one local
+    runtime, so it stays on one worker; each chaos run stands alone, so they spread."""
     for item in items:
         folder = item.path.parent.name
         if folder in TIER_OF_FOLDER:
             item.add_marker(TIER_OF_FOLDER[folder])
+        group = {"integration": "integration", "chaos": item.nodeid}.get(folder, str(item.path))
+        item.add_marker(pytest.mark.xdist_group(group))
