@@ -13,13 +13,15 @@ from typing import Any
 import aws_cdk as cdk
 
 from infra import constants
+from infra.bundling import PipRunner, run_pip
 from infra.stack import HybridCounterStack
 
 
-def build_app(**app_props: Any) -> cdk.App:
+def build_app(pip: PipRunner = run_pip, **app_props: Any) -> cdk.App:
+    """The app; `pip` runs the bundler's pip install (tests give one that records it)."""
     app = cdk.App(**app_props)
     stack_name = app.node.try_get_context(constants.STACK_NAME_CONTEXT_KEY) or constants.DEFAULT_STACK_NAME
-    HybridCounterStack(app, str(stack_name))
+    HybridCounterStack(app, str(stack_name), pip=pip)
     return app
 
 

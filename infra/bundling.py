@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -92,6 +93,14 @@ def bundling_environment(architecture: lambda_.Architecture) -> dict[str, str]:
     }
 
 
+# Runs a pip command and returns its result; the stack takes another in tests (offline, instant).
+PipRunner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
+
+
+def run_pip(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
 @jsii.implements(cdk.ILocalBundling)
 class LocalPythonBundler:
     """Builds the package with the Python running the CDK app, so Docker is never needed."""
@@ -101,10 +110,12 @@ class LocalPythonBundler:
         architecture: lambda_.Architecture,
         functions_dir: Path = FUNCTIONS_DIR,
         requirements: Path = REQUIREMENTS_FILE,
+        pip: PipRunner = run_pip,
     ) -> None:
         self._architecture = architecture
         self._functions_dir = functions_dir
         self._requirements = requirements
+        self._pip = pip
 
     # jsii turns the BundlingOptions struct into keyword arguments only when the method declares at
     # least one keyword-only parameter; without one it passes the struct positionally and the call
@@ -119,12 +130,7 @@ class LocalPythonBundler:
             output_dir / FUNCTIONS_PACKAGE,
             ignore=shutil.ignore_patterns(*EXCLUDED_PATTERNS),
         )
-        completed = subprocess.run(
-            pip_install_command(self._requirements, output_dir, self._architecture),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        completed = self._pip(pip_install_command(self._requirements, output_dir, self._architecture))
         if completed.returncode != 0:
             raise RuntimeError(
                 f"installing {self._requirements} for the Lambda runtime ({self._architecture.name}) failed "
@@ -132,7 +138,9 @@ class LocalPythonBundler:
             )
 
 
-def lambda_code(architecture: lambda_.Architecture, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.Code:
+def lambda_code(
+    architecture: lambda_.Architecture, functions_dir: Path = FUNCTIONS_DIR, pip: PipRunner = run_pip
+) -> lambda_.Code:
     """The asset shared by all functions of a stack (bind the same object to each function).
 
     Prefer `lambda_package`, which keeps the architecture the asset was built for next to it.
@@ -142,7 +150,7 @@ def lambda_code(architecture: lambda_.Architecture, functions_dir: Path = FUNCTI
         exclude=[f"**/{pattern}" for pattern in EXCLUDED_PATTERNS],
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry(PLACEHOLDER_IMAGE),
-            local=LocalPythonBundler(architecture, functions_dir, functions_dir / REQUIREMENTS_FILE.name),
+            local=LocalPythonBundler(architecture, functions_dir, functions_dir / REQUIREMENTS_FILE.name, pip),
             # Never read by a container; recorded so the source hash (which covers the bundling
             # options) changes when the target platform does.
             environment=bundling_environment(architecture),
@@ -158,6 +166,8 @@ class LambdaPackage:
     architecture: lambda_.Architecture
 
 
-def lambda_package(architecture: lambda_.Architecture, functions_dir: Path = FUNCTIONS_DIR) -> LambdaPackage:
+def lambda_package(
+    architecture: lambda_.Architecture, functions_dir: Path = FUNCTIONS_DIR, pip: PipRunner = run_pip
+) -> LambdaPackage:
     """Build the asset for `architecture` once per stack; every function takes both from the result."""
-    return LambdaPackage(code=lambda_code(architecture, functions_dir), architecture=architecture)
+    return LambdaPackage(code=lambda_code(architecture, functions_dir, pip), architecture=architecture)

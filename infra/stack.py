@@ -10,7 +10,7 @@ from constructs import Construct
 from infra import constants, settings
 from infra.access import Access
 from infra.api import Api
-from infra.bundling import lambda_package
+from infra.bundling import PipRunner, lambda_package, run_pip
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
@@ -21,7 +21,14 @@ from infra.token_authorizer import TokenAuthorizer
 
 
 class HybridCounterStack(cdk.Stack):
-    def __init__(self, scope: Construct, construct_id: str = constants.DEFAULT_STACK_NAME, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str = constants.DEFAULT_STACK_NAME,
+        pip: PipRunner = run_pip,
+        **kwargs: Any,
+    ) -> None:
+        """`pip` runs the bundler's pip install (tests give one that records it)."""
         super().__init__(scope, construct_id, **kwargs)
         if settings.skip_bundling(self):
             # Must happen before any child exists (CDK refuses context changes after that); assets
@@ -29,7 +36,7 @@ class HybridCounterStack(cdk.Stack):
             self.node.set_context(constants.CDK_BUNDLING_STACKS_CONTEXT_KEY, [])
 
         # Read once: the same architecture selects the wheels and is set on every function.
-        package = lambda_package(settings.architecture(self))
+        package = lambda_package(settings.architecture(self), pip=pip)
         data = DataStore(self, constants.DATA_CONSTRUCT_ID)
         # Before counting: the consumer's on-failure destination is DLQ 1.
         dead_letters = DeadLetters(self, constants.DEAD_LETTERS_CONSTRUCT_ID, table=data.table, package=package)

@@ -6,7 +6,6 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -76,48 +75,50 @@ def lambda_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
     return [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
 
 
-@pytest.fixture
-def pip_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Replaces the bundler's pip run (offline, instant) and records the commands it was given."""
-    commands: list[list[str]] = []
+class RecordedPip:
+    """The bundler's pip run, given to the app (offline, instant): records each command."""
 
-    def fake_run(command: list[str], **_kwargs: Any) -> subprocess.CompletedProcess[str]:
-        commands.append(command)
+    def __init__(self) -> None:
+        self.commands: list[list[str]] = []
+
+    def __call__(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        self.commands.append(command)
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    monkeypatch.setattr(bundling, "subprocess", SimpleNamespace(run=fake_run))
-    return commands
+
+@pytest.fixture
+def pip() -> RecordedPip:
+    return RecordedPip()
 
 
-def synth_with_bundling(outdir: Path, architecture: str) -> dict[str, Any]:
+def synth_with_bundling(outdir: Path, architecture: str, pip: RecordedPip) -> dict[str, Any]:
     import app as cdk_app
 
     context = {**cdk_json_context(), constants.ARCHITECTURE_CONTEXT_KEY: architecture}
-    assembly = cdk_app.build_app(outdir=str(outdir), context=context).synth()
+    assembly = cdk_app.build_app(pip, outdir=str(outdir), context=context).synth()
     template: dict[str, Any] = assembly.get_stack_by_name(constants.DEFAULT_STACK_NAME).template
     return template
 
 
 @pytest.mark.parametrize("architecture", [constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64])
-def test_synth_bundles_for_the_context_architecture(
-    tmp_path: Path, pip_commands: list[list[str]], architecture: str
-) -> None:
-    """Real synth and bundler callback with pip faked: the functions and the wheels agree."""
-    template = synth_with_bundling(tmp_path, architecture)
+def test_synth_bundles_for_the_context_architecture(tmp_path: Path, pip: RecordedPip, architecture: str) -> None:
+    """Real synth and bundler callback with pip recorded: the functions and the wheels agree."""
+    template = synth_with_bundling(tmp_path, architecture, pip)
 
     machine = {constants.ARCHITECTURE_ARM64: "aarch64", constants.ARCHITECTURE_X86_64: "x86_64"}[architecture]
-    (command,) = pip_commands  # one shared package, bundled once
+    (command,) = pip.commands  # one shared package, bundled once
     assert flag_values(command, "--platform") == [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}"]
     functions = lambda_functions(template)
     assert len(functions) == 4  # api, stream consumer, redrive, sweeper
     assert all(function["Architectures"] == [architecture] for function in functions)
 
 
-def test_asset_hash_depends_on_the_architecture(tmp_path: Path, pip_commands: list[list[str]]) -> None:
+def test_asset_hash_depends_on_the_architecture(tmp_path: Path, pip: RecordedPip) -> None:
     """Switching architecture must upload a new package, never reuse the other machine's wheels."""
     asset_keys = {
         architecture: {
-            f["Code"]["S3Key"] for f in lambda_functions(synth_with_bundling(tmp_path / architecture, architecture))
+            f["Code"]["S3Key"]
+            for f in lambda_functions(synth_with_bundling(tmp_path / architecture, architecture, pip))
         }
         for architecture in (constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64)
     }
