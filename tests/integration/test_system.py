@@ -107,9 +107,18 @@ def test_a_record_that_keeps_failing_ends_in_dlq2(system: System, local_runtime:
     assert api.account(account_id)["eventual"] == 0  # never applied, and never double counted
 
 
-@pytest.mark.parametrize("path", ["/accounts/ac%20me", "/nowhere"])
-def test_unknown_routes_and_bad_ids_never_5xx(system: System, path: str) -> None:
-    assert 400 <= system.api.request("GET", path).status < 500
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [
+        ("/accounts/ac%20me", 400, "ValidationError"),  # the function refuses an id outside the contract
+        ("/nowhere", 403, "MissingAuthenticationToken"),  # API Gateway answers an unknown path so
+    ],
+)
+def test_unknown_routes_and_bad_ids_get_a_4xx_in_the_envelope(
+    system: System, path: str, status: int, code: str
+) -> None:
+    answer = system.api.request("GET", path)
+    assert (answer.status, answer.body["error"]["code"]) == (status, code)
 
 
 def test_the_scheduled_sweeper_runs(system: System, local_runtime: Any) -> None:
