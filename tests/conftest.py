@@ -127,7 +127,7 @@ TIER_OF_FOLDER = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test carries the marker of its tier's folder, so `-m unit` selects a whole tier.
 
     And a group for `make test`'s workers (pytest-xdist, `--dist loadgroup`): a file's tests stay
@@ -139,3 +139,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(TIER_OF_FOLDER[folder])
         group = {"integration": "integration", "chaos": item.nodeid}.get(folder, str(item.path))
         item.add_marker(pytest.mark.xdist_group(group))
+    if on_dynamodb_local(config):  # only the tests that talk to the emulator have anything to check there
+        talking = [item for item in items if "emulator_url" in getattr(item, "fixturenames", ())]
+        config.hook.pytest_deselected(items=[item for item in items if item not in talking])
+        items[:] = talking
