@@ -49,13 +49,12 @@ print(json.dumps({"python": sys.version_info[:2], "status": answer["statusCode"]
 """
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(PYTHON_312 is None, reason="no Python 3.12 interpreter on this machine (the Lambda runtime's)")
-def test_the_package_runs_every_handler_on_python_312(tmp_path: Path) -> None:
+def build_and_smoke(tmp_path: Path, pip: bundling.PipRunner = bundling.run_pip) -> subprocess.CompletedProcess[str]:
+    """Build the package as `cdk deploy` would (x86_64, this machine's), then run SMOKE on it."""
     import app as cdk_app
 
     context = {**cdk_json_context(), constants.ARCHITECTURE_CONTEXT_KEY: constants.ARCHITECTURE_X86_64}
-    assembly = cdk_app.build_app(outdir=str(tmp_path), context=context).synth()
+    assembly = cdk_app.build_app(pip, outdir=str(tmp_path), context=context).synth()
     template = assembly.get_stack_by_name("HybridCounter").template
     (asset_key,) = {
         resource["Properties"]["Code"]["S3Key"]
@@ -77,7 +76,7 @@ def test_the_package_runs_every_handler_on_python_312(tmp_path: Path) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "Smoke",
         "POWERTOOLS_SERVICE_NAME": "smoke",
     }
-    ran = subprocess.run(
+    return subprocess.run(
         [str(PYTHON_312), "-I", "-c", f"import sys; sys.path.insert(0, {str(package)!r})\n{SMOKE}"],
         env=environment,
         capture_output=True,
@@ -85,6 +84,37 @@ def test_the_package_runs_every_handler_on_python_312(tmp_path: Path) -> None:
         check=False,
         timeout=120,
     )
+
+
+def without(distribution: str, workdir: Path) -> bundling.PipRunner:
+    """The bundler's pip run on a copy of its requirements file without `distribution`'s line."""
+
+    def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+        position = command.index("--requirement") + 1
+        lines = Path(command[position]).read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if not line.lower().startswith(distribution.lower())]
+        assert len(kept) == len(lines) - 1, f"{distribution} is not in the functions' requirements"
+        trimmed = workdir / "requirements-without.txt"
+        trimmed.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        return bundling.run_pip([*command[:position], str(trimmed), *command[position + 1 :]])
+
+    return run
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PYTHON_312 is None, reason="no Python 3.12 interpreter on this machine (the Lambda runtime's)")
+def test_the_package_runs_every_handler_on_python_312(tmp_path: Path) -> None:
+    ran = build_and_smoke(tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
     result = json.loads(ran.stdout.strip().splitlines()[-1])
     assert result == {"python": [3, 12], "status": 400, "code": "ValidationError", "jwt": "u"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PYTHON_312 is None, reason="no Python 3.12 interpreter on this machine (the Lambda runtime's)")
+def test_the_package_fails_when_a_dependency_is_left_out_of_the_functions_requirements(tmp_path: Path) -> None:
+    """The same build without PyJWT in functions/requirements.txt: the authorizer's import fails on
+    3.12, so a dependency missing from the package fails here, not a deployment."""
+    ran = build_and_smoke(tmp_path / "cdk.out", without("PyJWT", tmp_path))
+    assert ran.returncode != 0
+    assert "No module named 'jwt'" in ran.stderr
