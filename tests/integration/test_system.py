@@ -111,7 +111,7 @@ def test_a_record_that_keeps_failing_ends_in_dlq2(system: System, local_runtime:
     ("path", "status", "code"),
     [
         ("/accounts/ac%20me", 400, "ValidationError"),  # the function refuses an id outside the contract
-        ("/nowhere", 403, "MissingAuthenticationToken"),  # API Gateway answers an unknown path so
+        ("/nowhere", 404, "RouteNotFound"),  # the proxy resource passes any path to the function
     ],
 )
 def test_unknown_routes_and_bad_ids_get_a_4xx_in_the_envelope(
