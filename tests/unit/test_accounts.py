@@ -213,9 +213,13 @@ def test_create_whose_read_back_finds_another_requests_item_keeps_its_slot() -> 
 
 
 def test_create_succeeds_when_only_the_best_effort_count_fails() -> None:
+    """The resource was put, so the caller gets it, as a new create; the slot stays taken (its
+    lease is for a heal to settle: best-effort may lag, never overcount)."""
     store = RecordingStore(commit_error=TIMEOUT)
-    assert create(store).resource.name == "vm"
-    assert store.writes == ["reserve", "put", "commit"]
+    created = create(store)
+    assert (created.resource.name, created.replayed) == ("vm", False)
+    assert store.writes == ["reserve", "put", "commit"]  # no release: the resource exists
+    assert [lease.resource_id for lease in store.leases] == [created.resource.resource_id]
 
 
 def test_a_late_create_writes_nothing() -> None:
