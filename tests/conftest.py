@@ -41,7 +41,7 @@ TEST_ENVIRONMENT = {
 
 # `make test-dynamodb-local`: the handler tier against DynamoDB Local (AWS's own engine) instead of
 # moto. Only DynamoDB and its streams are there, so the tiers that need more (queues, functions,
-# the stack) and the tests of moto's own extensions (the capacity meter) do not run on it.
+# the stack) do not run on it, and of the handler tier only the tests that call the emulator.
 DYNAMODB_LOCAL = "dynamodb-local"
 EMULATOR_ENV = "HYBRID_COUNTER_TEST_EMULATOR"
 
