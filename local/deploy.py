@@ -7,8 +7,11 @@ and the asset bucket holding each Lambda package.
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -24,7 +27,60 @@ BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 BOOTSTRAP_VERSION = "30"
 
 
-def synthesize(context: Mapping[str, str] | None = None) -> dict[str, Any]:
+# Synthesized templates, by what they were made from (`make run` and the tests start the runtime
+# many times over the same sources; a synthesis costs about 10 s of CPU).
+SYNTH_CACHE_DIR = REPO_ROOT / ".local" / "synth"
+SYNTH_CACHE_KEPT = 16
+# What a template is made from, besides the context: the CDK app, its settings and pinned versions,
+# the infrastructure code, and the functions' sources (the asset's hash is theirs).
+SYNTH_INPUT_FILES = ("app.py", "cdk.json", "requirements.txt", "package-lock.json")
+SYNTH_INPUT_FOLDERS = ("infra", FUNCTIONS_PACKAGE)
+
+
+def synthesis_key(context: Mapping[str, str] | None = None, root: Path = REPO_ROOT) -> str:
+    """A digest of the context and of every input file's path and bytes: a change to any is a new key."""
+    digest = hashlib.sha256(json.dumps(dict(context or {}), sort_keys=True).encode())
+    files = [root / name for name in SYNTH_INPUT_FILES]
+    for folder in SYNTH_INPUT_FOLDERS:
+        files += [
+            path
+            for path in (root / folder).rglob("*")
+            if path.is_file()
+            and not any(fnmatch.fnmatch(part, pattern) for part in path.parts for pattern in EXCLUDED_PATTERNS)
+        ]
+    for path in sorted(files):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"<missing>")
+        digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def synthesize(context: Mapping[str, str] | None = None, cache_dir: Path | None = SYNTH_CACHE_DIR) -> dict[str, Any]:
+    """The stack's template with `context` over cdk.json's: from `cache_dir` when the same inputs
+    were synthesized before (None: always synthesize), else synthesized and kept there."""
+    if cache_dir is None:
+        return synthesize_in_child(context)
+    cached = cache_dir / f"{synthesis_key(context)}.json"
+    if cached.exists():
+        template: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
+        return template
+    template = synthesize_in_child(context)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    written = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")  # whole or absent, for other processes
+    written.write_text(json.dumps(template), encoding="utf-8")
+    written.replace(cached)
+    _forget_all_but_the_newest(cache_dir, SYNTH_CACHE_KEPT)
+    return template
+
+
+def _forget_all_but_the_newest(cache_dir: Path, kept: int) -> None:
+    """Every edit makes a new template: keep the cache from growing without end."""
+    templates = sorted(cache_dir.glob("*.json"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for stale in templates[kept:]:
+        stale.unlink(missing_ok=True)
+
+
+def synthesize_in_child(context: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The stack's template with `context` over cdk.json's, synthesized in a child process.
 
     CDK runs a Node process behind the Python app. Keeping it out of the long-running runtime means

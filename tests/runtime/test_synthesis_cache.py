@@ -1,0 +1,67 @@
+"""The runtime's synthesized templates are kept by what they were made from (local/deploy.py): a
+template is reused only while every input is the same, so an edit is never served stale."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from local.deploy import SYNTH_INPUT_FILES, SYNTH_INPUT_FOLDERS, synthesis_key, synthesize
+
+
+def sources(root: Path) -> Path:
+    """A small tree with every kind of input the key reads."""
+    for name in SYNTH_INPUT_FILES:
+        (root / name).write_text(f"{name} v1\n")
+    for folder in SYNTH_INPUT_FOLDERS:
+        (root / folder / "sub").mkdir(parents=True)
+        (root / folder / "sub" / "module.py").write_text("x = 1\n")
+    return root
+
+
+def test_the_key_changes_with_any_input_and_the_context(tmp_path: Path) -> None:
+    root = sources(tmp_path)
+    first = synthesis_key({}, root)
+    assert synthesis_key({}, root) == first
+    assert synthesis_key({"authorizer": "jwt"}, root) != first
+    for changed in [
+        root / "cdk.json",
+        root / "package-lock.json",
+        *(root / f / "sub" / "module.py" for f in SYNTH_INPUT_FOLDERS),
+    ]:
+        before = changed.read_text()
+        changed.write_text(before + "# edited\n")
+        assert synthesis_key({}, root) != first, changed
+        changed.write_text(before)
+    assert synthesis_key({}, root) == first
+    (root / "infra" / "sub" / "new.json").write_text("{}")  # a new file is an input too
+    assert synthesis_key({}, root) != first
+
+
+def test_caches_and_bytecode_are_not_inputs(tmp_path: Path) -> None:
+    root = sources(tmp_path)
+    first = synthesis_key({}, root)
+    (root / "functions" / "sub" / "__pycache__").mkdir()
+    (root / "functions" / "sub" / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"\0")
+    assert synthesis_key({}, root) == first
+    shutil.rmtree(root / "functions" / "sub" / "__pycache__")
+
+
+def test_a_template_made_from_the_same_inputs_is_read_back(tmp_path: Path) -> None:
+    kept = {"Resources": {"Marker": {"Type": "AWS::SQS::Queue"}}}
+    (tmp_path / f"{synthesis_key({'k': 'v'})}.json").write_text(json.dumps(kept))
+    assert synthesize({"k": "v"}, cache_dir=tmp_path) == kept
+
+
+def test_only_the_newest_templates_are_kept(tmp_path: Path) -> None:
+    import os
+
+    from local.deploy import _forget_all_but_the_newest
+
+    for age in range(20):
+        made = tmp_path / f"{age:02d}.json"
+        made.write_text("{}")
+        os.utime(made, (1_000_000 - age, 1_000_000 - age))  # 00 is the newest
+    _forget_all_but_the_newest(tmp_path, 16)
+    assert sorted(path.name for path in tmp_path.glob("*.json")) == [f"{age:02d}.json" for age in range(16)]
