@@ -7,6 +7,7 @@ and the asset bucket holding each Lambda package.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import io
@@ -46,7 +47,9 @@ def synthesis_key(context: Mapping[str, str] | None = None, root: Path = REPO_RO
             path
             for path in (root / folder).rglob("*")
             if path.is_file()
-            and not any(fnmatch.fnmatch(part, pattern) for part in path.parts for pattern in EXCLUDED_PATTERNS)
+            and not any(
+                fnmatch.fnmatch(part, pattern) for part in path.relative_to(root).parts for pattern in EXCLUDED_PATTERNS
+            )
         ]
     for path in sorted(files):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
@@ -75,8 +78,11 @@ def synthesize(context: Mapping[str, str] | None = None, cache_dir: Path | None 
 
 def _forget_all_but_the_newest(cache_dir: Path, kept: int) -> None:
     """Every edit makes a new template: keep the cache from growing without end."""
-    templates = sorted(cache_dir.glob("*.json"), key=lambda path: path.stat().st_mtime, reverse=True)
-    for stale in templates[kept:]:
+    templates = []
+    for path in cache_dir.glob("*.json"):
+        with contextlib.suppress(FileNotFoundError):  # another process may be pruning too
+            templates.append((path.stat().st_mtime, path))
+    for _, stale in sorted(templates, reverse=True)[kept:]:
         stale.unlink(missing_ok=True)
 
 

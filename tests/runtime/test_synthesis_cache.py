@@ -10,8 +10,11 @@ from pathlib import Path
 from local.deploy import SYNTH_INPUT_FILES, SYNTH_INPUT_FOLDERS, synthesis_key, synthesize
 
 
-def sources(root: Path) -> Path:
-    """A small tree with every kind of input the key reads."""
+def sources(where: Path) -> Path:
+    """A small tree with every kind of input the key reads, in a folder named like an excluded one
+    (a clone may live under `tests/`: only the parts inside the repo are matched)."""
+    root = where / "tests" / "repo"
+    root.mkdir(parents=True)
     for name in SYNTH_INPUT_FILES:
         (root / name).write_text(f"{name} v1\n")
     for folder in SYNTH_INPUT_FOLDERS:
