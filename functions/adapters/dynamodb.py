@@ -520,7 +520,8 @@ class DynamoCountingStore:
                 else {"#bucket": PENDING_BUCKET},
                 "ExpressionAttributeValues": to_attributes(values),
             }
-            yield from map(from_attributes, _queried_items(self._client, request, "query pending index: "))
+            for page in _transient_pages(self._client, request, "query pending index: "):
+                yield from map(from_attributes, page.get("Items", []))
 
     def _to_tombstone(self, account_id: str, resource_id: str, *, counted: bool) -> dict[str, Any]:
         """A soft-deleted resource becomes its tombstone (the removal of the resource)."""
@@ -631,10 +632,7 @@ class DynamoHealingStore:
             "Select": "COUNT",
             "ConsistentRead": True,
         }
-        try:
-            return any(page.get("Count", 0) > 0 for page in query_pages(self._client, request))
-        except (ClientError, BotoCoreError) as error:
-            raise TransientStoreError(str(error)) from error
+        return any(page.get("Count", 0) > 0 for page in _transient_pages(self._client, request))
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
         try:
@@ -731,21 +729,17 @@ class DynamoHealingStore:
                     {":bucket": keys.activity_bucket_name(index), ":after": written_after, ":before": written_before}
                 ),
             }
-            for item in map(from_attributes, _queried_items(self._client, request)):
-                account_id = str(item["account_id"])
-                if str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and account_id not in seen:
-                    seen.add(account_id)
-                    yield account_id
+            for page in _transient_pages(self._client, request):
+                for item in map(from_attributes, page.get("Items", [])):
+                    account_id = str(item["account_id"])
+                    if str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and account_id not in seen:
+                        seen.add(account_id)
+                        yield account_id
 
 
-def _queried_items(client: Any, request: dict[str, Any], context: str = "") -> Iterator[dict[str, Any]]:
-    """Every item of a Query's pages; a failure on any page is transient (the sweeper tries again)."""
-    pages = query_pages(client, request)
-    while True:
-        try:
-            page = next(pages, None)
-        except (ClientError, BotoCoreError) as error:
-            raise TransientStoreError(f"{context}{error}") from error
-        if page is None:
-            return
-        yield from page.get("Items", [])
+def _transient_pages(client: Any, request: dict[str, Any], context: str = "") -> Iterator[dict[str, Any]]:
+    """A Query's pages; a failure on any page is transient (the sweeper tries again)."""
+    try:
+        yield from query_pages(client, request)
+    except (ClientError, BotoCoreError) as error:
+        raise TransientStoreError(f"{context}{error}") from error
