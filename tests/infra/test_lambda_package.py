@@ -21,6 +21,12 @@ PYTHON_312 = next((str(path) for path in sorted(Path.home().glob(".pyenv/version
     shutil.which("python3.12")
 )
 
+# The package must run on the Lambda runtime's own Python; without one here, there is nothing to run it on.
+NEEDS_PYTHON_312 = pytest.mark.skipif(
+    PYTHON_312 is None,
+    reason="no Python 3.12 (the Lambda runtime's) on this machine: `pyenv install 3.12`, or a python3.12 on PATH",
+)
+
 SMOKE = r"""
 import json, os, sys
 from functions.api.handler import handler as api
@@ -102,7 +108,7 @@ def without(distribution: str, workdir: Path) -> bundling.PipRunner:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(PYTHON_312 is None, reason="no Python 3.12 interpreter on this machine (the Lambda runtime's)")
+@NEEDS_PYTHON_312
 def test_the_package_runs_every_handler_on_python_312(tmp_path: Path) -> None:
     ran = build_and_smoke(tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
@@ -111,7 +117,7 @@ def test_the_package_runs_every_handler_on_python_312(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(PYTHON_312 is None, reason="no Python 3.12 interpreter on this machine (the Lambda runtime's)")
+@NEEDS_PYTHON_312
 def test_the_package_fails_when_a_dependency_is_left_out_of_the_functions_requirements(tmp_path: Path) -> None:
     """The same build without PyJWT in functions/requirements.txt: the authorizer's import fails on
     3.12, so a dependency missing from the package fails here, not a deployment."""
