@@ -199,18 +199,21 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
                 None,
                 lambda: two_minutes_ago.replace("+00:00", "Z"),
             )
-    stop = threading.Event()
+    stop, written = threading.Event(), threading.Event()
 
     def keep_writing() -> None:  # a create and a delete every 100 ms: never quiet
         while not stop.wait(0.1):
             created = api.create("busy")
+            written.set()
             if created.status == 201:
                 api.delete("busy", created.json()["resourceId"])
 
     writer = threading.Thread(target=keep_writing)
     writer.start()
     try:
-        stop.wait(0.5)
+        # Sweep once the account has a write within `quiet`: until then it is still one written
+        # two minutes ago, which a heal visits (a slow machine lost that race after a fixed 0.5 s).
+        assert written.wait(30), "the writer's first create was never answered"
         healing = harness.clients.healing_store
         store = harness.clients.counting_store
         report = sweep(store, store, healing, healing, datetime.now(UTC), SweepSettings())
