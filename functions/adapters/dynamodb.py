@@ -715,18 +715,18 @@ class DynamoHealingStore:
 
         return account_view(self._client, self._table, account_id)
 
-    def accounts_written_between(self, written_after: str, written_before: str) -> Iterator[str]:
-        """Accounts last written in that window and not healed or checked since that write (each
-        once, though the account item and each of its other shards have their own entry)."""
+    def accounts_written_since(self, written_after: str) -> Iterator[str]:
+        """Accounts last written at or after that time and not healed or checked since that write
+        (each once, though the account item and each of its other shards have their own entry)."""
         seen: set[str] = set()
         for index in range(schema.ACTIVITY_BUCKET_COUNT):
             request: dict[str, Any] = {
                 "TableName": self._table,
                 "IndexName": schema.ACTIVITY_INDEX_NAME,
-                "KeyConditionExpression": "#bucket = :bucket AND #written BETWEEN :after AND :before",
+                "KeyConditionExpression": "#bucket = :bucket AND #written >= :after",
                 "ExpressionAttributeNames": {"#bucket": ACTIVITY_BUCKET, "#written": LAST_WRITE},
                 "ExpressionAttributeValues": to_attributes(
-                    {":bucket": keys.activity_bucket_name(index), ":after": written_after, ":before": written_before}
+                    {":bucket": keys.activity_bucket_name(index), ":after": written_after}
                 ),
             }
             for page in _transient_pages(self._client, request):

@@ -119,7 +119,7 @@ class HealingStore(Protocol):
 def plan_heal(state: AccountState, eventual: int, now: datetime, quiet: timedelta) -> HealPlan | None:
     """What to write, or None when the counters already hold the truth."""
     # Leases left here are in flight (dead ones were settled first): their slots are not free.
-    quiet_enough = now - _parse(state.last_write_at) >= quiet and not state.leases
+    quiet_enough = now - parse_timestamp(state.last_write_at) >= quiet and not state.leases
     # A quiet account also folds its admission shards back into its account item.
     admitted = eventual if quiet_enough and (state.admitted != eventual or state.spread) else None
     if state.best_effort_net == eventual and admitted is None:
@@ -162,8 +162,10 @@ def heal_account(
     now: datetime,
     quiet: timedelta,
     retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
+    first_read: tuple[AccountState, int] | None = None,
 ) -> HealResult:
-    read = store.read_account_state(account_id)
+    """Heal one account; `first_read` is its state if the caller has just read it (the sweeper)."""
+    read = first_read if first_read is not None else store.read_account_state(account_id)
     if read is None:
         return HealResult(HealOutcome.NOT_FOUND)
     before = read[0]  # what the heal found, reported as it was before any lease was settled
@@ -190,7 +192,7 @@ def heal_account(
     return HealResult(HealOutcome.HEALED, before, eventual, plan)
 
 
-def _parse(timestamp: str) -> datetime:
+def parse_timestamp(timestamp: str) -> datetime:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
 
 
@@ -208,8 +210,8 @@ def last_write_stamp(now: str) -> str:
     The activity index is sorted by it, and DynamoDB writes an index only when an item's index key
     or projection changes: so a busy account moves its index entry once a minute, not twice per
     write (docs/healing.md, "What it costs"). The exact time goes in `last_write_exact`, for the
-    quiet check; the sweeper widens its window by STAMP_ROUNDING to find the same accounts."""
-    moment = _parse(now)
+    quiet check and the sweeper's choice between a heal and settling dead leases."""
+    moment = parse_timestamp(now)
     floor = moment.replace(second=0, microsecond=0)
     return iso_timestamp(floor if floor == moment else floor + STAMP_ROUNDING)
 

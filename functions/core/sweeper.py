@@ -25,12 +25,12 @@ from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.counting import BatchReport, CountingStore, process_pending_items
 from functions.core.healing import (
     DEFAULT_TOMBSTONE_RETENTION,
-    STAMP_ROUNDING,
     AccountState,
     HealingStore,
     HealOutcome,
     heal_account,
     iso_timestamp,
+    parse_timestamp,
     resolve_dead_leases,
 )
 from functions.core.redrive import PendingSource
@@ -47,9 +47,9 @@ AUDIT_SLICE = timedelta(minutes=5)
 
 
 class ActivitySource(Protocol):
-    def accounts_written_between(self, written_after: str, written_before: str) -> Iterable[str]:
-        """Accounts whose last API write (rounded up to the minute) is in that window, and not
-        healed or checked since."""
+    def accounts_written_since(self, written_after: str) -> Iterable[str]:
+        """Accounts whose last API write (rounded up to the minute) is at or after that time, and
+        not healed or checked since."""
         ...
 
     def record_checked(self, account_id: str, state: AccountState, now: str) -> bool: ...
@@ -86,31 +86,26 @@ def sweep(
     report.pending = process_pending_items(
         counting, pending.pending_items(iso_timestamp(now - settings.pending_older_than))
     )
-    # Stamps are rounded up to the minute: an account written before now - quiet may carry a
-    # stamp up to STAMP_ROUNDING later. heal_account checks the exact time.
-    visited: set[str] = set()
-    for account_id in activity.accounts_written_between(
-        iso_timestamp(now - settings.lookback), iso_timestamp(now - settings.quiet + STAMP_ROUNDING)
-    ):
-        visited.add(account_id)
-        result = heal_account(healing, account_id, now, settings.quiet, tombstone_retention)
-        if result.outcome is HealOutcome.EXACT and result.before is not None:
-            activity.record_checked(account_id, result.before, iso_timestamp(now))
-        report.heals[result.outcome] += 1
-    # Busy accounts: settling a dead lease is one conditional write on its shard, as its own
-    # request's settle would have been, so it needs no quiet period; the rest of a heal does.
-    for account_id in activity.accounts_written_between(
-        iso_timestamp(now - settings.quiet), iso_timestamp(now + STAMP_ROUNDING)
-    ):
-        if account_id in visited:
-            continue
-        visited.add(account_id)
+    # One pass over the accounts written since `lookback`, with no upper bound: a write that lands
+    # while the sweep runs may stamp an account up to two minutes past `now` (stamps are rounded up
+    # to the minute), and that account is busy, not gone. Each account's exact last write, read
+    # with its leases, tells a quiet account (healed) from a busy one (only its dead leases settled:
+    # each is one conditional write on its shard, as its own request's settle would have been, so
+    # it needs no quiet period; the rest of a heal does).
+    for account_id in activity.accounts_written_since(iso_timestamp(now - settings.lookback)):
         read = healing.read_account_state(account_id)
-        if read is not None:
+        if read is None:
+            continue
+        if now - parse_timestamp(read[0].last_write_at) < settings.quiet:
             report.busy_accounts += 1
             report.dead_leases += resolve_dead_leases(
                 healing, account_id, read[0], now, settings.quiet, tombstone_retention
             )
+            continue
+        result = heal_account(healing, account_id, now, settings.quiet, tombstone_retention, read)
+        if result.outcome is HealOutcome.EXACT and result.before is not None:
+            activity.record_checked(account_id, result.before, iso_timestamp(now))
+        report.heals[result.outcome] += 1
     if audits is not None:
         audit_slice(audits, now, report)
     return report

@@ -228,6 +228,39 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     harness.check_invariants()
 
 
+def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harness, faults: Faults) -> None:
+    """A sweep reads its clock once, at its start. A write that lands after that, in the next
+    minute, stamps the account's activity entry two minutes past the sweep's time (stamps are
+    rounded up to the minute): the sweep must still find the account and settle its dead leases.
+    Found by the busy-account test failing when a sweep started in a minute's last moments."""
+    api = harness.api
+    api.put_account("busy", 4)
+    boundary = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=30)
+
+    def at(moment: datetime) -> Any:
+        return lambda: moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    faults.crash_after_write("reserve")
+    faults.crash_after_write("reserve")
+    for _ in range(2):
+        with pytest.raises(faults.SimulatedCrash):
+            accounts.create_resource(
+                harness.clients.api_store, "busy", NewResource("lost"), None, at(boundary - timedelta(minutes=2))
+            )
+    # The write that lands while the sweep runs: 100 ms into the minute after the sweep's start.
+    accounts.create_resource(
+        harness.clients.api_store, "busy", NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
+    )
+    healing, store = harness.clients.healing_store, harness.clients.counting_store
+    report = sweep(store, store, healing, healing, boundary - timedelta(milliseconds=50), SweepSettings())
+    assert (report.busy_accounts, report.dead_leases) == (1, 2)
+    assert sum(report.heals.values()) == 0
+    harness.pump()
+    answers = [api.create("busy").status for _ in range(4)]
+    assert answers == [201, 201, 201, 409]  # 4 slots: the late create's and three free ones
+    harness.check_invariants()
+
+
 def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness) -> None:
     """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
     account's activity bucket, the account is audited; a nudged eventual counter is reported."""
