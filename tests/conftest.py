@@ -39,11 +39,10 @@ TEST_ENVIRONMENT = {
 }
 
 
-# `make test-dynamodb-local`: the handler tier against DynamoDB Local (AWS's own engine) instead of
-# moto. Only DynamoDB and its streams are there, so the tiers that need more (queues, functions,
-# the stack) do not run on it, and of the handler tier only the tests that call the emulator.
+# What serves DynamoDB to the handler tier (`--emulator`): moto's server, as in `make run`, or
+# DynamoDB Local, AWS's own engine, which refuses what moto forgives (`make test` uses it). The
+# other tiers need more than DynamoDB (queues, functions, the stack) and always use moto's server.
 DYNAMODB_LOCAL = "dynamodb-local"
-EMULATOR_ENV = "HYBRID_COUNTER_TEST_EMULATOR"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,18 +59,30 @@ def on_dynamodb_local(config: pytest.Config) -> bool:
 
 
 @pytest.fixture(scope="session")
-def emulator_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    previous = {name: os.environ.get(name) for name in [*TEST_ENVIRONMENT, "AWS_ENDPOINT_URL", EMULATOR_ENV]}
+def test_environment() -> Iterator[None]:
+    """Credentials, region and Powertools settings for the session's clients and handlers."""
+    previous = {name: os.environ.get(name) for name in [*TEST_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
     os.environ.update(TEST_ENVIRONMENT)
-    os.environ[EMULATOR_ENV] = request.config.getoption("--emulator")
-    with DynamoDBLocalProcess() if on_dynamodb_local(request.config) else EmulatorProcess() as emulator:
-        os.environ["AWS_ENDPOINT_URL"] = emulator.url
-        yield emulator.url
+    yield
     for name, value in previous.items():
         if value is None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def emulator_url(test_environment: None) -> Iterator[str]:
+    """The session's moto server; the tests' own boto3 clients find it through AWS_ENDPOINT_URL."""
+    with EmulatorProcess() as emulator:
+        os.environ["AWS_ENDPOINT_URL"] = emulator.url
+        yield emulator.url
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local_url(test_environment: None) -> Iterator[str]:
+    with DynamoDBLocalProcess() as emulator:
+        yield emulator.url
 
 
 @dataclass
@@ -80,28 +91,31 @@ class System:
 
     table: str
     stream_arn: str
+    endpoint_url: str  # the emulator serving this test's table
     dynamodb: Any
     streams: Any
     clients: Clients  # what this test's handlers are given: a session and settings of their own
 
 
-def fresh_system(emulator_url: str) -> System:
-    """An empty emulator with one table built from the synthesized template, and clients of its own
-    for the handlers (a new session: no fault hook of an earlier test on them)."""
+def fresh_system(endpoint_url: str, shared: bool = False) -> System:
+    """A table of its own built from the synthesized template, and clients of its own for the
+    handlers (a new session: no fault hook of an earlier test on them). On moto's server the
+    emulator is emptied first; a `shared` one (DynamoDB Local) keeps earlier tests' tables."""
     from tests.support.tables import create_table
 
-    if os.environ.get(EMULATOR_ENV) != DYNAMODB_LOCAL:  # DynamoDB Local keeps earlier tables: each test has its own
-        urllib.request.urlopen(urllib.request.Request(f"{emulator_url}/moto-api/reset", method="POST")).close()
+    if not shared:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint_url}/moto-api/reset", method="POST")).close()
     table = f"counter-{uuid.uuid4().hex[:8]}"
-    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url)
     stream_arn = create_table(dynamodb, table)
     settings = Settings.from_env({**os.environ, schema.ENV_TABLE_NAME: table})
     return System(
         table=table,
         stream_arn=stream_arn,
+        endpoint_url=endpoint_url,
         dynamodb=dynamodb,
-        streams=boto3.client("dynamodbstreams", endpoint_url=emulator_url),
-        clients=Clients(settings, boto3.Session(), emulator_url),
+        streams=boto3.client("dynamodbstreams", endpoint_url=endpoint_url),
+        clients=Clients(settings, boto3.Session(), endpoint_url),
     )
 
 
@@ -139,7 +153,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(TIER_OF_FOLDER[folder])
         group = {"integration": "integration", "chaos": item.nodeid}.get(folder, str(item.path))
         item.add_marker(pytest.mark.xdist_group(group))
-    if on_dynamodb_local(config):  # only the tests that talk to the emulator have anything to check there
-        talking = [item for item in items if "emulator_url" in getattr(item, "fixturenames", ())]
-        config.hook.pytest_deselected(items=[item for item in items if item not in talking])
-        items[:] = talking

@@ -5,11 +5,24 @@ from functools import partial
 
 import pytest
 
-from tests.conftest import System
+from tests.conftest import System, fresh_system, on_dynamodb_local
 from tests.support.api_events import ApiClient
 from tests.support.faults import Faults
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
+
+
+@pytest.fixture(scope="session")
+def dynamodb_url(request: pytest.FixtureRequest) -> str:
+    """What serves DynamoDB to this tier: moto's server, or DynamoDB Local with `--emulator
+    dynamodb-local` (tests/conftest.py)."""
+    fixture = "dynamodb_local_url" if on_dynamodb_local(request.config) else "emulator_url"
+    return str(request.getfixturevalue(fixture))
+
+
+@pytest.fixture
+def system(dynamodb_url: str, request: pytest.FixtureRequest) -> System:
+    return fresh_system(dynamodb_url, shared=on_dynamodb_local(request.config))
 
 
 class Harness:

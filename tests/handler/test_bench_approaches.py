@@ -25,9 +25,9 @@ SMALL = argparse.Namespace(iterations=2, standing=2, workers=1, resources=4, fau
 
 
 @pytest.fixture(scope="module")
-def results(emulator_url: str) -> dict[str, dict[str, Any]]:
+def results(dynamodb_url: str) -> dict[str, dict[str, Any]]:
     """Every approach, once, on a small run: one caller, every third write losing its answer."""
-    return {kind.name: run_approach(kind, emulator_url, SMALL) for kind in APPROACHES}
+    return {kind.name: run_approach(kind, dynamodb_url, SMALL) for kind in APPROACHES}
 
 
 def test_the_meter_counts_what_each_approach_writes(results: dict[str, dict[str, Any]]) -> None:
@@ -66,7 +66,7 @@ def test_this_project_never_shows_a_caller_a_transaction_error(results: dict[str
 def test_a_transaction_on_an_item_another_caller_is_writing_is_cancelled_and_a_write_on_an_item_in_a_transaction_fails(
     system: System,
 ) -> None:
-    dynamodb = boto3.client("dynamodb", config=SDK_CONFIG)
+    dynamodb = boto3.client("dynamodb", endpoint_url=system.endpoint_url, config=SDK_CONFIG)
     wire = Wire(dynamodb, fault_every=0)
     key = {"pk": {"S": "A"}, "sk": {"S": "counter"}}
     in_flight, release = threading.Event(), threading.Event()

@@ -15,7 +15,7 @@ from tests.conftest import System
 
 @pytest.fixture
 def meter(system: System) -> CapacityMeter:
-    return CapacityMeter(system.dynamodb, reader=boto3.client("dynamodb"))
+    return CapacityMeter(system.dynamodb, reader=boto3.client("dynamodb", endpoint_url=system.endpoint_url))
 
 
 def key(pk: str, sk: str) -> dict[str, dict[str, str]]:

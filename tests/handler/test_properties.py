@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 import pytest
@@ -26,7 +26,7 @@ from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceN
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, idempotent_resource_id
 from functions.shared.clients import Clients
-from tests.conftest import fresh_system
+from tests.conftest import fresh_system, on_dynamodb_local
 from tests.support.faults import Faults
 from tests.support.stream import StreamTap
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
@@ -44,9 +44,13 @@ def now() -> str:
 
 
 class CounterMachine(RuleBasedStateMachine):
+    # The emulator the test was given (hypothesis builds the machine without arguments).
+    endpoint_url: ClassVar[str]
+    shared_emulator: ClassVar[bool]
+
     def __init__(self) -> None:
         super().__init__()
-        self.system = fresh_system(os.environ["AWS_ENDPOINT_URL"])
+        self.system = fresh_system(self.endpoint_url, self.shared_emulator)
         self.clients = self.system.clients
         self.faults = Faults(self.clients)
         self.tap = StreamTap(self.system.streams, self.system.stream_arn)
@@ -157,15 +161,18 @@ class CounterMachine(RuleBasedStateMachine):
 
     def _disarm(self) -> None:
         """New clients, without the hooks of the crash just injected."""
-        self.clients = Clients(self.clients.settings, boto3.Session(), os.environ["AWS_ENDPOINT_URL"])
+        self.clients = Clients(self.clients.settings, boto3.Session(), self.endpoint_url)
         self.faults = Faults(self.clients)
 
 
-@pytest.mark.usefixtures("emulator_url")
 @pytest.mark.slow
-def test_random_interleavings_keep_every_invariant() -> None:
+def test_random_interleavings_keep_every_invariant(dynamodb_url: str, request: pytest.FixtureRequest) -> None:
+    class OnThisEmulator(CounterMachine):
+        endpoint_url = dynamodb_url
+        shared_emulator = on_dynamodb_local(request.config)
+
     run_state_machine_as_test(
-        CounterMachine,
+        OnThisEmulator,
         settings=settings(
             max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "25")),
             stateful_step_count=20,

@@ -44,7 +44,9 @@ def patient_store(harness: Harness) -> DynamoApiStore:
     request at a time, so 200 at once queue there for longer than the functions' 5 s read timeout
     on a busy machine, and these tests are about admission, not about timeouts."""
     config = Config(retries={"mode": "standard", "total_max_attempts": 3}, read_timeout=300, max_pool_connections=200)
-    return DynamoApiStore(boto3.client("dynamodb", config=config), harness.system.table)
+    return DynamoApiStore(
+        boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config), harness.system.table
+    )
 
 
 def create(index: int, directory: Directory, store: DynamoApiStore) -> accounts.Created:
