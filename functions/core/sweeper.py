@@ -95,6 +95,7 @@ def sweep(
     for account_id in activity.accounts_written_since(iso_timestamp(now - settings.lookback)):
         read = healing.read_account_state(account_id)
         if read is None:
+            report.heals[HealOutcome.NOT_FOUND] += 1
             continue
         if now - parse_timestamp(read[0].last_write_at) < settings.quiet:
             report.busy_accounts += 1
