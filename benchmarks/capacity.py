@@ -49,7 +49,9 @@ def now_text() -> str:
 
 def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: str, table: str, args: Any) -> int:
     """Create+delete iterations spread evenly over the accounts; returns how many ran."""
-    from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.healing_store import DynamoHealingStore
     from functions.core import accounts
     from functions.core.counting import process_stream_records
     from functions.core.healing import heal_account

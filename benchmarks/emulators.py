@@ -59,7 +59,8 @@ def clients(url: str) -> Iterator[tuple[Any, Any]]:
 
 def flow_rate(dynamodb: Any, streams: Any, stream_arn: str, table: str, seconds: float) -> tuple[float, float]:
     """Create + count + delete + count iterations per second, and DynamoDB calls per iteration."""
-    from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.counting_store import DynamoCountingStore
     from functions.core import accounts
     from functions.core.counting import process_stream_records
     from functions.core.model import NewResource

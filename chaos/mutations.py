@@ -12,7 +12,7 @@ from functions.core import schema
 
 def _consumer_ignores_counter_processed() -> None:
     """The consumer counts a create without checking that it was not counted already."""
-    from functions.adapters.dynamodb import DynamoCountingStore
+    from functions.adapters.counting_store import DynamoCountingStore
 
     original = DynamoCountingStore._transact
 

@@ -24,8 +24,9 @@ from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, Ledger, create, run_clients
 from functions.adapters.attributes import to_attributes
-from functions.adapters.dynamodb import DynamoHealingStore, resource_from_item
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
+from functions.adapters.healing_store import DynamoHealingStore
+from functions.adapters.items import resource_from_item
 from functions.core.healing import HealOutcome, heal_account, resolution
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
 from infra.constants import HEAL_QUIET_SECONDS

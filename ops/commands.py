@@ -18,8 +18,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters import audit_reads
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.dynamodb import DynamoHealingStore, counter_key
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
+from functions.adapters.healing_store import DynamoHealingStore
+from functions.adapters.items import counter_key
 from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account

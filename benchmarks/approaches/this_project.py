@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from benchmarks.approaches.base import Approach, LimitReached
 from benchmarks.capacity import now_text
-from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore
+from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.counting_store import DynamoCountingStore
 from functions.core import accounts
 from functions.core.counting import process_stream_records
 from functions.core.errors import LimitExceeded, ResourceNotFound

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.dynamodb import read_account_items
+from functions.adapters.items import read_account_items
 from functions.adapters.pages import query_items
 from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
 from functions.core import keys, schema

@@ -7,10 +7,13 @@ to know after those retries is whether a failed write may still have landed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
+from functions.adapters.pages import query_pages
+from functions.core.counting import TransientStoreError
 from functions.core.errors import StoreUnavailable
 
 # Failures before the request left: nothing was sent, so nothing landed.
@@ -86,3 +89,15 @@ def cancellation_codes(error: ClientError) -> set[str]:
 def unavailable(operation: str, error: Exception) -> StoreUnavailable:
     throttled = isinstance(error, ClientError) and error_code(error) in THROTTLING_CODES
     return StoreUnavailable(f"{operation} failed: {error}", may_have_landed=may_have_landed(error), throttled=throttled)
+
+
+def condition_failed_item(error: ClientError) -> dict[str, Any] | None:
+    return error.response.get("Item")  # type: ignore[no-any-return]
+
+
+def transient_pages(client: Any, request: dict[str, Any], context: str = "") -> Iterator[dict[str, Any]]:
+    """A Query's pages; a failure on any page is transient (the sweeper tries again)."""
+    try:
+        yield from query_pages(client, request)
+    except (ClientError, BotoCoreError) as error:
+        raise TransientStoreError(f"{context}{error}") from error

@@ -19,8 +19,10 @@ from typing import Any, TypeVar
 import boto3
 from botocore.config import Config
 
-from functions.adapters.dynamodb import DynamoApiStore, DynamoCountingStore, DynamoHealingStore
+from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.counting_store import DynamoCountingStore
 from functions.adapters.errors import watch_attempts
+from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory

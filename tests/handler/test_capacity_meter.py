@@ -6,7 +6,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.adapters.dynamodb import DynamoApiStore
+from functions.adapters.api_store import DynamoApiStore
 from functions.core import accounts, schema
 from functions.core.model import NewResource
 from local.capacity.meter import CapacityMeter

@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from functions.adapters.dynamodb import DynamoApiStore
+from functions.adapters.api_store import DynamoApiStore
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.errors import LimitExceeded

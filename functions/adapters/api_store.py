@@ -1,0 +1,320 @@
+"""The API's port on DynamoDB: single-item writes; transactions only to move room between a busy
+account's admission shards (functions/adapters/shards.py)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.errors import condition_failed_item, error_code, unavailable
+from functions.adapters.items import (
+    ACTIVITY_BUCKET,
+    CCF,
+    DELETE_TOKEN,
+    DELETED,
+    EXPIRES_AT,
+    ITEM_TYPE,
+    LAST_WRITE,
+    LAST_WRITE_EXACT,
+    PENDING_BUCKET,
+    PENDING_SINCE,
+    PK,
+    SK,
+    account_key,
+    item_key,
+    read_account_items,
+    read_resource,
+    resource_from_item,
+    resource_item,
+    resource_key,
+)
+from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
+from functions.adapters.shards import (
+    ACTIVE,
+    LIMIT_REQUEST,
+    LIMIT_SET_AT,
+    LIMIT_VERSION,
+    RETIRED,
+    ROOM,
+    SPAN,
+    ShardStore,
+    settle_lease,
+    shard_key,
+    shard_state,
+    take_lease,
+)
+from functions.core import keys, schema
+from functions.core.accounts import LimitChange
+from functions.core.admission import Reserved, ShardState
+from functions.core.errors import InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.healing import last_write_stamp
+from functions.core.leases import Lease, Settled, Settlement
+from functions.core.model import Page, Resource, Usage
+
+# A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
+MAX_QUERY_PAGES_PER_LIST = 5
+
+
+def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
+    """The SET clauses (and their values) of a limit change's rate limit, if it has one."""
+    if change.rate is None:
+        return ""
+    values.update({":rate": change.rate.requests_per_second, ":window": change.rate.window_seconds})
+    return f", {RATE} = :rate, {WINDOW} = :window"
+
+
+class DynamoApiStore(ShardStore):
+    """The API's storage: single-item calls, each safe to retry (docs/admission.md), so `client`
+    keeps the SDK's standard retries. Transactions run only to move room between a busy account's
+    shards (ShardStore), and their cancellations never reach a caller."""
+
+    # accounts ------------------------------------------------------------------------------
+
+    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
+        values = {
+            ":limit": change.limit,
+            ":zero": 0,
+            ":one": 1,
+            ":id": account_id,
+            ":type": "account",
+            ":now": now,
+            ":bucket": keys.activity_bucket(account_id),
+            ":stamp": last_write_stamp(now),
+            ":received": change.received_ms,
+            ":token": change.token,
+        }
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=account_key(account_id),
+                UpdateExpression=(
+                    f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
+                    f"heal_epoch = :zero, {ACTIVE} = :one, {SPAN} = :one, version = :one, "
+                    f"account_id = :id, #type = :type, created_at = :now, updated_at = :now, "
+                    f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
+                    f"{LIMIT_VERSION} = :one, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
+                    + _rate_update(change, values)
+                ),
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PK},
+                ExpressionAttributeValues=to_attributes(values),
+            )
+        except ClientError as error:
+            if error_code(error) == CCF:
+                return False  # it exists (perhaps our own retried write): the caller re-reads
+            raise unavailable("create account", error) from error
+        except BotoCoreError as error:
+            raise unavailable("create account", error) from error
+        return True
+
+    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+        values = {
+            ":limit": change.limit,
+            ":change": change.limit - account.limit,
+            ":now": now,
+            ":stamp": last_write_stamp(now),
+            ":one": 1,
+            ":next": account.limit_version + 1,
+            ":received": change.received_ms,
+            ":token": change.token,
+        }
+        # The version read, or no version at all on an account item written before versions.
+        if account.limit_version:
+            values[":version"] = account.limit_version
+            unchanged = f"{LIMIT_VERSION} = :version"
+        else:
+            unchanged = f"attribute_not_exists({LIMIT_VERSION})"
+        update: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": account_key(account_id),
+            "UpdateExpression": (
+                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
+                f"{LIMIT_VERSION} = :next, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
+                + _rate_update(change, values)
+                + f" ADD {ROOM} :change, version :one"
+            ),
+            "ConditionExpression": unchanged,
+            "ExpressionAttributeNames": {"#limit": "limit"},
+            "ExpressionAttributeValues": to_attributes(values),
+        }
+        if not retired_span:
+            try:
+                self._client.update_item(**update)
+            except ClientError as error:
+                if error_code(error) == CCF:
+                    return False  # another change came first (or ours, retried): the caller re-reads
+                raise unavailable("set limit", error) from error
+            except BotoCoreError as error:
+                raise unavailable("set limit", error) from error
+            return True
+        # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
+        update["ConditionExpression"] += f" AND {ACTIVE} = :single"
+        update["ExpressionAttributeValues"][":single"] = {"N": "1"}
+        checks = [
+            {
+                "ConditionCheck": {
+                    "TableName": self._table,
+                    "Key": shard_key(account_id, shard),
+                    "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
+                    "ExpressionAttributeNames": {"#pk": PK},
+                    "ExpressionAttributeValues": to_attributes({":true": True, ":zero": 0}),
+                }
+            }
+            for shard in range(1, retired_span)
+        ]
+        return self._transact("set limit", [{"Update": update}, *checks])
+
+    def read_usage(self, account_id: str) -> Usage | None:
+        read = read_account_items(self, account_id)
+        if read is None:
+            return None
+        return Usage(
+            account_id=account_id,
+            limit=shard_state(read.shards[0]).limit,
+            best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
+            eventual=read.eventual,
+            rate=rate_of_item(read.shards[0]),
+            limit_version=shard_state(read.shards[0]).limit_version,
+        )
+
+    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+        taken = take_lease(
+            self._client,
+            self._table,
+            account_id,
+            lease,
+            {"admitted": +1, ROOM: -1},
+            f"{ROOM} >= :one AND attribute_not_exists({RETIRED})",
+        )
+        if taken is None:
+            return None
+        state = shard_state(taken)
+        layout = (state.active, state.span) if lease.shard == 0 else None
+        return Reserved(heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout)
+
+    def take_deletion(self, account_id: str, lease: Lease) -> None:
+        # Signed on purpose: a decrement may land before the increment it cancels (a delete
+        # racing a create that is still in flight). Clamping at zero here would lose it, and the
+        # late increment would then overcount. Readers clamp instead (Usage.best_effort).
+        if take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}) is None:
+            raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        return settle_lease(self._client, self._table, account_id, lease, settlement, now)
+
+    # resources ------------------------------------------------------------------------------
+
+    def put_resource(self, resource: Resource) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=resource_item(resource),
+                # A new key, or one whose tombstone outlived its retention (TTL removes it within
+                # days, not at once): the Idempotency-Key's window is over.
+                ConditionExpression="attribute_not_exists(#pk) OR (#type = :tombstone AND #expires <= :now)",
+                ExpressionAttributeNames={"#pk": PK, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
+                ExpressionAttributeValues=to_attributes(
+                    {":tombstone": schema.TOMBSTONE_TYPE, ":now": int(time.time())}
+                ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("create resource", error) from error
+            existing = resource_from_item(condition_failed_item(error) or {})
+            if existing.request_token != resource.request_token:
+                raise ResourceAlreadyExists(existing) from error
+            # Our own write landed and the SDK retried it: that is success.
+        except BotoCoreError as error:
+            raise unavailable("create resource", error) from error
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        return read_resource(self._client, self._table, account_id, resource_id)
+
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=resource_key(account_id, resource_id),
+                UpdateExpression=(
+                    f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
+                    f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
+                ),
+                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":true": True,
+                        ":false": False,
+                        ":now": now,
+                        ":token": token,
+                        ":bucket": keys.pending_bucket(account_id, resource_id),
+                    }
+                ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CCF:
+                raise unavailable("delete resource", error) from error
+            current = from_attributes(condition_failed_item(error) or {})
+            # Our own landed write, retried: the item, or the tombstone it became, has our token.
+            return current.get(DELETE_TOKEN) == token
+        except BotoCoreError as error:
+            raise unavailable("delete resource", error) from error
+        return True
+
+    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+        # By hand, not a paginator: the page ends at `limit` live items and its LastEvaluatedKey
+        # becomes the API's own cursor.
+        start_key = _decode_cursor(account_id, cursor) if cursor else None
+        items: list[Resource] = []
+        for _ in range(MAX_QUERY_PAGES_PER_LIST):
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+                "FilterExpression": f"{DELETED} = :false",
+                "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
+                "ExpressionAttributeValues": to_attributes(
+                    {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX, ":false": False}
+                ),
+                "Limit": limit - len(items),
+                "ConsistentRead": True,
+            }
+            if start_key:
+                request["ExclusiveStartKey"] = start_key
+            response = self._call("list resources", self._client.query, **request)
+            items.extend(resource_from_item(item) for item in response.get("Items", []))
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key or len(items) >= limit:
+                break
+        return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
+
+    def _call(self, operation: str, method: Any, **request: Any) -> Any:
+        try:
+            return method(**request)
+        except (ClientError, BotoCoreError) as error:
+            raise unavailable(operation, error) from error
+
+
+def _encode_cursor(last_key: Mapping[str, Any]) -> str:
+    raw = json.dumps({"sk": last_key[SK]["S"]}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(account_id: str, cursor: str) -> dict[str, Any]:
+    """Only a resource sort key of this account can come back in: no key injection."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        sort_key = json.loads(raw)["sk"]
+    except (binascii.Error, ValueError, KeyError, TypeError) as error:
+        raise InvalidCursor() from error
+    if not isinstance(sort_key, str) or keys.resource_id_from_sk(sort_key) is None:
+        raise InvalidCursor()
+    return item_key(keys.account_pk(account_id), sort_key)
