@@ -27,6 +27,7 @@ from functions.adapters.attributes import to_attributes
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.items import resource_from_item
+from functions.core import keys
 from functions.core.healing import HealOutcome, heal_account, resolution
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
 from infra.constants import HEAL_QUIET_SECONDS
@@ -237,7 +238,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     fatal_rule = {
         "functions": [],
         "operation": "TransactWriteItems",
-        "contains": f"ACCOUNT#{FATAL_PREFIX}-",
+        "contains": keys.account_pk(f"{FATAL_PREFIX}-"),
         "answer": "TransactionConflict",
     }
     chaos = (
@@ -447,7 +448,7 @@ def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
     reached DLQ 2."""
     check = Check("DLQ 2 holds only what was injected as fatal")
     sqs, streams = runtime.client("sqs"), runtime.client("dynamodbstreams")
-    fatal_pks = {f"ACCOUNT#{a.account_id}" for a in accounts if a.fatal}
+    fatal_pks = {keys.account_pk(a.account_id) for a in accounts if a.fatal}
     messages: list[dict[str, Any]] = []
     for _ in range(10):
         batch = sqs.receive_message(QueueUrl=runtime.outputs["Dlq2Url"], MaxNumberOfMessages=10, VisibilityTimeout=30)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import boto3
 import pytest
 
+from functions.core import keys
 from local.http_client import HttpApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
@@ -34,27 +35,27 @@ FAULTS = [
     {
         "functions": ["api"],
         "operation": "PutItem",
-        "contains": f"ACCOUNT#{LATE_CREATE}",
+        "contains": keys.account_pk(LATE_CREATE),
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/create",
     },
     {
         "functions": ["api"],
         "operation": "UpdateItem",
-        "contains": [f"ACCOUNT#{LATE_DELETE}", "ADD best_effort :best_effort"],
+        "contains": [keys.account_pk(LATE_DELETE), "ADD best_effort :best_effort"],
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/delete",
     },
     {
         "functions": ["stream_consumer"],
         "operation": "TransactWriteItems",
-        "contains": f"ACCOUNT#{POISON_IN_CONSUMER}",
+        "contains": keys.account_pk(POISON_IN_CONSUMER),
         "answer": "TransactionConflict",
     },
     {
         "functions": [],
         "operation": "TransactWriteItems",
-        "contains": f"ACCOUNT#{POISON_EVERYWHERE}",
+        "contains": keys.account_pk(POISON_EVERYWHERE),
         "answer": "TransactionConflict",
     },
 ]
