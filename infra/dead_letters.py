@@ -72,7 +72,7 @@ class DeadLetters(Construct):
                 report_batch_item_failures=True,
             )
         )
-        table_access.grant_table(table, self.redrive_function, table_access.COUNTING)
+        table_access.grant_table(table, self.redrive_function, table_access.COUNTING, table_access.REDRIVE_INDEXES)
         # The redrive re-reads the stream range named in the failure metadata: those two calls, on
         # this stream (CDK's grant_stream_read would add DescribeStream, and ListStreams on "*").
         table_access.grant_stream(table, self.redrive_function, table_access.STREAM_READS)

@@ -32,6 +32,8 @@ COUNTING = ("dynamodb:UpdateItem",)
 # reads (the account's items, its partition, a resource) and writes (updates, transactions of them).
 SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem")
 SWEEPER_INDEXES = (schema.PENDING_INDEX_NAME, schema.ACTIVITY_INDEX_NAME)
+# The redrive, when a range's records are gone: the pending index, as a sweep reads it.
+REDRIVE_INDEXES = (schema.PENDING_INDEX_NAME,)
 # The redrive's re-read of a stream range.
 STREAM_READS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator")
 

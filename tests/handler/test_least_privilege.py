@@ -95,6 +95,11 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     run_the_api_through_its_paths(harness)
     harness.pump()  # the consumer
     assert redrive(harness, failed_range) == []  # the redrive re-reads a stream range
+    # ... and, when the range's records are gone, sweeps the pending index instead.
+    faults.answer_instead(
+        "GetShardIterator", lambda _: True, {"__type": "TrimmedDataAccessException"}, service="dynamodb-streams"
+    )
+    assert redrive(harness, failed_range) == []
     # The sweeper, with nothing too young to sweep or heal: a create whose process died after its
     # put leaves a lease that a heal settles by reading the resource.
     faults.crash_after("PutItem")
