@@ -1,5 +1,5 @@
 """Least privilege on the table: each function may call exactly the DynamoDB actions its code
-calls, on the table and on the indexes it queries by name, nothing else (docs/security.md).
+calls, on the table and on the indexes it reads by name, nothing else (docs/security.md).
 
 A transaction is authorized per action: `TransactWriteItems` needs `UpdateItem` for each Update in
 it (`ConditionCheckItem` for each ConditionCheck), `TransactGetItems` needs `GetItem` (DynamoDB
@@ -9,7 +9,7 @@ records the calls each handler makes and checks them against these lists, both w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -31,22 +31,26 @@ COUNTING = ("dynamodb:UpdateItem",)
 # The sweeper: pending resources (the pending index), quiet accounts (the activity index), a heal's
 # reads (the account's items, its partition, a resource) and writes (updates, transactions of them).
 SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem")
-SWEEPER_INDEXES = (schema.PENDING_INDEX_NAME, schema.ACTIVITY_INDEX_NAME)
+# The pending index is scanned (it holds only pending work), the activity index queried by bucket.
+SWEEPER_INDEXES = {schema.PENDING_INDEX_NAME: ("dynamodb:Scan",), schema.ACTIVITY_INDEX_NAME: ("dynamodb:Query",)}
 # The redrive, when a range's records are gone: the pending index, as a sweep reads it.
-REDRIVE_INDEXES = (schema.PENDING_INDEX_NAME,)
+REDRIVE_INDEXES = {schema.PENDING_INDEX_NAME: ("dynamodb:Scan",)}
 # The redrive's re-read of a stream range.
 STREAM_READS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator")
 
 
 def grant_table(
-    table: dynamodb.ITable, grantee: iam.IGrantable, actions: Sequence[str], query_indexes: Sequence[str] = ()
+    table: dynamodb.ITable,
+    grantee: iam.IGrantable,
+    actions: Sequence[str],
+    index_actions: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
-    """`actions` on the table's items; `Query` on each of `query_indexes`."""
+    """`actions` on the table's items; on each index named in `index_actions`, its actions."""
     principal = grantee.grant_principal
     principal.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=[table.table_arn]))
-    if query_indexes:
-        indexes = [f"{table.table_arn}/index/{name}" for name in query_indexes]
-        principal.add_to_principal_policy(iam.PolicyStatement(actions=["dynamodb:Query"], resources=indexes))
+    for name, on_index in (index_actions or {}).items():
+        index = f"{table.table_arn}/index/{name}"
+        principal.add_to_principal_policy(iam.PolicyStatement(actions=list(on_index), resources=[index]))
 
 
 def grant_stream(table: dynamodb.ITable, grantee: iam.IGrantable, actions: Sequence[str]) -> None:

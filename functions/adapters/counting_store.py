@@ -25,7 +25,7 @@ from functions.adapters.items import (
     resource_key,
     resource_state,
 )
-from functions.core import keys, schema
+from functions.core import schema
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -96,24 +96,20 @@ class DynamoCountingStore:
         return COMMITTED
 
     def pending_items(self, older_than: str | None) -> Iterator[dict[str, Any]]:
-        """Every resource in the sparse pending index, bucket by bucket, oldest first."""
-        for index in range(schema.PENDING_BUCKET_COUNT):
-            condition = "#bucket = :bucket"
-            values: dict[str, Any] = {":bucket": keys.pending_bucket_name(index)}
-            if older_than is not None:
-                condition += " AND #since < :cutoff"
-                values[":cutoff"] = older_than
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "IndexName": schema.PENDING_INDEX_NAME,
-                "KeyConditionExpression": condition,
-                "ExpressionAttributeNames": {"#bucket": PENDING_BUCKET, "#since": PENDING_SINCE}
-                if older_than is not None
-                else {"#bucket": PENDING_BUCKET},
-                "ExpressionAttributeValues": to_attributes(values),
-            }
-            for page in transient_pages(self._client, request, "query pending index: "):
-                yield from map(from_attributes, page.get("Items", []))
+        """Every resource in the sparse pending index (pending since before `older_than`, if given).
+
+        A Scan of the index, not a Query per bucket: the index holds only resources with counting
+        work left, so a Scan reads (and is billed for) those entries alone, in one call when little
+        is pending, however many buckets spread the index's writes; a Query per bucket would cost
+        a call per bucket, empty or not. Entries younger than `older_than` are read and filtered
+        out: at most the stream's lag times the table's write rate (docs/scaling.md)."""
+        request: dict[str, Any] = {"TableName": self._table, "IndexName": schema.PENDING_INDEX_NAME}
+        if older_than is not None:
+            request["FilterExpression"] = "#since < :cutoff"
+            request["ExpressionAttributeNames"] = {"#since": PENDING_SINCE}
+            request["ExpressionAttributeValues"] = to_attributes({":cutoff": older_than})
+        for page in transient_pages(self._client, request, "scan pending index: ", operation="scan"):
+            yield from map(from_attributes, page.get("Items", []))
 
     def _to_tombstone(self, account_id: str, resource_id: str, *, counted: bool) -> dict[str, Any]:
         """A soft-deleted resource becomes its tombstone (the removal of the resource)."""

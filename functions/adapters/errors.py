@@ -95,9 +95,11 @@ def condition_failed_item(error: ClientError) -> dict[str, Any] | None:
     return error.response.get("Item")  # type: ignore[no-any-return]
 
 
-def transient_pages(client: Any, request: dict[str, Any], context: str = "") -> Iterator[dict[str, Any]]:
-    """A Query's pages; a failure on any page is transient (the sweeper tries again)."""
+def transient_pages(
+    client: Any, request: dict[str, Any], context: str = "", operation: str = "query"
+) -> Iterator[dict[str, Any]]:
+    """A Query's (or a Scan's) pages; a failure on any page is transient (the sweeper tries again)."""
     try:
-        yield from query_pages(client, request)
+        yield from query_pages(client, request, operation)
     except (ClientError, BotoCoreError) as error:
         raise TransientStoreError(f"{context}{error}") from error

@@ -1,4 +1,4 @@
-"""Every page of a Query, through boto3's paginator, which follows LastEvaluatedKey for us.
+"""Every page of a Query or a Scan, through boto3's paginator, which follows LastEvaluatedKey for us.
 
 The paginator calls the client's own `query`, so the client's hooks (retries, watch_attempts)
 apply to each page as to any call.
@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 
-def query_pages(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Each response of the Query, the first one included, until DynamoDB has no more."""
-    yield from client.get_paginator("query").paginate(**request)
+def query_pages(client: Any, request: dict[str, Any], operation: str = "query") -> Iterator[dict[str, Any]]:
+    """Each response of the Query (or `operation` "scan"), the first one included, until DynamoDB
+    has no more."""
+    yield from client.get_paginator(operation).paginate(**request)
 
 
 def query_items(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -315,3 +315,46 @@ def test_the_sweepers_reads_follow_every_page(harness: Harness, faults: Faults) 
     view = account_view(harness.clients.dynamodb, harness.system.table, "acme")
     assert view is not None
     assert (view.live, view.counted, view.eventual) == (5, 5, 5)
+
+
+def test_a_sweep_reads_the_pending_index_in_one_scan_whatever_its_bucket_count(
+    harness: Harness, faults: Faults
+) -> None:
+    """The pending index spreads its writes over PENDING_BUCKET_COUNT keys; a sweep Scans it (it
+    holds only pending work) instead of making a Query per bucket: one call for a small index."""
+    harness.api.put_account("acme", 10)
+    created = {harness.api.create("acme").json()["resourceId"] for _ in range(3)}  # pending: not pumped
+    calls: list[str] = []
+    for operation in ("Scan", "Query"):
+        faults.before_call(operation, lambda _, name=operation: calls.append(name))
+
+    pending = list(harness.clients.counting_store.pending_items(None))
+
+    assert {item["sk"].removeprefix("RESOURCE#") for item in pending} == created
+    assert calls == ["Scan"]
+
+
+def test_a_sweep_follows_every_page_of_the_pending_index(harness: Harness, faults: Faults) -> None:
+    harness.api.put_account("acme", 10)
+    created = {harness.api.create("acme").json()["resourceId"] for _ in range(3)}
+    pages: list[int] = []
+
+    def one_item_a_page(params: dict[str, Any]) -> None:
+        params.update(Limit=1)
+        pages.append(1)
+
+    faults.before_call("Scan", one_item_a_page)
+
+    report = sweep(
+        harness.clients.counting_store,
+        harness.clients.counting_store,
+        harness.clients.healing_store,
+        harness.clients.healing_store,
+        datetime.now(UTC) + timedelta(hours=1),
+        SweepSettings(),
+    )
+
+    assert len(pages) >= 3
+    assert sum(report.pending.outcomes.values()) == 3
+    truth = harness.truth("acme")
+    assert (truth.eventual, truth.live) == (len(created), 3)
