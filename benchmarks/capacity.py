@@ -98,7 +98,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
             )
             alive[names[0]].append(created.resource.resource_id)
             if len(alive[names[0]]) > lag:
-                accounts.delete_resource(api, names[0], alive[names[0]].pop(0), stamp)
+                accounts.delete_resource(api, names[0], alive[names[0]].pop(0), stamp, directory=directory)
             consume()
         meter.usage.clear()
     iterations = 0
@@ -121,7 +121,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
                 iterations += 1
             if len(alive[name]) > lag or number >= args.iterations:
                 with meter.operation("delete"):
-                    accounts.delete_resource(api, name, alive[name].pop(0), stamp)
+                    accounts.delete_resource(api, name, alive[name].pop(0), stamp, directory=directory)
                 consume()
     consume(last=True)
     healing = DynamoHealingStore(dynamodb, table)

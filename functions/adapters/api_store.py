@@ -16,6 +16,7 @@ from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import condition_failed_item, error_code, unavailable
 from functions.adapters.items import (
     ACTIVITY_BUCKET,
+    ADMITTED_BY,
     CCF,
     DELETE_TOKEN,
     DELETED,
@@ -53,7 +54,7 @@ from functions.adapters.shards import (
 from functions.core import keys, schema
 from functions.core.accounts import LimitChange
 from functions.core.admission import Reserved, ShardState
-from functions.core.errors import InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import Page, Resource, Usage
@@ -199,12 +200,12 @@ class DynamoApiStore(ShardStore):
         layout = (state.active, state.span) if lease.shard == 0 else None
         return Reserved(heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout)
 
-    def take_deletion(self, account_id: str, lease: Lease) -> None:
+    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> bool:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
-        if take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}) is None:
-            raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
+        condition = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)" if only_unsharded else None
+        return take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}, condition) is not None
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         return settle_lease(self._client, self._table, account_id, lease, settlement, now)
@@ -238,7 +239,9 @@ class DynamoApiStore(ShardStore):
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
         return read_resource(self._client, self._table, account_id, resource_id)
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
+        # A resource written before admission shards has no `shard`: the account item admitted it.
+        admitted_by = "(attribute_not_exists(#shard) OR #shard = :shard)" if shard == 0 else "#shard = :shard"
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -247,8 +250,8 @@ class DynamoApiStore(ShardStore):
                     f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
                 ),
-                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false",
-                ExpressionAttributeNames={"#pk": PK},
+                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by}",
+                ExpressionAttributeNames={"#pk": PK, "#shard": ADMITTED_BY},
                 ExpressionAttributeValues=to_attributes(
                     {
                         ":true": True,
@@ -256,6 +259,7 @@ class DynamoApiStore(ShardStore):
                         ":now": now,
                         ":token": token,
                         ":bucket": keys.pending_bucket(account_id, resource_id),
+                        ":shard": shard,
                     }
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",

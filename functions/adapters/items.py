@@ -24,6 +24,7 @@ ACTIVITY_BUCKET, LAST_WRITE = schema.ACTIVITY_BUCKET_ATTRIBUTE, schema.LAST_WRIT
 LAST_WRITE_EXACT = schema.LAST_WRITE_EXACT_ATTRIBUTE
 REQUEST_TOKEN, DELETE_TOKEN = schema.REQUEST_TOKEN_ATTRIBUTE, schema.DELETE_TOKEN_ATTRIBUTE
 ITEM_TYPE, EXPIRES_AT = schema.ITEM_TYPE_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
+ADMITTED_BY = schema.RESOURCE_SHARD_ATTRIBUTE  # the admission shard that admitted the resource
 CCF = "ConditionalCheckFailedException"
 
 # What a counted delete removes from the resource, leaving its tombstone (schema.TOMBSTONE_TYPE).
@@ -100,7 +101,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
             # In the sparse pending index until the consumer counts it.
             PENDING_BUCKET: keys.pending_bucket(resource.account_id, resource.resource_id),
             PENDING_SINCE: resource.created_at,
-            schema.RESOURCE_SHARD_ATTRIBUTE: resource.shard,
+            ADMITTED_BY: resource.shard,
         }
     )
 
@@ -120,7 +121,7 @@ def resource_from_item(item: Mapping[str, Any]) -> Resource:
         counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
         delete_token=values.get(DELETE_TOKEN, ""),
         tombstone=tombstone,
-        shard=int(values.get(schema.RESOURCE_SHARD_ATTRIBUTE, 0)),
+        shard=int(values.get(ADMITTED_BY, 0)),
         expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone else 0,
     )
 

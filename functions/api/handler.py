@@ -284,7 +284,9 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
     responses=answers({204: ("Deleted; its slot is free", None)}, 404),
 )
 def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
-    accounts.delete_resource(wired().api_store, accountId, resourceId, now, in_time=caller_waiting)
+    accounts.delete_resource(
+        wired().api_store, accountId, resourceId, now, in_time=caller_waiting, directory=wired().shard_directory
+    )
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
 

@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Protocol
 
 from functions.core import leases
-from functions.core.admission import AdmissionStore, Directory, ShardState, reserve
+from functions.core.admission import AdmissionStore, Directory, ShardState, learn_layout, reserve
 from functions.core.errors import (
     AccountNotFound,
     CallerGaveUp,
@@ -86,8 +86,10 @@ class ApiStore(AdmissionStore, Protocol):
 
     def read_usage(self, account_id: str) -> Usage | None: ...
 
-    def take_deletion(self, account_id: str, lease: Lease) -> None:
-        """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`."""
+    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> bool:
+        """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`. With
+        `only_unsharded` (on shard 0), only if the account never had more than one shard; False if
+        it had (nothing taken). Raises AccountNotFound when shard 0 is missing."""
         ...
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
@@ -103,9 +105,10 @@ class ApiStore(AdmissionStore, Protocol):
         """The resource, soft-deleted or a tombstone included (strongly consistent)."""
         ...
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
-        """Set deleted=true with `token` if the resource is live; False if another request's
-        delete landed or it does not exist. An SDK retry of a landed write still returns True."""
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
+        """Set deleted=true with `token` if the resource is live and was admitted by `shard`; False
+        if another request's delete landed, it does not exist, or another shard admitted it. An
+        SDK retry of a landed write still returns True."""
         ...
 
     def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page: ...
@@ -322,31 +325,67 @@ def delete_resource(
     clock: Clock,
     token: TokenSource = leases.new_token,
     in_time: Deadline = _always,
+    directory: Directory | None = None,
 ) -> None:
-    current = store.get_resource(account_id, resource_id)
+    """Soft-delete a live resource and free its slot on the shard that admitted it.
+
+    An account that never had more than one shard (every quiet account) admitted everything on
+    shard 0, so its delete makes three writes and no read: the take on shard 0 (refused if the
+    account has grown shards since, which this process then learns), the soft delete (conditional
+    on the resource being live and admitted by shard 0) and the finish. A busy account's delete
+    reads the resource first, to learn its shard. A 404 costs the take and its undo."""
+    directory = directory or Directory()
+    known = directory.layout(account_id)
+    current: Resource | None = None
+    if known is None or known[1] <= 1:
+        if not in_time():
+            raise CallerGaveUp()
+        now = clock()
+        lease = Lease(LeaseKind.DELETION, token(), resource_id, now, 0)
+        try:
+            taken = store.take_deletion(account_id, lease, only_unsharded=True)
+        except AccountNotFound as missing:
+            raise ResourceNotFound(account_id, resource_id) from missing
+        if not taken:
+            learn_layout(store, directory, account_id)  # it has shards: read first from now on
+        elif _soft_delete(store, account_id, lease, now):
+            return
+        else:
+            # Not live, or live but admitted by another shard (put after the account grew).
+            current = _read_quietly(store, account_id, resource_id)
+            _settle_quietly(store, account_id, lease, UNDO_DELETION, now)
+            if current is None or current.shard == 0:
+                raise ResourceNotFound(account_id, resource_id)
+    current = current or store.get_resource(account_id, resource_id)
     if current is None or current.deleted:
         raise ResourceNotFound(account_id, resource_id)
     if not in_time():
         raise CallerGaveUp()
     now = clock()
     lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard)
-    # Decrement while the resource is still live, so best_effort never exceeds the live count.
-    # The lease also tells a heal that this delete is in flight.
-    store.take_deletion(account_id, lease)
-    try:
-        landed = store.soft_delete(account_id, resource_id, now, lease.token)
-    except StoreUnavailable:
-        found = _read_quietly(store, account_id, resource_id)
-        if found is None or found.delete_token != lease.token:
-            raise  # unknown: the lease stays until a heal finds out
-        landed = True
-    if not landed:
+    if not store.take_deletion(account_id, lease):
+        raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
+    if not _soft_delete(store, account_id, lease, now):
         # Another delete won: give back our decrement, exactly once.
         _settle_quietly(store, account_id, lease, UNDO_DELETION, now)
         raise ResourceNotFound(account_id, resource_id)
-    # Only the request whose soft delete landed frees the slot, and only after the resource
-    # stopped being live, so `admitted` never drops below the live count.
-    _settle_quietly(store, account_id, lease, FINISH_DELETION, now)
+
+
+def _soft_delete(store: ApiStore, account_id: str, lease: Lease, now: str) -> bool:
+    """The soft delete after `lease` was taken (best-effort decremented while the resource is still
+    live, so best_effort never exceeds the live count; the lease tells a heal the delete is in
+    flight). If it landed, free the slot: only the request whose soft delete landed does, and only
+    after the resource stopped being live, so `admitted` never drops below the live count."""
+    try:
+        landed = store.soft_delete(account_id, lease.resource_id, now, lease.token, lease.shard)
+    except StoreUnavailable:
+        found = _read_quietly(store, account_id, lease.resource_id)
+        if found is None or found.delete_token != lease.token:
+            raise  # unknown: the lease stays until a heal finds out
+        landed = True
+    if landed:
+        _settle_quietly(store, account_id, lease, FINISH_DELETION, now)
+    return landed
 
 
 def _read_quietly(store: ApiStore, account_id: str, resource_id: str) -> Resource | None:

@@ -209,7 +209,7 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
             throttled = failure
             known = directory.layout(account_id)
             if known is None:
-                known = _learn(store, directory, account_id)
+                known = learn_layout(store, directory, account_id)
                 if known is not None and known[0] > 1:
                     shard = directory.pick(account_id)
                     continue
@@ -306,7 +306,7 @@ def _grow_if_hot(store: AdmissionStore, directory: Directory, account_id: str, s
         _grow(store, directory, account_id, shard, f"{rate:.0f} writes/s")
 
 
-def _learn(store: AdmissionStore, directory: Directory, account_id: str) -> tuple[int, int] | None:
+def learn_layout(store: AdmissionStore, directory: Directory, account_id: str) -> tuple[int, int] | None:
     """The account's layout read from shard 0 (a read: shard 0 of a hot account is short of writes,
     not of reads), or what this process knew when the read fails."""
     try:
@@ -321,7 +321,7 @@ def _grow(store: AdmissionStore, directory: Directory, account_id: str, shard: i
     """Double the account's active shards (up to max_shards). Growing is an optimisation: a
     failure here fails nothing."""
     try:
-        layout = directory.layout(account_id) or _learn(store, directory, account_id)
+        layout = directory.layout(account_id) or learn_layout(store, directory, account_id)
         if layout is None:
             return
         active, span = layout
@@ -337,4 +337,4 @@ def _grow(store: AdmissionStore, directory: Directory, account_id: str, shard: i
     else:
         # Someone else changed the layout first: read it, rather than fall back to shard 0, whose
         # writes every process of a hot account would then share.
-        _learn(store, directory, account_id)
+        learn_layout(store, directory, account_id)

@@ -10,7 +10,7 @@ import pytest
 
 from functions.core import accounts
 from functions.core.accounts import LimitChange
-from functions.core.admission import Reserved, ShardState
+from functions.core.admission import Directory, Reserved, ShardState
 from functions.core.errors import (
     AccountNotFound,
     CallerGaveUp,
@@ -65,6 +65,7 @@ class RecordingStore:
     soft_delete_error: Exception | None = None
     soft_deleted: bool = True
     writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
     leases: list[Lease] = field(default_factory=list)
 
     def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
@@ -97,9 +98,14 @@ class RecordingStore:
     def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
         raise AssertionError("a one-shard account at this rate never grows")
 
-    def take_deletion(self, account_id: str, lease: Lease) -> None:
+    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> bool:
+        if self.account is None:
+            raise AccountNotFound(account_id)  # its condition failed: nothing written
+        if only_unsharded and self.account.span > 1:
+            return False  # refused: nothing written
         self.writes.append("take_deletion")
         self.leases.append(lease)
+        return True
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         name = SETTLEMENT_NAMES[(lease.kind, settlement.admitted, settlement.best_effort)]
@@ -120,14 +126,16 @@ class RecordingStore:
             raise self.put_error
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+        self.reads.append("get_resource")
         return self.resource
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
         self.writes.append("soft_delete")
         assert token == self.leases[-1].token
         if self.soft_delete_error:
             raise self.soft_delete_error
-        return self.soft_deleted
+        live = self.resource is not None and not self.resource.deleted
+        return self.soft_deleted and live and self.resource is not None and self.resource.shard == shard
 
     def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
         return Page([], None)
@@ -139,8 +147,20 @@ def create(
     return accounts.create_resource(store, "a1", request, key, clock, token=lambda: "t0", in_time=in_time)
 
 
-def delete(store: RecordingStore, in_time: Any = lambda: True) -> None:
-    accounts.delete_resource(store, "a1", "r1", clock, token=lambda: "d0", in_time=in_time)
+def delete(store: RecordingStore, in_time: Any = lambda: True, directory: Directory | None = None) -> None:
+    accounts.delete_resource(store, "a1", "r1", clock, token=lambda: "d0", in_time=in_time, directory=directory)
+
+
+def sharded(span: int = 4) -> ShardState:
+    """Shard 0 of an account that has grown `span` shards."""
+    return ShardState(0, room=0, admitted=5, limit=5, active=span, span=span)
+
+
+def knowing(span: int) -> Directory:
+    """A process that has seen the account with `span` shards."""
+    directory = Directory()
+    directory.learn("a1", span, span)
+    return directory
 
 
 TIMEOUT = StoreUnavailable("timeout", may_have_landed=True)
@@ -269,16 +289,63 @@ def test_keyed_ids_are_stable_per_account_and_key() -> None:
     assert idempotent_resource_id("a1", "k") != idempotent_resource_id("a2", "k")
 
 
-def test_delete_decrements_while_live_and_releases_after() -> None:
+def test_a_quiet_accounts_delete_makes_three_writes_and_no_read() -> None:
+    """Every resource of an account that never grew shards was admitted by shard 0: its delete
+    takes, soft-deletes and finishes there without reading the resource first."""
     store = RecordingStore(resource=stored())
     delete(store)
     assert store.writes == ["take_deletion", "soft_delete", "finish"]
-    assert [lease.kind for lease in store.leases] == [LeaseKind.DELETION]
+    assert store.reads == []
+    assert [(lease.kind, lease.shard) for lease in store.leases] == [(LeaseKind.DELETION, 0)]
+
+
+def test_a_sharded_accounts_delete_reads_the_resource_to_release_it_on_its_shard() -> None:
+    store = RecordingStore(account=sharded(), resource=stored(shard=2))
+    delete(store, directory=knowing(span=4))
+    assert store.reads == ["get_resource"]
+    assert store.writes == ["take_deletion", "soft_delete", "finish"]
+    assert [lease.shard for lease in store.leases] == [2]
+
+
+def test_a_delete_on_an_account_grown_since_this_process_looked_learns_its_shards() -> None:
+    store = RecordingStore(account=sharded(), resource=stored(shard=3))
+    directory = knowing(span=1)
+    delete(store, directory=directory)
+    assert directory.layout("a1") == (4, 4)  # refused on shard 0, so read the layout
+    assert store.writes == ["take_deletion", "soft_delete", "finish"]
+    assert [lease.shard for lease in store.leases] == [3]
+
+
+def test_a_resource_admitted_by_another_shard_after_the_take_is_released_there() -> None:
+    """The account grew between the take on shard 0 and the soft delete, and the resource was put
+    on another shard meanwhile: the soft delete's shard condition refuses, shard 0 gets its
+    decrement back, and the delete goes to the resource's shard."""
+    store = RecordingStore(resource=stored(shard=3))
+    delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "undo", "take_deletion", "soft_delete", "finish"]
+    assert [lease.shard for lease in store.leases] == [0, 3]
 
 
 @pytest.mark.parametrize("resource", [None, stored(deleted=True), stored(deleted=True, tombstone=True)])
-def test_delete_of_a_missing_or_deleted_resource_changes_nothing(resource: Resource | None) -> None:
+def test_delete_of_a_missing_or_deleted_resource_gives_back_its_decrement(resource: Resource | None) -> None:
     store = RecordingStore(resource=resource)
+    with pytest.raises(ResourceNotFound):
+        delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "undo"]  # best-effort as it was
+
+
+@pytest.mark.parametrize("resource", [None, stored(deleted=True), stored(deleted=True, tombstone=True)])
+def test_delete_of_a_missing_or_deleted_resource_of_a_sharded_account_changes_nothing(
+    resource: Resource | None,
+) -> None:
+    store = RecordingStore(account=sharded(), resource=resource)
+    with pytest.raises(ResourceNotFound):
+        delete(store, directory=knowing(span=4))
+    assert store.writes == []
+
+
+def test_delete_on_a_missing_account_is_not_found() -> None:
+    store = RecordingStore(account=None)
     with pytest.raises(ResourceNotFound):
         delete(store)
     assert store.writes == []
@@ -298,10 +365,9 @@ def test_delete_succeeds_when_only_the_release_fails() -> None:
 
 
 def test_delete_whose_soft_delete_landed_unseen_is_a_success() -> None:
-    store = RecordingStore(resource=stored(), soft_delete_error=TIMEOUT)
-    reads = iter([stored(), stored(deleted=True, delete_token="d0")])  # before the delete, then after it
-    store.get_resource = lambda *_: next(reads)  # type: ignore[method-assign]
+    store = RecordingStore(resource=stored(deleted=True, delete_token="d0"), soft_delete_error=TIMEOUT)
     delete(store)
+    assert store.reads == ["get_resource"]  # after the timeout: its own token is there
     assert store.writes == ["take_deletion", "soft_delete", "finish"]
 
 
