@@ -112,3 +112,43 @@ def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: Sy
     assert create_at("2026-11-23T12:00:59.999Z") == 0
     assert create_at("2026-11-23T12:01:00.001Z") == 2  # its key moves: a delete and a put
     assert create_at("2026-11-23T12:01:30.000Z") == 0
+
+
+def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_by(
+    system: System, meter: CapacityMeter
+) -> None:
+    """A quiet account's create and delete make three calls each, all writes, no transaction and no
+    read (docs/scaling.md); with the consumer's two counts, an iteration is the
+    CALLS_PER_ITERATION that `make bench-load` divides the emulator's raw rate by."""
+    from benchmarks.load import CALLS_PER_ITERATION
+    from functions.adapters.counting_store import DynamoCountingStore
+    from functions.core.counting import process_stream_records
+    from local.filters import matches_any
+    from tests.support.stream import StreamTap
+
+    store, counting = DynamoApiStore(system.dynamodb, system.table), DynamoCountingStore(system.dynamodb, system.table)
+    tap = StreamTap(system.streams, system.stream_arn)
+
+    def deliver() -> None:
+        """Each record alone (a trickle), through the consumer's filter, as Lambda delivers them."""
+        for record in tap.drain():
+            if matches_any(schema.STREAM_FILTER_PATTERNS, record):
+                process_stream_records(counting, [record])
+
+    accounts.put_account(store, "acme", accounts.limit_change(10), lambda: "2026-11-24T12:00:00.000Z")
+    deliver()
+    with meter.operation("create") as create:
+        created = accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")
+    with meter.operation("count") as count:
+        deliver()
+    with meter.operation("delete") as delete:
+        accounts.delete_resource(store, "acme", created.resource.resource_id, lambda: "2026-11-24T12:00:02.000Z")
+    with meter.operation("remove") as remove:
+        deliver()
+
+    assert create.calls == {"UpdateItem": 2, "PutItem": 1}
+    assert delete.calls == {"UpdateItem": 3}
+    assert not delete.rcu
+    assert (count.calls, remove.calls) == ({"TransactWriteItems": 1}, {"TransactWriteItems": 1})
+    consumer = sum(count.calls.values()) + sum(remove.calls.values())
+    assert sum(create.calls.values()) + sum(delete.calls.values()) + consumer == CALLS_PER_ITERATION
