@@ -34,6 +34,7 @@ from infra import constants
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import by_family, read_throttles
+from local.request_counts import read_request_counts
 from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
@@ -74,6 +75,10 @@ class LoadReport:
     emulator_calls_per_second: float = 0.0
     ceiling_iterations_per_second: float = 0.0
     share_of_ceiling: float = 0.0
+    # What the load asked of the emulator, per completed iteration, by request (stream and queue
+    # polls included): the measured side of CALLS_PER_ITERATION.
+    emulator_requests_per_iteration: dict[str, float] = field(default_factory=dict)
+    emulator_cpu_seconds_per_iteration: float = 0.0
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -336,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
                 run_load(api, accounts, report.rate, args.warmup, live)
                 before = read_throttles(emulator.url) if args.partition_limits else {}
             print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
+            requests_before, cpu_before = read_request_counts(emulator.url), emulator.cpu_seconds()
             samples, elapsed = run_load(api, accounts, report.rate, args.duration, live)
+            requests = read_request_counts(emulator.url) - requests_before
+            emulator_cpu = emulator.cpu_seconds() - cpu_before
             report.iterations_started = int(report.rate * args.duration)
             if args.partition_limits:
                 # The load's refusals only: the polls below read every item of an account, and
@@ -352,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
             runtime.stop()
     summarize(report, samples, elapsed)
     report.share_of_ceiling = round(report.achieved_rate / report.ceiling_iterations_per_second, 3)
+    completed = max(1, report.iterations_completed)
+    report.emulator_requests_per_iteration = {
+        name: round(count / completed, 2) for name, count in requests.most_common() if count / completed >= 0.01
+    }
+    report.emulator_cpu_seconds_per_iteration = round(emulator_cpu / completed, 4)
 
     name = args.name or f"load-{report.rate:g}-per-s-{args.accounts}-accounts"
     os.makedirs(RESULTS, exist_ok=True)
@@ -383,6 +396,13 @@ def render(report: LoadReport) -> str:
     for place, refusals in report.partition_throttles.items():
         lines.append(f"  the emulator refused {refusals} request(s) for {place}")
     lines.append(f"  counters equal the truth {report.seconds_to_converge} s after the last answer")
+    if report.emulator_requests_per_iteration:
+        total = sum(report.emulator_requests_per_iteration.values())
+        lines.append(
+            f"  the emulator per completed iteration: {total:.1f} requests and "
+            f"{report.emulator_cpu_seconds_per_iteration * 1000:.1f} ms of its CPU; "
+            + ", ".join(f"{name} {count}" for name, count in report.emulator_requests_per_iteration.items())
+        )
     return "\n".join(lines)
 
 

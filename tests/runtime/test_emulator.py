@@ -325,3 +325,80 @@ def test_an_empty_expression_map_is_refused_as_dynamodb_refuses_it(aws: dict[str
         dynamodb.transact_write_items(TransactItems=[{"Update": update}])
     assert in_a_transaction.value.response["Error"]["Code"] == "ValidationException"
     assert "Item" not in dynamodb.get_item(TableName=table, Key=key)
+
+
+def item_answers(url: str, table: str) -> list[Any]:
+    """The SDK's parsed answers to every item call the tuned emulator writes with json.dumps, on
+    an item with every attribute type (binary ones included), and one refused call."""
+    dynamodb = clients(url)["dynamodb"]
+    create_table(dynamodb, table)
+    key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
+    item = {
+        **key,
+        "s": {"S": "text é"},
+        "n": {"N": "1.50"},
+        "b": {"B": b"\x00\xffbytes"},
+        "ss": {"SS": ["x", "y"]},
+        "ns": {"NS": ["1", "2"]},
+        "bs": {"BS": [b"\x01", b"\x02"]},
+        "m": {"M": {"inner": {"L": [{"BOOL": True}, {"NULL": True}]}}},
+    }
+    answers: list[Any] = [
+        dynamodb.put_item(TableName=table, Item=item, ReturnValues="NONE"),
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            ReturnValues="ALL_NEW",
+        ),
+        dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True),
+        dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "a"}},
+            ConsistentRead=True,
+        ),
+        dynamodb.scan(TableName=table),
+        dynamodb.batch_get_item(RequestItems={table: {"Keys": [key]}}),
+        dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}}]),
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": key,
+                        "UpdateExpression": "ADD n :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                }
+            ]
+        ),
+        dynamodb.delete_item(TableName=table, Key=key, ReturnValues="ALL_OLD"),
+    ]
+    try:
+        dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET s = :s",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":s": {"S": "x"}},
+        )
+    except dynamodb.exceptions.ConditionalCheckFailedException as refused:
+        answers.append(refused.response["Error"])
+    for answer in answers:
+        answer.pop("ResponseMetadata", None)
+    return answers
+
+
+def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it() -> None:
+    """The tuned emulator writes the item calls' answers with json.dumps; the SDK must parse the
+    same answers as from moto's own serializer."""
+    by_flavour = {}
+    for flavour in FLAVOURS:
+        with EmulatorProcess(flavour=flavour) as emulator:
+            by_flavour[flavour] = item_answers(emulator.url, "items")
+    tuned, plain = by_flavour["tuned"], by_flavour["plain"]
+    assert tuned[1]["Attributes"]["b"] == {"B": b"\x00\xffbytes"}  # binary values round-trip
+    assert tuned[-1]["Code"] == "ConditionalCheckFailedException"
+    assert tuned == plain

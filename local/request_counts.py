@@ -1,0 +1,66 @@
+"""How many requests of each kind the embedded emulator has served: what one iteration of a load
+really costs the emulator (the load benchmark prints it per iteration), stream polls and queue
+polls included, instead of what a design says it should.
+
+    GET /_local/request-counts  ->  {"DynamoDB.UpdateItem": 1234, "SQS.ReceiveMessage": 56, ...}
+
+A request is named by its JSON-protocol target (`X-Amz-Target`, the service's prefix shortened) or,
+for a query-protocol call, its `Action`; anything else by its method and path's first segment.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+COUNTS_PATH = "/_local/request-counts"
+SERVICES = {"DynamoDB_20120810": "DynamoDB", "DynamoDBStreams_20120810": "DynamoDBStreams", "AmazonSQS": "SQS"}
+
+
+def request_name(environ: dict[str, Any]) -> str:
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    if target:
+        service, _, operation = target.partition(".")
+        return f"{SERVICES.get(service, service)}.{operation}"
+    action = urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).get("Action")
+    if action:
+        return f"Query.{action[0]}"
+    first = environ.get("PATH_INFO", "/").strip("/").split("/")[0]
+    return f"{environ.get('REQUEST_METHOD', 'GET')} /{first}"
+
+
+class RequestCounts:
+    """WSGI layer counting every request by name; answers COUNTS_PATH with the counts so far."""
+
+    def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
+        self._application = application
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == COUNTS_PATH:
+            with self._lock:
+                body = json.dumps(dict(self._counts)).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        name = request_name(environ)
+        with self._lock:
+            self._counts[name] += 1
+        return self._application(environ, start_response)
+
+
+def read_request_counts(emulator_url: str) -> Counter[str]:
+    """The emulator's requests so far, by name (GET COUNTS_PATH)."""
+    host, port = emulator_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", COUNTS_PATH)
+        counts: dict[str, int] = json.loads(connection.getresponse().read())
+    finally:
+        connection.close()
+    return Counter(counts)
