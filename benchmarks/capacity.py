@@ -334,7 +334,33 @@ def rate_limit_report(emulator_url: str) -> str:
         f"{sum(usage.calls.values()) / windows / len(environments):.1f} leases per environment and window; "
         f"hottest item {most / windows:.0f} WCU a window ({item})"
     )
+    lines.append(busiest_tenant_report(meter, store, clock_ms))
     return "\n".join(lines)
+
+
+def busiest_tenant_report(meter: CapacityMeter, store: Any, clock_ms: list[int], served_by: int = 400) -> str:
+    """The tenant of 10,000 create+delete iterations a second: 20,000 requests a second (its rate
+    raised to 25,000), served by `served_by` execution environments (400 at 50 ms a request), in
+    the default 2 s windows. Every environment leases a few times a window, so what one window item
+    takes grows with the environments, not the requests (functions/core/rate_limits.py)."""
+    from functions.core.rate_limits import TenantLimiter, TenantRate
+
+    rate, per_window, windows = TenantRate(requests_per_second=25_000, window_seconds=2), 40_000, 3
+    environments = [TenantLimiter(store, rate, clock_ms=lambda: clock_ms[0]) for _ in range(served_by)]
+    admitted = 0
+    with meter.operation("busiest tenant") as usage:
+        for _ in range(windows):
+            for _ in range(per_window // served_by):
+                admitted += sum(environment.admit("busiest").allowed for environment in environments)
+            clock_ms[0] += rate.window_ms
+    item, most = hottest(usage.item_wcu)
+    per_second = most / windows / rate.window_seconds
+    return (
+        f"  the busiest tenant, 20,000 requests/s (rate 25,000) over {served_by} environments, 2 s windows, "
+        f"{windows} windows: {usage.total_wcu / (windows * per_window):.4f} WCU a request over {rate.parts} "
+        f"item(s) a window; admitted {admitted:,} of {windows * per_window:,}; "
+        f"hottest item {per_second:.0f} WCU/s ({item}), {'under' if per_second < 1000 else 'OVER'} an item's 1,000"
+    )
 
 
 def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int, rate: float, warmup: int) -> str:

@@ -21,8 +21,8 @@ RATE, WINDOW = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_WINDOW_ATTRIBUTE
 LEASE_ATTEMPTS = 3
 
 
-def window_key(account_id: str, window: Window) -> dict[str, Any]:
-    return key(keys.rate_window_pk(account_id, window.length_ms, window.index), schema.RATE_SORT_KEY)
+def window_key(account_id: str, window: Window, part: int = 0) -> dict[str, Any]:
+    return key(keys.rate_window_pk(account_id, window.length_ms, window.index, part), schema.RATE_SORT_KEY)
 
 
 def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
@@ -37,21 +37,22 @@ class DynamoWindowStore:
         self._client = client
         self._table = table_name
 
-    def lease(self, account_id: str, window: Window, wanted: int) -> int:
+    def lease(self, account_id: str, window: Window, part: int, wanted: int) -> int:
         expires_at = window.end_ms // 1000 + schema.RATE_WINDOW_KEPT_SECONDS
+        allowance = window.part_allowance(part)
         for _ in range(LEASE_ATTEMPTS):
-            wanted = min(wanted, window.allowance)
+            wanted = min(wanted, allowance)
             if wanted <= 0:
                 return 0
             try:
                 self._client.update_item(
                     TableName=self._table,
-                    Key=window_key(account_id, window),
+                    Key=window_key(account_id, window, part),
                     UpdateExpression=f"ADD {USED} :wanted SET {EXPIRES_AT} = :expires",
                     # The count never passes the allowance: a lease either fits whole or changes nothing.
                     ConditionExpression=f"attribute_not_exists({USED}) OR {USED} <= :most",
                     ExpressionAttributeValues=to_attributes(
-                        {":wanted": wanted, ":most": window.allowance - wanted, ":expires": expires_at}
+                        {":wanted": wanted, ":most": allowance - wanted, ":expires": expires_at}
                     ),
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
@@ -60,8 +61,8 @@ class DynamoWindowStore:
                     raise unavailable("lease rate window", error) from error
                 # An SDK retry of a lease that landed finds less room and is refused: the requests
                 # it counted are then lost to the window, an undercount that only refuses early.
-                used = int(from_attributes(error.response.get("Item") or {}).get(USED, window.allowance))
-                wanted = window.allowance - used
+                used = int(from_attributes(error.response.get("Item") or {}).get(USED, allowance))
+                wanted = allowance - used
                 continue
             except BotoCoreError as error:
                 raise unavailable("lease rate window", error) from error

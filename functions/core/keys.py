@@ -57,6 +57,8 @@ def activity_bucket_name(index: int) -> str:
     return f"ACTIVITY#{index:02d}"
 
 
-def rate_window_pk(account_id: str, window_ms: int, index: int) -> str:
-    """One rate window of an account: a partition key per window, so no window item stays hot."""
-    return f"{schema.RATE_PREFIX}{account_id}#{window_ms}#{index}"
+def rate_window_pk(account_id: str, window_ms: int, index: int, part: int = 0) -> str:
+    """One rate window of an account (or part `part` >= 1 of a busy tenant's window): a partition
+    key per window and part, so no window item stays hot."""
+    suffix = f"#{part}" if part else ""
+    return f"{schema.RATE_PREFIX}{account_id}#{window_ms}#{index}{suffix}"

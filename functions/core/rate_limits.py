@@ -7,10 +7,17 @@ DynamoDB item of its own (`RATE#<account>#<window>`), raised by a conditional `A
 lets it pass the allowance: the count is exact however many execution environments serve the
 account.
 
+A busy tenant's window is split into *parts*, one item each, holding an equal share of the
+allowance: every environment leases a few times a window, so one item would take about four writes
+a window per environment, and a tenant served by hundreds of environments would pass the 1,000
+writes a second one item takes. An environment leases from a part picked at random, and moves on
+to another when that part is spent; the window is spent for it once it found PARTS_TRIED parts spent
+(parts fill evenly, so the window then nearly is).
+
 An execution environment does not write once per request. It *leases* a few of the window's
-requests at a time and spends them in memory: the first lease of a window takes one, later ones a
-quarter of what this environment used in the previous window or as many as it has used in this
-one, never more than a tenth of the allowance. So a busy environment writes about four times a
+requests at a time and spends them in memory: a quarter of what this environment used in the
+previous window, or, beyond that use, as many as it used beyond it (doubling from one), never more
+than a tenth of the allowance. So a busy environment writes about four times a
 window, an idle one once per request, and tokens leased but unspent (at most a tenth of the
 allowance per environment, far less when the load is steady) are the limiter's only error: they
 can refuse a request a little early, never admit one too many. Once a window is spent, the
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +47,16 @@ LEASES_PER_WINDOW = 4
 # ... and never more than this share of a window's allowance, which bounds the tokens one
 # environment can hold unspent.
 MOST_OF_ALLOWANCE_PER_LEASE = 10
+# One part of a window per this many requests a second: a tenant at the default rate (1,000/s) has
+# one item a window; at 20,000/s, 20. Served by about one environment per 20 requests a second
+# (50 ms a request), each leasing about LEASES_PER_WINDOW times a window, a part then takes about
+# 4 * 1,000 / 20 / window_seconds writes a second: 100 in 2 s windows, a tenth of an item's 1,000.
+REQUESTS_PER_SECOND_PER_PART = 1_000
+MAX_WINDOW_PARTS = 100
+# Parts an environment tries in a window before it takes the window as spent. Parts fill evenly
+# (environments pick them at random), so when a few picked at random are spent the window nearly
+# is; trying every part would cost each environment a write per part when the window runs out.
+PARTS_TRIED = 4
 # How long an environment trusts an account's rate override before reading it again.
 RATE_CACHE_SECONDS = 10.0
 # The API logs each refusal as this message with the tenant under this key, which the stack's
@@ -71,9 +89,20 @@ class TenantRate:
     def window_ms(self) -> int:
         return self.window_seconds * 1000
 
+    @property
+    def parts(self) -> int:
+        """Items a window's count is split over (module docstring)."""
+        return min(MAX_WINDOW_PARTS, math.ceil(self.requests_per_second / REQUESTS_PER_SECOND_PER_PART))
+
     def window_at(self, now_ms: int) -> Window:
         index = now_ms // self.window_ms
-        return Window(index=index, start_ms=index * self.window_ms, length_ms=self.window_ms, allowance=self.burst)
+        return Window(
+            index=index,
+            start_ms=index * self.window_ms,
+            length_ms=self.window_ms,
+            allowance=self.burst,
+            parts=self.parts,
+        )
 
 
 # A tenth of the stage's default 10,000 requests a second (infra/constants.py), in 2 s windows.
@@ -86,17 +115,23 @@ class Window:
     start_ms: int
     length_ms: int
     allowance: int
+    parts: int = 1
 
     @property
     def end_ms(self) -> int:
         return self.start_ms + self.length_ms
 
+    def part_allowance(self, part: int) -> int:
+        """Part `part`'s share of the allowance (the parts add up to it exactly)."""
+        share, left_over = divmod(self.allowance, self.parts)
+        return share + (1 if part < left_over else 0)
+
 
 class WindowStore(Protocol):
-    def lease(self, account_id: str, window: Window, wanted: int) -> int:
-        """Count up to `wanted` more requests in the account's window, never past its allowance;
-        how many were counted (0 when the window is spent). One conditional write, or two when
-        fewer than `wanted` are left."""
+    def lease(self, account_id: str, window: Window, part: int, wanted: int) -> int:
+        """Count up to `wanted` more requests in part `part` of the account's window, never past
+        that part's allowance; how many were counted (0 when the part is spent). One conditional
+        write, or two when fewer than `wanted` are left."""
         ...
 
     def read_rate(self, account_id: str) -> TenantRate | None:
@@ -118,9 +153,11 @@ class _Held:
     """One account's leases in this environment."""
 
     window: int
+    part: int = 0  # the part of the window this environment leases from
     tokens: int = 0  # leased and not yet spent
     used: int = 0  # spent in this window
     used_before: int = 0  # spent in the previous window
+    untried: list[int] | None = None  # the parts still to try, once the first was found spent
     spent: bool = False  # the window's allowance is all leased
 
 
@@ -133,11 +170,13 @@ class TenantLimiter:
         default: TenantRate,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         monotonic: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
     ) -> None:
         self._store = store
         self._default = default
         self._clock_ms = clock_ms
         self._monotonic = monotonic
+        self._rng = rng or random.Random()  # noqa: S311 - spreading environments over parts, not a secret
         self._held: dict[str, _Held] = {}
         self._rates: dict[str, tuple[float, TenantRate]] = {}
 
@@ -148,7 +187,7 @@ class TenantLimiter:
         held = self._held_in(account_id, window)
         if held.tokens == 0 and not held.spent:
             try:
-                held.tokens = self._store.lease(account_id, window, self._lease_size(held, window))
+                held.tokens = self._lease(account_id, window, held)
             except StoreUnavailable as error:
                 logger.warning("rate limit not checked for %s: %s", account_id, error)
                 return Decision(allowed=True, checked=False)
@@ -182,6 +221,23 @@ class TenantLimiter:
     def default(self) -> TenantRate:
         return self._default
 
+    def _lease(self, account_id: str, window: Window, held: _Held) -> int:
+        """Lease from this environment's part, moving on to another once it is spent (a lease got
+        less than it asked: what the part had left, or nothing), up to PARTS_TRIED parts in all,
+        picked at random by each environment, so the environments of a spent part do not all
+        crowd into the same next one."""
+        while held.part >= 0:
+            wanted = self._lease_size(held, window)
+            leased = self._store.lease(account_id, window, held.part, wanted)
+            if leased < wanted:
+                if held.untried is None:
+                    others = [part for part in range(window.parts) if part != held.part]
+                    held.untried = self._rng.sample(others, min(len(others), PARTS_TRIED - 1))
+                held.part = held.untried.pop() if held.untried else -1
+            if leased:
+                return leased
+        return 0
+
     def _held_in(self, account_id: str, window: Window) -> _Held:
         held = self._held.get(account_id)
         if held is not None and held.window == window.index:
@@ -189,10 +245,19 @@ class TenantLimiter:
         if len(self._held) >= TRACKED_ACCOUNTS:
             self._held = {name: state for name, state in self._held.items() if state.window >= window.index}
         used_before = held.used if held is not None and held.window == window.index - 1 else 0
-        self._held[account_id] = fresh = _Held(window=window.index, used_before=used_before)
+        part = self._rng.randrange(window.parts)
+        self._held[account_id] = fresh = _Held(window=window.index, part=part, used_before=used_before)
         return fresh
 
     @staticmethod
     def _lease_size(held: _Held, window: Window) -> int:
-        wanted = max(1, held.used_before // LEASES_PER_WINDOW, held.used)
+        # A quarter of what this environment used in the last window: about four writes a window,
+        # and at most that quarter left unspent when it ends. What it uses beyond the last
+        # window's use doubles (1, 1, 2, 4, ... from nothing), so a rising load needs a few writes
+        # more, not one a request. Doubling all the way (as many as used so far) overshot by up
+        # to half of what was leased, which, summed over hundreds of environments, spent a busy
+        # tenant's window (or one of its parts) while much of it was unused.
+        wanted = max(1, held.used_before // LEASES_PER_WINDOW, held.used - held.used_before)
+        # A tenth of the whole window's allowance; a lease larger than its part has left gets
+        # what is left (WindowStore.lease).
         return min(wanted, max(1, window.allowance // MOST_OF_ALLOWANCE_PER_LEASE))

@@ -24,7 +24,7 @@ def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> Non
     store = DynamoWindowStore(system.dynamodb, system.table)
     window = TenantRate(requests_per_second=50, window_seconds=1).window_at(now_ms())
     with ThreadPoolExecutor(max_workers=8) as pool:
-        granted = list(pool.map(lambda _: store.lease("acme", window, 3), range(40)))
+        granted = list(pool.map(lambda _: store.lease("acme", window, 0, 3), range(40)))
     # 16 leases of 3 fit, one takes the 2 left, the rest find the window spent.
     assert sum(granted) == 50
     assert sorted(set(granted)) == [0, 2, 3]
@@ -32,6 +32,19 @@ def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> Non
     assert item[schema.RATE_USED_ATTRIBUTE] == 50
     # Removed by the table's TTL a while after the window ends.
     assert item[schema.EXPIRES_AT_ATTRIBUTE] == window.end_ms // 1000 + schema.RATE_WINDOW_KEPT_SECONDS
+
+
+def test_a_busy_tenants_window_parts_are_items_of_their_own(system: System) -> None:
+    store = DynamoWindowStore(system.dynamodb, system.table)
+    window = TenantRate(requests_per_second=2500, window_seconds=1).window_at(now_ms())  # 3 parts: 834, 833, 833
+    assert [store.lease("busy", window, part, 5000) for part in range(3)] == [834, 833, 833]
+    assert store.lease("busy", window, 1, 1) == 0  # that part is spent
+    keys = [window_key("busy", window, part)[schema.PARTITION_KEY]["S"] for part in range(3)]
+    assert keys[0] == f"RATE#busy#1000#{window.index}"  # part 0: the key a one-item window has
+    assert keys[1:] == [f"RATE#busy#1000#{window.index}#1", f"RATE#busy#1000#{window.index}#2"]
+    for part, expected in enumerate([834, 833, 833]):
+        found = system.dynamodb.get_item(TableName=system.table, Key=window_key("busy", window, part))["Item"]
+        assert from_attributes(found)[schema.RATE_USED_ATTRIBUTE] == expected
 
 
 def test_an_account_shows_its_rate_limit_the_default_until_an_admin_sets_one(harness: Harness) -> None:

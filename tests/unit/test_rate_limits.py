@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -19,18 +20,19 @@ START_MS = 1_763_900_000_000  # on a whole second, so every window below starts 
 class FakeWindows:
     """Windows counted exactly as the conditional ADD does: a lease fits whole or takes what is left."""
 
-    used: Counter[tuple[str, int, int]] = field(default_factory=Counter)
+    used: Counter[tuple[str, int, int, int]] = field(default_factory=Counter)
     rates: dict[str, TenantRate] = field(default_factory=dict)
     leases: int = 0
     rate_reads: int = 0
     failing: bool = False
 
-    def lease(self, account_id: str, window: Window, wanted: int) -> int:
+    def lease(self, account_id: str, window: Window, part: int, wanted: int) -> int:
         if self.failing:
             raise StoreUnavailable("lease failed", may_have_landed=False)
+        assert 0 <= part < window.parts
         self.leases += 1
-        key = (account_id, window.length_ms, window.index)
-        granted = min(wanted, window.allowance - self.used[key])
+        key = (account_id, window.length_ms, window.index, part)
+        granted = min(wanted, window.part_allowance(part) - self.used[key])
         self.used[key] += granted
         return granted
 
@@ -50,8 +52,8 @@ class Clock:
         return self.ms / 1000
 
 
-def limiter(store: FakeWindows, clock: Clock, rate: TenantRate) -> TenantLimiter:
-    return TenantLimiter(store, rate, clock_ms=clock.now_ms, monotonic=clock.seconds)
+def limiter(store: FakeWindows, clock: Clock, rate: TenantRate, seed: int = 0) -> TenantLimiter:
+    return TenantLimiter(store, rate, clock_ms=clock.now_ms, monotonic=clock.seconds, rng=random.Random(seed))
 
 
 def test_an_environment_admits_the_burst_then_refuses_until_the_window_ends() -> None:
@@ -136,3 +138,52 @@ def test_an_admins_rate_is_read_once_and_trusted_for_a_while() -> None:
 def test_rates_outside_one_to_sixty_second_windows_are_refused(rate: int, window: int) -> None:
     with pytest.raises(ValueError, match="must be"):
         TenantRate(requests_per_second=rate, window_seconds=window)
+
+
+def test_a_tenant_at_the_default_rate_counts_each_window_in_one_item() -> None:
+    assert TenantRate(requests_per_second=1000, window_seconds=2).parts == 1
+    assert TenantRate(requests_per_second=1001, window_seconds=2).parts == 2
+    assert TenantRate(requests_per_second=20_000, window_seconds=2).parts == 20
+    assert TenantRate(requests_per_second=100_000, window_seconds=1).parts == 100
+
+
+@given(requests_per_second=st.integers(min_value=1, max_value=100_000), window=st.integers(min_value=1, max_value=60))
+def test_a_windows_parts_add_up_to_its_allowance(requests_per_second: int, window: int) -> None:
+    rate = TenantRate(requests_per_second=requests_per_second, window_seconds=window)
+    window_at = rate.window_at(START_MS)
+    assert sum(window_at.part_allowance(part) for part in range(window_at.parts)) == rate.burst
+    assert all(window_at.part_allowance(part) >= 1 for part in range(window_at.parts))
+
+
+def test_a_busy_tenants_environments_spread_their_leases_over_the_parts() -> None:
+    """Hundreds of environments leasing a few times a window each: on one item, that would be
+    hundreds of writes a window on one key; over the parts, each takes its share."""
+    store, clock = FakeWindows(), Clock()
+    rate = TenantRate(requests_per_second=20_000, window_seconds=2)  # 20 parts of 2,000
+    environments = [limiter(store, clock, rate, seed) for seed in range(400)]
+    for _ in range(3):  # windows
+        for _ in range(50):  # 20,000 requests a window over 400 environments
+            for environment in environments:
+                assert environment.admit("busy").allowed
+        clock.ms += rate.window_ms
+    leases_per_part = Counter(part for (_, _, _, part) in store.used)
+    assert set(leases_per_part) == set(range(20))
+    busiest = max(store.used.values())
+    assert busiest <= rate.window_at(START_MS).part_allowance(0)
+
+
+def test_an_environment_whose_part_is_spent_moves_on_to_the_next() -> None:
+    store, clock = FakeWindows(), Clock()
+    rate = TenantRate(requests_per_second=3000, window_seconds=1)  # 3 parts of 1,000
+    window = rate.window_at(clock.now_ms())
+    first = limiter(store, clock, rate, seed=1)
+    assert first.admit("busy").allowed
+    (part,) = {key[3] for key in store.used}
+    # Every other environment has spent this part meanwhile.
+    store.used[("busy", window.length_ms, window.index, part)] = window.part_allowance(part)
+    admitted = 0
+    while first.admit("busy").allowed:
+        admitted += 1
+    # It went on through the two other parts, whole, and only then refused the window.
+    assert admitted == window.part_allowance((part + 1) % 3) + window.part_allowance((part + 2) % 3)
+    assert not first.admit("busy").allowed
