@@ -1,7 +1,7 @@
 """Every page of a Query or a Scan, through boto3's paginator, which follows LastEvaluatedKey for us.
 
-The paginator calls the client's own `query`, so the client's hooks (retries, watch_attempts)
-apply to each page as to any call.
+The paginator calls the client's own `query` (or `scan`), so the client's hooks (retries,
+watch_attempts) apply to each page as to any call.
 """
 
 from __future__ import annotations

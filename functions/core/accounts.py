@@ -333,7 +333,7 @@ def delete_resource(
     shard 0, so its delete makes three writes and no read: the take on shard 0 (refused if the
     account has grown shards since, which this process then learns), the soft delete (conditional
     on the resource being live and admitted by shard 0) and the finish. A busy account's delete
-    reads the resource first, to learn its shard. A 404 costs the take and its undo."""
+    reads the resource first, to learn its shard. A 404 costs the take, a read and the undo."""
     directory = directory or Directory()
     known = directory.layout(account_id)
     current: Resource | None = None

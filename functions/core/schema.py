@@ -56,7 +56,7 @@ ENV_TENANT_WINDOW_SECONDS = "TENANT_RATE_WINDOW_SECONDS"
 
 # Sparse index holding only resources with counting work left to do (counter_processed=false or
 # deleted=true). Its partition key is spread over a fixed number of buckets so no index key runs
-# hot; a sweep reads it with a parallel Scan (only the entries it holds), never the table.
+# hot; a sweep reads it with a Scan (only the entries it holds), never the table.
 PENDING_INDEX_NAME = "pending"
 PENDING_BUCKET_ATTRIBUTE = "pending_bucket"
 PENDING_SINCE_ATTRIBUTE = "pending_since"
