@@ -251,13 +251,13 @@ class TenantLimiter:
 
     @staticmethod
     def _lease_size(held: _Held, window: Window) -> int:
-        # A quarter of what this environment used in the last window: about four writes a window,
-        # and at most that quarter left unspent when it ends. What it uses beyond the last
+        # A quarter (rounded up) of what this environment used in the last window: about four
+        # writes a window however little it used, and at most that quarter left unspent. What it uses beyond the last
         # window's use doubles (1, 1, 2, 4, ... from nothing), so a rising load needs a few writes
         # more, not one a request. Doubling all the way (as many as used so far) overshot by up
         # to half of what was leased, which, summed over hundreds of environments, spent a busy
         # tenant's window (or one of its parts) while much of it was unused.
-        wanted = max(1, held.used_before // LEASES_PER_WINDOW, held.used - held.used_before)
+        wanted = max(-(-held.used_before // LEASES_PER_WINDOW), 1, held.used - held.used_before)
         # A tenth of the whole window's allowance; a lease larger than its part has left gets
         # what is left (WindowStore.lease).
         return min(wanted, max(1, window.allowance // MOST_OF_ALLOWANCE_PER_LEASE))
