@@ -187,3 +187,15 @@ def test_an_environment_whose_part_is_spent_moves_on_to_the_next() -> None:
     # It went on through the two other parts, whole, and only then refused the window.
     assert admitted == window.part_allowance((part + 1) % 3) + window.part_allowance((part + 2) % 3)
     assert not first.admit("busy").allowed
+
+
+def test_an_environment_with_a_few_requests_a_window_leases_a_few_times_not_once_a_request() -> None:
+    store, clock = FakeWindows(), Clock()
+    tenant = limiter(store, clock, TenantRate(requests_per_second=1000, window_seconds=2))
+    for window in range(4):
+        before = store.leases
+        for _ in range(6):
+            assert tenant.admit("acme").allowed
+        if window:
+            assert store.leases - before <= 3  # leases of 2: a quarter of the last window's 6, rounded up
+        clock.ms += 2000
