@@ -1,8 +1,10 @@
-"""What the emulator's DynamoDB layers (partition limits, client request tokens) share: the
-request's body, which the first reader must give back, and DynamoDB's error answer."""
+"""What the emulator's DynamoDB layers (partition limits, client request tokens, the request
+counter) share: the request's body, which the first reader must give back, DynamoDB's error answer,
+and the JSON a layer's own endpoint answers (and the client that reads it)."""
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 from collections.abc import Callable, Mapping
@@ -45,3 +47,21 @@ def request_region(environ: Mapping[str, Any]) -> str:
         return str(authorization.split("Credential=")[1].split("/")[2])
     except IndexError:
         return "us-east-1"
+
+
+def json_answer(start_response: Callable[..., Any], value: Any) -> list[bytes]:
+    """A layer's own endpoint answering `value` as JSON."""
+    body = json.dumps(value).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def get_json(emulator_url: str, path: str) -> Any:
+    """GET a layer's own endpoint of the emulator at `emulator_url` and parse its JSON."""
+    host, port = emulator_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", path)
+        return json.loads(connection.getresponse().read())
+    finally:
+        connection.close()

@@ -18,7 +18,6 @@ and TransactWriteItems (everything the functions call). Other requests pass thro
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -34,7 +33,7 @@ from local.capacity.billing import (
     write_units,
 )
 from local.capacity.limits import READ, WRITE, PartitionLimits, index_place, item_place
-from local.dynamodb_wire import dynamodb_error, give_body, read_body, request_region
+from local.dynamodb_wire import dynamodb_error, get_json, give_body, json_answer, read_body, request_region
 
 TARGET_PREFIX = "DynamoDB_20120810."
 # GET this path on the emulator for the refusals so far, per place (the load benchmark reports them).
@@ -89,9 +88,7 @@ class PartitionThrottling:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == THROTTLES_PATH:
-            body = json.dumps(dict(self.limits.throttled)).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-            return [body]
+            return json_answer(start_response, dict(self.limits.throttled))
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
         if operation not in ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem") and (
@@ -302,13 +299,7 @@ def by_family(refusals: Mapping[str, int]) -> dict[str, int]:
 
 def read_throttles(emulator_url: str) -> dict[str, int]:
     """The emulator's refusals so far, per item or index key (GET THROTTLES_PATH)."""
-    host, port = emulator_url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        connection.request("GET", THROTTLES_PATH)
-        refusals: dict[str, int] = json.loads(connection.getresponse().read())
-    finally:
-        connection.close()
+    refusals: dict[str, int] = get_json(emulator_url, THROTTLES_PATH)
     return refusals
 
 

@@ -10,13 +10,13 @@ for a query-protocol call, its `Action`; anything else by its method and path's 
 
 from __future__ import annotations
 
-import http.client
-import json
 import threading
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from local.dynamodb_wire import get_json, json_answer
 
 COUNTS_PATH = "/_local/request-counts"
 SERVICES = {"DynamoDB_20120810": "DynamoDB", "DynamoDBStreams_20120810": "DynamoDBStreams", "AmazonSQS": "SQS"}
@@ -45,9 +45,8 @@ class RequestCounts:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == COUNTS_PATH:
             with self._lock:
-                body = json.dumps(dict(self._counts)).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-            return [body]
+                counts = dict(self._counts)
+            return json_answer(start_response, counts)
         name = request_name(environ)
         with self._lock:
             self._counts[name] += 1
@@ -56,11 +55,4 @@ class RequestCounts:
 
 def read_request_counts(emulator_url: str) -> Counter[str]:
     """The emulator's requests so far, by name (GET COUNTS_PATH)."""
-    host, port = emulator_url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        connection.request("GET", COUNTS_PATH)
-        counts: dict[str, int] = json.loads(connection.getresponse().read())
-    finally:
-        connection.close()
-    return Counter(counts)
+    return Counter(get_json(emulator_url, COUNTS_PATH))
