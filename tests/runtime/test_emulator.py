@@ -402,3 +402,17 @@ def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it() -> None:
     assert tuned[1]["Attributes"]["b"] == {"B": b"\x00\xffbytes"}  # binary values round-trip
     assert tuned[-1]["Code"] == "ConditionalCheckFailedException"
     assert tuned == plain
+
+
+def test_the_emulator_counts_its_requests_by_kind() -> None:
+    from local.request_counts import read_request_counts
+
+    with EmulatorProcess() as emulator:
+        dynamodb = clients(emulator.url)["dynamodb"]
+        create_table(dynamodb, "counted")
+        before = read_request_counts(emulator.url)
+        for _ in range(3):
+            dynamodb.get_item(TableName="counted", Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+        dynamodb.list_tables()
+        counted = read_request_counts(emulator.url) - before
+    assert counted == {"DynamoDB.GetItem": 3, "DynamoDB.ListTables": 1}
