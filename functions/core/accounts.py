@@ -353,7 +353,6 @@ def delete_resource(
         else:
             # Not live, or live but admitted by another shard (put after the account grew).
             current = _read_quietly(store, account_id, resource_id)
-            _settle_quietly(store, account_id, lease, UNDO_DELETION, now)
             if current is None or current.shard == 0:
                 raise ResourceNotFound(account_id, resource_id)
     current = current or store.get_resource(account_id, resource_id)
@@ -366,16 +365,15 @@ def delete_resource(
     if not store.take_deletion(account_id, lease):
         raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
     if not _soft_delete(store, account_id, lease, now):
-        # Another delete won: give back our decrement, exactly once.
-        _settle_quietly(store, account_id, lease, UNDO_DELETION, now)
-        raise ResourceNotFound(account_id, resource_id)
+        raise ResourceNotFound(account_id, resource_id)  # another delete won
 
 
 def _soft_delete(store: ApiStore, account_id: str, lease: Lease, now: str) -> bool:
     """The soft delete after `lease` was taken (best-effort decremented while the resource is still
     live, so best_effort never exceeds the live count; the lease tells a heal the delete is in
     flight). If it landed, free the slot: only the request whose soft delete landed does, and only
-    after the resource stopped being live, so `admitted` never drops below the live count."""
+    after the resource stopped being live, so `admitted` never drops below the live count. If it
+    did not, give back the decrement, exactly once."""
     try:
         landed = store.soft_delete(account_id, lease.resource_id, now, lease.token, lease.shard)
     except StoreUnavailable:
@@ -383,8 +381,7 @@ def _soft_delete(store: ApiStore, account_id: str, lease: Lease, now: str) -> bo
         if found is None or found.delete_token != lease.token:
             raise  # unknown: the lease stays until a heal finds out
         landed = True
-    if landed:
-        _settle_quietly(store, account_id, lease, FINISH_DELETION, now)
+    _settle_quietly(store, account_id, lease, FINISH_DELETION if landed else UNDO_DELETION, now)
     return landed
 
 
