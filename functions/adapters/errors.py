@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
-from functions.adapters.pages import query_pages
+from functions.adapters.pages import read_pages
 from functions.core.counting import TransientStoreError
 from functions.core.errors import StoreUnavailable
 
@@ -100,6 +100,6 @@ def transient_pages(
 ) -> Iterator[dict[str, Any]]:
     """A Query's (or a Scan's) pages; a failure on any page is transient (the sweeper tries again)."""
     try:
-        yield from query_pages(client, request, operation)
+        yield from read_pages(client, request, operation)
     except (ClientError, BotoCoreError) as error:
         raise TransientStoreError(f"{context}{error}") from error

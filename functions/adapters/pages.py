@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 
-def query_pages(client: Any, request: dict[str, Any], operation: str = "query") -> Iterator[dict[str, Any]]:
+def read_pages(client: Any, request: dict[str, Any], operation: str = "query") -> Iterator[dict[str, Any]]:
     """Each response of the Query (or `operation` "scan"), the first one included, until DynamoDB
     has no more."""
     yield from client.get_paginator(operation).paginate(**request)
@@ -18,5 +18,5 @@ def query_pages(client: Any, request: dict[str, Any], operation: str = "query") 
 
 def query_items(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every item of every page, as DynamoDB returns them (attribute values not decoded)."""
-    for page in query_pages(client, request):
+    for page in read_pages(client, request):
         yield from page.get("Items", [])
