@@ -34,7 +34,7 @@ from infra import constants
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import by_family, read_throttles
-from local.request_counts import read_request_counts
+from local.request_counts import read_request_counts, read_request_cpu
 from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
@@ -79,6 +79,8 @@ class LoadReport:
     # polls included): the measured side of CALLS_PER_ITERATION.
     emulator_requests_per_iteration: dict[str, float] = field(default_factory=dict)
     emulator_cpu_seconds_per_iteration: float = 0.0
+    # CPU the emulator spent answering each kind of request, per completed iteration (ms)
+    emulator_cpu_ms_per_iteration_by_request: dict[str, float] = field(default_factory=dict)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -342,9 +344,11 @@ def main(argv: list[str] | None = None) -> int:
                 before = read_throttles(emulator.url) if args.partition_limits else {}
             print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
             requests_before, cpu_before = read_request_counts(emulator.url), emulator.cpu_seconds()
+            cpu_by_request_before = read_request_cpu(emulator.url)
             samples, elapsed = run_load(api, accounts, report.rate, args.duration, live)
             requests = read_request_counts(emulator.url) - requests_before
             emulator_cpu = emulator.cpu_seconds() - cpu_before
+            cpu_by_request = read_request_cpu(emulator.url) - cpu_by_request_before
             report.iterations_started = int(report.rate * args.duration)
             if args.partition_limits:
                 # The load's refusals only: the polls below read every item of an account, and
@@ -365,6 +369,11 @@ def main(argv: list[str] | None = None) -> int:
         name: round(count / completed, 2) for name, count in requests.most_common() if count / completed >= 0.01
     }
     report.emulator_cpu_seconds_per_iteration = round(emulator_cpu / completed, 4)
+    report.emulator_cpu_ms_per_iteration_by_request = {
+        name: round(seconds * 1000 / completed, 2)
+        for name, seconds in cpu_by_request.most_common()
+        if seconds * 1000 / completed >= 0.01
+    }
 
     name = args.name or f"load-{report.rate:g}-per-s-{args.accounts}-accounts"
     os.makedirs(RESULTS, exist_ok=True)
@@ -402,6 +411,12 @@ def render(report: LoadReport) -> str:
             f"  the emulator per completed iteration: {total:.1f} requests and "
             f"{report.emulator_cpu_seconds_per_iteration * 1000:.1f} ms of its CPU; "
             + ", ".join(f"{name} {count}" for name, count in report.emulator_requests_per_iteration.items())
+        )
+    if report.emulator_cpu_ms_per_iteration_by_request:
+        answering = report.emulator_cpu_ms_per_iteration_by_request
+        lines.append(
+            f"  of that CPU, {sum(answering.values()):.1f} ms answering requests (the rest: HTTP, threads): "
+            + ", ".join(f"{name} {ms} ms" for name, ms in answering.items())
         )
     return "\n".join(lines)
 

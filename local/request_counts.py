@@ -3,6 +3,11 @@ really costs the emulator (the load benchmark prints it per iteration), stream p
 polls included, instead of what a design says it should.
 
     GET /_local/request-counts  ->  {"DynamoDB.UpdateItem": 1234, "SQS.ReceiveMessage": 56, ...}
+    GET /_local/request-cpu     ->  {"DynamoDB.UpdateItem": 4.2, ...}  (CPU seconds spent answering)
+
+The CPU time is the answering thread's own (`time.thread_time`), from the request reaching moto to
+its answer's last byte: what each kind of request costs the emulator, waits for the one-at-a-time
+lock and the HTTP server's parsing left out.
 
 A request is named by its JSON-protocol target (`X-Amz-Target`, the service's prefix shortened) or,
 for a query-protocol call, its `Action`; anything else by its method and path's first segment.
@@ -11,6 +16,7 @@ for a query-protocol call, its `Action`; anything else by its method and path's 
 from __future__ import annotations
 
 import threading
+import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,6 +25,7 @@ from typing import Any
 from local.dynamodb_wire import get_json, json_answer
 
 COUNTS_PATH = "/_local/request-counts"
+CPU_PATH = "/_local/request-cpu"
 SERVICES = {"DynamoDB_20120810": "DynamoDB", "DynamoDBStreams_20120810": "DynamoDBStreams", "AmazonSQS": "SQS"}
 
 
@@ -40,6 +47,7 @@ class RequestCounts:
     def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
         self._application = application
         self._counts: Counter[str] = Counter()
+        self._cpu_seconds: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -47,12 +55,25 @@ class RequestCounts:
             with self._lock:
                 counts = dict(self._counts)
             return json_answer(start_response, counts)
+        if environ.get("PATH_INFO") == CPU_PATH:
+            with self._lock:
+                cpu_seconds = dict(self._cpu_seconds)
+            return json_answer(start_response, cpu_seconds)
         name = request_name(environ)
+        started = time.thread_time()
+        answer = list(self._application(environ, start_response))  # moto answers whole bodies anyway
+        spent = time.thread_time() - started
         with self._lock:
             self._counts[name] += 1
-        return self._application(environ, start_response)
+            self._cpu_seconds[name] += spent
+        return answer
 
 
 def read_request_counts(emulator_url: str) -> Counter[str]:
     """The emulator's requests so far, by name (GET COUNTS_PATH)."""
     return Counter(get_json(emulator_url, COUNTS_PATH))
+
+
+def read_request_cpu(emulator_url: str) -> Counter[str]:
+    """The emulator's CPU seconds so far answering each kind of request (GET CPU_PATH)."""
+    return Counter(get_json(emulator_url, CPU_PATH))

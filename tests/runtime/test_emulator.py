@@ -404,15 +404,84 @@ def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it() -> None:
     assert tuned == plain
 
 
-def test_the_emulator_counts_its_requests_by_kind() -> None:
-    from local.request_counts import read_request_counts
+def test_the_emulator_counts_its_requests_and_their_cpu_by_kind() -> None:
+    from local.request_counts import read_request_counts, read_request_cpu
 
     with EmulatorProcess() as emulator:
         dynamodb = clients(emulator.url)["dynamodb"]
         create_table(dynamodb, "counted")
-        before = read_request_counts(emulator.url)
+        before, cpu_before = read_request_counts(emulator.url), read_request_cpu(emulator.url)
         for _ in range(3):
             dynamodb.get_item(TableName="counted", Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
         dynamodb.list_tables()
         counted = read_request_counts(emulator.url) - before
+        spent = read_request_cpu(emulator.url) - cpu_before  # a Counter keeps what grew
     assert counted == {"DynamoDB.GetItem": 3, "DynamoDB.ListTables": 1}
+    assert set(spent) == {"DynamoDB.GetItem", "DynamoDB.ListTables"}
+
+
+# One update and one condition, each sent several times with other values and names: the tuned
+# emulator parses each text once and hands every request its own copy of the result.
+REPEATED_UPDATE = (
+    "SET #count = if_not_exists(#count, :zero) + :step, #log = list_append(if_not_exists(#log, :empty), :entry), "
+    "#m.#field = :value REMOVE #gone ADD tags :tag"
+)
+REPEATED_CONDITION = (
+    "(attribute_not_exists(#count) OR #count < :cap) AND NOT begins_with(#m.#field, :prefix) "
+    "AND (size(#log) BETWEEN :low AND :high OR #count IN (:a, :b))"
+)
+
+
+def repeated_expression_answers(url: str, table: str) -> list[Any]:
+    dynamodb = clients(url)["dynamodb"]
+    create_table(dynamodb, table)
+    key = {"pk": {"S": "r"}, "sk": {"S": "1"}}
+    dynamodb.put_item(TableName=table, Item={**key, "m": {"M": {}}, "log": {"L": []}, "gone": {"S": "x"}})
+    answers: list[Any] = []
+    for step, field, cap in ((1, "f1", 10), (5, "f2", 10), (7, "f1", 6), (2, "f3", 100)):
+        values = {
+            ":zero": {"N": "0"},
+            ":step": {"N": str(step)},
+            ":empty": {"L": []},
+            ":entry": {"L": [{"N": str(step)}]},
+            ":value": {"S": f"value {step}"},
+            ":tag": {"SS": [f"t{step}"]},
+            ":cap": {"N": str(cap)},
+            ":prefix": {"S": "nothing"},
+            ":low": {"N": "0"},
+            ":high": {"N": "3"},
+            ":a": {"N": "6"},
+            ":b": {"N": "12"},
+        }
+        names = {"#count": "count", "#log": "log", "#m": "m", "#field": field, "#gone": "gone"}
+        update = {
+            "TableName": table,
+            "Key": key,
+            "UpdateExpression": REPEATED_UPDATE,
+            "ConditionExpression": REPEATED_CONDITION,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        try:
+            answers.append(dynamodb.update_item(**update, ReturnValues="ALL_NEW")["Attributes"])
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            answers.append("refused")
+        try:
+            dynamodb.transact_write_items(TransactItems=[{"Update": update}])
+            answers.append("transaction applied")
+        except ClientError as cancelled:
+            answers.append(cancelled.response["CancellationReasons"])
+    answers.append(dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"])
+    return answers
+
+
+def test_expressions_parsed_once_give_each_request_its_own_values() -> None:
+    """The tuned emulator caches what moto parses from an expression's text; a request must still
+    be applied with its own values and names, as plain moto applies it."""
+    by_flavour = {}
+    for flavour in FLAVOURS:
+        with EmulatorProcess(flavour=flavour) as emulator:
+            by_flavour[flavour] = repeated_expression_answers(emulator.url, "repeated")
+    tuned, plain = by_flavour["tuned"], by_flavour["plain"]
+    assert tuned[0]["count"] == {"N": "1"} and "refused" in tuned  # applied, then refused once
+    assert tuned == plain
