@@ -485,3 +485,36 @@ def test_expressions_parsed_once_give_each_request_its_own_values() -> None:
     tuned, plain = by_flavour["tuned"], by_flavour["plain"]
     assert tuned[0]["count"] == {"N": "1"} and "refused" in tuned  # applied, then refused once
     assert tuned == plain
+
+
+def refused_structures(url: str, table: str) -> list[Any]:
+    """An update's structure checks, after the same text passed them: the names now put one path
+    twice; and a text with two SET clauses, sent twice."""
+    dynamodb = clients(url)["dynamodb"]
+    create_table(dynamodb, table)
+    key = {"pk": {"S": "s"}, "sk": {"S": "1"}}
+    values = {":one": {"N": "1"}, ":two": {"N": "2"}}
+    answers: list[Any] = []
+    attempts = [
+        ("SET #a = :one, #b = :two", {"#a": "x", "#b": "y"}),
+        ("SET #a = :one, #b = :two", {"#a": "x", "#b": "x"}),
+        ("SET a = :one SET b = :two", None),
+        ("SET a = :one SET b = :two", None),
+    ]
+    for expression, names in attempts:
+        update = {"TableName": table, "Key": key, "UpdateExpression": expression, "ExpressionAttributeValues": values}
+        try:
+            dynamodb.update_item(**update, **({"ExpressionAttributeNames": names} if names else {}))
+            answers.append("applied")
+        except ClientError as refused:
+            answers.append(refused.response["Error"]["Code"])
+    return answers
+
+
+def test_an_update_that_breaks_moto_s_structure_checks_is_refused_every_time() -> None:
+    by_flavour = {}
+    for flavour in FLAVOURS:
+        with EmulatorProcess(flavour=flavour) as emulator:
+            by_flavour[flavour] = refused_structures(emulator.url, "structure")
+    assert by_flavour["tuned"] == ["applied", "ValidationException", "ValidationException", "ValidationException"]
+    assert by_flavour["tuned"] == by_flavour["plain"]
