@@ -161,6 +161,24 @@ def keep_tables_in_place_when_a_transaction_rolls_back() -> None:
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
+def freeze_what_survives_a_full_collection() -> None:
+    """moto keeps every item and every stream record as Python objects, and the garbage collector's
+    full collections walk them all while every request waits: under `make bench-load` at 26
+    iterations/s they took 150 ms, then 190, 230, 270 and 420 ms, every 7 to 9 s, growing with the
+    data (measured with gc.callbacks), and each one sent a burst of requests past the API
+    function's concurrency. What survives a full collection is long-lived, so it is moved out of
+    the collector's sight (`gc.freeze`): the next full collection walks only what came since.
+    Reference counting still frees what is dropped; only reference cycles that become garbage
+    after being frozen stay (moto's items and records hold no cycles)."""
+    import gc
+
+    def after(phase: str, info: dict[str, Any]) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            gc.freeze()
+
+    gc.callbacks.append(after)
+
+
 def remember_each_hosts_backend(dispatcher: Any) -> None:
     """moto looks a request's service up by listing its own package directory on every request
     (11% of the emulator's time under load, measured with py-spy). A host's service never changes."""
@@ -393,6 +411,7 @@ def serve(
 
     leave_invocations_to_the_local_lambda_service()
     keep_tables_in_place_when_a_transaction_rolls_back()
+    freeze_what_survives_a_full_collection()
     dispatcher = DomainDispatcherApplication(create_backend_app)
     application: Callable[..., Iterable[bytes]] = dispatcher
     if limits is not None:
