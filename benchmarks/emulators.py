@@ -12,6 +12,12 @@ Two measures per emulator, each on a table created from the synthesized template
   core and adapters, the stream consumer counting each record (what one iteration costs the
   emulator, calls included).
 
+and, from the emulator process's CPU time (all its threads) during each: its **CPU per raw write**
+and **per iteration**, and the **best share** of the load benchmark's ceiling an iteration can
+reach when the emulator's CPU is what bounds it: 8 calls' worth of raw writes over what an
+iteration really costs (the ceiling counts calls; an iteration's calls write more items than
+raw writes do, the consumer's transactions several each).
+
 Rounds alternate between the emulators, so a noisy neighbour on these shared 2-core machines
 slows every one of them; the ratio to plain moto is the figure to quote. Results go to
 benchmarks/results/emulators.json.
@@ -33,7 +39,7 @@ import boto3
 from botocore.config import Config
 
 from benchmarks.capacity import now_text
-from benchmarks.load import RESULTS, measure_emulator
+from benchmarks.load import CALLS_PER_ITERATION, RESULTS, measure_emulator
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from local.runtime import LOCAL_CREDENTIALS
@@ -90,9 +96,23 @@ def measure(name: str, seconds: float, round_number: int) -> dict[str, float]:
     with EMULATORS[name]() as emulator, clients(emulator.url) as (dynamodb, streams):
         table = f"bench{round_number}"
         stream_arn = create_table(dynamodb, table)
+        # Warm up first: DynamoDB Local compiles its hot paths (JIT), moto fills its caches.
+        measure_emulator(dynamodb, table, seconds=seconds / 4)
+        flow_rate(dynamodb, streams, stream_arn, table, seconds / 4)
+        cpu, started = emulator.cpu_seconds(), time.monotonic()
         raw = measure_emulator(dynamodb, table, seconds=seconds)
+        cpu_per_write = (emulator.cpu_seconds() - cpu) / (raw * (time.monotonic() - started))
+        cpu, started = emulator.cpu_seconds(), time.monotonic()
         flow, calls = flow_rate(dynamodb, streams, stream_arn, table, seconds)
-    return {"raw_writes_per_second": raw, "flow_iterations_per_second": flow, "calls_per_iteration": calls}
+        cpu_per_iteration = (emulator.cpu_seconds() - cpu) / (flow * (time.monotonic() - started))
+    return {
+        "raw_writes_per_second": raw,
+        "flow_iterations_per_second": flow,
+        "calls_per_iteration": calls,
+        "cpu_ms_per_raw_write": cpu_per_write * 1000,
+        "cpu_ms_per_iteration": cpu_per_iteration * 1000,
+        "best_share_of_ceiling": CALLS_PER_ITERATION * cpu_per_write / cpu_per_iteration,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,12 +130,13 @@ def main(argv: list[str] | None = None) -> int:
             runs[name].append(measure(name, args.seconds, round_number))
 
     summary = {
-        name: {figure: round(statistics.median(run[figure] for run in measured), 1) for figure in measured[0]}
+        name: {figure: round(statistics.median(run[figure] for run in measured), 3) for figure in measured[0]}
         for name, measured in runs.items()
     }
     baseline = summary["moto (plain)"]
     print(
         f"\n{'emulator':<24}{'raw writes/s':>14}{'x plain':>9}{'flow iterations/s':>19}{'x plain':>9}{'calls/it':>10}"
+        f"{'CPU ms/write':>14}{'CPU ms/it':>11}{'best share':>12}"
     )
     for name, figures in summary.items():
         print(
@@ -124,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{figures['flow_iterations_per_second']:>19.1f}"
             f"{figures['flow_iterations_per_second'] / baseline['flow_iterations_per_second']:>9.2f}"
             f"{figures['calls_per_iteration']:>10.1f}"
+            f"{figures['cpu_ms_per_raw_write']:>14.2f}{figures['cpu_ms_per_iteration']:>11.1f}"
+            f"{figures['best_share_of_ceiling']:>12.0%}"
         )
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "emulators.json"), "w", encoding="utf-8") as output:

