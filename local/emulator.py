@@ -168,8 +168,9 @@ def freeze_what_survives_a_full_collection() -> None:
     data (measured with gc.callbacks), and each one sent a burst of requests past the API
     function's concurrency. What survives a full collection is long-lived, so it is moved out of
     the collector's sight (`gc.freeze`): the next full collection walks only what came since.
-    Reference counting still frees what is dropped; only reference cycles that become garbage
-    after being frozen stay (moto's items and records hold no cycles)."""
+    Reference counting still frees what is dropped; reference cycles that were alive at a full
+    collection and die later are not reclaimed (about 14% more objects after a minute at 20
+    iterations/s, beside the stream records moto keeps forever)."""
     import gc
 
     def after(phase: str, info: dict[str, Any]) -> None:
@@ -200,12 +201,15 @@ def parse_each_update_expression_once() -> None:
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 
     parse = UpdateExpressionParser.make.__func__
-    pickled: dict[int, tuple[Any, bytes, str]] = {}  # id(tree) -> (tree, its pickle, its text)
+    # id(tree) -> (tree, its pickle, its text); holding the tree keeps its id its own
+    pickled: OrderedDict[int, tuple[Any, bytes, str]] = OrderedDict()
 
-    @functools.lru_cache(maxsize=1024)  # keeps the trees alive, so their ids stay theirs
+    @functools.lru_cache(maxsize=1024)
     def once(expression: str) -> Any:
         tree = parse(UpdateExpressionParser, expression)
         pickled[id(tree)] = (tree, pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL), expression)
+        while len(pickled) > 1024:
+            pickled.popitem(last=False)  # a tree no longer here is deep-copied, as moto does
         return tree
 
     def copy_of(value: Any, memo: Any = None) -> Any:
@@ -229,8 +233,8 @@ def match_tree_nodes_by_type_once() -> None:
     from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
 
     is_node: dict[type, bool] = {}
-    # (processor class, node class) -> the processor's function for it, None, or ASK (not a method
-    # of the processor: asked of its `process` at each node, as moto does)
+    # (processor class, node class) -> the processor's function for it, None, or `ask` (not a
+    # method of the processor: asked of its `process` at each node, as moto does)
     functions: dict[tuple[type, type], Any] = {}
     ask = object()
 
