@@ -22,6 +22,7 @@ import boto3
 
 from functions.core import schema
 from functions.core.admission import ShardingSettings
+from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
 from infra import constants
 from local.apigateway import ApiGateway, Route
 from local.capacity.limits import parse_factor
@@ -55,11 +56,20 @@ def scaled_environment(partition_limits: str | None) -> dict[str, str]:
     """The functions' settings that depend on a partition's capacity, scaled with the emulator's
     partition limits: an admission shard doubles its account's shards at a quarter of what a
     partition takes (functions/core/admission.py), so at 1/2000 a busy account grows at 0.125
-    writes a second on a shard, as it would at 250 on AWS."""
+    writes a second on a shard, as it would at 250 on AWS; and a tenant's rate window takes one
+    part per 1,000 requests a second of its rate (functions/core/rate_limits.py), so at 1/2000 one
+    per 0.5. The leases on a window part are counted per execution environment, not per request,
+    and a scaled run serves its trickle with as many sandboxes as a full one serves thousands of
+    requests with: without the scaled part size its one window item took 10 sandboxes' leases
+    against the 0.5 write units a second a scaled item takes."""
     if partition_limits is None:
         return {}
-    grow_at = ShardingSettings().grow_at * parse_factor(partition_limits)
-    return {schema.ENV_SHARD_GROW_AT: f"{grow_at:g}"}
+    factor = parse_factor(partition_limits)
+    grow_at = ShardingSettings().grow_at * factor
+    return {
+        schema.ENV_SHARD_GROW_AT: f"{grow_at:g}",
+        schema.ENV_RATE_WINDOW_PART_REQUESTS: f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
+    }
 
 
 @dataclass

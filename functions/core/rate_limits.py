@@ -92,16 +92,22 @@ class TenantRate:
     @property
     def parts(self) -> int:
         """Items a window's count is split over (module docstring)."""
-        return min(MAX_WINDOW_PARTS, math.ceil(self.requests_per_second / REQUESTS_PER_SECOND_PER_PART))
+        return self.parts_at(REQUESTS_PER_SECOND_PER_PART)
 
-    def window_at(self, now_ms: int) -> Window:
+    def parts_at(self, requests_per_part: float) -> int:
+        """Items a window's count is split over with one per `requests_per_part` requests a second
+        (scaled partition limits scale it: local/runtime.py, scaled_environment), and never more
+        parts than the window allows requests, so that each part allows one at least."""
+        return min(MAX_WINDOW_PARTS, self.burst, math.ceil(self.requests_per_second / requests_per_part))
+
+    def window_at(self, now_ms: int, requests_per_part: float = REQUESTS_PER_SECOND_PER_PART) -> Window:
         index = now_ms // self.window_ms
         return Window(
             index=index,
             start_ms=index * self.window_ms,
             length_ms=self.window_ms,
             allowance=self.burst,
-            parts=self.parts,
+            parts=self.parts_at(requests_per_part),
         )
 
 
@@ -171,9 +177,11 @@ class TenantLimiter:
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        requests_per_part: float = REQUESTS_PER_SECOND_PER_PART,
     ) -> None:
         self._store = store
         self._default = default
+        self._requests_per_part = requests_per_part
         self._clock_ms = clock_ms
         self._monotonic = monotonic
         self._rng = rng or random.Random()  # noqa: S311 - spreading environments over parts, not a secret
@@ -183,7 +191,7 @@ class TenantLimiter:
     def admit(self, account_id: str) -> Decision:
         rate = self.rate_of(account_id)
         now_ms = self._clock_ms()
-        window = rate.window_at(now_ms)
+        window = rate.window_at(now_ms, self._requests_per_part)
         held = self._held_in(account_id, window)
         if held.tokens == 0 and not held.spent:
             try:

@@ -88,6 +88,9 @@ ENV_HEAL_QUIET_SECONDS = "HEAL_QUIET_SECONDS"
 ENV_HEAL_LOOKBACK_SECONDS = "HEAL_LOOKBACK_SECONDS"
 # Writes a second on one admission shard before its account doubles its shards (the API's).
 ENV_SHARD_GROW_AT = "SHARD_GROW_AT_WRITES_PER_SECOND"
+# Requests a second of a tenant's rate per part of its rate window (the API's; 1,000 unless the
+# partition limits are scaled).
+ENV_RATE_WINDOW_PART_REQUESTS = "RATE_WINDOW_PART_REQUESTS_PER_SECOND"
 # How long a tombstone is kept (the consumer's, the redrive's and the sweeper's).
 ENV_TOMBSTONE_RETENTION_SECONDS = "TOMBSTONE_RETENTION_SECONDS"
 

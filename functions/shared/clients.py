@@ -88,7 +88,9 @@ class Clients:
         return self._once(
             "tenant_limiter",
             lambda: TenantLimiter(
-                DynamoWindowStore(self.dynamodb, self.settings.table_name), self.settings.tenant_rate
+                DynamoWindowStore(self.dynamodb, self.settings.table_name),
+                self.settings.tenant_rate,
+                requests_per_part=self.settings.rate_part_requests,
             ),
         )
 

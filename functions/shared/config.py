@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from functions.core import schema
 from functions.core.admission import ShardingSettings
 from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
-from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
+from functions.core.rate_limits import DEFAULT_TENANT_RATE, REQUESTS_PER_SECOND_PER_PART, TenantRate
 from functions.core.sweeper import SweepSettings
 
 
@@ -78,6 +78,7 @@ class FunctionEnvironment(BaseModel):
     lookback: WholeSeconds = Field(None, validation_alias=schema.ENV_HEAL_LOOKBACK_SECONDS)
     tombstone_retention: WholeSeconds = Field(None, validation_alias=schema.ENV_TOMBSTONE_RETENTION_SECONDS)
     shard_grow_at: PositiveRate = Field(None, validation_alias=schema.ENV_SHARD_GROW_AT)
+    rate_part_requests: PositiveRate = Field(None, validation_alias=schema.ENV_RATE_WINDOW_PART_REQUESTS)
     tenant_rate_limit: Whole = Field(None, validation_alias=schema.ENV_TENANT_RATE_LIMIT)
     tenant_window_seconds: Whole = Field(None, validation_alias=schema.ENV_TENANT_WINDOW_SECONDS)
 
@@ -126,6 +127,7 @@ class Settings:
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION
     sharding: ShardingSettings = field(default_factory=ShardingSettings)
     tenant_rate: TenantRate = DEFAULT_TENANT_RATE
+    rate_part_requests: float = REQUESTS_PER_SECOND_PER_PART
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -141,6 +143,7 @@ class Settings:
             tombstone_retention=_or(read.tombstone_retention, DEFAULT_TOMBSTONE_RETENTION),
             sharding=ShardingSettings() if read.shard_grow_at is None else ShardingSettings(grow_at=read.shard_grow_at),
             tenant_rate=read.tenant_rate(),
+            rate_part_requests=REQUESTS_PER_SECOND_PER_PART if read.rate_part_requests is None else read.rate_part_requests,
         )
 
 

@@ -99,6 +99,14 @@ def test_settings_reject_a_shard_growth_rate_that_is_not_a_positive_number(raw: 
         Settings.from_env({"TABLE_NAME": "t", "SHARD_GROW_AT_WRITES_PER_SECOND": raw})
 
 
+def test_a_rate_window_part_takes_1000_requests_a_second_unless_scaled() -> None:
+    assert Settings.from_env({"TABLE_NAME": "t"}).rate_part_requests == 1000
+    scaled = {"TABLE_NAME": "t", "RATE_WINDOW_PART_REQUESTS_PER_SECOND": "0.5"}  # at partition limits of 1/2000
+    assert Settings.from_env(scaled).rate_part_requests == 0.5
+    with pytest.raises(ConfigurationError, match="RATE_WINDOW_PART_REQUESTS_PER_SECOND must be a positive number"):
+        Settings.from_env({"TABLE_NAME": "t", "RATE_WINDOW_PART_REQUESTS_PER_SECOND": "0"})
+
+
 def test_the_shard_growth_rate_defaults_to_a_quarter_of_a_partition_and_may_be_scaled() -> None:
     assert Settings.from_env({"TABLE_NAME": "t"}).sharding.grow_at == 250
     scaled = {"TABLE_NAME": "t", "SHARD_GROW_AT_WRITES_PER_SECOND": "0.125"}  # 250 at partition limits of 1/2000

@@ -415,7 +415,10 @@ def test_a_limit_lowered_below_the_usage_retires_the_other_shards_and_refuses_un
 def test_the_local_runtime_scales_shard_growth_with_its_partition_limits() -> None:
     """At 1/2000 of a partition's capacity, a shard must grow at 1/2000 of the rate it grows at on
     AWS, or a scaled load run would throttle before any account grows."""
-    assert scaled_environment("1/2000") == {"SHARD_GROW_AT_WRITES_PER_SECOND": "0.125"}
+    assert scaled_environment("1/2000") == {
+        "SHARD_GROW_AT_WRITES_PER_SECOND": "0.125",
+        "RATE_WINDOW_PART_REQUESTS_PER_SECOND": "0.5",  # tests/unit/test_rate_limits.py
+    }
     assert scaled_environment(None) == {}
 
 

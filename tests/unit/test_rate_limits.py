@@ -147,10 +147,32 @@ def test_a_tenant_at_the_default_rate_counts_each_window_in_one_item() -> None:
     assert TenantRate(requests_per_second=100_000, window_seconds=1).parts == 100
 
 
-@given(requests_per_second=st.integers(min_value=1, max_value=100_000), window=st.integers(min_value=1, max_value=60))
-def test_a_windows_parts_add_up_to_its_allowance(requests_per_second: int, window: int) -> None:
+def test_scaled_partition_limits_split_a_window_into_as_many_more_parts() -> None:
+    """At 1/2000 of a partition's capacity (local/runtime.py, scaled_environment) a part takes 0.5
+    requests a second: the default tenant's window is split as far as it goes (100 parts), and a
+    small window into no more parts than it allows requests."""
+    assert TenantRate(requests_per_second=1000, window_seconds=2).window_at(START_MS, 0.5).parts == 100
+    assert TenantRate(requests_per_second=20, window_seconds=1).window_at(START_MS, 0.5).parts == 20
+    assert TenantRate(requests_per_second=1000, window_seconds=2).window_at(START_MS).parts == 1
+
+
+def test_environments_with_scaled_parts_spread_their_leases_over_all_of_them() -> None:
+    store, clock, rate = FakeWindows(), Clock(), TenantRate(requests_per_second=1000, window_seconds=2)
+    for seed in range(200):  # 200 environments, a request each
+        environment = TenantLimiter(store, rate, clock_ms=clock.now_ms, rng=random.Random(seed), requests_per_part=0.5)
+        assert environment.admit("acct").allowed
+    parts = {part for (_, _, _, part) in store.used}
+    assert len(parts) > 80  # of 100; a limiter that ignored the scaled size would write part 0 alone
+
+
+@given(
+    requests_per_second=st.integers(min_value=1, max_value=100_000),
+    window=st.integers(min_value=1, max_value=60),
+    requests_per_part=st.sampled_from([1000.0, 1.0, 0.5, 0.01]),
+)
+def test_a_windows_parts_add_up_to_its_allowance(requests_per_second: int, window: int, requests_per_part: float) -> None:
     rate = TenantRate(requests_per_second=requests_per_second, window_seconds=window)
-    window_at = rate.window_at(START_MS)
+    window_at = rate.window_at(START_MS, requests_per_part)
     assert sum(window_at.part_allowance(part) for part in range(window_at.parts)) == rate.burst
     assert all(window_at.part_allowance(part) >= 1 for part in range(window_at.parts))
 
