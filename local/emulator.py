@@ -221,7 +221,7 @@ def parse_each_update_expression_once() -> None:
         return copy.deepcopy(value, memo)
 
     UpdateExpressionParser.make = staticmethod(once)
-    validators.deepcopy = copy_of  # type: ignore[attr-defined]
+    validators.deepcopy = copy_of  # type: ignore[attr-defined,assignment]
 
 
 def match_tree_nodes_by_type_once() -> None:
@@ -230,7 +230,7 @@ def match_tree_nodes_by_type_once() -> None:
     `isinstance` on abstract classes. Which processor method a node gets depends on the classes of
     both alone, so it is found once per pair. The walk is moto's own otherwise: children first, each
     node replaced by what its processor returns, `pre_processing_of_child` called as before."""
-    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node  # type: ignore[attr-defined]
 
     is_node: dict[type, bool] = {}
     # (processor class, node class) -> the processor's function for it, None, or `ask` (not a
@@ -267,7 +267,7 @@ def match_tree_nodes_by_type_once() -> None:
                 parent_node.children[child_id] = node
         return node
 
-    DepthFirstTraverser.traverse_node_recursively = traverse_node_recursively  # type: ignore[method-assign]
+    DepthFirstTraverser.traverse_node_recursively = traverse_node_recursively
 
 
 def check_each_update_structure_once() -> None:

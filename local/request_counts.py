@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 import urllib.parse
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,7 +47,7 @@ class RequestCounts:
     def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
         self._application = application
         self._counts: Counter[str] = Counter()
-        self._cpu_seconds: Counter[str] = Counter()
+        self._cpu_seconds: defaultdict[str, float] = defaultdict(float)
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

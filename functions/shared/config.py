@@ -143,7 +143,7 @@ class Settings:
             tombstone_retention=_or(read.tombstone_retention, DEFAULT_TOMBSTONE_RETENTION),
             sharding=ShardingSettings() if read.shard_grow_at is None else ShardingSettings(grow_at=read.shard_grow_at),
             tenant_rate=read.tenant_rate(),
-            rate_part_requests=REQUESTS_PER_SECOND_PER_PART if read.rate_part_requests is None else read.rate_part_requests,
+            rate_part_requests=read.rate_part_requests or REQUESTS_PER_SECOND_PER_PART,  # None if not set; never 0
         )
 
 
