@@ -26,11 +26,13 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infra import constants
+from local.capacity.billing import item_size
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import by_family, read_throttles
@@ -64,6 +66,8 @@ class LoadReport:
     stream_batching_window_seconds: int | None = None
     partition_throttles: dict[str, int] = field(default_factory=dict)  # the emulator's refusals, busiest places
     throttles_by_family: dict[str, int] = field(default_factory=dict)  # ... added up per kind of item or index
+    # The busiest refused items' sizes in bytes after the run: a write is billed per KB of the item
+    refused_item_bytes: dict[str, int] = field(default_factory=dict)
     account_concurrency: int = 0
     iterations_started: int = 0
     iterations_completed: int = 0
@@ -360,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                 report.throttles_by_family = by_family(refusals)
             converged = wait_until_converged(api, live, accounts, every=2.0 if args.partition_limits else 0.1)
             report.seconds_to_converge = None if converged is None else round(converged, 2)
+            if report.partition_throttles:
+                report.refused_item_bytes = item_sizes(runtime.client("dynamodb"), report.partition_throttles)
         finally:
             runtime.stop()
     summarize(report, samples, elapsed)
@@ -385,6 +391,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def item_sizes(dynamodb: Any, places: Mapping[str, int]) -> dict[str, int]:
+    """The size (DynamoDB's measure, local/capacity/billing.py) of each refused item among `places`
+    ("write item TABLE / PK / SK"), read once each."""
+    sizes = {}
+    for place in places:
+        _, _, where = place.partition(" item ")
+        if not where:
+            continue
+        table, partition_key, sort_key = where.split(" / ")
+        found = dynamodb.get_item(
+            TableName=table, Key={"pk": {"S": partition_key}, "sk": {"S": sort_key}}, ConsistentRead=True
+        )
+        sizes[place] = item_size(found.get("Item"))
+    return sizes
+
+
 def render(report: LoadReport) -> str:
     lines = [
         f"offered {report.rate}/s for {report.duration} s over {report.accounts} account(s)"
@@ -403,7 +425,11 @@ def render(report: LoadReport) -> str:
         families = ", ".join(f"{family} {count}" for family, count in report.throttles_by_family.items())
         lines.append(f"  the emulator's refusals by kind of item: {families}")
     for place, refusals in report.partition_throttles.items():
-        lines.append(f"  the emulator refused {refusals} request(s) for {place}")
+        size = report.refused_item_bytes.get(place)
+        lines.append(
+            f"  the emulator refused {refusals} request(s) for {place}"
+            + (f" ({size} bytes after)" if size is not None else "")
+        )
     lines.append(f"  counters equal the truth {report.seconds_to_converge} s after the last answer")
     if report.emulator_requests_per_iteration:
         total = sum(report.emulator_requests_per_iteration.values())
