@@ -170,7 +170,9 @@ def test_environments_with_scaled_parts_spread_their_leases_over_all_of_them() -
     window=st.integers(min_value=1, max_value=60),
     requests_per_part=st.sampled_from([1000.0, 1.0, 0.5, 0.01]),
 )
-def test_a_windows_parts_add_up_to_its_allowance(requests_per_second: int, window: int, requests_per_part: float) -> None:
+def test_a_windows_parts_add_up_to_its_allowance(
+    requests_per_second: int, window: int, requests_per_part: float
+) -> None:
     rate = TenantRate(requests_per_second=requests_per_second, window_seconds=window)
     window_at = rate.window_at(START_MS, requests_per_part)
     assert sum(window_at.part_allowance(part) for part in range(window_at.parts)) == rate.burst
