@@ -5,9 +5,10 @@ polls included, instead of what a design says it should.
     GET /_local/request-counts  ->  {"DynamoDB.UpdateItem": 1234, "SQS.ReceiveMessage": 56, ...}
     GET /_local/request-cpu     ->  {"DynamoDB.UpdateItem": 4.2, ...}  (CPU seconds spent answering)
 
-The CPU time is the answering thread's own (`time.thread_time`), from the request reaching moto to
-its answer's last byte: what each kind of request costs the emulator, waits for the one-at-a-time
-lock and the HTTP server's parsing left out.
+The CPU time is the answering thread's own (`time.thread_time`), from the request passing this layer
+to its answer's last byte (the emulator's inner layers and moto): what each kind of request costs
+the emulator, waits for the one-at-a-time lock and the HTTP server's parsing left out. A request
+is counted once answered.
 
 A request is named by its JSON-protocol target (`X-Amz-Target`, the service's prefix shortened) or,
 for a query-protocol call, its `Action`; anything else by its method and path's first segment.
