@@ -7,6 +7,7 @@ No transaction runs here; DynamoDB failures surface as a plain 503 (functions/ap
 from __future__ import annotations
 
 import base64
+import os
 import re
 import time
 from datetime import UTC, datetime
@@ -402,3 +403,11 @@ def body_size(event: dict[str, Any]) -> int:
     body = event.get("body") or ""
     size = len(body.encode())
     return size * 3 // 4 if event.get("isBase64Encoded") else size
+
+
+if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+    # In an execution environment (not a test importing this module), the SDK client is built
+    # during INIT rather than by the environment's first request, as AWS advises ("Initialize SDK
+    # clients and database connections outside of the function handler", Lambda's best practices):
+    # it cost each environment's first request about 100 ms. A misconfiguration fails INIT.
+    default_clients().dynamodb  # noqa: B018 - built for its side effect
