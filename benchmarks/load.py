@@ -25,6 +25,7 @@ import statistics
 import sys
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +69,8 @@ class LoadReport:
     throttles_by_family: dict[str, int] = field(default_factory=dict)  # ... added up per kind of item or index
     # The busiest refused items' sizes in bytes after the run: a write is billed per KB of the item
     refused_item_bytes: dict[str, int] = field(default_factory=dict)
+    # Iterations whose create or delete had no definite answer, retried after the load (settle)
+    settled_after_the_load: int = 0
     account_concurrency: int = 0
     iterations_started: int = 0
     iterations_completed: int = 0
@@ -119,11 +122,17 @@ def measure_emulator(client: Any, table: str, seconds: float = 4.0, threads: int
     return sum(done) / (time.monotonic() - started)
 
 
+Unsettled = tuple[str, str | None]  # (account, the resource whose delete had no definite answer, or None)
+
+
 def run_load(
-    api: HttpApi, accounts: list[str], rate: float, duration: float, live: Counter[str]
-) -> tuple[list[Sample], float]:
-    """Runs the load; `live` counts, per account, what the answers say still exists."""
+    api: HttpApi, accounts: list[str], rate: float, duration: float
+) -> tuple[list[Sample], float, list[Unsettled]]:
+    """Runs the load. Returns its samples, its length, and the iterations whose create or delete
+    had no definite answer (a 5xx or none: it may or may not have landed), for `settle_all` once
+    the figures are read."""
     samples: list[Sample] = []
+    unsettled: list[Unsettled] = []
     lock = threading.Lock()
     began = time.monotonic()
 
@@ -141,12 +150,15 @@ def run_load(
     def iteration(number: int) -> None:
         account = accounts[number % len(accounts)]
         created = timed("create", lambda: api.create(account, f"load-{number}"))
-        if created is not None and created.status == 201:
+        if created is None or created.status >= 500:
+            with lock:
+                unsettled.append((account, None))
+        elif created.status == 201:
             resource_id = created.body["resourceId"]
             deleted = timed("delete", lambda: api.delete(account, resource_id))
-            if deleted is None or deleted.status != 204:
+            if deleted is None or deleted.status >= 500:
                 with lock:
-                    live[account] += 1  # a throttled delete leaves its resource (no retries here)
+                    unsettled.append((account, resource_id))
 
     total = int(rate * duration)
     with ThreadPoolExecutor(max_workers=512) as pool:
@@ -157,7 +169,54 @@ def run_load(
                 done = sum(1 for sample in samples if sample.operation == "delete")
                 print(f"\r  {time.monotonic() - began:5.1f} s  started {number + 1}/{total}  done {done}", end="")
     print()
-    return samples, time.monotonic() - began
+    return samples, time.monotonic() - began, unsettled
+
+
+def settle_all(api: HttpApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
+    """Settles what the load left unknown, as a client would: each delete without a definite answer
+    is retried until 204 or 404; then, if a create had none (the load sends no idempotency key, as
+    the paper's does not), every resource its account still lists is a leftover and is deleted.
+    Returns the resources left per account: none, unless a delete kept failing."""
+    left: Counter[str] = Counter()
+    for account, resource_id in unsettled:
+        if resource_id is not None and not delete_until_answered(api, account, resource_id, attempts):
+            left[account] += 1
+    for account in sorted({account for account, resource_id in unsettled if resource_id is None}):
+        for leftover in listed_resources(api, account):
+            if not delete_until_answered(api, account, leftover, attempts):
+                left[account] += 1
+    return left
+
+
+def delete_until_answered(api: HttpApi, account: str, resource_id: str, attempts: int) -> bool:
+    """True once a delete answers 204 or 404 (gone either way)."""
+    for _ in range(attempts):
+        try:
+            if api.delete(account, resource_id).status in (204, 404):
+                return True
+        except OSError:
+            pass  # no answer: ask again
+        time.sleep(1.0)
+    return False
+
+
+def listed_resources(api: HttpApi, account: str, attempts: int = 30) -> list[str]:
+    """Every resource the account lists, page by page (a page refused under scaled partition
+    limits is read again)."""
+    found: list[str] = []
+    cursor: str | None = None
+    for _ in range(attempts):
+        query = f"?limit=100&cursor={urllib.parse.quote(cursor)}" if cursor else "?limit=100"
+        reply = api.request("GET", f"/accounts/{account}/resources{query}")
+        if reply.status >= 500:
+            time.sleep(1.0)
+            continue
+        assert reply.status == 200, reply.body
+        found += [item["resourceId"] for item in reply.body["items"]]
+        cursor = reply.body["nextCursor"]
+        if cursor is None:
+            return found
+    raise RuntimeError(f"could not list the resources of {account}")
 
 
 def wait_until_converged(
@@ -344,12 +403,12 @@ def main(argv: list[str] | None = None) -> int:
             before: dict[str, int] = {}
             if args.warmup:
                 print(f"warm-up: {report.rate}/s for {args.warmup} s")
-                run_load(api, accounts, report.rate, args.warmup, live)
+                live += settle_all(api, run_load(api, accounts, report.rate, args.warmup)[2])
                 before = read_throttles(emulator.url) if args.partition_limits else {}
             print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
             requests_before, cpu_before = read_request_counts(emulator.url), emulator.cpu_seconds()
             cpu_by_request_before = read_request_cpu(emulator.url)
-            samples, elapsed = run_load(api, accounts, report.rate, args.duration, live)
+            samples, elapsed, unsettled = run_load(api, accounts, report.rate, args.duration)
             requests = read_request_counts(emulator.url) - requests_before
             emulator_cpu = emulator.cpu_seconds() - cpu_before
             cpu_by_request = read_request_cpu(emulator.url) - cpu_by_request_before
@@ -362,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
                 refusals = {place: count for place, count in refusals.items() if count}
                 report.partition_throttles = dict(sorted(refusals.items(), key=lambda pair: -pair[1])[:5])
                 report.throttles_by_family = by_family(refusals)
+            report.settled_after_the_load = len(unsettled)
+            live += settle_all(api, unsettled)
             converged = wait_until_converged(api, live, accounts, every=2.0 if args.partition_limits else 0.1)
             report.seconds_to_converge = None if converged is None else round(converged, 2)
             if report.partition_throttles:
@@ -430,7 +491,11 @@ def render(report: LoadReport) -> str:
             f"  the emulator refused {refusals} request(s) for {place}"
             + (f" ({size} bytes after)" if size is not None else "")
         )
-    lines.append(f"  counters equal the truth {report.seconds_to_converge} s after the last answer")
+    settled = f" ({report.settled_after_the_load} iterations without a definite answer settled first)"
+    lines.append(
+        f"  counters equal the truth {report.seconds_to_converge} s after the last answer"
+        + (settled if report.settled_after_the_load else "")
+    )
     if report.emulator_requests_per_iteration:
         total = sum(report.emulator_requests_per_iteration.values())
         lines.append(
