@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from local.dynamodb_wire import get_json, json_answer
@@ -43,23 +43,22 @@ def request_name(environ: dict[str, Any]) -> str:
 
 
 class RequestCounts:
-    """WSGI layer counting every request by name; answers COUNTS_PATH with the counts so far."""
+    """WSGI layer counting every request by name, and its CPU time; answers COUNTS_PATH and
+    CPU_PATH with each so far."""
 
     def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
         self._application = application
         self._counts: Counter[str] = Counter()
         self._cpu_seconds: defaultdict[str, float] = defaultdict(float)
         self._lock = threading.Lock()
+        self._endpoints: dict[str, Mapping[str, float]] = {COUNTS_PATH: self._counts, CPU_PATH: self._cpu_seconds}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") == COUNTS_PATH:
+        asked = self._endpoints.get(environ.get("PATH_INFO", ""))
+        if asked is not None:
             with self._lock:
-                counts = dict(self._counts)
-            return json_answer(start_response, counts)
-        if environ.get("PATH_INFO") == CPU_PATH:
-            with self._lock:
-                cpu_seconds = dict(self._cpu_seconds)
-            return json_answer(start_response, cpu_seconds)
+                snapshot = dict(asked)
+            return json_answer(start_response, snapshot)
         name = request_name(environ)
         started = time.thread_time()
         answer = list(self._application(environ, start_response))  # moto answers whole bodies anyway
