@@ -201,24 +201,22 @@ def parse_each_update_expression_once() -> None:
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 
     parse = UpdateExpressionParser.make.__func__
-    # id(tree) -> (tree, its pickle, its text); holding the tree keeps its id its own
-    pickled: OrderedDict[int, tuple[Any, bytes, str]] = OrderedDict()
 
     @functools.lru_cache(maxsize=1024)
     def once(expression: str) -> Any:
         tree = parse(UpdateExpressionParser, expression)
-        pickled[id(tree)] = (tree, pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL), expression)
-        while len(pickled) > 1024:
-            pickled.popitem(last=False)  # a tree no longer here is deep-copied, as moto does
+        # The tree's own pickle, taken before this attribute exists, with the tree's id: a copy of
+        # the tree made elsewhere (a deepcopy copies the attribute) is not the tree it was taken of.
+        tree.pristine = (id(tree), pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL), expression)
         return tree
 
     def copy_of(value: Any, memo: Any = None) -> Any:
-        known = pickled.get(id(value))
-        if known is not None and known[0] is value:
-            clone = pickle.loads(known[1])  # noqa: S301 - our own pickle of our own parse
-            clone.parsed_from = known[2]  # read by check_each_update_structure_once
-            return clone
-        return copy.deepcopy(value, memo)
+        pristine = getattr(value, "pristine", None)
+        if pristine is None or pristine[0] != id(value):
+            return copy.deepcopy(value, memo)
+        clone = pickle.loads(pristine[1])  # noqa: S301 - our own pickle of our own parse
+        clone.parsed_from = pristine[2]  # read by check_each_update_structure_once
+        return clone
 
     UpdateExpressionParser.make = staticmethod(once)
     validators.deepcopy = copy_of  # type: ignore[attr-defined,assignment]
