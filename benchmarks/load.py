@@ -32,8 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from functions.core import schema
 from infra import constants
 from local.capacity.billing import item_size
+from local.capacity.limits import item_of_place
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
 from local.partition_throttling import by_family, read_throttles
@@ -454,16 +456,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def item_sizes(dynamodb: Any, places: Mapping[str, int]) -> dict[str, int]:
     """The size (DynamoDB's measure, local/capacity/billing.py) of each refused item among `places`
-    ("write item TABLE / PK / SK"), read once each."""
+    (index keys left out), read once each."""
     sizes = {}
     for place in places:
-        _, _, where = place.partition(" item ")
-        if not where:
+        item = item_of_place(place)
+        if item is None or item[2] is None:
             continue
-        table, partition_key, sort_key = where.split(" / ")
-        found = dynamodb.get_item(
-            TableName=table, Key={"pk": {"S": partition_key}, "sk": {"S": sort_key}}, ConsistentRead=True
-        )
+        table, partition, sort = item
+        key = {schema.PARTITION_KEY: {"S": partition}, schema.SORT_KEY: {"S": sort}}
+        found = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
         sizes[place] = item_size(found.get("Item"))
     return sizes
 

@@ -93,5 +93,17 @@ def item_place(table: str, partition: str, sort: str | None) -> str:
     return f"item {table} / {partition}" + (f" / {sort}" if sort is not None else "")
 
 
+def item_of_place(place: str) -> tuple[str, str, str | None] | None:
+    """The table, partition key and sort key of an item's place (item_place, after the "read " or
+    "write " a refusal is counted under); None for an index key's place."""
+    kind, _, rest = place.partition(" ")
+    if kind in (READ, WRITE):
+        place = rest
+    if not place.startswith("item "):
+        return None
+    table, partition, *sort = place.removeprefix("item ").split(" / ")
+    return table, partition, sort[0] if sort else None
+
+
 def index_place(table: str, index: str, partition: str) -> str:
     return f"index partition key {table} index {index} / {partition}"
