@@ -61,6 +61,9 @@ class Api(Construct):
             extra_environment={
                 schema.ENV_TENANT_RATE_LIMIT: str(tenant_rate.requests_per_second),
                 schema.ENV_TENANT_WINDOW_SECONDS: str(tenant_rate.window_seconds),
+                # The age at which a lease is dead, as the sweeper judges it: a write that sees
+                # many dead leases on its shard settles them (functions/core/accounts.py).
+                schema.ENV_HEAL_QUIET_SECONDS: str(constants.HEAL_QUIET_SECONDS),
             },
         )
         table_access.grant_table(table, self.function, table_access.API)

@@ -29,8 +29,9 @@ API = (
 # Counting a batch: one conditional update, or one transaction of updates.
 COUNTING = ("dynamodb:UpdateItem",)
 # The sweeper: pending resources (the pending index), quiet accounts (the activity index), a heal's
-# reads (the account's items, its partition, a resource) and writes (updates, transactions of them).
-SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem")
+# reads (the account's items, its partition, the resources of dead leases, all batched) and writes
+# (updates, transactions of them).
+SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem")
 # The pending index is scanned (it holds only pending work), the activity index queried by bucket.
 SWEEPER_INDEXES = {schema.PENDING_INDEX_NAME: ("dynamodb:Scan",), schema.ACTIVITY_INDEX_NAME: ("dynamodb:Query",)}
 # The redrive, when a range's records are gone: the pending index, as a sweep reads it.

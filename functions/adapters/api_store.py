@@ -7,7 +7,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -32,6 +32,7 @@ from functions.adapters.items import (
     item_key,
     read_account_items,
     read_resource,
+    read_resources,
     resource_from_item,
     resource_item,
     resource_key,
@@ -46,7 +47,9 @@ from functions.adapters.shards import (
     ROOM,
     SPAN,
     ShardStore,
+    held_leases,
     settle_lease,
+    settle_together,
     shard_key,
     shard_state,
     take_lease,
@@ -198,17 +201,26 @@ class DynamoApiStore(ShardStore):
             return None
         state = shard_state(taken)
         layout = (state.active, state.span) if lease.shard == 0 else None
-        return Reserved(heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout)
+        return Reserved(
+            heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout, leases=held_leases(taken)
+        )
 
-    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> bool:
+    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
         condition = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)" if only_unsharded else None
-        return take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}, condition) is not None
+        taken = take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}, condition)
+        return None if taken is None else held_leases(taken)
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         return settle_lease(self._client, self._table, account_id, lease, settlement, now)
+
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        return settle_together(self._client, self._table, account_id, shard, settlements)
+
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        return read_resources(self, account_id, resource_ids)
 
     # resources ------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from functions.core.counting import (
     TransientStoreError,
     counter_shard,
 )
-from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 
 
 class DynamoCountingStore:

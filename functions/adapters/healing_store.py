@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -18,7 +18,7 @@ from functions.adapters.items import (
     PK,
     SK,
     read_account_items,
-    read_resource,
+    read_resources,
 )
 from functions.adapters.shards import (
     ACTIVE,
@@ -27,7 +27,7 @@ from functions.adapters.shards import (
     ShardStore,
     held_leases,
     latest_write,
-    settle_lease,
+    settle_together,
     shard_key,
     shard_state,
 )
@@ -37,7 +37,7 @@ from functions.core.audit import AccountView
 from functions.core.counting import TransientStoreError
 from functions.core.errors import StoreUnavailable
 from functions.core.healing import AccountState, HealPlan
-from functions.core.leases import Lease, Settled, Settlement
+from functions.core.leases import Lease, Settlement
 from functions.core.model import Resource
 
 
@@ -89,15 +89,15 @@ class DynamoHealingStore:
         }
         return any(page.get("Count", 0) > 0 for page in transient_pages(self._client, request))
 
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
         try:
-            return read_resource(self._client, self._table, account_id, resource_id)
+            return read_resources(self._shards, account_id, resource_ids)
         except StoreUnavailable as error:
             raise TransientStoreError(str(error)) from error
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
         try:
-            return settle_lease(self._client, self._table, account_id, lease, settlement, now)
+            return settle_together(self._client, self._table, account_id, shard, settlements)
         except StoreUnavailable as error:
             raise TransientStoreError(str(error)) from error
 

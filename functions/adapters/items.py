@@ -4,7 +4,7 @@ names and values, defined once (admission shards: shards.py; rate windows: rate_
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +107,11 @@ def resource_item(resource: Resource) -> dict[str, Any]:
 
 
 def resource_from_item(item: Mapping[str, Any]) -> Resource:
-    values = from_attributes(item)
+    return resource_from_values(from_attributes(item))
+
+
+def resource_from_values(values: Mapping[str, Any]) -> Resource:
+    """A decoded resource item or tombstone as the core sees it."""
     tombstone = values.get(ITEM_TYPE) == schema.TOMBSTONE_TYPE
     return Resource(
         account_id=values["account_id"],
@@ -133,6 +137,13 @@ def read_resource(client: Any, table: str, account_id: str, resource_id: str) ->
         raise unavailable("get resource", error) from error
     item = response.get("Item")
     return resource_from_item(item) if item else None
+
+
+def read_resources(store: ShardStore, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+    """The resources or tombstones that exist among `resource_ids`, by id, strongly consistent, in
+    one BatchGetItem per 100."""
+    found = store.read_keys([resource_key(account_id, resource_id) for resource_id in sorted(set(resource_ids))])
+    return {resource.resource_id: resource for resource in map(resource_from_values, found)}
 
 
 def resource_state(item: Mapping[str, Any] | None) -> ResourceState:

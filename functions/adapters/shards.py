@@ -184,6 +184,75 @@ def settle_lease(
     return Settled.APPLIED
 
 
+# Dead leases settled by one write: its condition and REMOVE name each one, and an expression is
+# at most 4 KB (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
+LEASES_PER_SETTLING_WRITE = 50
+SETTLING_ATTEMPTS = 3  # a lost race leaves fewer leases to settle each time
+
+
+def settle_together(
+    client: Any, table: str, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]
+) -> int:
+    """Remove the leases of one shard and apply the sum of their settlements in one update per
+    LEASES_PER_SETTLING_WRITE, conditional on every one of them being held, so the write is applied
+    once. When another writer settled some first (a heal, a request that saw them too), the failed
+    condition's item says which are still held, and those are tried again. Returns how many this
+    call settled. Settlements that name a heal epoch are not accepted: dead leases' never do."""
+    if any(settlement.expected_heal_epoch is not None for settlement in settlements.values()):
+        raise ValueError("settle_together applies settlements without an expected heal epoch only")
+    pending = [lease for lease in leases.in_order(settlements) if lease.shard == shard]
+    settled = 0
+    for start in range(0, len(pending), LEASES_PER_SETTLING_WRITE):
+        chunk = pending[start : start + LEASES_PER_SETTLING_WRITE]
+        for _ in range(SETTLING_ATTEMPTS):
+            held = _settle_chunk(client, table, account_id, shard, {lease: settlements[lease] for lease in chunk})
+            if held is None:
+                settled += len(chunk)
+                break
+            chunk = [lease for lease in chunk if leases.holds(held, lease)]
+            if not chunk:
+                break
+    return settled
+
+
+def _settle_chunk(
+    client: Any, table: str, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]
+) -> dict[str, Any] | None:
+    """One conditional update settling `settlements`; None if it landed, else the item as it was
+    (empty when the shard item is gone)."""
+    names = {f"#l{i}": lease.attribute for i, lease in enumerate(settlements)}
+    values: dict[str, Any] = {f":l{i}": lease.value for i, lease in enumerate(settlements)}
+    values[":one"] = 1
+    sums = {
+        "admitted": sum(s.admitted for s in settlements.values()),
+        ROOM: -sum(s.admitted for s in settlements.values()),
+        "best_effort": sum(s.best_effort for s in settlements.values()),
+    }
+    adds = ["version :one"]
+    for attribute, delta in sums.items():
+        if delta:
+            adds.append(f"{attribute} :{attribute}")
+            values[f":{attribute}"] = delta
+    request = {
+        "TableName": table,
+        "Key": shard_key(account_id, shard),
+        "UpdateExpression": f"ADD {', '.join(adds)} REMOVE {', '.join(names)}",
+        "ConditionExpression": " AND ".join(f"{name} = :{name[1:]}" for name in names),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": to_attributes(values),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    try:
+        retry_conflicts(lambda: client.update_item(**request))
+    except ClientError as error:
+        if error_code(error) != CCF:
+            raise unavailable("settle dead leases", error) from error
+        return from_attributes(error.response.get("Item") or {})
+    except BotoCoreError as error:
+        raise unavailable("settle dead leases", error) from error
+    return None
+
+
 class ShardStore:
     """Reads and moves of room between an account's shards (functions/core/admission.py)."""
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
@@ -46,6 +46,7 @@ from functions.core.errors import (
     ResourceNotFound,
     StoreUnavailable,
 )
+from functions.core.healing import DeadLeaseStore, iso_timestamp, parse_timestamp, settle_dead_leases
 from functions.core.leases import (
     COMMIT_RESERVATION,
     DROP,
@@ -56,6 +57,7 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
+    taken_before,
 )
 from functions.core.model import (
     NewResource,
@@ -70,7 +72,7 @@ from functions.core.rate_limits import TenantRate
 logger = logging.getLogger(__name__)
 
 
-class ApiStore(AdmissionStore, Protocol):
+class ApiStore(AdmissionStore, DeadLeaseStore, Protocol):
     """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
     each write's condition makes its retry harmless (docs/admission.md)."""
 
@@ -86,10 +88,11 @@ class ApiStore(AdmissionStore, Protocol):
 
     def read_usage(self, account_id: str) -> Usage | None: ...
 
-    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> bool:
-        """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`. With
-        `only_unsharded` (on shard 0), only if the account never had more than one shard; False if
-        it had (nothing taken). Raises AccountNotFound when shard 0 is missing."""
+    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
+        """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`; returns the
+        leases the shard holds after it. With `only_unsharded` (on shard 0), only if the account
+        never had more than one shard; None if it had (nothing taken). Raises AccountNotFound when
+        shard 0 is missing."""
         ...
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
@@ -236,9 +239,8 @@ def create_resource(
 
     if not in_time():
         raise CallerGaveUp()
-    lease, heal_epoch = reserve(
-        store, directory or Directory(), account_id, Lease(LeaseKind.RESERVATION, token(), resource_id, now)
-    )
+    directory = directory or Directory()
+    lease, reserved = reserve(store, directory, account_id, Lease(LeaseKind.RESERVATION, token(), resource_id, now))
 
     resource = Resource(
         account_id=account_id,
@@ -268,7 +270,7 @@ def create_resource(
             raise
         return _replay(exists.existing, fingerprint)
 
-    commit = replace(COMMIT_RESERVATION, expected_heal_epoch=heal_epoch)
+    commit = replace(COMMIT_RESERVATION, expected_heal_epoch=reserved.heal_epoch)
     try:
         if store.settle(account_id, lease, commit, now) is Settled.EPOCH_MOVED:
             # A heal since the reservation has counted the resource already, or will never need
@@ -277,6 +279,7 @@ def create_resource(
     except StoreUnavailable:
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
+    _settle_dead_on_sight(store, directory, account_id, lease.shard, reserved.leases, now, in_time)
     return Created(resource=resource, replayed=False)
 
 
@@ -289,6 +292,35 @@ def _landed(store: ApiStore, resource: Resource) -> bool:
     """After an ambiguous put: read back whether this request's item is there."""
     found = _read_quietly(store, resource.account_id, resource.resource_id)
     return found is not None and found.request_token == resource.request_token
+
+
+def _settle_dead_on_sight(
+    store: ApiStore,
+    directory: Directory,
+    account_id: str,
+    shard: int,
+    seen: Sequence[Lease],
+    now: str,
+    in_time: Deadline,
+) -> None:
+    """Settle the dead leases this request's first write saw on its shard, once there are
+    `settle_dead_at` of them, after the request's own work (so it is never delayed by it).
+
+    A request that dies between its two shard writes leaves its lease, and on a busy account only
+    the sweeper settles it, every five minutes. Each one makes every write of the shard larger, and
+    writes are billed per KB: a shard whose writes are throttled leaves more of them, which makes
+    each write cost more, which throttles more. One read of their resources and one write of the
+    shard settle them all (functions/core/healing.py), as the sweeper would have; a failure here
+    leaves them to it, and fails nothing."""
+    settings = directory.settings
+    moment = parse_timestamp(now)
+    dead = taken_before(seen, iso_timestamp(moment - settings.dead_lease_age))
+    if len(dead) < settings.settle_dead_at or not in_time() or not directory.may_settle(account_id, shard):
+        return
+    try:
+        settle_dead_leases(store, account_id, dead, moment, settings.tombstone_retention)
+    except StoreUnavailable:
+        logger.warning("could not settle %d dead leases on %s shard %d; the sweeper will", len(dead), account_id, shard)
 
 
 def _settle_quietly(store: ApiStore, account_id: str, lease: Lease, settlement: Settlement, now: str) -> None:
@@ -343,12 +375,13 @@ def delete_resource(
         now = clock()
         lease = Lease(LeaseKind.DELETION, token(), resource_id, now, 0)
         try:
-            taken = store.take_deletion(account_id, lease, only_unsharded=True)
+            seen = store.take_deletion(account_id, lease, only_unsharded=True)
         except AccountNotFound as missing:
             raise ResourceNotFound(account_id, resource_id) from missing
-        if not taken:
+        if seen is None:
             learn_layout(store, directory, account_id)  # it has shards: read first from now on
         elif _soft_delete(store, account_id, lease, now):
+            _settle_dead_on_sight(store, directory, account_id, 0, seen, now, in_time)
             return
         else:
             # Not live, or live but admitted by another shard (put after the account grew).
@@ -362,10 +395,12 @@ def delete_resource(
         raise CallerGaveUp()
     now = clock()
     lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard)
-    if not store.take_deletion(account_id, lease):
+    seen = store.take_deletion(account_id, lease)
+    if seen is None:
         raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
     if not _soft_delete(store, account_id, lease, now):
         raise ResourceNotFound(account_id, resource_id)  # another delete won
+    _settle_dead_on_sight(store, directory, account_id, lease.shard, seen, now, in_time)
 
 
 def _soft_delete(store: ApiStore, account_id: str, lease: Lease, now: str) -> bool:

@@ -44,10 +44,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Protocol
 
 from functions.core.errors import AccountNotFound, LimitExceeded, StoreUnavailable
-from functions.core.leases import Lease
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION, Lease
 
 logger = logging.getLogger(__name__)
 
@@ -74,12 +75,13 @@ class ShardState:
 
 @dataclass(frozen=True)
 class Reserved:
-    """A reservation that landed: the shard's heal epoch and version after it, and, when shard 0
-    answered, the account's shard layout (active, span)."""
+    """A reservation that landed: the shard's heal epoch and version after it, when shard 0
+    answered the account's shard layout (active, span), and the leases the shard held after it."""
 
     heal_epoch: int
     version: int
     layout: tuple[int, int] | None = None
+    leases: tuple[Lease, ...] = ()
 
 
 class AdmissionStore(Protocol):
@@ -122,6 +124,14 @@ class ShardingSettings:
     min_window: float = 1.0  # seconds between two sightings of a shard's version to measure its rate
     max_window: float = 60.0
     remembered_accounts: int = 10_000
+    # A lease older than this was taken by a request that is over: the sweeper's quiet period
+    # (HEAL_QUIET_SECONDS, six times the API function's timeout), which settles them otherwise.
+    dead_lease_age: timedelta = timedelta(seconds=60)
+    # A write that sees this many dead leases on its shard settles them on the spot (each makes
+    # every write of the shard about 90 bytes larger, and a write is billed per KB), rather than
+    # leaving them for the next sweep, up to five minutes away. Fewer are left to the sweeper.
+    settle_dead_at: int = 4
+    tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION
 
 
 @dataclass
@@ -151,6 +161,7 @@ class Directory:
         self._rng = rng or random.Random()  # noqa: S311 - spreading load, not a secret
         self._known: OrderedDict[str, _Known] = OrderedDict()
         self._seen: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
+        self._settling: OrderedDict[tuple[str, int], float] = OrderedDict()
 
     def pick(self, account_id: str) -> int:
         """A shard to admit on: shard 0 until the account's layout is known, and on a grown account
@@ -170,6 +181,20 @@ class Directory:
         while len(self._known) > self.settings.remembered_accounts:
             self._known.popitem(last=False)
 
+    def may_settle(self, account_id: str, shard: int) -> bool:
+        """Whether this process may settle the shard's dead leases now: once per `min_window`, so
+        a shard whose settling write failed (throttled) is not written again by every request."""
+        now = self._clock()
+        key = (account_id, shard)
+        last = self._settling.get(key)
+        if last is not None and now - last < self.settings.min_window:
+            return False
+        self._settling[key] = now
+        self._settling.move_to_end(key)
+        while len(self._settling) > self.settings.remembered_accounts:
+            self._settling.popitem(last=False)
+        return True
+
     def observe(self, account_id: str, shard: int, version: int) -> float | None:
         """The shard's writes per second since this process last saw its version, once at least
         `min_window` has passed; None before that, or when the last sighting is too old."""
@@ -187,9 +212,9 @@ class Directory:
         return (version - seen[0]) / (now - seen[1])
 
 
-def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease: Lease) -> tuple[Lease, int]:
-    """Admit one slot. Returns the lease as placed (on the shard that admitted) and that shard's
-    heal epoch; raises LimitExceeded when the account was full, AccountNotFound."""
+def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease: Lease) -> tuple[Lease, Reserved]:
+    """Admit one slot. Returns the lease as placed (on the shard that admitted) and what the
+    reservation saw of that shard; raises LimitExceeded when the account was full, AccountNotFound."""
     shard = directory.pick(account_id)
     throttled: StoreUnavailable | None = None
     for _ in range(directory.settings.attempts):
@@ -219,7 +244,7 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
         if reserved.layout is not None:
             directory.learn(account_id, *reserved.layout)
         _grow_if_hot(store, directory, account_id, shard, reserved.version)
-        return placed, reserved.heal_epoch
+        return placed, reserved
     if throttled is not None:
         raise throttled
     raise StoreUnavailable(f"admission on {account_id}: the room found was taken first", may_have_landed=False)

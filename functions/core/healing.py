@@ -4,7 +4,9 @@ First, a heal resolves the account's dead leases: those taken longer ago than `q
 any API invocation can run, so their request is over. The resource item (or its tombstone) says
 what happened: `resolution` frees the slot of a create that never put its resource, gives back the
 decrement of a delete that never landed, frees the slot of a delete that landed, or just forgets a
-lease whose work was done. Each is one conditional write, applied once.
+lease whose work was done. A shard's dead leases are settled by one conditional write, applied once.
+A write of the API that sees many dead leases on its shard settles them the same way, on the spot
+(functions/core/accounts.py).
 
 Then, faults may have left `best_effort` too low (a crash before the count). When an account has no
 counting work left, the eventual counter is exact: it equals the live resources. A heal sets the
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -31,24 +33,19 @@ from typing import Any, Protocol
 from functions.core import schema
 from functions.core.admission import ShardState
 from functions.core.leases import (
+    DEFAULT_TOMBSTONE_RETENTION,
     DROP,
     FINISH_DELETION,
     RELEASE_RESERVATION,
     UNDO_DELETION,
     Lease,
     LeaseKind,
-    Settled,
     Settlement,
     taken_before,
 )
 from functions.core.model import Resource
 
 logger = logging.getLogger(__name__)
-
-# A tombstone outlives every lease it may have to answer for by far (24 h against a minute); a
-# lease older than the retention (a heal that could not run for a day) is forgotten on the safe
-# side: its slot stays held and best-effort low, until a quiet heal.
-DEFAULT_TOMBSTONE_RETENTION = timedelta(hours=24)
 
 
 class HealOutcome(enum.Enum):
@@ -93,21 +90,24 @@ class HealResult:
     plan: HealPlan | None = None
 
 
-class HealingStore(Protocol):
+class DeadLeaseStore(Protocol):
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
+        """The resources or tombstones that exist among `resource_ids`, by id (strongly consistent)."""
+        ...
+
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        """Remove the shard's leases and apply their settlements in one write, once (those another
+        writer settled first are left out); returns how many this call settled."""
+        ...
+
+
+class HealingStore(DeadLeaseStore, Protocol):
     def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
         """The account item and the eventual counter; None if there is no such account."""
         ...
 
     def has_pending_work(self, account_id: str) -> bool:
         """Any resource uncounted or soft-deleted."""
-        ...
-
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
-        """The resource or its tombstone (strongly consistent)."""
-        ...
-
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
-        """Remove the lease and apply the settlement, once (functions/core/leases.py)."""
         ...
 
     def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
@@ -143,17 +143,34 @@ def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settle
 
 
 def resolve_dead_leases(
-    store: HealingStore, account_id: str, state: AccountState, now: datetime, quiet: timedelta, retention: timedelta
+    store: DeadLeaseStore, account_id: str, state: AccountState, now: datetime, quiet: timedelta, retention: timedelta
 ) -> int:
     """Settle every lease older than `quiet`; returns how many there were (settled now, or by an
     earlier attempt of the same write whose answer was lost)."""
     dead = taken_before(state.leases, iso_timestamp(now - quiet))
-    for lease in dead:
-        resource = store.get_resource(account_id, lease.resource_id)
-        settlement = resolution(lease, resource, expired=lease.taken_at < iso_timestamp(now - retention))
-        if store.settle(account_id, lease, settlement, None) is Settled.APPLIED:
-            logger.info("settled dead lease %s on %s: %s", lease.attribute, account_id, settlement)
+    settle_dead_leases(store, account_id, dead, now, retention)
     return len(dead)
+
+
+def settle_dead_leases(
+    store: DeadLeaseStore, account_id: str, dead: Sequence[Lease], now: datetime, retention: timedelta
+) -> int:
+    """Settle `dead` leases (taken longer ago than any request runs), each as its resource item
+    says: one read of every resource, and one write per shard for all of that shard's leases, so
+    a shard carrying many costs one write of its size, not one per lease. Returns how many this
+    call settled (another writer may have settled some first)."""
+    if not dead:
+        return 0
+    resources = store.get_resources(account_id, {lease.resource_id for lease in dead})
+    expired_before = iso_timestamp(now - retention)
+    by_shard: dict[int, dict[Lease, Settlement]] = {}
+    for lease in dead:
+        settlement = resolution(lease, resources.get(lease.resource_id), expired=lease.taken_at < expired_before)
+        by_shard.setdefault(lease.shard, {})[lease] = settlement
+    settled = sum(store.settle_together(account_id, shard, found) for shard, found in sorted(by_shard.items()))
+    if settled:
+        logger.info("settled %d dead leases of %d on %s", settled, len(dead), account_id)
+    return settled
 
 
 def heal_account(

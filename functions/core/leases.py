@@ -26,9 +26,16 @@ import enum
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from functions.core import schema
+
+# How long a counted delete's tombstone keeps its request's token. A tombstone outlives every lease
+# it may have to answer for by far (24 h against a minute); a lease older than the retention (a heal
+# that could not run for a day) is forgotten on the safe side: its slot stays held and best-effort
+# low, until a quiet heal (functions/core/healing.py).
+DEFAULT_TOMBSTONE_RETENTION = timedelta(hours=24)
 
 
 class LeaseKind(enum.Enum):

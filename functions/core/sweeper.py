@@ -24,7 +24,6 @@ from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.counting import BatchReport, CountingStore, process_pending_items
 from functions.core.healing import (
-    DEFAULT_TOMBSTONE_RETENTION,
     AccountState,
     HealingStore,
     HealOutcome,
@@ -33,6 +32,7 @@ from functions.core.healing import (
     parse_timestamp,
     resolve_dead_leases,
 )
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.redrive import PendingSource
 
 

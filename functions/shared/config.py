@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from functions.core import schema
 from functions.core.admission import ShardingSettings
-from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.rate_limits import DEFAULT_TENANT_RATE, REQUESTS_PER_SECOND_PER_PART, TenantRate
 from functions.core.sweeper import SweepSettings
 
@@ -137,11 +137,15 @@ class Settings:
             read = FunctionEnvironment.model_validate(dict(os.environ if env is None else env))
         except ValidationError as error:
             raise ConfigurationError(_explain(error)) from error
+        sweep = read.sweep()
+        retention = _or(read.tombstone_retention, DEFAULT_TOMBSTONE_RETENTION)
+        # A write that sees dead leases settles them as the sweeper would: same age, same retention.
+        sharding = ShardingSettings(dead_lease_age=sweep.quiet, tombstone_retention=retention)
         return cls(
             table_name=read.table_name,
-            sweep=read.sweep(),
-            tombstone_retention=_or(read.tombstone_retention, DEFAULT_TOMBSTONE_RETENTION),
-            sharding=ShardingSettings() if read.shard_grow_at is None else ShardingSettings(grow_at=read.shard_grow_at),
+            sweep=sweep,
+            tombstone_retention=retention,
+            sharding=sharding if read.shard_grow_at is None else replace(sharding, grow_at=read.shard_grow_at),
             tenant_rate=read.tenant_rate(),
             rate_part_requests=read.rate_part_requests or REQUESTS_PER_SECOND_PER_PART,  # None if not set; never 0
         )

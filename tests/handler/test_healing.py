@@ -228,6 +228,74 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     harness.check_invariants()
 
 
+def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: Harness, faults: Faults) -> None:
+    """Requests that died between their two shard writes (a throttled shard answers many such)
+    leave their leases, and each makes every write of the shard larger. The next write that sees
+    four or more dead ones settles them with one write, as the sweeper would: the slots of creates
+    that never put come back, a delete that landed frees its slot, one that did not gives back its
+    decrement, and the account then admits exactly its limit."""
+    api, store = harness.api, harness.clients.api_store
+    api.put_account("acme", 6)
+    doomed = api.create("acme").json()["resourceId"]
+    two_minutes_ago = (
+        (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+    def died_after(write: str, request: Any) -> None:
+        faults.crash_after_write(write)
+        with pytest.raises(faults.SimulatedCrash):
+            request(lambda: two_minutes_ago)
+
+    for _ in range(2):
+        died_after("reserve", lambda clock: accounts.create_resource(store, "acme", NewResource("lost"), None, clock))
+    died_after("put", lambda clock: accounts.create_resource(store, "acme", NewResource("uncounted"), None, clock))
+    [uncounted] = [r.resource_id for r in store.list_resources("acme", 10, None).items if r.name == "uncounted"]
+    died_after("soft-delete", lambda clock: accounts.delete_resource(store, "acme", doomed, clock))
+    died_after("take-deletion", lambda clock: accounts.delete_resource(store, "acme", uncounted, clock))
+    assert len(account_leases(harness)) == 5
+
+    assert api.create("acme").status == 201  # sees the five, and settles them after its own work
+    assert account_leases(harness) == ()
+    harness.pump()
+    harness.check_invariants()
+    # Live: `uncounted` and the create above. Every other slot is free again.
+    assert [api.create("acme").status for _ in range(5)] == [201, 201, 201, 201, 409]
+    harness.check_invariants()
+
+
+def test_dead_leases_settled_together_leave_out_those_another_writer_settled(harness: Harness, faults: Faults) -> None:
+    """Two writers that saw the same dead leases: the second's condition fails on the lease the
+    first settled, and it settles the others, each once."""
+    from functions.adapters.shards import settle_lease, settle_together
+    from functions.core.leases import RELEASE_RESERVATION
+
+    api, store = harness.api, harness.clients.api_store
+    api.put_account("acme", 3)
+    long_ago = (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    for _ in range(3):
+        faults.crash_after_write("reserve")
+        with pytest.raises(faults.SimulatedCrash):
+            accounts.create_resource(store, "acme", NewResource("lost"), None, lambda: long_ago)
+    held = account_leases(harness)
+    client, table = harness.system.dynamodb, harness.system.table
+    settle_lease(client, table, "acme", held[1], RELEASE_RESERVATION, None)  # the first writer, on one of them
+    assert settle_together(client, table, "acme", 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 2
+    assert account_leases(harness) == ()
+    assert settle_together(client, table, "acme", 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 0  # a replay
+    assert [api.create("acme").status for _ in range(4)] == [201, 201, 201, 409]  # each slot freed once
+    harness.check_invariants()
+
+
+def account_leases(harness: Harness) -> tuple[Any, ...]:
+    from functions.adapters.attributes import from_attributes
+    from functions.adapters.items import account_key
+    from functions.adapters.shards import held_leases
+
+    system = harness.system
+    item = system.dynamodb.get_item(TableName=system.table, Key=account_key("acme"), ConsistentRead=True)["Item"]
+    return held_leases(from_attributes(item))
+
+
 def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harness, faults: Faults) -> None:
     """A sweep reads its clock once, at its start. A write that lands after that, in the next
     minute, stamps the account's activity entry two minutes past the sweep's time (stamps are

@@ -11,7 +11,7 @@ from typing import Any
 
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.core import keys, schema
-from functions.core.healing import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from tests.handler.conftest import Harness
 
 KEY = "order-7"

@@ -287,7 +287,12 @@ SWEEPER_ENVIRONMENT = {
 }
 
 
-API_ENVIRONMENT = {schema.ENV_TENANT_RATE_LIMIT: "1000", schema.ENV_TENANT_WINDOW_SECONDS: "2"}
+# The quiet period too: a write that sees many dead leases judges them dead as the sweeper does.
+API_ENVIRONMENT = {
+    schema.ENV_TENANT_RATE_LIMIT: "1000",
+    schema.ENV_TENANT_WINDOW_SECONDS: "2",
+    schema.ENV_HEAL_QUIET_SECONDS: "60",
+}
 
 
 @pytest.mark.parametrize("handler", ALL_HANDLERS)

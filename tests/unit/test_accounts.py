@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from functions.core.errors import (
     ResourceNotFound,
     StoreUnavailable,
 )
+from functions.core.healing import iso_timestamp, parse_timestamp
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement
 from functions.core.model import NewResource, Page, Resource, Usage, idempotent_resource_id
 
@@ -67,6 +69,10 @@ class RecordingStore:
     writes: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     leases: list[Lease] = field(default_factory=list)
+    held: tuple[Lease, ...] = ()  # other leases on the shard, returned by its first write
+    resources: dict[str, Resource] = field(default_factory=dict)  # what get_resources finds
+    settle_dead_error: Exception | None = None
+    settled_dead: list[dict[Lease, Settlement]] = field(default_factory=list)
 
     def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
         self.writes.append("put_account")
@@ -84,7 +90,7 @@ class RecordingStore:
             raise AccountNotFound(account_id)  # its condition failed: nothing written
         self.writes.append("reserve")
         self.leases.append(lease)
-        return Reserved(heal_epoch=0, version=1) if self.reserve else None
+        return Reserved(heal_epoch=0, version=1, leases=(*self.held, lease)) if self.reserve else None
 
     def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
         return [self.account] if self.account is not None and 0 in shards else []
@@ -98,14 +104,25 @@ class RecordingStore:
     def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
         raise AssertionError("a one-shard account at this rate never grows")
 
-    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> bool:
+    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         if self.account is None:
             raise AccountNotFound(account_id)  # its condition failed: nothing written
         if only_unsharded and self.account.span > 1:
-            return False  # refused: nothing written
+            return None  # refused: nothing written
         self.writes.append("take_deletion")
         self.leases.append(lease)
-        return True
+        return (*self.held, lease)
+
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        self.reads.append("get_resources")
+        return {rid: self.resources[rid] for rid in resource_ids if rid in self.resources}
+
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        self.writes.append("settle_dead")
+        if self.settle_dead_error:
+            raise self.settle_dead_error
+        self.settled_dead.append(dict(settlements))
+        return len(settlements)
 
     def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         name = SETTLEMENT_NAMES[(lease.kind, settlement.admitted, settlement.best_effort)]
@@ -406,3 +423,92 @@ def test_put_account_returns_the_account() -> None:
 
 # mypy checks the stub against the port, so the tests cannot drift from what the adapter implements.
 _STUB_IS_AN_API_STORE: accounts.ApiStore = RecordingStore()
+
+
+# --- dead leases settled on sight ----------------------------------------------------------------
+
+
+def dead(count: int, seconds_ago: int = 61, kind: LeaseKind = LeaseKind.RESERVATION) -> tuple[Lease, ...]:
+    """Leases taken `seconds_ago` before clock() (60 s is the dead-lease age)."""
+    taken = iso_timestamp(parse_timestamp(clock()) - timedelta(seconds=seconds_ago))
+    return tuple(Lease(kind, f"x{i}", f"gone{i}", taken) for i in range(count))
+
+
+def test_a_create_that_sees_enough_dead_leases_on_its_shard_settles_them_after_its_own_work() -> None:
+    """Four dead reservations on the shard: one whose put landed (its slot is held by the resource:
+    dropped), three that never put (their slots freed): one read, one write, after the commit."""
+    held = dead(4)
+    landed = stored(held[0].resource_id, token=held[0].token)
+    store = RecordingStore(account=ShardState(0, room=5, limit=5), held=held, resources={landed.resource_id: landed})
+    create(store)
+    assert store.writes == ["reserve", "put", "commit", "settle_dead"]
+    assert store.reads == ["get_resources"]
+    [settled] = store.settled_dead
+    assert {lease.token: SETTLEMENT_NAMES[(lease.kind, s.admitted, s.best_effort)] for lease, s in settled.items()} == {
+        "x0": "drop",
+        "x1": "release",
+        "x2": "release",
+        "x3": "release",
+    }
+
+
+def test_a_delete_that_sees_enough_dead_leases_settles_them_as_the_sweeper_would() -> None:
+    """Dead deletions: one whose soft delete landed (its slot freed), one whose resource is still
+    live (its decrement given back), two whose resource is gone (forgotten)."""
+    held = dead(4, kind=LeaseKind.DELETION)
+    finished = stored(held[0].resource_id, deleted=True, delete_token=held[0].token)
+    live = stored(held[1].resource_id)
+    store = RecordingStore(
+        resource=stored(), held=held, resources={finished.resource_id: finished, live.resource_id: live}
+    )
+    delete(store)
+    assert store.writes == ["take_deletion", "soft_delete", "finish", "settle_dead"]
+    [settled] = store.settled_dead
+    assert [SETTLEMENT_NAMES[(lease.kind, s.admitted, s.best_effort)] for lease, s in settled.items()] == [
+        "finish",
+        "undo",
+        "drop",
+        "drop",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("held", "why"),
+    [
+        (dead(3), "fewer than settle_dead_at: left to the sweeper"),
+        (dead(6, seconds_ago=59), "younger than the dead-lease age: their requests may still run"),
+    ],
+)
+def test_few_or_young_leases_cost_nothing_more(held: tuple[Lease, ...], why: str) -> None:
+    store = RecordingStore(account=ShardState(0, room=5, limit=5), held=held)
+    create(store)
+    assert store.writes == ["reserve", "put", "commit"], why
+    assert store.reads == [], why
+
+
+def test_settling_dead_leases_fails_nothing_and_waits_for_a_caller_still_waiting() -> None:
+    store = RecordingStore(account=ShardState(0, room=5, limit=5), held=dead(4), settle_dead_error=TIMEOUT)
+    assert create(store).replayed is False  # the create succeeds all the same
+    assert store.writes[-1] == "settle_dead"
+    # The caller gave up while the request's own work ran: it settles nothing more.
+    answers = iter([True, True, False])
+    late = RecordingStore(account=ShardState(0, room=5, limit=5), held=dead(4))
+    create(late, in_time=lambda: next(answers))
+    assert late.writes == ["reserve", "put", "commit"]
+
+
+def test_a_process_settles_a_shards_dead_leases_once_a_second() -> None:
+    """A settling write that failed (a throttled shard) is not repeated by every next request of
+    the process: that would write the hot shard more."""
+    now = [0.0]
+    directory = Directory(clock=lambda: now[0])
+    store = RecordingStore(account=ShardState(0, room=5, limit=5), held=dead(4), settle_dead_error=TIMEOUT)
+
+    def creates() -> int:
+        accounts.create_resource(store, "a1", REQUEST, None, clock, token=lambda: "t0", directory=directory)
+        return store.writes.count("settle_dead")
+
+    assert creates() == 1
+    assert creates() == 1  # the same second: not again
+    now[0] = 1.0
+    assert creates() == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
@@ -111,3 +113,20 @@ def test_the_shard_growth_rate_defaults_to_a_quarter_of_a_partition_and_may_be_s
     assert Settings.from_env({"TABLE_NAME": "t"}).sharding.grow_at == 250
     scaled = {"TABLE_NAME": "t", "SHARD_GROW_AT_WRITES_PER_SECOND": "0.125"}  # 250 at partition limits of 1/2000
     assert Settings.from_env(scaled).sharding.grow_at == 0.125
+
+
+def test_the_api_judges_leases_dead_as_the_sweeper_does() -> None:
+    """A write that sees dead leases settles them with the sweeper's age and tombstone retention."""
+    default = Settings.from_env({"TABLE_NAME": "t"})
+    assert (default.sharding.dead_lease_age, default.sharding.tombstone_retention) == (
+        default.sweep.quiet,
+        default.tombstone_retention,
+    )
+    env = {"TABLE_NAME": "t", "HEAL_QUIET_SECONDS": "90", "TOMBSTONE_RETENTION_SECONDS": "7200"}
+    env["SHARD_GROW_AT_WRITES_PER_SECOND"] = "0.125"
+    settings = Settings.from_env(env)
+    assert (settings.sharding.dead_lease_age, settings.sharding.tombstone_retention) == (
+        timedelta(seconds=90),
+        timedelta(hours=2),
+    )
+    assert settings.sharding.grow_at == 0.125

@@ -184,8 +184,8 @@ def shard_picked(known: Directory, shard: int) -> Directory:
 
 def test_a_quiet_account_admits_on_its_account_item_with_one_write() -> None:
     store = Shards.of(limit=5, rooms=[5])
-    placed, epoch = reserve(store, Directory(), "a1", lease())
-    assert (placed.shard, epoch, store.calls) == (0, 0, ["reserve 0"])
+    placed, reserved = reserve(store, Directory(), "a1", lease())
+    assert (placed.shard, reserved.heal_epoch, store.calls) == (0, 0, ["reserve 0"])
     assert store.admitted == 1
     assert store.held() == 5
 

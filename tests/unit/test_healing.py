@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from functions.core.healing import (
     last_write_stamp,
     plan_heal,
     resolution,
+    resolve_dead_leases,
 )
 from functions.core.leases import (
     DROP,
@@ -23,8 +25,8 @@ from functions.core.leases import (
     UNDO_DELETION,
     Lease,
     LeaseKind,
-    Settled,
     Settlement,
+    in_order,
 )
 from functions.core.model import Resource
 
@@ -93,15 +95,14 @@ class Store:
         self.calls.append("pending")
         return self.pending
 
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
-        self.calls.append(f"get {resource_id}")
-        return self.resource
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        self.calls.append(f"get {' '.join(sorted(resource_ids))}")
+        return {} if self.resource is None else {self.resource.resource_id: self.resource}
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
-        assert now is None  # a heal's settle is not an API write
-        self.calls.append(f"settle {lease.token}")
-        self.settled.append((lease, settlement))
-        return Settled.APPLIED
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        self.calls.append(f"settle shard {shard}: {' '.join(lease.token for lease in settlements)}")
+        self.settled.extend(settlements.items())
+        return len(settlements)
 
     def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
         self.calls.append(f"write if version {state.version}")
@@ -163,7 +164,7 @@ def test_dead_leases_are_settled_before_the_heal_reads_again() -> None:
     fresh = lease(RESERVATION, 5, token="t2")
     store = Store([(state(leases=(dead, fresh)), 4), (state(leases=(fresh,), version=8), 4)])
     assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.HEALED
-    assert store.calls[:3] == ["read", "get r1", "settle t1"]
+    assert store.calls[:3] == ["read", "get r1", "settle shard 0: t1"]
     assert store.settled == [(dead, RELEASE_RESERVATION)]
     # The fresh reservation's slot is not free, so only best-effort is healed.
     assert store.written == [HealPlan(4, None)]
@@ -187,3 +188,12 @@ def test_a_delete_in_flight_makes_the_heal_wait() -> None:
 )
 def test_the_last_write_stamp_is_the_write_rounded_up_to_the_minute(now: str, stamp: str) -> None:
     assert last_write_stamp(now) == stamp
+
+
+def test_dead_leases_are_read_once_and_settled_with_one_write_per_shard() -> None:
+    on_0 = [replace(lease(RESERVATION, 90, token=f"a{i}"), resource_id=f"r{i}") for i in range(3)]
+    on_5 = [replace(lease(DELETION, 120, token="b"), resource_id="r9", shard=5)]
+    account = state(leases=in_order([*on_0, *on_5]))
+    store = Store([(account, 4)])
+    assert resolve_dead_leases(store, "a", account, NOW, QUIET, timedelta(hours=24)) == 4
+    assert store.calls == ["get r0 r1 r2 r9", "settle shard 0: a0 a1 a2", "settle shard 5: b"]
