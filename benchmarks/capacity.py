@@ -287,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = (meter, per_iteration(meter, ran), ran)
         print("running the tenant rate limiter ...", flush=True)
         limiter = rate_limit_report(emulator.url)
+        print("running dead leases ...", flush=True)
+        dead_leases = dead_lease_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -294,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     print(hot_report(*results["hot"], args.batch, args.rate, args.warmup))
     print()
     print(limiter)
+    print()
+    print(dead_leases)
     return 0
 
 
@@ -336,6 +340,67 @@ def rate_limit_report(emulator_url: str) -> str:
     )
     lines.append(busiest_tenant_report(meter, store, clock_ms))
     return "\n".join(lines)
+
+
+def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
+    """A shard carrying `dead` leases of requests that died (as a throttled shard gathers them
+    between sweeps; 60 were found on one in a scaled run, docs/scaling.md): what a create costs
+    with them, what settling them costs one write each (as the sweeper did) and together (as it
+    and a write that sees them do now), and what a create costs after."""
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.shards import held_leases, settle_lease
+    from functions.core import accounts
+    from functions.core.healing import settle_dead_leases
+    from functions.core.leases import RELEASE_RESERVATION, Lease, LeaseKind
+    from functions.core.model import NewResource
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    create_table(dynamodb, "capacity-dead")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    api = DynamoApiStore(dynamodb, "capacity-dead")
+    # The create's own clean-up stays off until it is measured: a write that sees 4 would settle them.
+    leaving = Directory(ShardingSettings(settle_dead_at=dead + 1))
+    long_ago = iso_timestamp(datetime.now(UTC) - timedelta(minutes=2))
+
+    def plant(name: str) -> list[Lease]:
+        """`dead` creates that reserved and died before their put: leases 2 minutes old."""
+        accounts.put_account(api, name, accounts.limit_change(1_000), now_text)
+        for number in range(dead):
+            lease = Lease(LeaseKind.RESERVATION, f"{number:016x}", f"never-put-{number}", long_ago)
+            assert api.reserve_on(name, lease) is not None
+        return list(held_leases(api.read_items(name, [0])[0]))
+
+    def create(name: str, operation: str, directory: Directory = leaving) -> Usage:
+        with meter.operation(operation) as usage:
+            accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text, directory=directory)
+        return usage
+
+    one_each, together = plant("one-each"), plant("together")
+    loaded = create("together", "create, 60 dead leases on its shard")
+    with meter.operation("settle one write each") as each:
+        for lease in one_each:
+            settle_lease(dynamodb, "capacity-dead", "one-each", lease, RELEASE_RESERVATION, None)
+    with meter.operation("settle together") as joint:
+        settle_dead_leases(api, "together", together, datetime.now(UTC), timedelta(hours=24))
+    after = create("together", "create, after")
+    plant("on-sight")
+    seeing = create("on-sight", "create that settles them", Directory())
+    left = len(held_leases(api.read_items("on-sight", [0])[0]))
+
+    def units(usage: Usage) -> str:
+        return f"{sum(usage.calls.values()):.0f} calls, {usage.total_wcu:.0f} WCU, {usage.total_rcu:.1f} RCU"
+
+    return "\n".join(
+        [
+            f"dead leases: a shard carrying {dead} (one account item, {dead} creates that died after reserving):",
+            f"  a create meanwhile: {units(loaded)}",
+            f"  settling them one write each (the sweeper before): {units(each)}",
+            f"  settling them together (the sweeper now; one read of their resources): {units(joint)}",
+            f"  a create after: {units(after)}",
+            f"  a create that sees them settles them after its own work: {units(seeing)}; {left} left",
+        ]
+    )
 
 
 def busiest_tenant_report(meter: CapacityMeter, store: Any, clock_ms: list[int], served_by: int = 400) -> str:
