@@ -379,7 +379,8 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     one_each, together = plant("one-each"), plant("together")
     loaded = create("together", "create, 60 dead leases on its shard")
     with meter.operation("settle one write each") as each:
-        for lease in one_each:
+        for lease in one_each:  # the sweeper's loop before: a read of the resource, a write of the shard
+            assert api.get_resource("one-each", lease.resource_id) is None
             settle_lease(dynamodb, "capacity-dead", "one-each", lease, RELEASE_RESERVATION, None)
     with meter.operation("settle together") as joint:
         settle_dead_leases(api, "together", together, datetime.now(UTC), timedelta(hours=24))

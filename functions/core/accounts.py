@@ -304,7 +304,8 @@ def _settle_dead_on_sight(
     in_time: Deadline,
 ) -> None:
     """Settle the dead leases this request's first write saw on its shard, once there are
-    `settle_dead_at` of them, after the request's own work (so it is never delayed by it).
+    `settle_dead_at` of them, after the request's own writes (so they are never delayed by it;
+    its answer is, by one read and one write, only when there are).
 
     A request that dies between its two shard writes leaves its lease, and on a busy account only
     the sweeper settles it, every five minutes. Each one makes every write of the shard larger, and
