@@ -29,7 +29,7 @@ import boto3
 
 from functions.core import schema
 from functions.core.admission import Directory, ShardingSettings
-from functions.core.healing import iso_timestamp
+from functions.core.leases import iso_timestamp
 from local.capacity.meter import CapacityMeter, Usage
 
 # us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
@@ -350,8 +350,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.shards import held_leases, settle_lease
     from functions.core import accounts
-    from functions.core.healing import settle_dead_leases
-    from functions.core.leases import RELEASE_RESERVATION, Lease, LeaseKind
+    from functions.core.leases import RELEASE_RESERVATION, Lease, LeaseKind, settle_dead_leases
     from functions.core.model import NewResource
     from tests.support.tables import create_table
 
@@ -383,7 +382,9 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
             assert api.get_resource("one-each", lease.resource_id) is None
             settle_lease(dynamodb, "capacity-dead", "one-each", lease, RELEASE_RESERVATION, None)
     with meter.operation("settle together") as joint:
-        settle_dead_leases(api, "together", together, datetime.now(UTC), timedelta(hours=24))
+        settle_dead_leases(
+            api, "together", together, expired_before=iso_timestamp(datetime.now(UTC) - timedelta(hours=24))
+        )
     after = create("together", "create, after")
     plant("on-sight")
     seeing = create("on-sight", "create that settles them", Directory())

@@ -28,8 +28,8 @@ from functions.adapters.failure_messages import InvalidFailureMessage, parse_fai
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.items import resource_from_item
 from functions.core import keys
-from functions.core.healing import HealOutcome, heal_account, resolution
-from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION
+from functions.core.healing import HealOutcome, heal_account
+from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
 from infra.constants import HEAL_QUIET_SECONDS
 from local.emulator import EmulatorProcess
 from local.http_client import HttpApi

@@ -70,6 +70,7 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         limit_version=int(item.get(LIMIT_VERSION, 0)),
         limit_set_at=int(item.get(LIMIT_SET_AT, 0)),
         limit_request=str(item.get(LIMIT_REQUEST, "")),
+        leases=held_leases(item),
     )
 
 

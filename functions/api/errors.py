@@ -73,7 +73,8 @@ def register(app: APIGatewayRestResolver) -> None:
     def domain_error(error: DomainError) -> Response[str]:
         if isinstance(error, LimitExceeded):  # the dashboard's "admissions refused"
             metrics.add_metric(name="AdmissionsRefused", unit=MetricUnit.Count, value=1)
-        status = STATUS_OF.get(type(error), HTTPStatus.BAD_REQUEST)
+        # By the most specific class listed: the core may raise a refinement (admission's AccountFull).
+        status = next((STATUS_OF[kind] for kind in type(error).__mro__ if kind in STATUS_OF), HTTPStatus.BAD_REQUEST)
         return error_response(status, error.code, str(error), request_id=request_id())
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]

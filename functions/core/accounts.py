@@ -46,7 +46,6 @@ from functions.core.errors import (
     ResourceNotFound,
     StoreUnavailable,
 )
-from functions.core.healing import DeadLeaseStore, iso_timestamp, parse_timestamp, settle_dead_leases
 from functions.core.leases import (
     COMMIT_RESERVATION,
     DROP,
@@ -57,6 +56,9 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
+    iso_timestamp,
+    parse_timestamp,
+    settle_dead_leases,
     taken_before,
 )
 from functions.core.model import (
@@ -72,7 +74,7 @@ from functions.core.rate_limits import TenantRate
 logger = logging.getLogger(__name__)
 
 
-class ApiStore(AdmissionStore, DeadLeaseStore, Protocol):
+class ApiStore(AdmissionStore, Protocol):
     """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
     each write's condition makes its retry harmless (docs/admission.md)."""
 
@@ -319,7 +321,7 @@ def _settle_dead_on_sight(
     if len(dead) < settings.settle_dead_at or not in_time() or not directory.may_settle(account_id, shard):
         return
     try:
-        settle_dead_leases(store, account_id, dead, moment, settings.tombstone_retention)
+        settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
     except StoreUnavailable:
         logger.warning("could not settle %d dead leases on %s shard %d; the sweeper will", len(dead), account_id, shard)
 

@@ -22,7 +22,10 @@ shard 0's room is not negative: exactly the single-item invariant, without a sin
   spread. A donor without room sends the shard to shard 0 for a share of its room, or the create
   admits on a shard that still has room.
 * **Refuse** only when shard 0 has no room and a consistent snapshot of every shard
-  (TransactGetItems) shows no room anywhere: a 409 means the account was full at one instant.
+  (TransactGetItems) shows no room anywhere: a 409 means the account was full at one instant. If
+  that read showed leases of requests that died (older than any request runs), their slots may be
+  free: they are settled as the sweeper would (functions/core/leases.py) and the create looks once
+  more, so a tenant at its limit gets a dead create's slot back when it needs it, not at the sweep.
 * **Release** on the shard that admitted the resource (the resource item names it): `room + 1`.
 * **Grow**: when a process sees a shard take more than `grow_at` writes a second, or a write on it
   throttled, it doubles the account's active shards (up to 64). A quiet account keeps one shard,
@@ -48,7 +51,15 @@ from datetime import timedelta
 from typing import Protocol
 
 from functions.core.errors import AccountNotFound, LimitExceeded, StoreUnavailable
-from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION, Lease
+from functions.core.leases import (
+    DEFAULT_TOMBSTONE_RETENTION,
+    DeadLeaseStore,
+    Lease,
+    iso_timestamp,
+    parse_timestamp,
+    settle_dead_leases,
+    taken_before,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +82,7 @@ class ShardState:
     limit_version: int = 0  # shard 0 only: bumped by each limit change (the account's ETag)
     limit_set_at: int = 0  # shard 0 only: when the PUT that set the limit was received, epoch ms
     limit_request: str = ""  # shard 0 only: the token of that PUT
+    leases: tuple[Lease, ...] = ()  # held on it, oldest first
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,15 @@ class Reserved:
     leases: tuple[Lease, ...] = ()
 
 
-class AdmissionStore(Protocol):
+class AccountFull(LimitExceeded):
+    """No room on any shard, at one instant; `leases`: those the shards held then."""
+
+    def __init__(self, account_id: str, limit: int, shards: Sequence[ShardState]) -> None:
+        super().__init__(account_id, limit)
+        self.leases = tuple(lease for shard in shards for lease in shard.leases)
+
+
+class AdmissionStore(DeadLeaseStore, Protocol):
     def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
         """`room - 1, admitted + 1` and take `lease` on the shard `lease.shard`, if it has room and
         is not retired; None otherwise (no room, retired, or no such shard item yet). Raises
@@ -217,6 +237,7 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
     reservation saw of that shard; raises LimitExceeded when the account was full, AccountNotFound."""
     shard = directory.pick(account_id)
     throttled: StoreUnavailable | None = None
+    looked_again = False
     for _ in range(directory.settings.attempts):
         placed = replace(lease, shard=shard)
         try:
@@ -224,6 +245,13 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
             if reserved is None:
                 shard = find_room(store, directory, account_id, shard)
                 continue
+        except AccountFull as full:
+            # Full, perhaps of slots held by requests that died: settle those and look again, once.
+            freed = None if looked_again else _settle_dead(store, directory, account_id, full, lease.taken_at)
+            if freed is None:
+                raise
+            shard, looked_again = freed, True
+            continue
         except StoreUnavailable as failure:
             if not failure.throttled:
                 raise
@@ -266,7 +294,7 @@ def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry:
             return dry
         return 0
     if account.span == 1:
-        raise LimitExceeded(account_id, account.limit)  # one item, read at one instant: full
+        raise AccountFull(account_id, account.limit, [account])  # one item, read at one instant: full
     found = _where_room_is(store, account_id, account, store.read_shards(account_id, range(1, account.span)))
     if found is not None:
         return found
@@ -281,7 +309,27 @@ def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry:
     found = _where_room_is(store, account_id, first, snapshot[1:])
     if found is not None:
         return found
-    raise LimitExceeded(account_id, account.limit)
+    raise AccountFull(account_id, account.limit, snapshot)
+
+
+def _settle_dead(
+    store: AdmissionStore, directory: Directory, account_id: str, full: AccountFull, now: str
+) -> int | None:
+    """Settle the dead leases a full account's shards held (a create that died after reserving
+    holds its slot until its lease is settled, which the sweeper does within six minutes): the
+    shard of the oldest, to look at again; None when there were none, this process settled this
+    account within a second, or settling failed (the account is full as far as anyone knows)."""
+    settings = directory.settings
+    moment = parse_timestamp(now)
+    dead = taken_before(full.leases, iso_timestamp(moment - settings.dead_lease_age))
+    if not dead or not directory.may_settle(account_id, dead[0].shard):
+        return None
+    try:
+        settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
+    except StoreUnavailable:
+        logger.warning("could not settle %d dead leases of full account %s", len(dead), account_id)
+        return None
+    return dead[0].shard
 
 
 def donor_of(shard: int) -> int:

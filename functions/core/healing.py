@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -34,16 +34,14 @@ from functions.core import schema
 from functions.core.admission import ShardState
 from functions.core.leases import (
     DEFAULT_TOMBSTONE_RETENTION,
-    DROP,
-    FINISH_DELETION,
-    RELEASE_RESERVATION,
-    UNDO_DELETION,
+    DeadLeaseStore,
     Lease,
     LeaseKind,
-    Settlement,
+    iso_timestamp,
+    parse_timestamp,
+    settle_dead_leases,
     taken_before,
 )
-from functions.core.model import Resource
 
 logger = logging.getLogger(__name__)
 
@@ -90,17 +88,6 @@ class HealResult:
     plan: HealPlan | None = None
 
 
-class DeadLeaseStore(Protocol):
-    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
-        """The resources or tombstones that exist among `resource_ids`, by id (strongly consistent)."""
-        ...
-
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
-        """Remove the shard's leases and apply their settlements in one write, once (those another
-        writer settled first are left out); returns how many this call settled."""
-        ...
-
-
 class HealingStore(DeadLeaseStore, Protocol):
     def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
         """The account item and the eventual counter; None if there is no such account."""
@@ -127,50 +114,16 @@ def plan_heal(state: AccountState, eventual: int, now: datetime, quiet: timedelt
     return HealPlan(best_effort=eventual, admitted=admitted)
 
 
-def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settlement:
-    """How to settle a dead lease, from the resource item as it is now (or None).
-
-    `expired`: the lease is older than the tombstone retention, so a missing item proves nothing."""
-    if lease.kind is LeaseKind.RESERVATION:
-        if resource is not None and resource.request_token == lease.token:
-            return DROP  # the put landed: the resource holds the slot (and the stream counts it)
-        return DROP if expired else RELEASE_RESERVATION  # the put never landed: free the slot
-    if resource is not None and resource.delete_token == lease.token:
-        return FINISH_DELETION  # the soft delete landed: the slot is free
-    if resource is None or expired:
-        return DROP
-    return UNDO_DELETION  # the soft delete never landed: the resource is still live, or another delete won
-
-
 def resolve_dead_leases(
     store: DeadLeaseStore, account_id: str, state: AccountState, now: datetime, quiet: timedelta, retention: timedelta
 ) -> int:
     """Settle every lease older than `quiet`; returns how many there were (settled now, or by an
     earlier attempt of the same write whose answer was lost)."""
     dead = taken_before(state.leases, iso_timestamp(now - quiet))
-    settle_dead_leases(store, account_id, dead, now, retention)
-    return len(dead)
-
-
-def settle_dead_leases(
-    store: DeadLeaseStore, account_id: str, dead: Sequence[Lease], now: datetime, retention: timedelta
-) -> int:
-    """Settle `dead` leases (taken longer ago than any request runs), each as its resource item
-    says: one read of every resource, and one write per shard for all of that shard's leases, so
-    a shard carrying many costs one write of its size, not one per lease. Returns how many this
-    call settled (another writer may have settled some first)."""
-    if not dead:
-        return 0
-    resources = store.get_resources(account_id, {lease.resource_id for lease in dead})
-    expired_before = iso_timestamp(now - retention)
-    by_shard: dict[int, dict[Lease, Settlement]] = {}
-    for lease in dead:
-        settlement = resolution(lease, resources.get(lease.resource_id), expired=lease.taken_at < expired_before)
-        by_shard.setdefault(lease.shard, {})[lease] = settlement
-    settled = sum(store.settle_together(account_id, shard, found) for shard, found in sorted(by_shard.items()))
+    settled = settle_dead_leases(store, account_id, dead, expired_before=iso_timestamp(now - retention))
     if settled:
         logger.info("settled %d dead leases of %d on %s", settled, len(dead), account_id)
-    return settled
+    return len(dead)
 
 
 def heal_account(
@@ -207,14 +160,6 @@ def heal_account(
     if not store.apply_heal(account_id, state, plan, iso_timestamp(now)):
         return HealResult(HealOutcome.BUSY, before, eventual, plan)
     return HealResult(HealOutcome.HEALED, before, eventual, plan)
-
-
-def parse_timestamp(timestamp: str) -> datetime:
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-
-
-def iso_timestamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # How far an API write's `last_write_at` stamp may be ahead of the write (last_write_stamp).

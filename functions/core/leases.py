@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import enum
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from functions.core import schema
+from functions.core.model import Resource
 
 # How long a counted delete's tombstone keeps its request's token. A tombstone outlives every lease
 # it may have to answer for by far (24 h against a minute); a lease older than the retention (a heal
@@ -113,6 +114,60 @@ FINISH_DELETION = Settlement(admitted=-1)  # the resource stopped being live: fr
 UNDO_DELETION = Settlement(best_effort=+1)  # the soft delete did not land: give back the decrement
 
 
+def parse_timestamp(timestamp: str) -> datetime:
+    """An ISO 8601 UTC timestamp of the flows' clock (a lease's `taken_at`, a write's stamp)."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
+def iso_timestamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def taken_before(leases: Iterable[Lease], moment: str) -> list[Lease]:
     """The leases taken before `moment` (ISO 8601): older than any request still running, they are dead."""
     return [lease for lease in leases if lease.taken_at < moment]
+
+
+# --- dead leases ------------------------------------------------------------------------------
+
+
+def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settlement:
+    """How to settle a dead lease, from the resource item as it is now (or None).
+
+    `expired`: the lease is older than the tombstone retention, so a missing item proves nothing."""
+    if lease.kind is LeaseKind.RESERVATION:
+        if resource is not None and resource.request_token == lease.token:
+            return DROP  # the put landed: the resource holds the slot (and the stream counts it)
+        return DROP if expired else RELEASE_RESERVATION  # the put never landed: free the slot
+    if resource is not None and resource.delete_token == lease.token:
+        return FINISH_DELETION  # the soft delete landed: the slot is free
+    if resource is None or expired:
+        return DROP
+    return UNDO_DELETION  # the soft delete never landed: the resource is still live, or another delete won
+
+
+class DeadLeaseStore(Protocol):
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
+        """The resources or tombstones that exist among `resource_ids`, by id (strongly consistent)."""
+        ...
+
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        """Remove the shard's leases and apply their settlements in one write, once (those another
+        writer settled first are left out); returns how many this call settled."""
+        ...
+
+
+def settle_dead_leases(store: DeadLeaseStore, account_id: str, dead: Sequence[Lease], expired_before: str) -> int:
+    """Settle `dead` leases (taken longer ago than any request runs), each as its resource item
+    says: one read of every resource, and one write per shard for all of that shard's leases, so
+    a shard carrying many costs one write of its size, not one per lease. A lease taken before
+    `expired_before` (the tombstone retention) may have outlived its tombstone. Returns how many
+    this call settled (another writer may have settled some first)."""
+    if not dead:
+        return 0
+    resources = store.get_resources(account_id, {lease.resource_id for lease in dead})
+    by_shard: dict[int, dict[Lease, Settlement]] = {}
+    for lease in dead:
+        settlement = resolution(lease, resources.get(lease.resource_id), expired=lease.taken_at < expired_before)
+        by_shard.setdefault(lease.shard, {})[lease] = settlement
+    return sum(store.settle_together(account_id, shard, found) for shard, found in sorted(by_shard.items()))

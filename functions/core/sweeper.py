@@ -28,11 +28,9 @@ from functions.core.healing import (
     HealingStore,
     HealOutcome,
     heal_account,
-    iso_timestamp,
-    parse_timestamp,
     resolve_dead_leases,
 )
-from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION, iso_timestamp, parse_timestamp
 from functions.core.redrive import PendingSource
 
 

@@ -263,6 +263,27 @@ def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: H
     harness.check_invariants()
 
 
+def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
+    harness: Harness, faults: Faults
+) -> None:
+    """Creates that died after reserving hold their slots until their leases are settled. A create
+    that finds the account full settles the dead ones its refusal read showed, and is admitted:
+    the tenant does not wait for the sweeper. Leases that are not dead yet keep their slots."""
+    api, store = harness.api, harness.clients.api_store
+    now = datetime.now(UTC)
+    for account_id, age in (("acme", timedelta(minutes=2)), ("globex", timedelta(seconds=5))):
+        api.put_account(account_id, 2)
+        taken = (now - age).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        for _ in range(2):
+            faults.crash_after_write("reserve")
+            with pytest.raises(faults.SimulatedCrash):
+                accounts.create_resource(store, account_id, NewResource("lost"), None, lambda taken=taken: taken)
+    assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]
+    assert [api.create("globex").status for _ in range(2)] == [409, 409]  # its requests may still run
+    harness.pump()
+    harness.check_invariants()
+
+
 def test_dead_leases_settled_together_leave_out_those_another_writer_settled(harness: Harness, faults: Faults) -> None:
     """Two writers that saw the same dead leases: the second's condition fails on the lease the
     first settled, and it settles the others, each once."""

@@ -22,8 +22,7 @@ from functions.core.errors import (
     ResourceNotFound,
     StoreUnavailable,
 )
-from functions.core.healing import iso_timestamp, parse_timestamp
-from functions.core.leases import Lease, LeaseKind, Settled, Settlement
+from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
 from functions.core.model import NewResource, Page, Resource, Usage, idempotent_resource_id
 
 

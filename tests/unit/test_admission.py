@@ -6,8 +6,9 @@ of the shard items; the emulator tier (tests/handler/test_sharded_admission.py) 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 import pytest
 
@@ -22,7 +23,7 @@ from functions.core.admission import (
     reserve,
 )
 from functions.core.errors import LimitExceeded, StoreUnavailable
-from functions.core.leases import Lease, LeaseKind, Settled, Settlement
+from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
 from functions.core.model import Page, Resource, Usage
 from local.runtime import scaled_environment
 
@@ -38,6 +39,7 @@ class Shards:
     # What a strongly consistent read shows of a shard while a snapshot shows the truth: a move
     # between two shards can fall between a BatchGetItem's reads.
     stale: dict[int, ShardState] = field(default_factory=dict)
+    resources: dict[str, Resource] = field(default_factory=dict)  # what get_resources finds
 
     @classmethod
     def of(cls, limit: int, rooms: Sequence[int], active: int | None = None) -> Shards:
@@ -98,6 +100,33 @@ class Shards:
             return False
         self.items[0] = replace(first, active=to, span=max(span, to), version=first.version + 1)
         return True
+
+    # dead leases: what a full account settles before it refuses -----------------------------
+
+    def hold_dead(self, shard: int, *leases: Lease) -> None:
+        """Slots admitted on `shard` by requests that died: their leases stay on it."""
+        item = self.items[shard]
+        self.items[shard] = replace(
+            item, room=item.room - len(leases), admitted=item.admitted + len(leases), leases=item.leases + leases
+        )
+
+    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        self.calls.append(f"get resources {sorted(resource_ids)}")
+        return {rid: self.resources[rid] for rid in resource_ids if rid in self.resources}
+
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        self.calls.append(f"settle {shard}: {' '.join(lease.token for lease in settlements)}")
+        item = self.items[shard]
+        held = {lease: s for lease, s in settlements.items() if lease in item.leases}
+        freed = -sum(s.admitted for s in held.values())
+        self.items[shard] = replace(
+            item,
+            room=item.room + freed,
+            admitted=item.admitted - freed,
+            leases=tuple(lease for lease in item.leases if lease not in held),
+            version=item.version + 1,
+        )
+        return len(held)
 
     def release(self, shard: int) -> None:
         """A delete's release on the shard that admitted the resource (a settle: room + 1)."""
@@ -314,6 +343,62 @@ def test_a_one_shard_account_is_refused_on_its_one_read() -> None:
     with pytest.raises(LimitExceeded):
         reserve(store, Directory(), "a1", lease())
     assert store.calls == ["reserve 0", "read [0]"]
+
+
+def died(token: str, seconds_ago: int, shard: int = 0, resource_id: str | None = None) -> Lease:
+    """The reservation lease of a create that died `seconds_ago` (60 s is the dead-lease age)."""
+    taken = iso_timestamp(parse_timestamp(NOW) - timedelta(seconds=seconds_ago))
+    return Lease(LeaseKind.RESERVATION, token, resource_id or f"never-{token}", taken, shard)
+
+
+def test_a_full_account_settles_the_dead_leases_holding_its_slots_and_admits() -> None:
+    """Two of five slots held by creates that died before their put: the refusal's own read shows
+    their leases, one read of their resources says they never put, one write frees both."""
+    store = Shards.of(limit=5, rooms=[2])
+    store.hold_dead(0, died("d1", 90), died("d2", 61))
+    placed, _ = reserve(store, Directory(), "a1", lease())
+    assert store.calls == [
+        "reserve 0",
+        "read [0]",
+        "get resources ['never-d1', 'never-d2']",
+        "settle 0: d1 d2",
+        "reserve 0",
+    ]
+    assert (placed.shard, store.admitted, store.items[0].leases, store.held()) == (0, 4, (), 5)
+
+
+def test_leases_younger_than_the_dead_lease_age_keep_their_slots() -> None:
+    store = Shards.of(limit=5, rooms=[2])
+    store.hold_dead(0, died("d1", 59), died("d2", 30))  # their requests may still be running
+    with pytest.raises(LimitExceeded):
+        reserve(store, Directory(), "a1", lease())
+    assert store.calls == ["reserve 0", "read [0]"]
+
+
+def test_a_dead_lease_whose_resource_exists_frees_nothing_and_the_account_is_looked_at_once_more() -> None:
+    store = Shards.of(limit=5, rooms=[1])
+    landed = died("d1", 90, resource_id="r-landed")
+    store.hold_dead(0, landed)
+    store.resources["r-landed"] = Resource("a1", "r-landed", "vm", {}, NOW, "f", request_token="d1")
+    with pytest.raises(LimitExceeded):
+        reserve(store, Directory(), "a1", lease())
+    assert store.calls == [
+        "reserve 0",
+        "read [0]",
+        "get resources ['r-landed']",
+        "settle 0: d1",
+        "reserve 0",
+        "read [0]",
+    ]
+    assert (store.items[0].leases, store.admitted) == ((), 5)  # forgotten: the resource holds its slot
+
+
+def test_a_sharded_account_settles_dead_leases_the_snapshot_shows_and_admits_where_they_were() -> None:
+    store = Shards.of(limit=40, rooms=[0, 0, 1, 0])
+    store.hold_dead(2, died("d1", 120, shard=2))
+    placed, _ = reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    assert store.calls[-3:] == ["get resources ['never-d1']", "settle 2: d1", "reserve 2"]
+    assert (placed.shard, store.admitted, store.held()) == (2, 40, 40)
 
 
 def test_room_the_reads_missed_is_found_by_the_snapshot_and_used() -> None:

@@ -15,7 +15,6 @@ from functions.core.healing import (
     heal_account,
     last_write_stamp,
     plan_heal,
-    resolution,
     resolve_dead_leases,
 )
 from functions.core.leases import (
@@ -27,6 +26,7 @@ from functions.core.leases import (
     LeaseKind,
     Settlement,
     in_order,
+    resolution,
 )
 from functions.core.model import Resource
 
