@@ -321,7 +321,8 @@ def _settle_dead_on_sight(
     if len(dead) < settings.settle_dead_at or not in_time() or not directory.may_settle(account_id, shard):
         return
     try:
-        settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
+        settled = settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
+        logger.info("%s shard %d: settled %d of %d dead leases seen", account_id, shard, settled, len(dead))
     except StoreUnavailable:
         logger.warning("could not settle %d dead leases on %s shard %d; the sweeper will", len(dead), account_id, shard)
 

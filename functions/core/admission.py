@@ -325,10 +325,11 @@ def _settle_dead(
     if not dead or not directory.may_settle(account_id, dead[0].shard):
         return None
     try:
-        settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
+        settled = settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
     except StoreUnavailable:
         logger.warning("could not settle %d dead leases of full account %s", len(dead), account_id)
         return None
+    logger.info("full account %s: settled %d of %d dead leases, looking again", account_id, settled, len(dead))
     return dead[0].shard
 
 
