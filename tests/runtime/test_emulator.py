@@ -297,6 +297,25 @@ def test_several_partitions_are_read_at_one_instant_for_the_checks_that_need_it(
     assert items[0]["n"] == {"N": "1"}  # DynamoDB JSON, as the SDK's low-level client gives it
 
 
+def test_a_transactional_read_takes_up_to_100_items_as_dynamodb_does(aws: dict[str, Any]) -> None:
+    """TransactGetItems reads up to 100 items (the API reference); moto refused more than 25, the
+    limit before 2022, which answered a full 64-shard account's refusal snapshot with a 400."""
+    dynamodb = aws["dynamodb"]
+    create_table(dynamodb, "transact-reads")
+    keys = [{"pk": {"S": f"SHARD#a#{i}"}, "sk": {"S": "SHARD"}} for i in range(101)]
+    for key in keys[:64]:
+        dynamodb.put_item(TableName="transact-reads", Item=key)
+    response = dynamodb.transact_get_items(
+        TransactItems=[{"Get": {"TableName": "transact-reads", "Key": k}} for k in keys[:100]]
+    )
+    assert sum(1 for got in response["Responses"] if got.get("Item")) == 64
+    assert len(response["Responses"]) == 100
+    with pytest.raises(ClientError) as refused:
+        dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": "transact-reads", "Key": k}} for k in keys])
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert "less than or equal to 100" in refused.value.response["Error"]["Message"]
+
+
 # Each update leaves one expression map present and empty, the rest of it valid.
 WITH_AN_EMPTY_MAP = {
     "ExpressionAttributeNames": {
