@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Protocol
 
 from functions.core import leases
-from functions.core.admission import AdmissionStore, Directory, ShardState, learn_layout, reserve
+from functions.core.admission import AdmissionStore, Directory, ShardState, learn_layout, reserve, settle_dead_seen
 from functions.core.errors import (
     AccountNotFound,
     CallerGaveUp,
@@ -56,10 +56,6 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
-    iso_timestamp,
-    parse_timestamp,
-    settle_dead_leases,
-    taken_before,
 )
 from functions.core.model import (
     NewResource,
@@ -281,7 +277,7 @@ def create_resource(
     except StoreUnavailable:
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
-    _settle_dead_on_sight(store, directory, account_id, lease.shard, reserved.leases, now, in_time)
+    _settle_dead_on_sight(store, directory, account_id, reserved.leases, now, in_time)
     return Created(resource=resource, replayed=False)
 
 
@@ -300,7 +296,6 @@ def _settle_dead_on_sight(
     store: ApiStore,
     directory: Directory,
     account_id: str,
-    shard: int,
     seen: Sequence[Lease],
     now: str,
     in_time: Deadline,
@@ -312,19 +307,10 @@ def _settle_dead_on_sight(
     A request that dies between its two shard writes leaves its lease, and on a busy account only
     the sweeper settles it, every five minutes. Each one makes every write of the shard larger, and
     writes are billed per KB: a shard whose writes are throttled leaves more of them, which makes
-    each write cost more, which throttles more. One read of their resources and one write of the
-    shard settle them all (functions/core/healing.py), as the sweeper would have; a failure here
-    leaves them to it, and fails nothing."""
-    settings = directory.settings
-    moment = parse_timestamp(now)
-    dead = taken_before(seen, iso_timestamp(moment - settings.dead_lease_age))
-    if len(dead) < settings.settle_dead_at or not in_time() or not directory.may_settle(account_id, shard):
-        return
-    try:
-        settled = settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
-        logger.info("%s shard %d: settled %d of %d dead leases seen", account_id, shard, settled, len(dead))
-    except StoreUnavailable:
-        logger.warning("could not settle %d dead leases on %s shard %d; the sweeper will", len(dead), account_id, shard)
+    each write cost more, which throttles more. A failure here leaves them to the sweeper, and
+    fails nothing."""
+    if in_time():
+        settle_dead_seen(store, directory, account_id, seen, now, at_least=directory.settings.settle_dead_at)
 
 
 def _settle_quietly(store: ApiStore, account_id: str, lease: Lease, settlement: Settlement, now: str) -> None:
@@ -385,7 +371,7 @@ def delete_resource(
         if seen is None:
             learn_layout(store, directory, account_id)  # it has shards: read first from now on
         elif _soft_delete(store, account_id, lease, now):
-            _settle_dead_on_sight(store, directory, account_id, 0, seen, now, in_time)
+            _settle_dead_on_sight(store, directory, account_id, seen, now, in_time)
             return
         else:
             # Not live, or live but admitted by another shard (put after the account grew).
@@ -404,7 +390,7 @@ def delete_resource(
         raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
     if not _soft_delete(store, account_id, lease, now):
         raise ResourceNotFound(account_id, resource_id)  # another delete won
-    _settle_dead_on_sight(store, directory, account_id, lease.shard, seen, now, in_time)
+    _settle_dead_on_sight(store, directory, account_id, seen, now, in_time)
 
 
 def _soft_delete(store: ApiStore, account_id: str, lease: Lease, now: str) -> bool:

@@ -246,11 +246,14 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
                 shard = find_room(store, directory, account_id, shard)
                 continue
         except AccountFull as full:
-            # Full, perhaps of slots held by requests that died: settle those and look again, once.
-            freed = None if looked_again else _settle_dead(store, directory, account_id, full, lease.taken_at)
+            # Full, perhaps of slots held by requests that died (which the sweeper frees within six
+            # minutes): settle those and look again, once, where the oldest was.
+            freed = (
+                None if looked_again else settle_dead_seen(store, directory, account_id, full.leases, lease.taken_at)
+            )
             if freed is None:
                 raise
-            shard, looked_again = freed, True
+            shard, looked_again = freed.shard, True
             continue
         except StoreUnavailable as failure:
             if not failure.throttled:
@@ -312,25 +315,26 @@ def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry:
     raise AccountFull(account_id, account.limit, snapshot)
 
 
-def _settle_dead(
-    store: AdmissionStore, directory: Directory, account_id: str, full: AccountFull, now: str
-) -> int | None:
-    """Settle the dead leases a full account's shards held (a create that died after reserving
-    holds its slot until its lease is settled, which the sweeper does within six minutes): the
-    shard of the oldest, to look at again; None when there were none, this process settled this
-    account within a second, or settling failed (the account is full as far as anyone knows)."""
+def settle_dead_seen(
+    store: AdmissionStore, directory: Directory, account_id: str, seen: Sequence[Lease], now: str, at_least: int = 1
+) -> Lease | None:
+    """Settle the dead leases among `seen` (what a read or write of the account just returned,
+    older than any request runs), if there are `at_least`, as the sweeper would
+    (functions/core/leases.py). Returns the oldest of them once settled; None when there were too
+    few, this process tried on that shard within `min_window` (so a throttled shard is not written
+    again by every request), or settling failed: the sweeper settles them then."""
     settings = directory.settings
     moment = parse_timestamp(now)
-    dead = taken_before(full.leases, iso_timestamp(moment - settings.dead_lease_age))
-    if not dead or not directory.may_settle(account_id, dead[0].shard):
+    dead = taken_before(seen, iso_timestamp(moment - settings.dead_lease_age))
+    if not dead or len(dead) < at_least or not directory.may_settle(account_id, dead[0].shard):
         return None
     try:
         settled = settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
     except StoreUnavailable:
-        logger.warning("could not settle %d dead leases of full account %s", len(dead), account_id)
+        logger.warning("could not settle %d dead leases on %s; the sweeper will", len(dead), account_id)
         return None
-    logger.info("full account %s: settled %d of %d dead leases, looking again", account_id, settled, len(dead))
-    return dead[0].shard
+    logger.info("%s: settled %d of %d dead leases seen", account_id, settled, len(dead))
+    return dead[0]
 
 
 def donor_of(shard: int) -> int:
