@@ -2,11 +2,11 @@
 
 First, a heal resolves the account's dead leases: those taken longer ago than `quiet`, longer than
 any API invocation can run, so their request is over. The resource item (or its tombstone) says
-what happened: `resolution` frees the slot of a create that never put its resource, gives back the
-decrement of a delete that never landed, frees the slot of a delete that landed, or just forgets a
-lease whose work was done. A shard's dead leases are settled by one conditional write, applied once.
-A write of the API that sees many dead leases on its shard settles them the same way, on the spot
-(functions/core/accounts.py).
+what happened: `resolution` (functions/core/leases.py) frees the slot of a create that never put
+its resource, gives back the decrement of a delete that never landed, frees the slot of a delete
+that landed, or just forgets a lease whose work was done. A shard's dead leases are settled by one
+conditional write, applied once. The API settles them the same way when a write sees many on its
+shard, and when a create finds its account full (functions/core/admission.py, `settle_dead_seen`).
 
 Then, faults may have left `best_effort` too low (a crash before the count). When an account has no
 counting work left, the eventual counter is exact: it equals the live resources. A heal sets the
