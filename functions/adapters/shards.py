@@ -140,6 +140,18 @@ def take_lease(
     return from_attributes(response["Attributes"])
 
 
+def _settled_adds(admitted: int, best_effort: int, values: dict[str, Any]) -> str:
+    """The ADD clauses of a settle (`version + 1`, and the changes that are not zero; a released
+    slot, `admitted - 1`, goes back to the shard's room), their values put in `values`."""
+    values[":one"] = 1
+    adds = ["version :one"]
+    for attribute, delta in {"admitted": admitted, ROOM: -admitted, "best_effort": best_effort}.items():
+        if delta:
+            adds.append(f"{attribute} :{attribute}")
+            values[f":{attribute}"] = delta
+    return ", ".join(adds)
+
+
 def settle_lease(
     client: Any, table: str, account_id: str, lease: Lease, settlement: Settlement, now: str | None
 ) -> Settled:
@@ -148,14 +160,8 @@ def settle_lease(
     Conditional on the lease being held, so a retry of a settle that landed changes nothing. Every
     shard write bumps `version`; an API write (`now` given) also stamps `last_write_at`. A released
     slot (`admitted - 1`) goes back to the shard's room."""
-    values: dict[str, Any] = {":lease": lease.value, ":one": 1}
-    adds = ["version :one"]
-    changes = {"admitted": settlement.admitted, ROOM: -settlement.admitted, "best_effort": settlement.best_effort}
-    for attribute, delta in changes.items():
-        if delta:
-            adds.append(f"{attribute} :{attribute}")
-            values[f":{attribute}"] = delta
-    expression = f"ADD {', '.join(adds)} REMOVE #lease"
+    values: dict[str, Any] = {":lease": lease.value}
+    expression = f"ADD {_settled_adds(settlement.admitted, settlement.best_effort, values)} REMOVE #lease"
     if now is not None:
         expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
         values[":stamp"], values[":now"] = last_write_stamp(now), now
@@ -223,21 +229,12 @@ def _settle_chunk(
     (empty when the shard item is gone)."""
     names = {f"#l{i}": lease.attribute for i, lease in enumerate(settlements)}
     values: dict[str, Any] = {f":l{i}": lease.value for i, lease in enumerate(settlements)}
-    values[":one"] = 1
-    sums = {
-        "admitted": sum(s.admitted for s in settlements.values()),
-        ROOM: -sum(s.admitted for s in settlements.values()),
-        "best_effort": sum(s.best_effort for s in settlements.values()),
-    }
-    adds = ["version :one"]
-    for attribute, delta in sums.items():
-        if delta:
-            adds.append(f"{attribute} :{attribute}")
-            values[f":{attribute}"] = delta
+    admitted = sum(settlement.admitted for settlement in settlements.values())
+    best_effort = sum(settlement.best_effort for settlement in settlements.values())
     request = {
         "TableName": table,
         "Key": shard_key(account_id, shard),
-        "UpdateExpression": f"ADD {', '.join(adds)} REMOVE {', '.join(names)}",
+        "UpdateExpression": f"ADD {_settled_adds(admitted, best_effort, values)} REMOVE {', '.join(names)}",
         "ConditionExpression": " AND ".join(f"{name} = :{name[1:]}" for name in names),
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": to_attributes(values),
