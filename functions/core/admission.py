@@ -48,7 +48,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from functions.core.errors import AccountNotFound, LimitExceeded, StoreUnavailable
 from functions.core.leases import (
@@ -62,6 +62,9 @@ from functions.core.leases import (
 )
 
 logger = logging.getLogger(__name__)
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 MAX_SHARDS = 64  # a heal's fold of every shard fits one transaction (100 items), with room to spare
 
@@ -183,6 +186,13 @@ class Directory:
         self._seen: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
         self._settling: OrderedDict[tuple[str, int], float] = OrderedDict()
 
+    def _remember(self, memory: OrderedDict[K, V], key: K, value: V) -> None:
+        """Keep `value` as the newest entry, forgetting the oldest beyond `remembered_accounts`."""
+        memory[key] = value
+        memory.move_to_end(key)
+        while len(memory) > self.settings.remembered_accounts:
+            memory.popitem(last=False)
+
     def pick(self, account_id: str) -> int:
         """A shard to admit on: shard 0 until the account's layout is known, and on a grown account
         any shard but 0, which grants room to the others and so needs its capacity for that."""
@@ -196,10 +206,7 @@ class Directory:
         return None if known is None else (known.active, known.span)
 
     def learn(self, account_id: str, active: int, span: int) -> None:
-        self._known[account_id] = _Known(active, span)
-        self._known.move_to_end(account_id)
-        while len(self._known) > self.settings.remembered_accounts:
-            self._known.popitem(last=False)
+        self._remember(self._known, account_id, _Known(active, span))
 
     def may_settle(self, account_id: str, shard: int) -> bool:
         """Whether this process may settle the shard's dead leases now: once per `min_window`, so
@@ -209,10 +216,7 @@ class Directory:
         last = self._settling.get(key)
         if last is not None and now - last < self.settings.min_window:
             return False
-        self._settling[key] = now
-        self._settling.move_to_end(key)
-        while len(self._settling) > self.settings.remembered_accounts:
-            self._settling.popitem(last=False)
+        self._remember(self._settling, key, now)
         return True
 
     def observe(self, account_id: str, shard: int, version: int) -> float | None:
@@ -223,10 +227,7 @@ class Directory:
         seen = self._seen.get(key)
         if seen is not None and now - seen[1] < self.settings.min_window:
             return None
-        self._seen[key] = (version, now)
-        self._seen.move_to_end(key)
-        while len(self._seen) > self.settings.remembered_accounts:
-            self._seen.popitem(last=False)
+        self._remember(self._seen, key, (version, now))
         if seen is None or now - seen[1] > self.settings.max_window:
             return None
         return (version - seen[0]) / (now - seen[1])
