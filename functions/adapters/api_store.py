@@ -202,7 +202,7 @@ class DynamoApiStore(ShardStore):
         state = shard_state(taken)
         layout = (state.active, state.span) if lease.shard == 0 else None
         return Reserved(
-            heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout, leases=held_leases(taken)
+            heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout, leases=state.leases
         )
 
     def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
