@@ -15,6 +15,7 @@ import pytest
 
 from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
+from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource
 from functions.core.sweeper import SweepSettings, sweep
 from tests.handler.conftest import Harness
@@ -25,7 +26,7 @@ NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort
 
 
 def heal(harness: Harness, account_id: str, quiet: timedelta) -> HealOutcome:
-    return heal_account(harness.clients.healing_store, account_id, datetime.now(UTC), quiet).outcome
+    return heal_account(harness.clients.healing_store, account_id, harness.clock.now(), quiet).outcome
 
 
 def once(matches: Any, action: Any) -> Any:
@@ -159,7 +160,7 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     store, healing = harness.clients.counting_store, harness.clients.healing_store
     settings = SweepSettings(pending_older_than=timedelta(0), quiet=timedelta(0), lookback=timedelta(hours=1))
 
-    report = sweep(store, store, healing, healing, datetime.now(UTC), settings)
+    report = sweep(store, store, healing, healing, harness.clock.now(), settings)
     assert sum(report.pending.outcomes.values()) == 2
     assert report.pending.failed == []
     assert report.heals[HealOutcome.HEALED] == 1  # acme: best-effort 0 -> 1
@@ -167,12 +168,12 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     account = api.account("acme")
     assert (account["bestEffort"], account["eventual"]) == (1, 1)
 
-    again = sweep(store, store, healing, healing, datetime.now(UTC), settings)
+    again = sweep(store, store, healing, healing, harness.clock.now(), settings)
     assert sum(again.pending.outcomes.values()) == 0
     # Neither account was written since. Checked within their last write's minute (quiet is 0
     # here), they may be checked once more: the index knows that write only to the minute.
     assert again.heals[HealOutcome.HEALED] == 0
-    after_that_minute = datetime.now(UTC) + timedelta(minutes=2)
+    after_that_minute = harness.clock.now() + timedelta(minutes=2)
     sweep(store, store, healing, healing, after_that_minute, settings)
     last = sweep(store, store, healing, healing, after_that_minute + timedelta(seconds=1), settings)
     assert sum(last.heals.values()) == 0
@@ -186,7 +187,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     admits exactly its limit."""
     api = harness.api
     api.put_account("busy", 4)
-    two_minutes_ago = (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds")
+    two_minutes_ago = harness.clock.timestamp(-timedelta(minutes=2))
     faults.crash_after_write("reserve")
     faults.crash_after_write("reserve")
     for _ in range(2):
@@ -197,7 +198,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
                 "busy",
                 NewResource("lost"),
                 None,
-                lambda: two_minutes_ago.replace("+00:00", "Z"),
+                lambda: two_minutes_ago,
             )
     stop, written = threading.Event(), threading.Event()
 
@@ -216,7 +217,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
         assert written.wait(30), "the writer's first create was never answered"
         healing = harness.clients.healing_store
         store = harness.clients.counting_store
-        report = sweep(store, store, healing, healing, datetime.now(UTC), SweepSettings())
+        report = sweep(store, store, healing, healing, harness.clock.now(), SweepSettings())
         assert (report.busy_accounts, report.dead_leases) == (1, 2)
         assert sum(report.heals.values()) == 0  # not quiet: no heal, only its dead leases
     finally:
@@ -237,9 +238,7 @@ def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: H
     api, store = harness.api, harness.clients.api_store
     api.put_account("acme", 6)
     doomed = api.create("acme").json()["resourceId"]
-    two_minutes_ago = (
-        (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
+    two_minutes_ago = harness.clock.timestamp(-timedelta(minutes=2))
 
     def died_after(write: str, request: Any) -> None:
         faults.crash_after_write(write)
@@ -270,10 +269,9 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
     that finds the account full settles the dead ones its refusal read showed, and is admitted:
     the tenant does not wait for the sweeper. Leases that are not dead yet keep their slots."""
     api, store = harness.api, harness.clients.api_store
-    now = datetime.now(UTC)
     for account_id, age in (("acme", timedelta(minutes=2)), ("globex", timedelta(seconds=5))):
         api.put_account(account_id, 2)
-        taken = (now - age).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        taken = harness.clock.timestamp(-age)
         for _ in range(2):
             faults.crash_after_write("reserve")
             with pytest.raises(faults.SimulatedCrash):
@@ -292,7 +290,7 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
 
     api, store = harness.api, harness.clients.api_store
     api.put_account("acme", 3)
-    long_ago = (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    long_ago = harness.clock.timestamp(-timedelta(minutes=2))
     for _ in range(3):
         faults.crash_after_write("reserve")
         with pytest.raises(faults.SimulatedCrash):
@@ -324,10 +322,10 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     Found by the busy-account test failing when a sweep started in a minute's last moments."""
     api = harness.api
     api.put_account("busy", 4)
-    boundary = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=30)
+    boundary = harness.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=30)
 
     def at(moment: datetime) -> Any:
-        return lambda: moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return lambda: iso_timestamp(moment)
 
     faults.crash_after_write("reserve")
     faults.crash_after_write("reserve")
@@ -371,7 +369,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     )
     bucket = int(keys.activity_bucket("acme").split("#")[1])
     slice_seconds = AUDIT_SLICE.total_seconds()
-    cycles = int(datetime.now(UTC).timestamp() // (slice_seconds * schema.ACTIVITY_BUCKET_COUNT)) + 1
+    cycles = int(harness.clock.now().timestamp() // (slice_seconds * schema.ACTIVITY_BUCKET_COUNT)) + 1
     when = datetime.fromtimestamp((cycles * schema.ACTIVITY_BUCKET_COUNT + bucket) * slice_seconds + 1, UTC)
     store, healing = harness.clients.counting_store, harness.clients.healing_store
     # `when` is up to a cycle of buckets (128 x 5 min, 10 h 40 min) ahead. With the default 6 h
@@ -444,7 +442,7 @@ def test_a_sweep_follows_every_page_of_the_pending_index(harness: Harness, fault
         harness.clients.counting_store,
         harness.clients.healing_store,
         harness.clients.healing_store,
-        datetime.now(UTC) + timedelta(hours=1),
+        harness.clock.now() + timedelta(hours=1),
         SweepSettings(),
     )
 
