@@ -8,7 +8,7 @@ it names.
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource
 from functions.core.sweeper import SweepSettings, sweep
+from functions.shared.clock import EPOCH
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults, expression
 
@@ -348,13 +349,29 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     harness.check_invariants()
 
 
-def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness) -> None:
+# Times the drift test writes at: when it failed on the wall clock (2026-11-25 07:49 UTC), the end
+# of that failing hour, the day's other failing hour (18:55), the failure of an earlier version
+# (03:17), noon and the day's last second: spread over the day and the cycle of activity buckets.
+AUDIT_TEST_TIMES = [
+    "2026-11-25T07:49:00Z",
+    "2026-11-25T08:44:30Z",
+    "2026-11-25T18:55:00Z",
+    "2026-11-25T03:17:00Z",
+    "2026-11-25T12:00:00Z",
+    "2026-11-25T23:59:59Z",
+]
+
+
+@pytest.mark.parametrize("written_at", AUDIT_TEST_TIMES)
+def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness, written_at: str) -> None:
     """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
     account's activity bucket, the account is audited; a nudged eventual counter is reported."""
     from functions.adapters.attributes import to_attributes
     from functions.core import keys, schema
+    from functions.core.leases import parse_timestamp
     from functions.core.sweeper import AUDIT_SLICE
 
+    harness.clock.set(parse_timestamp(written_at))
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme")
@@ -367,17 +384,18 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
         ExpressionAttributeNames={"#count": "count"},
         ExpressionAttributeValues=to_attributes({":one": 1}),
     )
+    # The sweep runs 1 s into the next slice of acme's bucket: within a cycle of the buckets
+    # (128 x 5 min, 10 h 40 min) after the write, which a quiet period of two cycles keeps recent,
+    # so the sweep only audits and never first heals the nudged counter into the other two. A
+    # sweep a cycle later than that (as this test once ran, on the wall clock) healed when the
+    # write came 2 h 25 min to 3 h 25 min into a cycle: 07:45 to 08:45 and 18:25 to 19:25 UTC on
+    # 2026-11-25.
     bucket = int(keys.activity_bucket("acme").split("#")[1])
-    slice_seconds = AUDIT_SLICE.total_seconds()
-    cycles = int(harness.clock.now().timestamp() // (slice_seconds * schema.ACTIVITY_BUCKET_COUNT)) + 1
-    when = datetime.fromtimestamp((cycles * schema.ACTIVITY_BUCKET_COUNT + bucket) * slice_seconds + 1, UTC)
+    cycle = AUDIT_SLICE * schema.ACTIVITY_BUCKET_COUNT
+    first_slice = EPOCH + bucket * AUDIT_SLICE  # acme's, in the epoch's cycle
+    when = first_slice + ((harness.clock.now() - first_slice) // cycle + 1) * cycle + timedelta(seconds=1)
     store, healing = harness.clients.counting_store, harness.clients.healing_store
-    # `when` is up to a cycle of buckets (128 x 5 min, 10 h 40 min) ahead. With the default 6 h
-    # lookback, a sweep less than 6 h ahead healed the (quiet) account first, copying the nudged
-    # counter into best effort and admitted, and the audit then reported those too: for acme
-    # (bucket 45, 3 h 45 min into a cycle) the test failed in the 2 h 15 min before each cycle's
-    # end, a fifth of the time (first seen 2026-11-25 03:17 UTC). Quiet longer than a cycle: no heal.
-    settings = SweepSettings(quiet=timedelta(hours=11), lookback=timedelta(hours=12))
+    settings = SweepSettings(quiet=2 * cycle)
     report = sweep(store, store, healing, healing, when, settings, audits=healing)
     assert report.audits["drift"] == 1
     [finding] = report.drifted
