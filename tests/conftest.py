@@ -106,9 +106,9 @@ class System:
 
 def fresh_system(endpoint_url: str, shared: bool = False) -> System:
     """A table of its own built from the synthesized template, and clients of its own for the
-    handlers (a new session: no fault hook of an earlier test on them; a clock of their own, at
-    tests/support/clock.py's start). On moto's server the
-    emulator is emptied first; a `shared` one (DynamoDB Local) keeps earlier tests' tables."""
+    handlers (a new session: no fault hook of an earlier test on them; a FakeClock at its default
+    start). On moto's server the emulator is emptied first; a `shared` one (DynamoDB Local) keeps
+    earlier tests' tables."""
     from tests.support.tables import create_table
 
     if not shared:
