@@ -30,6 +30,7 @@ import boto3
 from functions.core import schema
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.leases import iso_timestamp
+from functions.shared.clock import Clock
 from local.capacity.meter import CapacityMeter, Usage
 
 # us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
@@ -42,9 +43,13 @@ PARTITION_RCU_PER_SECOND = 3000.0
 ITERATION = ("create", "delete", "consumer record")
 
 
+# The benchmarks' stores and flows run on the system clock, as the deployed functions do.
+WALL_CLOCK = Clock()
+
+
 def now_text() -> str:
     """The flows' clock, as the API handler's: ISO 8601 UTC, milliseconds."""
-    return iso_timestamp(datetime.now(UTC))
+    return iso_timestamp(WALL_CLOCK.now())
 
 
 def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: str, table: str, args: Any) -> int:
@@ -58,7 +63,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     from functions.core.model import NewResource
     from tests.support.stream import StreamTap
 
-    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table)
+    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table, WALL_CLOCK)
     tap = StreamTap(streams, stream_arn)
     # The API's cache of accounts' shard layouts, on a clock that runs at the busy account's
     # projected rate: its shards grow as they would at that rate on AWS, whatever the emulator's pace.
@@ -69,7 +74,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     names = [f"acct-{number:03d}" for number in range(args.accounts)]
     with meter.operation("setup"):
         for name in names:
-            accounts.put_account(api, name, accounts.limit_change(1_000_000), now_text)
+            accounts.put_account(api, name, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
         process_stream_records(counting, tap.drain())
 
     waiting: list[dict[str, Any]] = []
@@ -364,7 +369,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
 
     def plant(name: str) -> list[Lease]:
         """`dead` creates that reserved and died before their put: leases 2 minutes old."""
-        accounts.put_account(api, name, accounts.limit_change(1_000), now_text)
+        accounts.put_account(api, name, accounts.limit_change(1_000, WALL_CLOCK.epoch_ms()), now_text)
         for number in range(dead):
             lease = Lease(LeaseKind.RESERVATION, f"{number:016x}", f"never-put-{number}", long_ago)
             assert api.reserve_on(name, lease) is not None

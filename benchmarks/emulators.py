@@ -38,7 +38,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from benchmarks.capacity import now_text
+from benchmarks.capacity import WALL_CLOCK, now_text
 from benchmarks.load import CALLS_PER_ITERATION, RESULTS, measure_emulator
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
@@ -74,10 +74,10 @@ def flow_rate(dynamodb: Any, streams: Any, stream_arn: str, table: str, seconds:
 
     calls = [0]
     dynamodb.meta.events.register("after-call.dynamodb.*", lambda **_: calls.__setitem__(0, calls[0] + 1))
-    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table)
+    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table, WALL_CLOCK)
     tap = StreamTap(streams, stream_arn)
     account = f"flow-{time.monotonic_ns()}"
-    accounts.put_account(api, account, accounts.limit_change(1_000_000), now_text)
+    accounts.put_account(api, account, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
     tap.drain()
     calls[0], iterations = 0, 0
     started = time.monotonic()

@@ -200,7 +200,11 @@ class Auditor(threading.Thread):
                 if finding.verdict == "drift":
                     try:
                         commands.repair_account(
-                            self._dynamodb, self._table, finding, timedelta(seconds=HEAL_QUIET_SECONDS)
+                            self._dynamodb,
+                            self._table,
+                            finding,
+                            timedelta(seconds=HEAL_QUIET_SECONDS),
+                            datetime.now(UTC),  # the local runtime's functions run on the real clock
                         )
                         self.verdicts["repaired"] += 1
                     except TryLater:

@@ -25,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from functions.core.audit import AccountView
 from functions.core.counting import TransientStoreError
 from functions.core.healing import HealOutcome
+from functions.shared.clock import Clock
 from infra import constants
 from ops import commands
 from ops.stack import (
@@ -196,11 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class Context:
-    """The parsed arguments, the connection, and the stack's outputs (read on first use)."""
+    """The parsed arguments, the connection, the clock, and the stack's outputs (read on first use)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, clock: Clock) -> None:
         self.args = args
         self.connection = Connection(args.endpoint_url, args.region)
+        self.clock = clock
         self._outputs: StackOutputs | None = None
 
     @property
@@ -230,7 +232,8 @@ def run_audit(context: Context) -> int:
         verdicts[finding.verdict] += 1
         repair = None
         if context.args.repair and finding.verdict == "drift":
-            repair = commands.repair_account(dynamodb, table, finding, timedelta(seconds=constants.HEAL_QUIET_SECONDS))
+            quiet = timedelta(seconds=constants.HEAL_QUIET_SECONDS)
+            repair = commands.repair_account(dynamodb, table, finding, quiet, context.clock.now())
             verdicts["repaired"] += 1
         if context.args.json:
             print(json.dumps(finding.to_json() | ({"repair": repair.to_json()} if repair else {})), flush=True)
@@ -265,6 +268,7 @@ def run_heal(context: Context) -> int:
         context.outputs.table_name,
         context.args.account_id,
         timedelta(seconds=quiet),
+        context.clock.now(),
     )
     if context.args.json:
         emit_json(report.to_json())
@@ -313,7 +317,7 @@ def run_sweep(context: Context) -> int:
             raise
     else:
         environment = function_environment(context.connection.client("lambda"), function_name)
-        result = commands.sweep_in_process(context.connection, context.outputs.table_name, environment)
+        result = commands.sweep_in_process(context.connection, context.outputs.table_name, environment, context.clock)
     if context.args.json:
         return emit_json(result.to_json())
     print(format_sweep(result))
@@ -447,11 +451,12 @@ def _counts(values: dict[str, int]) -> str:
 # -- entry point -------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, clock: Clock | None = None) -> int:
+    """`clock` None: the system clock (tests pass theirs)."""
     args = build_parser().parse_args(argv)
     run: Callable[[Context], int] = args.run
     try:
-        return run(Context(args))
+        return run(Context(args, clock or Clock()))
     except OpsError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code

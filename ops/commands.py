@@ -25,6 +25,7 @@ from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
 from functions.core.redrive import StreamBatchInfo
+from functions.shared.clock import Clock
 from infra import constants
 from ops.stack import (
     EXIT_ERROR,
@@ -80,7 +81,7 @@ class Repair:
         }
 
 
-def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: timedelta) -> Repair:
+def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: timedelta, now: datetime) -> Repair:
     """Correct what an audit judged wrong, safely while writes continue.
 
     `eventual - counted` is the drift: every correct counting transaction moves both together, so
@@ -116,7 +117,7 @@ def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: time
                 f"account {finding.account_id}: its counter moved while it was repaired; audit again"
             ) from error
     # Any drift wants the heal: best effort and held slots are its, and a fixed eventual moves both.
-    return Repair(finding.account_id, fixed_by, heal(dynamodb, table, finding.account_id, quiet).outcome)
+    return Repair(finding.account_id, fixed_by, heal(dynamodb, table, finding.account_id, quiet, now).outcome)
 
 
 # -- heal --------------------------------------------------------------------------------------
@@ -174,10 +175,10 @@ def heal_exit_code(outcome: HealOutcome) -> int:
     return EXIT_NOT_FOUND
 
 
-def heal(dynamodb: Any, table: str, account_id: str, quiet: timedelta, now: datetime | None = None) -> HealReport:
+def heal(dynamodb: Any, table: str, account_id: str, quiet: timedelta, now: datetime) -> HealReport:
     """functions.core.healing.heal_account with the real store, as the sweeper runs it."""
     store = DynamoHealingStore(dynamodb, table)
-    result = heal_account(store, account_id, now or datetime.now(UTC), quiet)
+    result = heal_account(store, account_id, now, quiet)
     after = None
     if result.outcome is not HealOutcome.NOT_FOUND:
         read = store.read_account_state(account_id)
@@ -470,7 +471,9 @@ def sweep_invoke(lambda_client: Any, function_name: str) -> SweepResult:
     return SweepResult("invoke", result)
 
 
-def sweep_in_process(connection: Connection, table: str, function_environment: Mapping[str, str]) -> SweepResult:
+def sweep_in_process(
+    connection: Connection, table: str, function_environment: Mapping[str, str], clock: Clock
+) -> SweepResult:
     """functions.sweeper.handler.run_sweep() in this process, with the deployed function's settings.
 
     TABLE_NAME comes from the stack's outputs, the thresholds from the function's environment
@@ -486,7 +489,7 @@ def sweep_in_process(connection: Connection, table: str, function_environment: M
         settings = Settings.from_env(environment)
     except ConfigurationError as error:
         raise OpsError(f"the sweeper's deployed settings are invalid: {error}") from error
-    report = run_sweep(Clients(settings, connection.session, connection.endpoint_url))
+    report = run_sweep(Clients(settings, connection.session, connection.endpoint_url, clock))
     return SweepResult(
         "in-process",
         summary(report),

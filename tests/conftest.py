@@ -19,6 +19,7 @@ from functions.shared.clients import Clients
 from functions.shared.config import Settings
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
+from tests.support.clock import FakeClock
 from tests.support.faults import Faults
 
 # CI explores the same examples on every run, so a red build always reproduces; on a
@@ -94,13 +95,20 @@ class System:
     endpoint_url: str  # the emulator serving this test's table
     dynamodb: Any
     streams: Any
-    clients: Clients  # what this test's handlers are given: a session and settings of their own
+    clients: Clients  # what this test's handlers are given: a session, settings and a clock of their own
+
+    @property
+    def clock(self) -> FakeClock:
+        """The time the handlers read (tests/support/clock.py): the test sets it, not the hour it runs at."""
+        assert isinstance(self.clients.clock, FakeClock)
+        return self.clients.clock
 
 
 def fresh_system(endpoint_url: str, shared: bool = False) -> System:
     """A table of its own built from the synthesized template, and clients of its own for the
-    handlers (a new session: no fault hook of an earlier test on them). On moto's server the
-    emulator is emptied first; a `shared` one (DynamoDB Local) keeps earlier tests' tables."""
+    handlers (a new session: no fault hook of an earlier test on them; a FakeClock at its default
+    start). On moto's server the emulator is emptied first; a `shared` one (DynamoDB Local) keeps
+    earlier tests' tables."""
     from tests.support.tables import create_table
 
     if not shared:
@@ -115,7 +123,7 @@ def fresh_system(endpoint_url: str, shared: bool = False) -> System:
         endpoint_url=endpoint_url,
         dynamodb=dynamodb,
         streams=boto3.client("dynamodbstreams", endpoint_url=endpoint_url),
-        clients=Clients(settings, boto3.Session(), endpoint_url),
+        clients=Clients(settings, boto3.Session(), endpoint_url, FakeClock()),
     )
 
 

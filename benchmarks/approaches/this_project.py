@@ -9,7 +9,7 @@ beside it.
 from __future__ import annotations
 
 from benchmarks.approaches.base import Approach, LimitReached
-from benchmarks.capacity import now_text
+from benchmarks.capacity import WALL_CLOCK, now_text
 from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.counting_store import DynamoCountingStore
 from functions.core import accounts
@@ -34,10 +34,10 @@ class ThisProject(Approach):
     def connect(self, tap: StreamTap | None = None) -> None:
         super().connect(tap)
         self._api = DynamoApiStore(self.dynamodb, self.table)
-        self._counting = DynamoCountingStore(self.dynamodb, self.table)
+        self._counting = DynamoCountingStore(self.dynamodb, self.table, WALL_CLOCK)
 
     def open_account(self, account: str, limit: int) -> None:
-        accounts.put_account(self._api, account, accounts.limit_change(limit), now_text)
+        accounts.put_account(self._api, account, accounts.limit_change(limit, WALL_CLOCK.epoch_ms()), now_text)
 
     def create(self, account: str, resource_id: str) -> None:
         try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -55,7 +54,7 @@ from functions.adapters.shards import (
     take_lease,
 )
 from functions.core import keys, schema
-from functions.core.accounts import LimitChange
+from functions.core.accounts import LimitChange, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
@@ -230,11 +229,12 @@ class DynamoApiStore(ShardStore):
                 TableName=self._table,
                 Item=resource_item(resource),
                 # A new key, or one whose tombstone outlived its retention (TTL removes it within
-                # days, not at once): the Idempotency-Key's window is over.
+                # days, not at once): the Idempotency-Key's window is over. Over at the request's
+                # time, the one the create flow judged a replay by (Resource.expired).
                 ConditionExpression="attribute_not_exists(#pk) OR (#type = :tombstone AND #expires <= :now)",
                 ExpressionAttributeNames={"#pk": PK, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
                 ExpressionAttributeValues=to_attributes(
-                    {":tombstone": schema.TOMBSTONE_TYPE, ":now": int(time.time())}
+                    {":tombstone": schema.TOMBSTONE_TYPE, ":now": epoch_seconds(resource.created_at)}
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )

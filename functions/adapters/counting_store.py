@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -38,6 +37,7 @@ from functions.core.counting import (
     counter_shard,
 )
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.shared.clock import Clock
 
 
 class DynamoCountingStore:
@@ -50,8 +50,8 @@ class DynamoCountingStore:
         self,
         client: Any,
         table_name: str,
+        clock: Clock,
         tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
         self._table = table_name
@@ -124,7 +124,7 @@ class DynamoCountingStore:
                     ":true": True,
                     ":counted": counted,
                     ":tombstone": schema.TOMBSTONE_TYPE,
-                    ":expires": int(self._clock() + self._retention.total_seconds()),
+                    ":expires": int((self._clock.now() + self._retention).timestamp()),
                 }
             ),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

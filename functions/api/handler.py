@@ -9,8 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-import time
-from datetime import UTC, datetime
+from contextvars import ContextVar
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -57,13 +56,13 @@ errors.register(app)
 
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return leases.iso_timestamp(wired().clock.now())
 
 
 def caller_waiting() -> bool:
     """False once API Gateway has answered this request's caller with a 504."""
     started = (app.current_event.get("requestContext") or {}).get("requestTimeEpoch")
-    return not isinstance(started, int) or time.time() * 1000 - started < INTEGRATION_TIMEOUT_MS
+    return not isinstance(started, int) or wired().clock.epoch_ms() - started < INTEGRATION_TIMEOUT_MS
 
 
 def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
@@ -211,7 +210,7 @@ def parse_if_match(header: str | None) -> tuple[frozenset[int] | None, bool]:
 def received_ms() -> int:
     """When API Gateway received the request (epoch ms): the order of PUTs that counts."""
     received = (app.current_event.get("requestContext") or {}).get("requestTimeEpoch")
-    return received if isinstance(received, int) else time.time_ns() // 1_000_000
+    return received if isinstance(received, int) else wired().clock.epoch_ms()
 
 
 @app.post(
@@ -329,14 +328,22 @@ def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | No
         # A typo (`?limt=5`) gets a clear 400 rather than a silent default.
         names = ", ".join(repr(name) for name in unknown)
         return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", f"query: unknown parameter(s) {names}")
-    app.context["clients"] = wiring  # the resolver clears its context after each request
-    return app.resolve(as_json_request(event), context)
+    routed = _routed_clients.set(wiring)
+    try:
+        return app.resolve(as_json_request(event), context)
+    finally:
+        _routed_clients.reset(routed)
+
+
+# The clients of the request being routed. Not in the resolver's context, which every resolve
+# clears as it ends: a test may call the handler from inside a request (a fault hook), and the
+# outer request's flow, which reads its clock as it goes, must still find its own clients after.
+_routed_clients: ContextVar[Clients] = ContextVar("routed_clients")
 
 
 def wired() -> Clients:
-    """The clients of the request being routed (handler() put them in the resolver's context)."""
-    wiring: Clients = app.context["clients"]
-    return wiring
+    """The clients of the request being routed (handler() sets them)."""
+    return _routed_clients.get()
 
 
 def query_parameters(event: dict[str, Any]) -> dict[str, Any]:

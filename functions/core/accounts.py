@@ -28,7 +28,6 @@ never count) the resource. docs/admission.md has the argument and every write.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -160,9 +159,10 @@ class LimitChange:
             raise PreconditionFailed(account_id, account.limit_version)
 
 
-def limit_change(limit: int, rate: TenantRate | None = None) -> LimitChange:
-    """A change received now, for callers other than the API (operators' tools, benchmarks)."""
-    return LimitChange(limit=limit, rate=rate, received_ms=time.time_ns() // 1_000_000, token=leases.new_token())
+def limit_change(limit: int, received_ms: int, rate: TenantRate | None = None) -> LimitChange:
+    """A change received at `received_ms` (epoch ms), for callers other than the API (operators'
+    tools, benchmarks)."""
+    return LimitChange(limit=limit, rate=rate, received_ms=received_ms, token=leases.new_token())
 
 
 def put_account(

@@ -168,13 +168,16 @@ class _Held:
 
 
 class TenantLimiter:
-    """Decides, per request, whether an account is within its rate (one per execution environment)."""
+    """Decides, per request, whether an account is within its rate (one per execution environment).
+
+    `clock_ms` tells the time of day (epoch ms, `Clients.clock`): every environment must agree on
+    the window; `monotonic` only measures how long a learnt rate has been cached."""
 
     def __init__(
         self,
         store: WindowStore,
         default: TenantRate,
-        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        clock_ms: Callable[[], int],
         monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         requests_per_part: float = REQUESTS_PER_SECOND_PER_PART,

@@ -3,7 +3,7 @@
 Each handler takes a `Clients` (`handler(event, context, clients=...)`); Lambda passes none, and the
 handler uses `default()`: boto3's default session and the settings in the function's environment,
 built at the first invocation and reused by every later one. Tests and the operator CLI pass
-their own, with their session and settings, so nothing global is ever swapped.
+their own, with their session, settings and clock, so nothing global is ever swapped.
 
 Endpoints come from the standard AWS_ENDPOINT_URL variables, so the same code talks to AWS, to
 LocalStack or to the local emulator.
@@ -27,6 +27,7 @@ from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
 from functions.core.rate_limits import TenantLimiter
+from functions.shared.clock import Clock
 from functions.shared.config import Settings
 
 # Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
@@ -40,17 +41,23 @@ class Clients:
     """One execution environment's clients, stores and caches, each built on first use.
 
     `session` None means boto3's default session (what a Lambda function uses); `endpoint_url` None
-    means the standard AWS_ENDPOINT_URL variables, or AWS. Clients are
+    means the standard AWS_ENDPOINT_URL variables, or AWS; `clock` None means the system clock
+    (functions/shared/clock.py), which every handler and store tells the time by. Clients are
     thread-safe and each one built costs start-up time, so every store shares one DynamoDB client;
     the shard directory and the rate limiter hold what this environment has learnt, so there is one
     of each."""
 
     def __init__(
-        self, settings: Settings, session: boto3.Session | None = None, endpoint_url: str | None = None
+        self,
+        settings: Settings,
+        session: boto3.Session | None = None,
+        endpoint_url: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
         self.session = session
         self.endpoint_url = endpoint_url
+        self.clock = clock or Clock()
         self._built: dict[str, Any] = {}
         self._lock = threading.RLock()  # tests call handlers from several threads
 
@@ -90,6 +97,7 @@ class Clients:
             lambda: TenantLimiter(
                 DynamoWindowStore(self.dynamodb, self.settings.table_name),
                 self.settings.tenant_rate,
+                clock_ms=self.clock.epoch_ms,
                 requests_per_part=self.settings.rate_part_requests,
             ),
         )
@@ -98,7 +106,9 @@ class Clients:
     def counting_store(self) -> DynamoCountingStore:
         return self._once(
             "counting_store",
-            lambda: DynamoCountingStore(self.dynamodb, self.settings.table_name, self.settings.tombstone_retention),
+            lambda: DynamoCountingStore(
+                self.dynamodb, self.settings.table_name, self.clock, self.settings.tombstone_retention
+            ),
         )
 
     @property

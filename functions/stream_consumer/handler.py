@@ -7,7 +7,7 @@ The event source filters to resource records with counting work, reports failure
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -56,7 +56,7 @@ def counting_lags_ms(records: Sequence[DynamoDBRecord], failed: Sequence[str], n
 def apply_batch(records: Sequence[DynamoDBRecord], clients: Clients) -> list[str]:
     report = process_stream_records(clients.counting_store, [record.raw_event for record in records])
     publish(report, "Records")
-    for lag in counting_lags_ms(records, report.failed, datetime.now(UTC)):
+    for lag in counting_lags_ms(records, report.failed, clients.clock.now()):
         metrics.add_metric(name="CountingLag", unit=MetricUnit.Milliseconds, value=lag)
     logger.info(
         "batch applied", extra={"records": len(records), "outcomes": {k.value: v for k, v in report.outcomes.items()}}

@@ -6,7 +6,6 @@ Metrics say what it found, so a sweep that keeps finding work points at a broken
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -23,7 +22,7 @@ def run_sweep(clients: Clients) -> SweepReport:
     healing = clients.healing_store
     settings = clients.settings
     return sweep(
-        counting, counting, healing, healing, datetime.now(UTC), settings.sweep, settings.tombstone_retention, healing
+        counting, counting, healing, healing, clients.clock.now(), settings.sweep, settings.tombstone_retention, healing
     )
 
 

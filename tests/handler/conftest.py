@@ -26,7 +26,7 @@ def system(dynamodb_url: str, request: pytest.FixtureRequest) -> System:
 
 
 class Harness:
-    """The API, the stream and the consumer of one test's system, plus the truth about the table."""
+    """The API, the stream and the consumer of one test's system, its clock, plus the truth about the table."""
 
     def __init__(self, system: System) -> None:
         from functions.api.handler import handler as api_handler
@@ -34,7 +34,8 @@ class Harness:
 
         self.system = system
         self.clients = system.clients
-        self.api = ApiClient(partial(api_handler, clients=system.clients))
+        self.clock = system.clock
+        self.api = ApiClient(partial(api_handler, clients=system.clients), system.clock)
         self.consumer = partial(consumer_handler, clients=system.clients)
         self.faults = Faults(system.clients)
         self.tap = StreamTap(system.streams, system.stream_arn)

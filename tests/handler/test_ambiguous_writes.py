@@ -9,7 +9,7 @@ each says what the earlier one (no leases, no tombstones) did.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -249,7 +249,7 @@ def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_
         "UpdateItem", lambda p: "heal_epoch" in faults.expression(p), lambda: api.create("acme", "meanwhile")
     )
     quiet = timedelta(hours=1)  # the lease is fresh: only best-effort is healed
-    assert heal_account(harness.clients.healing_store, "acme", datetime.now(UTC), quiet).outcome is HealOutcome.HEALED
+    assert heal_account(harness.clients.healing_store, "acme", harness.clock.now(), quiet).outcome is HealOutcome.HEALED
     assert landed == [1]
     harness.check_invariants()
 
@@ -262,7 +262,7 @@ def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness, faults
         api.create("acme")
     # A heal settles a shard's dead leases together (`REMOVE #l0, ...`).
     landed = faults.lands_then_500("UpdateItem", lambda p: "REMOVE #l0" in faults.expression(p))
-    later = datetime.now(UTC) + timedelta(minutes=2)  # the lease is older than `quiet`: its request is over
+    later = harness.clock.now() + timedelta(minutes=2)  # the lease is older than `quiet`: its request is over
     outcome = heal_account(harness.clients.healing_store, "acme", later, timedelta(seconds=60)).outcome
     assert outcome in (HealOutcome.EXACT, HealOutcome.HEALED)
     assert landed == [1]
@@ -289,7 +289,7 @@ def test_an_invocation_older_than_the_integration_timeout_writes_nothing(
     resource_id = api.create("acme").json()["resourceId"]
     harness.pump()
     before = harness.truth("acme")
-    received = int(datetime.now(UTC).timestamp() * 1000) - 30_000  # API Gateway gave up at 29 s
+    received = harness.clock.epoch_ms() - 30_000  # API Gateway gave up at 29 s
     late = api.request(method, path.replace("RESOURCE", resource_id), body, received_ms=received)
     assert late.status == 504
     assert late.json()["error"]["code"] == "GatewayTimeout"

@@ -100,7 +100,9 @@ def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: Sy
     """Account writes stamp last_write_at rounded up to the minute (docs/healing.md): within one
     minute a busy account's creates write no index entry; the next minute's first write moves it."""
     store = DynamoApiStore(system.dynamodb, system.table)
-    accounts.put_account(store, "acme", accounts.limit_change(100), lambda: "2026-11-23T12:00:05.000Z")
+    accounts.put_account(
+        store, "acme", accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
+    )
     index = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
 
     def create_at(now: str) -> float:
@@ -126,7 +128,10 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     from local.filters import matches_any
     from tests.support.stream import StreamTap
 
-    store, counting = DynamoApiStore(system.dynamodb, system.table), DynamoCountingStore(system.dynamodb, system.table)
+    store, counting = (
+        DynamoApiStore(system.dynamodb, system.table),
+        DynamoCountingStore(system.dynamodb, system.table, system.clock),
+    )
     tap = StreamTap(system.streams, system.stream_arn)
 
     def deliver() -> None:
@@ -135,7 +140,9 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
             if matches_any(schema.STREAM_FILTER_PATTERNS, record):
                 process_stream_records(counting, [record])
 
-    accounts.put_account(store, "acme", accounts.limit_change(10), lambda: "2026-11-24T12:00:00.000Z")
+    accounts.put_account(
+        store, "acme", accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
+    )
     deliver()
     with meter.operation("create") as create:
         created = accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")

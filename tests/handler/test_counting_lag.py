@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from tests.handler.conftest import Harness
@@ -40,9 +42,15 @@ def test_the_lag_of_each_create_counted_and_only_those(harness: Harness) -> None
     assert counting_lags_ms(records, ["2"], NOW) == [1500.0]
 
 
-def test_a_real_batch_publishes_its_lag(harness: Harness, capsys: object) -> None:
+def test_a_real_batch_publishes_its_lag(harness: Harness, capsys: pytest.CaptureFixture[str]) -> None:
+    """The lag runs from the resource's creation to the consumer's clock (both the clients' clock)."""
+    harness.clock.set(NOW)
     harness.api.put_account("acme", 5)
     harness.api.create("acme")
+    capsys.readouterr()
+    harness.clock.advance(timedelta(seconds=7))
     harness.pump()
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert '"CountingLag"' in out  # the EMF blob Powertools prints for CloudWatch
+    # The EMF blobs Powertools prints for CloudWatch, one JSON object a line.
+    blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"CountingLag"' in line]
+    [lag] = [value for blob in blobs for value in blob["CountingLag"]]
+    assert 7000 <= lag < 67_000

@@ -8,15 +8,17 @@ it names.
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
+from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource
 from functions.core.sweeper import SweepSettings, sweep
+from functions.shared.clock import EPOCH
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults, expression
 
@@ -25,7 +27,7 @@ NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort
 
 
 def heal(harness: Harness, account_id: str, quiet: timedelta) -> HealOutcome:
-    return heal_account(harness.clients.healing_store, account_id, datetime.now(UTC), quiet).outcome
+    return heal_account(harness.clients.healing_store, account_id, harness.clock.now(), quiet).outcome
 
 
 def once(matches: Any, action: Any) -> Any:
@@ -159,7 +161,7 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     store, healing = harness.clients.counting_store, harness.clients.healing_store
     settings = SweepSettings(pending_older_than=timedelta(0), quiet=timedelta(0), lookback=timedelta(hours=1))
 
-    report = sweep(store, store, healing, healing, datetime.now(UTC), settings)
+    report = sweep(store, store, healing, healing, harness.clock.now(), settings)
     assert sum(report.pending.outcomes.values()) == 2
     assert report.pending.failed == []
     assert report.heals[HealOutcome.HEALED] == 1  # acme: best-effort 0 -> 1
@@ -167,12 +169,12 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     account = api.account("acme")
     assert (account["bestEffort"], account["eventual"]) == (1, 1)
 
-    again = sweep(store, store, healing, healing, datetime.now(UTC), settings)
+    again = sweep(store, store, healing, healing, harness.clock.now(), settings)
     assert sum(again.pending.outcomes.values()) == 0
     # Neither account was written since. Checked within their last write's minute (quiet is 0
     # here), they may be checked once more: the index knows that write only to the minute.
     assert again.heals[HealOutcome.HEALED] == 0
-    after_that_minute = datetime.now(UTC) + timedelta(minutes=2)
+    after_that_minute = harness.clock.now() + timedelta(minutes=2)
     sweep(store, store, healing, healing, after_that_minute, settings)
     last = sweep(store, store, healing, healing, after_that_minute + timedelta(seconds=1), settings)
     assert sum(last.heals.values()) == 0
@@ -186,7 +188,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     admits exactly its limit."""
     api = harness.api
     api.put_account("busy", 4)
-    two_minutes_ago = (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds")
+    two_minutes_ago = harness.clock.timestamp(-timedelta(minutes=2))
     faults.crash_after_write("reserve")
     faults.crash_after_write("reserve")
     for _ in range(2):
@@ -197,7 +199,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
                 "busy",
                 NewResource("lost"),
                 None,
-                lambda: two_minutes_ago.replace("+00:00", "Z"),
+                lambda: two_minutes_ago,
             )
     stop, written = threading.Event(), threading.Event()
 
@@ -216,7 +218,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
         assert written.wait(30), "the writer's first create was never answered"
         healing = harness.clients.healing_store
         store = harness.clients.counting_store
-        report = sweep(store, store, healing, healing, datetime.now(UTC), SweepSettings())
+        report = sweep(store, store, healing, healing, harness.clock.now(), SweepSettings())
         assert (report.busy_accounts, report.dead_leases) == (1, 2)
         assert sum(report.heals.values()) == 0  # not quiet: no heal, only its dead leases
     finally:
@@ -237,9 +239,7 @@ def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: H
     api, store = harness.api, harness.clients.api_store
     api.put_account("acme", 6)
     doomed = api.create("acme").json()["resourceId"]
-    two_minutes_ago = (
-        (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
+    two_minutes_ago = harness.clock.timestamp(-timedelta(minutes=2))
 
     def died_after(write: str, request: Any) -> None:
         faults.crash_after_write(write)
@@ -270,10 +270,9 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
     that finds the account full settles the dead ones its refusal read showed, and is admitted:
     the tenant does not wait for the sweeper. Leases that are not dead yet keep their slots."""
     api, store = harness.api, harness.clients.api_store
-    now = datetime.now(UTC)
     for account_id, age in (("acme", timedelta(minutes=2)), ("globex", timedelta(seconds=5))):
         api.put_account(account_id, 2)
-        taken = (now - age).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        taken = harness.clock.timestamp(-age)
         for _ in range(2):
             faults.crash_after_write("reserve")
             with pytest.raises(faults.SimulatedCrash):
@@ -292,7 +291,7 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
 
     api, store = harness.api, harness.clients.api_store
     api.put_account("acme", 3)
-    long_ago = (datetime.now(UTC) - timedelta(minutes=2)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    long_ago = harness.clock.timestamp(-timedelta(minutes=2))
     for _ in range(3):
         faults.crash_after_write("reserve")
         with pytest.raises(faults.SimulatedCrash):
@@ -324,10 +323,10 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     Found by the busy-account test failing when a sweep started in a minute's last moments."""
     api = harness.api
     api.put_account("busy", 4)
-    boundary = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=30)
+    boundary = harness.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=30)
 
     def at(moment: datetime) -> Any:
-        return lambda: moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return lambda: iso_timestamp(moment)
 
     faults.crash_after_write("reserve")
     faults.crash_after_write("reserve")
@@ -350,13 +349,29 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     harness.check_invariants()
 
 
-def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness) -> None:
+# Times the drift test writes at: when it failed on the wall clock (2026-11-25 07:49 UTC), the end
+# of that failing hour, the day's other failing hour (18:55), the failure of an earlier version
+# (03:17), noon and the day's last second: spread over the day and the cycle of activity buckets.
+AUDIT_TEST_TIMES = [
+    "2026-11-25T07:49:00Z",
+    "2026-11-25T08:44:30Z",
+    "2026-11-25T18:55:00Z",
+    "2026-11-25T03:17:00Z",
+    "2026-11-25T12:00:00Z",
+    "2026-11-25T23:59:59Z",
+]
+
+
+@pytest.mark.parametrize("written_at", AUDIT_TEST_TIMES)
+def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness, written_at: str) -> None:
     """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
     account's activity bucket, the account is audited; a nudged eventual counter is reported."""
     from functions.adapters.attributes import to_attributes
     from functions.core import keys, schema
+    from functions.core.leases import parse_timestamp
     from functions.core.sweeper import AUDIT_SLICE
 
+    harness.clock.set(parse_timestamp(written_at))
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme")
@@ -369,17 +384,18 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
         ExpressionAttributeNames={"#count": "count"},
         ExpressionAttributeValues=to_attributes({":one": 1}),
     )
+    # The sweep runs 1 s into the next slice of acme's bucket: within a cycle of the buckets
+    # (128 x 5 min, 10 h 40 min) after the write, which a quiet period of two cycles keeps recent,
+    # so the sweep only audits and never first heals the nudged counter into the other two. A
+    # sweep a cycle later than that (as this test once ran, on the wall clock) healed when the
+    # write came 2 h 25 min to 3 h 25 min into a cycle: 07:45 to 08:45 and 18:25 to 19:25 UTC on
+    # 2026-11-25.
     bucket = int(keys.activity_bucket("acme").split("#")[1])
-    slice_seconds = AUDIT_SLICE.total_seconds()
-    cycles = int(datetime.now(UTC).timestamp() // (slice_seconds * schema.ACTIVITY_BUCKET_COUNT)) + 1
-    when = datetime.fromtimestamp((cycles * schema.ACTIVITY_BUCKET_COUNT + bucket) * slice_seconds + 1, UTC)
+    cycle = AUDIT_SLICE * schema.ACTIVITY_BUCKET_COUNT
+    first_slice = EPOCH + bucket * AUDIT_SLICE  # acme's, in the epoch's cycle
+    when = first_slice + ((harness.clock.now() - first_slice) // cycle + 1) * cycle + timedelta(seconds=1)
     store, healing = harness.clients.counting_store, harness.clients.healing_store
-    # `when` is up to a cycle of buckets (128 x 5 min, 10 h 40 min) ahead. With the default 6 h
-    # lookback, a sweep less than 6 h ahead healed the (quiet) account first, copying the nudged
-    # counter into best effort and admitted, and the audit then reported those too: for acme
-    # (bucket 45, 3 h 45 min into a cycle) the test failed in the 2 h 15 min before each cycle's
-    # end, a fifth of the time (first seen 2026-11-25 03:17 UTC). Quiet longer than a cycle: no heal.
-    settings = SweepSettings(quiet=timedelta(hours=11), lookback=timedelta(hours=12))
+    settings = SweepSettings(quiet=2 * cycle)
     report = sweep(store, store, healing, healing, when, settings, audits=healing)
     assert report.audits["drift"] == 1
     [finding] = report.drifted
@@ -444,7 +460,7 @@ def test_a_sweep_follows_every_page_of_the_pending_index(harness: Harness, fault
         harness.clients.counting_store,
         harness.clients.healing_store,
         harness.clients.healing_store,
-        datetime.now(UTC) + timedelta(hours=1),
+        harness.clock.now() + timedelta(hours=1),
         SweepSettings(),
     )
 

@@ -6,7 +6,7 @@ too. Through the real handler, consumer and conditions."""
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.adapters.attributes import from_attributes, to_attributes
@@ -21,16 +21,6 @@ def item(harness: Harness, resource_id: str) -> dict[str, Any] | None:
     key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
     found = harness.system.dynamodb.get_item(TableName=harness.system.table, Key=to_attributes(key))
     return from_attributes(found["Item"]) if "Item" in found else None
-
-
-def set_expiry(harness: Harness, resource_id: str, expires_at: int) -> None:
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
-        Key=to_attributes(key),
-        UpdateExpression="SET expires_at = :at",
-        ExpressionAttributeValues=to_attributes({":at": expires_at}),
-    )
 
 
 def deleted_and_counted(harness: Harness) -> str:
@@ -49,10 +39,10 @@ def test_a_retry_within_the_window_after_its_resource_was_removed_is_refused(har
     resource_id = deleted_and_counted(harness)
     tombstone = item(harness, resource_id)
     assert tombstone is not None
-    # The tombstone lasts the window from the counted delete: an hour later, 23 hours remain.
+    # The tombstone lasts the window from the counted delete (just now, on the test's clock).
     window = int(DEFAULT_TOMBSTONE_RETENTION.total_seconds())
-    assert abs(tombstone[schema.EXPIRES_AT_ATTRIBUTE] - (time.time() + window)) < 120
-    set_expiry(harness, resource_id, int(time.time()) + window - 3600)
+    assert 0 <= harness.clock.epoch_seconds() + window - tombstone[schema.EXPIRES_AT_ATTRIBUTE] < 60
+    harness.clock.advance(DEFAULT_TOMBSTONE_RETENTION - timedelta(minutes=1))  # the window's last minute
     retry = harness.api.create("acme", "vm", key=KEY)
     assert (retry.status, retry.json()["error"]["code"]) == (409, "IdempotencyKeyReused")
     assert harness.api.account("acme")["bestEffort"] == 0
@@ -60,7 +50,7 @@ def test_a_retry_within_the_window_after_its_resource_was_removed_is_refused(har
 
 def test_after_the_window_the_key_creates_again_even_before_ttl_removes_the_tombstone(harness: Harness) -> None:
     resource_id = deleted_and_counted(harness)
-    set_expiry(harness, resource_id, int(time.time()) - 1)  # over, and TTL has not run yet
+    harness.clock.advance(DEFAULT_TOMBSTONE_RETENTION + timedelta(seconds=1))  # over, and TTL has not run yet
     again = harness.api.create("acme", "vm", key=KEY)
     assert again.status == 201, again.text
     assert again.json()["resourceId"] == resource_id  # the key names the same id
@@ -86,4 +76,4 @@ def test_a_live_resource_keeps_its_key_however_old() -> None:
     from functions.core.model import Resource
 
     live = Resource("acme", "r1", "vm", {}, "2020-01-01T00:00:00.000Z", "f", "t")
-    assert not live.expired(int(time.time()))
+    assert not live.expired(int(datetime(2100, 1, 1, tzinfo=UTC).timestamp()))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,10 +20,6 @@ from functions.core.errors import LimitExceeded
 from functions.core.model import NewResource
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def run_together(count: int, work: Callable[[int], Any]) -> list[Any]:
@@ -167,7 +162,7 @@ def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness, fa
     resource_id = harness.api.create("acme").json()["resourceId"]
     hold_until(faults, 2, *faults.API_WRITES["take-deletion"])
     store = harness.clients.api_store
-    results = run_together(2, lambda _: accounts.delete_resource(store, "acme", resource_id, now))
+    results = run_together(2, lambda _: accounts.delete_resource(store, "acme", resource_id, harness.clock.timestamp))
     assert sum(result is None for result in results) == 1  # one delete won, the other is a 404
     harness.check_invariants()
     assert harness.api.account("acme")["bestEffort"] == 0
@@ -336,7 +331,10 @@ def test_concurrent_creates_never_exceed_the_limit(
     hold_until(faults, racers, *faults.API_WRITES["reserve"])
     store = harness.clients.api_store
     results = run_together(
-        racers, lambda i: accounts.create_resource(store, "acme", NewResource(name=f"racer-{i}"), None, now)
+        racers,
+        lambda i: accounts.create_resource(
+            store, "acme", NewResource(name=f"racer-{i}"), None, harness.clock.timestamp
+        ),
     )
     admitted = [r for r in results if isinstance(r, accounts.Created)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]

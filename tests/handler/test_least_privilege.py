@@ -109,7 +109,7 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
 
     sweep_now = {schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "0", schema.ENV_HEAL_QUIET_SECONDS: "0"}
     settings = Settings.from_env({schema.ENV_TABLE_NAME: harness.system.table, **sweep_now})
-    sweeper_clients = Clients(settings, harness.clients.session, harness.clients.endpoint_url)
+    sweeper_clients = Clients(settings, harness.clients.session, harness.clients.endpoint_url, harness.clock)
     recorder.install(sweeper_clients)
     sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=sweeper_clients)
 

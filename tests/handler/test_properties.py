@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, ClassVar
 
 import boto3
@@ -39,10 +39,6 @@ CREATE_CRASHES = ("reserve", "put", "commit")
 DELETE_CRASHES = ("take-deletion", "soft-delete", "finish-deletion")
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
 class CounterMachine(RuleBasedStateMachine):
     # The emulator the test was given (hypothesis builds the machine without arguments).
     endpoint_url: ClassVar[str]
@@ -52,12 +48,15 @@ class CounterMachine(RuleBasedStateMachine):
         super().__init__()
         self.system = fresh_system(self.endpoint_url, self.shared_emulator)
         self.clients = self.system.clients
+        self.clock = self.system.clock
         self.faults = Faults(self.clients)
         self.tap = StreamTap(self.system.streams, self.system.stream_arn)
         self.delivered: list[list[dict[str, Any]]] = []
         self.live: set[str] = set()  # the model: resources a caller would find
         self.maybe: set[str] = set()  # crashed creates and deletes: either outcome is correct
-        accounts.put_account(self.clients.api_store, ACCOUNT, accounts.limit_change(LIMIT), now)
+        accounts.put_account(
+            self.clients.api_store, ACCOUNT, accounts.limit_change(LIMIT, self.clock.epoch_ms()), self.clock.timestamp
+        )
 
     # -- API --------------------------------------------------------------------------------
 
@@ -65,7 +64,9 @@ class CounterMachine(RuleBasedStateMachine):
     def create(self, key: int) -> None:
         resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
         try:
-            created = accounts.create_resource(self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
+            created = accounts.create_resource(
+                self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+            )
         except LimitExceeded:
             assert resource_id not in self.live
             return
@@ -80,7 +81,9 @@ class CounterMachine(RuleBasedStateMachine):
         self.faults.crash_after_write(point)
         resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
         with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
-            accounts.create_resource(self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", now)
+            accounts.create_resource(
+                self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+            )
         self._disarm()
         if resource_id not in self.live:
             self.maybe.add(resource_id)  # landed or not, depending on where it crashed
@@ -90,7 +93,7 @@ class CounterMachine(RuleBasedStateMachine):
     def delete(self, data: st.DataObject) -> None:
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
         with contextlib.suppress(ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, now)
+            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, self.clock.timestamp)
         self.live.discard(resource_id)
 
     @precondition(lambda self: bool(self.live))
@@ -99,7 +102,7 @@ class CounterMachine(RuleBasedStateMachine):
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
         self.faults.crash_after_write(point)
         with contextlib.suppress(self.faults.SimulatedCrash, ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, now)
+            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, self.clock.timestamp)
         self._disarm()
         self.live.discard(resource_id)
         self.maybe.add(resource_id)
@@ -128,7 +131,7 @@ class CounterMachine(RuleBasedStateMachine):
 
     @rule(quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
     def heal(self, quiet: timedelta) -> None:
-        outcome = heal_account(self.clients.healing_store, ACCOUNT, datetime.now(UTC), quiet).outcome
+        outcome = heal_account(self.clients.healing_store, ACCOUNT, self.clock.now(), quiet).outcome
         assert outcome is not HealOutcome.NOT_FOUND
 
     # -- invariants ----------------------------------------------------------------------------
@@ -161,7 +164,7 @@ class CounterMachine(RuleBasedStateMachine):
 
     def _disarm(self) -> None:
         """New clients, without the hooks of the crash just injected."""
-        self.clients = Clients(self.clients.settings, boto3.Session(), self.endpoint_url)
+        self.clients = Clients(self.clients.settings, boto3.Session(), self.endpoint_url, self.clock)
         self.faults = Faults(self.clients)
 
 

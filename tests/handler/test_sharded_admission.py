@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -20,10 +20,6 @@ from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource
 from tests.handler.conftest import Harness
 from tests.handler.test_invariants import run_together
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def spread(harness: Harness, account_id: str, limit: int, shards: int) -> None:
@@ -49,8 +45,16 @@ def patient_store(harness: Harness) -> DynamoApiStore:
     )
 
 
-def create(index: int, directory: Directory, store: DynamoApiStore) -> accounts.Created:
-    return accounts.create_resource(store, "acme", NewResource(name=f"r{index}"), None, now, directory=directory)
+def create(harness: Harness, index: int, directory: Directory, store: DynamoApiStore | None = None) -> accounts.Created:
+    """A create through the API's flow, on the harness's clock; `store`: the harness's by default."""
+    return accounts.create_resource(
+        store or harness.clients.api_store,
+        "acme",
+        NewResource(name=f"r{index}"),
+        None,
+        harness.clock.timestamp,
+        directory=directory,
+    )
 
 
 @pytest.mark.parametrize(("limit", "creates"), [(200, 200), (150, 200)])
@@ -61,7 +65,7 @@ def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     left anywhere (each had a free slot until it took one). With fewer, exactly the limit is."""
     spread(harness, "acme", limit, shards=8)
     store = patient_store(harness)
-    results = run_together(creates, lambda i: create(i, process(8, seed=i), store))
+    results = run_together(creates, lambda i: create(harness, i, process(8, seed=i), store))
     admitted = [r for r in results if isinstance(r, accounts.Created)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]
     assert len(admitted) == limit, [r for r in results if not isinstance(r, (accounts.Created, LimitExceeded))][:3]
@@ -73,7 +77,7 @@ def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     assert (truth.live, truth.admitted, truth.room) == (limit, limit, 0)
     harness.check_invariants()
     with pytest.raises(LimitExceeded):
-        create(creates, process(8, seed=creates), harness.clients.api_store)
+        create(harness, creates, process(8, seed=creates))
 
 
 def deliver_in_small_batches(harness: Harness) -> None:
@@ -90,7 +94,7 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     harness.api.put_account("acme", 100)
     ids = []
     for index in range(40):
-        ids.append(create(index, directory, harness.clients.api_store).resource)
+        ids.append(create(harness, index, directory).resource)
         clock[0] += 0.5  # two creates a second, each two writes: four writes a second, past 1
     account = harness.truth("acme")
     active = harness.clients.api_store.read_shards("acme", [0])[0].active
@@ -99,7 +103,7 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     deliver_in_small_batches(harness)  # the creates are counted, on counter shards
     # Deletes release on the shard that admitted each resource.
     for resource in ids[:25]:
-        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, now)
+        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, harness.clock.timestamp)
     deliver_in_small_batches(harness)
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.best_effort_net, truth.eventual) == (15, 15, 15, 15)
@@ -109,7 +113,7 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     assert (usage["eventual"], usage["bestEffort"]) == (15, 15)
     harness.check_invariants()
     # Quiet for longer than the heal's bound: the heal folds every shard into the account item.
-    later = datetime.now(UTC) + timedelta(minutes=5)
+    later = harness.clock.now() + timedelta(minutes=5)
     result = heal_account(harness.clients.healing_store, "acme", later, timedelta(seconds=60))
     assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
     first = harness.clients.api_store.read_shards("acme", [0])[0]
@@ -118,9 +122,9 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     assert all(shard.retired and shard.room == shard.admitted == shard.best_effort == 0 for shard in others)
     harness.check_invariants()
     # Folded, the account admits on its account item again, and deletes still release where admitted.
-    fresh = create(99, Directory(), harness.clients.api_store)
+    fresh = create(harness, 99, Directory())
     assert fresh.resource.shard == 0
-    accounts.delete_resource(harness.clients.api_store, "acme", ids[30].resource_id, now)
+    accounts.delete_resource(harness.clients.api_store, "acme", ids[30].resource_id, harness.clock.timestamp)
     harness.pump()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.room) == (15, 15, 85)
@@ -129,7 +133,7 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
 
 def test_a_limit_lowered_below_the_usage_of_a_sharded_account_holds(harness: Harness) -> None:
     spread(harness, "acme", 20, shards=4)
-    made = [create(i, process(4, seed=i), harness.clients.api_store).resource for i in range(10)]
+    made = [create(harness, i, process(4, seed=i)).resource for i in range(10)]
     assert len({resource.shard for resource in made}) > 1
     assert harness.api.put_account("acme", 6).status == 200
     first = harness.clients.api_store.read_shards("acme", [0])[0]
@@ -137,17 +141,15 @@ def test_a_limit_lowered_below_the_usage_of_a_sharded_account_holds(harness: Har
     harness.check_invariants()
     for attempt in range(3):  # a process that still believes in 4 shards is refused as well
         with pytest.raises(LimitExceeded):
-            create(100 + attempt, process(4, seed=attempt), harness.clients.api_store)
+            create(harness, 100 + attempt, process(4, seed=attempt))
     for resource in made[:4]:  # 10 -> 6 live: at the new limit
-        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, now)
+        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, harness.clock.timestamp)
     with pytest.raises(LimitExceeded):
-        create(200, Directory(), harness.clients.api_store)
-    accounts.delete_resource(harness.clients.api_store, "acme", made[4].resource_id, now)
-    create(
-        201, process(4, seed=3), harness.clients.api_store
-    )  # 5 live: one slot, found on a retired shard and brought home
+        create(harness, 200, Directory())
+    accounts.delete_resource(harness.clients.api_store, "acme", made[4].resource_id, harness.clock.timestamp)
+    create(harness, 201, process(4, seed=3))  # 5 live: one slot, found on a retired shard and brought home
     with pytest.raises(LimitExceeded):
-        create(202, Directory(), harness.clients.api_store)
+        create(harness, 202, Directory())
     harness.pump()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.limit) == (6, 6, 6)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from functions.adapters.attributes import from_attributes
@@ -16,13 +15,9 @@ from tests.handler.conftest import Harness
 RATE = {"requestsPerSecond": 1, "burstSeconds": 3}  # windows of 3 s allowing 3 requests
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> None:
     store = DynamoWindowStore(system.dynamodb, system.table)
-    window = TenantRate(requests_per_second=50, window_seconds=1).window_at(now_ms())
+    window = TenantRate(requests_per_second=50, window_seconds=1).window_at(system.clock.epoch_ms())
     with ThreadPoolExecutor(max_workers=8) as pool:
         granted = list(pool.map(lambda _: store.lease("acme", window, 0, 3), range(40)))
     # 16 leases of 3 fit, one takes the 2 left, the rest find the window spent.
@@ -36,7 +31,8 @@ def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> Non
 
 def test_a_busy_tenants_window_parts_are_items_of_their_own(system: System) -> None:
     store = DynamoWindowStore(system.dynamodb, system.table)
-    window = TenantRate(requests_per_second=2500, window_seconds=1).window_at(now_ms())  # 3 parts: 834, 833, 833
+    rate = TenantRate(requests_per_second=2500, window_seconds=1)
+    window = rate.window_at(system.clock.epoch_ms())  # 3 parts: 834, 833, 833
     assert [store.lease("busy", window, part, 5000) for part in range(3)] == [834, 833, 833]
     assert store.lease("busy", window, 1, 1) == 0  # that part is spent
     keys = [window_key("busy", window, part)[schema.PARTITION_KEY]["S"] for part in range(3)]
@@ -74,9 +70,9 @@ def test_a_tenant_over_its_rate_gets_429_and_another_tenant_does_not(harness: Ha
     api = harness.api
     api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": RATE})
     api.put_account("quiet", 5)
-    started = now_ms()
+    started = harness.clock.epoch_ms()  # the limiter's windows are the handler's clock's
     flood = [api.request("GET", "/accounts/flood/resources") for _ in range(20)]
-    windows = now_ms() // 3000 - started // 3000 + 1
+    windows = harness.clock.epoch_ms() // 3000 - started // 3000 + 1
     quiet = [api.request("GET", "/accounts/quiet/resources") for _ in range(20)]
 
     admitted = [answer for answer in flood if answer.status == 200]

@@ -4,16 +4,10 @@ limit, whether it lands late or is retried by the SDK. Through the real handler 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def put(harness: Harness, limit: int, if_match: str | None = None, received_ms: int | None = None) -> object:
@@ -70,7 +64,7 @@ def test_a_put_received_earlier_never_overwrites_one_received_later(harness: Har
     """The hedged-write problem: PUT 5 is received first, but its invocation is slow and lands
     after PUT 7, received a second later. The limit stays 7, and PUT 5 answers what is there."""
     harness.api.put_account("acme", 3)
-    received = now_ms()
+    received = harness.clock.epoch_ms()
     assert put(harness, 7, received_ms=received).json()["limit"] == 7
     late = put(harness, 5, received_ms=received - 1000)
     assert (late.status, late.json()["limit"], late.headers["ETag"]) == (200, 7, '"2"')

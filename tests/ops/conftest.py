@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from functions.core import schema
+from functions.shared.clock import Clock
 from infra import constants
 from ops.__main__ import main
 from ops.stack import Connection
@@ -142,19 +143,21 @@ class CliResult:
 
 
 class Cli:
-    """`python -m ops` against the emulator and the test stack, in this process."""
+    """`python -m ops` against the emulator and the test stack, in this process, on the clock of
+    the test's handlers."""
 
-    def __init__(self, emulator_url: str, stack_name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(self, emulator_url: str, stack_name: str, clock: Clock, capsys: pytest.CaptureFixture[str]) -> None:
         self._options = ["--endpoint-url", emulator_url, "--stack-name", stack_name]
+        self._clock = clock
         self._capsys = capsys
 
     def __call__(self, *arguments: str) -> CliResult:
         self._capsys.readouterr()
-        code = main([*self._options, *arguments])
+        code = main([*self._options, *arguments], self._clock)
         captured = self._capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
 
 
 @pytest.fixture
-def cli(emulator_url: str, stack: str, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(emulator_url, stack, capsys)
+def cli(emulator_url: str, stack: str, system: System, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(emulator_url, stack, system.clock, capsys)

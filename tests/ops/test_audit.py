@@ -102,7 +102,9 @@ def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
 
 
 def repair(harness: Harness, finding: AuditFinding) -> commands.Repair:
-    return commands.repair_account(harness.system.dynamodb, harness.system.table, finding, timedelta(0))
+    return commands.repair_account(
+        harness.system.dynamodb, harness.system.table, finding, timedelta(0), harness.clock.now()
+    )
 
 
 def test_repair_corrects_a_console_delete_and_the_account_then_admits_its_limit(harness: Harness) -> None:

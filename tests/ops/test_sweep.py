@@ -34,7 +34,7 @@ def test_in_process_applies_pending_work_and_heals(
     pending_and_drifted(harness)
     monkeypatch.setenv(schema.ENV_TABLE_NAME, "not-the-table")  # the table comes from the outputs
 
-    result = commands.sweep_in_process(connection, harness.system.table, SWEEPER_ENVIRONMENT)
+    result = commands.sweep_in_process(connection, harness.system.table, SWEEPER_ENVIRONMENT, harness.clock)
     assert result.summary == {
         "pending": {"applied": 2},
         "pending_failed": 0,
@@ -58,7 +58,7 @@ def test_in_process_keeps_the_deployed_thresholds(harness: Harness, connection: 
     pending_and_drifted(harness)
 
     deployed = {**SWEEPER_ENVIRONMENT, schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "300"}
-    result = commands.sweep_in_process(connection, harness.system.table, deployed)
+    result = commands.sweep_in_process(connection, harness.system.table, deployed, harness.clock)
     assert result.summary["pending"] == {}  # nothing has been pending for five minutes yet
     assert result.settings["pending_older_than_seconds"] == 300
     assert harness.api.account("acme")["eventual"] == 0
@@ -66,7 +66,9 @@ def test_in_process_keeps_the_deployed_thresholds(harness: Harness, connection: 
 
 def test_invalid_deployed_settings_are_an_error(harness: Harness, connection: Connection) -> None:
     with pytest.raises(OpsError, match=schema.ENV_HEAL_QUIET_SECONDS):
-        commands.sweep_in_process(connection, harness.system.table, {schema.ENV_HEAL_QUIET_SECONDS: "soon"})
+        commands.sweep_in_process(
+            connection, harness.system.table, {schema.ENV_HEAL_QUIET_SECONDS: "soon"}, harness.clock
+        )
 
 
 def test_the_cli_sweeps_in_process_by_default_against_an_endpoint(harness: Harness, cli: Cli) -> None:

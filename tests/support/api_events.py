@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from functions.shared.clock import Clock
 from tests.support.lambda_context import FakeLambdaContext
 
 
 def proxy_event(
-    method: str, url: str, body: Any = None, headers: dict[str, str] | None = None, received_ms: int | None = None
+    method: str, url: str, received_ms: int, body: Any = None, headers: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """`received_ms`: when API Gateway received the request (epoch ms); now by default."""
+    """`received_ms`: when API Gateway received the request (epoch ms)."""
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
     # Bytes that are not UTF-8 arrive base64-encoded, as API Gateway passes a binary body.
@@ -44,7 +44,7 @@ def proxy_event(
             "path": f"/prod{parts.path}",
             "stage": "prod",
             "requestId": "test-request",
-            "requestTimeEpoch": int(time.time() * 1000) if received_ms is None else received_ms,
+            "requestTimeEpoch": received_ms,
             "identity": {"sourceIp": "127.0.0.1"},
         },
         "body": text,
@@ -63,10 +63,12 @@ class ApiResponse:
 
 
 class ApiClient:
-    """Calls the api handler in-process with proxy events, like API Gateway would."""
+    """Calls the api handler in-process with proxy events, like API Gateway would, received at
+    `clock`'s time (the handler's clock, so that a request is not already late when it arrives)."""
 
-    def __init__(self, handler: Any) -> None:
+    def __init__(self, handler: Any, clock: Clock) -> None:
         self._handler = handler
+        self._clock = clock
 
     def request(
         self,
@@ -76,7 +78,8 @@ class ApiClient:
         headers: dict[str, str] | None = None,
         received_ms: int | None = None,
     ) -> ApiResponse:
-        event = proxy_event(method, url, body, headers, received_ms)
+        received = self._clock.epoch_ms() if received_ms is None else received_ms
+        event = proxy_event(method, url, received, body, headers)
         result = self._handler(event, FakeLambdaContext(function_name="api"))
         merged = {k: v[-1] for k, v in (result.get("multiValueHeaders") or {}).items()}
         merged.update(result.get("headers") or {})

@@ -30,6 +30,9 @@ def clock() -> str:
     return "2026-11-22T00:00:00.000Z"
 
 
+RECEIVED_MS = 1_795_305_600_000  # clock()'s time in epoch ms: when API Gateway received a PUT
+
+
 REQUEST = NewResource(name="vm", attributes={"size": 2})
 
 
@@ -413,10 +416,10 @@ def test_reads_of_missing_things_are_not_found() -> None:
 
 def test_put_account_returns_the_account() -> None:
     store = RecordingStore()
-    assert accounts.put_account(store, "a1", accounts.limit_change(5), clock).limit == 5
+    assert accounts.put_account(store, "a1", accounts.limit_change(5, RECEIVED_MS), clock).limit == 5
     assert store.writes == ["put_account"]
     with pytest.raises(CallerGaveUp):
-        accounts.put_account(store, "a1", accounts.limit_change(6), clock, lambda: False)
+        accounts.put_account(store, "a1", accounts.limit_change(6, RECEIVED_MS), clock, lambda: False)
     assert store.writes == ["put_account"]
 
 

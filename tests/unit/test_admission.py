@@ -28,6 +28,7 @@ from functions.core.model import Page, Resource, Usage
 from local.runtime import scaled_environment
 
 NOW = "2026-11-23T12:00:00.000Z"
+NOW_MS = 1_795_435_200_000  # NOW in epoch ms: when API Gateway received a PUT
 
 
 @dataclass
@@ -475,14 +476,14 @@ def test_growth_stops_at_the_largest_layout() -> None:
 
 def test_a_limit_lowered_within_shard_0s_room_moves_nothing_else() -> None:
     store = Shards.of(limit=40, rooms=[20, 5, 5])
-    accounts.put_account(store, "a1", accounts.limit_change(30), lambda: NOW)
+    accounts.put_account(store, "a1", accounts.limit_change(30, NOW_MS), lambda: NOW)
     assert store.calls == ["read [0]", "limit 40 -> 30"]
     assert (store.items[0].room, store.held()) == (10, 30)
 
 
 def test_a_limit_lowered_below_the_usage_retires_the_other_shards_and_refuses_until_paid_back() -> None:
     store = Shards.of(limit=10, rooms=[1, 3])  # 6 slots held, all on shard 0
-    accounts.put_account(store, "a1", accounts.limit_change(5), lambda: NOW)
+    accounts.put_account(store, "a1", accounts.limit_change(5, NOW_MS), lambda: NOW)
     assert store.calls == ["read [0]", "active 2 -> 1", "read [1]", "gather 1", "limit 10 -> 5"]
     assert (store.items[0].room, store.items[0].active, store.items[1].retired, store.held()) == (-1, 1, True, 5)
     store.items[0] = replace(store.items[0], admitted=4)
