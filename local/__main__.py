@@ -20,6 +20,8 @@ from typing import Any
 from infra import constants
 from local.identities import IDENTITIES_FILE
 
+HOST = "127.0.0.1"  # the API's address: loopback only
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m local", description=__doc__.splitlines()[0])
@@ -81,6 +83,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from local.apigateway import PortInUse, check_port_free
+
+    try:
+        check_port_free(HOST, args.port)
+    except PortInUse as error:
+        print(f"python -m local: {error.strerror}", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     started = time.perf_counter()
@@ -103,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeSettings(
             endpoint_url=endpoint,
             stack_name=args.stack_name,
+            host=HOST,
             port=args.port,
             faults=faults,
             sqs_retry_visibility_seconds=args.sqs_retry_visibility,
@@ -116,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         runtime.deploy_and_start()
         print_summary(runtime, endpoint, emulator.flavour if emulator else "", time.perf_counter() - started)
         wait_for_interrupt()
+    except PortInUse as error:  # taken while the stack deployed
+        print(f"python -m local: {error.strerror}", file=sys.stderr)
+        return 1
     finally:
         print("shutting down...", flush=True)
         runtime.stop()

@@ -9,8 +9,10 @@ a 504 comes only after the integration timeout.
 from __future__ import annotations
 
 import base64
+import errno
 import logging
 import re
+import socket
 import threading
 import time
 import uuid
@@ -49,6 +51,26 @@ FUNCTION_FAILED = Refusal("DEFAULT_5XX", 502, "Internal server error")
 ENDPOINT_TIMED_OUT = Refusal("INTEGRATION_TIMEOUT", 504, "Endpoint request timed out")
 
 
+class PortInUse(OSError):
+    """The gateway's port is taken (another `make run`, say)."""
+
+
+def port_in_use_message(host: str, port: int) -> str:
+    return f"{host}:{port} is already in use (another `make run`?); choose another port with --port"
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise PortInUse now if the gateway could not bind `port`, so a run fails before its deploy."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server binds
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            raise PortInUse(error.errno, port_in_use_message(host, port)) from error
+
+
 class _Server(ThreadingHTTPServer):
     """ThreadingHTTPServer with a listen backlog of LISTEN_BACKLOG (its default of 5 resets the
     connections of a burst) and a bounded pool of worker threads instead of one thread each."""
@@ -57,8 +79,14 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
+        # Before binding: a failed bind calls server_close, which shuts the workers down.
         self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="api-gateway")
+        try:
+            super().__init__(address, handler)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            raise PortInUse(error.errno, port_in_use_message(*address)) from error
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self._workers.submit(self.process_request_thread, request, client_address)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from local.apigateway import ApiGateway, Route, integration_response, proxy_event
-from local.functions import DeployedFunction, Invocation
+from local.apigateway import ApiGateway, PortInUse, Route, integration_response, proxy_event
+from local.functions import REPO_ROOT, DeployedFunction, Invocation
 
 
 @dataclass
@@ -168,3 +171,31 @@ def test_a_method_no_resource_declares_is_answered_as_api_gateway_answers_it(
     assert (status, json.loads(body)) == (403, {"message": "Missing Authentication Token"})
     assert headers["Content-Type"] == "application/json"
     assert function.events == []
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port on 127.0.0.1 another listener holds."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield int(holder.getsockname()[1])
+
+
+def test_a_busy_port_is_refused_with_an_error_naming_it(busy_port: int) -> None:
+    with pytest.raises(PortInUse, match=f"127.0.0.1:{busy_port} is already in use"):
+        ApiGateway([Route("/{proxy+}", "ANY", EchoFunction())], "prod", "127.0.0.1", busy_port)  # type: ignore[list-item]
+
+
+def test_python_m_local_exits_non_zero_naming_a_busy_port_before_starting_anything(busy_port: int) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "local", "--port", str(busy_port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": REPO_ROOT},
+    )
+    assert done.returncode != 0
+    assert f"127.0.0.1:{busy_port} is already in use" in done.stderr
+    assert "Traceback" not in done.stderr
