@@ -6,15 +6,16 @@ API with IAM permissions")."""
 
 from __future__ import annotations
 
+import datetime
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
 from local.identities import Identities, Identity
-from local.sigv4 import UNKNOWN_KEY, Refusal, Signed, verify
+from local.sigv4 import UNKNOWN_KEY, Refusal, Signed, utc_now, verify
 
 logger = logging.getLogger("local.runtime")
 # A policy the local evaluator does not implement: refused as API Gateway answers a failure of its own.
@@ -46,10 +47,13 @@ class IamAuthorizer:
     account_id: str
     api_id: str
     stage: str
+    clock: Callable[[], datetime.datetime] = utc_now  # what the signature's date is checked against
 
     def check(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Caller | Refusal:
         host = next((value for name, value in headers.items() if name.lower() == "host"), "localhost")
-        signed = verify(method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secret_of)
+        signed = verify(
+            method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secret_of, self.clock()
+        )
         if not isinstance(signed, Signed):
             return signed
         identity = self.identities.find(signed.access_key_id)

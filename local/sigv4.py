@@ -101,6 +101,19 @@ def expired(stamp: str, now: datetime.datetime) -> Refusal:
     )
 
 
+def not_yet_current(stamp: str, now: datetime.datetime) -> Refusal:
+    latest = (now + MAX_CLOCK_SKEW).strftime(TIMESTAMP_FORMAT)
+    return Refusal(
+        "INVALID_SIGNATURE",
+        403,
+        f"Signature not yet current: {stamp} is still later than {latest} ({now.strftime(TIMESTAMP_FORMAT)} + 5 min.)",
+    )
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
 class _Recompute(SigV4Auth):  # type: ignore[misc]  # botocore has no type hints
     """botocore's signer, limited to the headers the caller says it signed."""
 
@@ -123,7 +136,7 @@ def verify(
     body: bytes,
     region: str,
     secret_of: Callable[[str], str | None],
-    now: datetime.datetime | None = None,
+    now: datetime.datetime,
 ) -> Signed | Refusal:
     """Whether the request carries a valid SigV4 signature by a key `secret_of` knows (access key
     id -> its secret, or None), for this region and execute-api, made within five minutes of `now`."""
@@ -141,9 +154,10 @@ def verify(
         signed_at = datetime.datetime.strptime(stamp, TIMESTAMP_FORMAT).replace(tzinfo=datetime.UTC)
     except ValueError:
         return incomplete("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
-    now = now or datetime.datetime.now(datetime.UTC)
-    if abs(now - signed_at) > MAX_CLOCK_SKEW:
+    if signed_at < now - MAX_CLOCK_SKEW:
         return expired(stamp, now)
+    if signed_at > now + MAX_CLOCK_SKEW:
+        return not_yet_current(stamp, now)
     secret = secret_of(found["key"])
     if secret is None:
         return UNKNOWN_KEY

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -68,17 +69,35 @@ def policies() -> dict[str, list[dict[str, Any]]]:
     return deployed_policies()
 
 
-@pytest.fixture
-def gateway(policies: dict[str, list[dict[str, Any]]]) -> Iterator[Gateway]:
+ROLE_ARNS = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
+
+
+@contextmanager
+def running_gateway(
+    policies: dict[str, list[dict[str, Any]]],
+    responses: GatewayResponses | None = None,
+    clock: Callable[[], datetime.datetime] | None = None,
+) -> Iterator[Gateway]:
+    """A gateway whose every method is authorized with IAM, in front of an echo function; with
+    `responses`, its refusals in the stack's gateway responses; with `clock`, checked at that time."""
     function = EchoFunction()
     identities = Identities()
-    role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
-    authorizer = IamAuthorizer(identities, policies, role_arns, REGION, ACCOUNT, API_ID, STAGE)
+    authorizer = IamAuthorizer(identities, policies, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE)
+    if clock is not None:
+        authorizer.clock = clock
     routes = [Route("/{proxy+}", "ANY", function, "AWS_IAM")]  # type: ignore[arg-type]
-    api = ApiGateway(routes, STAGE, "127.0.0.1", 0, authorizer)
+    api = ApiGateway(routes, STAGE, "127.0.0.1", 0, authorizer, responses)
     api.start()
-    yield api, function, identities
-    api.stop()
+    try:
+        yield api, function, identities
+    finally:
+        api.stop()
+
+
+@pytest.fixture
+def gateway(policies: dict[str, list[dict[str, Any]]]) -> Iterator[Gateway]:
+    with running_gateway(policies) as started:
+        yield started
 
 
 def test_the_stack_lets_a_tenant_session_reach_only_its_own_accounts_paths(policies: dict[str, Any]) -> None:
@@ -173,6 +192,20 @@ def test_a_signature_older_than_five_minutes_is_refused(gateway: Gateway) -> Non
     refused(HttpApi(api.url).request("GET", "/accounts/acme", None, headers), function, 403, "Signature expired")
 
 
+def test_a_signature_dated_after_the_window_is_not_yet_current_as_aws_words_it(policies: dict[str, Any]) -> None:
+    now = datetime.datetime(2026, 11, 20, 21, 10, 29, tzinfo=datetime.UTC)
+    with running_gateway(policies, clock=lambda: now) as (api, function, identities):
+        future = now + MAX_CLOCK_SKEW + datetime.timedelta(seconds=74)
+        headers = sign(identities.admin.credentials(), REGION, "GET", f"{api.url}/accounts/acme", None, {}, at=future)
+        reply = HttpApi(api.url).request("GET", "/accounts/acme", None, headers)
+    refused(
+        reply,
+        function,
+        403,
+        "Signature not yet current: 20261120T211643Z is still later than 20261120T211529Z (20261120T211029Z + 5 min.)",
+    )
+
+
 def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
     gateway: Gateway,
 ) -> None:
@@ -186,23 +219,22 @@ def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
 
 
 def test_verification_is_botocores_own_signature_computed_again() -> None:
-    """A request signed by botocore verifies; the same one a second later (another timestamp in the
-    signature, the old one in the header) does not."""
+    """A request signed by botocore verifies; the same request checked for another region does not."""
     credentials = Identities().admin.credentials()
     url = "http://127.0.0.1:3000/accounts/a%20b/resources?limit=2"
-    headers = sign(credentials, REGION, "GET", url, None, {})
+    now = datetime.datetime(2026, 11, 20, 21, 10, 29, tzinfo=datetime.UTC)
+    headers = sign(credentials, REGION, "GET", url, None, {}, at=now)
     secrets = {credentials.access_key: credentials.secret_key}
-    assert verify("GET", url, headers, b"", REGION, secrets.get).access_key_id == credentials.access_key  # type: ignore[union-attr]
-    assert verify("GET", url, headers, b"", "eu-west-1", secrets.get).status == 403  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", REGION, secrets.get, now).access_key_id == credentials.access_key  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", "eu-west-1", secrets.get, now).status == 403  # type: ignore[union-attr]
 
 
 def test_a_policy_the_local_gateway_cannot_evaluate_is_a_500_not_a_guess() -> None:
     function = EchoFunction()
     identities = Identities()
     conditional = {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": "*", "Condition": {"Bool": {}}}
-    role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
     authorizer = IamAuthorizer(
-        identities, {ADMIN: [{"Statement": [conditional]}]}, role_arns, REGION, ACCOUNT, API_ID, STAGE
+        identities, {ADMIN: [{"Statement": [conditional]}]}, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE
     )
     api = ApiGateway([Route("/{proxy+}", "ANY", function, "AWS_IAM")], STAGE, "127.0.0.1", 0, authorizer)  # type: ignore[arg-type]
     api.start()
