@@ -115,7 +115,12 @@ def utc_now() -> datetime.datetime:
 
 
 class _Recompute(SigV4Auth):  # type: ignore[misc]  # botocore has no type hints
-    """botocore's signer, limited to the headers the caller says it signed."""
+    """botocore's signer, limited to the headers the caller says it signed, over the body received.
+
+    botocore takes the payload's hash from an X-Amz-Content-SHA256 header when there is one: that
+    is S3's way, where the header declares the hash (or UNSIGNED-PAYLOAD). Every other service,
+    execute-api included, hashes the body it received, so the header is one more signed header
+    and the canonical request's last line is always the received body's hash."""
 
     def __init__(self, credentials: Credentials, region: str, signed: list[str]) -> None:
         super().__init__(credentials, SERVICE, region)
@@ -127,6 +132,10 @@ class _Recompute(SigV4Auth):  # type: ignore[misc]  # botocore has no type hints
             if name not in self._signed:
                 del chosen[name]
         return chosen
+
+    def canonical_request(self, request: AWSRequest) -> str:
+        claimed_hash_dropped, _, _ = super().canonical_request(request).rpartition("\n")
+        return f"{claimed_hash_dropped}\n{self.payload(request)}"
 
 
 def verify(

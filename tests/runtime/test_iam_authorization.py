@@ -5,6 +5,7 @@ request is answered as API Gateway answers it and never reaches the function."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -176,6 +177,39 @@ def test_a_body_changed_after_signing_is_refused(gateway: Gateway) -> None:
     )
     reply = HttpApi(api.url).request("PUT", "/accounts/acme", {"limit": 5000}, headers)
     refused(reply, function, 403, "The request signature we calculated does not match")
+
+
+def enveloped_refusal(reply: Any, function: EchoFunction, code: str) -> None:
+    """A 403 of API Gateway's, in the API's error envelope, before the function."""
+    assert reply.status == 403, reply.body
+    assert reply.body["error"]["code"] == code
+    assert function.events == []
+
+
+@pytest.mark.parametrize("claimed", ["UNSIGNED-PAYLOAD", hashlib.sha256(b'{"name": "benign"}').hexdigest()])
+def test_the_signature_covers_the_body_received_whatever_hash_the_client_claims(
+    policies: dict[str, Any], responses: GatewayResponses, claimed: str
+) -> None:
+    """execute-api hashes the body it received; X-Amz-Content-SHA256 is S3's header and proves
+    nothing here (a signed benign body with another sent in its place is refused)."""
+    with running_gateway(policies, responses) as (api, function, identities):
+        url = f"{api.url}/accounts/acme/resources"
+        headers = {"Content-Type": "application/json", "X-Amz-Content-SHA256": claimed}
+        signed = sign(identities.admin.credentials(), REGION, "POST", url, b'{"name": "benign"}', headers)
+        reply = HttpApi(api.url).request("POST", "/accounts/acme/resources", {"name": "evil"}, signed)
+    enveloped_refusal(reply, function, "InvalidSignature")
+
+
+def test_an_admins_signed_limit_replayed_with_another_limit_is_refused(
+    policies: dict[str, Any], responses: GatewayResponses
+) -> None:
+    with running_gateway(policies, responses) as (api, function, identities):
+        url, body = f"{api.url}/accounts/acme", b'{"limit": 1}'
+        headers = {"Content-Type": "application/json", "X-Amz-Content-SHA256": hashlib.sha256(body).hexdigest()}
+        signed = sign(identities.admin.credentials(), REGION, "PUT", url, body, headers)
+        replayed = HttpApi(api.url).request("PUT", "/accounts/acme", {"limit": 1000000}, signed)
+        enveloped_refusal(replayed, function, "InvalidSignature")
+        assert HttpApi(api.url).request("PUT", "/accounts/acme", {"limit": 1}, signed).status == 201  # as signed
 
 
 def test_an_unknown_access_key_is_refused(gateway: Gateway) -> None:
