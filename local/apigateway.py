@@ -27,7 +27,7 @@ from local.event_sources import log_invocation
 from local.functions import FunctionPool, Invocation
 from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import Caller, IamAuthorizer
-from local.sigv4 import MISSING_TOKEN, Refusal
+from local.sigv4 import MISSING_TOKEN, Refusal, request_path
 from local.stage_throttle import TOO_MANY_REQUESTS, StageThrottle
 from local.token_authorizer import AUTHORIZER_MISCONFIGURED, Authorized, TokenAuthorizer
 
@@ -142,8 +142,8 @@ def proxy_event(
     authorized: Authorized | None = None,
 ) -> dict[str, Any]:
     """The Lambda proxy integration's request event (payload format 1.0)."""
-    parts = urlsplit(raw_path)
-    query = parse_qsl(parts.query, keep_blank_values=True)
+    path = request_path(raw_path)
+    query = parse_qsl(urlsplit(raw_path).query, keep_blank_values=True)
     multi_query: dict[str, list[str]] = {}
     for name, value in query:
         multi_query.setdefault(name, []).append(value)
@@ -157,7 +157,7 @@ def proxy_event(
         text, encoded = base64.b64encode(body).decode(), True
     return {
         "resource": resource_path,
-        "path": parts.path,
+        "path": path,
         "httpMethod": method,
         "headers": {name: values[-1] for name, values in multi_headers.items()} or None,
         "multiValueHeaders": multi_headers or None,
@@ -168,7 +168,7 @@ def proxy_event(
         "requestContext": {
             "resourcePath": resource_path,
             "httpMethod": method,
-            "path": f"/{stage}{parts.path}",
+            "path": f"/{stage}{path}",
             "stage": stage,
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),
@@ -263,7 +263,7 @@ class ApiGateway:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                path = urlsplit(self.path).path
+                path = request_path(self.path)
                 found = gateway.route(self.command, path)
                 if found is None:
                     self._refuse(MISSING_TOKEN)

@@ -11,11 +11,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
 from local.identities import Identities, Identity
-from local.sigv4 import UNKNOWN_KEY, Refusal, Signed, utc_now, verify
+from local.sigv4 import UNKNOWN_KEY, Refusal, Signed, request_path, utc_now, verify
 
 logger = logging.getLogger("local.runtime")
 # A policy the local evaluator does not implement: refused as API Gateway answers a failure of its own.
@@ -61,7 +60,7 @@ class IamAuthorizer:
             return UNKNOWN_KEY
         role_arn = self.role_arns[identity.role]
         user_arn = f"arn:aws:sts::{self.account_id}:assumed-role/{role_arn.rsplit('/', 1)[-1]}/{identity.session_name}"
-        path = unquote(urlsplit(raw_path).path)
+        path = request_path(raw_path)
         resource = execute_api_arn(self.region, self.account_id, self.api_id, self.stage, method, path)
         try:
             permitted = allowed(self.policies.get(identity.role, ()), "execute-api:Invoke", resource, identity.tags)

@@ -13,13 +13,16 @@ from __future__ import annotations
 import datetime
 import hmac
 import re
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from botocore.utils import normalize_url_path
 
 SERVICE = "execute-api"
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -31,6 +34,24 @@ _AUTHORIZATION = re.compile(
     rf"{ALGORITHM} Credential=(?P<key>[^/]+)/(?P<date>\d{{8}})/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request,"
     r"\s*SignedHeaders=(?P<signed>[a-z0-9;\-]+),\s*Signature=(?P<signature>[0-9a-f]{64})$"
 )
+
+
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_PERCENT_ENCODED = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def request_path(raw_path: str) -> str:
+    """The one path a request is routed, authorized and delivered on: the request's path with the
+    percent-encodings of unreserved characters decoded (`%2e` is `.`, RFC 3986 section 6.2.2.2),
+    then its dot segments and empty segments removed as the signature's canonical path removes
+    them (botocore's normalize_url_path; IAM user guide, "Create a signed AWS API request"). Other
+    percent-encodings (`%2F`) stay as sent: they are not path separators."""
+
+    def decoded_if_unreserved(encoded: re.Match[str]) -> str:
+        character = unquote(encoded[0])
+        return character if character in _UNRESERVED else encoded[0]
+
+    return str(normalize_url_path(_PERCENT_ENCODED.sub(decoded_if_unreserved, urlsplit(raw_path).path)))
 
 
 def sign(

@@ -252,6 +252,43 @@ def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
     assert acme.request("POST", "/accounts/acme/resources", {"name": "x"}).status == 201
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/accounts/acme/../globex"),
+        ("POST", "/accounts/acme/resources/../../globex/resources"),
+        ("POST", "/accounts/acme/resources//..//..//globex/resources"),
+        ("POST", "/accounts/acme/resources/%2e%2e/%2e%2e/globex/resources"),
+        ("POST", "/accounts/acme/resources/%2E%2E/%2e%2E/globex/resources"),
+        ("POST", "/accounts/acme%2F..%2Fglobex/resources"),
+        ("POST", "/accounts/acme/resources/..%2F..%2Fglobex/resources"),
+        ("GET", "//accounts//globex"),
+        ("POST", "/accounts/acme/./resources"),
+        ("POST", "//accounts//acme//resources"),
+        ("POST", "/accounts/%61cme/resources"),
+    ],
+)
+def test_a_tenant_reaches_its_own_account_only_however_the_path_is_spelled(
+    gateway: Gateway, method: str, path: str
+) -> None:
+    """The signature covers the path with its dot segments removed (as botocore signs it); the
+    policy is evaluated on the path the request is routed on, which is the path the function gets.
+    Another tenant's account is never reached: refused, or routed to the caller's own account."""
+    api, function, identities = gateway
+    acme = HttpApi(api.url, credentials=identities.tenant("acme").credentials())
+    reply = acme.request(method, path, {"name": "x"} if method == "POST" else None)
+    if reply.status == 403:
+        assert function.events == []
+        return
+    assert reply.status == 201, reply.body
+    [event] = function.events
+    segments = event["path"].split("/")
+    assert segments[:3] == ["", "accounts", "acme"], event["path"]
+    assert not {".", "..", ""} & set(segments[1:]), event["path"]
+    assert "%2e" not in event["path"].lower(), event["path"]
+    assert event["requestContext"]["path"] == f"/{STAGE}{event['path']}"
+
+
 def test_verification_is_botocores_own_signature_computed_again() -> None:
     """A request signed by botocore verifies; the same request checked for another region does not."""
     credentials = Identities().admin.credentials()
