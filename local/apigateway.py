@@ -19,7 +19,9 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BufferedIOBase
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -44,11 +46,52 @@ LISTEN_BACKLOG = 1024
 WORKERS = 512
 # An idle keep-alive connection is closed after this, so it cannot hold a worker forever.
 IDLE_CONNECTION_SECONDS = 5.0
+# The longest chunk-size or trailer line read from a chunked body.
+MAX_CHUNK_LINE = 4096
 
 # What API Gateway answers itself when the integration gives no proper response.
 FUNCTION_THROTTLED = Refusal("DEFAULT_5XX", 500, "Internal server error")
 FUNCTION_FAILED = Refusal("DEFAULT_5XX", 502, "Internal server error")
 ENDPOINT_TIMED_OUT = Refusal("INTEGRATION_TIMEOUT", 504, "Endpoint request timed out")
+
+
+class Unreadable(Exception):
+    """A request body whose length cannot be told: answered with `refusal`, then the connection is
+    closed, since where the next request starts is unknown."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+BAD_FRAMING = Refusal("DEFAULT_4XX", 400, "Bad Request")
+
+
+def read_body(headers: Message, stream: BufferedIOBase) -> bytes:
+    """The request's body, framed as HTTP/1.1 frames it (RFC 9112, section 6): by Content-Length, or
+    by the chunked transfer coding, which a recipient must be able to decode. A Transfer-Encoding
+    other than chunked alone, or together with a Content-Length, makes the length unknowable (a
+    request smuggling attempt, or a coding not supported): refused, 400."""
+    coding = headers.get("Transfer-Encoding")
+    if coding is None:
+        return stream.read(int(headers.get("Content-Length") or 0))
+    if coding.strip().lower() != "chunked" or headers.get("Content-Length") is not None:
+        raise Unreadable(BAD_FRAMING)
+    body = bytearray()
+    while True:
+        size_line = stream.readline(MAX_CHUNK_LINE)
+        try:
+            size = int(size_line.split(b";", 1)[0].strip(), 16)  # after ";": chunk extensions, ignored
+        except ValueError:
+            raise Unreadable(BAD_FRAMING) from None
+        if size == 0:
+            break
+        body += stream.read(size)
+        if stream.readline(MAX_CHUNK_LINE) != b"\r\n":
+            raise Unreadable(BAD_FRAMING)
+    while stream.readline(MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):  # trailer fields, ignored
+        pass
+    return bytes(body)
 
 
 class PortInUse(OSError):
@@ -261,8 +304,9 @@ class ApiGateway:
                 return  # one line per invocation is logged instead
 
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
+                body = self._body()
+                if body is None:
+                    return
                 path = request_path(self.path)
                 found = gateway.route(self.command, path)
                 if found is None:
@@ -308,7 +352,15 @@ class ApiGateway:
                     return
                 self._refuse(failure_answer(invocation), event["requestContext"]["requestId"])
 
-            def _refuse(self, refusal: Refusal, request_id: str | None = None) -> None:
+            def _body(self) -> bytes | None:
+                """The request's body; None when it could not be read and the answer is sent."""
+                try:
+                    return read_body(self.headers, self.rfile)
+                except Unreadable as unreadable:
+                    self._refuse(unreadable.refusal, closing=True)
+                    return None
+
+            def _refuse(self, refusal: Refusal, request_id: str | None = None, closing: bool = False) -> None:
                 """API Gateway's own answer, through the stack's gateway responses."""
                 answer = gateway._responses.answer(
                     refusal.response_type,
@@ -317,11 +369,13 @@ class ApiGateway:
                     request_id or str(uuid.uuid4()),
                     refusal.message_key,
                 )
-                self._reply(answer.status, answer.headers, answer.body)
+                self._reply(
+                    answer.status, {**answer.headers, **({"Connection": "close"} if closing else {})}, answer.body
+                )
 
             def _reply(self, status: int, headers: Mapping[str, str | list[str]], body: bytes) -> None:
                 self.send_response(status)
-                for name, value in headers.items():
+                for name, value in headers.items():  # "Connection: close" closes it after the answer
                     for one in value if isinstance(value, list) else [value]:
                         self.send_header(name, one)
                 self.send_header("Content-Length", str(len(body)))
@@ -332,10 +386,8 @@ class ApiGateway:
             def _no_such_method(self) -> None:
                 """A method no API Gateway resource declares (TRACE, say): API Gateway answers it as
                 it answers an unknown path, not with the HTTP server's HTML 501."""
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                self._refuse(MISSING_TOKEN)
+                if self._body() is not None:
+                    self._refuse(MISSING_TOKEN)
 
             def __getattr__(self, name: str) -> Any:
                 if name.startswith("do_"):

@@ -141,6 +141,56 @@ def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() 
         api.stop()
 
 
+def read_answer(answers: Any) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 response from a socket's file, leaving the next one unread."""
+    status = int(answers.readline().split()[1])
+    headers = {}
+    while (line := answers.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return status, headers, answers.read(int(headers.get("content-length", 0)))
+
+
+def test_a_chunked_body_is_decoded_and_the_next_request_on_the_connection_is_answered_in_turn(
+    gateway: tuple[ApiGateway, EchoFunction],
+) -> None:
+    api, function = gateway
+    host, port = api.url.removeprefix("http://").split(":")
+    chunks = b'6\r\n{"name\r\n6;ext=1\r\n": "n"\r\n1\r\n}\r\n0\r\n\r\n'  # a chunk extension, ignored
+    chunked = b"POST /first HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+    second = b"GET /second HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(chunked + second)  # pipelined: both before either answer
+        answers = sock.makefile("rb")
+        first_answer, second_answer = read_answer(answers), read_answer(answers)
+    assert (first_answer[0], json.loads(first_answer[2])) == (201, {"path": "/first"})
+    assert (second_answer[0], json.loads(second_answer[2])) == (201, {"path": "/second"})
+    assert [event["body"] for event in function.events] == ['{"name": "n"}', None]
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",  # not a chunk size
+        b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n",  # a chunk not ended by CRLF
+        b"Transfer-Encoding: gzip\r\n\r\n{}",  # chunked is not the final coding
+        b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n",  # both
+    ],
+)
+def test_a_body_whose_length_cannot_be_told_is_refused_400_and_the_connection_closed(
+    gateway: tuple[ApiGateway, EchoFunction], framing: bytes
+) -> None:
+    api, function = gateway
+    host, port = api.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /x HTTP/1.1\r\nHost: x\r\n" + framing + b"GET /y HTTP/1.1\r\nHost: x\r\n\r\n")
+        answers = sock.makefile("rb")
+        status, headers, _ = read_answer(answers)
+        assert (status, headers["connection"]) == (400, "close")
+        assert answers.read() == b""  # closed: nothing after it is taken for a request
+    assert function.events == []
+
+
 def test_binary_bodies_are_base64_encoded() -> None:
     event = proxy_event("POST", "/x", [], b"\xff\x00", "/{proxy+}", {"proxy": "x"}, "prod")
     assert event["isBase64Encoded"] is True
