@@ -138,19 +138,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def callers(runtime: Any) -> list[str]:
-    """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4)."""
+    """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4; a session's
+    keys go with its session token)."""
     identities = runtime.settings.identities
     admin, tenant = identities.admin, identities.tenant("acme")
     sign = f"--aws-sigv4 aws:amz:{runtime.settings.region}:execute-api"
+
+    def signed_as(identity: Any) -> str:
+        return (
+            f"{sign} --user {identity.access_key_id}:{identity.secret_access_key} "
+            f"-H 'x-amz-security-token: {identity.session_token}'"
+        )
+
     json_body = "-H 'Content-Type: application/json'"
+    expiry = admin.expiration.strftime("%Y-%m-%d %H:%M UTC")
     return [
         f"  admin         --user {admin.access_key_id}:{admin.secret_access_key}   (may set limits)",
         f"  tenant acme   --user {tenant.access_key_id}:{tenant.secret_access_key}   (acme's paths only)",
-        f"                kept in {IDENTITIES_FILE}",
-        f"                try: curl {sign} --user {admin.access_key_id}:{admin.secret_access_key} {json_body} "
-        f"-X PUT {runtime.api_url}/accounts/acme -d '{{\"limit\": 5}}'",
-        f"                     curl {sign} --user {tenant.access_key_id}:{tenant.secret_access_key} {json_body} "
-        f'-X POST {runtime.api_url}/accounts/acme/resources -d \'{{"name": "vm-1"}}\'',
+        f"                with their session tokens, kept in {IDENTITIES_FILE} (valid until {expiry}; "
+        '`eval "$(python -m local.identities)"` sets ADMIN, ADMIN_TOKEN, ACME, ACME_TOKEN)',
+        f"                try: curl {signed_as(admin)} {json_body} -X PUT {runtime.api_url}/accounts/acme "
+        f"-d '{{\"limit\": 5}}'",
+        f"                     curl {signed_as(tenant)} {json_body} -X POST {runtime.api_url}/accounts/acme/resources "
+        f'-d \'{{"name": "vm-1"}}\'',
     ]
 
 

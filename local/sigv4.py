@@ -106,7 +106,9 @@ BAD_SIGNATURE = Refusal(
     "Access Key and signing method. Consult the service documentation for details.",
 )
 # API Gateway has no gateway response type of its own for these two: a 403 of the signature check.
+# An unknown access key, and a session's key without its session token or with another one.
 UNKNOWN_KEY = Refusal("INVALID_SIGNATURE", 403, "The security token included in the request is invalid.")
+EXPIRED_TOKEN = Refusal("EXPIRED_TOKEN", 403, "The security token included in the request is expired")
 
 
 def incomplete(reason: str) -> Refusal:

@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
-from local.identities import ADMIN, TENANT, Identities
+from local.identities import ADMIN, RENEWED_WITHIN, SESSION_DURATION, TENANT, Identities
 from local.sigv4 import MAX_CLOCK_SKEW, sign, verify
 from tests.runtime.test_apigateway import EchoFunction
 
@@ -78,11 +79,12 @@ def running_gateway(
     policies: dict[str, list[dict[str, Any]]],
     responses: GatewayResponses | None = None,
     clock: Callable[[], datetime.datetime] | None = None,
+    identities: Identities | None = None,
 ) -> Iterator[Gateway]:
     """A gateway whose every method is authorized with IAM, in front of an echo function; with
     `responses`, its refusals in the stack's gateway responses; with `clock`, checked at that time."""
     function = EchoFunction()
-    identities = Identities()
+    identities = identities or Identities()
     authorizer = IamAuthorizer(identities, policies, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE)
     if clock is not None:
         authorizer.clock = clock
@@ -224,6 +226,66 @@ def test_a_signature_older_than_five_minutes_is_refused(gateway: Gateway) -> Non
     then = datetime.datetime.now(datetime.UTC) - MAX_CLOCK_SKEW - datetime.timedelta(seconds=30)
     headers = sign(identities.admin.credentials(), REGION, "GET", f"{api.url}/accounts/acme", None, {}, at=then)
     refused(HttpApi(api.url).request("GET", "/accounts/acme", None, headers), function, 403, "Signature expired")
+
+
+def test_a_session_is_its_key_secret_and_token_together(gateway: Gateway) -> None:
+    """A session's keys (ASIA...) are valid only with its session token, as sts:AssumeRole's are."""
+    api, function, identities = gateway
+    admin = identities.admin.credentials()
+    assert admin.token  # minted with a session token
+    for token in (None, "not-the-token", identities.tenant("acme").session_token):
+        reply = HttpApi(api.url, credentials=Credentials(admin.access_key, admin.secret_key, token)).request(
+            "GET", "/accounts/acme"
+        )
+        refused(reply, function, 403, "The security token included in the request is invalid.")
+    assert HttpApi(api.url, credentials=admin).request("GET", "/accounts/acme").status == 201
+
+
+@pytest.mark.parametrize("after_expiry", [False, True], ids=["a second before its expiry", "at its expiry"])
+def test_an_expired_session_is_refused_expired_token(
+    policies: dict[str, Any], responses: GatewayResponses, after_expiry: bool
+) -> None:
+    minted_at = datetime.datetime(2026, 11, 20, 9, 0, tzinfo=datetime.UTC)
+    identities = Identities(clock=lambda: minted_at)
+    assert identities.admin.expiration == minted_at + SESSION_DURATION  # 12 h, AssumeRole's longest
+    now = identities.admin.expiration - datetime.timedelta(seconds=0 if after_expiry else 1)
+    with running_gateway(policies, responses, clock=lambda: now, identities=identities) as (api, function, _):
+        headers = sign(identities.admin.credentials(), REGION, "GET", f"{api.url}/accounts/acme", None, {}, at=now)
+        reply = HttpApi(api.url).request("GET", "/accounts/acme", None, headers)
+    if not after_expiry:
+        assert reply.status == 201
+        return
+    assert reply.status == 403
+    assert reply.body["error"]["code"] == "ExpiredToken"
+    assert reply.body["error"]["message"] == "The security token included in the request is expired"
+    assert function.events == []
+
+
+def test_saved_sessions_are_renewed_when_they_expire_within_the_hour(tmp_path: Path) -> None:
+    path = tmp_path / "identities.json"
+    minted_at = datetime.datetime(2026, 11, 20, 9, 0, tzinfo=datetime.UTC)
+    first = Identities.load(path, clock=lambda: minted_at)
+    admin, acme = first.admin, first.tenant("acme")
+    later = Identities.load(
+        path, clock=lambda: minted_at + SESSION_DURATION - RENEWED_WITHIN - datetime.timedelta(seconds=1)
+    )
+    assert (later.admin, later.tenant("acme")) == (admin, acme)  # still valid for over an hour: kept
+    renewed_at = minted_at + SESSION_DURATION - RENEWED_WITHIN
+    renewed = Identities.load(path, clock=lambda: renewed_at)
+    assert renewed.admin.session_token != admin.session_token
+    assert renewed.admin.expiration == renewed_at + SESSION_DURATION
+    assert (renewed.tenant("acme").role, renewed.tenant("acme").tags) == (acme.role, acme.tags)
+    assert Identities.load(path, clock=lambda: renewed_at).admin == renewed.admin  # saved
+
+
+def test_a_file_of_sessions_without_tokens_is_minted_again(tmp_path: Path) -> None:
+    path = tmp_path / "identities.json"
+    path.write_text(
+        json.dumps([{"access_key_id": "ASIALOCALX", "secret_access_key": "s", "role": "admin", "tags": {}}])
+    )
+    admin = Identities.load(path).admin
+    assert admin.session_token
+    assert admin.access_key_id != "ASIALOCALX"
 
 
 def test_a_signature_dated_after_the_window_is_not_yet_current_as_aws_words_it(policies: dict[str, Any]) -> None:
