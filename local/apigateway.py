@@ -49,9 +49,12 @@ IDLE_CONNECTION_SECONDS = 5.0
 # The longest chunk-size or trailer line read from a chunked body.
 MAX_CHUNK_LINE = 4096
 
-# What API Gateway answers itself when the integration gives no proper response.
-FUNCTION_THROTTLED = Refusal("DEFAULT_5XX", 500, "Internal server error")
-FUNCTION_FAILED = Refusal("DEFAULT_5XX", 502, "Internal server error")
+# What API Gateway answers itself when the integration gives no proper response: a rejected
+# (throttled) invocation and a function error are both INTEGRATION_FAILURE, each with its own default
+# status; a proxy response it cannot read is its own configuration error.
+FUNCTION_THROTTLED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error")
+FUNCTION_FAILED = Refusal("INTEGRATION_FAILURE", 502, "Internal server error")
+MALFORMED_RESPONSE = Refusal("DEFAULT_5XX", 502, "Internal server error")
 ENDPOINT_TIMED_OUT = Refusal("INTEGRATION_TIMEOUT", 504, "Endpoint request timed out")
 
 
@@ -350,7 +353,8 @@ class ApiGateway:
                 if invocation.ok and isinstance(invocation.payload, Mapping):
                     self._reply(*integration_response(invocation.payload))
                     return
-                self._refuse(failure_answer(invocation), event["requestContext"]["requestId"])
+                refusal = failure_answer(invocation) if not invocation.ok else MALFORMED_RESPONSE
+                self._refuse(refusal, event["requestContext"]["requestId"])
 
             def _body(self) -> bytes | None:
                 """The request's body; None when it could not be read and the answer is sent."""
@@ -404,9 +408,10 @@ def log_refusal(method: str, path: str, refusal: Refusal) -> None:
 
 
 def failure_answer(invocation: Invocation) -> Refusal:
-    """What API Gateway answers when the Lambda integration gives no proper response ("Handle
-    Lambda errors in API Gateway"): a rejected (throttled) invocation is a 500, a function error or
-    a run past the function's timeout a 502, and the integration timeout a 504. It never retries."""
+    """What API Gateway answers when the Lambda invocation fails ("Handle Lambda errors in API
+    Gateway"): a rejected (throttled) invocation is a 500, a function error or a run past the
+    function's timeout a 502, both through the INTEGRATION_FAILURE gateway response, and the
+    integration timeout a 504. It never retries."""
     if invocation.throttled:
         return FUNCTION_THROTTLED
     if invocation.caller_gave_up:

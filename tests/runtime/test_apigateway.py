@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from infra.synth import synthesize_stack_template
 from local.apigateway import ApiGateway, PortInUse, Route, integration_response, proxy_event
 from local.functions import REPO_ROOT, DeployedFunction, Invocation
+from local.gateway_responses import GatewayResponses
 
 
 @dataclass
@@ -118,6 +120,30 @@ def test_a_throttled_invocation_is_a_500(gateway: tuple[ApiGateway, EchoFunction
     function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
     status, _, body = call(f"{api.url}/x")
     assert (status, json.loads(body)) == (500, {"message": "Internal server error"})
+
+
+@pytest.mark.parametrize(
+    "invocation",
+    [
+        Invocation(ok=False, error_type="TooManyRequestsException", throttled=True),
+        Invocation(ok=False, error_type="Exception"),
+        Invocation(ok=False, error_type="TimeoutError", timed_out=True),
+    ],
+    ids=["throttled", "failed", "timed out"],
+)
+def test_with_the_stacks_gateway_responses_an_integration_failure_is_a_503_to_retry(invocation: Invocation) -> None:
+    """API Gateway renders a rejected invocation and a function error alike, as INTEGRATION_FAILURE,
+    which the stack answers 503 ServiceUnavailable with Retry-After (infra/gateway_errors.py)."""
+    function = EchoFunction(answer=invocation)
+    responses = GatewayResponses.from_template(synthesize_stack_template())
+    api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses)  # type: ignore[list-item]
+    api.start()
+    try:
+        status, headers, body = call(f"{api.url}/x")
+    finally:
+        api.stop()
+    assert (status, headers["Retry-After"]) == (503, "1")
+    assert json.loads(body)["error"]["code"] == "ServiceUnavailable"
 
 
 def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() -> None:

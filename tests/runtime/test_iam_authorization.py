@@ -388,26 +388,30 @@ def responses() -> GatewayResponses:
 
 
 @pytest.mark.parametrize(
-    ("response_type", "status", "code"),
+    ("response_type", "status", "answered", "code"),
     [
-        ("MISSING_AUTHENTICATION_TOKEN", 403, "MissingAuthenticationToken"),
-        ("INVALID_SIGNATURE", 403, "InvalidSignature"),
-        ("ACCESS_DENIED", 403, "AccessDenied"),
-        ("THROTTLED", 429, "Throttled"),
-        ("INTEGRATION_TIMEOUT", 504, "IntegrationTimeout"),
-        ("WAF_FILTERED", 403, "RequestRefused"),  # undeclared: DEFAULT_4XX
-        ("INTEGRATION_FAILURE", 502, "InternalError"),  # undeclared: DEFAULT_5XX
+        ("MISSING_AUTHENTICATION_TOKEN", 403, 403, "MissingAuthenticationToken"),
+        ("INVALID_SIGNATURE", 403, 403, "InvalidSignature"),
+        ("EXPIRED_TOKEN", 403, 403, "ExpiredToken"),
+        ("ACCESS_DENIED", 403, 403, "AccessDenied"),
+        ("THROTTLED", 429, 429, "Throttled"),
+        ("REQUEST_TOO_LARGE", 413, 413, "PayloadTooLarge"),
+        ("INTEGRATION_TIMEOUT", 504, 504, "IntegrationTimeout"),
+        ("INTEGRATION_FAILURE", 500, 503, "ServiceUnavailable"),  # a throttled invocation
+        ("INTEGRATION_FAILURE", 502, 503, "ServiceUnavailable"),  # a failed one
+        ("WAF_FILTERED", 403, 403, "RequestRefused"),  # undeclared: DEFAULT_4XX
+        ("API_CONFIGURATION_ERROR", 500, 500, "InternalError"),  # undeclared: DEFAULT_5XX
     ],
 )
 def test_every_answer_of_api_gateway_itself_is_in_the_apis_error_envelope(
-    responses: GatewayResponses, response_type: str, status: int, code: str
+    responses: GatewayResponses, response_type: str, status: int, answered: int, code: str
 ) -> None:
     message = 'a message with "quotes"'
     answer = responses.answer(response_type, status, message, "req-1", message_key="Message")
-    assert answer.status == status
+    assert answer.status == answered
     assert json.loads(answer.body) == {"error": {"code": code, "message": message, "requestId": "req-1"}}
     assert answer.headers["Content-Type"] == "application/json"
-    assert ("Retry-After" in answer.headers) is (response_type == "THROTTLED")
+    assert ("Retry-After" in answer.headers) is (response_type in ("THROTTLED", "INTEGRATION_FAILURE"))
 
 
 def test_without_declared_responses_api_gateways_defaults_are_answered() -> None:
