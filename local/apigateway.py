@@ -48,26 +48,34 @@ WORKERS = 512
 IDLE_CONNECTION_SECONDS = 5.0
 # The longest chunk-size or trailer line read from a chunked body.
 MAX_CHUNK_LINE = 4096
+# API Gateway's payload limit for a REST API: 10 MB ("Amazon API Gateway quotas"), refused with its
+# REQUEST_TOO_LARGE gateway response ("Gateway response types").
+MAX_REQUEST_BYTES = 10 * 1024 * 1024
+# A refused body is read and dropped up to this many bytes, so that its client, still sending, gets
+# the answer rather than a reset connection; beyond it the connection is closed unread.
+MAX_DRAINED_BYTES = 4 * MAX_REQUEST_BYTES
 
 # What API Gateway answers itself when the integration gives no proper response: a rejected
-# (throttled) invocation and a function error are both INTEGRATION_FAILURE, each with its own default
+# invocation (throttled, or too large) and a function error are both INTEGRATION_FAILURE, each with its own default
 # status; a proxy response it cannot read is its own configuration error.
-FUNCTION_THROTTLED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error")
+FUNCTION_REJECTED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error")
 FUNCTION_FAILED = Refusal("INTEGRATION_FAILURE", 502, "Internal server error")
 MALFORMED_RESPONSE = Refusal("DEFAULT_5XX", 502, "Internal server error")
 ENDPOINT_TIMED_OUT = Refusal("INTEGRATION_TIMEOUT", 504, "Endpoint request timed out")
 
 
 class Unreadable(Exception):
-    """A request body whose length cannot be told: answered with `refusal`, then the connection is
-    closed, since where the next request starts is unknown."""
+    """A request body not read: answered with `refusal`, then `unread` bytes of it dropped and the
+    connection closed, since where the next request starts is unknown."""
 
-    def __init__(self, refusal: Refusal) -> None:
+    def __init__(self, refusal: Refusal, unread: int = 0) -> None:
         super().__init__(refusal.message)
         self.refusal = refusal
+        self.unread = unread
 
 
 BAD_FRAMING = Refusal("DEFAULT_4XX", 400, "Bad Request")
+REQUEST_TOO_LARGE = Refusal("REQUEST_TOO_LARGE", 413, "Request Too Long")
 
 
 def read_body(headers: Message, stream: BufferedIOBase) -> bytes:
@@ -77,7 +85,10 @@ def read_body(headers: Message, stream: BufferedIOBase) -> bytes:
     request smuggling attempt, or a coding not supported): refused, 400."""
     coding = headers.get("Transfer-Encoding")
     if coding is None:
-        return stream.read(int(headers.get("Content-Length") or 0))
+        length = int(headers.get("Content-Length") or 0)
+        if length > MAX_REQUEST_BYTES:
+            raise Unreadable(REQUEST_TOO_LARGE, unread=length)
+        return stream.read(length)
     if coding.strip().lower() != "chunked" or headers.get("Content-Length") is not None:
         raise Unreadable(BAD_FRAMING)
     body = bytearray()
@@ -89,6 +100,8 @@ def read_body(headers: Message, stream: BufferedIOBase) -> bytes:
             raise Unreadable(BAD_FRAMING) from None
         if size == 0:
             break
+        if len(body) + size > MAX_REQUEST_BYTES:
+            raise Unreadable(REQUEST_TOO_LARGE)
         body += stream.read(size)
         if stream.readline(MAX_CHUNK_LINE) != b"\r\n":
             raise Unreadable(BAD_FRAMING)
@@ -362,6 +375,9 @@ class ApiGateway:
                     return read_body(self.headers, self.rfile)
                 except Unreadable as unreadable:
                     self._refuse(unreadable.refusal, closing=True)
+                    unread = min(unreadable.unread, MAX_DRAINED_BYTES)
+                    while unread > 0 and (dropped := self.rfile.read(min(unread, 1 << 16))):
+                        unread -= len(dropped)
                     return None
 
             def _refuse(self, refusal: Refusal, request_id: str | None = None, closing: bool = False) -> None:
@@ -409,11 +425,11 @@ def log_refusal(method: str, path: str, refusal: Refusal) -> None:
 
 def failure_answer(invocation: Invocation) -> Refusal:
     """What API Gateway answers when the Lambda invocation fails ("Handle Lambda errors in API
-    Gateway"): a rejected (throttled) invocation is a 500, a function error or a run past the
-    function's timeout a 502, both through the INTEGRATION_FAILURE gateway response, and the
-    integration timeout a 504. It never retries."""
-    if invocation.throttled:
-        return FUNCTION_THROTTLED
+    Gateway"): a rejected invocation (throttled, or an event over Lambda's 6 MB) is a 500, a
+    function error or a run past the function's timeout a 502, both through the INTEGRATION_FAILURE
+    gateway response, and the integration timeout a 504. It never retries."""
+    if invocation.rejected:
+        return FUNCTION_REJECTED
     if invocation.caller_gave_up:
         return ENDPOINT_TIMED_OUT
     return FUNCTION_FAILED

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from infra.synth import synthesize_stack_template
-from local.apigateway import ApiGateway, PortInUse, Route, integration_response, proxy_event
+from local.apigateway import MAX_REQUEST_BYTES, ApiGateway, PortInUse, Route, integration_response, proxy_event
 from local.functions import REPO_ROOT, DeployedFunction, Invocation
 from local.gateway_responses import GatewayResponses
 
@@ -144,6 +144,22 @@ def test_with_the_stacks_gateway_responses_an_integration_failure_is_a_503_to_re
         api.stop()
     assert (status, headers["Retry-After"]) == (503, "1")
     assert json.loads(body)["error"]["code"] == "ServiceUnavailable"
+
+
+def test_a_body_over_10_mb_is_refused_413_without_invoking_the_function() -> None:
+    """API Gateway's REST payload limit is 10 MB: REQUEST_TOO_LARGE, answered by the gateway itself."""
+    function = EchoFunction()
+    responses = GatewayResponses.from_template(synthesize_stack_template())
+    api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses)  # type: ignore[list-item]
+    api.start()
+    try:
+        status, _, body = call(f"{api.url}/accounts/acme/resources", "POST", b"x" * (MAX_REQUEST_BYTES + 1))
+        assert call(f"{api.url}/x", "POST", b"x" * MAX_REQUEST_BYTES)[0] == 201
+    finally:
+        api.stop()
+    assert status == 413
+    assert json.loads(body)["error"]["code"] == "PayloadTooLarge"
+    assert [event["path"] for event in function.events] == ["/x"]
 
 
 def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() -> None:
