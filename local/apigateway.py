@@ -362,12 +362,14 @@ class ApiGateway:
                 invocation = route.function.invoke(
                     event, synchronous=True, patience_seconds=INTEGRATION_TIMEOUT_SECONDS
                 )
-                log_invocation(route.function.function.short_name, 1, invocation, f"{self.command} {path}")
                 if invocation.ok and isinstance(invocation.payload, Mapping):
-                    self._reply(*integration_response(invocation.payload))
-                    return
-                refusal = failure_answer(invocation) if not invocation.ok else MALFORMED_RESPONSE
-                self._refuse(refusal, event["requestContext"]["requestId"])
+                    status, headers, answer = integration_response(invocation.payload)
+                    self._reply(status, headers, answer)
+                else:
+                    refusal = failure_answer(invocation) if not invocation.ok else MALFORMED_RESPONSE
+                    status = self._refuse(refusal, event["requestContext"]["requestId"])
+                name = route.function.function.short_name
+                log_invocation(name, 1, invocation, f"{self.command} {path}", status)
 
             def _body(self) -> bytes | None:
                 """The request's body; None when it could not be read and the answer is sent."""
@@ -380,8 +382,8 @@ class ApiGateway:
                         unread -= len(dropped)
                     return None
 
-            def _refuse(self, refusal: Refusal, request_id: str | None = None, closing: bool = False) -> None:
-                """API Gateway's own answer, through the stack's gateway responses."""
+            def _refuse(self, refusal: Refusal, request_id: str | None = None, closing: bool = False) -> int:
+                """API Gateway's own answer, through the stack's gateway responses; its status."""
                 answer = gateway._responses.answer(
                     refusal.response_type,
                     refusal.status,
@@ -392,6 +394,7 @@ class ApiGateway:
                 self._reply(
                     answer.status, {**answer.headers, **({"Connection": "close"} if closing else {})}, answer.body
                 )
+                return answer.status
 
             def _reply(self, status: int, headers: Mapping[str, str | list[str]], body: bytes) -> None:
                 self.send_response(status)

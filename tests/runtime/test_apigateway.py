@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -160,6 +161,21 @@ def test_a_body_over_10_mb_is_refused_413_without_invoking_the_function() -> Non
     assert status == 413
     assert json.loads(body)["error"]["code"] == "PayloadTooLarge"
     assert [event["path"] for event in function.events] == ["/x"]
+
+
+def test_the_run_log_says_which_status_the_caller_got(
+    gateway: tuple[ApiGateway, EchoFunction], caplog: pytest.LogCaptureFixture
+) -> None:
+    api, function = gateway
+    caplog.set_level(logging.INFO, logger="local.runtime")
+    function.answer = Invocation(ok=True, payload={"statusCode": 404, "body": "{}"})
+    call(f"{api.url}/accounts/nobody")
+    function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
+    call(f"{api.url}/accounts/acme")
+    first, second = [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()]
+    assert " 404 " in first
+    assert " ok " not in first
+    assert " 500 TooManyRequestsException " in second
 
 
 def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() -> None:
