@@ -62,8 +62,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=10,
         help="sandboxes of a function without reserved concurrency (AWS's account default is 1,000; "
-        "each one here is a process); an API call beyond them is answered 500 at once, as API Gateway "
-        "answers a throttled invocation (default 10)",
+        "each one here is a process); an API call beyond them is answered at once, as API Gateway "
+        "answers a throttled invocation (503 with the stack's gateway responses; default 10)",
     )
     parser.add_argument(
         "-c",

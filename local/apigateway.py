@@ -2,8 +2,10 @@
 
 Under load it answers as API Gateway does (docs/local-runtime.md): every connection is accepted
 (a deep listen backlog, a bounded pool of workers), an invocation the function's concurrency cannot
-take is answered 500 at once, a function error or a run past the function's timeout is a 502, and
-a 504 comes only after the integration timeout.
+take is answered at once (500, or what the stack's INTEGRATION_FAILURE gateway response says), a
+function error or a run past the function's timeout is a 502 (the same gateway response), and a
+504 comes only after the integration timeout. It refuses what API Gateway refuses before the
+function: bodies over 10 MB, bodies whose length cannot be told, and what its authorizers refuse.
 """
 
 from __future__ import annotations
