@@ -58,8 +58,8 @@ MAX_REQUEST_BYTES = 10 * 1024 * 1024
 MAX_DRAINED_BYTES = 4 * MAX_REQUEST_BYTES
 
 # What API Gateway answers itself when the integration gives no proper response: a rejected
-# invocation (throttled, or too large) and a function error are both INTEGRATION_FAILURE, each with its own default
-# status; a proxy response it cannot read is its own configuration error.
+# invocation (throttled, or too large) and a function error are both INTEGRATION_FAILURE, each with
+# its own default status; a proxy response it cannot read is its own configuration error.
 FUNCTION_REJECTED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error")
 FUNCTION_FAILED = Refusal("INTEGRATION_FAILURE", 502, "Internal server error")
 MALFORMED_RESPONSE = Refusal("DEFAULT_5XX", 502, "Internal server error")
@@ -116,8 +116,10 @@ class PortInUse(OSError):
     """The gateway's port is taken (another `make run`, say)."""
 
 
-def port_in_use_message(host: str, port: int) -> str:
-    return f"{host}:{port} is already in use (another `make run`?); choose another port with --port"
+def _bind_error(error: OSError, host: str, port: int) -> OSError:
+    if error.errno != errno.EADDRINUSE:
+        return error
+    return PortInUse(error.errno, f"{host}:{port} is already in use (another `make run`?); choose another with --port")
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -127,9 +129,7 @@ def check_port_free(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as error:
-            if error.errno != errno.EADDRINUSE:
-                raise
-            raise PortInUse(error.errno, port_in_use_message(host, port)) from error
+            raise _bind_error(error, host, port) from error
 
 
 class _Server(ThreadingHTTPServer):
@@ -145,9 +145,7 @@ class _Server(ThreadingHTTPServer):
         try:
             super().__init__(address, handler)
         except OSError as error:
-            if error.errno != errno.EADDRINUSE:
-                raise
-            raise PortInUse(error.errno, port_in_use_message(*address)) from error
+            raise _bind_error(error, *address) from error
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self._workers.submit(self.process_request_thread, request, client_address)

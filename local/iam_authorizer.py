@@ -47,7 +47,8 @@ class IamAuthorizer:
     account_id: str
     api_id: str
     stage: str
-    clock: Callable[[], datetime.datetime] = utc_now  # what the signature's date is checked against
+    # What a signature's date and a session's expiry are checked against.
+    clock: Callable[[], datetime.datetime] = utc_now
 
     def check(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Caller | Refusal:
         host = next((value for name, value in headers.items() if name.lower() == "host"), "localhost")

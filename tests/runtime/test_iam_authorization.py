@@ -23,7 +23,7 @@ from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
 from local.identities import ADMIN, RENEWED_WITHIN, SESSION_DURATION, TENANT, Identities
-from local.sigv4 import MAX_CLOCK_SKEW, sign, verify
+from local.sigv4 import MAX_CLOCK_SKEW, sign, utc_now, verify
 from tests.runtime.test_apigateway import EchoFunction
 
 REGION, ACCOUNT, API_ID, STAGE = "us-east-1", "000000000000", "a1b2c3", "prod"
@@ -85,9 +85,7 @@ def running_gateway(
     `responses`, its refusals in the stack's gateway responses; with `clock`, checked at that time."""
     function = EchoFunction()
     identities = identities or Identities()
-    authorizer = IamAuthorizer(identities, policies, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE)
-    if clock is not None:
-        authorizer.clock = clock
+    authorizer = IamAuthorizer(identities, policies, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE, clock or utc_now)
     routes = [Route("/{proxy+}", "ANY", function, "AWS_IAM")]  # type: ignore[arg-type]
     api = ApiGateway(routes, STAGE, "127.0.0.1", 0, authorizer, responses)
     api.start()
