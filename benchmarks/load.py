@@ -249,8 +249,8 @@ def summarize(report: LoadReport, samples: list[Sample], elapsed: float) -> None
     groups = {
         "create": [s for s in samples if s.operation == "create"],
         "delete": [s for s in samples if s.operation == "delete"],
-        # Beyond the API function's concurrency: API Gateway's 500 for a throttled invocation.
-        "throttled (500)": [s for s in samples if s.status == 500],
+        # Beyond the API function's concurrency: the stack's 503 for a throttled invocation.
+        "throttled (503)": [s for s in samples if s.status == 503],
     }
     for group, members in groups.items():
         if not members:

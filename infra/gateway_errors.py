@@ -6,6 +6,15 @@ Each gateway response keeps its type's own status; only the body (and, for throt
 `Retry-After` header) changes. `$context.error.messageString` is API Gateway's message as a quoted
 JSON string ("Gateway response types", "Set up gateway responses to customize error responses",
 API Gateway developer guide).
+
+One type changes its status: INTEGRATION_FAILURE, what API Gateway answers when Lambda rejects the
+invocation (the function's concurrency is used up: 500 by default) and, as well, when the function
+fails or its response is over Lambda's 6 MB (502 by default). It is answered 503
+`ServiceUnavailable` with `Retry-After`, as the function answers its own outage, so a client retries
+a throttle. A failed invocation is answered the same, since a gateway response cannot tell them
+apart: the API's writes are safe to retry (an Idempotency-Key's create, a delete, a PUT), the
+function answers its own errors itself, and a failure that persists is the function's Errors
+metric and alarms to see, not the client's (docs/security.md).
 """
 
 from __future__ import annotations
@@ -24,12 +33,15 @@ CODES: dict[str, str] = {
     "REQUEST_TOO_LARGE": "PayloadTooLarge",
     "BAD_REQUEST_BODY": "ValidationError",
     "INTEGRATION_TIMEOUT": "IntegrationTimeout",
+    "INTEGRATION_FAILURE": "ServiceUnavailable",
     "DEFAULT_4XX": "RequestRefused",
     "DEFAULT_5XX": "InternalError",
 }
 # Throttles say when to come back, as the API's own 503 does.
 RETRY_AFTER_SECONDS = "1"
-RETRY_AFTER_TYPES = ("THROTTLED", "QUOTA_EXCEEDED")
+RETRY_AFTER_TYPES = ("THROTTLED", "QUOTA_EXCEEDED", "INTEGRATION_FAILURE")
+# The types answered with another status than their own (see above).
+STATUS_CODES = {"INTEGRATION_FAILURE": "503"}
 
 
 def envelope(code: str) -> str:
@@ -48,4 +60,5 @@ def add_error_envelopes(rest_api: apigateway.RestApi) -> None:
             type=apigateway.ResponseType.of(response_type),
             templates={"application/json": envelope(code)},
             response_headers=headers,
+            status_code=STATUS_CODES.get(response_type),
         )

@@ -20,6 +20,8 @@ from typing import Any
 from infra import constants
 from local.identities import IDENTITIES_FILE
 
+HOST = "127.0.0.1"  # the API's address: loopback only
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m local", description=__doc__.splitlines()[0])
@@ -60,8 +62,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=10,
         help="sandboxes of a function without reserved concurrency (AWS's account default is 1,000; "
-        "each one here is a process); an API call beyond them is answered 500 at once, as API Gateway "
-        "answers a throttled invocation (default 10)",
+        "each one here is a process); an API call beyond them is answered at once, as API Gateway "
+        "answers a throttled invocation (503 with the stack's gateway responses; default 10)",
     )
     parser.add_argument(
         "-c",
@@ -81,6 +83,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from local.apigateway import PortInUse, check_port_free
+
+    try:
+        check_port_free(HOST, args.port)
+    except PortInUse as error:
+        print(f"python -m local: {error.strerror}", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     started = time.perf_counter()
@@ -103,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeSettings(
             endpoint_url=endpoint,
             stack_name=args.stack_name,
+            host=HOST,
             port=args.port,
             faults=faults,
             sqs_retry_visibility_seconds=args.sqs_retry_visibility,
@@ -116,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         runtime.deploy_and_start()
         print_summary(runtime, endpoint, emulator.flavour if emulator else "", time.perf_counter() - started)
         wait_for_interrupt()
+    except PortInUse as error:  # taken while the stack deployed
+        print(f"python -m local: {error.strerror}", file=sys.stderr)
+        return 1
     finally:
         print("shutting down...", flush=True)
         runtime.stop()
@@ -125,19 +138,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def callers(runtime: Any) -> list[str]:
-    """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4)."""
+    """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4; a session's
+    keys go with its session token)."""
     identities = runtime.settings.identities
     admin, tenant = identities.admin, identities.tenant("acme")
     sign = f"--aws-sigv4 aws:amz:{runtime.settings.region}:execute-api"
+
+    def signed_as(identity: Any) -> str:
+        return (
+            f"{sign} --user {identity.access_key_id}:{identity.secret_access_key} "
+            f"-H 'x-amz-security-token: {identity.session_token}'"
+        )
+
     json_body = "-H 'Content-Type: application/json'"
+    expiry = admin.expiration.strftime("%Y-%m-%d %H:%M UTC")
     return [
         f"  admin         --user {admin.access_key_id}:{admin.secret_access_key}   (may set limits)",
         f"  tenant acme   --user {tenant.access_key_id}:{tenant.secret_access_key}   (acme's paths only)",
-        f"                kept in {IDENTITIES_FILE}",
-        f"                try: curl {sign} --user {admin.access_key_id}:{admin.secret_access_key} {json_body} "
-        f"-X PUT {runtime.api_url}/accounts/acme -d '{{\"limit\": 5}}'",
-        f"                     curl {sign} --user {tenant.access_key_id}:{tenant.secret_access_key} {json_body} "
-        f'-X POST {runtime.api_url}/accounts/acme/resources -d \'{{"name": "vm-1"}}\'',
+        f"                with their session tokens, kept in {IDENTITIES_FILE} (valid until {expiry}; "
+        '`eval "$(python -m local.identities)"` sets ADMIN, ADMIN_TOKEN, ACME, ACME_TOKEN)',
+        f"                try: curl {signed_as(admin)} {json_body} -X PUT {runtime.api_url}/accounts/acme "
+        f"-d '{{\"limit\": 5}}'",
+        f"                     curl {signed_as(tenant)} {json_body} -X POST {runtime.api_url}/accounts/acme/resources "
+        f'-d \'{{"name": "vm-1"}}\'',
     ]
 
 

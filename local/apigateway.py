@@ -2,22 +2,28 @@
 
 Under load it answers as API Gateway does (docs/local-runtime.md): every connection is accepted
 (a deep listen backlog, a bounded pool of workers), an invocation the function's concurrency cannot
-take is answered 500 at once, a function error or a run past the function's timeout is a 502, and
-a 504 comes only after the integration timeout.
+take is answered at once (500, or what the stack's INTEGRATION_FAILURE gateway response says), a
+function error or a run past the function's timeout is a 502 (the same gateway response), and a
+504 comes only after the integration timeout. It refuses what API Gateway refuses before the
+function: bodies over 10 MB, bodies whose length cannot be told, and what its authorizers refuse.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import logging
 import re
+import socket
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BufferedIOBase
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -25,7 +31,7 @@ from local.event_sources import log_invocation
 from local.functions import FunctionPool, Invocation
 from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import Caller, IamAuthorizer
-from local.sigv4 import MISSING_TOKEN, Refusal
+from local.sigv4 import MISSING_TOKEN, Refusal, request_path
 from local.stage_throttle import TOO_MANY_REQUESTS, StageThrottle
 from local.token_authorizer import AUTHORIZER_MISCONFIGURED, Authorized, TokenAuthorizer
 
@@ -42,11 +48,88 @@ LISTEN_BACKLOG = 1024
 WORKERS = 512
 # An idle keep-alive connection is closed after this, so it cannot hold a worker forever.
 IDLE_CONNECTION_SECONDS = 5.0
+# The longest chunk-size or trailer line read from a chunked body.
+MAX_CHUNK_LINE = 4096
+# API Gateway's payload limit for a REST API: 10 MB ("Amazon API Gateway quotas"), refused with its
+# REQUEST_TOO_LARGE gateway response ("Gateway response types").
+MAX_REQUEST_BYTES = 10 * 1024 * 1024
+# A refused body is read and dropped up to this many bytes, so that its client, still sending, gets
+# the answer rather than a reset connection; beyond it the connection is closed unread.
+MAX_DRAINED_BYTES = 4 * MAX_REQUEST_BYTES
 
-# What API Gateway answers itself when the integration gives no proper response.
-FUNCTION_THROTTLED = Refusal("DEFAULT_5XX", 500, "Internal server error")
-FUNCTION_FAILED = Refusal("DEFAULT_5XX", 502, "Internal server error")
+# What API Gateway answers itself when the integration gives no proper response: a rejected
+# invocation (throttled, or too large) and a function error are both INTEGRATION_FAILURE, each with
+# its own default status; a proxy response it cannot read is its own configuration error.
+FUNCTION_REJECTED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error")
+FUNCTION_FAILED = Refusal("INTEGRATION_FAILURE", 502, "Internal server error")
+MALFORMED_RESPONSE = Refusal("DEFAULT_5XX", 502, "Internal server error")
 ENDPOINT_TIMED_OUT = Refusal("INTEGRATION_TIMEOUT", 504, "Endpoint request timed out")
+
+
+class Unreadable(Exception):
+    """A request body not read: answered with `refusal`, then `unread` bytes of it dropped and the
+    connection closed, since where the next request starts is unknown."""
+
+    def __init__(self, refusal: Refusal, unread: int = 0) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+        self.unread = unread
+
+
+BAD_FRAMING = Refusal("DEFAULT_4XX", 400, "Bad Request")
+REQUEST_TOO_LARGE = Refusal("REQUEST_TOO_LARGE", 413, "Request Too Long")
+
+
+def read_body(headers: Message, stream: BufferedIOBase) -> bytes:
+    """The request's body, framed as HTTP/1.1 frames it (RFC 9112, section 6): by Content-Length, or
+    by the chunked transfer coding, which a recipient must be able to decode. A Transfer-Encoding
+    other than chunked alone, or together with a Content-Length, makes the length unknowable (a
+    request smuggling attempt, or a coding not supported): refused, 400."""
+    coding = headers.get("Transfer-Encoding")
+    if coding is None:
+        length = int(headers.get("Content-Length") or 0)
+        if length > MAX_REQUEST_BYTES:
+            raise Unreadable(REQUEST_TOO_LARGE, unread=length)
+        return stream.read(length)
+    if coding.strip().lower() != "chunked" or headers.get("Content-Length") is not None:
+        raise Unreadable(BAD_FRAMING)
+    body = bytearray()
+    while True:
+        size_line = stream.readline(MAX_CHUNK_LINE)
+        try:
+            size = int(size_line.split(b";", 1)[0].strip(), 16)  # after ";": chunk extensions, ignored
+        except ValueError:
+            raise Unreadable(BAD_FRAMING) from None
+        if size == 0:
+            break
+        if len(body) + size > MAX_REQUEST_BYTES:
+            raise Unreadable(REQUEST_TOO_LARGE)
+        body += stream.read(size)
+        if stream.readline(MAX_CHUNK_LINE) != b"\r\n":
+            raise Unreadable(BAD_FRAMING)
+    while stream.readline(MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):  # trailer fields, ignored
+        pass
+    return bytes(body)
+
+
+class PortInUse(OSError):
+    """The gateway's port is taken (another `make run`, say)."""
+
+
+def _bind_error(error: OSError, host: str, port: int) -> OSError:
+    if error.errno != errno.EADDRINUSE:
+        return error
+    return PortInUse(error.errno, f"{host}:{port} is already in use (another `make run`?); choose another with --port")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise PortInUse now if the gateway could not bind `port`, so a run fails before its deploy."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server binds
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise _bind_error(error, host, port) from error
 
 
 class _Server(ThreadingHTTPServer):
@@ -57,8 +140,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
+        # Before binding: a failed bind calls server_close, which shuts the workers down.
         self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="api-gateway")
+        try:
+            super().__init__(address, handler)
+        except OSError as error:
+            raise _bind_error(error, *address) from error
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self._workers.submit(self.process_request_thread, request, client_address)
@@ -114,8 +201,8 @@ def proxy_event(
     authorized: Authorized | None = None,
 ) -> dict[str, Any]:
     """The Lambda proxy integration's request event (payload format 1.0)."""
-    parts = urlsplit(raw_path)
-    query = parse_qsl(parts.query, keep_blank_values=True)
+    path = request_path(raw_path)
+    query = parse_qsl(urlsplit(raw_path).query, keep_blank_values=True)
     multi_query: dict[str, list[str]] = {}
     for name, value in query:
         multi_query.setdefault(name, []).append(value)
@@ -129,7 +216,7 @@ def proxy_event(
         text, encoded = base64.b64encode(body).decode(), True
     return {
         "resource": resource_path,
-        "path": parts.path,
+        "path": path,
         "httpMethod": method,
         "headers": {name: values[-1] for name, values in multi_headers.items()} or None,
         "multiValueHeaders": multi_headers or None,
@@ -140,7 +227,7 @@ def proxy_event(
         "requestContext": {
             "resourcePath": resource_path,
             "httpMethod": method,
-            "path": f"/{stage}{parts.path}",
+            "path": f"/{stage}{path}",
             "stage": stage,
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),
@@ -233,9 +320,10 @@ class ApiGateway:
                 return  # one line per invocation is logged instead
 
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                path = urlsplit(self.path).path
+                body = self._body()
+                if body is None:
+                    return
+                path = request_path(self.path)
                 found = gateway.route(self.command, path)
                 if found is None:
                     self._refuse(MISSING_TOKEN)
@@ -274,14 +362,28 @@ class ApiGateway:
                 invocation = route.function.invoke(
                     event, synchronous=True, patience_seconds=INTEGRATION_TIMEOUT_SECONDS
                 )
-                log_invocation(route.function.function.short_name, 1, invocation, f"{self.command} {path}")
                 if invocation.ok and isinstance(invocation.payload, Mapping):
-                    self._reply(*integration_response(invocation.payload))
-                    return
-                self._refuse(failure_answer(invocation), event["requestContext"]["requestId"])
+                    status, headers, answer = integration_response(invocation.payload)
+                    self._reply(status, headers, answer)
+                else:
+                    refusal = failure_answer(invocation) if not invocation.ok else MALFORMED_RESPONSE
+                    status = self._refuse(refusal, event["requestContext"]["requestId"])
+                name = route.function.function.short_name
+                log_invocation(name, 1, invocation, f"{self.command} {path}", status)
 
-            def _refuse(self, refusal: Refusal, request_id: str | None = None) -> None:
-                """API Gateway's own answer, through the stack's gateway responses."""
+            def _body(self) -> bytes | None:
+                """The request's body; None when it could not be read and the answer is sent."""
+                try:
+                    return read_body(self.headers, self.rfile)
+                except Unreadable as unreadable:
+                    self._refuse(unreadable.refusal, closing=True)
+                    unread = min(unreadable.unread, MAX_DRAINED_BYTES)
+                    while unread > 0 and (dropped := self.rfile.read(min(unread, 1 << 16))):
+                        unread -= len(dropped)
+                    return None
+
+            def _refuse(self, refusal: Refusal, request_id: str | None = None, closing: bool = False) -> int:
+                """API Gateway's own answer, through the stack's gateway responses; its status."""
                 answer = gateway._responses.answer(
                     refusal.response_type,
                     refusal.status,
@@ -289,11 +391,14 @@ class ApiGateway:
                     request_id or str(uuid.uuid4()),
                     refusal.message_key,
                 )
-                self._reply(answer.status, answer.headers, answer.body)
+                self._reply(
+                    answer.status, {**answer.headers, **({"Connection": "close"} if closing else {})}, answer.body
+                )
+                return answer.status
 
             def _reply(self, status: int, headers: Mapping[str, str | list[str]], body: bytes) -> None:
                 self.send_response(status)
-                for name, value in headers.items():
+                for name, value in headers.items():  # "Connection: close" closes it after the answer
                     for one in value if isinstance(value, list) else [value]:
                         self.send_header(name, one)
                 self.send_header("Content-Length", str(len(body)))
@@ -304,10 +409,8 @@ class ApiGateway:
             def _no_such_method(self) -> None:
                 """A method no API Gateway resource declares (TRACE, say): API Gateway answers it as
                 it answers an unknown path, not with the HTTP server's HTML 501."""
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                self._refuse(MISSING_TOKEN)
+                if self._body() is not None:
+                    self._refuse(MISSING_TOKEN)
 
             def __getattr__(self, name: str) -> Any:
                 if name.startswith("do_"):
@@ -324,11 +427,12 @@ def log_refusal(method: str, path: str, refusal: Refusal) -> None:
 
 
 def failure_answer(invocation: Invocation) -> Refusal:
-    """What API Gateway answers when the Lambda integration gives no proper response ("Handle
-    Lambda errors in API Gateway"): a rejected (throttled) invocation is a 500, a function error or
-    a run past the function's timeout a 502, and the integration timeout a 504. It never retries."""
-    if invocation.throttled:
-        return FUNCTION_THROTTLED
+    """What API Gateway answers when the Lambda invocation fails ("Handle Lambda errors in API
+    Gateway"): a rejected invocation (throttled, or an event over Lambda's 6 MB) is a 500, a
+    function error or a run past the function's timeout a 502, both through the INTEGRATION_FAILURE
+    gateway response, and the integration timeout a 504. It never retries."""
+    if invocation.rejected:
+        return FUNCTION_REJECTED
     if invocation.caller_gave_up:
         return ENDPOINT_TIMED_OUT
     return FUNCTION_FAILED

@@ -49,8 +49,14 @@ class SourceStats:
                 setattr(self, name, getattr(self, name) + value)
 
 
-def log_invocation(function: str, batch: int, invocation: Invocation, note: str = "") -> None:
-    outcome = "ok" if invocation.ok else f"error {invocation.error_type}"
+def log_invocation(
+    function: str, batch: int, invocation: Invocation, note: str = "", status: int | None = None
+) -> None:
+    """One line of the run log; `status`: the HTTP status the caller got, for an API invocation."""
+    if status is not None:
+        outcome = f"{status}{'' if invocation.ok else f' {invocation.error_type}'}"
+    else:
+        outcome = "ok" if invocation.ok else f"error {invocation.error_type}"
     logger.info("%-16s batch=%-3d %-28s %6.0f ms %s", function, batch, outcome, invocation.duration_ms, note)
 
 

@@ -32,6 +32,13 @@ FAULTS_ENV = "HYBRID_COUNTER_LOCAL_FAULTS"
 SANDBOX_HOOK_ENV = "HYBRID_COUNTER_LOCAL_SANDBOX_HOOK"
 LOG_DIR_ENV = "HYBRID_COUNTER_LOCAL_LOG_DIR"
 
+# Lambda's payload limits for a synchronous invocation, "6 MB" each (Lambda quotas; "Invoke"):
+# measured, the Invoke API refuses a request from 6 MiB and a function's response over 6 MiB + 100
+# bytes (Zac Charles, "Deep Dive: Lambda's Response Payload Size Limit" and "... Request Payload ...").
+REQUEST_LIMIT_BYTES = 6 * 1024 * 1024
+RESPONSE_LIMIT_BYTES = 6 * 1024 * 1024 + 100
+RESPONSE_TOO_LARGE = f"Response payload size exceeded maximum allowed payload size ({RESPONSE_LIMIT_BYTES} bytes)."
+
 
 @dataclass(frozen=True)
 class SandboxHook:
@@ -80,7 +87,13 @@ class Invocation:
     duration_ms: float = 0.0
     timed_out: bool = False  # the function ran past its own timeout: a function error
     throttled: bool = False  # no concurrency left: rejected at once, never run
+    payload_too_large: bool = False  # an event over Lambda's request limit: rejected, never run
     caller_gave_up: bool = False  # the caller's patience ran out before the function's timeout
+
+    @property
+    def rejected(self) -> bool:
+        """The Invoke call itself was refused: the function never ran."""
+        return self.throttled or self.payload_too_large
 
 
 @dataclass
@@ -138,11 +151,15 @@ def _invoke_in_sandbox(event: Any) -> tuple[bool, Any, str, str]:
     )
     try:
         # A JSON round trip, as Lambda serializes the response: a handler returning something
-        # that is not JSON fails here as it would on AWS.
-        return True, json.loads(json.dumps(_handler(event, context))), "", ""
+        # that is not JSON, or too much of it, fails here as it would on AWS.
+        response = json.dumps(_handler(event, context))
     except Exception as error:
         traceback.print_exc()
         return False, None, type(error).__name__, str(error)
+    if len(response.encode()) > RESPONSE_LIMIT_BYTES:
+        print(RESPONSE_TOO_LARGE, flush=True)
+        return False, None, "RequestEntityTooLarge", RESPONSE_TOO_LARGE
+    return True, json.loads(response), "", ""
 
 
 # --- in the runtime -----------------------------------------------------------------------------
@@ -193,7 +210,16 @@ class FunctionPool:
     def invoke(self, event: Any, *, synchronous: bool = False, patience_seconds: float | None = None) -> Invocation:
         """Run `event` in a free sandbox. `synchronous`: throttle at once when none is free (an API
         call); otherwise wait for one (a poller). `patience_seconds`: how long the caller waits
-        (API Gateway's integration timeout), if shorter than the function's timeout."""
+        (API Gateway's integration timeout), if shorter than the function's timeout. A synchronous
+        event over Lambda's request limit is refused before anything runs. (A poller's are not
+        checked: Lambda's event source mappings keep a batch within the limit themselves.)"""
+        if synchronous and len(json.dumps(event).encode()) >= REQUEST_LIMIT_BYTES:
+            return Invocation(
+                ok=False,
+                error_type="RequestEntityTooLargeException",
+                error_message=f"Request must be smaller than {REQUEST_LIMIT_BYTES} bytes for the Invoke operation",
+                payload_too_large=True,
+            )
         if not self._free.acquire(blocking=not synchronous):
             return Invocation(
                 ok=False, error_type="TooManyRequestsException", error_message="Rate Exceeded.", throttled=True

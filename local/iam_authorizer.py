@@ -6,15 +6,16 @@ API with IAM permissions")."""
 
 from __future__ import annotations
 
+import datetime
+import hmac
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
 from local.identities import Identities, Identity
-from local.sigv4 import UNKNOWN_KEY, Refusal, Signed, verify
+from local.sigv4 import EXPIRED_TOKEN, UNKNOWN_KEY, Refusal, Signed, request_path, utc_now, verify
 
 logger = logging.getLogger("local.runtime")
 # A policy the local evaluator does not implement: refused as API Gateway answers a failure of its own.
@@ -46,18 +47,23 @@ class IamAuthorizer:
     account_id: str
     api_id: str
     stage: str
+    # What a signature's date and a session's expiry are checked against.
+    clock: Callable[[], datetime.datetime] = utc_now
 
     def check(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Caller | Refusal:
         host = next((value for name, value in headers.items() if name.lower() == "host"), "localhost")
-        signed = verify(method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secret_of)
+        now = self.clock()
+        signed = verify(method, f"http://{host}{raw_path}", headers, body, self.region, self.identities.secret_of, now)
         if not isinstance(signed, Signed):
             return signed
         identity = self.identities.find(signed.access_key_id)
-        if identity is None:  # forgotten since the signature was checked: never, but not a crash
+        if identity is None or not hmac.compare_digest(signed.session_token or "", identity.session_token):
             return UNKNOWN_KEY
+        if now >= identity.expiration:
+            return EXPIRED_TOKEN
         role_arn = self.role_arns[identity.role]
         user_arn = f"arn:aws:sts::{self.account_id}:assumed-role/{role_arn.rsplit('/', 1)[-1]}/{identity.session_name}"
-        path = unquote(urlsplit(raw_path).path)
+        path = request_path(raw_path)
         resource = execute_api_arn(self.region, self.account_id, self.api_id, self.stage, method, path)
         try:
             permitted = allowed(self.policies.get(identity.role, ()), "execute-api:Invoke", resource, identity.tags)

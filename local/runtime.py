@@ -80,7 +80,7 @@ class RuntimeSettings:
     host: str = "127.0.0.1"
     port: int = 3000
     # Concurrency the account leaves to functions without reserved concurrency: AWS's default is
-    # 1,000; here each unit is a sandbox process, so a few. Beyond it the API answers 500 at once.
+    # 1,000; here each unit is a sandbox process, so a few. Beyond it the API answers at once.
     account_concurrency: int = 10
     faults: Sequence[Mapping[str, Any]] = ()
     # Fault injection hooks (`make chaos` gives both: chaos/faults.py); off by default. Code each

@@ -13,13 +13,16 @@ from __future__ import annotations
 import datetime
 import hmac
 import re
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from botocore.utils import normalize_url_path
 
 SERVICE = "execute-api"
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -31,6 +34,24 @@ _AUTHORIZATION = re.compile(
     rf"{ALGORITHM} Credential=(?P<key>[^/]+)/(?P<date>\d{{8}})/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request,"
     r"\s*SignedHeaders=(?P<signed>[a-z0-9;\-]+),\s*Signature=(?P<signature>[0-9a-f]{64})$"
 )
+
+
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_PERCENT_ENCODED = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def request_path(raw_path: str) -> str:
+    """The one path a request is routed, authorized and delivered on: the request's path with the
+    percent-encodings of unreserved characters decoded (`%2e` is `.`, RFC 3986 section 6.2.2.2),
+    then its dot segments and empty segments removed as the signature's canonical path removes
+    them (botocore's normalize_url_path; IAM user guide, "Create a signed AWS API request"). Other
+    percent-encodings (`%2F`) stay as sent: they are not path separators."""
+
+    def decoded_if_unreserved(encoded: re.Match[str]) -> str:
+        character = unquote(encoded[0])
+        return character if character in _UNRESERVED else encoded[0]
+
+    return str(normalize_url_path(_PERCENT_ENCODED.sub(decoded_if_unreserved, urlsplit(raw_path).path)))
 
 
 def sign(
@@ -85,7 +106,9 @@ BAD_SIGNATURE = Refusal(
     "Access Key and signing method. Consult the service documentation for details.",
 )
 # API Gateway has no gateway response type of its own for these two: a 403 of the signature check.
+# An unknown access key, and a session's key without its session token or with another one.
 UNKNOWN_KEY = Refusal("INVALID_SIGNATURE", 403, "The security token included in the request is invalid.")
+EXPIRED_TOKEN = Refusal("EXPIRED_TOKEN", 403, "The security token included in the request is expired")
 
 
 def incomplete(reason: str) -> Refusal:
@@ -101,8 +124,26 @@ def expired(stamp: str, now: datetime.datetime) -> Refusal:
     )
 
 
+def not_yet_current(stamp: str, now: datetime.datetime) -> Refusal:
+    latest = (now + MAX_CLOCK_SKEW).strftime(TIMESTAMP_FORMAT)
+    return Refusal(
+        "INVALID_SIGNATURE",
+        403,
+        f"Signature not yet current: {stamp} is still later than {latest} ({now.strftime(TIMESTAMP_FORMAT)} + 5 min.)",
+    )
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
 class _Recompute(SigV4Auth):  # type: ignore[misc]  # botocore has no type hints
-    """botocore's signer, limited to the headers the caller says it signed."""
+    """botocore's signer, limited to the headers the caller says it signed, over the body received.
+
+    botocore takes the payload's hash from an X-Amz-Content-SHA256 header when there is one: that
+    is S3's way, where the header declares the hash (or UNSIGNED-PAYLOAD). Every other service,
+    execute-api included, hashes the body it received, so the header is one more signed header
+    and the canonical request's last line is always the received body's hash."""
 
     def __init__(self, credentials: Credentials, region: str, signed: list[str]) -> None:
         super().__init__(credentials, SERVICE, region)
@@ -115,6 +156,10 @@ class _Recompute(SigV4Auth):  # type: ignore[misc]  # botocore has no type hints
                 del chosen[name]
         return chosen
 
+    def canonical_request(self, request: AWSRequest) -> str:
+        claimed_hash_dropped, _, _ = super().canonical_request(request).rpartition("\n")
+        return f"{claimed_hash_dropped}\n{self.payload(request)}"
+
 
 def verify(
     method: str,
@@ -123,7 +168,7 @@ def verify(
     body: bytes,
     region: str,
     secret_of: Callable[[str], str | None],
-    now: datetime.datetime | None = None,
+    now: datetime.datetime,
 ) -> Signed | Refusal:
     """Whether the request carries a valid SigV4 signature by a key `secret_of` knows (access key
     id -> its secret, or None), for this region and execute-api, made within five minutes of `now`."""
@@ -141,9 +186,10 @@ def verify(
         signed_at = datetime.datetime.strptime(stamp, TIMESTAMP_FORMAT).replace(tzinfo=datetime.UTC)
     except ValueError:
         return incomplete("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
-    now = now or datetime.datetime.now(datetime.UTC)
-    if abs(now - signed_at) > MAX_CLOCK_SKEW:
+    if signed_at < now - MAX_CLOCK_SKEW:
         return expired(stamp, now)
+    if signed_at > now + MAX_CLOCK_SKEW:
+        return not_yet_current(stamp, now)
     secret = secret_of(found["key"])
     if secret is None:
         return UNKNOWN_KEY

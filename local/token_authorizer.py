@@ -19,11 +19,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from local.functions import FunctionPool
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
-from local.sigv4 import Refusal
+from local.sigv4 import Refusal, request_path
 
 UNAUTHORIZED = Refusal("UNAUTHORIZED", 401, "Unauthorized")
 AUTHORIZER_FAILED = Refusal("AUTHORIZER_FAILURE", 500, "Internal server error")
@@ -105,7 +104,7 @@ class TokenAuthorizer:
         token = next((value for name, value in headers.items() if name.lower() == self._spec.header.lower()), "")
         if not token.strip():
             return UNAUTHORIZED
-        method_arn = execute_api_arn(*self._arn, method, unquote(urlsplit(raw_path).path))
+        method_arn = execute_api_arn(*self._arn, method, request_path(raw_path))
         answer = self._policy(token, method_arn)
         if isinstance(answer, Refusal):
             return answer

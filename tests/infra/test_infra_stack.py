@@ -549,8 +549,24 @@ def test_api_gateways_own_answers_are_rendered_in_the_error_envelope(template_js
         template = properties["ResponseTemplates"]["application/json"]
         assert '"message": $context.error.messageString' in template, response_type
         assert '"requestId": "$context.requestId"' in template, response_type
-        assert "StatusCode" not in properties  # each type keeps its own status
+        if response_type != "INTEGRATION_FAILURE":
+            assert "StatusCode" not in properties  # each type keeps its own status
     assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
+
+
+def test_a_throttled_or_failed_invocation_is_answered_503_retryable_as_the_functions_own_503(
+    template_json: dict[str, Any],
+) -> None:
+    """Lambda's throttle reaches API Gateway as INTEGRATION_FAILURE (so do function errors and
+    responses over 6 MB): answered as the API answers a DynamoDB outage, a 503 to retry."""
+    [failure] = [
+        r["Properties"]
+        for r in resources_of_type(template_json, "AWS::ApiGateway::GatewayResponse").values()
+        if r["Properties"]["ResponseType"] == "INTEGRATION_FAILURE"
+    ]
+    assert failure["StatusCode"] == "503"
+    assert failure["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
+    assert '"code": "ServiceUnavailable"' in failure["ResponseTemplates"]["application/json"]
 
 
 def test_the_table_has_no_throughput_maximum_unless_the_deployer_sets_one(template_json: dict[str, Any]) -> None:

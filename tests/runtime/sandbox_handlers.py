@@ -9,3 +9,8 @@ from typing import Any
 def sleep_then_answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
     time.sleep(float(event.get("sleep", 0)))
     return {"slept": event.get("sleep", 0), "remaining_ms": context.get_remaining_time_in_millis()}
+
+
+def answer_of_size(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """A proxy response whose body is `event["characters"]` times `event["character"]`."""
+    return {"statusCode": 200, "body": event["character"] * int(event["characters"])}

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import os
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from local.apigateway import ApiGateway, Route, integration_response, proxy_event
-from local.functions import DeployedFunction, Invocation
+from infra.synth import synthesize_stack_template
+from local.apigateway import MAX_REQUEST_BYTES, ApiGateway, PortInUse, Route, integration_response, proxy_event
+from local.functions import REPO_ROOT, DeployedFunction, Invocation
+from local.gateway_responses import GatewayResponses
 
 
 @dataclass
@@ -117,6 +123,61 @@ def test_a_throttled_invocation_is_a_500(gateway: tuple[ApiGateway, EchoFunction
     assert (status, json.loads(body)) == (500, {"message": "Internal server error"})
 
 
+@pytest.mark.parametrize(
+    "invocation",
+    [
+        Invocation(ok=False, error_type="TooManyRequestsException", throttled=True),
+        Invocation(ok=False, error_type="Exception"),
+        Invocation(ok=False, error_type="TimeoutError", timed_out=True),
+    ],
+    ids=["throttled", "failed", "timed out"],
+)
+def test_with_the_stacks_gateway_responses_an_integration_failure_is_a_503_to_retry(invocation: Invocation) -> None:
+    """API Gateway renders a rejected invocation and a function error alike, as INTEGRATION_FAILURE,
+    which the stack answers 503 ServiceUnavailable with Retry-After (infra/gateway_errors.py)."""
+    function = EchoFunction(answer=invocation)
+    responses = GatewayResponses.from_template(synthesize_stack_template())
+    api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses)  # type: ignore[list-item]
+    api.start()
+    try:
+        status, headers, body = call(f"{api.url}/x")
+    finally:
+        api.stop()
+    assert (status, headers["Retry-After"]) == (503, "1")
+    assert json.loads(body)["error"]["code"] == "ServiceUnavailable"
+
+
+def test_a_body_over_10_mb_is_refused_413_without_invoking_the_function() -> None:
+    """API Gateway's REST payload limit is 10 MB: REQUEST_TOO_LARGE, answered by the gateway itself."""
+    function = EchoFunction()
+    responses = GatewayResponses.from_template(synthesize_stack_template())
+    api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses)  # type: ignore[list-item]
+    api.start()
+    try:
+        status, _, body = call(f"{api.url}/accounts/acme/resources", "POST", b"x" * (MAX_REQUEST_BYTES + 1))
+        assert call(f"{api.url}/x", "POST", b"x" * MAX_REQUEST_BYTES)[0] == 201
+    finally:
+        api.stop()
+    assert status == 413
+    assert json.loads(body)["error"]["code"] == "PayloadTooLarge"
+    assert [event["path"] for event in function.events] == ["/x"]
+
+
+def test_the_run_log_says_which_status_the_caller_got(
+    gateway: tuple[ApiGateway, EchoFunction], caplog: pytest.LogCaptureFixture
+) -> None:
+    api, function = gateway
+    caplog.set_level(logging.INFO, logger="local.runtime")
+    function.answer = Invocation(ok=True, payload={"statusCode": 404, "body": "{}"})
+    call(f"{api.url}/accounts/nobody")
+    function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
+    call(f"{api.url}/accounts/acme")
+    first, second = [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()]
+    assert " 404 " in first
+    assert " ok " not in first
+    assert " 500 TooManyRequestsException " in second
+
+
 def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() -> None:
     """Every client connects before the gateway accepts any: the listen backlog must hold them all.
     (With http.server's default backlog of 5, the kernel drops the rest and their connects time out.)"""
@@ -136,6 +197,56 @@ def test_a_burst_of_connections_waits_in_the_backlog_instead_of_being_refused() 
         for sock in sockets:
             sock.close()
         api.stop()
+
+
+def read_answer(answers: Any) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 response from a socket's file, leaving the next one unread."""
+    status = int(answers.readline().split()[1])
+    headers = {}
+    while (line := answers.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return status, headers, answers.read(int(headers.get("content-length", 0)))
+
+
+def test_a_chunked_body_is_decoded_and_the_next_request_on_the_connection_is_answered_in_turn(
+    gateway: tuple[ApiGateway, EchoFunction],
+) -> None:
+    api, function = gateway
+    host, port = api.url.removeprefix("http://").split(":")
+    chunks = b'6\r\n{"name\r\n6;ext=1\r\n": "n"\r\n1\r\n}\r\n0\r\n\r\n'  # a chunk extension, ignored
+    chunked = b"POST /first HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+    second = b"GET /second HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(chunked + second)  # pipelined: both before either answer
+        answers = sock.makefile("rb")
+        first_answer, second_answer = read_answer(answers), read_answer(answers)
+    assert (first_answer[0], json.loads(first_answer[2])) == (201, {"path": "/first"})
+    assert (second_answer[0], json.loads(second_answer[2])) == (201, {"path": "/second"})
+    assert [event["body"] for event in function.events] == ['{"name": "n"}', None]
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",  # not a chunk size
+        b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n",  # a chunk not ended by CRLF
+        b"Transfer-Encoding: gzip\r\n\r\n{}",  # chunked is not the final coding
+        b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n",  # both
+    ],
+)
+def test_a_body_whose_length_cannot_be_told_is_refused_400_and_the_connection_closed(
+    gateway: tuple[ApiGateway, EchoFunction], framing: bytes
+) -> None:
+    api, function = gateway
+    host, port = api.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /x HTTP/1.1\r\nHost: x\r\n" + framing + b"GET /y HTTP/1.1\r\nHost: x\r\n\r\n")
+        answers = sock.makefile("rb")
+        status, headers, _ = read_answer(answers)
+        assert (status, headers["connection"]) == (400, "close")
+        assert answers.read() == b""  # closed: nothing after it is taken for a request
+    assert function.events == []
 
 
 def test_binary_bodies_are_base64_encoded() -> None:
@@ -168,3 +279,31 @@ def test_a_method_no_resource_declares_is_answered_as_api_gateway_answers_it(
     assert (status, json.loads(body)) == (403, {"message": "Missing Authentication Token"})
     assert headers["Content-Type"] == "application/json"
     assert function.events == []
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port on 127.0.0.1 another listener holds."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield int(holder.getsockname()[1])
+
+
+def test_a_busy_port_is_refused_with_an_error_naming_it(busy_port: int) -> None:
+    with pytest.raises(PortInUse, match=f"127.0.0.1:{busy_port} is already in use"):
+        ApiGateway([Route("/{proxy+}", "ANY", EchoFunction())], "prod", "127.0.0.1", busy_port)  # type: ignore[list-item]
+
+
+def test_python_m_local_exits_non_zero_naming_a_busy_port_before_starting_anything(busy_port: int) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "local", "--port", str(busy_port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": REPO_ROOT},
+    )
+    assert done.returncode != 0
+    assert f"127.0.0.1:{busy_port} is already in use" in done.stderr
+    assert "Traceback" not in done.stderr

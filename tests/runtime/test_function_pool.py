@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from local.apigateway import failure_answer
-from local.functions import DeployedFunction, FunctionPool, Invocation
+from local.functions import REQUEST_LIMIT_BYTES, RESPONSE_LIMIT_BYTES, DeployedFunction, FunctionPool, Invocation
 from local.http_client import poll
 
 
@@ -99,3 +99,47 @@ def test_provisioning_starts_every_sandbox_before_the_first_invocation() -> None
         assert pool.warm_up(5) == sandboxes  # never beyond the concurrency, and no new ones
     finally:
         pool.close()
+
+
+@pytest.fixture(scope="module")
+def sizable() -> Iterator[FunctionPool]:
+    function = DeployedFunction("big", "arn:big", "tests.runtime.sandbox_handlers.answer_of_size", 10, 128, {})
+    pool = FunctionPool(function, {}, account_concurrency=1)
+    yield pool
+    pool.close()
+
+
+# The response's JSON around a body of N characters: {"statusCode": 200, "body": "..."}.
+RESPONSE_JSON_AROUND_BODY = len('{"statusCode": 200, "body": ""}')
+
+
+@pytest.mark.parametrize(
+    ("character", "characters", "ok"),
+    [
+        ("x", RESPONSE_LIMIT_BYTES - RESPONSE_JSON_AROUND_BODY, True),
+        ("x", RESPONSE_LIMIT_BYTES - RESPONSE_JSON_AROUND_BODY + 1, False),
+        ('"', (RESPONSE_LIMIT_BYTES - RESPONSE_JSON_AROUND_BODY) // 2 + 1, False),  # escaped, it doubles
+    ],
+)
+def test_a_response_over_lambdas_6_mb_fails_the_invocation(
+    sizable: FunctionPool, character: str, characters: int, ok: bool
+) -> None:
+    """Lambda refuses a synchronous response over 6 MB (6,291,556 bytes of the JSON the function
+    returns, its body escaped inside it): the invocation fails, and API Gateway answers as for a
+    function error."""
+    invocation = sizable.invoke({"character": character, "characters": characters}, synchronous=True)
+    assert invocation.ok is ok, invocation.error_message
+    if not ok:
+        assert (
+            invocation.error_message == "Response payload size exceeded maximum allowed payload size (6291556 bytes)."
+        )
+        assert failure_answer(invocation).status == 502
+
+
+def test_an_event_over_lambdas_6_mb_is_rejected_before_it_runs(sizable: FunctionPool) -> None:
+    event = {"character": "x", "characters": 1, "padding": "x" * REQUEST_LIMIT_BYTES}
+    rejected = sizable.invoke(event, synchronous=True)
+    assert (rejected.ok, rejected.payload_too_large) == (False, True)
+    assert rejected.error_type == "RequestEntityTooLargeException"
+    assert sizable.busy == 0  # nothing ran
+    assert (failure_answer(rejected).status, failure_answer(rejected).response_type) == (500, "INTEGRATION_FAILURE")

@@ -5,8 +5,11 @@ request is answered as API Gateway answers it and never reaches the function."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +22,8 @@ from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
-from local.identities import ADMIN, TENANT, Identities
-from local.sigv4 import MAX_CLOCK_SKEW, sign, verify
+from local.identities import ADMIN, RENEWED_WITHIN, SESSION_DURATION, TENANT, Identities
+from local.sigv4 import MAX_CLOCK_SKEW, sign, utc_now, verify
 from tests.runtime.test_apigateway import EchoFunction
 
 REGION, ACCOUNT, API_ID, STAGE = "us-east-1", "000000000000", "a1b2c3", "prod"
@@ -68,17 +71,34 @@ def policies() -> dict[str, list[dict[str, Any]]]:
     return deployed_policies()
 
 
+ROLE_ARNS = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
+
+
+@contextmanager
+def running_gateway(
+    policies: dict[str, list[dict[str, Any]]],
+    responses: GatewayResponses | None = None,
+    clock: Callable[[], datetime.datetime] | None = None,
+    identities: Identities | None = None,
+) -> Iterator[Gateway]:
+    """A gateway whose every method is authorized with IAM, in front of an echo function; with
+    `responses`, its refusals in the stack's gateway responses; with `clock`, checked at that time."""
+    function = EchoFunction()
+    identities = identities or Identities()
+    authorizer = IamAuthorizer(identities, policies, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE, clock or utc_now)
+    routes = [Route("/{proxy+}", "ANY", function, "AWS_IAM")]  # type: ignore[arg-type]
+    api = ApiGateway(routes, STAGE, "127.0.0.1", 0, authorizer, responses)
+    api.start()
+    try:
+        yield api, function, identities
+    finally:
+        api.stop()
+
+
 @pytest.fixture
 def gateway(policies: dict[str, list[dict[str, Any]]]) -> Iterator[Gateway]:
-    function = EchoFunction()
-    identities = Identities()
-    role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
-    authorizer = IamAuthorizer(identities, policies, role_arns, REGION, ACCOUNT, API_ID, STAGE)
-    routes = [Route("/{proxy+}", "ANY", function, "AWS_IAM")]  # type: ignore[arg-type]
-    api = ApiGateway(routes, STAGE, "127.0.0.1", 0, authorizer)
-    api.start()
-    yield api, function, identities
-    api.stop()
+    with running_gateway(policies) as started:
+        yield started
 
 
 def test_the_stack_lets_a_tenant_session_reach_only_its_own_accounts_paths(policies: dict[str, Any]) -> None:
@@ -159,6 +179,39 @@ def test_a_body_changed_after_signing_is_refused(gateway: Gateway) -> None:
     refused(reply, function, 403, "The request signature we calculated does not match")
 
 
+def enveloped_refusal(reply: Any, function: EchoFunction, code: str) -> None:
+    """A 403 of API Gateway's, in the API's error envelope, before the function."""
+    assert reply.status == 403, reply.body
+    assert reply.body["error"]["code"] == code
+    assert function.events == []
+
+
+@pytest.mark.parametrize("claimed", ["UNSIGNED-PAYLOAD", hashlib.sha256(b'{"name": "benign"}').hexdigest()])
+def test_the_signature_covers_the_body_received_whatever_hash_the_client_claims(
+    policies: dict[str, Any], responses: GatewayResponses, claimed: str
+) -> None:
+    """execute-api hashes the body it received; X-Amz-Content-SHA256 is S3's header and proves
+    nothing here (a signed benign body with another sent in its place is refused)."""
+    with running_gateway(policies, responses) as (api, function, identities):
+        url = f"{api.url}/accounts/acme/resources"
+        headers = {"Content-Type": "application/json", "X-Amz-Content-SHA256": claimed}
+        signed = sign(identities.admin.credentials(), REGION, "POST", url, b'{"name": "benign"}', headers)
+        reply = HttpApi(api.url).request("POST", "/accounts/acme/resources", {"name": "evil"}, signed)
+    enveloped_refusal(reply, function, "InvalidSignature")
+
+
+def test_an_admins_signed_limit_replayed_with_another_limit_is_refused(
+    policies: dict[str, Any], responses: GatewayResponses
+) -> None:
+    with running_gateway(policies, responses) as (api, function, identities):
+        url, body = f"{api.url}/accounts/acme", b'{"limit": 1}'
+        headers = {"Content-Type": "application/json", "X-Amz-Content-SHA256": hashlib.sha256(body).hexdigest()}
+        signed = sign(identities.admin.credentials(), REGION, "PUT", url, body, headers)
+        replayed = HttpApi(api.url).request("PUT", "/accounts/acme", {"limit": 1000000}, signed)
+        enveloped_refusal(replayed, function, "InvalidSignature")
+        assert HttpApi(api.url).request("PUT", "/accounts/acme", {"limit": 1}, signed).status == 201  # as signed
+
+
 def test_an_unknown_access_key_is_refused(gateway: Gateway) -> None:
     api, function, _ = gateway
     stranger = Credentials("ASIANOBODY", "whatever")
@@ -173,6 +226,80 @@ def test_a_signature_older_than_five_minutes_is_refused(gateway: Gateway) -> Non
     refused(HttpApi(api.url).request("GET", "/accounts/acme", None, headers), function, 403, "Signature expired")
 
 
+def test_a_session_is_its_key_secret_and_token_together(gateway: Gateway) -> None:
+    """A session's keys (ASIA...) are valid only with its session token, as sts:AssumeRole's are."""
+    api, function, identities = gateway
+    admin = identities.admin.credentials()
+    assert admin.token  # minted with a session token
+    for token in (None, "not-the-token", identities.tenant("acme").session_token):
+        reply = HttpApi(api.url, credentials=Credentials(admin.access_key, admin.secret_key, token)).request(
+            "GET", "/accounts/acme"
+        )
+        refused(reply, function, 403, "The security token included in the request is invalid.")
+    assert HttpApi(api.url, credentials=admin).request("GET", "/accounts/acme").status == 201
+
+
+@pytest.mark.parametrize("after_expiry", [False, True], ids=["a second before its expiry", "at its expiry"])
+def test_an_expired_session_is_refused_expired_token(
+    policies: dict[str, Any], responses: GatewayResponses, after_expiry: bool
+) -> None:
+    minted_at = datetime.datetime(2026, 11, 20, 9, 0, tzinfo=datetime.UTC)
+    identities = Identities(clock=lambda: minted_at)
+    assert identities.admin.expiration == minted_at + SESSION_DURATION  # 12 h, AssumeRole's longest
+    now = identities.admin.expiration - datetime.timedelta(seconds=0 if after_expiry else 1)
+    with running_gateway(policies, responses, clock=lambda: now, identities=identities) as (api, function, _):
+        headers = sign(identities.admin.credentials(), REGION, "GET", f"{api.url}/accounts/acme", None, {}, at=now)
+        reply = HttpApi(api.url).request("GET", "/accounts/acme", None, headers)
+    if not after_expiry:
+        assert reply.status == 201
+        return
+    assert reply.status == 403
+    assert reply.body["error"]["code"] == "ExpiredToken"
+    assert reply.body["error"]["message"] == "The security token included in the request is expired"
+    assert function.events == []
+
+
+def test_saved_sessions_are_renewed_when_they_expire_within_the_hour(tmp_path: Path) -> None:
+    path = tmp_path / "identities.json"
+    minted_at = datetime.datetime(2026, 11, 20, 9, 0, tzinfo=datetime.UTC)
+    first = Identities.load(path, clock=lambda: minted_at)
+    admin, acme = first.admin, first.tenant("acme")
+    later = Identities.load(
+        path, clock=lambda: minted_at + SESSION_DURATION - RENEWED_WITHIN - datetime.timedelta(seconds=1)
+    )
+    assert (later.admin, later.tenant("acme")) == (admin, acme)  # still valid for over an hour: kept
+    renewed_at = minted_at + SESSION_DURATION - RENEWED_WITHIN
+    renewed = Identities.load(path, clock=lambda: renewed_at)
+    assert renewed.admin.session_token != admin.session_token
+    assert renewed.admin.expiration == renewed_at + SESSION_DURATION
+    assert (renewed.tenant("acme").role, renewed.tenant("acme").tags) == (acme.role, acme.tags)
+    assert Identities.load(path, clock=lambda: renewed_at).admin == renewed.admin  # saved
+
+
+def test_a_file_of_sessions_without_tokens_is_minted_again(tmp_path: Path) -> None:
+    path = tmp_path / "identities.json"
+    path.write_text(
+        json.dumps([{"access_key_id": "ASIALOCALX", "secret_access_key": "s", "role": "admin", "tags": {}}])
+    )
+    admin = Identities.load(path).admin
+    assert admin.session_token
+    assert admin.access_key_id != "ASIALOCALX"
+
+
+def test_a_signature_dated_after_the_window_is_not_yet_current_as_aws_words_it(policies: dict[str, Any]) -> None:
+    now = datetime.datetime(2026, 11, 20, 21, 10, 29, tzinfo=datetime.UTC)
+    with running_gateway(policies, clock=lambda: now) as (api, function, identities):
+        future = now + MAX_CLOCK_SKEW + datetime.timedelta(seconds=74)
+        headers = sign(identities.admin.credentials(), REGION, "GET", f"{api.url}/accounts/acme", None, {}, at=future)
+        reply = HttpApi(api.url).request("GET", "/accounts/acme", None, headers)
+    refused(
+        reply,
+        function,
+        403,
+        "Signature not yet current: 20261120T211643Z is still later than 20261120T211529Z (20261120T211029Z + 5 min.)",
+    )
+
+
 def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
     gateway: Gateway,
 ) -> None:
@@ -185,24 +312,60 @@ def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
     assert acme.request("POST", "/accounts/acme/resources", {"name": "x"}).status == 201
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/accounts/acme/../globex"),
+        ("POST", "/accounts/acme/resources/../../globex/resources"),
+        ("POST", "/accounts/acme/resources//..//..//globex/resources"),
+        ("POST", "/accounts/acme/resources/%2e%2e/%2e%2e/globex/resources"),
+        ("POST", "/accounts/acme/resources/%2E%2E/%2e%2E/globex/resources"),
+        ("POST", "/accounts/acme%2F..%2Fglobex/resources"),
+        ("POST", "/accounts/acme/resources/..%2F..%2Fglobex/resources"),
+        ("GET", "//accounts//globex"),
+        ("POST", "/accounts/acme/./resources"),
+        ("POST", "//accounts//acme//resources"),
+        ("POST", "/accounts/%61cme/resources"),
+    ],
+)
+def test_a_tenant_reaches_its_own_account_only_however_the_path_is_spelled(
+    gateway: Gateway, method: str, path: str
+) -> None:
+    """The signature covers the path with its dot segments removed (as botocore signs it); the
+    policy is evaluated on the path the request is routed on, which is the path the function gets.
+    Another tenant's account is never reached: refused, or routed to the caller's own account."""
+    api, function, identities = gateway
+    acme = HttpApi(api.url, credentials=identities.tenant("acme").credentials())
+    reply = acme.request(method, path, {"name": "x"} if method == "POST" else None)
+    if reply.status == 403:
+        assert function.events == []
+        return
+    assert reply.status == 201, reply.body
+    [event] = function.events
+    segments = event["path"].split("/")
+    assert segments[:3] == ["", "accounts", "acme"], event["path"]
+    assert not {".", "..", ""} & set(segments[1:]), event["path"]
+    assert "%2e" not in event["path"].lower(), event["path"]
+    assert event["requestContext"]["path"] == f"/{STAGE}{event['path']}"
+
+
 def test_verification_is_botocores_own_signature_computed_again() -> None:
-    """A request signed by botocore verifies; the same one a second later (another timestamp in the
-    signature, the old one in the header) does not."""
+    """A request signed by botocore verifies; the same request checked for another region does not."""
     credentials = Identities().admin.credentials()
     url = "http://127.0.0.1:3000/accounts/a%20b/resources?limit=2"
-    headers = sign(credentials, REGION, "GET", url, None, {})
+    now = datetime.datetime(2026, 11, 20, 21, 10, 29, tzinfo=datetime.UTC)
+    headers = sign(credentials, REGION, "GET", url, None, {}, at=now)
     secrets = {credentials.access_key: credentials.secret_key}
-    assert verify("GET", url, headers, b"", REGION, secrets.get).access_key_id == credentials.access_key  # type: ignore[union-attr]
-    assert verify("GET", url, headers, b"", "eu-west-1", secrets.get).status == 403  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", REGION, secrets.get, now).access_key_id == credentials.access_key  # type: ignore[union-attr]
+    assert verify("GET", url, headers, b"", "eu-west-1", secrets.get, now).status == 403  # type: ignore[union-attr]
 
 
 def test_a_policy_the_local_gateway_cannot_evaluate_is_a_500_not_a_guess() -> None:
     function = EchoFunction()
     identities = Identities()
     conditional = {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": "*", "Condition": {"Bool": {}}}
-    role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
     authorizer = IamAuthorizer(
-        identities, {ADMIN: [{"Statement": [conditional]}]}, role_arns, REGION, ACCOUNT, API_ID, STAGE
+        identities, {ADMIN: [{"Statement": [conditional]}]}, ROLE_ARNS, REGION, ACCOUNT, API_ID, STAGE
     )
     api = ApiGateway([Route("/{proxy+}", "ANY", function, "AWS_IAM")], STAGE, "127.0.0.1", 0, authorizer)  # type: ignore[arg-type]
     api.start()
@@ -223,26 +386,30 @@ def responses() -> GatewayResponses:
 
 
 @pytest.mark.parametrize(
-    ("response_type", "status", "code"),
+    ("response_type", "status", "answered", "code"),
     [
-        ("MISSING_AUTHENTICATION_TOKEN", 403, "MissingAuthenticationToken"),
-        ("INVALID_SIGNATURE", 403, "InvalidSignature"),
-        ("ACCESS_DENIED", 403, "AccessDenied"),
-        ("THROTTLED", 429, "Throttled"),
-        ("INTEGRATION_TIMEOUT", 504, "IntegrationTimeout"),
-        ("WAF_FILTERED", 403, "RequestRefused"),  # undeclared: DEFAULT_4XX
-        ("INTEGRATION_FAILURE", 502, "InternalError"),  # undeclared: DEFAULT_5XX
+        ("MISSING_AUTHENTICATION_TOKEN", 403, 403, "MissingAuthenticationToken"),
+        ("INVALID_SIGNATURE", 403, 403, "InvalidSignature"),
+        ("EXPIRED_TOKEN", 403, 403, "ExpiredToken"),
+        ("ACCESS_DENIED", 403, 403, "AccessDenied"),
+        ("THROTTLED", 429, 429, "Throttled"),
+        ("REQUEST_TOO_LARGE", 413, 413, "PayloadTooLarge"),
+        ("INTEGRATION_TIMEOUT", 504, 504, "IntegrationTimeout"),
+        ("INTEGRATION_FAILURE", 500, 503, "ServiceUnavailable"),  # a throttled invocation
+        ("INTEGRATION_FAILURE", 502, 503, "ServiceUnavailable"),  # a failed one
+        ("WAF_FILTERED", 403, 403, "RequestRefused"),  # undeclared: DEFAULT_4XX
+        ("API_CONFIGURATION_ERROR", 500, 500, "InternalError"),  # undeclared: DEFAULT_5XX
     ],
 )
 def test_every_answer_of_api_gateway_itself_is_in_the_apis_error_envelope(
-    responses: GatewayResponses, response_type: str, status: int, code: str
+    responses: GatewayResponses, response_type: str, status: int, answered: int, code: str
 ) -> None:
     message = 'a message with "quotes"'
     answer = responses.answer(response_type, status, message, "req-1", message_key="Message")
-    assert answer.status == status
+    assert answer.status == answered
     assert json.loads(answer.body) == {"error": {"code": code, "message": message, "requestId": "req-1"}}
     assert answer.headers["Content-Type"] == "application/json"
-    assert ("Retry-After" in answer.headers) is (response_type == "THROTTLED")
+    assert ("Retry-After" in answer.headers) is (response_type in ("THROTTLED", "INTEGRATION_FAILURE"))
 
 
 def test_without_declared_responses_api_gateways_defaults_are_answered() -> None:
