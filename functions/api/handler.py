@@ -49,6 +49,9 @@ MAX_PAGE_SIZE = 100
 ACCOUNT_ID = re.compile(ID_PATTERN)
 # If-Match: * or a list of entity tags (RFC 9110, 13.1.1); only a strong tag of a version can match.
 IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e]*")*)\s*$'
+# A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
+# that form the API did not return is refused 400 InvalidCursor.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
 
@@ -107,15 +110,52 @@ ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
 }
 
 
+# The operations' ids, which the links between them name.
+PUT_ACCOUNT, GET_ACCOUNT = "putAccount", "getAccount"
+LIST_RESOURCES, CREATE_RESOURCE = "listResources", "createResource"
+GET_RESOURCE, DELETE_RESOURCE = "getResource", "deleteResource"
+
+
+def link(operation_id: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link: where a client goes next with what this answer (or its request) named."""
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+ACCOUNT_OF_REQUEST = "$request.path.accountId"
+# What a client does next: an account just put can be read, listed and created in; one just read
+# can be changed, on the condition that it is still as read; a resource just created (or
+# replayed) can be read and deleted, and its account read again.
+ACCOUNT_READS = {
+    operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ACCOUNT, LIST_RESOURCES)
+}
+PUT_ACCOUNT_LINKS = {**ACCOUNT_READS, CREATE_RESOURCE: link(CREATE_RESOURCE, accountId=ACCOUNT_OF_REQUEST)}
+GET_ACCOUNT_LINKS = {
+    PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"})
+}
+CREATE_RESOURCE_LINKS = {
+    **ACCOUNT_READS,
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceId="$response.body#/resourceId")
+        for operation_id in (GET_RESOURCE, DELETE_RESOURCE)
+    },
+}
+
+
 def answers(
-    own: dict[int, tuple[str, type | None]], *errors: int, headers: dict[str, OpenAPIResponseHeader] | None = None
+    own: dict[int, tuple[str, type | None]],
+    *errors: int,
+    headers: dict[str, OpenAPIResponseHeader] | None = None,
+    links: dict[str, Any] | None = None,
 ) -> dict[int, OpenAPIResponse]:
-    """The route's responses for the OpenAPI document: its own answers (with `headers`), then its errors."""
+    """The route's responses for the OpenAPI document: its own answers (with `headers` and `links`),
+    then its errors."""
     documented: dict[int, OpenAPIResponse] = {}
     for status, (description, model) in own.items():
         documented[status] = {"description": description}
         if headers:
             documented[status]["headers"] = headers
+        if links:
+            documented[status]["links"] = links
         if model is not None:
             documented[status]["content"] = {content_types.APPLICATION_JSON: {"model": model}}
     for status in sorted({*errors, *ALWAYS}):
@@ -128,6 +168,7 @@ def answers(
 
 @app.put(
     "/accounts/<accountId>",
+    operation_id=PUT_ACCOUNT,
     summary="Create an account or change its limit (admin only)",
     responses=answers(
         {
@@ -140,6 +181,7 @@ def answers(
         412,
         413,
         headers=ETAG_HEADER,
+        links=PUT_ACCOUNT_LINKS,
     ),
 )
 def put_account(
@@ -171,9 +213,13 @@ def put_account(
 
 @app.get(
     "/accounts/<accountId>",
+    operation_id=GET_ACCOUNT,
     summary="Read an account's limit and both counters",
     responses=answers(
-        {200: ("The account; ETag names its limit's version, for If-Match", AccountView)}, 404, headers=ETAG_HEADER
+        {200: ("The account; ETag names its limit's version, for If-Match", AccountView)},
+        404,
+        headers=ETAG_HEADER,
+        links=GET_ACCOUNT_LINKS,
     ),
 )
 def get_account(accountId: AccountId) -> Response[str]:
@@ -216,6 +262,7 @@ def received_ms() -> int:
 
 @app.post(
     "/accounts/<accountId>/resources",
+    operation_id=CREATE_RESOURCE,
     summary="Create a resource if the account is below its limit",
     responses=answers(
         {
@@ -226,6 +273,7 @@ def received_ms() -> int:
         409,
         413,
         422,
+        links=CREATE_RESOURCE_LINKS,
     ),
 )
 def create_resource(
@@ -255,6 +303,7 @@ def create_resource(
 
 @app.get(
     "/accounts/<accountId>/resources",
+    operation_id=LIST_RESOURCES,
     summary="List live resources, newest pages by cursor",
     responses=answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
 )
@@ -263,7 +312,11 @@ def list_resources(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     cursor: Annotated[
         str | None,
-        Query(max_length=1024, description="Opaque: the nextCursor of the previous page, as returned."),
+        Query(
+            max_length=1024,
+            pattern=CURSOR_PATTERN,
+            description="Opaque: the nextCursor of the previous page, as returned (URL-safe base64, no padding).",
+        ),
     ] = None,
 ) -> ResourcePage:
     page = accounts.list_resources(wired().api_store, accountId, limit, cursor)
@@ -272,6 +325,7 @@ def list_resources(
 
 @app.get(
     "/accounts/<accountId>/resources/<resourceId>",
+    operation_id=GET_RESOURCE,
     summary="Read one live resource",
     responses=answers({200: ("The resource", ResourceView)}, 404),
 )
@@ -281,6 +335,7 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
 
 @app.delete(
     "/accounts/<accountId>/resources/<resourceId>",
+    operation_id=DELETE_RESOURCE,
     summary="Delete a resource",
     responses=answers({204: ("Deleted; its slot is free", None)}, 404),
 )
