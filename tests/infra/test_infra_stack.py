@@ -494,7 +494,7 @@ def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer
         assert method["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
     _, function = function_by_handler(template_json, constants.AUTHORIZER_HANDLER)
     environment = function["Properties"]["Environment"]["Variables"]
-    assert environment[schema.ENV_JWT_ISSUER] == "https://issuer.example.com/pool"
+    assert environment[schema.ENV_JWT_ISSUER] == "https://issuer.example.com/pool/"  # exactly as configured
     assert (environment[schema.ENV_JWT_AUDIENCE], environment[schema.ENV_JWT_TENANT_CLAIM]) == ("counter", "tenant")
     # Tokens take the place of the SigV4 roles: none is deployed, none is an output.
     assert constants.OUTPUT_TENANT_ROLE_ARN not in template_json["Outputs"]
