@@ -10,6 +10,7 @@ how to use them; tests and benchmarks mint their own in memory.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 from dataclasses import asdict, dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from botocore.credentials import Credentials
 
+from functions.core.model import ID_PATTERN, MAX_ID_LENGTH
 from infra import constants
 
 ADMIN, TENANT = "admin", "tenant"
@@ -38,6 +40,15 @@ class Identity:
 
     def credentials(self) -> Credentials:
         return Credentials(self.access_key_id, self.secret_access_key)
+
+
+def _tenant_tags(account_id: str) -> dict[str, str]:
+    """A tenant session's tags. Only an account id may be one: the tenant policy puts the tag into
+    its resource ARNs, and the deployed trust policy refuses a value that could widen them
+    (docs/security.md)."""
+    if not re.fullmatch(ID_PATTERN, account_id):
+        raise ValueError(f"{account_id!r} is not an account id (letters, digits, - and _, at most {MAX_ID_LENGTH})")
+    return {constants.TENANT_TAG_KEY: account_id}
 
 
 def _mint(role: str, tags: dict[str, str] | None = None) -> Identity:
@@ -62,7 +73,7 @@ class Identities:
             for identity in self._by_key.values():
                 if identity.role == TENANT and identity.tags.get(constants.TENANT_TAG_KEY) == account_id:
                     return identity
-            minted = _mint(TENANT, {constants.TENANT_TAG_KEY: account_id})
+            minted = _mint(TENANT, _tenant_tags(account_id))
             self._by_key[minted.access_key_id] = minted
             return minted
 

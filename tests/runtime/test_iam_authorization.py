@@ -18,10 +18,11 @@ from local.apigateway import ApiGateway, Route
 from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
-from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
+from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn, string_like
 from local.identities import ADMIN, TENANT, Identities
 from local.sigv4 import MAX_CLOCK_SKEW, sign, verify
 from tests.runtime.test_apigateway import EchoFunction
+from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
 
 REGION, ACCOUNT, API_ID, STAGE = "us-east-1", "000000000000", "a1b2c3", "prod"
 Gateway = tuple[ApiGateway, EchoFunction, Identities]
@@ -105,6 +106,33 @@ def test_a_tag_value_is_matched_literally_never_as_a_wildcard() -> None:
     ]
     assert allowed(policy, "execute-api:Invoke", "arn:x/a.b/c", {"t": "a.b"})
     assert not allowed(policy, "execute-api:Invoke", "arn:x/aXb/c", {"t": "a.b"})
+
+
+def test_a_tag_with_a_slash_would_reach_another_tenant_so_no_session_is_minted_with_one(
+    policies: dict[str, Any],
+) -> None:
+    """Why the tag values are constrained: the tenant policy puts the tag in the ARN as it is, so a
+    session tagged `globex/resources/r1` would read globex's resource r1. The deployed trust policy
+    refuses such a session (tests/infra); the local runtime never mints one."""
+    arn = execute_api_arn(REGION, ACCOUNT, API_ID, STAGE, "GET", "/accounts/globex/resources/r1")
+    assert allowed(policies[TENANT], "execute-api:Invoke", arn, {constants.TENANT_TAG_KEY: "globex/resources/r1"})
+    identities = Identities()
+    for hostile in HOSTILE_TENANT_TAGS:
+        with pytest.raises(ValueError, match="not an account id"):
+            identities.tenant(hostile)
+    for account_id in ACCOUNT_ID_TAGS:
+        assert identities.tenant(account_id).tags == {constants.TENANT_TAG_KEY: account_id}
+
+
+def test_the_special_variables_stand_for_their_characters() -> None:
+    """`${*}`, `${?}` and `${$}` match a literal `*`, `?` and `$` (IAM user guide, "IAM policy
+    elements: Variables and tags", Special characters)."""
+    assert string_like("*${*}*", "acme*")
+    assert not string_like("*${*}*", "acme")
+    assert string_like("${?}", "?")
+    assert not string_like("${?}", "a")
+    assert string_like("a${$}", "a$")
+    assert not string_like("a${$}", "ab")
 
 
 def test_a_deny_wins_and_unsupported_statements_are_refused_not_guessed() -> None:
