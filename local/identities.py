@@ -4,14 +4,18 @@ minted locally, with the same meaning: an admin session, or a tenant session tag
 account id.
 
 `make run` keeps them in `.local/identities.json` (created on first run, never committed) and prints
-how to use them; tests and benchmarks mint their own in memory.
+how to use them; `python -m local.identities ACCOUNT` mints a tenant session for another account
+there, which a running `make run` accepts at once. Tests and benchmarks mint their own in memory.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import re
 import secrets
+import sys
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,10 +59,26 @@ def _mint(role: str, tags: dict[str, str] | None = None) -> Identity:
     return Identity(f"ASIALOCAL{secrets.token_hex(6).upper()}", secrets.token_urlsafe(30), role, dict(tags or {}))
 
 
+def _saved(path: Path) -> list[Identity]:
+    return [Identity(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
 class Identities:
-    def __init__(self, known: list[Identity] | None = None) -> None:
+    def __init__(self, known: list[Identity] | None = None, path: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._by_key = {identity.access_key_id: identity for identity in known or []}
+        # Where they are kept, if anywhere: a key saved there later (by another process minting a
+        # tenant) is found too, without a restart.
+        self._path = path
+        self._read = _stamp(path) if path else None
         if not any(identity.role == ADMIN for identity in self._by_key.values()):
             admin = _mint(ADMIN)
             self._by_key[admin.access_key_id] = admin
@@ -78,38 +98,90 @@ class Identities:
             return minted
 
     def find(self, access_key_id: str) -> Identity | None:
-        return self._by_key.get(access_key_id)
+        identity = self._by_key.get(access_key_id)
+        if identity is None and self._path is not None and self._learn_saved(self._path):
+            identity = self._by_key.get(access_key_id)
+        return identity
 
     def secret_of(self, access_key_id: str) -> str | None:
-        identity = self._by_key.get(access_key_id)
+        identity = self.find(access_key_id)
         return None if identity is None else identity.secret_access_key
 
+    def _learn_saved(self, path: Path) -> bool:
+        """Take in the keys saved at `path` since it was last read; True if it changed."""
+        stamp = _stamp(path)
+        with self._lock:
+            if stamp is None or stamp == self._read:
+                return False
+            self._read = stamp
+            try:
+                saved = _saved(path)
+            except (OSError, ValueError, TypeError):  # edited by hand into something else: ignored
+                return False
+            for identity in saved:
+                self._by_key.setdefault(identity.access_key_id, identity)
+            return True
+
     def save(self, path: Path) -> None:
+        """Written whole, then renamed into place: a process reading `path` meanwhile sees the old
+        or the new file, never half of one."""
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             known = [asdict(identity) for identity in self._by_key.values()]
-        path.write_text(json.dumps(known, indent=2) + "\n", encoding="utf-8")
-        path.chmod(0o600)
+        written = path.with_name(f".{path.name}.{os.getpid()}")
+        written.write_text(json.dumps(known, indent=2) + "\n", encoding="utf-8")
+        written.chmod(0o600)
+        written.replace(path)
 
     @classmethod
     def load(cls, path: Path) -> Identities:
-        """The identities saved at `path`, or new ones (an admin and a tenant `acme`) saved there."""
+        """The identities saved at `path`, or new ones (an admin and a tenant `acme`) saved there;
+        either way, they learn keys saved there later."""
         if path.exists():
-            return cls([Identity(**entry) for entry in json.loads(path.read_text(encoding="utf-8"))])
+            return cls(_saved(path), path)
         identities = cls()
         identities.tenant("acme")
         identities.save(path)
-        return identities
+        return cls(_saved(path), path)
 
 
-def main() -> None:
-    """`python -m local.identities`: shell assignments of the `make run` callers' keys, for
-    `eval "$(python -m local.identities)"` then `curl --aws-sigv4 ... --user "$ADMIN"`."""
-    identities = Identities.load(IDENTITIES_FILE)
-    admin, acme = identities.admin, identities.tenant("acme")
+def mint_tenant(account_id: str, path: Path = IDENTITIES_FILE) -> Identity:
+    """A tenant session for `account_id`, saved at `path` (the one there if there is one): a
+    running `make run`, which keeps its callers there, accepts it at once."""
+    identities = Identities.load(path)
+    tenant = identities.tenant(account_id)
+    identities.save(path)
+    return tenant
+
+
+def shell_name(account_id: str) -> str:
+    """The shell variable a tenant's key is printed as: `acme` -> ACME, `globex-2` -> GLOBEX_2."""
+    name = account_id.upper().replace("-", "_")
+    return f"TENANT_{name}" if name[0].isdigit() or name in ("ADMIN", "SIGV4") else name
+
+
+def main(argv: list[str] | None = None, path: Path = IDENTITIES_FILE) -> None:
+    """`python -m local.identities [ACCOUNT ...]`: shell assignments of the `make run` callers' keys,
+    for `eval "$(python -m local.identities)"` then `curl --aws-sigv4 $SIGV4 --user "$ADMIN"`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m local.identities",
+        description="Print the keys of the local API's callers (the admin and tenant sessions) as shell "
+        f"assignments. Each ACCOUNT gets a tenant session, minted and saved in {path} the first time: a "
+        "running `make run` accepts it at once.",
+    )
+    parser.add_argument("accounts", nargs="*", metavar="ACCOUNT", help="a tenant's account id (default: acme)")
+    args = parser.parse_args(argv)
+    try:
+        tenants = [mint_tenant(account_id, path) for account_id in args.accounts or ["acme"]]
+    except ValueError as error:
+        parser.error(str(error))
+    admin = Identities.load(path).admin
     print(f"ADMIN={admin.access_key_id}:{admin.secret_access_key}")
-    print(f"ACME={acme.access_key_id}:{acme.secret_access_key}")
+    for tenant in tenants:
+        print(f"{shell_name(tenant.tags[constants.TENANT_TAG_KEY])}={tenant.access_key_id}:{tenant.secret_access_key}")
     print("SIGV4=aws:amz:us-east-1:execute-api")
+    if args.accounts:
+        print(f"# kept in {path}; `make run` accepts them now, for each account's own paths", file=sys.stderr)
 
 
 if __name__ == "__main__":

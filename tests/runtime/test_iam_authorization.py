@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,8 @@ from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn, string_like
-from local.identities import ADMIN, TENANT, Identities
+from local.identities import ADMIN, TENANT, Identities, mint_tenant
+from local.identities import main as identities_main
 from local.sigv4 import MAX_CLOCK_SKEW, sign, verify
 from tests.runtime.test_apigateway import EchoFunction
 from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
@@ -70,9 +72,14 @@ def policies() -> dict[str, list[dict[str, Any]]]:
 
 
 @pytest.fixture
-def gateway(policies: dict[str, list[dict[str, Any]]]) -> Iterator[Gateway]:
+def identities_file(tmp_path: Path) -> Path:
+    return tmp_path / "identities.json"
+
+
+@pytest.fixture
+def gateway(policies: dict[str, list[dict[str, Any]]], identities_file: Path) -> Iterator[Gateway]:
     function = EchoFunction()
-    identities = Identities()
+    identities = Identities.load(identities_file)  # as `make run` keeps them
     role_arns = {ADMIN: f"arn:aws:iam::{ACCOUNT}:role/Admin", TENANT: f"arn:aws:iam::{ACCOUNT}:role/Tenant"}
     authorizer = IamAuthorizer(identities, policies, role_arns, REGION, ACCOUNT, API_ID, STAGE)
     routes = [Route("/{proxy+}", "ANY", function, "AWS_IAM")]  # type: ignore[arg-type]
@@ -152,6 +159,25 @@ def test_an_admin_may_set_a_limit_and_the_function_sees_who_called(
     caller = function.events[-1]["requestContext"]["identity"]
     assert caller["accessKey"] == identities.admin.access_key_id
     assert caller["userArn"] == f"arn:aws:sts::{ACCOUNT}:assumed-role/Admin/local-admin"
+
+
+def test_a_tenant_minted_while_the_gateway_runs_is_accepted_at_once(
+    gateway: Gateway, identities_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m local.identities globex` mints and saves a key for a new tenant; the running
+    gateway accepts it without a restart, for globex's paths only."""
+    api, function, _ = gateway
+    identities_main(["globex"], identities_file)
+    assignments = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines() if "=" in line)
+    key, secret = assignments["GLOBEX"].split(":", 1)
+    globex = HttpApi(api.url, credentials=Credentials(key, secret))
+    assert globex.request("GET", "/accounts/globex").status == 201  # the echo function's answer
+    assert globex.request("POST", "/accounts/globex/resources", {"name": "r"}).status == 201
+    denied = globex.request("GET", "/accounts/acme")
+    assert denied.status == 403, denied.body
+    assert "is not authorized to perform: execute-api:Invoke" in json.dumps(denied.body)
+    assert [event["path"] for event in function.events] == ["/accounts/globex", "/accounts/globex/resources"]
+    assert mint_tenant("globex", identities_file).access_key_id == key  # minted once, then reused
 
 
 def refused(reply: Any, function: EchoFunction, status: int, message: str) -> None:
