@@ -54,6 +54,9 @@ IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
+ACCOUNT_PATH = "/accounts/<accountId>"
+RESOURCES_PATH = f"{ACCOUNT_PATH}/resources"
+RESOURCE_PATH = f"{RESOURCES_PATH}/<resourceId>"
 
 app = APIGatewayRestResolver(enable_validation=True)
 errors.register(app)
@@ -85,19 +88,20 @@ ERRORS = {
     "this API did not return (a cursor is opaque); nothing was written",
     401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
     "not valid)",
-    403: "API Gateway: MissingAuthenticationToken (unsigned, or an unknown path or method), InvalidSignature, "
-    "ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
+    403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
+    "InvalidSignature, ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
     404: "AccountNotFound, ResourceNotFound",
     409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
     412: "PreconditionFailed: If-Match names another version of the account (or the account does not exist)",
-    413: "PayloadTooLarge: a body over 64 KiB",
+    413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
     422: "IdempotencyKeyMismatch: the key was sent before with another body",
     429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
     "Both with Retry-After",
-    500: "API Gateway: InternalError (the function's concurrency was used up)",
-    502: "API Gateway: InternalError (the function failed)",
-    503: "ServiceUnavailable: DynamoDB failed after retries; retry after Retry-After",
-    504: "API Gateway: IntegrationTimeout (no answer within 29 s)",
+    500: "API Gateway: InternalError (a failure of its own, or of the JWT authorizer)",
+    502: "API Gateway: InternalError (the function failed; a write may have landed: retry idempotently)",
+    503: "ServiceUnavailable, with Retry-After: DynamoDB failed after retries (the function), or the function's "
+    "concurrency was used up (API Gateway); retry after Retry-After",
+    504: "API Gateway: IntegrationTimeout (no answer within 29 s; a write may have landed: retry idempotently)",
 }
 ALWAYS = (400, 401, 403, 429, 500, 502, 503, 504)
 
@@ -167,7 +171,7 @@ def answers(
 
 
 @app.put(
-    "/accounts/<accountId>",
+    ACCOUNT_PATH,
     operation_id=PUT_ACCOUNT,
     summary="Create an account or change its limit (admin only)",
     responses=answers(
@@ -212,7 +216,7 @@ def put_account(
 
 
 @app.get(
-    "/accounts/<accountId>",
+    ACCOUNT_PATH,
     operation_id=GET_ACCOUNT,
     summary="Read an account's limit and both counters",
     responses=answers(
@@ -261,7 +265,7 @@ def received_ms() -> int:
 
 
 @app.post(
-    "/accounts/<accountId>/resources",
+    RESOURCES_PATH,
     operation_id=CREATE_RESOURCE,
     summary="Create a resource if the account is below its limit",
     responses=answers(
@@ -302,7 +306,7 @@ def create_resource(
 
 
 @app.get(
-    "/accounts/<accountId>/resources",
+    RESOURCES_PATH,
     operation_id=LIST_RESOURCES,
     summary="List live resources, newest pages by cursor",
     responses=answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
@@ -324,7 +328,7 @@ def list_resources(
 
 
 @app.get(
-    "/accounts/<accountId>/resources/<resourceId>",
+    RESOURCE_PATH,
     operation_id=GET_RESOURCE,
     summary="Read one live resource",
     responses=answers({200: ("The resource", ResourceView)}, 404),
@@ -334,7 +338,7 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
 
 
 @app.delete(
-    "/accounts/<accountId>/resources/<resourceId>",
+    RESOURCE_PATH,
     operation_id=DELETE_RESOURCE,
     summary="Delete a resource",
     responses=answers({204: ("Deleted; its slot is free", None)}, 404),
@@ -345,6 +349,42 @@ def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[st
     )
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
+
+
+# A path the API has, with a method it does not take: 405 and the methods it does (RFC 9110,
+# 15.5.6). API Gateway's proxy resource (ANY) passes the function every method API Gateway takes;
+# a path the API does not have is 404 RouteNotFound (functions/api/errors.py).
+GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def other_methods(*taken: str) -> list[str]:
+    return [method for method in GATEWAY_METHODS if method not in taken]
+
+
+def method_not_allowed(*taken: str) -> Response[str]:
+    event = app.current_event
+    return errors.error_response(
+        HTTPStatus.METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        f"{event.path} takes {', '.join(taken)}, not {event.http_method}",
+        headers={"Allow": ", ".join(taken)},
+        request_id=event.request_context.request_id,
+    )
+
+
+@app.route(ACCOUNT_PATH, method=other_methods("GET", "PUT"), include_in_schema=False)
+def account_method_not_allowed(accountId: str) -> Response[str]:
+    return method_not_allowed("GET", "PUT")
+
+
+@app.route(RESOURCES_PATH, method=other_methods("GET", "POST"), include_in_schema=False)
+def resources_method_not_allowed(accountId: str) -> Response[str]:
+    return method_not_allowed("GET", "POST")
+
+
+@app.route(RESOURCE_PATH, method=other_methods("DELETE", "GET"), include_in_schema=False)
+def resource_method_not_allowed(accountId: str, resourceId: str) -> Response[str]:
+    return method_not_allowed("DELETE", "GET")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -172,3 +172,18 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     assert api.create("linked", "r2", key="k2").status == 201
     replayed = api.create("linked", "r2", key="k2")  # a replay answers the resource it created
     assert follow("POST", resources, 200, where, replayed) == {*reads, ("GET", resource), ("DELETE", resource)}
+
+
+GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  # what API Gateway's ANY takes
+
+
+def test_every_method_a_documented_path_does_not_take_is_405_with_the_documented_ones(harness: Harness) -> None:
+    document = json.loads(render())
+    for template, operations in document["paths"].items():
+        path = template.format(accountId="acme", resourceId="r1")
+        documented = sorted(method.upper() for method in operations)
+        for method in sorted(set(GATEWAY_METHODS) - set(documented)):
+            answer = harness.api.request(method, path)
+            assert answer.status == 405, (method, path, answer.text)
+            assert answer.headers["Allow"] == ", ".join(documented)
+    assert harness.api.request("GET", "/accounts/acme/nothing").status == 404  # no such path
