@@ -150,7 +150,8 @@ def mint_tenant(account_id: str, path: Path = IDENTITIES_FILE) -> Identity:
     running `make run`, which keeps its callers there, accepts it at once."""
     identities = Identities.load(path)
     tenant = identities.tenant(account_id)
-    identities.save(path)
+    if all(saved.access_key_id != tenant.access_key_id for saved in _saved(path)):
+        identities.save(path)
     return tenant
 
 

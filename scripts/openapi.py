@@ -49,12 +49,12 @@ def as_answered(document: dict[str, Any]) -> dict[str, Any]:
     for operations in document["paths"].values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
-                schema = parameter["schema"]
-                choices = [choice for choice in schema.pop("anyOf", []) if choice != {"type": "null"}]
+                value = parameter["schema"]
+                choices = [choice for choice in value.pop("anyOf", []) if choice != {"type": "null"}]
                 if len(choices) == 1:
-                    schema.update(choices[0])
+                    value.update(choices[0])
                 elif choices:
-                    schema["anyOf"] = choices
+                    value["anyOf"] = choices
             responses = operation["responses"]
             schema = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
             if schema.get("$ref") == POWERTOOLS_VALIDATION_ERROR:

@@ -128,6 +128,6 @@ def test_sequences_of_calls_keep_the_contract(system: System) -> None:
             database=None,
         ),
     )
-    # The document's links (create -> read and delete, put -> the account's reads) carry real ids:
-    # without them, or with a broken one, a sequence never reaches an existing resource.
+    # The document's links carry real ids and versions from one answer to the next call: without
+    # them, or with a broken one, a sequence never reaches an existing resource or account.
     assert succeeded == {operation.label for operation in operations()}

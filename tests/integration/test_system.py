@@ -145,8 +145,11 @@ def test_a_method_a_path_does_not_take_is_405_with_the_methods_it_does(
     assert answer.headers["Allow"] == allowed
     assert answer.body["error"]["code"] == "MethodNotAllowed"
     assert answer.body["error"]["requestId"]
+
+
+def test_head_is_405_too_with_no_body(system: System) -> None:
     head = system.api.request("HEAD", "/accounts/acme/resources/r1")
-    assert (head.status, head.headers["Allow"]) == (405, "DELETE, GET")
+    assert (head.status, head.headers["Allow"], head.body) == (405, "DELETE, GET", None)
 
 
 def test_a_method_api_gateway_does_not_take_is_refused_before_the_function(system: System) -> None:
