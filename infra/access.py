@@ -5,7 +5,8 @@ that the caller may `execute-api:Invoke` that method on that path before the fun
 answers 403 otherwise. Two roles hold the permissions:
 
 * **TenantRole**, assumed with a session tag `tenant=<account id>` (`sts:AssumeRole` with `Tags`;
-  the trust policy refuses a session without it). Its policy allows `GET /accounts/<tag>` and every
+  the trust policy refuses a session without it, or with a value that could name more than one
+  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>` and every
   method under `/accounts/<tag>/resources`, where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
   the session's tag into the resource ARN, so one role serves every tenant (IAM's role quota is far
   below a SaaS's tenant count) and a session can reach its own account's paths only.
@@ -21,9 +22,23 @@ from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from functions.core.model import MAX_ID_LENGTH
 from infra import constants
 
 TENANT_TAG = f"${{aws:PrincipalTag/{constants.TENANT_TAG_KEY}}}"
+# Tag values a tenant session may not carry (StringNotLike: none may match). IAM puts the tag into
+# the resource ARNs as it is, so a `/` would reach other paths (`globex/resources/r1` is globex's
+# resource r1 under `GET /accounts/${tag}`), and `.` makes dot segments. IAM has no regex, so these
+# refuse every character STS allows in a tag value ([\p{L}\p{Z}\p{N}_.:/=+\-@]) but an account
+# id's letters, digits, `_` and `-`, as far as ASCII goes; `*`, `?` and `$` too (STS refuses them
+# today; `${*}` stands for a literal `*`), no value, and one longer than an account id. What is
+# left (letters and digits beyond ASCII, separators other than the space) has no meaning in an ARN
+# match and names no account: the API refuses such an id.
+TENANT_TAG_REFUSED = [
+    *(f"*{character}*" for character in ("/", ".", ":", "=", "+", "@", " ", "${*}", "${?}", "${$}")),
+    "",
+    "?" * (MAX_ID_LENGTH + 1) + "*",
+]
 
 
 class Access(Construct):
@@ -41,6 +56,7 @@ class Access(Construct):
                 # A tenant session names exactly one tenant, and only with this tag key.
                 "Null": {f"aws:RequestTag/{constants.TENANT_TAG_KEY}": "false"},
                 "ForAllValues:StringEquals": {"aws:TagKeys": [constants.TENANT_TAG_KEY]},
+                "StringNotLike": {f"aws:RequestTag/{constants.TENANT_TAG_KEY}": TENANT_TAG_REFUSED},
             },
         ).with_session_tags()
         self.tenant_role = iam.Role(

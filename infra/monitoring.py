@@ -141,7 +141,7 @@ class Monitoring(Construct):
         self._alarm(
             "CountersDisagreeWithItems",
             "The sweeper's audit found an account whose counters disagree with its items beyond the writes "
-            "in flight: run `python -m ops audit --account ID --repair` (docs/operations.md)",
+            "in flight: run `python -m ops audit ACCOUNT --repair` (docs/operations.md)",
             _service_metric("AuditDrift", cdk.Duration.hours(1)),
         )
         # Every alarm tells the topic when it fires and when it is over.

@@ -133,7 +133,7 @@ def jwt_settings(scope: Construct) -> JwtSettings:
     if not (issuer.startswith("https://") or (issuer.startswith("http://") and host in ("127.0.0.1", "localhost"))):
         raise ValueError(f'context "{constants.JWT_ISSUER_CONTEXT_KEY}" must be an https:// URL, got {issuer!r}')
     return JwtSettings(
-        issuer=issuer.rstrip("/"),
+        issuer=issuer,  # as configured: tokens' `iss` must equal it exactly
         audience=text(constants.JWT_AUDIENCE_CONTEXT_KEY),
         tenant_claim=text(constants.JWT_TENANT_CLAIM_CONTEXT_KEY, constants.DEFAULT_JWT_TENANT_CLAIM),
         admin_scope=text(constants.JWT_ADMIN_SCOPE_CONTEXT_KEY, constants.DEFAULT_JWT_ADMIN_SCOPE),

@@ -6,9 +6,11 @@ Action and Resource match, else the implicit deny (IAM user guide, "Policy evalu
 Wildcards `*` (any run of characters, `/` included) and `?` (one character) in Action and Resource
 (IAM JSON policy reference, "Resource"); actions match without regard to case. A policy variable
 `${aws:PrincipalTag/KEY}` in a Resource is replaced by the session's tag, literally (its value's
-characters are not wildcards); a statement whose variable has no value matches nothing ("IAM
-policy elements: Variables and tags"). A statement with a Condition, NotAction or NotResource is
-refused outright rather than guessed at: the stack declares none.
+characters are not wildcards); a statement whose variable has no value matches nothing; `${*}`,
+`${?}` and `${$}` stand for a literal `*`, `?` and `$` ("IAM policy elements: Variables and tags").
+A statement with a Condition, NotAction or NotResource is refused outright rather than guessed at:
+the roles' identity policies declare none. `string_like` is the StringLike condition operator's
+match with the same rules, for checking the tenant role's trust policy (tests/infra).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 _PARTS = re.compile(r"(\$\{[^}]*\}|\*|\?)")
+_SPECIAL_CHARACTERS = ("${*}", "${?}", "${$}")
 
 
 class UnsupportedPolicy(ValueError):
@@ -45,6 +48,12 @@ def allowed(policies: Iterable[Mapping[str, Any]], action: str, resource: str, t
     return verdict
 
 
+def string_like(pattern: str, value: str) -> bool:
+    """StringLike: `*` and `?` wildcards, case-sensitive, the special variables as their characters
+    (IAM JSON policy reference, "Condition operators")."""
+    return _matches(pattern, value, {})
+
+
 def _listed(value: Any) -> Sequence[Any]:
     return value if isinstance(value, list) else [value]
 
@@ -56,6 +65,8 @@ def _matches(pattern: str, value: str, tags: Mapping[str, str], case_sensitive: 
             regex += ".*"
         elif part == "?":
             regex += "."
+        elif part in _SPECIAL_CHARACTERS:
+            regex += re.escape(part[2:-1])
         elif part.startswith("${") and part.endswith("}"):
             variable = part[2:-1]
             if not variable.startswith("aws:PrincipalTag/") or variable.split("/", 1)[1] not in tags:

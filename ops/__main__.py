@@ -5,8 +5,9 @@ the emulator URL it prints: `python -m ops --endpoint-url http://127.0.0.1:PORT 
 (or set AWS_ENDPOINT_URL). The table, the queues and the sweeper are found from the stack's
 outputs (--stack-name).
 
-Exit codes: 0 done; 1 error; 2 bad usage; 3 try again later (heal: pending work or busy; sweep:
-already running); 4 not found (account, or a named DLQ 2 message).
+Exit codes: 0 done; 1 error; 2 bad usage; 3 try again later (heal: pending work or busy; audit:
+an account was written between every pair of reads; sweep: already running); 4 not found
+(account, or a named DLQ 2 message); 5 drift found (audit: counters disagree with the items).
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
         "One JSON line per account with --json. Exit 0: no drift; 5: drift found; 3: some inconclusive.",
     )
     target = audit.add_mutually_exclusive_group(required=True)
-    target.add_argument("--account", dest="account_id", help="one account")
+    target.add_argument("account_id", nargs="?", metavar="ACCOUNT", help="one account")
     target.add_argument("--all", action="store_true", help="every account (the activity index, never a scan)")
+    target.add_argument("--account", dest="account_option", metavar="ACCOUNT", help="deprecated: ops audit ACCOUNT")
     audit.add_argument(
         "--repair",
         action="store_true",
@@ -223,8 +225,12 @@ def run_account(context: Context) -> int:
 
 
 def run_audit(context: Context) -> int:
+    account_id = context.args.account_id
+    if context.args.account_option:  # kept for operators' scripts, as `account` and `heal` take it
+        account_id = context.args.account_option
+        print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
     dynamodb, table = context.connection.client("dynamodb"), context.outputs.table_name
-    accounts = [context.args.account_id] if context.args.account_id else commands.all_accounts(dynamodb, table)
+    accounts = [account_id] if account_id else commands.all_accounts(dynamodb, table)
     verdicts: Counter[str] = Counter()
     progress = len(accounts) > 1 and sys.stderr.isatty()
     for done, account_id in enumerate(accounts, start=1):
@@ -350,8 +356,9 @@ def format_account(view: AccountView) -> str:
         f"tombstones {view.tombstones}",
         f"  drift          best_effort - live = {_signed(view.best_effort_drift)}, "
         f"admitted - live = {_signed(view.admitted_drift)}",
-        f"  version {view.version}, heal epoch {view.heal_epoch}, last write {view.last_write_at or '-'}, "
-        f"last healed or checked {view.healed_at or '-'}",
+        f'  limit version  {view.limit_version}  (the API\'s ETag "{view.limit_version}")',
+        f"  account item   writes {view.version}, heal epoch {view.heal_epoch}, "
+        f"last write {view.last_write_at or '-'}, last healed or checked {view.healed_at or '-'}",
     ]
     if view.pending:
         lines.append("  counting work is pending: the stream, the redrive or the sweeper will apply it")

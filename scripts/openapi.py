@@ -43,9 +43,18 @@ POWERTOOLS_VALIDATION_ERROR = "#/components/schemas/HTTPValidationError"
 def as_answered(document: dict[str, Any]) -> dict[str, Any]:
     """What the API answers, where Powertools' generator says otherwise: it documents a 422
     "Validation Error" on every route, where this API answers a validation error 400 in its
-    envelope (functions/api/errors.py); and it gives a 204 the return annotation's body."""
+    envelope (functions/api/errors.py); it gives a 204 the return annotation's body; and it lets an
+    optional header or query parameter be null, which a request can only send as the text "null"
+    (an absent parameter is one the client leaves out: `required: false`)."""
     for operations in document["paths"].values():
         for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                value = parameter["schema"]
+                choices = [choice for choice in value.pop("anyOf", []) if choice != {"type": "null"}]
+                if len(choices) == 1:
+                    value.update(choices[0])
+                elif choices:
+                    value["anyOf"] = choices
             responses = operation["responses"]
             schema = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
             if schema.get("$ref") == POWERTOOLS_VALIDATION_ERROR:

@@ -50,6 +50,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView | No
         admitted=sum(shard.admitted for shard in shards),
         eventual=read.eventual,
         version=int(account.get("version", 0)),
+        limit_version=int(account.get(schema.LIMIT_VERSION_ATTRIBUTE, 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
         last_write_at=latest_write(read.shards) or "",
         healed_at=str(account.get("healed_at", "")),

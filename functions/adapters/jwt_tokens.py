@@ -23,7 +23,9 @@ class InvalidToken(Exception):
 
 class JwtVerifier:
     def __init__(self, issuer: str, audience: str) -> None:
-        self._issuer = issuer.rstrip("/")
+        # Compared with `iss` exactly, a final "/" included (OpenID Connect Core 1.0, 3.1.3.7):
+        # Auth0's issuers end in "/", Cognito's do not.
+        self._issuer = issuer
         self._audience = audience
         self._keys: jwt.PyJWKClient | None = None
 
@@ -47,7 +49,8 @@ class JwtVerifier:
         """The issuer's keys, from the `jwks_uri` of its discovery document (read once per
         execution environment; PyJWKClient refetches the keys when a token names an unknown kid)."""
         if self._keys is None:
-            discovery = f"{self._issuer}/.well-known/openid-configuration"
+            # The issuer without its final "/", then the well-known path (OpenID Connect Discovery 1.0, 4).
+            discovery = f"{self._issuer.rstrip('/')}/.well-known/openid-configuration"
             with urllib.request.urlopen(discovery, timeout=FETCH_TIMEOUT_SECONDS) as answer:  # noqa: S310 - the issuer is configured
                 jwks_uri = json.load(answer)["jwks_uri"]
             self._keys = jwt.PyJWKClient(jwks_uri, lifespan=JWKS_CACHE_SECONDS, timeout=FETCH_TIMEOUT_SECONDS)

@@ -48,8 +48,14 @@ MAX_PAGE_SIZE = 100
 ACCOUNT_ID = re.compile(ID_PATTERN)
 # If-Match: * or a list of entity tags (RFC 9110, 13.1.1); only a strong tag of a version can match.
 IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e]*")*)\s*$'
+# A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
+# that form the API did not return is refused 400 InvalidCursor.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
+ACCOUNT_PATH = "/accounts/<accountId>"
+RESOURCES_PATH = f"{ACCOUNT_PATH}/resources"
+RESOURCE_PATH = f"{RESOURCES_PATH}/<resourceId>"
 
 app = APIGatewayRestResolver(enable_validation=True)
 errors.register(app)
@@ -81,19 +87,20 @@ ERRORS = {
     "this API did not return (a cursor is opaque); nothing was written",
     401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
     "not valid)",
-    403: "API Gateway: MissingAuthenticationToken (unsigned, or an unknown path or method), InvalidSignature, "
-    "ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
+    403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
+    "InvalidSignature, ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
     404: "AccountNotFound, ResourceNotFound",
     409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
     412: "PreconditionFailed: If-Match names another version of the account (or the account does not exist)",
-    413: "PayloadTooLarge: a body over 64 KiB",
+    413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
     422: "IdempotencyKeyMismatch: the key was sent before with another body",
     429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
     "Both with Retry-After",
-    500: "API Gateway: InternalError (the function's concurrency was used up)",
-    502: "API Gateway: InternalError (the function failed)",
-    503: "ServiceUnavailable: DynamoDB failed after retries; retry after Retry-After",
-    504: "API Gateway: IntegrationTimeout (no answer within 29 s)",
+    500: "API Gateway: InternalError (a failure of its own, or of the JWT authorizer)",
+    502: "API Gateway: InternalError (the function failed; a write may have landed: retry idempotently)",
+    503: "ServiceUnavailable, with Retry-After: DynamoDB failed after retries (the function), or the function's "
+    "concurrency was used up (API Gateway); retry after Retry-After",
+    504: "API Gateway: IntegrationTimeout (no answer within 29 s; a write may have landed: retry idempotently)",
 }
 ALWAYS = (400, 401, 403, 429, 500, 502, 503, 504)
 
@@ -106,15 +113,52 @@ ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
 }
 
 
+# The operations' ids, which the links between them name.
+PUT_ACCOUNT, GET_ACCOUNT = "putAccount", "getAccount"
+LIST_RESOURCES, CREATE_RESOURCE = "listResources", "createResource"
+GET_RESOURCE, DELETE_RESOURCE = "getResource", "deleteResource"
+
+
+def link(operation_id: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link: where a client goes next with what this answer (or its request) named."""
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+ACCOUNT_OF_REQUEST = "$request.path.accountId"
+# What a client does next: an account just put can be read, listed and created in; one just read
+# can be changed, on the condition that it is still as read; a resource just created (or
+# replayed) can be read and deleted, and its account read again.
+ACCOUNT_READS = {
+    operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ACCOUNT, LIST_RESOURCES)
+}
+PUT_ACCOUNT_LINKS = {**ACCOUNT_READS, CREATE_RESOURCE: link(CREATE_RESOURCE, accountId=ACCOUNT_OF_REQUEST)}
+GET_ACCOUNT_LINKS = {
+    PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"})
+}
+CREATE_RESOURCE_LINKS = {
+    **ACCOUNT_READS,
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceId="$response.body#/resourceId")
+        for operation_id in (GET_RESOURCE, DELETE_RESOURCE)
+    },
+}
+
+
 def answers(
-    own: dict[int, tuple[str, type | None]], *errors: int, headers: dict[str, OpenAPIResponseHeader] | None = None
+    own: dict[int, tuple[str, type | None]],
+    *errors: int,
+    headers: dict[str, OpenAPIResponseHeader] | None = None,
+    links: dict[str, Any] | None = None,
 ) -> dict[int, OpenAPIResponse]:
-    """The route's responses for the OpenAPI document: its own answers (with `headers`), then its errors."""
+    """The route's responses for the OpenAPI document: its own answers (with `headers` and `links`),
+    then its errors."""
     documented: dict[int, OpenAPIResponse] = {}
     for status, (description, model) in own.items():
         documented[status] = {"description": description}
         if headers:
             documented[status]["headers"] = headers
+        if links:
+            documented[status]["links"] = links
         if model is not None:
             documented[status]["content"] = {content_types.APPLICATION_JSON: {"model": model}}
     for status in sorted({*errors, *ALWAYS}):
@@ -126,7 +170,8 @@ def answers(
 
 
 @app.put(
-    "/accounts/<accountId>",
+    ACCOUNT_PATH,
+    operation_id=PUT_ACCOUNT,
     summary="Create an account or change its limit (admin only)",
     responses=answers(
         {
@@ -139,6 +184,7 @@ def answers(
         412,
         413,
         headers=ETAG_HEADER,
+        links=PUT_ACCOUNT_LINKS,
     ),
 )
 def put_account(
@@ -169,10 +215,14 @@ def put_account(
 
 
 @app.get(
-    "/accounts/<accountId>",
+    ACCOUNT_PATH,
+    operation_id=GET_ACCOUNT,
     summary="Read an account's limit and both counters",
     responses=answers(
-        {200: ("The account; ETag names its limit's version, for If-Match", AccountView)}, 404, headers=ETAG_HEADER
+        {200: ("The account; ETag names its limit's version, for If-Match", AccountView)},
+        404,
+        headers=ETAG_HEADER,
+        links=GET_ACCOUNT_LINKS,
     ),
 )
 def get_account(accountId: AccountId) -> Response[str]:
@@ -214,7 +264,8 @@ def received_ms() -> int:
 
 
 @app.post(
-    "/accounts/<accountId>/resources",
+    RESOURCES_PATH,
+    operation_id=CREATE_RESOURCE,
     summary="Create a resource if the account is below its limit",
     responses=answers(
         {
@@ -225,6 +276,7 @@ def received_ms() -> int:
         409,
         413,
         422,
+        links=CREATE_RESOURCE_LINKS,
     ),
 )
 def create_resource(
@@ -253,7 +305,8 @@ def create_resource(
 
 
 @app.get(
-    "/accounts/<accountId>/resources",
+    RESOURCES_PATH,
+    operation_id=LIST_RESOURCES,
     summary="List live resources, newest pages by cursor",
     responses=answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
 )
@@ -262,7 +315,11 @@ def list_resources(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     cursor: Annotated[
         str | None,
-        Query(max_length=1024, description="Opaque: the nextCursor of the previous page, as returned."),
+        Query(
+            max_length=1024,
+            pattern=CURSOR_PATTERN,
+            description="Opaque: the nextCursor of the previous page, as returned (URL-safe base64, no padding).",
+        ),
     ] = None,
 ) -> ResourcePage:
     page = accounts.list_resources(wired().api_store, accountId, limit, cursor)
@@ -270,7 +327,8 @@ def list_resources(
 
 
 @app.get(
-    "/accounts/<accountId>/resources/<resourceId>",
+    RESOURCE_PATH,
+    operation_id=GET_RESOURCE,
     summary="Read one live resource",
     responses=answers({200: ("The resource", ResourceView)}, 404),
 )
@@ -279,7 +337,8 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
 
 
 @app.delete(
-    "/accounts/<accountId>/resources/<resourceId>",
+    RESOURCE_PATH,
+    operation_id=DELETE_RESOURCE,
     summary="Delete a resource",
     responses=answers({204: ("Deleted; its slot is free", None)}, 404),
 )
@@ -289,6 +348,42 @@ def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[st
     )
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
+
+
+# A path the API has, with a method it does not take: 405 and the methods it does (RFC 9110,
+# 15.5.6). API Gateway's proxy resource (ANY) passes the function every method API Gateway takes;
+# a path the API does not have is 404 RouteNotFound (functions/api/errors.py).
+GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def other_methods(*taken: str) -> list[str]:
+    return [method for method in GATEWAY_METHODS if method not in taken]
+
+
+def method_not_allowed(*taken: str) -> Response[str]:
+    event = app.current_event
+    return errors.error_response(
+        HTTPStatus.METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        f"{event.path} takes {', '.join(taken)}, not {event.http_method}",
+        headers={"Allow": ", ".join(taken)},
+        request_id=event.request_context.request_id,
+    )
+
+
+@app.route(ACCOUNT_PATH, method=other_methods("GET", "PUT"), include_in_schema=False)
+def account_method_not_allowed(accountId: str) -> Response[str]:
+    return method_not_allowed("GET", "PUT")
+
+
+@app.route(RESOURCES_PATH, method=other_methods("GET", "POST"), include_in_schema=False)
+def resources_method_not_allowed(accountId: str) -> Response[str]:
+    return method_not_allowed("GET", "POST")
+
+
+@app.route(RESOURCE_PATH, method=other_methods("DELETE", "GET"), include_in_schema=False)
+def resource_method_not_allowed(accountId: str, resourceId: str) -> Response[str]:
+    return method_not_allowed("DELETE", "GET")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -20,7 +20,8 @@ class AccountView:
     best_effort_net: int  # signed, as stored
     admitted: int  # slots held by the admission check
     eventual: int
-    version: int
+    version: int  # the account item's writes: every admission, heal and limit change bumps it
+    limit_version: int  # the limit's version: the API's ETag (`"3"`), what If-Match names
     heal_epoch: int
     last_write_at: str
     healed_at: str
@@ -70,6 +71,7 @@ class AccountView:
             "tombstones": self.tombstones,
             "drift": {"best_effort": self.best_effort_drift, "admitted": self.admitted_drift},
             "version": self.version,
+            "limit_version": self.limit_version,
             "heal_epoch": self.heal_epoch,
             "last_write_at": self.last_write_at,
             "healed_at": self.healed_at,

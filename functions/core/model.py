@@ -11,7 +11,8 @@ from typing import Any
 from functions.core.rate_limits import TenantRate
 
 # Ids appear in keys and URLs: keep them to a safe alphabet and a bounded length.
-ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+MAX_ID_LENGTH = 64
+ID_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spaces
 
 # Namespace for ids derived from Idempotency-Key: the same key in the same account always names

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+from urllib.parse import urlencode
+
+from jsonschema import Draft202012Validator
 
 from scripts.openapi import OPENAPI_FILE, render
 from tests.handler.conftest import Harness
+from tests.support.api_events import ApiResponse
 
 Headers = dict[str, str] | None
 
@@ -64,3 +69,121 @@ def test_every_answer_the_api_gives_is_documented_with_its_schema(harness: Harne
             assert schema == {"$ref": "#/components/schemas/ErrorResponse"}, (method, template, status)
     assert "content" not in document["paths"][resource]["delete"]["responses"]["204"]
     assert "422" not in document["paths"][account]["get"]["responses"]  # validation errors are 400s
+
+
+def operation(document: dict[str, Any], method: str, template: str) -> dict[str, Any]:
+    found: dict[str, Any] = document["paths"][template][method.lower()]
+    return found
+
+
+def parameter_schema(document: dict[str, Any], method: str, template: str, name: str) -> dict[str, Any]:
+    parameters = operation(document, method, template)["parameters"]
+    found: dict[str, Any] = next(p["schema"] for p in parameters if p["name"].lower() == name.lower())
+    return found
+
+
+def allows(schema: dict[str, Any], value: str | None) -> bool:
+    return Draft202012Validator(schema).is_valid(value)
+
+
+def test_every_format_the_api_enforces_on_a_parameter_is_declared(harness: Harness) -> None:
+    """A value outside the document's formats is refused, and the API's own cursors are inside them:
+    a generated client (or a fuzzer) sends what the API can take. No parameter is nullable: an
+    optional one is left out, where a generator would send null as the text `null`, refused."""
+    document = json.loads(render())
+    api = harness.api
+    api.put_account("acme", 5)
+    for index in range(3):
+        api.create("acme", f"r{index}")
+    cursor = api.request("GET", "/accounts/acme/resources?limit=1").json()["nextCursor"]
+    cursor_schema = parameter_schema(document, "GET", "/accounts/{accountId}/resources", "cursor")
+    assert allows(cursor_schema, cursor)
+    for malformed in ("ß", "a b", "a=b", "a.b", ""):
+        assert not allows(cursor_schema, malformed), malformed
+        answer = api.request("GET", f"/accounts/acme/resources?{urlencode({'cursor': malformed})}")
+        assert answer.status == 400, (malformed, answer.text)
+
+    if_match = parameter_schema(document, "PUT", "/accounts/{accountId}", "If-Match")
+    etag = api.request("GET", "/accounts/acme").headers["ETag"]
+    assert allows(if_match, etag)
+    assert allows(if_match, "*")
+    assert not allows(if_match, "null")
+    assert api.request("PUT", "/accounts/acme", {"limit": 5}, {"If-Match": "null"}).status == 400
+
+    for path, operations in document["paths"].items():
+        for method, described in operations.items():
+            for parameter in described.get("parameters", []):
+                assert not allows(parameter["schema"], None), (method, path, parameter["name"])
+
+
+def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) -> str:
+    """A link's runtime expression (OpenAPI 3.1, "Runtime Expressions"): the forms this API uses."""
+    if expression.startswith("$request.path."):
+        return request_path[expression.removeprefix("$request.path.")]
+    if expression.startswith("$response.body#/"):
+        return str(answer.json()[expression.removeprefix("$response.body#/")])
+    if expression.startswith("$response.header."):
+        return answer.headers[expression.removeprefix("$response.header.")]
+    raise AssertionError(f"unexpected link expression {expression}")
+
+
+def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness: Harness) -> None:
+    """A client generated from the document (or a fuzzer's stateful phase) follows these links: from
+    a PUT of an account to its reads and to a create in it, from a read of it to a PUT on the
+    condition that it is as read, from a create to the resource's read and delete and the account's
+    reads. Each link, followed against the API, reaches what it names (2xx)."""
+    document = json.loads(render())
+    by_id = {
+        described["operationId"]: (method.upper(), path)
+        for path, operations in document["paths"].items()
+        for method, described in operations.items()
+    }
+    api = harness.api
+
+    def follow(method: str, template: str, status: int, request_path: dict[str, str], answer: ApiResponse) -> set:
+        assert answer.status == status, answer.text
+        links = operation(document, method, template)["responses"][str(status)].get("links", {})
+        reached = set()
+        for link in sorted(links.values(), key=lambda link: by_id[link["operationId"]][0] == "DELETE"):
+            target_method, target = by_id[link["operationId"]]
+            values = {
+                name: resolve(expression, request_path, answer) for name, expression in link["parameters"].items()
+            }
+            path = {name: value for name, value in values.items() if "." not in name}
+            headers = {
+                name.removeprefix("header."): value for name, value in values.items() if name.startswith("header.")
+            }
+            payload = (
+                {"name": "linked"} if target_method == "POST" else {"limit": 5} if target_method == "PUT" else None
+            )
+            followed = api.request(target_method, target.format(**path), payload, headers)
+            assert 200 <= followed.status < 300, (link, followed.status, followed.text)
+            reached.add((target_method, target))
+        return reached
+
+    account, resources = "/accounts/{accountId}", "/accounts/{accountId}/resources"
+    resource = "/accounts/{accountId}/resources/{resourceId}"
+    where = {"accountId": "linked"}
+    reads = {("GET", account), ("GET", resources)}
+    assert follow("PUT", account, 200, where, api.put_account("linked", 5)) == {*reads, ("POST", resources)}
+    assert follow("GET", account, 200, where, api.request("GET", "/accounts/linked")) == {("PUT", account)}
+    created = api.create("linked", "r1")
+    assert follow("POST", resources, 201, where, created) == {*reads, ("GET", resource), ("DELETE", resource)}
+    assert api.create("linked", "r2", key="k2").status == 201
+    replayed = api.create("linked", "r2", key="k2")  # a replay answers the resource it created
+    assert follow("POST", resources, 200, where, replayed) == {*reads, ("GET", resource), ("DELETE", resource)}
+
+
+GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  # what API Gateway's ANY takes
+
+
+def test_every_method_a_documented_path_does_not_take_is_405_with_the_documented_ones(harness: Harness) -> None:
+    document = json.loads(render())
+    for template, operations in document["paths"].items():
+        path = template.format(accountId="acme", resourceId="r1")
+        documented = sorted(method.upper() for method in operations)
+        for method in sorted(set(GATEWAY_METHODS) - set(documented)):
+            answer = harness.api.request(method, path)
+            assert answer.status == 405, (method, path, answer.text)
+            assert answer.headers["Allow"] == ", ".join(documented)
+    assert harness.api.request("GET", "/accounts/acme/nothing").status == 404  # no such path

@@ -14,6 +14,8 @@ from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from infra import constants
 from infra.bundling import LAMBDA_RUNTIME
 from infra.synth import synth_template_json, synthesize_stack_template
+from local.iam_policy import string_like
+from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
 
 pytestmark = pytest.mark.infra
 
@@ -494,7 +496,7 @@ def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer
         assert method["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
     _, function = function_by_handler(template_json, constants.AUTHORIZER_HANDLER)
     environment = function["Properties"]["Environment"]["Variables"]
-    assert environment[schema.ENV_JWT_ISSUER] == "https://issuer.example.com/pool"
+    assert environment[schema.ENV_JWT_ISSUER] == "https://issuer.example.com/pool/"  # exactly as configured
     assert (environment[schema.ENV_JWT_AUDIENCE], environment[schema.ENV_JWT_TENANT_CLAIM]) == ("counter", "tenant")
     # Tokens take the place of the SigV4 roles: none is deployed, none is an output.
     assert constants.OUTPUT_TENANT_ROLE_ARN not in template_json["Outputs"]
@@ -529,6 +531,23 @@ def test_one_tenant_role_serves_every_tenant_through_its_session_tag(template_js
         "*/accounts/${aws:PrincipalTag/tenant}/resources/*",
         "GET/accounts/${aws:PrincipalTag/tenant}",  # and no PUT: a tenant never sets its limit
     ]
+
+
+def test_the_tenant_role_refuses_a_session_whose_tag_could_widen_its_paths(template_json: dict[str, Any]) -> None:
+    """IAM puts the tenant tag into the role's resource ARNs, so the trust policy refuses (for
+    AssumeRole and TagSession alike) every tag value it can tell is not an account id."""
+    role, _ = role_and_policy(template_json, constants.TENANT_ROLE_ID)
+    [trust] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Effect"] == "Allow"
+    refused = trust["Condition"]["StringNotLike"][f"aws:RequestTag/{constants.TENANT_TAG_KEY}"]
+
+    def may_carry(value: str) -> bool:  # StringNotLike of several values: none may match
+        return not any(string_like(pattern, value) for pattern in refused)
+
+    for hostile in HOSTILE_TENANT_TAGS:
+        assert not may_carry(hostile), hostile
+    for account_id in ACCOUNT_ID_TAGS:
+        assert may_carry(account_id), account_id
 
 
 def test_the_admin_role_may_call_every_method(template_json: dict[str, Any]) -> None:

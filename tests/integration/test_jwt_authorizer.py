@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from functions.adapters.jwt_tokens import InvalidToken, JwtVerifier
 from infra import constants
 from local.http_client import HttpApi, Reply
 from tests.support.oidc import OidcIssuer, new_key
@@ -43,7 +44,8 @@ def system() -> Iterator[JwtSystem]:
     from local.emulator import EmulatorProcess
     from local.runtime import LocalRuntime, RuntimeSettings
 
-    with OidcIssuer() as issuer, EmulatorProcess() as emulator:
+    # Auth0's form of issuer, ending in "/": compared as configured, never trimmed.
+    with OidcIssuer(path="/") as issuer, EmulatorProcess() as emulator:
         context = {
             constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
             constants.JWT_ISSUER_CONTEXT_KEY: issuer.url,
@@ -109,3 +111,15 @@ def test_a_request_without_a_valid_token_is_refused_before_the_function(system: 
     else:
         refused(reply, 401, "Unauthorized")
     assert system.call(system.admin(), "GET", f"/accounts/{account}").body["bestEffort"] == 0
+
+
+@pytest.mark.parametrize("path", ["", "/", "/pool", "/pool/"])
+def test_the_issuer_is_compared_exactly_as_configured(path: str) -> None:
+    """OIDC compares `iss` with the issuer's identifier as it is, a final "/" included (OpenID
+    Connect Core 1.0, 3.1.3.7): a token of `https://x/` is not one of `https://x`, nor the reverse."""
+    with OidcIssuer(path=path) as issuer:
+        verifier = JwtVerifier(issuer.url, AUDIENCE)
+        assert verifier.claims(issuer.token(AUDIENCE))["iss"] == issuer.url
+        other = issuer.url.removesuffix("/") if issuer.url.endswith("/") else f"{issuer.url}/"
+        with pytest.raises(InvalidToken, match="issuer"):
+            verifier.claims(issuer.token(AUDIENCE, iss=other))

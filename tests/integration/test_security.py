@@ -113,6 +113,17 @@ def test_a_tenant_works_on_its_own_account_and_nowhere_else(system: System) -> N
     nothing_written(system, theirs)
 
 
+def test_a_tenants_wrong_method_is_refused_by_its_policy_or_answered_405(system: System) -> None:
+    """A tenant's policy allows GET on its account's path and any method under its resources: a
+    wrong method on the first is API Gateway's 403, on the others the function's 405."""
+    mine = system.api.new_account(prefix="sec", limit=3)
+    me = tenant_api(system, mine)
+    refused(me.request("DELETE", f"/accounts/{mine}"), "is not authorized")
+    wrong = me.request("PATCH", f"/accounts/{mine}/resources")
+    assert (wrong.status, wrong.headers["Allow"], wrong.body["error"]["code"]) == (405, "GET, POST", "MethodNotAllowed")
+    nothing_written(system, mine)
+
+
 def test_dot_segments_in_a_path_do_not_lead_to_another_tenant(system: System) -> None:
     """IAM matches the path as sent, `/accounts/<mine>/resources/*`; the function routes it as sent
     too, so `../..` can only miss a route, never reach another account."""

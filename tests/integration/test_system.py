@@ -121,6 +121,42 @@ def test_unknown_routes_and_bad_ids_get_a_4xx_in_the_envelope(
     assert (answer.status, answer.body["error"]["code"]) == (status, code)
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/accounts/acme", "GET, PUT"),
+        ("POST", "/accounts/acme", "GET, PUT"),
+        ("PATCH", "/accounts/acme", "GET, PUT"),
+        ("OPTIONS", "/accounts/acme", "GET, PUT"),
+        ("PUT", "/accounts/acme/resources", "GET, POST"),
+        ("DELETE", "/accounts/acme/resources", "GET, POST"),
+        ("POST", "/accounts/acme/resources/r1", "DELETE, GET"),
+        ("PATCH", "/accounts/acme/resources/r1", "DELETE, GET"),
+    ],
+)
+def test_a_method_a_path_does_not_take_is_405_with_the_methods_it_does(
+    system: System, method: str, path: str, allowed: str
+) -> None:
+    """API Gateway's proxy resource (ANY on {proxy+}) passes every method it takes to the function,
+    which answers a path it has with another method 405 and `Allow` (RFC 9110, 15.5.6), and a path it
+    does not have 404 (above). A method API Gateway does not take at all is its own 403 (below)."""
+    answer = system.api.request(method, path, {"limit": 1} if method in ("PUT", "POST", "PATCH") else None)
+    assert answer.status == 405, answer.body
+    assert answer.headers["Allow"] == allowed
+    assert answer.body["error"]["code"] == "MethodNotAllowed"
+    assert answer.body["error"]["requestId"]
+
+
+def test_head_is_405_too_with_no_body(system: System) -> None:
+    head = system.api.request("HEAD", "/accounts/acme/resources/r1")
+    assert (head.status, head.headers["Allow"], head.body) == (405, "DELETE, GET", None)
+
+
+def test_a_method_api_gateway_does_not_take_is_refused_before_the_function(system: System) -> None:
+    answer = system.api.request("TRACE", "/accounts/acme")
+    assert (answer.status, answer.body["error"]["code"]) == (403, "MissingAuthenticationToken")
+
+
 def test_the_scheduled_sweeper_runs(system: System, local_runtime: Any) -> None:
     poll(lambda: local_runtime.schedule_stats.invocations, lambda count: count >= 2, timeout=30, interval=0.2)
     assert local_runtime.schedule_stats.failed_invocations == 0

@@ -22,7 +22,7 @@ def numbers(account: AccountView) -> dict[str, Any]:
     return {
         name: value
         for name, value in account.to_json().items()
-        if name not in ("account_id", "version", "heal_epoch", "last_write_at", "healed_at")
+        if name not in ("account_id", "version", "limit_version", "heal_epoch", "last_write_at", "healed_at")
     }
 
 
@@ -156,3 +156,23 @@ def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli, fa
     assert missing.code == EXIT_NOT_FOUND
     assert "account nobody not found" in missing.err
     assert "Traceback" not in missing.err
+
+
+def test_the_version_shown_is_the_one_the_apis_etag_names(harness: Harness, cli: Cli) -> None:
+    """The account item counts its writes (every admission writes it) apart from its limit's
+    version, which is the API's ETag: `ops account` shows the ETag's, named so, and the other as
+    the account item's write count."""
+    api = harness.api
+    api.put_account("acme", 5)
+    api.put_account("acme", 6)
+    for index in range(3):
+        api.create("acme", f"r{index}")
+    etag = api.request("GET", "/accounts/acme").headers["ETag"]
+
+    account = view(harness)
+    assert f'"{account.limit_version}"' == etag
+    assert account.version > account.limit_version  # the item's writes: not what If-Match names
+    text = cli("account", "acme")
+    assert f"limit version  {account.limit_version}  (the API's ETag {etag})" in text.out
+    assert f"writes {account.version}" in text.out
+    assert cli("account", "acme", "--json").json()["limit_version"] == account.limit_version

@@ -82,9 +82,9 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
     lines = {line["account_id"]: line for line in map(json.loads, found.out.splitlines())}
     assert (lines["acme"]["verdict"], lines["calm"]["verdict"]) == ("drift", "exact")
     assert lines["acme"]["account"]["eventual"] == 0
-    one = cli("audit", "--account", "calm")
+    one = cli("audit", "calm")  # the account positional, as `ops account ACCOUNT` and `ops heal ACCOUNT`
     assert (one.code, one.out.strip()) == (EXIT_OK, "audited 1 account(s): exact 1")
-    repaired = cli("audit", "--account", "acme", "--repair")
+    repaired = cli("audit", "acme", "--repair")
     assert repaired.code == EXIT_OK, repaired.out + repaired.err
     assert "repaired: eventual +2" in repaired.out
     assert cli("audit", "--all").code == EXIT_OK
@@ -148,3 +148,15 @@ def test_repair_while_writes_continue_fixes_exactly_the_injected_drift(harness: 
     harness.pump()
     assert audit(harness, "acme").verdict == "exact"
     harness.check_invariants()
+
+
+def test_the_old_account_option_still_works_and_says_it_is_deprecated(harness: Harness, cli: Cli) -> None:
+    settled_account(harness, "calm", 1)
+    old = cli("audit", "--account", "calm")
+    assert (old.code, old.out.strip()) == (EXIT_OK, "audited 1 account(s): exact 1")
+    assert "deprecated" in old.err
+    assert "ops audit calm" in old.err
+    for neither_or_both in ([], ["calm", "--all"], ["calm", "--account", "calm"]):
+        with pytest.raises(SystemExit) as usage:  # one account or every account
+            cli("audit", *neither_or_both)
+        assert usage.value.code == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -9,7 +10,8 @@ import pytest
 
 from functions.core.healing import HealOutcome
 from ops import commands
-from ops.stack import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_TRY_LATER
+from ops.__main__ import main
+from ops.stack import EXIT_DRIFT, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_TRY_LATER
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
 from tests.support.faults import expression
@@ -111,3 +113,17 @@ def test_exit_codes() -> None:
         HealOutcome.BUSY: EXIT_TRY_LATER,
         HealOutcome.NOT_FOUND: EXIT_NOT_FOUND,
     }
+
+
+def test_the_help_names_every_exit_code_and_heal_force(capsys: pytest.CaptureFixture[str]) -> None:
+    """Operators' scripts branch on these: each one the CLI returns is in `--help`."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    usage = capsys.readouterr().out
+    codes = {EXIT_OK, EXIT_ERROR, 2, EXIT_TRY_LATER, EXIT_NOT_FOUND, EXIT_DRIFT}  # 2: argparse's bad usage
+    listed = usage[usage.index("Exit codes:") :].split("\n\n")[0]
+    for code in codes:
+        assert re.search(rf"\b{code} \w", listed), code
+    with pytest.raises(SystemExit):
+        main(["heal", "--help"])
+    assert "--force" in capsys.readouterr().out

@@ -1,5 +1,9 @@
 """A minimal OIDC issuer for tests: its discovery document and JWKS over real HTTP on 127.0.0.1,
-and tokens signed with its RSA key (or another key, to forge one)."""
+and tokens signed with its RSA key (or another key, to forge one).
+
+Its identifier (`url`, the tokens' `iss`) may end in a path, `/` alone included, as Auth0's
+(`https://TENANT.auth0.com/`) does; its discovery document is then at the identifier without its
+final `/`, plus `/.well-known/openid-configuration` (OpenID Connect Discovery 1.0, section 4)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ def new_key() -> rsa.RSAPrivateKey:
 
 
 class OidcIssuer:
-    def __init__(self) -> None:
+    def __init__(self, path: str = "") -> None:
         self.key = new_key()
         self.key_id = uuid.uuid4().hex
         issuer = self
@@ -29,9 +33,9 @@ class OidcIssuer:
                 return
 
             def do_GET(self) -> None:
-                if self.path == "/.well-known/openid-configuration":
-                    body = {"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks.json"}
-                elif self.path == "/jwks.json":
+                if self.path == f"{base}/.well-known/openid-configuration":
+                    body = {"issuer": issuer.url, "jwks_uri": f"{origin}{base}/jwks.json"}
+                elif self.path == f"{base}/jwks.json":
                     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(issuer.key.public_key()))
                     body = {"keys": [{**public, "kid": issuer.key_id, "use": "sig", "alg": "RS256"}]}
                 else:
@@ -45,7 +49,8 @@ class OidcIssuer:
                 self.wfile.write(raw)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        origin, base = f"http://127.0.0.1:{self._server.server_port}", path.rstrip("/")
+        self.url = f"{origin}{path}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> OidcIssuer:
