@@ -23,6 +23,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api import errors
+from functions.api.json_body import parse_body, render
 from functions.api.models import (
     AccountView,
     CreateResourceRequest,
@@ -52,7 +53,9 @@ IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
 
-app = APIGatewayRestResolver(enable_validation=True)
+# Every body is read by the API's JSON rules (functions/api/json_body.py) before any route runs:
+# a body they refuse is a 400 that wrote nothing.
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_body)
 errors.register(app)
 
 
@@ -67,10 +70,11 @@ def caller_waiting() -> bool:
 
 
 def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+    """Every answer's body, written by `render`: what the table holds cannot fail to serialize."""
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(),
+        body=render(body.model_dump()),
         headers=headers,
     )
 
@@ -265,9 +269,10 @@ def list_resources(
         str | None,
         Query(max_length=1024, description="Opaque: the nextCursor of the previous page, as returned."),
     ] = None,
-) -> ResourcePage:
+) -> Response[str]:
     page = accounts.list_resources(wired().api_store, accountId, limit, cursor)
-    return ResourcePage(items=[ResourceView.of(item) for item in page.items], nextCursor=page.next_cursor)
+    items = [ResourceView.of(item) for item in page.items]
+    return json_response(HTTPStatus.OK, ResourcePage(items=items, nextCursor=page.next_cursor))
 
 
 @app.get(
@@ -275,8 +280,9 @@ def list_resources(
     summary="Read one live resource",
     responses=answers({200: ("The resource", ResourceView)}, 404),
 )
-def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
-    return ResourceView.of(accounts.get_resource(wired().api_store, accountId, resourceId))
+def get_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
+    resource = accounts.get_resource(wired().api_store, accountId, resourceId)
+    return json_response(HTTPStatus.OK, ResourceView.of(resource))
 
 
 @app.delete(
@@ -401,7 +407,7 @@ def as_json_request(event: dict[str, Any]) -> dict[str, Any]:
 
 def body_size(event: dict[str, Any]) -> int:
     body = event.get("body") or ""
-    size = len(body.encode())
+    size = len(body.encode("utf-8", "surrogatepass"))  # a lone surrogate is refused later, as a 400
     return size * 3 // 4 if event.get("isBase64Encoded") else size
 
 
