@@ -15,10 +15,13 @@ import pytest
 from functions.adapters.items import resource_item
 from functions.core.model import Resource
 from tests.handler.conftest import Harness
-from tests.support.api_events import ApiResponse
+from tests.support.api_events import ApiResponse, proxy_event
+from tests.support.lambda_context import FakeLambdaContext
 from tests.support.truth import read_truth
 
 RESOURCES = "/accounts/acme/resources"
+# Lambda's synchronous response limit: the proxy response as the runtime writes it (Lambda quotas).
+LAMBDA_RESPONSE_BYTES = 6_291_456
 
 
 def refused_before_any_write(harness: Harness, method: str, url: str, body: str, place: str | None) -> str:
@@ -167,6 +170,51 @@ def test_stored_data_the_rules_now_refuse_still_reads_as_valid_json(harness: Har
     listed = harness.api.request("GET", RESOURCES)
     assert listed.status == 200, listed.text
     assert {item["resourceId"] for item in listed.json()["items"]} == {"surrogate", "deep", "nan"}
+
+
+# -- list pages within Lambda's response limit -------------------------------------------------
+
+
+def call(harness: Harness, method: str, url: str) -> tuple[dict[str, Any], int]:
+    """The handler's proxy response, and its size as the python3.12 runtime writes it (UTF-8 JSON,
+    non-ASCII as is: awslambdaric's marshaller)."""
+    from functions.api.handler import handler as api_handler  # after the session's environment
+
+    result = api_handler(proxy_event(method, url), FakeLambdaContext(function_name="api"), clients=harness.clients)
+    return result, len(json.dumps(result, ensure_ascii=False).encode())
+
+
+def test_a_list_page_stops_before_lambdas_response_limit_and_the_rest_follows(harness: Harness) -> None:
+    """50 resources whose attributes double when escaped twice (`"` is `\\"` in the body, `\\\\\\"`
+    in the proxy JSON): a full page of them was 6.6 MB, which Lambda refuses (502)."""
+    harness.api.put_account("acme", 60)
+    quotes = '"' * 32_600  # 65,2xx bytes as JSON text: just under the 64 KiB body limit
+    created = []
+    for index in range(50):
+        response = harness.api.create("acme", f"q{index}", q=quotes)
+        assert response.status == 201, response.text
+        created.append(response.json()["resourceId"])
+
+    first, size = call(harness, "GET", f"{RESOURCES}?limit=50")
+    assert first["statusCode"] == 200
+    assert size <= LAMBDA_RESPONSE_BYTES
+    page = json.loads(first["body"])
+    assert 40 <= len(page["items"]) < 50  # shorter, not tiny
+    assert all(item["attributes"] == {"q": quotes} for item in page["items"])
+
+    second, _ = call(harness, "GET", f"{RESOURCES}?limit=50&cursor={page['nextCursor']}")
+    rest = json.loads(second["body"])
+    assert rest["nextCursor"] is None
+    seen = [item["resourceId"] for item in page["items"] + rest["items"]]
+    assert len(seen) == len(set(seen)) == 50  # nothing repeated, nothing skipped
+    assert set(seen) == set(created)
+
+
+def test_pages_that_fit_are_unchanged(harness: Harness) -> None:
+    harness.api.put_account("acme", 10)
+    ids = {harness.api.create("acme", f"r{i}", size=i).json()["resourceId"] for i in range(5)}
+    page = harness.api.request("GET", f"{RESOURCES}?limit=5").json()
+    assert {item["resourceId"] for item in page["items"]} == ids
 
 
 # -- reading back ------------------------------------------------------------------------------
