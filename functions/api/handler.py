@@ -310,7 +310,8 @@ def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[st
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
+# Responses and errors carry tenants' data (docs/security.md): never in the trace's metadata.
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
     wiring = clients or default_clients()
