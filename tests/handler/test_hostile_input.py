@@ -6,11 +6,14 @@ docs/security.md "Answers within Lambda's limits"."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from functions.adapters.items import resource_item
 from functions.core.model import Resource
@@ -217,7 +220,7 @@ def test_pages_that_fit_are_unchanged(harness: Harness) -> None:
     assert {item["resourceId"] for item in page["items"]} == ids
 
 
-# -- reading back ------------------------------------------------------------------------------
+# -- the property: refused with nothing written, or read back exactly ----------------------------
 
 
 def canonical(value: Any) -> Any:
@@ -253,3 +256,86 @@ def assert_reads_back(harness: Harness, created: ApiResponse, sent: str) -> None
     for answer in (dict(exact_tree(created.text)), dict(exact_tree(read.text)), dict(in_list)):
         for field in ("name", "attributes"):
             assert canonical(answer[field]) == canonical(wanted.get(field, ())), field
+
+
+SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])
+TEXT = st.one_of(
+    st.text(max_size=8),
+    st.text(st.characters(exclude_categories=()), max_size=8),  # control characters, surrogates
+    st.tuples(st.text(max_size=3), SURROGATES, st.text(max_size=3)).map("".join),
+    st.sampled_from(['"', "\\", "\x00", "\u2028", "\U0001f600", "é"]),
+)
+# Every way a client may write a string: escaped (\\ud800) or raw in the event's text.
+STRING = st.tuples(TEXT, st.booleans()).map(lambda drawn: json.dumps(drawn[0], ensure_ascii=drawn[1]))
+NAME = st.one_of(st.sampled_from(['"a"', '"b"']), STRING)  # two names often: duplicates
+NUMBER = st.one_of(
+    st.integers().map(str),
+    st.integers(-(10**45), 10**45).map(str),
+    st.floats().map(lambda f: json.dumps(f)),  # NaN, Infinity, -Infinity among them
+    st.from_regex(r"-?(0|[1-9][0-9]{0,44})(\.[0-9]{1,24})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+    st.sampled_from(["9" * 5_000, "1e309", "1e-131", "0.30000000000000001", "-0", "-0.0", "1E-130"]),
+)
+SCALAR = st.one_of(st.sampled_from(["null", "true", "false"]), NUMBER, STRING)
+
+
+def containers(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.lists(children, max_size=4).map(lambda items: "[" + ",".join(items) + "]"),
+        st.lists(st.tuples(NAME, children), max_size=4).map(
+            lambda pairs: "{" + ",".join(f"{name}:{value}" for name, value in pairs) + "}"
+        ),
+    )
+
+
+VALUE = st.recursive(SCALAR, containers, max_leaves=10)
+DEEP = st.integers(1, 1_200).map(lambda levels: "[" * levels + "0" + "]" * levels)
+ATTRIBUTES = st.one_of(
+    containers(VALUE),
+    st.tuples(NAME, DEEP).map(lambda pair: "{" + f"{pair[0]}:{pair[1]}" + "}"),
+    VALUE,  # not an object: refused by the model
+)
+# JSON a careful client sends: most of it is taken (a float below 1E-130 is not).
+PLAIN_VALUE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**38) + 1, 10**38 - 1)
+    | st.floats(allow_nan=False, min_value=-1e125, max_value=1e125)
+    | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4),
+    max_leaves=12,
+)
+PLAIN_BODY = st.tuples(
+    st.fixed_dictionaries(
+        {"name": st.text(min_size=1, max_size=8)},
+        optional={"attributes": st.dictionaries(st.text(max_size=4), PLAIN_VALUE, max_size=4)},
+    ),
+    st.booleans(),
+).map(lambda drawn: json.dumps(drawn[0], ensure_ascii=drawn[1]))
+CREATE_BODY = st.one_of(
+    PLAIN_BODY,
+    st.tuples(STRING, ATTRIBUTES).map(lambda drawn: '{"name":' + drawn[0] + ',"attributes":' + drawn[1] + "}"),
+    VALUE,  # any JSON at all
+    st.text(max_size=40),  # not JSON
+)
+account_numbers = itertools.count()
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=CREATE_BODY)
+def test_any_create_body_is_refused_with_nothing_written_or_reads_back_exactly(harness: Harness, body: str) -> None:
+    account = f"p{next(account_numbers)}"  # one per example: the system is the test's, shared by its examples
+    assert harness.api.put_account(account, 5).status == 200
+    before = read_truth(harness.system.dynamodb, harness.system.table)
+    response = harness.api.request("POST", f"/accounts/{account}/resources", body)
+    assert response.status < 500, response.text
+    event(f"answered {response.status}")
+    if response.status >= 400:
+        assert response.json()["error"]["code"]
+        assert read_truth(harness.system.dynamodb, harness.system.table) == before
+        return
+    assert response.status == 201, response.text
+    assert_reads_back(harness, response, body)
