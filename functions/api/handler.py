@@ -47,9 +47,10 @@ INTEGRATION_TIMEOUT_MS = 29_000
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 # Lambda refuses a function response over 6 MB (6,291,456 bytes: the proxy JSON, the body escaped
-# inside it), and API Gateway answers 502. 100 bodies of up to 64 KiB can be twice that once
-# escaped, so a list page also stops before its items take more than this; the margin covers the
-# page's own keys, its cursor, the status and the headers.
+# inside it), and API Gateway answers 502. A resource of a 64 KiB body can take twice that once
+# escaped (a `"` is `\"` in the body, `\\\"` in the proxy JSON), so a list page also stops before
+# its items take more than this; the margin covers the page's own keys, its cursor, the status
+# and the headers.
 PAGE_ITEMS_BUDGET = 6_000_000
 
 ACCOUNT_ID = re.compile(ID_PATTERN)

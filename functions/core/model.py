@@ -89,8 +89,8 @@ class Page:
 
 @dataclass(frozen=True)
 class PageBudget:
-    """How much of a page's room its items may take, as `size_of` measures each (the API: the
-    bytes of its answer, which Lambda caps)."""
+    """How much room a page's items may take, in what `size_of` measures (the API: the bytes of
+    its answer, which Lambda caps)."""
 
     room: int
     size_of: Callable[[Resource], int]
