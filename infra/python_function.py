@@ -40,6 +40,11 @@ def python_function(
         "POWERTOOLS_SERVICE_NAME": constants.POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": constants.POWERTOOLS_METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        # Tracing is active, and Powertools would put each traced handler's and method's response
+        # and exception in X-Ray's metadata: API answers, stream records and their errors carry
+        # tenants' data (docs/security.md). The API handler's decorator says so too.
+        "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+        "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
         schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(settings.idempotency_window_seconds(scope)),
         **(extra_environment or {}),
     }

@@ -59,7 +59,7 @@ from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
-from functions.core.model import Page, Resource, Usage
+from functions.core.model import Page, PageBudget, Resource, Usage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -286,7 +286,7 @@ class DynamoApiStore(ShardStore):
             raise unavailable("delete resource", error) from error
         return True
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
         # By hand, not a paginator: the page ends at `limit` live items and its LastEvaluatedKey
         # becomes the API's own cursor.
         start_key = _decode_cursor(account_id, cursor) if cursor else None
@@ -310,6 +310,9 @@ class DynamoApiStore(ShardStore):
             start_key = response.get("LastEvaluatedKey")
             if not start_key or len(items) >= limit:
                 break
+        fitting = budget.fitting(items) if budget else items
+        if len(fitting) < len(items):  # the next page starts right after the last item that fits
+            return Page(items=fitting, next_cursor=_encode_cursor(resource_key(account_id, fitting[-1].resource_id)))
         return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
 
     def _call(self, operation: str, method: Any, **request: Any) -> Any:

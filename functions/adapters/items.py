@@ -110,6 +110,14 @@ def resource_from_item(item: Mapping[str, Any]) -> Resource:
     return resource_from_values(from_attributes(item))
 
 
+def stored_attributes(text: str) -> dict[str, Any]:
+    """A resource's attributes from their JSON text. Versions before the API's JSON rules
+    (functions/api/json_body.py) stored NaN and Infinity as json.dumps writes them: they read as
+    null, as those versions answered them."""
+    attributes: dict[str, Any] = json.loads(text, parse_constant=lambda _: None)
+    return attributes
+
+
 def resource_from_values(values: Mapping[str, Any]) -> Resource:
     """A decoded resource item or tombstone as the core sees it."""
     tombstone = values.get(ITEM_TYPE) == schema.TOMBSTONE_TYPE
@@ -117,7 +125,7 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
         account_id=values["account_id"],
         resource_id=values["resource_id"],
         name=values["name"],
-        attributes=json.loads(values.get("attributes", "{}")),
+        attributes=stored_attributes(values.get("attributes", "{}")),
         created_at=values["created_at"],
         request_fingerprint=values.get("request_fingerprint", ""),
         request_token=values.get(REQUEST_TOKEN, ""),

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.metrics import MetricUnit
 
+from functions.api.json_body import BodyRefused, render
 from functions.api.models import ErrorDetail, ErrorResponse
 from functions.core.errors import (
     AccountNotFound,
@@ -49,12 +50,14 @@ def error_response(
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(exclude_none=True),
+        body=render(body.model_dump(exclude_none=True)),
         headers=headers,
     )
 
 
 def describe_validation_errors(error: RequestValidationError) -> str:
+    if isinstance(error.__cause__, BodyRefused):  # JSON the API does not take: the message names the place
+        return error.__cause__.msg
     parts = []
     for detail in error.errors():
         if detail.get("type") == "json_invalid":

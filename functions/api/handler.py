@@ -22,6 +22,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api import errors
+from functions.api.json_body import escaped_size, parse_body, render
 from functions.api.models import (
     AccountView,
     CreateResourceRequest,
@@ -31,7 +32,7 @@ from functions.api.models import (
     ResourceView,
 )
 from functions.core import accounts, leases
-from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource, Usage
+from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, NewResource, PageBudget, Resource, Usage
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
@@ -44,6 +45,12 @@ MAX_BODY_BYTES = 64 * 1024
 INTEGRATION_TIMEOUT_MS = 29_000
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
+# Lambda refuses a function response over 6 MB (6,291,456 bytes: the proxy JSON, the body escaped
+# inside it), and API Gateway answers 502. A resource of a 64 KiB body can take twice that once
+# escaped (a `"` is `\"` in the body, `\\\"` in the proxy JSON), so a list page also stops before
+# its items take more than this; the margin covers the page's own keys, its cursor, the status
+# and the headers.
+PAGE_ITEMS_BUDGET = 6_000_000
 
 ACCOUNT_ID = re.compile(ID_PATTERN)
 # If-Match: * or a list of entity tags (RFC 9110, 13.1.1); only a strong tag of a version can match.
@@ -57,7 +64,9 @@ ACCOUNT_PATH = "/accounts/<accountId>"
 RESOURCES_PATH = f"{ACCOUNT_PATH}/resources"
 RESOURCE_PATH = f"{RESOURCES_PATH}/<resourceId>"
 
-app = APIGatewayRestResolver(enable_validation=True)
+# Every body is read by the API's JSON rules (functions/api/json_body.py) before any route runs:
+# a body they refuse is a 400 that wrote nothing.
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_body)
 errors.register(app)
 
 
@@ -72,10 +81,11 @@ def caller_waiting() -> bool:
 
 
 def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+    """Every answer's body, written by `render`: what the table holds cannot fail to serialize."""
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(),
+        body=render(body.model_dump()),
         headers=headers,
     )
 
@@ -321,9 +331,16 @@ def list_resources(
             description="Opaque: the nextCursor of the previous page, as returned (URL-safe base64, no padding).",
         ),
     ] = None,
-) -> ResourcePage:
-    page = accounts.list_resources(wired().api_store, accountId, limit, cursor)
-    return ResourcePage(items=[ResourceView.of(item) for item in page.items], nextCursor=page.next_cursor)
+) -> Response[str]:
+    budget = PageBudget(room=PAGE_ITEMS_BUDGET, size_of=listed_size)
+    page = accounts.list_resources(wired().api_store, accountId, limit, cursor, budget)
+    items = [ResourceView.of(item) for item in page.items]
+    return json_response(HTTPStatus.OK, ResourcePage(items=items, nextCursor=page.next_cursor))
+
+
+def listed_size(resource: Resource) -> int:
+    """The bytes one item adds to a page's proxy response: its JSON escaped, and a comma."""
+    return escaped_size(render(ResourceView.of(resource).model_dump())) + 1
 
 
 @app.get(
@@ -332,8 +349,9 @@ def list_resources(
     summary="Read one live resource",
     responses=answers({200: ("The resource", ResourceView)}, 404),
 )
-def get_resource(accountId: AccountId, resourceId: ResourceId) -> ResourceView:
-    return ResourceView.of(accounts.get_resource(wired().api_store, accountId, resourceId))
+def get_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
+    resource = accounts.get_resource(wired().api_store, accountId, resourceId)
+    return json_response(HTTPStatus.OK, ResourceView.of(resource))
 
 
 @app.delete(
@@ -387,7 +405,8 @@ def resource_method_not_allowed(accountId: str, resourceId: str) -> Response[str
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
+# Responses and errors carry tenants' data (docs/security.md): never in the trace's metadata.
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
     wiring = clients or default_clients()
@@ -503,7 +522,7 @@ def as_json_request(event: dict[str, Any]) -> dict[str, Any]:
 
 def body_size(event: dict[str, Any]) -> int:
     body = event.get("body") or ""
-    size = len(body.encode())
+    size = len(body.encode("utf-8", "surrogatepass"))  # a lone surrogate is refused later, as a 400
     return size * 3 // 4 if event.get("isBase64Encoded") else size
 
 

@@ -59,6 +59,7 @@ from functions.core.leases import (
 from functions.core.model import (
     NewResource,
     Page,
+    PageBudget,
     Resource,
     Usage,
     idempotent_resource_id,
@@ -111,7 +112,10 @@ class ApiStore(AdmissionStore, Protocol):
         SDK retry of a landed write still returns True."""
         ...
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page: ...
+    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
+        """Up to `limit` live resources after `cursor`; with `budget`, only as many as fit in it,
+        and a cursor that continues right after the last."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -335,9 +339,11 @@ def get_resource(store: ApiStore, account_id: str, resource_id: str) -> Resource
     return resource
 
 
-def list_resources(store: ApiStore, account_id: str, limit: int, cursor: str | None) -> Page:
+def list_resources(
+    store: ApiStore, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None
+) -> Page:
     get_usage(store, account_id)  # 404 for an unknown account rather than an empty list
-    return store.list_resources(account_id, limit, cursor)
+    return store.list_resources(account_id, limit, cursor, budget)
 
 
 def delete_resource(

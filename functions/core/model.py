@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,25 @@ class Resource:
 class Page:
     items: list[Resource]
     next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class PageBudget:
+    """How much room a page's items may take, in what `size_of` measures (the API: the bytes of
+    its answer, which Lambda caps)."""
+
+    room: int
+    size_of: Callable[[Resource], int]
+
+    def fitting(self, items: list[Resource]) -> list[Resource]:
+        """The longest run of `items` from the first that fits; the first always does, so every
+        page moves on."""
+        taken = 0
+        for count, item in enumerate(items):
+            taken += self.size_of(item)
+            if taken > self.room and count:
+                return items[:count]
+        return items
 
 
 def idempotent_resource_id(account_id: str, idempotency_key: str) -> str:

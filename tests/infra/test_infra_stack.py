@@ -312,6 +312,9 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
         "POWERTOOLS_METRICS_NAMESPACE": "HybridCounter",
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        # Answers, records and errors carry tenants' data: none in X-Ray's metadata (docs/security.md).
+        "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+        "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
         schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
         **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),

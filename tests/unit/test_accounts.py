@@ -23,7 +23,7 @@ from functions.core.errors import (
     StoreUnavailable,
 )
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
-from functions.core.model import NewResource, Page, Resource, Usage, idempotent_resource_id
+from functions.core.model import NewResource, Page, PageBudget, Resource, Usage, idempotent_resource_id
 
 
 def clock() -> str:
@@ -156,7 +156,7 @@ class RecordingStore:
         live = self.resource is not None and not self.resource.deleted
         return self.soft_deleted and live and self.resource is not None and self.resource.shard == shard
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
         return Page([], None)
 
 
@@ -412,6 +412,15 @@ def test_reads_of_missing_things_are_not_found() -> None:
         accounts.list_resources(store, "a1", 10, None)
     with pytest.raises(ResourceNotFound):
         accounts.get_resource(RecordingStore(resource=stored(deleted=True)), "a1", "r1")
+
+
+def test_a_page_budget_keeps_the_items_that_fit_and_always_the_first() -> None:
+    items = [stored(f"r{size}", NewResource("vm", {"size": size})) for size in (40, 30, 20, 10)]
+    budget = PageBudget(room=90, size_of=lambda resource: int(resource.attributes["size"]))
+    assert budget.fitting(items) == items[:3]  # 40 + 30 + 20; the fourth would pass 90
+    assert PageBudget(room=100, size_of=budget.size_of).fitting(items) == items
+    assert PageBudget(room=10, size_of=budget.size_of).fitting(items) == items[:1]  # a page always moves on
+    assert budget.fitting([]) == []
 
 
 def test_put_account_returns_the_account() -> None:

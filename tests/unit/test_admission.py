@@ -24,7 +24,7 @@ from functions.core.admission import (
 )
 from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
-from functions.core.model import Page, Resource, Usage
+from functions.core.model import Page, PageBudget, Resource, Usage
 from local.runtime import scaled_environment
 
 NOW = "2026-11-23T12:00:00.000Z"
@@ -177,7 +177,7 @@ class Shards:
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str) -> bool:
         raise AssertionError("not used")
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None) -> Page:
+    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
         raise AssertionError("not used")
 
 
