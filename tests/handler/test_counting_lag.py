@@ -1,10 +1,14 @@
-"""The consumer's counting lag (created -> counted), the dashboard's p95 (infra/monitoring.py)."""
+"""What the consumer publishes: its counting lag (created -> counted), the dashboard's p95
+(infra/monitoring.py), and each batch's outcomes, as metrics and a log line."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from functions.adapters.resource_records import stream_records
@@ -70,3 +74,25 @@ def test_a_real_batch_publishes_its_lag(harness: Harness, capsys: object) -> Non
     harness.pump()
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert '"CountingLag"' in out  # the EMF blob Powertools prints for CloudWatch
+
+
+def test_a_batch_logs_and_counts_its_outcomes(
+    harness: Harness, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from functions.shared.observability import logger
+
+    caplog.set_level(logging.INFO, logger=logger.name)  # as deployed: the tests log at WARNING
+    harness.api.put_account("acme", 5)
+    harness.api.create("acme")
+    records = harness.tap.drain()  # the account's records too: not the consumer's to count
+    capsys.readouterr()
+    assert harness.deliver(records) == []
+    expected = {"applied": 1, "skipped": len(records) - 1}
+    logged = [line for line in caplog.records if line.getMessage() == "batch applied"]
+    assert [(line.funcName, line.records, line.outcomes) for line in logged] == [  # type: ignore[attr-defined]
+        ("apply_batch", len(records), expected)
+    ]
+    metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [(metric["RecordsApplied"], metric["RecordsSkipped"]) for metric in metrics] == [
+        ([1], [expected["skipped"]])
+    ]
