@@ -282,7 +282,8 @@ def _apply_chunk(
 @dataclass
 class BatchReport:
     """What a batch of records or a sweep did. `failed` holds the ids to report for retry;
-    `creates_done` the records of the creates that left it counted (now, or by an earlier delivery)."""
+    `creates_done` the records of the creates it settled: counted now, or found done (counted by an
+    earlier delivery, or removed)."""
 
     outcomes: Counter[Outcome] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)

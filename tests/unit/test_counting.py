@@ -270,9 +270,9 @@ def test_a_failed_counter_action_retries_the_whole_batch_later() -> None:
     assert len(store.calls) == 1  # a throttle is not retried at once
 
 
-def test_a_batch_reports_the_records_of_the_creates_it_left_counted() -> None:
-    """The consumer's counting lag reads them: a create counted now or by an earlier delivery,
-    not one that failed, nor a removal."""
+def test_a_batch_reports_the_records_of_the_creates_it_settled() -> None:
+    """The consumer's counting lag reads them: a create counted now or found done, not one that
+    failed, nor a removal."""
     store = BatchStore(
         [
             TransactionResult(
