@@ -58,10 +58,9 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     from functions.adapters.counting_store import DynamoCountingStore
     from functions.adapters.healing_store import DynamoHealingStore
     from functions.core import accounts
-    from functions.core.counting import process_stream_records
     from functions.core.healing import heal_account
     from functions.core.model import NewResource
-    from tests.support.stream import StreamTap
+    from tests.support.stream import StreamTap, process_stream_records
 
     api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table, WALL_CLOCK)
     tap = StreamTap(streams, stream_arn)

@@ -68,9 +68,8 @@ def flow_rate(dynamodb: Any, streams: Any, stream_arn: str, table: str, seconds:
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.counting_store import DynamoCountingStore
     from functions.core import accounts
-    from functions.core.counting import process_stream_records
     from functions.core.model import NewResource
-    from tests.support.stream import StreamTap
+    from tests.support.stream import StreamTap, process_stream_records
 
     calls = [0]
     dynamodb.meta.events.register("after-call.dynamodb.*", lambda **_: calls.__setitem__(0, calls[0] + 1))

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from functions.adapters.streams import lambda_shaped
 from functions.core import schema
 from local.filters import matches_any, parse_filters
 from local.functions import FunctionPool, Invocation
@@ -314,6 +313,19 @@ class StreamShardPoller:
         if failed is None:
             return "(whole batch failed)"
         return f"({len(failed)} item failure(s))" if failed else ""
+
+
+def lambda_shaped(record: Mapping[str, Any], stream_arn: str) -> Record:
+    """A GetRecords record as the event source mapping delivers it to the function: with its
+    stream's ARN, and its creation time in epoch seconds."""
+    shaped = dict(record)
+    data = dict(record["dynamodb"])
+    created = data.get("ApproximateCreationDateTime")
+    if isinstance(created, datetime):
+        data["ApproximateCreationDateTime"] = created.timestamp()
+    shaped["dynamodb"] = data
+    shaped["eventSourceARN"] = stream_arn
+    return shaped
 
 
 def lane_of(record: Record, factor: int) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.attributes import to_attributes
 from functions.adapters.errors import condition_failed_item, error_code, transient_pages
 from functions.adapters.items import (
     CCF,
@@ -24,6 +24,7 @@ from functions.adapters.items import (
     resource_key,
     resource_state,
 )
+from functions.adapters.resource_records import pending_record
 from functions.core import schema
 from functions.core.counting import (
     COMMITTED,
@@ -31,6 +32,7 @@ from functions.core.counting import (
     DELTAS,
     ActionKind,
     CancellationReason,
+    ItemRecord,
     ResourceAction,
     TransactionResult,
     TransientStoreError,
@@ -95,8 +97,9 @@ class DynamoCountingStore:
             raise TransientStoreError(f"update {update['Key']}: {error}") from error
         return COMMITTED
 
-    def pending_items(self, older_than: str | None) -> Iterator[dict[str, Any]]:
-        """Every resource in the sparse pending index (pending since before `older_than`, if given).
+    def pending_records(self, older_than: str | None) -> Iterator[ItemRecord]:
+        """Every resource in the sparse pending index (pending since before `older_than`, if given),
+        by key.
 
         A Scan of the index, not a Query per bucket: the index holds only resources with counting
         work left, so a Scan reads (and is billed for) those entries alone, in one call when little
@@ -109,7 +112,7 @@ class DynamoCountingStore:
             request["ExpressionAttributeNames"] = {"#since": PENDING_SINCE}
             request["ExpressionAttributeValues"] = to_attributes({":cutoff": older_than})
         for page in transient_pages(self._client, request, "scan pending index: ", operation="scan"):
-            yield from map(from_attributes, page.get("Items", []))
+            yield from map(pending_record, page.get("Items", []))
 
     def _to_tombstone(self, account_id: str, resource_id: str, *, counted: bool) -> dict[str, Any]:
         """A soft-deleted resource becomes its tombstone (the removal of the resource)."""

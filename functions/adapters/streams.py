@@ -1,15 +1,15 @@
-"""Reads a range of a DynamoDB stream shard back, in the shape Lambda delivers records."""
+"""Reads a range of a DynamoDB stream shard back, as the consumer reads the records Lambda delivers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.errors import error_code
-from functions.core.counting import TransientStoreError
+from functions.adapters.resource_records import stream_records
+from functions.core.counting import ItemRecord, TransientStoreError
 from functions.core.redrive import StreamBatchInfo, StreamRecordsGone
 
 # Trimmed (older than 24 h), the stream or shard deleted, or an iterator past its 15 minutes.
@@ -24,7 +24,12 @@ class DynamoStreamReader:
         self._client = client
         self._max_calls = max_calls
 
-    def read_range(self, batch: StreamBatchInfo) -> list[dict[str, Any]]:
+    def read_range(self, batch: StreamBatchInfo) -> list[ItemRecord]:
+        """The range's records by sequence number. A GetRecords record has the fields of the record
+        Lambda delivers that the codec reads, so Powertools' DynamoDBRecord reads both alike."""
+        return stream_records(map(DynamoDBRecord, self._records(batch)))
+
+    def _records(self, batch: StreamBatchInfo) -> list[dict[str, Any]]:
         end = int(batch.end_sequence_number)
         iterator = self._request(
             "get shard iterator",
@@ -40,7 +45,7 @@ class DynamoStreamReader:
             for record in response.get("Records", []):
                 if int(record["dynamodb"]["SequenceNumber"]) > end:
                     return records
-                records.append(lambda_shaped(record, batch.stream_arn))
+                records.append(record)
             if records and int(records[-1]["dynamodb"]["SequenceNumber"]) == end:
                 return records
             iterator = response.get("NextShardIterator")
@@ -60,15 +65,3 @@ class DynamoStreamReader:
             raise TransientStoreError(f"{operation}: {error}") from error
         except BotoCoreError as error:
             raise TransientStoreError(f"{operation}: {error}") from error
-
-
-def lambda_shaped(record: Mapping[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A GetRecords record as the event source mapping would deliver it to the function."""
-    shaped = dict(record)
-    data = dict(record["dynamodb"])
-    created = data.get("ApproximateCreationDateTime")
-    if isinstance(created, datetime):
-        data["ApproximateCreationDateTime"] = created.timestamp()
-    shaped["dynamodb"] = data
-    shaped["eventSourceARN"] = stream_arn
-    return shaped

@@ -1,7 +1,8 @@
 """The eventual counter: what to do for each resource record, and how to read the outcome.
 
-A unit of work is a `CountingTask` on one resource. It comes from a stream record (consumer,
-redrive) or from a pending resource found by a sweep; either way the same rules apply
+A unit of work is a `CountingTask` on one resource, planned from a `ResourceRecord`: what a stream
+record (consumer, redrive) or the pending index (sweeps) says of the resource, decoded by the
+adapters (functions/adapters/resource_records.py). Either way the same rules apply
 (docs/admission.md, docs/scaling.md):
 
 * COUNT_CREATE: set counter_processed=true and add 1 to the eventual counter, conditional on the
@@ -27,9 +28,9 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from functions.core import keys, schema
+from functions.core import schema
 
 logger = logging.getLogger(__name__)
 
@@ -147,60 +148,40 @@ def counter_shard(actions: Sequence[ResourceAction]) -> int:
 # --- planning ---------------------------------------------------------------------------------
 
 
-def plan_stream_record(record: Mapping[str, Any]) -> CountingTask | None:
-    """The task a raw Lambda stream record asks for, or None if it carries no counting work.
+@dataclass(frozen=True)
+class ResourceRecord:
+    """A resource's counting state as one record saw it: a stream record's new image, or the
+    resource's entry in the pending index. A flag the record does not carry is None."""
 
-    Mirrors schema.STREAM_FILTER_PATTERNS, because redriven ranges were never filtered."""
-    if record.get("eventName") not in ("INSERT", "MODIFY"):
-        return None
-    data = record.get("dynamodb") or {}
-    ids = _resource_ids(data.get("Keys") or {})
-    if ids is None:
-        return None
-    image = data.get("NewImage") or {}
-    deleted = _bool(image, schema.DELETED_ATTRIBUTE)
-    processed = _bool(image, schema.COUNTER_PROCESSED_ATTRIBUTE)
-    shard = _int(image, schema.RESOURCE_SHARD_ATTRIBUTE)
-    if deleted:
-        return CountingTask(TaskKind.REMOVE_DELETED, *ids, counted=processed, shard=shard)
-    if processed is False and not deleted:
-        return CountingTask(TaskKind.COUNT_CREATE, *ids, shard=shard)
+    account_id: str
+    resource_id: str
+    deleted: bool | None = None
+    counter_processed: bool | None = None
+    shard: int = 0  # the admission shard that admitted the resource (0 when not known)
+    created_at: str | None = None  # when the API created the resource (the consumer's counting lag)
+
+
+# An item of a batch: its id, as failures are reported (a stream record's sequence number, a pending
+# entry's key), and what it says of a resource (None: it is not a resource's record).
+ItemRecord = tuple[str, ResourceRecord | None]
+
+
+def plan_record(record: ResourceRecord) -> CountingTask | None:
+    """The task a resource record asks for, or None if it carries no counting work.
+
+    Mirrors schema.STREAM_FILTER_PATTERNS, because redriven ranges and the pending index were
+    never filtered."""
+    if record.deleted:
+        return CountingTask(
+            TaskKind.REMOVE_DELETED,
+            record.account_id,
+            record.resource_id,
+            counted=record.counter_processed,
+            shard=record.shard,
+        )
+    if record.counter_processed is False:
+        return CountingTask(TaskKind.COUNT_CREATE, record.account_id, record.resource_id, shard=record.shard)
     return None
-
-
-def plan_pending_item(item: Mapping[str, Any]) -> CountingTask | None:
-    """The task for a resource found in the pending index (plain, deserialized attributes)."""
-    account_id = keys.account_id_from_pk(str(item.get(schema.PARTITION_KEY, "")))
-    resource_id = keys.resource_id_from_sk(str(item.get(schema.SORT_KEY, "")))
-    if account_id is None or resource_id is None:
-        return None
-    if item.get(schema.DELETED_ATTRIBUTE) is True:
-        processed = item.get(schema.COUNTER_PROCESSED_ATTRIBUTE)
-        counted = processed if isinstance(processed, bool) else None
-        return CountingTask(TaskKind.REMOVE_DELETED, account_id, resource_id, counted=counted)
-    if item.get(schema.COUNTER_PROCESSED_ATTRIBUTE) is False:
-        return CountingTask(TaskKind.COUNT_CREATE, account_id, resource_id)
-    return None
-
-
-def _resource_ids(key: Mapping[str, Any]) -> tuple[str, str] | None:
-    pk = (key.get(schema.PARTITION_KEY) or {}).get("S", "")
-    sk = (key.get(schema.SORT_KEY) or {}).get("S", "")
-    account_id = keys.account_id_from_pk(pk)
-    resource_id = keys.resource_id_from_sk(sk)
-    if not account_id or not resource_id:
-        return None
-    return account_id, resource_id
-
-
-def _int(image: Mapping[str, Any], name: str) -> int:
-    value = (image.get(name) or {}).get("N")
-    return int(value) if isinstance(value, str) and value.isdigit() else 0
-
-
-def _bool(image: Mapping[str, Any], name: str) -> bool | None:
-    value = (image.get(name) or {}).get("BOOL")
-    return value if isinstance(value, bool) else None
 
 
 # --- decisions from CancellationReasons ---------------------------------------------------------
@@ -300,10 +281,13 @@ def _apply_chunk(
 
 @dataclass
 class BatchReport:
-    """What a batch of records or a sweep did. `failed` holds the ids to report for retry."""
+    """What a batch of records or a sweep did. `failed` holds the ids to report for retry;
+    `creates_done` the records of the creates it settled: counted now, or found done (counted by an
+    earlier delivery, or removed)."""
 
     outcomes: Counter[Outcome] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
+    creates_done: list[ResourceRecord] = field(default_factory=list)
 
     def record(self, item_id: str, outcome: Outcome) -> None:
         self.outcomes[outcome] += 1
@@ -313,35 +297,33 @@ class BatchReport:
     def merge(self, other: BatchReport) -> None:
         self.outcomes.update(other.outcomes)
         self.failed.extend(other.failed)
+        self.creates_done.extend(other.creates_done)
 
 
-def process_stream_records(store: CountingStore, records: Sequence[Mapping[str, Any]]) -> BatchReport:
-    """Apply a batch of Lambda-shaped stream records; failures are reported by sequence number.
+def process_records(store: CountingStore, records: Sequence[ItemRecord]) -> BatchReport:
+    """Apply one batch of records (a stream batch, a redriven range); failures are reported by id.
 
     Records are independent: each action's condition makes order and duplicates harmless.
     """
-    return _process(
-        [(str((r.get("dynamodb") or {}).get("SequenceNumber", "")), plan_stream_record(r)) for r in records], store
-    )
-
-
-def process_pending_items(store: CountingStore, items: Iterable[Mapping[str, Any]]) -> BatchReport:
-    """Apply pending resources found by a sweep, a page at a time; failures are reported by key."""
+    tasks = [None if record is None else plan_record(record) for _, record in records]
+    outcomes = iter(apply_tasks(store, [task for task in tasks if task is not None]))
     report = BatchReport()
-    page: list[tuple[str, CountingTask | None]] = []
-    for item in items:
-        page.append((f"{item.get(schema.PARTITION_KEY)}/{item.get(schema.SORT_KEY)}", plan_pending_item(item)))
-        if len(page) == SWEEP_PAGE:
-            report.merge(_process(page, store))
-            page = []
-    report.merge(_process(page, store))
+    for (item_id, record), task in zip(records, tasks, strict=True):
+        outcome = Outcome.SKIPPED if task is None else next(outcomes)
+        report.record(item_id, outcome)
+        if record and task and task.kind is TaskKind.COUNT_CREATE and outcome is not Outcome.RETRY:
+            report.creates_done.append(record)
     return report
 
 
-def _process(work: Sequence[tuple[str, CountingTask | None]], store: CountingStore) -> BatchReport:
-    tasks = [task for _, task in work if task is not None]
-    outcomes = iter(apply_tasks(store, tasks))
+def process_pending(store: CountingStore, records: Iterable[ItemRecord]) -> BatchReport:
+    """Apply the records of pending resources found by a sweep, a page at a time."""
     report = BatchReport()
-    for item_id, task in work:
-        report.record(item_id, Outcome.SKIPPED if task is None else next(outcomes))
+    page: list[ItemRecord] = []
+    for item in records:
+        page.append(item)
+        if len(page) == SWEEP_PAGE:
+            report.merge(process_records(store, page))
+            page = []
+    report.merge(process_records(store, page))
     return report

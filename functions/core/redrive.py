@@ -2,18 +2,18 @@
 
 Lambda's on-failure destination receives metadata only (`DDBStreamBatchInfo`), never the records,
 so the redrive re-reads exactly that range of the stream and applies it with the consumer's own
-`process_stream_records`; a record that still fails fails the message, which SQS retries and at
+`process_records`; a record that still fails fails the message, which SQS retries and at
 last moves to DLQ 2. When the records are gone (trimmed after 24 h, shard or stream gone,
 iterator expired) it sweeps the pending index instead, so no work is lost with the stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from functions.core.counting import BatchReport, CountingStore, process_pending_items, process_stream_records
+from functions.core.counting import BatchReport, CountingStore, ItemRecord, process_pending, process_records
 
 # Passes over the records of a range that failed, within one invocation, before the message fails.
 REDRIVE_PASSES = 3
@@ -37,15 +37,15 @@ class StreamBatchInfo:
 
 
 class StreamRangeReader(Protocol):
-    def read_range(self, batch: StreamBatchInfo) -> Sequence[Mapping[str, Any]]:
-        """The records from start to end inclusive, Lambda-shaped. Raises StreamRecordsGone."""
+    def read_range(self, batch: StreamBatchInfo) -> Sequence[ItemRecord]:
+        """The records from start to end inclusive, by sequence number. Raises StreamRecordsGone."""
         ...
 
 
 class PendingSource(Protocol):
-    def pending_items(self, older_than: str | None) -> Iterable[Mapping[str, Any]]:
+    def pending_records(self, older_than: str | None) -> Iterable[ItemRecord]:
         """Every resource in the pending index (optionally only those pending since before
-        `older_than`), without scanning the table."""
+        `older_than`), by key, without scanning the table."""
         ...
 
 
@@ -64,18 +64,18 @@ def redrive(
         # The range's records cannot be named any more, so all pending work is applied instead.
         # Work that still fails stays in the pending index, where the scheduled sweeper retries it
         # and reports it. Failing this message would only move an unrelated range to DLQ 2.
-        return RedriveResult("sweep", process_pending_items(store, pending.pending_items(None)))
-    report = process_stream_records(store, records)
+        return RedriveResult("sweep", process_pending(store, pending.pending_records(None)))
+    report = process_records(store, records)
     for _ in range(REDRIVE_PASSES - 1):
         if not report.failed:
             break
         # A range holds up to BatchSize records, and a few of them failing a pass (a conflict,
         # throttling) would otherwise send the whole range around SQS again.
         failed = set(report.failed)
-        retry = [r for r in records if str((r.get("dynamodb") or {}).get("SequenceNumber", "")) in failed]
-        again = process_stream_records(store, retry)
+        again = process_records(store, [(item_id, record) for item_id, record in records if item_id in failed])
         report.outcomes.update(again.outcomes)
         report.failed = again.failed
+        report.creates_done.extend(again.creates_done)
     if report.failed:
         raise RedriveIncomplete(f"{len(report.failed)} record(s) of the range failed {REDRIVE_PASSES} times")
     return RedriveResult("stream", report)

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
-from functions.core.counting import BatchReport, CountingStore, process_pending_items
+from functions.core.counting import BatchReport, CountingStore, process_pending
 from functions.core.healing import (
     AccountState,
     HealingStore,
@@ -81,9 +81,8 @@ def sweep(
     audits: AuditSource | None = None,
 ) -> SweepReport:
     report = SweepReport()
-    report.pending = process_pending_items(
-        counting, pending.pending_items(iso_timestamp(now - settings.pending_older_than))
-    )
+    cutoff = iso_timestamp(now - settings.pending_older_than)
+    report.pending = process_pending(counting, pending.pending_records(cutoff))
     # One pass over the accounts written since `lookback`, with no upper bound: a write that lands
     # while the sweep runs may stamp an account up to two minutes past `now` (stamps are rounded up
     # to the minute), and that account is busy, not gone. Each account's exact last write, read

@@ -6,20 +6,15 @@ SQS redelivers it after the visibility timeout and moves it to DLQ 2 after maxRe
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
-
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.adapters.failure_messages import parse_failure_message
 from functions.core.redrive import redrive
+from functions.shared.batch import batch_handler, log_outcomes
 from functions.shared.clients import Clients
-from functions.shared.clients import default as default_clients
-from functions.shared.observability import logger, metrics, tracer
+from functions.shared.observability import metrics, tracer
 
 # Each message stands alone: report every failed one, even when all fail, rather than erroring the
 # whole invocation, so SQS counts receives per message towards DLQ 2.
@@ -32,24 +27,15 @@ def redrive_message(record: SQSRecord, clients: Clients) -> str:
     store = clients.counting_store
     result = redrive(batch, clients.stream_reader, store, store)
     metrics.add_metric(name=f"Redriven{result.source.title()}", unit=MetricUnit.Count, value=1)
-    logger.info(
+    log_outcomes(
         "range redriven",
-        extra={
-            "source": result.source,
-            "shard": batch.shard_id,
-            "start": batch.start_sequence_number,
-            "end": batch.end_sequence_number,
-            "outcomes": {k.value: v for k, v in result.report.outcomes.items()},
-        },
+        result.report,
+        source=result.source,
+        shard=batch.shard_id,
+        start=batch.start_sequence_number,
+        end=batch.end_sequence_number,
     )
     return result.source
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def handler(
-    event: dict[str, Any], context: LambdaContext, clients: Clients | None = None
-) -> PartialItemFailureResponse:
-    record_handler = partial(redrive_message, clients=clients or default_clients())
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+handler = batch_handler(processor, redrive_message)

@@ -1,7 +1,8 @@
-"""A Powertools batch processor that hands the whole batch to one function.
+"""What the batch functions (the stream consumer and the redrive) share: their Lambda handler,
+Powertools' partial batch response, and how they log a batch's outcomes.
 
 Powertools' BatchProcessor calls a handler per record. The counting core takes a batch (so work
-can be grouped per account later) and says which records failed; this subclass keeps Powertools'
+can be grouped per account) and says which records failed; `WholeBatchProcessor` keeps Powertools'
 partial-response reporting (per-item failures, whole-batch error when every record fails) and
 only changes how the handler is called, through Powertools' public API (`process`, the record data
 classes, `success_handler` and `failure_handler`).
@@ -10,9 +11,17 @@ classes, `success_handler` and `failure_handler`).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from functools import partial
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor
+from aws_lambda_powertools.utilities.batch import BasePartialBatchProcessor, BatchProcessor, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.core.counting import BatchReport
+from functions.shared.clients import Clients
+from functions.shared.clients import default as default_clients
+from functions.shared.observability import logger, metrics, tracer
 
 
 class RecordFailed(Exception):
@@ -50,3 +59,29 @@ class WholeBatchProcessor(BatchProcessor):
             else:
                 results.append(self.success_handler(record=record, result=None))
         return results
+
+
+def batch_handler(
+    processor: BasePartialBatchProcessor, record_handler: Callable[..., Any]
+) -> Callable[..., PartialItemFailureResponse]:
+    """A batch function's Lambda handler: `processor` hands the event's records to
+    `record_handler(records_or_record, clients=...)` and answers Powertools' partial batch response.
+    Lambda passes no clients, so the ones built at cold start serve; tests pass their own."""
+
+    @logger.inject_lambda_context
+    @tracer.capture_lambda_handler
+    @metrics.log_metrics
+    def handler(
+        event: dict[str, Any], context: LambdaContext, clients: Clients | None = None
+    ) -> PartialItemFailureResponse:
+        handle = partial(record_handler, clients=clients or default_clients())
+        return process_partial_response(event=event, record_handler=handle, processor=processor, context=context)
+
+    return handler
+
+
+def log_outcomes(message: str, report: BatchReport, **extra: Any) -> None:
+    """One log line for what a batch did: `extra`, and its outcomes by name. Its location is the
+    caller's (Powertools' own frame is skipped by stacklevel 2, this one by 3)."""
+    outcomes = {outcome.value: count for outcome, count in report.outcomes.items()}
+    logger.info(message, extra={**extra, "outcomes": outcomes}, stacklevel=3)

@@ -124,9 +124,8 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     CALLS_PER_ITERATION that `make bench-load` divides the emulator's raw rate by."""
     from benchmarks.load import CALLS_PER_ITERATION
     from functions.adapters.counting_store import DynamoCountingStore
-    from functions.core.counting import process_stream_records
     from local.filters import matches_any
-    from tests.support.stream import StreamTap
+    from tests.support.stream import StreamTap, process_stream_records
 
     store, counting = (
         DynamoApiStore(system.dynamodb, system.table),

@@ -438,9 +438,9 @@ def test_a_sweep_reads_the_pending_index_in_one_scan_whatever_its_bucket_count(
     for operation in ("Scan", "Query"):
         faults.before_call(operation, lambda _, name=operation: calls.append(name))
 
-    pending = list(harness.clients.counting_store.pending_items(None))
+    pending = list(harness.clients.counting_store.pending_records(None))
 
-    assert {item["sk"].removeprefix("RESOURCE#") for item in pending} == created
+    assert {record.resource_id if record else item_id for item_id, record in pending} == created
     assert calls == ["Scan"]
 
 

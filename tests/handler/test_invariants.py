@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from functions.core import accounts
-from functions.core.counting import Outcome, process_stream_records
+from functions.core.counting import Outcome
 from functions.core.errors import LimitExceeded
 from functions.core.model import NewResource
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults
+from tests.support.stream import process_stream_records
 
 
 def run_together(count: int, work: Callable[[int], Any]) -> list[Any]:

@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from functions.core import accounts
-from functions.core.counting import process_pending_items, process_stream_records
+from functions.core.counting import process_pending
 from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceNotFound
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, idempotent_resource_id
 from functions.shared.clients import Clients
 from tests.conftest import fresh_system, on_dynamodb_local
 from tests.support.faults import Faults
-from tests.support.stream import StreamTap
+from tests.support.stream import StreamTap, process_stream_records
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
 ACCOUNT = "prop"
@@ -127,7 +127,7 @@ class CounterMachine(RuleBasedStateMachine):
     @rule()
     def sweep(self) -> None:
         store = self.clients.counting_store
-        process_pending_items(store, store.pending_items(None))
+        process_pending(store, store.pending_records(None))
 
     @rule(quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
     def heal(self, quiet: timedelta) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import pytest
@@ -66,6 +68,29 @@ def test_redrive_rereads_the_range_and_counts_each_record_once(harness: Harness,
     assert redrive(harness, failed_range, failed_range) == []  # replayed again, twice in one batch
     assert harness.api.account("acme")["eventual"] == 3
     harness.check_invariants()
+
+
+def test_redrive_logs_and_counts_each_range(
+    harness: Harness, failed_range: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from functions.shared.observability import logger
+
+    caplog.set_level(logging.INFO, logger=logger.name)  # as deployed: the tests log at WARNING
+    capsys.readouterr()
+    assert redrive(harness, failed_range) == []
+    message = json.loads(failed_range)["DDBStreamBatchInfo"]
+    (logged,) = [line for line in caplog.records if line.getMessage() == "range redriven"]
+    assert logged.funcName == "redrive_message"
+    assert (logged.source, logged.shard, logged.start, logged.end) == (  # type: ignore[attr-defined]
+        "stream",
+        message["shardId"],
+        message["startSequenceNumber"],
+        message["endSequenceNumber"],
+    )
+    assert logged.outcomes["applied"] == 3  # type: ignore[attr-defined]
+    assert sum(logged.outcomes.values()) == message["batchSize"]  # type: ignore[attr-defined]
+    metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [metric["RedrivenStream"] for metric in metrics] == [[1]]
 
 
 def test_redrive_reads_only_the_failed_range(harness: Harness, failed_range: str) -> None:

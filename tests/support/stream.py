@@ -6,9 +6,14 @@ the Lambda event shape. (The local Lambda service of issue 3 is the faithful, co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from functions.adapters.streams import lambda_shaped
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from functions.adapters.resource_records import stream_records
+from functions.core.counting import BatchReport, CountingStore, process_records
+from local.event_sources import lambda_shaped
 from tests.support.lambda_context import FakeLambdaContext
 
 
@@ -50,3 +55,8 @@ def deliver(handler: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def failed_sequence_numbers(response: dict[str, Any]) -> list[str]:
     return [failure["itemIdentifier"] for failure in response.get("batchItemFailures", [])]
+
+
+def process_stream_records(store: CountingStore, records: Sequence[dict[str, Any]]) -> BatchReport:
+    """Lambda-shaped records through the consumer's codec and core, without its handler (metrics, logs)."""
+    return process_records(store, stream_records(map(DynamoDBRecord, records)))

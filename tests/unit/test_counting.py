@@ -1,4 +1,7 @@
-"""The eventual counter's rules: planning, decisions from CancellationReasons, and application."""
+"""The eventual counter's rules: planning, decisions from CancellationReasons, and application.
+
+Records here are the core's own `ResourceRecord`s; tests/unit/test_resource_records.py decodes
+them from stream records and pending-index entries, and checks them against the stream filter."""
 
 from __future__ import annotations
 
@@ -15,8 +18,10 @@ from functions.core.counting import (
     ActionKind,
     CancellationReason,
     CountingTask,
+    ItemRecord,
     Outcome,
     ResourceAction,
+    ResourceRecord,
     ResourceState,
     TaskKind,
     TransactionResult,
@@ -24,12 +29,9 @@ from functions.core.counting import (
     apply_tasks,
     counter_shard,
     decide_action,
-    plan_pending_item,
-    plan_stream_record,
-    process_pending_items,
-    process_stream_records,
+    plan_record,
+    process_records,
 )
-from local.filters import matches_any
 
 ALL_NON_CONDITION_CODES = [
     "TransactionConflict",
@@ -38,21 +40,6 @@ ALL_NON_CONDITION_CODES = [
     "ValidationError",
     "ItemCollectionSizeLimitExceeded",
 ]
-
-
-def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool) -> dict[str, Any]:
-    data: dict[str, Any] = {"Keys": {"pk": {"S": "ACCOUNT#a1"}, "sk": {"S": sk}}, "SequenceNumber": seq}
-    if event != "REMOVE":
-        data["NewImage"] = {name: {"BOOL": value} for name, value in image.items()}
-    return {"eventName": event, "dynamodb": data}
-
-
-# TTL's deletes arrive as REMOVE records made by the service itself (DynamoDB developer guide,
-# "DynamoDB Streams and Time to Live"), with the tombstone as the old image.
-TTL_REMOVE = {
-    **record("REMOVE", sk="RESOURCE#r1"),
-    "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
-}
 
 
 def apply_task(store: Any, task: CountingTask) -> Outcome:
@@ -67,57 +54,19 @@ REMOVE_UNCOUNTED = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1", counted=Fal
 
 
 @pytest.mark.parametrize(
-    ("raw", "expected"),
+    ("record", "expected"),
     [
-        (record("INSERT", counter_processed=False, deleted=False), CREATE),
-        (record("MODIFY", counter_processed=True, deleted=True), REMOVE_COUNTED),
-        (record("MODIFY", counter_processed=False, deleted=True), REMOVE_UNCOUNTED),
-        (record("MODIFY", counter_processed=True, deleted=False), None),  # the consumer's own flag flip
-        (record("REMOVE"), None),  # the consumer's own hard delete
-        (TTL_REMOVE, None),  # TTL removing an expired tombstone: its delete was counted long ago
-        (record("INSERT", sk="RATE"), None),  # a rate window (functions/core/rate_limits.py)
-        (record("INSERT", sk="ACCOUNT", counter_processed=False), None),  # account item
-        (record("MODIFY", sk="COUNTER"), None),  # eventual counter item
-        (record("INSERT", deleted=False), None),  # no flag at all: not ours to count
-        ({"eventName": "INSERT"}, None),  # malformed
+        (ResourceRecord("a1", "r1", deleted=False, counter_processed=False), CREATE),
+        (ResourceRecord("a1", "r1", deleted=True, counter_processed=True), REMOVE_COUNTED),
+        (ResourceRecord("a1", "r1", deleted=True, counter_processed=False), REMOVE_UNCOUNTED),
+        (ResourceRecord("a1", "r1", deleted=True), REMOVE),  # a pending entry may lack the flag
+        (ResourceRecord("a1", "r1", deleted=False, counter_processed=True), None),  # the consumer's own flag flip
+        (ResourceRecord("a1", "r1", deleted=False), None),  # no flag at all: not ours to count
+        (ResourceRecord("a1", "r1"), None),
     ],
 )
-def test_plan_stream_record(raw: dict[str, Any], expected: CountingTask | None) -> None:
-    assert plan_stream_record(raw) == expected
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [
-        record("INSERT", counter_processed=False, deleted=False),
-        record("MODIFY", counter_processed=True, deleted=True),
-        record("MODIFY", counter_processed=False, deleted=True),
-        record("MODIFY", counter_processed=True, deleted=False),
-        record("INSERT", sk="ACCOUNT", counter_processed=False),
-        record("MODIFY", sk="COUNTER"),
-        TTL_REMOVE,
-        record("INSERT", sk="RATE"),
-    ],
-)
-def test_code_agrees_with_the_event_source_filter(raw: dict[str, Any]) -> None:
-    """Redriven ranges are unfiltered: the code must select exactly what the filter lets through."""
-    filtered_in = matches_any(schema.STREAM_FILTER_PATTERNS, raw)
-    assert filtered_in == (plan_stream_record(raw) is not None)
-
-
-@pytest.mark.parametrize(
-    ("item", "expected"),
-    [
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": False}, CREATE),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": True}, REMOVE_COUNTED),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": True}, REMOVE_UNCOUNTED),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "deleted": True}, REMOVE),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": False}, None),
-        ({"pk": "ACCOUNT#a1", "sk": "ACCOUNT"}, None),
-    ],
-)
-def test_plan_pending_item(item: dict[str, Any], expected: CountingTask | None) -> None:
-    assert plan_pending_item(item) == expected
+def test_plan_record(record: ResourceRecord, expected: CountingTask | None) -> None:
+    assert plan_record(record) == expected
 
 
 def cancelled(own: str, other: str = "None", item: ResourceState | None = None) -> TransactionResult:
@@ -246,12 +195,17 @@ class BatchStore:
         return self.results.pop(0)
 
 
-def insert(resource: str, seq: str) -> dict[str, Any]:
-    return record("INSERT", sk=f"RESOURCE#{resource}", seq=seq, counter_processed=False, deleted=False)
+def insert(resource: str, seq: str, shard: int = 0, account: str = "a1") -> ItemRecord:
+    """A created resource's stream record, by its sequence number."""
+    return seq, ResourceRecord(account, resource, deleted=False, counter_processed=False, shard=shard)
 
 
-def deleted(resource: str, seq: str, counted: bool = True) -> dict[str, Any]:
-    return record("MODIFY", sk=f"RESOURCE#{resource}", seq=seq, counter_processed=counted, deleted=True)
+def deleted(resource: str, seq: str, counted: bool = True, shard: int = 0) -> ItemRecord:
+    """A soft-deleted resource's stream record."""
+    return seq, ResourceRecord("a1", resource, deleted=True, counter_processed=counted, shard=shard)
+
+
+NOT_A_RESOURCE = None  # what a record of another item, or a REMOVE record, says of a resource
 
 
 def test_a_batch_is_one_transaction_and_reports_exactly_the_failed_sequence_numbers() -> None:
@@ -262,8 +216,8 @@ def test_a_batch_is_one_transaction_and_reports_exactly_the_failed_sequence_numb
             COMMITTED,
         ]
     )
-    records = [insert("r1", "101"), insert("r2", "102"), insert("r3", "103"), record("REMOVE", seq="104")]
-    report = process_stream_records(store, records)
+    records = [insert("r1", "101"), insert("r2", "102"), insert("r3", "103"), ("104", NOT_A_RESOURCE)]
+    report = process_records(store, records)
     assert report.failed == ["102"]
     assert report.outcomes == {Outcome.APPLIED: 1, Outcome.RETRY: 1, Outcome.ALREADY_DONE: 1, Outcome.SKIPPED: 1}
     assert [[action.resource_id for action in call] for call in store.calls] == [["r1", "r2", "r3"], ["r1"]]
@@ -271,7 +225,7 @@ def test_a_batch_is_one_transaction_and_reports_exactly_the_failed_sequence_numb
 
 def test_replays_and_duplicates_of_a_resource_fold_into_one_action() -> None:
     store = BatchStore([COMMITTED])
-    report = process_stream_records(store, [insert("r1", "101"), insert("r1", "101"), insert("r2", "102")])
+    report = process_records(store, [insert("r1", "101"), insert("r1", "101"), insert("r2", "102")])
     assert store.calls == [
         [ResourceAction(ActionKind.COUNT_CREATE, "r1"), ResourceAction(ActionKind.COUNT_CREATE, "r2")]
     ]
@@ -282,7 +236,7 @@ def test_a_resource_created_and_deleted_in_one_batch_is_removed_uncounted_at_onc
     # The removal supersedes the count, and its record says the create was never counted: a flag
     # that cannot change once the resource is soft-deleted.
     store = BatchStore([COMMITTED])
-    report = process_stream_records(store, [insert("r1", "101"), deleted("r1", "102", counted=False)])
+    report = process_records(store, [insert("r1", "101"), deleted("r1", "102", counted=False)])
     assert store.calls == [[ResourceAction(ActionKind.REMOVE_UNCOUNTED, "r1")]]
     assert report.outcomes == {Outcome.APPLIED: 2}
 
@@ -298,45 +252,41 @@ def test_a_removal_whose_count_is_unknown_tries_the_counted_removal_first() -> N
 
 def test_an_accounts_actions_go_in_transactions_of_at_most_99() -> None:
     store = BatchStore([COMMITTED, COMMITTED])
-    report = process_stream_records(store, [insert(f"r{n}", str(n)) for n in range(150)])
+    report = process_records(store, [insert(f"r{n}", str(n)) for n in range(150)])
     assert [len(call) for call in store.calls] == [99, 51]
     assert report.outcomes == {Outcome.APPLIED: 150}
 
 
 def test_accounts_are_transacted_apart() -> None:
     store = BatchStore([COMMITTED, COMMITTED])
-    other = insert("r2", "102")
-    other["dynamodb"]["Keys"]["pk"]["S"] = "ACCOUNT#a2"
-    process_stream_records(store, [insert("r1", "101"), other])
+    process_records(store, [insert("r1", "101"), insert("r2", "102", account="a2")])
     assert len(store.calls) == 2
 
 
 def test_a_failed_counter_action_retries_the_whole_batch_later() -> None:
     store = BatchStore([TransactionResult((reason("None"), reason("None"), reason("ThrottlingError")))])
-    report = process_stream_records(store, [insert("r1", "101"), insert("r2", "102")])
+    report = process_records(store, [insert("r1", "101"), insert("r2", "102")])
     assert report.failed == ["101", "102"]
     assert len(store.calls) == 1  # a throttle is not retried at once
 
 
-def test_sweep_reports_failed_items_by_key() -> None:
-    store = ScriptedStore(count_results=[cancelled("ThrottlingError")])
-    items = [{"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": False}]
-    assert process_pending_items(store, items).failed == ["ACCOUNT#a1/RESOURCE#r1"]
+def test_a_batch_reports_the_records_of_the_creates_it_settled() -> None:
+    """The consumer's counting lag reads them: a create counted now or found done, not one that
+    failed, nor a removal."""
+    store = BatchStore(
+        [
+            TransactionResult(
+                (reason("None"), reason("TransactionConflict"), reason("ConditionalCheckFailed"), reason("None"))
+            ),
+            COMMITTED,
+        ]
+    )
+    records = [insert("r1", "101"), insert("r2", "102"), insert("r3", "103"), deleted("r4", "104")]
+    report = process_records(store, records)
+    assert report.creates_done == [records[0][1], records[2][1]]
 
 
 # --- counter shards ------------------------------------------------------------------------------
-
-
-def admitted_by(raw: dict[str, Any], shard: int) -> dict[str, Any]:
-    raw["dynamodb"]["NewImage"][schema.RESOURCE_SHARD_ATTRIBUTE] = {"N": str(shard)}
-    return raw
-
-
-def test_a_record_says_which_admission_shard_admitted_its_resource() -> None:
-    assert plan_stream_record(admitted_by(insert("r1", "101"), 5)) == CountingTask(
-        TaskKind.COUNT_CREATE, "a1", "r1", shard=5
-    )
-    assert plan_stream_record(insert("r1", "101")).shard == 0  # type: ignore[union-attr]
 
 
 def test_only_a_batch_with_a_resource_admitted_above_shard_0_adds_to_a_counter_shard_above_0() -> None:
@@ -352,5 +302,5 @@ def test_only_a_batch_with_a_resource_admitted_above_shard_0_adds_to_a_counter_s
 
 def test_folding_keeps_the_admission_shard_of_each_resource() -> None:
     store = BatchStore([COMMITTED])
-    process_stream_records(store, [admitted_by(insert("r1", "101"), 2), admitted_by(deleted("r1", "102"), 2)])
+    process_records(store, [insert("r1", "101", shard=2), deleted("r1", "102", shard=2)])
     assert store.calls == [[ResourceAction(ActionKind.REMOVE_COUNTED, "r1", shard=2)]]

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from functions.adapters.attributes import to_attributes
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
-from functions.core.counting import COMMITTED, CancellationReason, Outcome, TransactionResult
+from functions.adapters.resource_records import pending_record
+from functions.core.counting import COMMITTED, CancellationReason, ItemRecord, Outcome, TransactionResult
 from functions.core.redrive import (
     RedriveIncomplete,
     StreamBatchInfo,
@@ -16,7 +18,7 @@ from functions.core.redrive import (
     redrive,
 )
 from tests.support.failure_messages import on_failure_message
-from tests.unit.test_counting import ScriptedStore, record
+from tests.unit.test_counting import ScriptedStore, insert
 
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-11-22T00:00:00.000"
 
@@ -48,30 +50,32 @@ def test_rejects_anything_else(body: str) -> None:
 
 
 class Reader:
-    def __init__(self, records: list[dict[str, Any]] | None) -> None:
+    def __init__(self, records: list[ItemRecord] | None) -> None:
         self.records = records
 
-    def read_range(self, batch: StreamBatchInfo) -> list[dict[str, Any]]:
+    def read_range(self, batch: StreamBatchInfo) -> list[ItemRecord]:
         if self.records is None:
             raise StreamRecordsGone("trimmed")
         return self.records
 
 
 class Pending:
-    def __init__(self, items: list[dict[str, Any]]) -> None:
+    def __init__(self, items: list[ItemRecord]) -> None:
         self.items = items
 
-    def pending_items(self, older_than: str | None) -> list[dict[str, Any]]:
+    def pending_records(self, older_than: str | None) -> list[ItemRecord]:
         return self.items
 
 
 BATCH = parse_failure_message(aws_message())
-PENDING_ITEM = {"pk": "ACCOUNT#a1", "sk": "RESOURCE#r9", "counter_processed": False, "deleted": False}
+PENDING_ITEM = pending_record(
+    to_attributes({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r9", "counter_processed": False, "deleted": False})
+)
 
 
 def test_replays_the_range_from_the_stream() -> None:
     store = ScriptedStore(count_results=[COMMITTED])
-    result = redrive(BATCH, Reader([record("INSERT", counter_processed=False, deleted=False)]), store, Pending([]))
+    result = redrive(BATCH, Reader([insert("r1", "100")]), store, Pending([]))
     assert result.source == "stream"
     assert result.report.outcomes[Outcome.APPLIED] == 1
 
@@ -89,7 +93,7 @@ CONFLICT = TransactionResult((CancellationReason("TransactionConflict"), Cancell
 def test_a_record_of_the_range_that_keeps_failing_fails_the_message() -> None:
     store = ScriptedStore(count_results=[CONFLICT, CONFLICT, CONFLICT])
     with pytest.raises(RedriveIncomplete):
-        redrive(BATCH, Reader([record("INSERT", counter_processed=False, deleted=False)]), store, Pending([]))
+        redrive(BATCH, Reader([insert("r1", "100")]), store, Pending([]))
 
 
 def test_a_sweep_leaves_what_still_fails_to_the_scheduled_sweeper() -> None:
@@ -101,6 +105,6 @@ def test_a_sweep_leaves_what_still_fails_to_the_scheduled_sweeper() -> None:
 
 def test_records_that_fail_once_are_retried_within_the_invocation() -> None:
     store = ScriptedStore(count_results=[CONFLICT, COMMITTED])
-    result = redrive(BATCH, Reader([record("INSERT", counter_processed=False, deleted=False)]), store, Pending([]))
+    result = redrive(BATCH, Reader([insert("r1", "100")]), store, Pending([]))
     assert result.report.outcomes[Outcome.APPLIED] == 1
     assert store.calls == ["count_create", "count_create"]

@@ -1,0 +1,89 @@
+"""The codec of resource records: what a stream record or a pending-index entry says of a resource,
+as the counting core reads it (functions/core/counting.py's `ResourceRecord`).
+
+Every source is decoded by a library first (Powertools' DynamoDBRecord for a stream record, the
+consumer's and the redrive's; boto3's TypeDeserializer for a pending-index entry) and read here as
+plain values, so the three sources cannot disagree on what a record says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+    DynamoDBRecord,
+    DynamoDBRecordEventName,
+)
+
+from functions.adapters.attributes import from_attributes
+from functions.adapters.items import ADMITTED_BY, COUNTER_PROCESSED, DELETED, PK, SK
+from functions.core import keys
+from functions.core.counting import ItemRecord, ResourceRecord
+
+# A stream record's new image is a resource's state only for these: a REMOVE record has none.
+_WRITES = (DynamoDBRecordEventName.INSERT, DynamoDBRecordEventName.MODIFY)
+
+
+def resource_ids(values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The account and resource a key names, or None if it is not a resource's key."""
+    pk, sk = values.get(PK), values.get(SK)
+    if not isinstance(pk, str) or not isinstance(sk, str):
+        return None
+    account_id, resource_id = keys.account_id_from_pk(pk), keys.resource_id_from_sk(sk)
+    if not account_id or not resource_id:
+        return None
+    return account_id, resource_id
+
+
+def from_values(values: Mapping[str, Any]) -> ResourceRecord | None:
+    """A resource's record from its item's plain (deserialized) values, keys included; None if
+    the item is not a resource."""
+    ids = resource_ids(values)
+    if ids is None:
+        return None
+    created_at = values.get("created_at")
+    return ResourceRecord(
+        *ids,
+        deleted=_flag(values.get(DELETED)),
+        counter_processed=_flag(values.get(COUNTER_PROCESSED)),
+        shard=_shard(values.get(ADMITTED_BY)),
+        created_at=created_at if isinstance(created_at, str) else None,
+    )
+
+
+def sequence_number(record: DynamoDBRecord) -> str:
+    """A stream record's id, as the partial batch response and the on-failure range name it."""
+    return str(record.dynamodb.sequence_number if record.dynamodb else "")
+
+
+def from_stream_record(record: DynamoDBRecord) -> ResourceRecord | None:
+    """What a stream record's new image says of a resource: Lambda's records and GetRecords'
+    share the fields read here (eventName, dynamodb.Keys, dynamodb.NewImage)."""
+    data = record.dynamodb
+    if data is None or record.event_name not in _WRITES:
+        return None
+    return from_values({**data.new_image, **data.keys})
+
+
+def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
+    """Each stream record by its sequence number."""
+    return [(sequence_number(record), from_stream_record(record)) for record in records]
+
+
+def pending_record(item: Mapping[str, Any]) -> ItemRecord:
+    """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`."""
+    values = from_attributes(item)
+    return f"{values.get(PK)}/{values.get(SK)}", from_values(values)
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _shard(value: Any) -> int:
+    """A shard number (an int, or a Decimal as Powertools decodes numbers); else 0, the account item."""
+    if isinstance(value, int | Decimal) and not isinstance(value, bool) and value >= 0 and value == int(value):
+        return int(value)
+    return 0
