@@ -183,7 +183,8 @@ def call(harness: Harness, method: str, url: str) -> tuple[dict[str, Any], int]:
     non-ASCII as is: awslambdaric's marshaller)."""
     from functions.api.handler import handler as api_handler  # after the session's environment
 
-    result = api_handler(proxy_event(method, url), FakeLambdaContext(function_name="api"), clients=harness.clients)
+    event = proxy_event(method, url, harness.clock.epoch_ms())
+    result = api_handler(event, FakeLambdaContext(function_name="api"), clients=harness.clients)
     return result, len(json.dumps(result, ensure_ascii=False).encode())
 
 
