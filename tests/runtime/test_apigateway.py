@@ -21,6 +21,7 @@ from infra.synth import synthesize_stack_template
 from local.apigateway import MAX_REQUEST_BYTES, ApiGateway, PortInUse, Route, integration_response, proxy_event
 from local.functions import REPO_ROOT, DeployedFunction, Invocation
 from local.gateway_responses import GatewayResponses
+from local.http_client import poll
 
 
 @dataclass
@@ -172,7 +173,12 @@ def test_the_run_log_says_which_status_the_caller_got(
     call(f"{api.url}/accounts/nobody")
     function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
     call(f"{api.url}/accounts/acme")
-    first, second = [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()]
+    # The gateway's worker writes the line after the caller has its answer: wait for both lines.
+    first, second = poll(
+        lambda: [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()],
+        lambda lines: len(lines) == 2,
+        timeout=10,
+    )
     assert " 404 " in first
     assert " ok " not in first
     assert " 500 TooManyRequestsException " in second
