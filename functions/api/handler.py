@@ -2,14 +2,13 @@
 
 Each route validates its input with typed models and calls one flow of functions.core.accounts.
 No transaction runs here; DynamoDB failures surface as a plain 503 (functions/api/errors.py).
-What the OpenAPI document says beyond the models is functions/api/contract.py.
+What a request passes before its route is functions/api/gate.py; what the document says beyond
+the models, functions/api/contract.py.
 """
 
 from __future__ import annotations
 
-import base64
 import os
-import re
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -19,7 +18,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.api import errors
+from functions.api import errors, gate
 from functions.api.contract import (
     CREATE_RESOURCE,
     CREATE_RESOURCE_LINKS,
@@ -42,8 +41,7 @@ from functions.api.models import AccountView, CreateResourceRequest, PutAccountR
 from functions.api.preconditions import IfMatch, parse_if_match
 from functions.api.routed import caller_waiting, now, received_ms, routing, wired
 from functions.core import accounts, leases
-from functions.core.model import ID_PATTERN, NewResource, PageBudget, Resource, Usage
-from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
+from functions.core.model import NewResource, PageBudget, Resource, Usage
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
@@ -60,7 +58,6 @@ def build_clients_during_init() -> None:
 
 build_clients_during_init()
 
-MAX_BODY_BYTES = 64 * 1024
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 # Lambda refuses a function response over 6 MB (6,291,456 bytes: the proxy JSON, the body escaped
@@ -72,14 +69,15 @@ PAGE_ITEMS_BUDGET = 6_000_000
 # A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
 # that form the API did not return is refused 400 InvalidCursor.
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
-ACCOUNT_ID = re.compile(ID_PATTERN)
 ACCOUNT_PATH = "/accounts/<accountId>"
 RESOURCES_PATH = f"{ACCOUNT_PATH}/resources"
 RESOURCE_PATH = f"{RESOURCES_PATH}/<resourceId>"
 
 # Every body is read by the API's JSON rules (functions/api/json_body.py) before any route runs:
-# a body they refuse is a 400 that wrote nothing.
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_body)
+# a body they refuse is a 400 that wrote nothing. Validation is the last of the gate's middlewares
+# rather than enabled on the resolver, which would run it before all of them (functions/api/gate.py).
+app = APIGatewayRestResolver(json_body_deserializer=parse_body)
+app.use(gate.MIDDLEWARES)
 errors.register(app)
 
 
@@ -111,6 +109,7 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
         links=PUT_ACCOUNT_LINKS,
     ),
 )
+@gate.exempt_from_tenant_rate  # an admin can always change a flooding tenant's limits
 def put_account(
     accountId: AccountId, request: Annotated[PutAccountRequest, Body()], if_match: IfMatch = None
 ) -> Response[str]:
@@ -279,92 +278,5 @@ def resource_method_not_allowed(accountId: str, resourceId: str) -> Response[str
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
-    wiring = clients or default_clients()
-    # Checked before routing: request validation would otherwise parse a huge body first.
-    if body_size(event) > MAX_BODY_BYTES:
-        return plain_error(
-            event,
-            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-            "PayloadTooLarge",
-            f"request body exceeds {MAX_BODY_BYTES} bytes",
-        )
-    # API Gateway passes a body that is not UTF-8 base64-encoded; the resolver would fail to decode it.
-    if not utf8_body(event):
-        return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", "request body is not UTF-8 JSON")
-    tenant = rate_limited_account(event)
-    if tenant is not None:
-        decision = wiring.tenant_limiter.admit(tenant)
-        if not decision.checked:
-            metrics.add_metric(name="RateLimitUnchecked", unit=MetricUnit.Count, value=1)
-        if not decision.allowed:
-            # Logged with the tenant, so a Contributor Insights rule ranks the throttled tenants.
-            logger.info(THROTTLED_TENANT_MESSAGE, extra={TENANT_LOG_KEY: tenant})
-            metrics.add_metric(name="TenantThrottles", unit=MetricUnit.Count, value=1)
-            return plain_error(
-                event,
-                HTTPStatus.TOO_MANY_REQUESTS,
-                "TenantThrottled",
-                f"account {tenant} is over its rate limit; retry after {decision.retry_after_seconds} s",
-                {"Retry-After": str(decision.retry_after_seconds)},
-            )
-    unknown = sorted(set(query_parameters(event)) - allowed_query_parameters(event))
-    if unknown:
-        # A typo (`?limt=5`) gets a clear 400 rather than a silent default.
-        names = ", ".join(repr(name) for name in unknown)
-        return plain_error(event, HTTPStatus.BAD_REQUEST, "ValidationError", f"query: unknown parameter(s) {names}")
-    with routing(event, wiring):
+    with routing(event, clients or default_clients()):
         return app.resolve(as_json_request(event), context)
-
-
-def query_parameters(event: dict[str, Any]) -> dict[str, Any]:
-    return dict(event.get("multiValueQueryStringParameters") or event.get("queryStringParameters") or {})
-
-
-def allowed_query_parameters(event: dict[str, Any]) -> set[str]:
-    """The query parameters the contract allows: only the list of resources takes any."""
-    parts = str(event.get("path") or "").strip("/").split("/")
-    listing = (
-        event.get("httpMethod") == "GET" and len(parts) == 3 and parts[0] == "accounts" and parts[2] == "resources"
-    )
-    return {"limit", "cursor"} if listing else set()
-
-
-def rate_limited_account(event: dict[str, Any]) -> str | None:
-    """The account whose rate a request counts against: every request on an account's paths but an
-    admin's PUT of the account itself, so an admin can always change a flooding tenant's limits."""
-    parts = str(event.get("path") or "").strip("/").split("/")
-    if len(parts) < 2 or parts[0] != "accounts" or not ACCOUNT_ID.fullmatch(parts[1]):
-        return None
-    if len(parts) == 2 and event.get("httpMethod") == "PUT":
-        return None
-    return parts[1]
-
-
-def plain_error(
-    event: dict[str, Any], status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """An error answered before routing, in the API's error envelope."""
-    request_id = (event.get("requestContext") or {}).get("requestId")
-    response = errors.error_response(status, code, message, request_id=request_id)
-    return {
-        "statusCode": response.status_code,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
-        "body": response.body,
-        "isBase64Encoded": False,
-    }
-
-
-def utf8_body(event: dict[str, Any]) -> bool:
-    if not event.get("isBase64Encoded") or not event.get("body"):
-        return True
-    try:
-        base64.b64decode(event["body"]).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return True
-
-
-def body_size(event: dict[str, Any]) -> int:
-    body = event.get("body") or ""
-    size = len(body.encode("utf-8", "surrogatepass"))  # a lone surrogate is refused later, as a 400
-    return size * 3 // 4 if event.get("isBase64Encoded") else size
