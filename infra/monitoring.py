@@ -234,7 +234,7 @@ class Monitoring(Construct):
 
     def _throttled_tenants_rule(self, api: Api) -> cloudwatch.CfnInsightRule:
         """A Contributor Insights rule over the API function's log: the function logs each
-        `TenantThrottled` answer with the tenant (functions/api/handler.py), and the rule ranks them."""
+        `TenantThrottled` answer with the tenant (functions/api/gate.py), and the rule ranks them."""
         body = {
             "Schema": {"Name": "CloudWatchLogRule", "Version": 1},
             "LogGroupNames": [api.function.log_group.log_group_name],

@@ -37,15 +37,12 @@ def render() -> str:
     return json.dumps(as_answered(json.loads(document)), indent=2, sort_keys=True) + "\n"
 
 
-POWERTOOLS_VALIDATION_ERROR = "#/components/schemas/HTTPValidationError"
-
-
 def as_answered(document: dict[str, Any]) -> dict[str, Any]:
-    """What the API answers, where Powertools' generator says otherwise: it documents a 422
-    "Validation Error" on every route, where this API answers a validation error 400 in its
-    envelope (functions/api/errors.py); it gives a 204 the return annotation's body; and it lets an
-    optional header or query parameter be null, which a request can only send as the text "null"
-    (an absent parameter is one the client leaves out: `required: false`)."""
+    """What the API answers, where Powertools' generator says otherwise: it gives a 204 the return
+    annotation's body; it lets an optional header or query parameter be null, which a request can
+    only send as the text "null" (an absent parameter is one the client leaves out: `required:
+    false`); and it adds its own validation error schemas, which no answer of this API uses (a
+    validation error is a 400 in the API's envelope, functions/api/errors.py)."""
     for operations in document["paths"].values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
@@ -56,9 +53,6 @@ def as_answered(document: dict[str, Any]) -> dict[str, Any]:
                 elif choices:
                     value["anyOf"] = choices
             responses = operation["responses"]
-            schema = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
-            if schema.get("$ref") == POWERTOOLS_VALIDATION_ERROR:
-                del responses["422"]
             if "204" in responses:
                 responses["204"].pop("content", None)
     schemas = document["components"]["schemas"]

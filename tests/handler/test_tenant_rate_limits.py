@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 from functions.adapters.attributes import from_attributes
 from functions.adapters.rate_windows import DynamoWindowStore, window_key
@@ -97,3 +98,36 @@ def test_every_request_on_an_account_counts_bad_ones_too(harness: Harness) -> No
     statuses = {answer.status for answer in answers}
     assert statuses <= {400, 429}
     assert 429 in statuses
+
+
+def test_what_counts_is_the_route_the_request_matched(harness: Harness) -> None:
+    """A tenant over its rate gets 429 on every route that names its account, a method the path
+    does not take (405) included, but an admin's PUT of the account; a path the API does not have
+    names no account and is 404. A body over 64 KiB or not UTF-8 is refused before the rate is asked."""
+    api = harness.api
+    harness.clock.set(datetime(2026, 11, 25, 13, 37, 0, 100_000, tzinfo=UTC))  # a 60 s window starts
+    api.request("PUT", "/accounts/flood", {"limit": 5, "rateLimit": {"requestsPerSecond": 1, "burstSeconds": 60}})
+    assert [api.request("GET", "/accounts/flood").status for _ in range(61)] == [200] * 60 + [429]
+
+    for method, url, body in [
+        ("GET", "/accounts/flood/resources?limt=1", None),  # the rate before the query
+        ("POST", "/accounts/flood/resources", {"nope": 1}),  # the rate before the body
+        ("PATCH", "/accounts/flood", None),
+        ("DELETE", "/accounts/flood/resources/r1", None),
+        ("OPTIONS", "/accounts/flood/resources/r1", None),
+    ]:
+        answer = api.request(method, url, body)
+        assert (answer.status, answer.json()["error"]["code"]) == (429, "TenantThrottled"), (method, url)
+    for method, url, body, refused in [
+        ("GET", "/accounts/flood/resources/r1/nothing", None, (404, "RouteNotFound")),
+        (
+            "POST",
+            "/accounts/flood/resources",
+            {"name": "x", "attributes": {"b": "y" * 70_000}},
+            (413, "PayloadTooLarge"),
+        ),
+        ("POST", "/accounts/flood/resources", b'{"name": "\xff"}', (400, "ValidationError")),
+    ]:
+        answer = api.request(method, url, body)
+        assert (answer.status, answer.json()["error"]["code"]) == refused, (method, url)
+    assert api.request("PUT", "/accounts/flood", {"limit": 6}).status == 200

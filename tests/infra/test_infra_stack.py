@@ -743,7 +743,7 @@ def test_the_dashboard_ranks_the_tenants_throttled_most(template_json: dict[str,
     api_logs = function_by_handler(template_json, constants.API_HANDLER)[1]["Properties"]["LoggingConfig"]["LogGroup"]
     assert {"Ref": api_logs["Ref"]} in parts  # the API function's own log group
     rule_body = json.loads("".join(part if isinstance(part, str) else "LOG_GROUP" for part in parts))
-    # The message and key the handler logs for each refusal (functions/api/handler.py).
+    # The message and key the API function logs for each refusal (functions/api/gate.py).
     assert rule_body["Contribution"] == {
         "Keys": [f"$.{TENANT_LOG_KEY}"],
         "Filters": [{"Match": "$.message", "In": [THROTTLED_TENANT_MESSAGE]}],

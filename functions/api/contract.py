@@ -1,0 +1,110 @@
+"""What the OpenAPI document (docs/openapi.json) says beyond the routes' models: the parameters
+routes share, each operation's id and links, and the answers a route documents besides its own
+results (its errors, in the envelope of functions/api/errors.py).
+
+A route documents its answers with `answers(...)`; scripts/openapi.py writes the document.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import content_types
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
+
+from functions.api.models import ErrorResponse
+from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN
+
+AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
+ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(pattern=IDEMPOTENCY_KEY_PATTERN, description="Retries with the same key never count twice."),
+]
+
+# The operations' ids, which the links between them name.
+PUT_ACCOUNT, GET_ACCOUNT = "putAccount", "getAccount"
+LIST_RESOURCES, CREATE_RESOURCE = "listResources", "createResource"
+GET_RESOURCE, DELETE_RESOURCE = "getResource", "deleteResource"
+
+
+def link(operation_id: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link: where a client goes next with what this answer (or its request) named."""
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+ACCOUNT_OF_REQUEST = "$request.path.accountId"
+# What a client does next: an account just put can be read, listed and created in; one just read
+# can be changed, on the condition that it is still as read; a resource just created (or
+# replayed) can be read and deleted, and its account read again.
+ACCOUNT_READS = {
+    operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ACCOUNT, LIST_RESOURCES)
+}
+PUT_ACCOUNT_LINKS = {**ACCOUNT_READS, CREATE_RESOURCE: link(CREATE_RESOURCE, accountId=ACCOUNT_OF_REQUEST)}
+GET_ACCOUNT_LINKS = {
+    PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"})
+}
+CREATE_RESOURCE_LINKS = {
+    **ACCOUNT_READS,
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceId="$response.body#/resourceId")
+        for operation_id in (GET_RESOURCE, DELETE_RESOURCE)
+    },
+}
+
+ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
+    "ETag": {
+        "description": 'The version of the account\'s limit, as a strong entity tag ("3").',
+        "schema": {"type": "string"},
+    }
+}
+
+# What any route may answer besides its own results: its errors in the envelope, and what API
+# Gateway answers before the function runs (docs/security.md), in the same envelope.
+ERRORS = {
+    400: "ValidationError: a path, query, header or body the contract does not allow; InvalidCursor: a cursor "
+    "this API did not return (a cursor is opaque); nothing was written",
+    401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
+    "not valid)",
+    403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
+    "InvalidSignature, ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
+    404: "AccountNotFound, ResourceNotFound",
+    409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
+    412: "PreconditionFailed: If-Match names another version of the account (or the account does not exist)",
+    413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
+    422: "IdempotencyKeyMismatch: the key was sent before with another body",
+    429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
+    "Both with Retry-After",
+    500: "API Gateway: InternalError (a failure of its own, or of the JWT authorizer)",
+    502: "API Gateway: InternalError (the function failed; a write may have landed: retry idempotently)",
+    503: "ServiceUnavailable, with Retry-After: DynamoDB failed after retries (the function), or the function's "
+    "concurrency was used up (API Gateway); retry after Retry-After",
+    504: "API Gateway: IntegrationTimeout (no answer within 29 s; a write may have landed: retry idempotently)",
+}
+ALWAYS = (400, 401, 403, 429, 500, 502, 503, 504)
+
+
+def answers(
+    own: dict[int, tuple[str, type | None]],
+    *errors: int,
+    headers: dict[str, OpenAPIResponseHeader] | None = None,
+    links: dict[str, Any] | None = None,
+) -> dict[int, OpenAPIResponse]:
+    """The route's responses for the OpenAPI document: its own answers (with `headers` and `links`),
+    then its errors."""
+    documented: dict[int, OpenAPIResponse] = {}
+    for status, (description, model) in own.items():
+        documented[status] = {"description": description}
+        if headers:
+            documented[status]["headers"] = headers
+        if links:
+            documented[status]["links"] = links
+        if model is not None:
+            documented[status]["content"] = {content_types.APPLICATION_JSON: {"model": model}}
+    for status in sorted({*errors, *ALWAYS}):
+        documented[status] = {
+            "description": ERRORS[status],
+            "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
+        }
+    return documented

@@ -1,0 +1,51 @@
+"""If-Match (RFC 9110, 13.1.1): the header's form, as the contract declares it, and what it asks
+for, as the core reads it (the versions a change may apply to, or that the account must exist).
+
+An account's ETag is its limit's version as a strong entity tag (`"3"`). If-Match compares
+strongly, so a weak tag (`W/"3"`) matches no version, nor does a tag that is not a version.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Header
+
+# * or a list of entity tags.
+IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e]*")*)\s*$'
+ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e]*)"\s*')
+MAX_VERSION_DIGITS = 18  # versions count up from 1, one a change: none will ever have more digits
+
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=1024,
+        pattern=IF_MATCH_PATTERN,
+        description='Change the account only if its ETag is one of these ("1", "2") or, with *, if it exists.',
+    ),
+]
+
+
+def parse_if_match(header: str | None) -> tuple[frozenset[int] | None, bool]:
+    """If-Match as (the versions it allows, or None for any; whether the account must exist).
+
+    A header the pattern lets through can still split into pieces that are not tags (a comma
+    inside one: `"a,b"`): a 400, as the pattern's own refusals are."""
+    if header is None:
+        return None, False
+    if header.strip() == "*":
+        return None, True
+    versions: set[int] = set()
+    for tag in header.split(","):
+        matched = ENTITY_TAG.fullmatch(tag)
+        if matched is None:
+            raise RequestValidationError(
+                [{"loc": ("header", "If-Match"), "msg": "not a list of entity tags", "type": "value_error"}]
+            )
+        weak, opaque = matched.groups()
+        if not weak and opaque.isdigit() and len(opaque) <= MAX_VERSION_DIGITS:
+            versions.add(int(opaque))
+    return frozenset(versions), False

@@ -1,0 +1,64 @@
+"""The request being routed, as its route and the gate see it: the clients `handler()` was given
+for it, and its times (when API Gateway received it, and whether its caller still waits).
+
+Held in a ContextVar rather than in the resolver's context, which every resolve clears as it
+ends: a test may call the handler from inside a request (a fault hook), and the outer request's
+flow, which reads its clock as it goes, must still find its own clients and times after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from functions.core import leases
+from functions.shared.clients import Clients
+
+# API Gateway answers 504 after its integration timeout (29 s for a REST API) and never sees the
+# function's answer after that. An invocation that starts its writes later than this only changes
+# what a caller who has already given up will never read: it writes nothing instead.
+INTEGRATION_TIMEOUT_MS = 29_000
+
+
+@dataclass(frozen=True)
+class Routed:
+    clients: Clients
+    received_ms: int | None  # API Gateway's requestTimeEpoch; None in an event without one
+
+
+_routed: ContextVar[Routed] = ContextVar("routed")
+
+
+@contextmanager
+def routing(event: Mapping[str, Any], clients: Clients) -> Iterator[None]:
+    """Route `event` with `clients` while the block runs."""
+    received = (event.get("requestContext") or {}).get("requestTimeEpoch")
+    token = _routed.set(Routed(clients, received if isinstance(received, int) else None))
+    try:
+        yield
+    finally:
+        _routed.reset(token)
+
+
+def wired() -> Clients:
+    """The clients of the request being routed."""
+    return _routed.get().clients
+
+
+def now() -> str:
+    return leases.iso_timestamp(wired().clock.now())
+
+
+def received_ms() -> int:
+    """When API Gateway received the request (epoch ms): the order of PUTs that counts."""
+    received = _routed.get().received_ms
+    return wired().clock.epoch_ms() if received is None else received
+
+
+def caller_waiting() -> bool:
+    """False once API Gateway has answered this request's caller with a 504."""
+    received = _routed.get().received_ms
+    return received is None or wired().clock.epoch_ms() - received < INTEGRATION_TIMEOUT_MS
