@@ -130,6 +130,7 @@ def test_no_answer_at_all_ends_as_no_response(waits: Waits) -> None:
         client.get_account("acme")
     assert raised.value.attempts == 2
     assert raised.value.__cause__ is not None
+    assert str(raised.value).startswith("no answer: ")
 
 
 def test_every_attempt_of_a_create_sends_one_idempotency_key_and_the_same_body(

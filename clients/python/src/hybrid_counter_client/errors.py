@@ -38,8 +38,9 @@ class HybridCounterError(Exception):
         self.attempts = 1
 
     def __str__(self) -> str:
+        answer = " ".join(str(part) for part in (self.status, self.code) if part is not None) or "no answer"
         where = f" (request id {self.request_id})" if self.request_id else ""
-        return f"{self.status} {self.code}: {self.message}{where}"
+        return f"{answer}: {self.message}{where}"
 
 
 class ClientError(HybridCounterError):
