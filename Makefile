@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install run test test-dynamodb-local unit handler runtime integration ops infra lint typecheck openapi released-layout synth deploy destroy \
+.PHONY: help install run test test-dynamodb-local unit handler runtime integration ops infra client lint typecheck openapi released-layout synth deploy destroy \
 	test-deployed hooks localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
@@ -25,7 +25,7 @@ help:
 	@echo "make bench-emulators   moto plain, moto tuned and DynamoDB Local side by side"
 	@echo "make bench-capacity    DynamoDB capacity per operation, item and key; projected AWS ceilings and cost"
 	@echo "make test-dynamodb-local   the handler tier against DynamoDB Local (AWS's engine) instead of moto"
-	@echo "make unit | handler | runtime | integration | infra   one test tier"
+	@echo "make unit | handler | runtime | integration | infra | client   one test tier"
 	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"
 	@echo "make localstack-up | localstack-deploy | localstack-test | localstack-down   (needs Docker)"
 	@echo "make hooks     run make lint's and make typecheck's checks before each commit (pre-commit)"
@@ -95,6 +95,10 @@ integration: $(BIN)/.installed
 ops: $(BIN)/.installed
 	$(BIN)/python -m pytest -m ops
 
+# The Python client's tests: scripted answers, the OpenAPI document, the running system.
+client: $(BIN)/.installed
+	$(BIN)/python -m pytest -m client
+
 infra: install
 	$(BIN)/python -m pytest -m infra
 
@@ -130,7 +134,7 @@ lint: $(BIN)/.installed
 	$(BIN)/python scripts/cfn_lint.py
 
 typecheck: $(BIN)/.installed
-	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks
+	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks clients/python/src
 
 openapi: $(BIN)/.installed
 	$(BIN)/python scripts/openapi.py

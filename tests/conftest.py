@@ -146,6 +146,7 @@ TIER_OF_FOLDER = {
     "runtime": "runtime",
     "chaos": "chaos",
     "ops": "ops",
+    "client": "client",
 }
 
 

@@ -1,0 +1,106 @@
+"""`AsyncLimitsClient`: the same calls as `LimitsClient`, for asyncio code.
+
+Each attempt (reading the credentials, which may call STS, signing and the HTTP exchange) runs in
+asyncio's default thread pool (`asyncio.to_thread`), over the same botocore transport: no
+dependency beyond the sync client's, at the cost of a thread per attempt in flight (the pool has
+min(32, CPUs + 4) of them). The waits between attempts are `await`ed, never slept in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from hybrid_counter_client import operations
+from hybrid_counter_client.client import DEFAULT_TIMEOUT_SECONDS, ClientBase
+from hybrid_counter_client.errors import HybridCounterError
+from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage
+from hybrid_counter_client.operations import Call
+from hybrid_counter_client.retries import RetryPolicy
+from hybrid_counter_client.transport import Session
+
+T = TypeVar("T")
+
+
+class AsyncLimitsClient(ClientBase):
+    """`LimitsClient`'s methods as coroutines (`list_resources` an async iterator); the same
+    signing, retries and errors. `sleep` is awaited between attempts."""
+
+    def __init__(
+        self,
+        api_url: str,
+        session: Session | None = None,
+        *,
+        region: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        random: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(api_url, session, region, timeout, retry, clock, random)
+        self._sleep = sleep
+
+    async def _call(self, call: Call[T]) -> T:
+        attempts = self._attempts(call)
+        while True:
+            try:
+                return await asyncio.to_thread(self._transport.call, call)
+            except HybridCounterError as error:
+                if call.when_gone is not None and attempts.gone_after_landing(error):
+                    return call.when_gone()
+                wait = attempts.after(error)
+                if wait is None:
+                    raise
+                await self._sleep(wait)
+
+    async def put_account(
+        self, account_id: str, *, limit: int, rate_limit: RateLimit | None = None, if_match: str | None = None
+    ) -> Account:
+        return await self._call(operations.put_account(account_id, limit, rate_limit, if_match))
+
+    async def get_account(self, account_id: str) -> Account:
+        return await self._call(operations.get_account(account_id))
+
+    async def create_resource(
+        self,
+        account_id: str,
+        name: str,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Resource:
+        return await self._call(operations.create_resource(account_id, name, attributes, idempotency_key))
+
+    async def get_resource(self, account_id: str, resource_id: str) -> Resource:
+        return await self._call(operations.get_resource(account_id, resource_id))
+
+    async def delete_resource(self, account_id: str, resource_id: str) -> None:
+        await self._call(operations.delete_resource(account_id, resource_id))
+
+    async def list_resources_page(
+        self, account_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> ResourcePage:
+        return await self._call(operations.list_resources_page(account_id, limit, cursor))
+
+    async def list_resources(self, account_id: str, *, page_size: int | None = None) -> AsyncIterator[Resource]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_resources_page(account_id, limit=page_size, cursor=cursor)
+            for resource in page.items:
+                yield resource
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def close(self) -> None:
+        self._transport.close()
+
+    async def __aenter__(self) -> AsyncLimitsClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

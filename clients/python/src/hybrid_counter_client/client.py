@@ -1,0 +1,152 @@
+"""`LimitsClient`: every operation of the API as a typed method, signed, retried as the API says."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import boto3
+
+from hybrid_counter_client import operations
+from hybrid_counter_client.errors import HybridCounterError
+from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage
+from hybrid_counter_client.operations import Call
+from hybrid_counter_client.retries import Attempts, RetryPolicy
+from hybrid_counter_client.transport import Session, Transport
+
+T = TypeVar("T")
+
+# An attempt's connect and read timeout. The API function's own timeout is 10 s, past which API
+# Gateway answers 503 at once; 15 s leaves it the room to say so.
+DEFAULT_TIMEOUT_SECONDS = 15.0
+
+
+class ClientBase:
+    """What the sync and the async client share: the transport, the retry policy and the clock.
+
+    `api_url`: the stack's `ApiUrl` output (`https://ID.execute-api.REGION.amazonaws.com/prod/`).
+    `session`: whose credentials sign every request (default `boto3.Session()`, the environment's),
+    read again for each request so that an assumed role's refreshed credentials are used; the
+    region is the session's unless `region` is given. `timeout`: an attempt's connect and read
+    timeout. `retry`: attempts, deadline and backoff (retries.py). `clock` (monotonic seconds),
+    `sleep` and `random` (in [0, 1)) time the waits between attempts; tests pass their own.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        session: Session | None,
+        region: str | None,
+        timeout: float,
+        retry: RetryPolicy | None,
+        clock: Callable[[], float],
+        random: Callable[[], float],
+    ) -> None:
+        self._transport = Transport(api_url, session if session is not None else boto3.Session(), region, timeout)
+        self._retry = retry or RetryPolicy()
+        self._clock = clock
+        self._random = random
+
+    @property
+    def region(self) -> str:
+        return self._transport.region
+
+    def _attempts(self, call: Call[Any]) -> Attempts:
+        return Attempts(call, self._retry, self._clock, self._random)
+
+
+class LimitsClient(ClientBase):
+    """The hybrid counter's API, as an admin or a tenant session calls it (docs/security.md).
+
+    A call is retried when its answer says to (a 429, a 5xx, no answer), after `Retry-After` and a
+    jittered backoff, within the retry policy's attempts and deadline; any other error is raised at
+    once, as an exception named after its code (`hybrid_counter_client.errors`).
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        session: Session | None = None,
+        *,
+        region: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(api_url, session, region, timeout, retry, clock, random)
+        self._sleep = sleep
+
+    def _call(self, call: Call[T]) -> T:
+        attempts = self._attempts(call)
+        while True:
+            try:
+                return self._transport.call(call)
+            except HybridCounterError as error:
+                if call.when_gone is not None and attempts.gone_after_landing(error):
+                    return call.when_gone()
+                wait = attempts.after(error)
+                if wait is None:
+                    raise
+                self._sleep(wait)
+
+    def put_account(
+        self, account_id: str, *, limit: int, rate_limit: RateLimit | None = None, if_match: str | None = None
+    ) -> Account:
+        """Create the account or set its limit (an admin session only). `rate_limit`: its own rate
+        limit (omitted, it keeps the one it has). `if_match`: change it only if its `etag` is still
+        this one (PreconditionFailed otherwise)."""
+        return self._call(operations.put_account(account_id, limit, rate_limit, if_match))
+
+    def get_account(self, account_id: str) -> Account:
+        return self._call(operations.get_account(account_id))
+
+    def create_resource(
+        self,
+        account_id: str,
+        name: str,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Resource:
+        """Take a slot of the account's limit (LimitExceeded when none is free). Every attempt of
+        the call sends the same `idempotency_key` (a new uuid4 unless given), so a retry never
+        makes a second resource; pass your own to make a retry of your own safe too."""
+        return self._call(operations.create_resource(account_id, name, attributes, idempotency_key))
+
+    def get_resource(self, account_id: str, resource_id: str) -> Resource:
+        return self._call(operations.get_resource(account_id, resource_id))
+
+    def delete_resource(self, account_id: str, resource_id: str) -> None:
+        """Delete it and free its slot. ResourceNotFound if there is no such live resource, but not
+        when an earlier attempt of this call may have deleted it."""
+        self._call(operations.delete_resource(account_id, resource_id))
+
+    def list_resources_page(
+        self, account_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> ResourcePage:
+        """One page of up to `limit` resources (the API's default 25, at most 100), from `cursor`
+        (a page's `next_cursor`; the first page without one)."""
+        return self._call(operations.list_resources_page(account_id, limit, cursor))
+
+    def list_resources(self, account_id: str, *, page_size: int | None = None) -> Iterator[Resource]:
+        """Every live resource of the account, page after page, each exactly once."""
+        cursor: str | None = None
+        while True:
+            page = self.list_resources_page(account_id, limit=page_size, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> LimitsClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,120 @@
+"""What the API answers, as dataclasses: one per response schema of docs/openapi.json, each field
+the schema's property of the same name in camelCase (`best_effort` is `bestEffort`), of the type
+the schema gives it. A field with `header` in its metadata comes from that response header instead.
+tests/client/test_openapi_drift.py fails when these and the document part ways.
+
+Decoding checks every value's type against the field's annotation, so an answer that is not what
+the document says is an `UnexpectedResponse`, never a half-filled object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+M = TypeVar("M")
+
+
+def json_name(field_name: str) -> str:
+    """`best_effort` -> `bestEffort`: the API's names are the fields' names in camelCase."""
+    first, *rest = field_name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """An account's rate limit: `requests_per_second` on average over windows of `burst_seconds`
+    (1 to 60), so up to their product may come at once (docs/security.md)."""
+
+    requests_per_second: int
+    burst_seconds: int
+
+    def to_json(self) -> dict[str, int]:
+        return {json_name(name): value for name, value in dataclasses.asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Account:
+    """An account's limit and counts. `etag` is its limit's version, for `put_account(if_match=)`."""
+
+    account_id: str
+    limit: int
+    best_effort: int  # immediate; may undercount, never overcounts
+    eventual: int  # exact once the stream is applied; lags it
+    used: int  # max(best_effort, eventual)
+    available: int
+    rate_limit: RateLimit  # its own, or the API's default
+    etag: str = field(metadata={"header": "ETag"})
+
+
+@dataclass(frozen=True)
+class Resource:
+    account_id: str
+    resource_id: str
+    name: str
+    attributes: dict[str, Any]
+    created_at: str  # ISO 8601, as the API wrote it
+
+
+@dataclass(frozen=True)
+class ResourcePage:
+    """One page of an account's resources; `next_cursor` is None on the last."""
+
+    items: list[Resource]
+    next_cursor: str | None
+
+
+class Undecodable(ValueError):
+    """An answer's body or headers do not hold what the model says."""
+
+
+def _value(expected: Any, value: Any, where: str) -> Any:
+    origin, arguments = typing.get_origin(expected), typing.get_args(expected)
+    if origin in (typing.Union, types.UnionType):
+        for choice in arguments:
+            try:
+                return _value(choice, value, where)
+            except Undecodable:
+                continue
+        raise Undecodable(f"{where}: {value!r} is none of {expected}")
+    if expected is type(None):
+        if value is None:
+            return None
+    elif origin is list:
+        if isinstance(value, list):
+            return [_value(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
+    elif origin is dict:
+        if isinstance(value, dict):
+            return value
+    elif dataclasses.is_dataclass(expected):
+        return decode(typing.cast(type[Any], expected), value, where=where)
+    elif expected is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, expected):
+        return value
+    raise Undecodable(f"{where}: {value!r} is not {getattr(expected, '__name__', expected)}")
+
+
+def decode(model: type[M], body: Any, headers: Mapping[str, str] | None = None, *, where: str = "body") -> M:
+    """`model` from a JSON body (and its header fields from `headers`, matched case-insensitively)."""
+    if not isinstance(body, dict):
+        raise Undecodable(f"{where}: {body!r} is not an object")
+    lowered = {name.lower(): value for name, value in (headers or {}).items()}
+    values: dict[str, Any] = {}
+    hints = typing.get_type_hints(model)
+    for each in dataclasses.fields(typing.cast(Any, model)):
+        header: str | None = each.metadata.get("header")
+        found: Any
+        if header is not None:
+            found, place = lowered.get(header.lower(), dataclasses.MISSING), f"header {header}"
+        else:
+            found, place = body.get(json_name(each.name), dataclasses.MISSING), f"{where}.{json_name(each.name)}"
+        if found is dataclasses.MISSING:
+            raise Undecodable(f"{place}: missing")
+        values[each.name] = _value(hints[each.name], found, place)
+    return model(**values)

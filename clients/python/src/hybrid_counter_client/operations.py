@@ -1,0 +1,137 @@
+"""The API's operations (docs/openapi.json), and each call as a value: what to send and how to read
+the answer. The sync and the async client build the same calls; only how they wait differs.
+
+Every optional argument is keyword-only, so arguments added later (a resource type, say) leave
+existing callers' code as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage, decode
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of docs/openapi.json, and the client method that calls it."""
+
+    operation_id: str
+    method: str
+    path: str  # the document's template
+    success: frozenset[int]  # the statuses it answers when it succeeds
+    client_method: str
+
+
+GET_ACCOUNT = Operation("getAccount", "GET", "/accounts/{accountId}", frozenset({200}), "get_account")
+PUT_ACCOUNT = Operation("putAccount", "PUT", "/accounts/{accountId}", frozenset({200}), "put_account")
+LIST_RESOURCES = Operation(
+    "listResources", "GET", "/accounts/{accountId}/resources", frozenset({200}), "list_resources_page"
+)
+# 201 created; 200 a replay of the same Idempotency-Key: the resource it created.
+CREATE_RESOURCE = Operation(
+    "createResource", "POST", "/accounts/{accountId}/resources", frozenset({200, 201}), "create_resource"
+)
+GET_RESOURCE = Operation(
+    "getResource", "GET", "/accounts/{accountId}/resources/{resourceId}", frozenset({200}), "get_resource"
+)
+DELETE_RESOURCE = Operation(
+    "deleteResource", "DELETE", "/accounts/{accountId}/resources/{resourceId}", frozenset({204}), "delete_resource"
+)
+OPERATIONS = (GET_ACCOUNT, PUT_ACCOUNT, LIST_RESOURCES, CREATE_RESOURCE, GET_RESOURCE, DELETE_RESOURCE)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: its status, headers (names in lower case) and body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One call: the request every attempt sends (signed anew each time), and its result's reader.
+    `when_gone`: the result when the call is answered ResourceNotFound after an attempt that may
+    have landed (a delete whose first attempt deleted); None: that answer is an error."""
+
+    operation: Operation
+    path_parameters: Mapping[str, str]
+    read: Callable[[Answer], T]
+    query: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    when_gone: Callable[[], T] | None = None
+
+    @property
+    def path(self) -> str:
+        # Each value is one path segment whatever it holds: a "/" or ".." cannot reach another path.
+        segments = {name: quote(value, safe="") for name, value in self.path_parameters.items()}
+        return self.operation.path.format_map(segments)
+
+
+def _json_body(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+
+
+def _account(answer: Answer) -> Account:
+    return decode(Account, answer.json(), answer.headers)
+
+
+def _resource(answer: Answer) -> Resource:
+    return decode(Resource, answer.json())
+
+
+def _page(answer: Answer) -> ResourcePage:
+    return decode(ResourcePage, answer.json())
+
+
+def _nothing(answer: Answer) -> None:
+    return None
+
+
+def get_account(account_id: str) -> Call[Account]:
+    return Call(GET_ACCOUNT, {"accountId": account_id}, _account)
+
+
+def put_account(account_id: str, limit: int, rate_limit: RateLimit | None, if_match: str | None) -> Call[Account]:
+    body: dict[str, Any] = {"limit": limit}
+    if rate_limit is not None:
+        body["rateLimit"] = rate_limit.to_json()
+    headers = {} if if_match is None else {"If-Match": if_match}
+    return Call(PUT_ACCOUNT, {"accountId": account_id}, _account, headers=headers, body=_json_body(body))
+
+
+def list_resources_page(account_id: str, limit: int | None, cursor: str | None) -> Call[ResourcePage]:
+    query = {name: str(value) for name, value in (("limit", limit), ("cursor", cursor)) if value is not None}
+    return Call(LIST_RESOURCES, {"accountId": account_id}, _page, query=query)
+
+
+def create_resource(
+    account_id: str, name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None
+) -> Call[Resource]:
+    """The key is made once per call, here, so that every attempt of the call sends it."""
+    body: dict[str, Any] = {"name": name}
+    if attributes is not None:
+        body["attributes"] = dict(attributes)
+    headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+    return Call(CREATE_RESOURCE, {"accountId": account_id}, _resource, headers=headers, body=_json_body(body))
+
+
+def get_resource(account_id: str, resource_id: str) -> Call[Resource]:
+    return Call(GET_RESOURCE, {"accountId": account_id, "resourceId": resource_id}, _resource)
+
+
+def delete_resource(account_id: str, resource_id: str) -> Call[None]:
+    return Call(DELETE_RESOURCE, {"accountId": account_id, "resourceId": resource_id}, _nothing, when_gone=lambda: None)

@@ -1,0 +1,84 @@
+"""When the client tries a call again, and how long it waits first.
+
+Retried: what `HybridCounterError.retryable` says (errors.py): 429s, 5xx and lost answers. The wait
+before attempt n+1 is the answer's `Retry-After` (0 without one) plus a full-jitter backoff: a
+random share of `step * 2**(n-1)`, capped at `max_delay_seconds`, where the step is the
+`Retry-After` or, without one, `base_delay_seconds` ("Exponential Backoff And Jitter", AWS
+Architecture Blog). So a client never comes back before `Retry-After`, clients throttled together
+spread over the next `Retry-After` rather than all come back at its end, and a wait grows when the
+same answer comes back. A call stops after `max_attempts` requests, or when the next wait would end
+past `deadline_seconds` from its start; it then raises the last answer's error, with `attempts`
+set.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hybrid_counter_client.errors import HybridCounterError, NoResponse, ResourceNotFound, ServerError
+from hybrid_counter_client.operations import Call
+
+logger = logging.getLogger("hybrid_counter_client")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    deadline_seconds: float = 20.0
+    base_delay_seconds: float = 0.2
+    max_delay_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+    def wait(self, attempt: int, retry_after: float | None, random: Callable[[], float]) -> float:
+        """The wait after the `attempt`-th request (1 for the first) was answered `retry_after`."""
+        step = retry_after or self.base_delay_seconds
+        ceiling = min(self.max_delay_seconds, step * 2.0 ** (attempt - 1))
+        return (retry_after or 0.0) + random() * ceiling
+
+
+class Attempts:
+    """One call's attempts so far, on the client's clock."""
+
+    def __init__(
+        self, call: Call[Any], policy: RetryPolicy, clock: Callable[[], float], random: Callable[[], float]
+    ) -> None:
+        self._call = call
+        self._policy = policy
+        self._clock = clock
+        self._random = random
+        self._started = clock()
+        self.made = 0
+        # A 5xx or a lost answer: that request may have landed, and a later answer is about it.
+        self._earlier_may_have_landed = False
+
+    def gone_after_landing(self, error: HybridCounterError) -> bool:
+        """A ResourceNotFound after an attempt that may have landed: that attempt removed it."""
+        return isinstance(error, ResourceNotFound) and self._earlier_may_have_landed
+
+    def after(self, error: HybridCounterError) -> float | None:
+        """The seconds to wait before trying again after a request answered `error`, or None to
+        give up (`error` then carries the number of attempts)."""
+        self.made += 1
+        error.attempts = self.made
+        if isinstance(error, ServerError | NoResponse):
+            self._earlier_may_have_landed = True
+        if not error.retryable or self.made >= self._policy.max_attempts:
+            return None
+        wait = self._policy.wait(self.made, error.retry_after, self._random)
+        if self._clock() + wait - self._started > self._policy.deadline_seconds:
+            return None
+        logger.info(
+            "%s answered %s %s; attempt %d in %.2f s",
+            self._call.operation.operation_id,
+            error.status,
+            error.code,
+            self.made + 1,
+            wait,
+        )
+        return wait

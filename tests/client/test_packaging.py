@@ -1,0 +1,79 @@
+"""clients/python as a user installs it: the wheel pip builds from the folder holds every module
+and declares boto3 and botocore as its only dependencies, and the README's first lines run from
+the installed copy (not this source tree) against a scripted server.
+
+The full `python -m venv /tmp/x && /tmp/x/bin/pip install ./clients/python` (dependencies from
+the package index, about 11 s here) is the manual check the client's README describes; this test
+builds the wheel (about 2 s) and installs it without dependencies next to the project's own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+from tests.client.conftest import RESOURCE, Reply, ScriptedServer, account_reply, envelope
+
+CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
+
+FIRST_LINES = """
+import boto3
+from hybrid_counter_client import LimitExceeded, LimitsClient
+
+session = boto3.Session(aws_access_key_id="AKID", aws_secret_access_key="s", region_name="us-east-1")
+limits = LimitsClient(API_URL, session=session)
+limits.put_account("acme", limit=1)
+limits.create_resource("acme", "vm-1")
+try:
+    limits.create_resource("acme", "vm-2")
+except LimitExceeded as error:
+    print("refused", error.code, error.request_id)
+import hybrid_counter_client
+print(hybrid_counter_client.__file__)
+"""
+
+
+def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedServer, tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp_path), str(CLIENT)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("hybrid_counter_client-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = Parser().parsestr(
+            archive.read(next(name for name in names if name.endswith(".dist-info/METADATA"))).decode()
+        )
+    modules = {f"hybrid_counter_client/{path.name}" for path in (CLIENT / "src" / "hybrid_counter_client").iterdir()}
+    assert modules - {"hybrid_counter_client/__pycache__"} <= names
+    assert metadata["Name"] == "hybrid-counter-client"
+    assert metadata["Requires-Python"] == ">=3.11"
+    assert sorted(requirement.split(">")[0] for requirement in metadata.get_all("Requires-Dist")) == [
+        "boto3",
+        "botocore",
+    ]
+
+    installed = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(installed), str(wheel)],
+        check=True,
+    )
+    server.answers(account_reply(), Reply(201, RESOURCE), envelope(409, "LimitExceeded", request_id="r-1"))
+    ran = subprocess.run(
+        [sys.executable, "-c", f"API_URL = {server.url!r}\n{FIRST_LINES}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr
+    refused, location = ran.stdout.splitlines()
+    assert refused == "refused LimitExceeded r-1"
+    assert location.startswith(str(installed))
+    assert [request.method for request in server.received] == ["PUT", "POST", "POST"]

@@ -1,0 +1,442 @@
+"""The Python client (clients/python) against the whole system: the real API Gateway stand-in with
+SigV4 and IAM, the functions, the stream. Every operation as an admin and as a tenant, paging,
+every error code the system gives a client of these operations, and retries of the system's own
+throttles and of lost answers, with one resource and one count after them."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+import pytest
+from botocore.credentials import Credentials
+from hybrid_counter_client import (
+    AccessDenied,
+    AccountNotFound,
+    AsyncLimitsClient,
+    IdempotencyKeyMismatch,
+    IdempotencyKeyReused,
+    InvalidCursor,
+    InvalidSignature,
+    LimitExceeded,
+    LimitsClient,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    PreconditionFailed,
+    RateLimit,
+    ResourceNotFound,
+    RetryPolicy,
+    RouteNotFound,
+    TenantThrottled,
+    ValidationError,
+)
+from hybrid_counter_client.operations import GET_ACCOUNT, Call, Operation
+
+from local.http_client import poll
+from tests.integration.conftest import System
+from tests.integration.test_security import tenant_api
+
+pytestmark = pytest.mark.client
+
+
+def session_of(credentials: Credentials, region: str) -> Any:
+    return boto3.Session(
+        aws_access_key_id=credentials.access_key,
+        aws_secret_access_key=credentials.secret_key,
+        aws_session_token=credentials.token,
+        region_name=region,
+    )
+
+
+def admin_of(system: System, **options: Any) -> LimitsClient:
+    return LimitsClient(system.api.base_url, session_of(system.api.credentials, system.api.region), **options)
+
+
+def tenant_of(system: System, account_id: str, api_url: str | None = None, **options: Any) -> LimitsClient:
+    """As a tenant session for `account_id` calls (the local identities, or TENANT_ROLE_ARN assumed)."""
+    credentials = tenant_api(system, account_id).credentials
+    return LimitsClient(api_url or system.api.base_url, session_of(credentials, system.api.region), **options)
+
+
+@pytest.fixture
+def admin(system: System) -> LimitsClient:
+    return admin_of(system)
+
+
+def new_account(admin: LimitsClient, limit: int = 10, **options: Any) -> str:
+    account_id = f"py-{uuid.uuid4().hex[:12]}"
+    admin.put_account(account_id, limit=limit, **options)
+    return account_id
+
+
+def counted(admin: LimitsClient, account_id: str, expected: int) -> None:
+    """Both counters reach `expected`: the best-effort one at once, the eventual one from the stream."""
+    account = poll(lambda: admin.get_account(account_id), lambda a: a.eventual == expected, timeout=60)
+    assert (account.best_effort, account.used) == (expected, expected)
+
+
+def test_every_operation_as_an_admin_and_as_a_tenant(system: System, admin: LimitsClient) -> None:
+    account_id = f"py-{uuid.uuid4().hex[:12]}"
+    created_account = admin.put_account(account_id, limit=3, rate_limit=RateLimit(100, 2))
+    assert (created_account.limit, created_account.rate_limit) == (3, RateLimit(100, 2))
+    raised = admin.put_account(account_id, limit=4, if_match=created_account.etag)
+    assert raised.limit == 4
+    assert raised.etag != created_account.etag
+
+    tenant = tenant_of(system, account_id)
+    assert tenant.get_account(account_id) == admin.get_account(account_id)
+    mine = tenant.create_resource(account_id, "vm-1", attributes={"size": 2, "tags": ["a"]})
+    theirs = admin.create_resource(account_id, "vm-2")
+    assert mine.attributes == {"size": 2, "tags": ["a"]}
+    assert tenant.get_resource(account_id, mine.resource_id) == mine
+    assert admin.get_resource(account_id, theirs.resource_id) == theirs
+    assert sorted(r.resource_id for r in tenant.list_resources(account_id)) == sorted(
+        [mine.resource_id, theirs.resource_id]
+    )
+    assert tenant.list_resources_page(account_id).next_cursor is None
+    counted(admin, account_id, 2)
+
+    tenant.delete_resource(account_id, mine.resource_id)
+    admin.delete_resource(account_id, theirs.resource_id)
+    with pytest.raises(ResourceNotFound):
+        tenant.get_resource(account_id, mine.resource_id)
+    assert list(admin.list_resources(account_id)) == []
+    counted(admin, account_id, 0)
+
+
+def test_the_async_client_against_the_system(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin, limit=2)
+
+    async def calls() -> tuple[str, list[str], int]:
+        async with AsyncLimitsClient(
+            system.api.base_url, session_of(system.api.credentials, system.api.region)
+        ) as client:
+            created = await client.create_resource(account_id, "vm-1")
+            listed = [resource.resource_id async for resource in client.list_resources(account_id)]
+            await client.delete_resource(account_id, created.resource_id)
+            return created.resource_id, listed, (await client.get_account(account_id)).best_effort
+
+    resource_id, listed, best_effort = asyncio.run(calls())
+    assert (listed, best_effort) == ([resource_id], 0)
+
+
+def test_paging_through_every_page(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin, limit=7)
+    tenant = tenant_of(system, account_id)
+    created = {tenant.create_resource(account_id, f"vm-{index}").resource_id for index in range(7)}
+
+    first = tenant.list_resources_page(account_id, limit=3)
+    assert len(first.items) == 3
+    assert first.next_cursor is not None
+    second = tenant.list_resources_page(account_id, limit=3, cursor=first.next_cursor)
+    assert len(second.items) == 3
+    assert not {r.resource_id for r in first.items} & {r.resource_id for r in second.items}
+    listed = [resource.resource_id for resource in tenant.list_resources(account_id, page_size=3)]
+    assert sorted(listed) == sorted(created)  # each exactly once, over 3 pages
+
+
+# --- every error code these operations can get from the system -----------------------------------
+
+
+@pytest.fixture
+def iam_enforced() -> None:
+    if os.environ.get("API_ENFORCES_IAM", "true").lower() == "false":
+        pytest.skip("this endpoint does not enforce IAM on API Gateway (LocalStack's community edition)")
+
+
+@pytest.mark.usefixtures("iam_enforced")
+def test_a_tenant_may_not_set_a_limit_nor_reach_another_tenant(system: System, admin: LimitsClient) -> None:
+    mine, theirs = new_account(admin), new_account(admin)
+    tenant = tenant_of(system, mine)
+    with pytest.raises(AccessDenied) as refused:
+        tenant.put_account(mine, limit=1000)
+    assert (refused.value.status, refused.value.attempts) == (403, 1)
+    assert refused.value.request_id
+    with pytest.raises(AccessDenied):
+        tenant.get_account(theirs)
+    with pytest.raises(AccessDenied):
+        tenant.create_resource(theirs, "vm-1")
+    assert admin.get_account(mine).limit == 10
+
+
+@pytest.mark.usefixtures("iam_enforced")
+def test_a_wrong_secret_is_an_invalid_signature(system: System) -> None:
+    credentials = system.api.credentials
+    forged = Credentials(credentials.access_key, "not-the-secret", credentials.token)
+    client = LimitsClient(system.api.base_url, session_of(forged, system.api.region))
+    with pytest.raises(InvalidSignature) as refused:
+        client.get_account("acme")
+    assert refused.value.status == 403
+
+
+def test_not_found_answers(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin)
+    with pytest.raises(AccountNotFound) as missing:
+        admin.get_account(f"py-missing-{uuid.uuid4().hex[:8]}")
+    assert missing.value.status == 404
+    assert missing.value.request_id
+    with pytest.raises(ResourceNotFound):
+        tenant_of(system, account_id).get_resource(account_id, "no-such-resource")
+    with pytest.raises(ResourceNotFound):
+        tenant_of(system, account_id).delete_resource(account_id, "no-such-resource")
+    # A client given a URL past the API's root calls paths the API does not have.
+    past_the_root = LimitsClient(
+        f"{system.api.base_url}/nowhere/", session_of(system.api.credentials, system.api.region)
+    )
+    with pytest.raises(RouteNotFound):
+        past_the_root.get_account(account_id)
+
+
+def test_a_method_the_path_does_not_take_is_method_not_allowed(system: System, admin: LimitsClient) -> None:
+    """No method of the client sends one; this is how the client reads the answer when it comes."""
+    patch = Call(
+        Operation("patchAccount", "PATCH", GET_ACCOUNT.path, frozenset({200}), "-"), {"accountId": "acme"}, str
+    )
+    with pytest.raises(MethodNotAllowed) as refused:
+        admin._call(patch)
+    assert refused.value.status == 405
+
+
+def test_limit_exceeded(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin, limit=1)
+    tenant = tenant_of(system, account_id)
+    tenant.create_resource(account_id, "vm-1")
+    with pytest.raises(LimitExceeded) as refused:
+        tenant.create_resource(account_id, "vm-2")
+    assert (refused.value.status, refused.value.attempts) == (409, 1)
+    assert len(list(tenant.list_resources(account_id))) == 1
+
+
+def test_idempotency_key_answers(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin)
+    tenant = tenant_of(system, account_id)
+    first = tenant.create_resource(account_id, "vm-1", idempotency_key="order-1")
+    assert tenant.create_resource(account_id, "vm-1", idempotency_key="order-1") == first  # a replay
+    with pytest.raises(IdempotencyKeyMismatch) as mismatch:
+        tenant.create_resource(account_id, "vm-other", idempotency_key="order-1")
+    assert mismatch.value.status == 422
+    tenant.delete_resource(account_id, first.resource_id)
+    with pytest.raises(IdempotencyKeyReused) as reused:
+        tenant.create_resource(account_id, "vm-1", idempotency_key="order-1")
+    assert reused.value.status == 409
+
+
+def test_precondition_failed(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin)
+    with pytest.raises(PreconditionFailed) as refused:
+        admin.put_account(account_id, limit=20, if_match='"999"')
+    assert refused.value.status == 412
+    assert admin.get_account(account_id).limit == 10
+
+
+def test_payload_too_large(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin)
+    with pytest.raises(PayloadTooLarge) as refused:
+        tenant_of(system, account_id).create_resource(account_id, "vm-1", attributes={"blob": "x" * 70_000})
+    assert refused.value.status == 413
+
+
+def test_validation_errors(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin)
+    tenant = tenant_of(system, account_id)
+    with pytest.raises(ValidationError) as refused:
+        tenant.create_resource(account_id, "")
+    assert refused.value.status == 400
+    assert "name" in refused.value.message
+    with pytest.raises(ValidationError):
+        admin.put_account(account_id, limit=-1)
+    with pytest.raises(InvalidCursor) as cursor:
+        tenant.list_resources_page(account_id, cursor="AAAAAAAA")
+    assert cursor.value.status == 400
+
+
+def test_tenant_throttled_beyond_the_rate_limit_an_admin_set(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin, rate_limit=RateLimit(requests_per_second=1, burst_seconds=1))
+    tenant = tenant_of(system, account_id, retry=RetryPolicy(max_attempts=1))
+
+    def past_the_rate() -> None:
+        for _ in range(20):  # one request a second is allowed: a few in a row are past it
+            tenant.get_account(account_id)
+
+    with pytest.raises(TenantThrottled) as throttled:
+        past_the_rate()
+    assert throttled.value.status == 429
+    assert throttled.value.retry_after is not None
+    assert throttled.value.retry_after >= 1
+    assert throttled.value.request_id
+
+
+# --- retries against the system ---------------------------------------------------------------
+
+
+@dataclass
+class Sleeps:
+    """The client's sleep: really sleeps, and records how long."""
+
+    slept: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, seconds: float) -> None:
+        with self.lock:
+            self.slept.append(seconds)
+        time.sleep(seconds)
+
+
+def test_a_tenant_throttled_call_is_retried_after_retry_after(system: System, admin: LimitsClient) -> None:
+    account_id = new_account(admin, rate_limit=RateLimit(requests_per_second=1, burst_seconds=1))
+    sleeps = Sleeps()
+    tenant = tenant_of(system, account_id, sleep=sleeps)
+    for _ in range(10):  # until one was throttled and retried; each call succeeds
+        assert tenant.get_account(account_id).account_id == account_id
+        if sleeps.slept:
+            break
+    assert sleeps.slept
+    assert all(seconds >= 1 for seconds in sleeps.slept)  # Retry-After: 1, then the backoff
+
+
+def burst_of_creates(system: System, admin: LimitsClient, creates: int) -> tuple[str, list[str], Sleeps]:
+    """`creates` tenant clients, each creating one resource at the same moment."""
+    account_id = new_account(admin, limit=creates)
+    sleeps = Sleeps()
+    # Patient: the point is that retries with one key each converge on one resource each, however
+    # long a loaded machine keeps the function's sandboxes busy.
+    patient = RetryPolicy(max_attempts=30, deadline_seconds=120)
+    clients = [tenant_of(system, account_id, sleep=sleeps, retry=patient) for _ in range(creates)]
+    start = threading.Barrier(creates)
+
+    def create(client: LimitsClient) -> str:
+        start.wait()
+        return client.create_resource(account_id, "burst").resource_id
+
+    with ThreadPoolExecutor(max_workers=creates) as pool:
+        return account_id, list(pool.map(create, clients)), sleeps
+
+
+@pytest.mark.usefixtures("local_runtime")  # a deployed function's concurrency is far beyond a burst's
+def test_a_burst_past_the_functions_concurrency_is_retried_until_every_create_is_made(
+    system: System, admin: LimitsClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Beyond the API function's concurrency (10 sandboxes locally) the gateway answers 503
+    ServiceUnavailable at once (INTEGRATION_FAILURE: a throttled invocation); the client retries
+    each with its key."""
+    caplog.set_level(logging.INFO, logger="hybrid_counter_client")
+    creates = 25  # the function has 10 sandboxes
+    for _ in range(3):  # until a burst met the throttle (it nearly always does at once)
+        account_id, made, sleeps = burst_of_creates(system, admin, creates)
+        assert len(set(made)) == creates
+        assert sorted(r.resource_id for r in admin.list_resources(account_id, page_size=100)) == sorted(made)
+        counted(admin, account_id, creates)
+        if sleeps.slept:
+            break
+    assert any("createResource answered 503 ServiceUnavailable" in record.getMessage() for record in caplog.records)
+    assert all(seconds >= 1 for seconds in sleeps.slept)  # Retry-After: 1, as the gateway answers it
+
+
+class LosingProxy:
+    """Forwards requests to the API unchanged (the Host header too, which the signature covers)
+    and loses the answer to the first request of `method`: `drop` closes the connection without
+    it; otherwise it is held until the next request of that method has been answered, past the
+    client's read timeout. Records the API's status for each request."""
+
+    def __init__(self, upstream: str, method: str, drop: bool) -> None:
+        target = urlsplit(upstream)
+        self.upstream = (target.hostname or "127.0.0.1", target.port or 80)
+        self.statuses: list[tuple[str, int, str | None]] = []
+        self.retried = threading.Event()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                connection = http.client.HTTPConnection(*proxy.upstream, timeout=30)
+                connection.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+                answer = connection.getresponse()
+                content = answer.read()
+                connection.close()
+                first = self.command == method and not any(seen[0] == method for seen in proxy.statuses)
+                proxy.statuses.append((self.command, answer.status, self.headers.get("Idempotency-Key")))
+                if first and drop:
+                    self.close_connection = True
+                    return
+                if first:
+                    proxy.retried.wait(timeout=30)
+                elif self.command == method:
+                    proxy.retried.set()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            do_GET = do_PUT = do_POST = do_DELETE = forward
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}{target.path}"
+        threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True).start()
+
+    def close(self) -> None:
+        self.retried.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def losing_proxy(system: System, local_runtime: Any, request: pytest.FixtureRequest) -> Iterator[LosingProxy]:
+    """Locally only: against a deployment the forwarded Host would not be the API's."""
+    method, drop = request.param
+    proxy = LosingProxy(system.api.base_url, method, drop)
+    yield proxy
+    proxy.close()
+
+
+@pytest.mark.parametrize(
+    "losing_proxy", [("POST", True), ("POST", False)], ids=["answer dropped", "answer past the timeout"], indirect=True
+)
+def test_a_create_whose_answer_is_lost_is_retried_into_one_resource_and_one_count(
+    system: System, admin: LimitsClient, losing_proxy: LosingProxy
+) -> None:
+    account_id = new_account(admin, limit=5)
+    tenant = tenant_of(system, account_id, api_url=losing_proxy.url, timeout=1, sleep=Sleeps())
+    created = tenant.create_resource(account_id, "vm-1", attributes={"size": 1})
+
+    posts = [entry for entry in losing_proxy.statuses if entry[0] == "POST"]
+    assert [status for _, status, _ in posts] == [201, 200]  # created, then the same resource replayed
+    assert len({key for _, _, key in posts}) == 1
+    assert [r.resource_id for r in admin.list_resources(account_id)] == [created.resource_id]
+    counted(admin, account_id, 1)
+
+
+@pytest.mark.parametrize("losing_proxy", [("DELETE", True)], ids=["answer dropped"], indirect=True)
+def test_a_delete_whose_answer_is_lost_is_done_once(
+    system: System, admin: LimitsClient, losing_proxy: LosingProxy
+) -> None:
+    account_id = new_account(admin, limit=5)
+    kept = admin.create_resource(account_id, "kept")
+    doomed = admin.create_resource(account_id, "doomed")
+    tenant = tenant_of(system, account_id, api_url=losing_proxy.url, sleep=Sleeps())
+    tenant.delete_resource(account_id, doomed.resource_id)  # its retry is answered 404: done
+
+    deletes = [status for method, status, _ in losing_proxy.statuses if method == "DELETE"]
+    assert deletes == [204, 404]
+    assert [r.resource_id for r in admin.list_resources(account_id)] == [kept.resource_id]
+    counted(admin, account_id, 1)
