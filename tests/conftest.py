@@ -38,6 +38,12 @@ TEST_ENVIRONMENT = {
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_LOG_LEVEL": "WARNING",
 }
+# Powertools' Logger, Metrics and Tracer read their settings when functions.shared.observability is
+# first imported, which a test module may do while it is collected, before any fixture runs: a
+# Metrics built then has no namespace for the rest of the process, and every handler fails.
+for _name, _value in TEST_ENVIRONMENT.items():
+    if _name.startswith("POWERTOOLS_"):
+        os.environ.setdefault(_name, _value)
 
 
 # What serves DynamoDB to the handler tier (`--emulator`): moto's server, as in `make run`, or

@@ -77,9 +77,11 @@ ERRORS = {
     429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
     "Both with Retry-After",
     500: "API Gateway: InternalError (a failure of its own, or of the JWT authorizer)",
-    502: "API Gateway: InternalError (the function failed; a write may have landed: retry idempotently)",
-    503: "ServiceUnavailable, with Retry-After: DynamoDB failed after retries (the function), or the function's "
-    "concurrency was used up (API Gateway); retry after Retry-After",
+    502: "API Gateway: InternalError (the function answered something that is not a proxy response; a write "
+    "may have landed: retry idempotently)",
+    503: "ServiceUnavailable, with Retry-After: DynamoDB failed after retries (the function); or, from API "
+    "Gateway's INTEGRATION_FAILURE, the function was throttled, failed, ran past its timeout or outgrew Lambda's "
+    "6 MB (a write may have landed); retry idempotently after Retry-After",
     504: "API Gateway: IntegrationTimeout (no answer within 29 s; a write may have landed: retry idempotently)",
 }
 ALWAYS = (400, 401, 403, 429, 500, 502, 503, 504)
