@@ -38,9 +38,10 @@ from local.capacity.billing import item_size
 from local.capacity.limits import item_of_place
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.http_client import HttpApi
-from local.partition_throttling import by_family, read_throttles
+from local.partition_throttling import read_throttles
+from local.product import admin_api, by_family, runtime_settings, scaled_environment
 from local.request_counts import read_request_counts, read_request_cpu
-from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
+from local.runtime import LocalRuntime, RuntimeSettings
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 # DynamoDB calls per create+delete iteration, measured by `make bench-capacity`:
@@ -380,8 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         partition_burst_seconds=args.partition_burst_seconds,
     ) as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(
-                endpoint_url=emulator.url,
+            runtime_settings(
+                emulator.url,
                 port=0,
                 account_concurrency=args.account_concurrency,
                 environment=scaled_environment(args.partition_limits),
@@ -393,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.cold:
                 print("starting every sandbox ...")
                 runtime.provision_every_sandbox()
-            api = runtime.http_api()
+            api = admin_api(runtime)
             table = runtime.outputs["TableName"]
             print("measuring the emulator's ceiling ...")
             report.emulator_calls_per_second = round(measure_emulator(runtime.client("dynamodb"), table), 1)

@@ -33,8 +33,9 @@ from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resoluti
 from infra.constants import HEAL_QUIET_SECONDS
 from local.emulator import EmulatorProcess
 from local.http_client import HttpApi
-from local.partition_throttling import by_family, read_throttles
-from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
+from local.partition_throttling import read_throttles
+from local.product import admin_api, by_family, runtime_settings, scaled_environment
+from local.runtime import LocalRuntime
 from ops import commands
 from ops.stack import TryLater
 
@@ -263,9 +264,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         partition_limits=settings.partition_limits, partition_burst_seconds=settings.partition_burst_seconds
     ) as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(
+            runtime_settings(
+                emulator.url,
                 environment=scaled_environment(settings.partition_limits),
-                endpoint_url=emulator.url,
                 port=0,
                 faults=[fatal_rule] if any(a.fatal for a in accounts) else [],
                 sandbox_hook=None if chaos is None else chaos.sandbox_hook(),
@@ -278,7 +279,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         )
         runtime.deploy_and_start()
         try:
-            api = runtime.http_api()
+            api = admin_api(runtime)
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
             for account in accounts:

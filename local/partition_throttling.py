@@ -247,22 +247,6 @@ class PartitionThrottling:
         return answered[0], answer
 
 
-def by_family(refusals: Mapping[str, int]) -> dict[str, int]:
-    """Refusals added up per kind of place: "write SHARD" for every admission shard item, "read
-    ACCOUNT" for every account item, "write index <name>" for every key of an index, and so on
-    (the sort key names an item's family; a resource's is its id, so it counts as "resource")."""
-    families: dict[str, int] = {}
-    for place, count in refusals.items():
-        kind, _, rest = place.partition(" ")
-        if rest.startswith("index"):
-            family = f"{kind} index {rest.split(' index ')[1].split(' / ')[0]}"
-        else:
-            sort = rest.rsplit(" / ", 1)[-1]
-            family = f"{kind} {sort if sort.isupper() and '#' not in sort else 'resource'}"
-        families[family] = families.get(family, 0) + count
-    return dict(sorted(families.items(), key=lambda pair: -pair[1]))
-
-
 def read_throttles(emulator_url: str) -> dict[str, int]:
     """The emulator's refusals so far, per item or index key (GET THROTTLES_PATH)."""
     refusals: dict[str, int] = get_json(emulator_url, THROTTLES_PATH)

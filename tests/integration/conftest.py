@@ -82,12 +82,13 @@ def system() -> Iterator[System]:
         return
 
     from local.emulator import EmulatorProcess
-    from local.runtime import LocalRuntime, RuntimeSettings
+    from local.product import admin_api, runtime_settings
+    from local.runtime import LocalRuntime
 
     with EmulatorProcess() as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(
-                endpoint_url=emulator.url,
+            runtime_settings(
+                emulator.url,
                 port=0,
                 faults=FAULTS,
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
@@ -97,7 +98,7 @@ def system() -> Iterator[System]:
         )
         runtime.deploy_and_start()
         try:
-            yield System(api=runtime.http_api(), runtime=runtime)
+            yield System(api=admin_api(runtime), runtime=runtime)
         finally:
             runtime.stop()
 
