@@ -22,7 +22,7 @@ from typing import Any
 
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
-from chaos.workload import Account, Ledger, create, run_clients
+from chaos.workload import Account, ClientOutcomes, create, run_clients
 from functions.adapters.attributes import to_attributes
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
@@ -285,7 +285,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             for account in accounts:
                 _put_account(api, account)
 
-            ledger = Ledger()
+            outcomes = ClientOutcomes()
             sampler = Sampler(dynamodb, table, accounts, settings.faults_on)
             sampler.start()
             auditor = Auditor(dynamodb, table, accounts) if settings.audit_repair else None
@@ -294,9 +294,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             for account in accounts:
                 if account.fatal:  # a few creates whose counting always fails: the injected-fatal work
                     for index in range(FATAL_CREATES):
-                        create(api, account, f"fatal-{index}", ledger)
+                        create(api, account, f"fatal-{index}", outcomes)
             ordinary = [account for account in accounts if not account.fatal]
-            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, ledger)
+            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes)
             workload_done = time.monotonic()
 
             quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout)
@@ -308,18 +308,18 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 report.audits = dict(auditor.verdicts)
             report.seconds_to_quiescence = None if quiet is None else round(quiet - workload_done, 1)
 
-            report.operations = dict(sorted(ledger.statuses.items()))
-            report.client_retries = ledger.retries
+            report.operations = dict(sorted(outcomes.statuses.items()))
+            report.client_retries = outcomes.retries
             report.checks = [sampler.best_effort, sampler.eventual, sampler.admitted]
             if auditor is not None:
                 report.checks.append(auditor.check)
             report.checks.append(quiescence_check(quiet))
-            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, ledger)
+            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes)
             report.checks.append(dlq2_check(runtime, accounts))
-            report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, ledger))
+            report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
             report.checks.append(heal_check(dynamodb, table, accounts))
             if settings.only_ambiguous_writes:
-                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, ledger)
+                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
             report.max_limit_overshoot = max(0, sampler.max_overshoot)
             report.most_admission_shards = sampler.max_shards
             report.checks.append(sampler.held)
@@ -385,20 +385,20 @@ def quiescence_check(quiet: float | None) -> Check:
 
 
 def end_state_checks(
-    api: HttpApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
+    api: HttpApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     exact = Check("eventual = live for every account (API and table)")
     stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
     answers = Check("no delete of a live resource was answered 404 unless another client deleted it")
-    answers.expect(not ledger.wrong_404s, f"wrong 404s: {ledger.wrong_404s[:5]}")
+    answers.expect(not outcomes.wrong_404s, f"wrong 404s: {outcomes.wrong_404s[:5]}")
     exists = Check("every acknowledged, undeleted resource exists exactly once")
     gone = Check("no deleted resource survives")
     phantom = Check("every resource in the table was acknowledged (or its create's outcome was unknown)")
     for account in accounts:
         shot = snapshot(dynamodb, table, account.account_id)
-        acknowledged = ledger.acknowledged.get(account.account_id, set())
-        unresolved = ledger.unresolved.get(account.account_id, set())
-        deleted = ledger.deleted.get(account.account_id, set())
+        acknowledged = outcomes.acknowledged.get(account.account_id, set())
+        unresolved = outcomes.unresolved.get(account.account_id, set())
+        deleted = outcomes.deleted.get(account.account_id, set())
         if not account.fatal:
             held = slots_held_by_leases(shot)
             stored.expect(
@@ -481,7 +481,7 @@ def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
     return check
 
 
-def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger) -> Check:
+def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes) -> Check:
     """The injected-fatal creates are not lost: still pending (uncounted) for the sweeper and for
     operators, whether or not their range reached DLQ 2 (a trimmed range is swept instead)."""
     check = Check("injected-fatal work is kept pending for operators, not lost")
@@ -489,7 +489,7 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], le
         if not account.fatal:
             continue
         shot = snapshot(dynamodb, table, account.account_id)
-        for resource_id in ledger.acknowledged.get(account.account_id, set()):
+        for resource_id in outcomes.acknowledged.get(account.account_id, set()):
             check.expect(resource_id in shot.existing, f"{account.account_id}/{resource_id} was lost")
         check.expect(shot.eventual == 0, f"{account.account_id}: counted although every count was made to fail")
     return check
@@ -514,17 +514,17 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
 
 
 def unseen_ambiguity_checks(
-    api: HttpApi, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
+    api: HttpApi, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     """When the only faults are writes that land and lose their answer, callers must see none of it
     (docs/admission.md): no 5xx, no lease left, the stored counters exact without a heal, and each
     account then admits exactly up to its limit."""
     answers = Check("only ambiguous writes injected: every create and delete answered as if none had failed")
-    for outcome, count in ledger.statuses.items():
+    for outcome, count in outcomes.statuses.items():
         kind, _, status = outcome.partition(" ")
         allowed = {"create": {"200", "201", "409"}, "delete": {"204", "404"}}[kind]
         answers.expect(status in allowed, f"{count} x {outcome}")
-    answers.expect(not ledger.unresolved, f"unresolved after retries: {ledger.unresolved}")
+    answers.expect(not outcomes.unresolved, f"unresolved after retries: {outcomes.unresolved}")
     stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
     admits = Check("only ambiguous writes injected: with its limit raised by 3, each account admits exactly 3")
     for account in accounts:

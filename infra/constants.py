@@ -46,7 +46,7 @@ TENANT_BURST_SECONDS_CONTEXT_KEY: Final = "tenantBurstSeconds"
 # (infra/access.py). `jwt`: bearer tokens of an OIDC issuer for end users calling directly
 # (`-c jwtIssuer=https://... -c jwtAudience=...`; `jwtTenantClaim`, default `tenant`, names the
 # caller's account; `jwtAdminScope`, default `counter/admin`, a scope or Cognito group that may do
-# everything), checked by a Lambda TOKEN authorizer (infra/token_authorizer.py).
+# everything), checked by a Lambda TOKEN authorizer (infra/jwt_authorizer.py).
 AUTHORIZER_CONTEXT_KEY: Final = "authorizer"
 AUTHORIZER_IAM: Final = "iam"
 AUTHORIZER_JWT: Final = "jwt"

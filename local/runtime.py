@@ -39,7 +39,7 @@ from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import IamAuthorizer
 from local.sessions import Sessions
 from local.stage_throttle import StageThrottle
-from local.token_authorizer import TokenAuthorizer, TokenAuthorizerSpec
+from local.token_authorizer import LambdaTokenAuthorizer, LambdaTokenAuthorizerSpec
 
 logger = logging.getLogger("local.runtime")
 
@@ -256,9 +256,9 @@ class LocalRuntime:
 
     def _token_authorizer(
         self, template: dict[str, Any], stack_resources: list[dict[str, Any]], rest_api_id: str, stage: str
-    ) -> TokenAuthorizer | None:
+    ) -> LambdaTokenAuthorizer | None:
         """The Lambda TOKEN authorizer the template declares (`-c authorizer=jwt`), run by its pool."""
-        spec = TokenAuthorizerSpec.from_template(template)
+        spec = LambdaTokenAuthorizerSpec.from_template(template)
         if spec is None:
             return None
         name = next(
@@ -266,7 +266,7 @@ class LocalRuntime:
         )
         pool = next(pool for arn, pool in self._pools.items() if arn.endswith(f":function:{name}") or arn == name)
         account_id = self.client("sts").get_caller_identity()["Account"]
-        return TokenAuthorizer(spec, pool, self.settings.region, account_id, rest_api_id, stage)
+        return LambdaTokenAuthorizer(spec, pool, self.settings.region, account_id, rest_api_id, stage)
 
     def _iam_authorizer(self, rest_api_id: str, stage: str) -> IamAuthorizer | None:
         """What AWS_IAM methods are checked against: the policies of the callers' roles, as deployed."""

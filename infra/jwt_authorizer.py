@@ -14,7 +14,9 @@ from infra.python_function import python_function
 from infra.settings import JwtSettings
 
 
-class TokenAuthorizer(Construct):
+class JwtAuthorizer(Construct):
+    """The authorizer function and API Gateway's TOKEN authorizer that runs it."""
+
     def __init__(
         self, scope: Construct, construct_id: str, *, package: LambdaPackage, table_name: str, jwt: JwtSettings
     ) -> None:
