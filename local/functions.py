@@ -177,7 +177,7 @@ class FunctionPool:
     (TooManyRequestsException), never queued; an event source's poller waits for a free sandbox, as
     Lambda's pollers do. A sandbox is taken only when one is free, so a function's timeout counts its
     run alone. A run past its timeout is reported at the timeout; its sandbox finishes the work (its
-    late writes are made harmless by the product, docs/admission.md) and stays busy until then.
+    late writes are the function's to make harmless, as on AWS) and stays busy until then.
     """
 
     def __init__(

@@ -1,13 +1,13 @@
 """Several partitions read at one instant: an extension of the embedded emulator, which AWS lacks.
 
 A Query reads one partition, and TransactGetItems at most 100 items named by key. A check of an
-invariant that spans an account's partitions (its resources, its admission shards, its counter
-shards) *at an instant* needs more. The emulator applies one DynamoDB request at a time
-(local/emulator.py), so a request answered inside that lock sees one instant. `make chaos` reads
-every account this way (chaos/truth.py); nothing in the product calls it.
+invariant that spans several partitions *at an instant* needs more. The emulator applies one
+DynamoDB request at a time (local/emulator.py), so a request answered inside that lock sees one
+instant. `make chaos` reads each account's partitions this way (chaos/truth.py); no function
+calls it.
 
     POST /  X-Amz-Target: LocalEmulator.ReadPartitions
-    {"TableName": "...", "PartitionKeys": ["ACCOUNT#a", "SHARD#a#01", ...]}
+    {"TableName": "...", "PartitionKeys": ["P#1", "P#2", ...]}
     -> {"Items": [every item of those partitions, in DynamoDB JSON]}
 """
 

@@ -81,7 +81,7 @@ class RuntimeSettings:
     stream_poll_interval_seconds: float = 0.25  # Lambda polls a shard four times a second
     schedule_period_seconds: float | None = None  # None: each rule's own rate
     retry_backoff_seconds: float = 0.5  # base of the exponential backoff between stream retries
-    log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="hybrid-counter-logs-"))
+    log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="local-lambda-logs-"))
 
 
 class LocalRuntime:

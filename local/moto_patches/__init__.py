@@ -1,7 +1,8 @@
 """The embedded emulator's changes to moto, one module per change (docs/local-runtime.md lists them).
 
-Each module's docstring says which behaviour of moto it corrects, so that the emulator answers as
-DynamoDB does, or speeds up, answering the same. tests/runtime/test_moto_patches.py holds, for each
+Each module's docstring says which behaviour of moto ("upstream": moto as released, at
+MOTO_VERSION) it corrects, so that the emulator answers as DynamoDB does, or speeds up, answering
+the same. tests/runtime/test_moto_patches.py holds, for each
 module, a test of the patched behaviour and, where moto's own behaviour can be seen, a test that
 moto as released still behaves as the change assumes: an upgrade that fixes or moves that
 behaviour fails it.

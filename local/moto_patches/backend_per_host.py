@@ -1,6 +1,6 @@
 """A host's service is looked up once.
 
-Upstream (moto 5.2.5, `DomainDispatcherApplication.get_backend_for_host`): moto finds the service a
+Upstream (`DomainDispatcherApplication.get_backend_for_host`): moto finds the service a
 request is for by listing its own package directory, on every request (11% of the emulator's time
 under `make bench-load`, measured with py-spy). A host's service never changes while the server
 runs, so the answer is kept per host.

@@ -1,6 +1,6 @@
 """Each ConditionExpression text is split into tokens once; every parse gets fresh tokens.
 
-Upstream (moto 5.2.5, `ConditionExpressionParser._lex_condition_expression`): moto splits every
+Upstream (`ConditionExpressionParser._lex_condition_expression`): moto splits every
 ConditionExpression with a dozen regular expressions, once per UpdateItem, PutItem and transaction
 action (twice per transaction update): 4% of the emulator's time under `make bench-load` (py-spy).
 The tokens depend on the text alone.

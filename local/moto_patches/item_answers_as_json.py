@@ -1,6 +1,6 @@
 """DynamoDB's item calls are answered with json.dumps instead of moto's shape-driven serializer.
 
-Upstream (moto 5.2.5, `DynamoHandler.serialized`): every answer goes through the generic
+Upstream (`DynamoHandler.serialized`): every answer goes through the generic
 serializer, which walks the result attribute by attribute against the botocore model: about 10% of
 the emulator's CPU under `make bench-load` (py-spy), mostly for items an UpdateItem returns whole.
 The item calls' results are DynamoDB JSON already (typed values, numbers as strings). Errors (a

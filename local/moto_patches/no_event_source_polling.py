@@ -1,6 +1,6 @@
 """moto does not act on event source mappings: the local Lambda service is their only poller.
 
-Upstream (moto 5.2.5, `moto/dynamodb/models/table.py` and `moto/sqs/models.py`): a table or queue
+Upstream (`moto/dynamodb/models/table.py` and `moto/sqs/models.py`): a table or queue
 with an event source mapping hands each new stream record or message to the mapped function itself,
 which needs Docker; without it the invocation fails, and moto has meanwhile dropped the stream
 records and received the messages, which raises their receive counts. On AWS the Lambda service's

@@ -1,6 +1,6 @@
 """GetRecords is written with json.dumps instead of moto's shape-driven serializer.
 
-Upstream (moto 5.2.5, `DynamoDBStreamsHandler.get_records` through `moto.core.serialize`): the
+Upstream (`DynamoDBStreamsHandler.get_records` through `moto.core.serialize`): the
 generic serializer walks every attribute of every stream image against the botocore model, 110 ms
 for a batch of 80 KB (measured), the largest share of the emulator's time under load. Stream records
 are DynamoDB JSON already; the values json.dumps cannot write (`ApproximateCreationDateTime`,

@@ -1,6 +1,6 @@
 """moto's tables read in place, for the emulator's own layers (its partition limits, its partition
-reads). Not a change to moto: it relies on moto's internals as the changes do (moto 5.2.5:
-`dynamodb_backends[account][region].tables`, `Table.get_item`, `Table.items` keyed by
+reads). Not a change to moto: it relies on moto's internals as the changes do
+(`dynamodb_backends[account][region].tables`, `Table.get_item`, `Table.items` keyed by
 `DynamoType`, a partition's items keyed by sort key), so it lives and is tested with them.
 
 Called inside the emulator's one-request-at-a-time lock, so nothing moves during a read.

@@ -1,7 +1,7 @@
 """A cancelled transaction is rolled back inside the table object that was there before it ran,
 and only the items the transaction names are copied for it, once.
 
-Upstream (moto 5.2.5, `DynamoDBBackend.transact_write_items`): moto rolls back by putting a deep
+Upstream (`DynamoDBBackend.transact_write_items`): moto rolls back by putting a deep
 copy of each table in the place of the live one. That copy has a stream shard of its own, so every
 shard iterator already handed out keeps reading the dropped table: it reads the records of the
 cancelled transaction's writes, and never another. On AWS a cancelled transaction changes nothing,

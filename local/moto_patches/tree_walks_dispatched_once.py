@@ -1,6 +1,6 @@
 """The processor method each node of an update tree gets is found once per pair of classes.
 
-Upstream (moto 5.2.5, `DepthFirstTraverser.traverse_node_recursively` in
+Upstream (`DepthFirstTraverser.traverse_node_recursively` in
 `moto.dynamodb.parsing.ast_nodes`): moto checks an update tree with about ten processors, each
 walking the whole tree and, at every node, building its table of node classes and testing the node
 against each with `isinstance` on abstract classes. Which method a node gets depends on the classes

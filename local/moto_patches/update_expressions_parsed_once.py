@@ -1,6 +1,6 @@
 """Each UpdateExpression text is parsed once, and each request gets a fresh copy of the tree.
 
-Upstream (moto 5.2.5, `UpdateExpressionParser.make`, and `deepcopy` in
+Upstream (`UpdateExpressionParser.make`, and `deepcopy` in
 `moto.dynamodb.parsing.validators`): moto parses an UpdateExpression twice per UpdateItem (checking
 the request, then applying it), 8% of the emulator's time under `make bench-load` (py-spy), and its
 validators then deep-copy the parsed tree, another 8%. A service sends a handful of distinct

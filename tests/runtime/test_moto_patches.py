@@ -495,11 +495,14 @@ def test_an_empty_expression_map_is_refused_as_dynamodb_refuses_it(aws: dict[str
 
 
 def test_upstream_moto_applies_an_update_with_empty_expression_attribute_names(upstream: dict[str, Any]) -> None:
+    """(and refuses empty ExpressionAttributeValues itself, as the layer does)"""
     dynamodb = upstream["dynamodb"]
     create_table(dynamodb, "upstream-empty")
     key = {"pk": {"S": "ACCOUNT#a"}, "sk": {"S": "ACCOUNT"}}
     dynamodb.update_item(TableName="upstream-empty", Key=key, **WITH_AN_EMPTY_MAP["ExpressionAttributeNames"])
     assert dynamodb.get_item(TableName="upstream-empty", Key=key)["Item"]["version"] == {"N": "1"}
+    with pytest.raises(ClientError, match="ExpressionAttributeValues must not be empty"):
+        dynamodb.update_item(TableName="upstream-empty", Key=key, **WITH_AN_EMPTY_MAP["ExpressionAttributeValues"])
 
 
 # --- item_answers_as_json -----------------------------------------------------------------------
