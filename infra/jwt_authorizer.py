@@ -23,13 +23,9 @@ class JwtAuthorizer(Construct):
         super().__init__(scope, construct_id)
         self.function = python_function(
             self,
-            constants.AUTHORIZER_FUNCTION_ID,
+            constants.AUTHORIZER_FUNCTION,
             package=package,
-            handler=constants.AUTHORIZER_HANDLER,
             table_name=table_name,  # every function gets it; this one calls no AWS API at all
-            timeout_seconds=constants.API_TIMEOUT_SECONDS,
-            memory_mb=constants.API_MEMORY_MB,
-            description="Verifies bearer JWTs for the HTTP API",
             extra_environment={
                 schema.ENV_JWT_ISSUER: jwt.issuer,
                 schema.ENV_JWT_AUDIENCE: jwt.audience,
