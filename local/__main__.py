@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from infra import constants
+from local.deploy import context_entry
 from local.identities import DEFAULT_TENANT, IDENTITIES_FILE, Identities
 
 HOST = "127.0.0.1"  # the API's address: loopback only
@@ -71,15 +72,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "-c",
         "--context",
         action="append",
+        type=context_entry,
         default=[],
         metavar="KEY=VALUE",
         help="CDK context for the synthesized stack, as `cdk deploy -c` takes it (e.g. streamBatchingWindowSeconds=2)",
     )
     args = parser.parse_args(argv)
-    pairs = [item.partition("=") for item in args.context]
-    if any(not key or not sep for key, sep, _ in pairs):
-        parser.error("--context takes KEY=VALUE")
-    args.context = {key: value for key, _, value in pairs}
+    args.context = dict(args.context)
     return args
 
 

@@ -9,6 +9,7 @@ describes this one).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fnmatch
 import hashlib
@@ -55,6 +56,14 @@ class CdkApp:
     def excludes(self, relative: Path) -> bool:
         """Whether a path (relative to `root`) is left out, for any of its parts."""
         return any(fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in self.excluded)
+
+
+def context_entry(text: str) -> tuple[str, str]:
+    """One `-c KEY=VALUE` of CDK context, as `cdk deploy -c` takes it (an argparse `type`)."""
+    key, separator, value = text.partition("=")
+    if not key or not separator:
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def synthesis_key(app: CdkApp, context: Mapping[str, str] | None = None) -> str:
