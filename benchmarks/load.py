@@ -37,9 +37,8 @@ from infra import constants
 from local.capacity.billing import item_size
 from local.capacity.limits import item_of_place
 from local.emulator import FLAVOURS, EmulatorProcess
-from local.http_client import HttpApi
 from local.partition_throttling import read_throttles
-from local.product import admin_api, by_family, runtime_settings, scaled_environment
+from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
 from local.request_counts import read_request_counts, read_request_cpu
 from local.runtime import LocalRuntime, RuntimeSettings
 
@@ -129,7 +128,7 @@ Unsettled = tuple[str, str | None]  # (account, the resource whose delete had no
 
 
 def run_load(
-    api: HttpApi, accounts: list[str], rate: float, duration: float
+    api: CounterApi, accounts: list[str], rate: float, duration: float
 ) -> tuple[list[Sample], float, list[Unsettled]]:
     """Runs the load. Returns its samples, its length, and the iterations whose create or delete
     had no definite answer (a 5xx or none: it may or may not have landed), for `settle_all` once
@@ -175,7 +174,7 @@ def run_load(
     return samples, time.monotonic() - began, unsettled
 
 
-def settle_all(api: HttpApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
+def settle_all(api: CounterApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
     """Settles what the load left unknown, as a client would: each delete without a definite answer
     is retried until 204 or 404; then, if a create had none (the load sends no idempotency key, as
     the paper's does not), every resource its account still lists is a leftover and is deleted.
@@ -191,7 +190,7 @@ def settle_all(api: HttpApi, unsettled: list[Unsettled], attempts: int = 30) -> 
     return left
 
 
-def delete_until_answered(api: HttpApi, account: str, resource_id: str, attempts: int) -> bool:
+def delete_until_answered(api: CounterApi, account: str, resource_id: str, attempts: int) -> bool:
     """True once a delete answers 204 or 404 (gone either way)."""
     for _ in range(attempts):
         try:
@@ -203,7 +202,7 @@ def delete_until_answered(api: HttpApi, account: str, resource_id: str, attempts
     return False
 
 
-def listed_resources(api: HttpApi, account: str, attempts: int = 30) -> list[str]:
+def listed_resources(api: CounterApi, account: str, attempts: int = 30) -> list[str]:
     """Every resource the account lists, page by page (a page refused under scaled partition
     limits is read again)."""
     found: list[str] = []
@@ -223,7 +222,7 @@ def listed_resources(api: HttpApi, account: str, attempts: int = 30) -> list[str
 
 
 def wait_until_converged(
-    api: HttpApi, live: Counter[str], accounts: list[str], timeout: float = 120.0, every: float = 0.1
+    api: CounterApi, live: Counter[str], accounts: list[str], timeout: float = 120.0, every: float = 0.1
 ) -> float | None:
     """Seconds until every account's eventual and best-effort counters equal what exists, polled
     `every` seconds."""

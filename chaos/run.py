@@ -32,9 +32,8 @@ from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
 from infra.constants import HEAL_QUIET_SECONDS
 from local.emulator import EmulatorProcess
-from local.http_client import HttpApi
 from local.partition_throttling import read_throttles
-from local.product import admin_api, by_family, runtime_settings, scaled_environment
+from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
 from local.runtime import LocalRuntime
 from ops import commands
 from ops.stack import TryLater
@@ -212,7 +211,7 @@ class Auditor(threading.Thread):
                         self.verdicts["repair deferred"] += 1
 
 
-def read_account(api: HttpApi, account_id: str, attempts: int = 20) -> dict[str, Any]:
+def read_account(api: CounterApi, account_id: str, attempts: int = 20) -> dict[str, Any]:
     """GET the account as a careful client does: a GET is safe, so a 429 or any 5xx is retried
     after its Retry-After. Under scaled partition limits the end-state reads can drain an account's
     read capacity (503 after the SDK's retries, as documented), and a GET writes its tenant's rate
@@ -339,7 +338,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     return report
 
 
-def _put_account(api: HttpApi, account: Account) -> None:
+def _put_account(api: CounterApi, account: Account) -> None:
     for _ in range(20):
         try:
             if api.request("PUT", f"/accounts/{account.account_id}", {"limit": account.limit}).status == 200:
@@ -385,7 +384,7 @@ def quiescence_check(quiet: float | None) -> Check:
 
 
 def end_state_checks(
-    api: HttpApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
+    api: CounterApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     exact = Check("eventual = live for every account (API and table)")
     stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
@@ -514,7 +513,7 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
 
 
 def unseen_ambiguity_checks(
-    api: HttpApi, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
+    api: CounterApi, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     """When the only faults are writes that land and lose their answer, callers must see none of it
     (docs/admission.md): no 5xx, no lease left, the stored counters exact without a heal, and each

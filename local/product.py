@@ -10,6 +10,7 @@ emulator's partition limits, and its item families in the emulator's throttle re
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from infra import constants
 from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_PACKAGE, REPO_ROOT
 from local.capacity.limits import parse_factor
 from local.deploy import CdkApp
-from local.http_client import HttpApi
+from local.http_client import HttpApi, Reply
 from local.identities import ADMIN, ROLE_OUTPUTS, Identities
 from local.runtime import LocalRuntime, RuntimeSettings
 
@@ -56,10 +57,32 @@ def runtime_settings(
     )
 
 
-def admin_api(runtime: LocalRuntime, timeout: float = 30) -> HttpApi:
+class CounterApi(HttpApi):
+    """This product's API over HTTP (tests, chaos, benchmarks), with its calls by name."""
+
+    def new_account(self, prefix: str = "it", limit: int = 10) -> str:
+        """A fresh account per test, so tests never see each other's resources."""
+        account_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        assert self.request("PUT", f"/accounts/{account_id}", {"limit": limit}).status == 200
+        return account_id
+
+    def account(self, account_id: str) -> dict[str, Any]:
+        reply = self.request("GET", f"/accounts/{account_id}")
+        assert reply.status == 200, reply.body
+        return reply.body  # type: ignore[no-any-return]
+
+    def create(self, account_id: str, name: str = "r", key: str | None = None) -> Reply:
+        headers = {"Idempotency-Key": key} if key else None
+        return self.request("POST", f"/accounts/{account_id}/resources", {"name": name}, headers)
+
+    def delete(self, account_id: str, resource_id: str) -> Reply:
+        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
+
+
+def admin_api(runtime: LocalRuntime, timeout: float = 30) -> CounterApi:
     """A client of the running local API, signed as its admin session."""
     admin = runtime.settings.identities.session(ADMIN, {})
-    return HttpApi(runtime.api_url, timeout=timeout, credentials=admin.credentials(), region=runtime.settings.region)
+    return CounterApi(runtime.api_url, timeout=timeout, credentials=admin.credentials(), region=runtime.settings.region)
 
 
 def scaled_environment(partition_limits: str | None) -> dict[str, str]:

@@ -18,7 +18,7 @@ import boto3
 import pytest
 
 from functions.core import keys
-from local.http_client import HttpApi
+from local.product import CounterApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
 POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1
@@ -63,7 +63,7 @@ FAULTS = [
 
 @dataclass
 class System:
-    api: HttpApi
+    api: CounterApi
     runtime: object | None  # the LocalRuntime when running locally; None against a deployment
 
 
@@ -77,7 +77,7 @@ def system() -> Iterator[System]:
         # execute-api:Invoke (assume the stack's AdminRoleArn output for that).
         session = boto3.Session()
         yield System(
-            api=HttpApi(api_url, credentials=session.get_credentials(), region=session.region_name), runtime=None
+            api=CounterApi(api_url, credentials=session.get_credentials(), region=session.region_name), runtime=None
         )
         return
 
