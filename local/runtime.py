@@ -65,8 +65,8 @@ class RuntimeSettings:
     # sandbox runs before its handler loads, and what each stream shard's deliveries do wrong.
     sandbox_hook: SandboxHook | None = None
     delivery_faults: Callable[[str], DeliveryFaults] | None = None
-    # The callers the local API Gateway accepts (local/sessions.py), and which stack output names
-    # the role of each session's role label: `AWS_IAM` methods are checked against those roles'
+    # The callers the local API Gateway accepts (local/sessions.py) and, for each of their roles,
+    # the stack output naming the role's ARN: `AWS_IAM` methods are checked against those roles'
     # policies as deployed.
     identities: Sessions = field(default_factory=Sessions)
     caller_roles: Mapping[str, str] = field(default_factory=dict)
