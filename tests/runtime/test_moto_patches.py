@@ -273,24 +273,24 @@ def test_upstream_moto_looks_a_request_s_service_up_by_host_on_every_request(
 # --- stream_records_as_json ---------------------------------------------------------------------
 
 
+# An item's attributes, one of each type DynamoDB has (binary ones included).
+EVERY_ATTRIBUTE_TYPE = {
+    "s": {"S": "text é"},
+    "n": {"N": "1.50"},
+    "b": {"B": b"\x00\xffbytes"},
+    "ss": {"SS": ["x", "y"]},
+    "ns": {"NS": ["1", "2"]},
+    "bs": {"BS": [b"\x01", b"\x02"]},
+    "m": {"M": {"inner": {"L": [{"BOOL": True}, {"NULL": True}]}}},
+}
+
+
 def stream_records(url: str, table: str) -> list[dict[str, Any]]:
     aws = clients(url)
     dynamodb, streams = aws["dynamodb"], aws["dynamodbstreams"]
     stream_arn = create_table(dynamodb, table)
     key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
-    dynamodb.put_item(
-        TableName=table,
-        Item={
-            **key,
-            "s": {"S": "text é"},
-            "n": {"N": "1.50"},
-            "b": {"B": b"\x00\xffbytes"},
-            "ss": {"SS": ["x", "y"]},
-            "ns": {"NS": ["1", "2"]},
-            "bs": {"BS": [b"\x01", b"\x02"]},
-            "m": {"M": {"inner": {"L": [{"BOOL": True}, {"NULL": True}]}}},
-        },
-    )
+    dynamodb.put_item(TableName=table, Item={**key, **EVERY_ATTRIBUTE_TYPE})
     dynamodb.update_item(
         TableName=table, Key=key, UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}}
     )
@@ -514,16 +514,7 @@ def item_answers(url: str, table: str) -> list[Any]:
     dynamodb = clients(url)["dynamodb"]
     create_table(dynamodb, table)
     key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
-    item = {
-        **key,
-        "s": {"S": "text é"},
-        "n": {"N": "1.50"},
-        "b": {"B": b"\x00\xffbytes"},
-        "ss": {"SS": ["x", "y"]},
-        "ns": {"NS": ["1", "2"]},
-        "bs": {"BS": [b"\x01", b"\x02"]},
-        "m": {"M": {"inner": {"L": [{"BOOL": True}, {"NULL": True}]}}},
-    }
+    item = {**key, **EVERY_ATTRIBUTE_TYPE}
     answers: list[Any] = [
         dynamodb.put_item(TableName=table, Item=item, ReturnValues="NONE"),
         dynamodb.update_item(
