@@ -21,6 +21,7 @@ from infra.synth import synthesize_stack_template
 from local.apigateway import MAX_REQUEST_BYTES, ApiGateway, PortInUse, Route, integration_response, proxy_event
 from local.functions import REPO_ROOT, DeployedFunction, Invocation
 from local.gateway_responses import GatewayResponses
+from local.http_client import poll
 
 
 @dataclass
@@ -172,7 +173,13 @@ def test_the_run_log_says_which_status_the_caller_got(
     call(f"{api.url}/accounts/nobody")
     function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
     call(f"{api.url}/accounts/acme")
-    first, second = [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()]
+    # The gateway logs an invocation after its answer is sent: wait for both lines.
+    logged = poll(
+        lambda: [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()],
+        until=lambda lines: len(lines) == 2,
+        timeout=10,
+    )
+    first, second = logged
     assert " 404 " in first
     assert " ok " not in first
     assert " 500 TooManyRequestsException " in second
