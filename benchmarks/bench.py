@@ -4,7 +4,7 @@ side by side on one embedded emulator, in one run (benchmarks/approaches/ has ea
 For each approach, on a table of its own, one account holding `--standing` resources:
 
 1. **capacity**: `--iterations` create+delete iterations, one at a time, with the capacity meter
-   (local/capacity/) on the client: calls, WCU and RCU per create and per delete, what the stream
+   (benchmarks/capacity_meter.py) on the client: calls, WCU and RCU per create and per delete, what the stream
    consumer adds per iteration, the hottest item's WCU per iteration, and the one-account ceiling
    it implies on AWS (1,000 WCU/s or 3,000 RCU/s on one item, which DynamoDB never splits).
 2. **latency**: as many iterations on another account, without the meter, timed at the caller
@@ -46,7 +46,7 @@ from botocore.httpsession import URLLib3Session
 from benchmarks.approaches import APPROACHES, Approach, LimitReached
 from benchmarks.approaches.base import SDK_CONFIG
 from benchmarks.capacity import PARTITION_RCU_PER_SECOND, PARTITION_WCU_PER_SECOND, hottest, per_iteration
-from local.capacity.meter import CapacityMeter
+from benchmarks.capacity_meter import CapacityMeter
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, aws_response, cancelled_body
 
@@ -451,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     print(
         f"\ncapacity: {args.iterations} iterations with {args.standing} resources standing, metered "
-        f"(local/capacity/); ceiling: AWS's 1,000 WCU/s and 3,000 RCU/s on the hottest item; count error after "
+        f"(benchmarks/capacity_meter.py); ceiling: AWS's 1,000 WCU/s and 3,000 RCU/s on the hottest item; "
+        f"count error after "
         f"{args.workers} callers x {args.resources} creates / then as many deletes, every {args.fault_every}th "
         f"write landing then answered 500; tx errors: transaction errors callers saw (conflicts modelled, see Wire)."
     )

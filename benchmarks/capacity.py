@@ -2,7 +2,7 @@
 on AWS: `make bench-capacity` (ARGS='--iterations 20 --accounts 50 --batch 100').
 
 Runs the real flows (functions.core with the real adapters) against the embedded emulator, with
-the capacity meter (local/capacity/) on the client: create, delete, get, list, the stream consumer
+the capacity meter (benchmarks/capacity_meter.py) on the client: create, delete, get, list, the stream consumer
 per record, and a heal. Then projects, from the capacity per create+delete iteration:
 
 * **one account**: the iterations per second before its hottest item reaches 1,000 WCU/s or
@@ -27,11 +27,11 @@ from typing import Any
 
 import boto3
 
+from benchmarks.capacity_meter import CapacityMeter, Usage
 from functions.core import schema
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.leases import iso_timestamp
 from functions.shared.clock import Clock
-from local.capacity.meter import CapacityMeter, Usage
 
 # us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
 # since 2024-11-01: per million write request units and read request units.

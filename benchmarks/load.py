@@ -37,10 +37,10 @@ from infra import constants
 from local.capacity.billing import item_size
 from local.capacity.limits import item_of_place
 from local.emulator import FLAVOURS, EmulatorProcess
-from local.http_client import HttpApi
-from local.partition_throttling import by_family, read_throttles
+from local.partition_throttling import read_throttles
+from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
 from local.request_counts import read_request_counts, read_request_cpu
-from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
+from local.runtime import LocalRuntime, RuntimeSettings
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 # DynamoDB calls per create+delete iteration, measured by `make bench-capacity`:
@@ -128,7 +128,7 @@ Unsettled = tuple[str, str | None]  # (account, the resource whose delete had no
 
 
 def run_load(
-    api: HttpApi, accounts: list[str], rate: float, duration: float
+    api: CounterApi, accounts: list[str], rate: float, duration: float
 ) -> tuple[list[Sample], float, list[Unsettled]]:
     """Runs the load. Returns its samples, its length, and the iterations whose create or delete
     had no definite answer (a 5xx or none: it may or may not have landed), for `settle_all` once
@@ -174,7 +174,7 @@ def run_load(
     return samples, time.monotonic() - began, unsettled
 
 
-def settle_all(api: HttpApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
+def settle_all(api: CounterApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
     """Settles what the load left unknown, as a client would: each delete without a definite answer
     is retried until 204 or 404; then, if a create had none (the load sends no idempotency key, as
     the paper's does not), every resource its account still lists is a leftover and is deleted.
@@ -190,7 +190,7 @@ def settle_all(api: HttpApi, unsettled: list[Unsettled], attempts: int = 30) -> 
     return left
 
 
-def delete_until_answered(api: HttpApi, account: str, resource_id: str, attempts: int) -> bool:
+def delete_until_answered(api: CounterApi, account: str, resource_id: str, attempts: int) -> bool:
     """True once a delete answers 204 or 404 (gone either way)."""
     for _ in range(attempts):
         try:
@@ -202,7 +202,7 @@ def delete_until_answered(api: HttpApi, account: str, resource_id: str, attempts
     return False
 
 
-def listed_resources(api: HttpApi, account: str, attempts: int = 30) -> list[str]:
+def listed_resources(api: CounterApi, account: str, attempts: int = 30) -> list[str]:
     """Every resource the account lists, page by page (a page refused under scaled partition
     limits is read again)."""
     found: list[str] = []
@@ -222,7 +222,7 @@ def listed_resources(api: HttpApi, account: str, attempts: int = 30) -> list[str
 
 
 def wait_until_converged(
-    api: HttpApi, live: Counter[str], accounts: list[str], timeout: float = 120.0, every: float = 0.1
+    api: CounterApi, live: Counter[str], accounts: list[str], timeout: float = 120.0, every: float = 0.1
 ) -> float | None:
     """Seconds until every account's eventual and best-effort counters equal what exists, polled
     `every` seconds."""
@@ -380,8 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         partition_burst_seconds=args.partition_burst_seconds,
     ) as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(
-                endpoint_url=emulator.url,
+            runtime_settings(
+                emulator.url,
                 port=0,
                 account_concurrency=args.account_concurrency,
                 environment=scaled_environment(args.partition_limits),
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.cold:
                 print("starting every sandbox ...")
                 runtime.provision_every_sandbox()
-            api = runtime.http_api()
+            api = admin_api(runtime)
             table = runtime.outputs["TableName"]
             print("measuring the emulator's ceiling ...")
             report.emulator_calls_per_second = round(measure_emulator(runtime.client("dynamodb"), table), 1)

@@ -15,7 +15,8 @@ import statistics
 import time
 
 from local.emulator import EmulatorProcess
-from local.runtime import LocalRuntime, RuntimeSettings
+from local.product import admin_api, runtime_settings
+from local.runtime import LocalRuntime
 
 
 def main() -> None:
@@ -25,11 +26,11 @@ def main() -> None:
 
     started = time.perf_counter()
     with EmulatorProcess() as emulator:
-        runtime = LocalRuntime(RuntimeSettings(endpoint_url=emulator.url, port=0))
+        runtime = LocalRuntime(runtime_settings(emulator.url, port=0))
         runtime.deploy_and_start()
         startup = time.perf_counter() - started
         try:
-            api = runtime.http_api()
+            api = admin_api(runtime)
             account_id = api.new_account(prefix="bench", limit=args.samples + 1)
             create_ms, counted_ms = [], []
             for index in range(args.samples):

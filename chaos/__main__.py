@@ -13,6 +13,7 @@ import sys
 from chaos.faults import ALL_KINDS
 from chaos.mutations import MUTATIONS
 from chaos.run import DEFAULT_RATES, ChaosSettings, Report, run
+from local.deploy import context_entry
 
 
 def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
@@ -63,17 +64,12 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "-c",
         "--context",
         action="append",
+        type=context_entry,
         default=[],
         metavar="KEY=VALUE",
         help="CDK context for the stack under test, e.g. streamParallelizationFactor=2",
     )
     args = parser.parse_args(argv)
-    context = {}
-    for item in args.context:
-        key, separator, value = item.partition("=")
-        if not separator:
-            parser.error(f"-c expects KEY=VALUE, got {item!r}")
-        context[key] = value
     rates = {kind: rate * args.scale_rates for kind, rate in DEFAULT_RATES.items()}
     for item in args.rate:
         kind, _, value = item.partition("=")
@@ -97,7 +93,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         late_single_item_only=args.ambiguous_writes is not None,
         partition_limits=args.partition_limits,
         partition_burst_seconds=args.partition_burst_seconds,
-        context=context,
+        context=dict(args.context),
         audit_repair=args.audit_repair,
     )
     return settings, args.report

@@ -105,8 +105,9 @@ class ChaosConfig:
         return cls(**values)
 
 
-class Ledger:
-    """Appends one line per injected fault; small appends from many processes stay whole."""
+class FaultLedger:
+    """The run's record of every fault injected: one line each, appended from any process (small
+    appends stay whole)."""
 
     def __init__(self, path: str, source: str) -> None:
         self._path = path
@@ -150,7 +151,7 @@ class StreamDeliveryFaults:
     def __init__(self, config: ChaosConfig, shard_id: str) -> None:
         self._config = config
         self._dice = Dice(f"{config.seed}/stream/{shard_id}")
-        self._ledger = Ledger(config.ledger_path, "stream")
+        self._ledger = FaultLedger(config.ledger_path, "stream")
 
     def _roll(self, kind: str, records: int) -> bool:
         if not self._dice.roll(self._config.rate(kind)):
@@ -189,7 +190,7 @@ def install_in_sandbox(argument: str, function: str, sandbox: int) -> None:
         boto3.setup_default_session()
     events = boto3.DEFAULT_SESSION.events
     dice = Dice(f"{config.seed}/{function}/{sandbox}")
-    ledger = Ledger(config.ledger_path, function)
+    ledger = FaultLedger(config.ledger_path, function)
     http = URLLib3Session()
 
     def remember(event_name: str, context: dict[str, Any], **_: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
-from chaos.workload import Account, Ledger, create, run_clients
+from chaos.workload import Account, ClientOutcomes, create, run_clients
 from functions.adapters.attributes import to_attributes
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
@@ -32,9 +32,9 @@ from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
 from infra.constants import HEAL_QUIET_SECONDS
 from local.emulator import EmulatorProcess
-from local.http_client import HttpApi
-from local.partition_throttling import by_family, read_throttles
-from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
+from local.partition_throttling import read_throttles
+from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
+from local.runtime import LocalRuntime
 from ops import commands
 from ops.stack import TryLater
 
@@ -211,7 +211,7 @@ class Auditor(threading.Thread):
                         self.verdicts["repair deferred"] += 1
 
 
-def read_account(api: HttpApi, account_id: str, attempts: int = 20) -> dict[str, Any]:
+def read_account(api: CounterApi, account_id: str, attempts: int = 20) -> dict[str, Any]:
     """GET the account as a careful client does: a GET is safe, so a 429 or any 5xx is retried
     after its Retry-After. Under scaled partition limits the end-state reads can drain an account's
     read capacity (503 after the SDK's retries, as documented), and a GET writes its tenant's rate
@@ -263,9 +263,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         partition_limits=settings.partition_limits, partition_burst_seconds=settings.partition_burst_seconds
     ) as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(
+            runtime_settings(
+                emulator.url,
                 environment=scaled_environment(settings.partition_limits),
-                endpoint_url=emulator.url,
                 port=0,
                 faults=[fatal_rule] if any(a.fatal for a in accounts) else [],
                 sandbox_hook=None if chaos is None else chaos.sandbox_hook(),
@@ -278,13 +278,13 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         )
         runtime.deploy_and_start()
         try:
-            api = runtime.http_api()
+            api = admin_api(runtime)
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
             for account in accounts:
                 _put_account(api, account)
 
-            ledger = Ledger()
+            outcomes = ClientOutcomes()
             sampler = Sampler(dynamodb, table, accounts, settings.faults_on)
             sampler.start()
             auditor = Auditor(dynamodb, table, accounts) if settings.audit_repair else None
@@ -293,9 +293,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             for account in accounts:
                 if account.fatal:  # a few creates whose counting always fails: the injected-fatal work
                     for index in range(FATAL_CREATES):
-                        create(api, account, f"fatal-{index}", ledger)
+                        create(api, account, f"fatal-{index}", outcomes)
             ordinary = [account for account in accounts if not account.fatal]
-            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, ledger)
+            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes)
             workload_done = time.monotonic()
 
             quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout)
@@ -307,18 +307,18 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 report.audits = dict(auditor.verdicts)
             report.seconds_to_quiescence = None if quiet is None else round(quiet - workload_done, 1)
 
-            report.operations = dict(sorted(ledger.statuses.items()))
-            report.client_retries = ledger.retries
+            report.operations = dict(sorted(outcomes.statuses.items()))
+            report.client_retries = outcomes.retries
             report.checks = [sampler.best_effort, sampler.eventual, sampler.admitted]
             if auditor is not None:
                 report.checks.append(auditor.check)
             report.checks.append(quiescence_check(quiet))
-            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, ledger)
+            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes)
             report.checks.append(dlq2_check(runtime, accounts))
-            report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, ledger))
+            report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
             report.checks.append(heal_check(dynamodb, table, accounts))
             if settings.only_ambiguous_writes:
-                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, ledger)
+                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
             report.max_limit_overshoot = max(0, sampler.max_overshoot)
             report.most_admission_shards = sampler.max_shards
             report.checks.append(sampler.held)
@@ -338,7 +338,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     return report
 
 
-def _put_account(api: HttpApi, account: Account) -> None:
+def _put_account(api: CounterApi, account: Account) -> None:
     for _ in range(20):
         try:
             if api.request("PUT", f"/accounts/{account.account_id}", {"limit": account.limit}).status == 200:
@@ -384,20 +384,20 @@ def quiescence_check(quiet: float | None) -> Check:
 
 
 def end_state_checks(
-    api: HttpApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
+    api: CounterApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     exact = Check("eventual = live for every account (API and table)")
     stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
     answers = Check("no delete of a live resource was answered 404 unless another client deleted it")
-    answers.expect(not ledger.wrong_404s, f"wrong 404s: {ledger.wrong_404s[:5]}")
+    answers.expect(not outcomes.wrong_404s, f"wrong 404s: {outcomes.wrong_404s[:5]}")
     exists = Check("every acknowledged, undeleted resource exists exactly once")
     gone = Check("no deleted resource survives")
     phantom = Check("every resource in the table was acknowledged (or its create's outcome was unknown)")
     for account in accounts:
         shot = snapshot(dynamodb, table, account.account_id)
-        acknowledged = ledger.acknowledged.get(account.account_id, set())
-        unresolved = ledger.unresolved.get(account.account_id, set())
-        deleted = ledger.deleted.get(account.account_id, set())
+        acknowledged = outcomes.acknowledged.get(account.account_id, set())
+        unresolved = outcomes.unresolved.get(account.account_id, set())
+        deleted = outcomes.deleted.get(account.account_id, set())
         if not account.fatal:
             held = slots_held_by_leases(shot)
             stored.expect(
@@ -480,7 +480,7 @@ def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
     return check
 
 
-def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger) -> Check:
+def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes) -> Check:
     """The injected-fatal creates are not lost: still pending (uncounted) for the sweeper and for
     operators, whether or not their range reached DLQ 2 (a trimmed range is swept instead)."""
     check = Check("injected-fatal work is kept pending for operators, not lost")
@@ -488,7 +488,7 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], le
         if not account.fatal:
             continue
         shot = snapshot(dynamodb, table, account.account_id)
-        for resource_id in ledger.acknowledged.get(account.account_id, set()):
+        for resource_id in outcomes.acknowledged.get(account.account_id, set()):
             check.expect(resource_id in shot.existing, f"{account.account_id}/{resource_id} was lost")
         check.expect(shot.eventual == 0, f"{account.account_id}: counted although every count was made to fail")
     return check
@@ -513,17 +513,17 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
 
 
 def unseen_ambiguity_checks(
-    api: HttpApi, dynamodb: Any, table: str, accounts: list[Account], ledger: Ledger
+    api: CounterApi, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     """When the only faults are writes that land and lose their answer, callers must see none of it
     (docs/admission.md): no 5xx, no lease left, the stored counters exact without a heal, and each
     account then admits exactly up to its limit."""
     answers = Check("only ambiguous writes injected: every create and delete answered as if none had failed")
-    for outcome, count in ledger.statuses.items():
+    for outcome, count in outcomes.statuses.items():
         kind, _, status = outcome.partition(" ")
         allowed = {"create": {"200", "201", "409"}, "delete": {"204", "404"}}[kind]
         answers.expect(status in allowed, f"{count} x {outcome}")
-    answers.expect(not ledger.unresolved, f"unresolved after retries: {ledger.unresolved}")
+    answers.expect(not outcomes.unresolved, f"unresolved after retries: {outcomes.unresolved}")
     stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
     admits = Check("only ambiguous writes injected: with its limit raised by 3, each account admits exactly 3")
     for account in accounts:

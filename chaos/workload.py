@@ -29,8 +29,9 @@ class Account:
 
 
 @dataclass
-class Ledger:
-    """What the API acknowledged, per account; shared by the client threads."""
+class ClientOutcomes:
+    """What the API answered the clients: the creates and deletes it acknowledged per account, what
+    stayed unknown, every status; shared by the client threads."""
 
     acknowledged: dict[str, set[str]] = field(default_factory=dict)  # created (201/200), not deleted
     deleted: dict[str, set[str]] = field(default_factory=dict)  # deletes acknowledged (204 or 404 on retry)
@@ -58,7 +59,7 @@ def attempt(
 
 
 def run_clients(
-    api: HttpApi, accounts: list[Account], operations: int, clients: int, seed: int, ledger: Ledger
+    api: HttpApi, accounts: list[Account], operations: int, clients: int, seed: int, outcomes: ClientOutcomes
 ) -> None:
     remaining = [operations]
     lock = threading.Lock()
@@ -75,12 +76,12 @@ def run_clients(
         while take():
             hot = [a for a in accounts if a.hot]
             account = rng.choice(hot) if hot and rng.random() < 0.4 else rng.choice(accounts)
-            with ledger.lock:
-                live = sorted(ledger.acknowledged.get(account.account_id, set()))
+            with outcomes.lock:
+                live = sorted(outcomes.acknowledged.get(account.account_id, set()))
             if live and rng.random() < 0.4:
-                delete(api, account, rng.choice(live), ledger)
+                delete(api, account, rng.choice(live), outcomes)
             else:
-                create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", ledger)
+                create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes)
 
     threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}") for i in range(clients)]
     for thread in threads:
@@ -89,64 +90,66 @@ def run_clients(
         thread.join()
 
 
-def create(api: HttpApi, account: Account, key: str, ledger: Ledger) -> None:
+def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -> None:
     path = f"/accounts/{account.account_id}/resources"
     resource_id = idempotent_resource_id(account.account_id, key)
     for attempt_number in range(RETRIES):
         reply = attempt(api, "POST", path, {"name": key}, {"Idempotency-Key": key})
         status = reply.status if reply else "no-answer"
-        ledger.note("create", status)
+        outcomes.note("create", status)
         if reply is not None and reply.status in (200, 201):
-            with ledger.lock:
-                ledger.acknowledged.setdefault(account.account_id, set()).add(resource_id)
-                ledger.unresolved.get(account.account_id, set()).discard(resource_id)
+            with outcomes.lock:
+                outcomes.acknowledged.setdefault(account.account_id, set()).add(resource_id)
+                outcomes.unresolved.get(account.account_id, set()).discard(resource_id)
             return
         if reply is not None and reply.status < 500:
             if attempt_number:  # an earlier try may have created it before failing
-                with ledger.lock:
-                    ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+                with outcomes.lock:
+                    outcomes.unresolved.setdefault(account.account_id, set()).add(resource_id)
             return  # 409 at the limit, or another answer that a retry would not change
-        with ledger.lock:
-            ledger.retries += 1
-            ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+        with outcomes.lock:
+            outcomes.retries += 1
+            outcomes.unresolved.setdefault(account.account_id, set()).add(resource_id)
         time.sleep(0.02 * (attempt_number + 1))
 
 
-def delete(api: HttpApi, account: Account, resource_id: str, ledger: Ledger) -> None:
+def delete(api: HttpApi, account: Account, resource_id: str, outcomes: ClientOutcomes) -> None:
     path = f"/accounts/{account.account_id}/resources/{resource_id}"
-    with ledger.lock:
-        others = ledger.deleting[resource_id] > 0  # another client may win the race: its 404 is fair
-        ledger.deleting[resource_id] += 1
+    with outcomes.lock:
+        others = outcomes.deleting[resource_id] > 0  # another client may win the race: its 404 is fair
+        outcomes.deleting[resource_id] += 1
     try:
         for attempt_number in range(RETRIES):
             reply = attempt(api, "DELETE", path)
             status = reply.status if reply else "no-answer"
-            ledger.note("delete", status)
+            outcomes.note("delete", status)
             if reply is not None and reply.status == 404:
-                _judge_404(ledger, account, resource_id, others, earlier_attempts=attempt_number)
+                _judge_404(outcomes, account, resource_id, others, earlier_attempts=attempt_number)
             if reply is not None and (reply.status == 204 or (reply.status == 404 and attempt_number > 0)):
-                with ledger.lock:
-                    ledger.acknowledged[account.account_id].discard(resource_id)
-                    ledger.deleted.setdefault(account.account_id, set()).add(resource_id)
+                with outcomes.lock:
+                    outcomes.acknowledged[account.account_id].discard(resource_id)
+                    outcomes.deleted.setdefault(account.account_id, set()).add(resource_id)
                 return
             if reply is not None and reply.status < 500:
                 return  # 404 on the first try: another client deleted it first
-            with ledger.lock:
-                ledger.retries += 1
+            with outcomes.lock:
+                outcomes.retries += 1
             time.sleep(0.02 * (attempt_number + 1))
-        with ledger.lock:  # gave up: it may or may not be deleted
-            ledger.acknowledged[account.account_id].discard(resource_id)
-            ledger.unresolved.setdefault(account.account_id, set()).add(resource_id)
+        with outcomes.lock:  # gave up: it may or may not be deleted
+            outcomes.acknowledged[account.account_id].discard(resource_id)
+            outcomes.unresolved.setdefault(account.account_id, set()).add(resource_id)
     finally:
-        with ledger.lock:
-            ledger.deleting[resource_id] -= 1
+        with outcomes.lock:
+            outcomes.deleting[resource_id] -= 1
 
 
-def _judge_404(ledger: Ledger, account: Account, resource_id: str, others: bool, earlier_attempts: int) -> None:
+def _judge_404(
+    outcomes: ClientOutcomes, account: Account, resource_id: str, others: bool, earlier_attempts: int
+) -> None:
     """A 404 is legitimate when the resource was not live: another client deleted it (or was
     deleting it), or an earlier attempt of this delete (answered 5xx or not at all) landed."""
-    with ledger.lock:
-        deleted_by_someone = resource_id in ledger.deleted.get(account.account_id, set())
-        racing = others or ledger.deleting[resource_id] > 1
+    with outcomes.lock:
+        deleted_by_someone = resource_id in outcomes.deleted.get(account.account_id, set())
+        racing = others or outcomes.deleting[resource_id] > 1
         if not (earlier_attempts or racing or deleted_by_someone):
-            ledger.wrong_404s.append(f"{account.account_id}/{resource_id}")
+            outcomes.wrong_404s.append(f"{account.account_id}/{resource_id}")

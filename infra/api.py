@@ -51,13 +51,9 @@ class Api(Construct):
         tenant_rate = settings.tenant_rate(self)
         self.function = python_function(
             self,
-            constants.API_FUNCTION_ID,
+            constants.API_FUNCTION,
             package=package,
-            handler=constants.API_HANDLER,
             table_name=table.table_name,
-            timeout_seconds=constants.API_TIMEOUT_SECONDS,
-            memory_mb=constants.API_MEMORY_MB,
-            description="Accounts and resources HTTP API",
             extra_environment={
                 schema.ENV_TENANT_RATE_LIMIT: str(tenant_rate.requests_per_second),
                 schema.ENV_TENANT_WINDOW_SECONDS: str(tenant_rate.window_seconds),

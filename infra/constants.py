@@ -6,6 +6,7 @@ and the local runtime (which reads the event source settings from the template) 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 # Stack
@@ -46,7 +47,7 @@ TENANT_BURST_SECONDS_CONTEXT_KEY: Final = "tenantBurstSeconds"
 # (infra/access.py). `jwt`: bearer tokens of an OIDC issuer for end users calling directly
 # (`-c jwtIssuer=https://... -c jwtAudience=...`; `jwtTenantClaim`, default `tenant`, names the
 # caller's account; `jwtAdminScope`, default `counter/admin`, a scope or Cognito group that may do
-# everything), checked by a Lambda TOKEN authorizer (infra/token_authorizer.py).
+# everything), checked by a Lambda TOKEN authorizer (infra/jwt_authorizer.py).
 AUTHORIZER_CONTEXT_KEY: Final = "authorizer"
 AUTHORIZER_IAM: Final = "iam"
 AUTHORIZER_JWT: Final = "jwt"
@@ -182,3 +183,49 @@ TOMBSTONE_RETENTION_SECONDS: Final = 24 * 3600
 IDEMPOTENCY_WINDOW_CONTEXT_KEY: Final = "idempotencyWindowSeconds"
 MIN_IDEMPOTENCY_WINDOW_SECONDS: Final = 3600
 OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"
+
+
+@dataclass(frozen=True)
+class FunctionSettings:
+    """What sets one function apart (infra/python_function.py builds each from one): its construct
+    id (stable: it feeds the logical ids), its handler, its timeout, its memory and its description."""
+
+    construct_id: str
+    handler: str
+    timeout_seconds: int
+    memory_mb: int
+    description: str
+
+
+API_FUNCTION: Final = FunctionSettings(
+    API_FUNCTION_ID, API_HANDLER, API_TIMEOUT_SECONDS, API_MEMORY_MB, "Accounts and resources HTTP API"
+)
+STREAM_CONSUMER_FUNCTION: Final = FunctionSettings(
+    STREAM_CONSUMER_FUNCTION_ID,
+    STREAM_CONSUMER_HANDLER,
+    STREAM_CONSUMER_TIMEOUT_SECONDS,
+    STREAM_CONSUMER_MEMORY_MB,
+    "Applies resource creates and deletes from the table stream to the eventual counters",
+)
+REDRIVE_FUNCTION: Final = FunctionSettings(
+    REDRIVE_FUNCTION_ID,
+    REDRIVE_HANDLER,
+    REDRIVE_TIMEOUT_SECONDS,
+    REDRIVE_MEMORY_MB,
+    "Re-reads failed stream ranges from DLQ 1 and applies them to the counters",
+)
+SWEEPER_FUNCTION: Final = FunctionSettings(
+    SWEEPER_FUNCTION_ID,
+    SWEEPER_HANDLER,
+    SWEEPER_TIMEOUT_SECONDS,
+    SWEEPER_MEMORY_MB,
+    "Applies resources pending too long and heals the counters of quiet accounts",
+)
+# Sized as the API function, in front of which it runs.
+AUTHORIZER_FUNCTION: Final = FunctionSettings(
+    AUTHORIZER_FUNCTION_ID,
+    AUTHORIZER_HANDLER,
+    API_TIMEOUT_SECONDS,
+    API_MEMORY_MB,
+    "Verifies bearer JWTs for the HTTP API",
+)

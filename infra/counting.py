@@ -28,14 +28,7 @@ class Counting(Construct):
         super().__init__(scope, construct_id)
 
         self.consumer_function = python_function(
-            self,
-            constants.STREAM_CONSUMER_FUNCTION_ID,
-            package=package,
-            handler=constants.STREAM_CONSUMER_HANDLER,
-            table_name=table.table_name,
-            timeout_seconds=constants.STREAM_CONSUMER_TIMEOUT_SECONDS,
-            memory_mb=constants.STREAM_CONSUMER_MEMORY_MB,
-            description="Applies resource creates and deletes from the table stream to the eventual counters",
+            self, constants.STREAM_CONSUMER_FUNCTION, package=package, table_name=table.table_name
         )
         self.consumer_function.add_event_source(
             event_sources.DynamoEventSource(

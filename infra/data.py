@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
@@ -53,20 +55,34 @@ class DataStore(Construct):
         )
         # Sparse: only resources with counting work left carry the bucket attribute, so a sweep
         # reads pending work oldest first without scanning the table.
-        table.add_global_secondary_index(
-            index_name=schema.PENDING_INDEX_NAME,
-            partition_key=dynamodb.Attribute(name=schema.PENDING_BUCKET_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=schema.PENDING_SINCE_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
-            projection_type=dynamodb.ProjectionType.INCLUDE,
-            non_key_attributes=list(schema.PENDING_PROJECTED_ATTRIBUTES),
+        _add_sparse_index(
+            table,
+            schema.PENDING_INDEX_NAME,
+            schema.PENDING_BUCKET_ATTRIBUTE,
+            schema.PENDING_SINCE_ATTRIBUTE,
+            schema.PENDING_PROJECTED_ATTRIBUTES,
         )
         # Sparse: only account items carry the activity bucket. Sorted by the last API write, it
         # lets the sweeper find accounts that went quiet (and heal them) without scanning.
-        table.add_global_secondary_index(
-            index_name=schema.ACTIVITY_INDEX_NAME,
-            partition_key=dynamodb.Attribute(name=schema.ACTIVITY_BUCKET_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=schema.LAST_WRITE_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
-            projection_type=dynamodb.ProjectionType.INCLUDE,
-            non_key_attributes=list(schema.ACTIVITY_PROJECTED_ATTRIBUTES),
+        _add_sparse_index(
+            table,
+            schema.ACTIVITY_INDEX_NAME,
+            schema.ACTIVITY_BUCKET_ATTRIBUTE,
+            schema.LAST_WRITE_ATTRIBUTE,
+            schema.ACTIVITY_PROJECTED_ATTRIBUTES,
         )
         self.table = table
+
+
+def _add_sparse_index(
+    table: dynamodb.Table, name: str, partition_key: str, sort_key: str, projected: Iterable[str]
+) -> None:
+    """A global index of the items that carry `partition_key` (a string, as `sort_key` is), with
+    `projected` beside the keys."""
+    table.add_global_secondary_index(
+        index_name=name,
+        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
+        projection_type=dynamodb.ProjectionType.INCLUDE,
+        non_key_attributes=list(projected),
+    )

@@ -56,14 +56,7 @@ class DeadLetters(Construct):
         )
 
         self.redrive_function = python_function(
-            self,
-            constants.REDRIVE_FUNCTION_ID,
-            package=package,
-            handler=constants.REDRIVE_HANDLER,
-            table_name=table.table_name,
-            timeout_seconds=constants.REDRIVE_TIMEOUT_SECONDS,
-            memory_mb=constants.REDRIVE_MEMORY_MB,
-            description="Re-reads failed stream ranges from DLQ 1 and applies them to the counters",
+            self, constants.REDRIVE_FUNCTION, package=package, table_name=table.table_name
         )
         self.redrive_function.add_event_source(
             event_sources.SqsEventSource(

@@ -17,18 +17,15 @@ from infra.bundling import LAMBDA_RUNTIME, LambdaPackage
 
 def python_function(
     scope: Construct,
-    construct_id: str,
+    function: constants.FunctionSettings,
     *,
     package: LambdaPackage,
-    handler: str,
     table_name: str,
-    timeout_seconds: int,
-    memory_mb: int,
-    description: str,
     extra_environment: Mapping[str, str] | None = None,
 ) -> lambda_.Function:
     # An explicit log group (instead of `log_retention`) sets the retention without the custom
     # resource Lambda that `log_retention` deploys, and lets the removal policy cover the logs.
+    construct_id = function.construct_id
     log_group = logs.LogGroup(
         scope,
         f"{construct_id}Logs",
@@ -63,14 +60,14 @@ def python_function(
         construct_id,
         role=role,
         code=package.code,
-        handler=handler,
+        handler=function.handler,
         runtime=LAMBDA_RUNTIME,
         # Always the architecture the package's wheels were installed for.
         architecture=package.architecture,
-        timeout=cdk.Duration.seconds(timeout_seconds),
-        memory_size=memory_mb,
+        timeout=cdk.Duration.seconds(function.timeout_seconds),
+        memory_size=function.memory_mb,
         tracing=lambda_.Tracing.ACTIVE,
         log_group=log_group,
         environment=environment,
-        description=description,
+        description=function.description,
     )

@@ -14,10 +14,10 @@ from infra.bundling import PipRunner, lambda_package, run_pip
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
+from infra.jwt_authorizer import JwtAuthorizer
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
 from infra.sweeper import Sweeper
-from infra.token_authorizer import TokenAuthorizer
 
 
 class HybridCounterStack(cdk.Stack):
@@ -47,8 +47,8 @@ class HybridCounterStack(cdk.Stack):
             stream_failure_queue=dead_letters.stream_failure_queue,
             package=package,
         )
-        token_authorizer = (
-            TokenAuthorizer(
+        jwt_authorizer = (
+            JwtAuthorizer(
                 self,
                 constants.TOKEN_AUTHORIZER_CONSTRUCT_ID,
                 package=package,
@@ -63,10 +63,10 @@ class HybridCounterStack(cdk.Stack):
             constants.API_CONSTRUCT_ID,
             table=data.table,
             package=package,
-            authorizer=token_authorizer.authorizer if token_authorizer else None,
+            authorizer=jwt_authorizer.authorizer if jwt_authorizer else None,
         )
         # The roles callers assume for SigV4; with the JWT authorizer, tokens take their place.
-        access = None if token_authorizer else Access(self, constants.ACCESS_CONSTRUCT_ID, rest_api=api.rest_api)
+        access = None if jwt_authorizer else Access(self, constants.ACCESS_CONSTRUCT_ID, rest_api=api.rest_api)
         sweeper = Sweeper(self, constants.SWEEPER_CONSTRUCT_ID, table=data.table, package=package)
         monitoring = Monitoring(
             self,

@@ -20,13 +20,9 @@ class Sweeper(Construct):
 
         self.function = python_function(
             self,
-            constants.SWEEPER_FUNCTION_ID,
+            constants.SWEEPER_FUNCTION,
             package=package,
-            handler=constants.SWEEPER_HANDLER,
             table_name=table.table_name,
-            timeout_seconds=constants.SWEEPER_TIMEOUT_SECONDS,
-            memory_mb=constants.SWEEPER_MEMORY_MB,
-            description="Applies resources pending too long and heals the counters of quiet accounts",
             extra_environment={
                 schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: str(constants.SWEEP_PENDING_OLDER_THAN_SECONDS),
                 schema.ENV_HEAL_QUIET_SECONDS: str(constants.HEAL_QUIET_SECONDS),

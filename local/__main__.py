@@ -2,12 +2,14 @@
 
 An embedded emulator (or the one at --endpoint-url / AWS_ENDPOINT_URL), the synthesized CDK
 template deployed into it, and the local Lambda service running the deployed functions, with the
-API on http://127.0.0.1:3000 until Ctrl-C.
+API on http://127.0.0.1:3000 until Ctrl-C. This is the product's launcher, not a stand-in: it wires
+this product's app, callers and banner (local/product.py, local/identities.py) to the stand-ins.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -18,7 +20,8 @@ import time
 from typing import Any
 
 from infra import constants
-from local.identities import IDENTITIES_FILE
+from local.deploy import context_entry
+from local.identities import DEFAULT_TENANT, IDENTITIES_FILE, Identities
 
 HOST = "127.0.0.1"  # the API's address: loopback only
 
@@ -69,15 +72,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "-c",
         "--context",
         action="append",
+        type=context_entry,
         default=[],
         metavar="KEY=VALUE",
         help="CDK context for the synthesized stack, as `cdk deploy -c` takes it (e.g. streamBatchingWindowSeconds=2)",
     )
     args = parser.parse_args(argv)
-    pairs = [item.partition("=") for item in args.context]
-    if any(not key or not sep for key, sep, _ in pairs):
-        parser.error("--context takes KEY=VALUE")
-    args.context = {key: value for key, _, value in pairs}
+    args.context = dict(args.context)
     return args
 
 
@@ -95,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     from local.emulator import EmulatorProcess
-    from local.identities import Identities
-    from local.runtime import LocalRuntime, RuntimeSettings, scaled_environment
+    from local.product import APP, runtime_settings, scaled_environment
+    from local.runtime import LocalRuntime
 
     emulator = None
     endpoint = args.endpoint_url
@@ -108,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         endpoint = emulator.start()
     faults: list[dict[str, Any]] = json.loads(open(args.faults).read()) if args.faults else []  # noqa: SIM115
+    identities = Identities.load(IDENTITIES_FILE)
     runtime = LocalRuntime(
-        RuntimeSettings(
-            endpoint_url=endpoint,
-            stack_name=args.stack_name,
+        runtime_settings(
+            endpoint,
+            identities=identities,
+            app=dataclasses.replace(APP, stack_name=args.stack_name),
             host=HOST,
             port=args.port,
             faults=faults,
@@ -119,12 +122,12 @@ def main(argv: list[str] | None = None) -> int:
             account_concurrency=args.account_concurrency,
             environment=scaled_environment(args.partition_limits),
             context=args.context,
-            identities=Identities.load(IDENTITIES_FILE),
         )
     )
     try:
         runtime.deploy_and_start()
-        print_summary(runtime, endpoint, emulator.flavour if emulator else "", time.perf_counter() - started)
+        flavour = emulator.flavour if emulator else ""
+        print_summary(runtime, identities, endpoint, flavour, time.perf_counter() - started)
         wait_for_interrupt()
     except PortInUse as error:  # taken while the stack deployed
         print(f"python -m local: {error.strerror}", file=sys.stderr)
@@ -137,11 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def callers(runtime: Any) -> list[str]:
+def callers(runtime: Any, identities: Identities) -> list[str]:
     """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4; a session's
     keys go with its session token)."""
-    identities = runtime.settings.identities
-    admin, tenant = identities.admin, identities.tenant("acme")
+    admin, tenant = identities.admin, identities.tenant(DEFAULT_TENANT)
     sign = f"--aws-sigv4 aws:amz:{runtime.settings.region}:execute-api"
 
     def signed_as(identity: Any) -> str:
@@ -164,14 +166,14 @@ def callers(runtime: Any) -> list[str]:
     ]
 
 
-def print_summary(runtime: Any, endpoint: str, emulator_flavour: str, seconds: float) -> None:
+def print_summary(runtime: Any, identities: Identities, endpoint: str, emulator_flavour: str, seconds: float) -> None:
     outputs = runtime.outputs
     print(
         "\n".join(
             [
                 "",
                 f"  API           {runtime.api_url}  (every request signed with SigV4: docs/security.md)",
-                *callers(runtime),
+                *callers(runtime, identities),
                 f"  emulator      {endpoint}{f'  (embedded moto, {emulator_flavour})' if emulator_flavour else ''}",
                 f"  table         {outputs.get(constants.OUTPUT_TABLE_NAME)}",
                 f"  stream        {outputs.get(constants.OUTPUT_STREAM_ARN)}",

@@ -33,7 +33,7 @@ from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import Caller, IamAuthorizer
 from local.sigv4 import MISSING_TOKEN, Refusal, request_path
 from local.stage_throttle import TOO_MANY_REQUESTS, StageThrottle
-from local.token_authorizer import AUTHORIZER_MISCONFIGURED, Authorized, TokenAuthorizer
+from local.token_authorizer import AUTHORIZER_MISCONFIGURED, Authorized, LambdaTokenAuthorizer
 
 logger = logging.getLogger("local.runtime")
 
@@ -266,7 +266,7 @@ class ApiGateway:
         authorizer: IamAuthorizer | None = None,
         responses: GatewayResponses | None = None,
         throttle: StageThrottle | None = None,
-        token_authorizer: TokenAuthorizer | None = None,
+        token_authorizer: LambdaTokenAuthorizer | None = None,
     ) -> None:
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage

@@ -1,12 +1,15 @@
-"""Deploys the synthesized CDK template into an emulator with CloudFormation, as `cdk deploy` would.
+"""Deploys a CDK app's synthesized template into an emulator with CloudFormation, as `cdk deploy`
+would: the same template as a real deployment, so there is no second definition of the
+infrastructure. Beforehand, it provides what CDK's bootstrap provides: the bootstrap version
+parameter, and the asset bucket holding each Lambda package.
 
-The same template as the real deployment, so there is no second definition of the infrastructure.
-Beforehand, this module provides what CDK's bootstrap provides: the bootstrap version parameter,
-and the asset bucket holding each Lambda package.
+Which app, and where its template and code come from, is the caller's (`CdkApp`; local/product.py
+describes this one).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fnmatch
 import hashlib
@@ -17,39 +20,60 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_DIR, FUNCTIONS_PACKAGE, REPO_ROOT
-
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 BOOTSTRAP_VERSION = "30"
-
-
-# Synthesized templates, by what they were made from (`make run` and the tests start the runtime
-# many times over the same sources; a synthesis costs about 10 s of CPU).
-SYNTH_CACHE_DIR = REPO_ROOT / ".local" / "synth"
+# Synthesized templates kept per app, by what they were made from (a synthesis costs about 10 s of
+# CPU, and `make run` and the tests start the runtime many times over the same sources).
 SYNTH_CACHE_KEPT = 16
-# What a template is made from, besides the context: the CDK app, its settings and pinned versions,
-# the infrastructure code, and the functions' sources (the asset's hash is theirs).
-SYNTH_INPUT_FILES = ("app.py", "cdk.json", "requirements.txt", "package-lock.json")
-SYNTH_INPUT_FOLDERS = ("infra", FUNCTIONS_PACKAGE)
 
 
-def synthesis_key(context: Mapping[str, str] | None = None, root: Path = REPO_ROOT) -> str:
+@dataclass(frozen=True)
+class CdkApp:
+    """A CDK app and the one stack of it deployed locally, as `cdk synth` and `cdk deploy` see them."""
+
+    root: Path  # the app's folder
+    stack_name: str
+    # Python run in `root` that prints the stack's template as JSON; its context (over cdk.json's)
+    # comes as JSON in sys.argv[1].
+    synth_script: str
+    # What the template is made from, besides the context (under `root`): an edit to any of them is
+    # a new synthesis.
+    input_files: tuple[str, ...]
+    input_folders: tuple[str, ...]
+    # The folder every function's code asset is (its Python files, under the folder's own name).
+    code_folder: str
+    # File and folder name patterns that are neither inputs nor code (caches, tests, tool litter).
+    excluded: tuple[str, ...] = ()
+    # Where templates are kept by what they were made from; None: synthesized every time.
+    synth_cache: Path | None = None
+
+    def excludes(self, relative: Path) -> bool:
+        """Whether a path (relative to `root`) is left out, for any of its parts."""
+        return any(fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in self.excluded)
+
+
+def context_entry(text: str) -> tuple[str, str]:
+    """One `-c KEY=VALUE` of CDK context, as `cdk deploy -c` takes it (an argparse `type`)."""
+    key, separator, value = text.partition("=")
+    if not key or not separator:
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def synthesis_key(app: CdkApp, context: Mapping[str, str] | None = None) -> str:
     """A digest of the context and of every input file's path and bytes: a change to any is a new key."""
+    root = app.root
     digest = hashlib.sha256(json.dumps(dict(context or {}), sort_keys=True).encode())
-    files = [root / name for name in SYNTH_INPUT_FILES]
-    for folder in SYNTH_INPUT_FOLDERS:
+    files = [root / name for name in app.input_files]
+    for folder in app.input_folders:
         files += [
-            path
-            for path in (root / folder).rglob("*")
-            if path.is_file()
-            and not any(
-                fnmatch.fnmatch(part, pattern) for part in path.relative_to(root).parts for pattern in EXCLUDED_PATTERNS
-            )
+            path for path in (root / folder).rglob("*") if path.is_file() and not app.excludes(path.relative_to(root))
         ]
     for path in sorted(files):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
@@ -58,21 +82,22 @@ def synthesis_key(context: Mapping[str, str] | None = None, root: Path = REPO_RO
     return digest.hexdigest()[:32]
 
 
-def synthesize(context: Mapping[str, str] | None = None, cache_dir: Path | None = SYNTH_CACHE_DIR) -> dict[str, Any]:
-    """The stack's template with `context` over cdk.json's: from `cache_dir` when the same inputs
-    were synthesized before (None: always synthesize), else synthesized and kept there."""
-    if cache_dir is None:
-        return synthesize_in_child(context)
-    cached = cache_dir / f"{synthesis_key(context)}.json"
+def synthesize(app: CdkApp, context: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The stack's template with `context` over cdk.json's: from the app's `synth_cache` when the
+    same inputs were synthesized before, else synthesized and kept there."""
+    folder = app.synth_cache
+    if folder is None:
+        return synthesize_in_child(app, context)
+    cached = folder / f"{synthesis_key(app, context)}.json"
     if cached.exists():
         template: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
         return template
-    template = synthesize_in_child(context)
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    template = synthesize_in_child(app, context)
+    folder.mkdir(parents=True, exist_ok=True)
     written = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")  # whole or absent, for other processes
     written.write_text(json.dumps(template), encoding="utf-8")
     written.replace(cached)
-    _forget_all_but_the_newest(cache_dir, SYNTH_CACHE_KEPT)
+    _forget_all_but_the_newest(folder, SYNTH_CACHE_KEPT)
     return template
 
 
@@ -86,20 +111,16 @@ def _forget_all_but_the_newest(cache_dir: Path, kept: int) -> None:
         stale.unlink(missing_ok=True)
 
 
-def synthesize_in_child(context: Mapping[str, str] | None = None) -> dict[str, Any]:
+def synthesize_in_child(app: CdkApp, context: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The stack's template with `context` over cdk.json's, synthesized in a child process.
 
     CDK runs a Node process behind the Python app. Keeping it out of the long-running runtime means
     Ctrl-C, which the terminal sends to the whole process group, has no Node process left here to
     break on the way out.
     """
-    script = (
-        "import json, sys; from infra.synth import synthesize_stack_template; "
-        "json.dump(synthesize_stack_template(json.loads(sys.argv[1])), sys.stdout)"
-    )
     completed = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(dict(context or {}))],
-        cwd=REPO_ROOT,
+        [sys.executable, "-c", app.synth_script, json.dumps(dict(context or {}))],
+        cwd=app.root,
         capture_output=True,
         text=True,
         check=False,
@@ -110,15 +131,16 @@ def synthesize_in_child(context: Mapping[str, str] | None = None) -> dict[str, A
     return template
 
 
-def package_functions(functions_dir: Path = FUNCTIONS_DIR) -> bytes:
-    """A zip of the functions package (the emulator stores the code; the local runtime runs it)."""
-    excluded_folders = {pattern for pattern in EXCLUDED_PATTERNS if "*" not in pattern}
+def package_code(app: CdkApp) -> bytes:
+    """A zip of the app's code folder (the emulator stores the code; the local runtime runs it)."""
+    folder = app.root / app.code_folder
+    excluded_folders = {pattern for pattern in app.excluded if "*" not in pattern}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(functions_dir.rglob("*.py")):
-            relative = path.relative_to(functions_dir)
+        for path in sorted(folder.rglob("*.py")):
+            relative = path.relative_to(folder)
             if not excluded_folders & set(relative.parts):
-                archive.write(path, f"{FUNCTIONS_PACKAGE}/{relative}")
+                archive.write(path, f"{app.code_folder}/{relative}")
     return buffer.getvalue()
 
 
@@ -130,8 +152,7 @@ def _substitute(value: Any, account: str, region: str) -> str:
     raise ValueError(f"cannot resolve asset location {value!r}")
 
 
-def upload_assets(template: Mapping[str, Any], s3: Any, account: str, region: str) -> None:
-    package = package_functions()
+def upload_assets(template: Mapping[str, Any], s3: Any, account: str, region: str, package: bytes) -> None:
     buckets = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::Lambda::Function":
@@ -144,15 +165,16 @@ def upload_assets(template: Mapping[str, Any], s3: Any, account: str, region: st
         s3.put_object(Bucket=bucket, Key=key, Body=package)
 
 
-def deploy(client: Callable[[str], Any], region: str, template: Mapping[str, Any], stack_name: str) -> dict[str, str]:
-    """Create the stack (or keep the one already there) and return its outputs."""
+def deploy(client: Callable[[str], Any], region: str, app: CdkApp, template: Mapping[str, Any]) -> dict[str, str]:
+    """Create the app's stack from `template` (or keep the one already there) and return its outputs."""
+    stack_name = app.stack_name
     cloudformation = client("cloudformation")
     existing = _stack(cloudformation, stack_name)
     if existing is None or existing["StackStatus"].endswith("_FAILED"):
         ssm = client("ssm")
         ssm.put_parameter(Name=BOOTSTRAP_VERSION_PARAMETER, Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True)
         account = client("sts").get_caller_identity()["Account"]
-        upload_assets(template, client("s3"), account, region)
+        upload_assets(template, client("s3"), account, region, package_code(app))
         cloudformation.create_stack(
             StackName=stack_name,
             TemplateBody=json.dumps(template),

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from functions.core import schema
 from local.filters import matches_any, parse_filters
 from local.functions import FunctionPool, Invocation
 
@@ -81,7 +80,8 @@ def _failed_ids(invocation: Invocation, valid_ids: Sequence[str]) -> list[str] |
 
 class DeliveryFaults(Protocol):
     """What a stream source may be told to do wrong, batch by batch: a hook for fault injection
-    (`make chaos` gives one, chaos/faults.py); each answer is asked once per batch."""
+    (`RuntimeSettings.delivery_faults`; chaos/faults.py gives one); each answer is asked once per
+    batch."""
 
     def deliver_twice_at_once(self, records: int) -> bool:
         """Give the batch to two sandboxes at once, as overlapping consumers would."""
@@ -112,12 +112,15 @@ class StreamMapping:
     max_retry_attempts: int  # -1: until the record expires
     max_record_age_seconds: int  # -1: no limit beyond the stream's 24 h
     on_failure_arn: str | None
+    # The table's partition key (the stream's KeySchema), which the parallelization factor's lanes
+    # are chosen by.
+    partition_key: str
     # Batches of one shard processed at once, records of one partition key always in the same one,
     # in order (Lambda developer guide, "Using Lambda with DynamoDB", parallelization factor).
     parallelization_factor: int = 1
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any], function: FunctionPool) -> StreamMapping:
+    def from_mapping(cls, mapping: Mapping[str, Any], function: FunctionPool, partition_key: str) -> StreamMapping:
         return cls(
             uuid=mapping["UUID"],
             stream_arn=mapping["EventSourceArn"],
@@ -131,6 +134,7 @@ class StreamMapping:
             max_retry_attempts=int(mapping.get("MaximumRetryAttempts", -1)),
             max_record_age_seconds=int(mapping.get("MaximumRecordAgeInSeconds", -1)),
             on_failure_arn=(mapping.get("DestinationConfig") or {}).get("OnFailure", {}).get("Destination"),
+            partition_key=partition_key,
             parallelization_factor=int(mapping.get("ParallelizationFactor") or 1),
         )
 
@@ -223,7 +227,7 @@ class StreamShardPoller:
         lanes: dict[int, list[Record]] = {}
         left: list[Record] = []
         for record in self._pending:
-            lane = lanes.setdefault(lane_of(record, factor), [])
+            lane = lanes.setdefault(lane_of(record, self.mapping.partition_key, factor), [])
             (lane if len(lane) < self.mapping.batch_size else left).append(record)
         self._pending = left
         return [batch for batch in lanes.values() if batch]
@@ -328,10 +332,10 @@ def lambda_shaped(record: Mapping[str, Any], stream_arn: str) -> Record:
     return shaped
 
 
-def lane_of(record: Record, factor: int) -> int:
+def lane_of(record: Record, partition_key: str, factor: int) -> int:
     """The lane of a record's partition key: the same key, the same lane, in every round."""
     keys = record.get("dynamodb", {}).get("Keys", {})
-    partition = json.dumps(keys.get(schema.PARTITION_KEY), sort_keys=True)
+    partition = json.dumps(keys.get(partition_key), sort_keys=True)
     return int.from_bytes(hashlib.sha256(partition.encode()).digest()[:4], "big") % factor
 
 

@@ -3,11 +3,12 @@
 A rule answers matching AWS calls with an AWS error instead of sending them (nothing lands),
 at botocore's `before-send`, so the SDK's own retries see it as a real answer:
 
-    {"functions": ["stream_consumer"], "operation": "TransactWriteItems",
-     "contains": "ACCOUNT#poison", "answer": "TransactionConflict"}
+    {"functions": ["worker"], "operation": "TransactWriteItems",
+     "contains": "poison", "answer": "TransactionConflict"}
 
-`functions` names handler packages (api, stream_consumer, redrive; empty = all), `contains` is
-matched against the call's parameters as JSON, `answer` is one of ANSWERS.
+`functions` names functions by their short names (local/functions.py `DeployedFunction.short_name`;
+empty = all), `contains` is matched against the call's parameters as JSON, `answer` is one of
+ANSWERS.
 
 `contains` may be a list: every one of its strings must appear.
 

@@ -28,9 +28,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Read in every sandbox before the handler loads: faults to inject below the handler's code, and
 # where its logs go (CloudWatch Logs, locally).
-FAULTS_ENV = "HYBRID_COUNTER_LOCAL_FAULTS"
-SANDBOX_HOOK_ENV = "HYBRID_COUNTER_LOCAL_SANDBOX_HOOK"
-LOG_DIR_ENV = "HYBRID_COUNTER_LOCAL_LOG_DIR"
+FAULTS_ENV = "LOCAL_LAMBDA_FAULTS"
+SANDBOX_HOOK_ENV = "LOCAL_LAMBDA_SANDBOX_HOOK"
+LOG_DIR_ENV = "LOCAL_LAMBDA_LOG_DIR"
 
 # Lambda's payload limits for a synchronous invocation, "6 MB" each (Lambda quotas; "Invoke"):
 # measured, the Invoke API refuses a request from 6 MiB and a function's response over 6 MiB + 100
@@ -75,7 +75,10 @@ class DeployedFunction:
 
     @property
     def short_name(self) -> str:
-        return self.handler.split(".")[1] if self.handler.startswith("functions.") else self.name
+        """What the run log, the log files and fault rules call the function: the package its
+        handler's module is in (`functions.api.handler.handler`: `api`), else its name."""
+        package = self.handler.rpartition(".")[0].rpartition(".")[0]
+        return package.rpartition(".")[2] or self.name
 
 
 @dataclass
@@ -174,7 +177,7 @@ class FunctionPool:
     (TooManyRequestsException), never queued; an event source's poller waits for a free sandbox, as
     Lambda's pollers do. A sandbox is taken only when one is free, so a function's timeout counts its
     run alone. A run past its timeout is reported at the timeout; its sandbox finishes the work (its
-    late writes are made harmless by the product, docs/admission.md) and stays busy until then.
+    late writes are the function's to make harmless, as on AWS) and stays busy until then.
     """
 
     def __init__(

@@ -1,5 +1,5 @@
-"""A small HTTP client for the API (tests, benchmarks, chaos): the standard library, and botocore's
-SigV4 signer."""
+"""A small HTTP client of an API behind the local API Gateway (or a deployed one): the standard
+library, and botocore's SigV4 signer. This product's calls on it are local/product.py's CounterApi."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from local.sigv4 import sign
 
@@ -25,8 +24,8 @@ class Reply:
 
 
 class HttpApi:
-    """The API over HTTP, every request signed with SigV4 by `credentials` (the API's methods are
-    authorized with IAM: docs/security.md); unsigned when they are None."""
+    """An API over HTTP, every request signed with SigV4 by `credentials` (for methods authorized
+    with AWS_IAM); unsigned when they are None."""
 
     def __init__(self, base_url: str, timeout: float = 30, credentials: Any = None, region: str = "us-east-1") -> None:
         self.base_url = base_url.rstrip("/")
@@ -34,9 +33,9 @@ class HttpApi:
         self.credentials = credentials  # botocore credentials: access_key, secret_key, token
         self.region = region
 
-    def signed_as(self, credentials: Any) -> HttpApi:
+    def signed_as(self, credentials: Any) -> Self:
         """The same API, called by someone else."""
-        return HttpApi(self.base_url, self.timeout, credentials, self.region)
+        return type(self)(self.base_url, self.timeout, credentials, self.region)
 
     def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
         data = None if body is None else json.dumps(body).encode()
@@ -54,24 +53,6 @@ class HttpApi:
     @staticmethod
     def _reply(status: int, headers: dict[str, str], raw: bytes) -> Reply:
         return Reply(status, headers, json.loads(raw) if raw else None)
-
-    def new_account(self, prefix: str = "it", limit: int = 10) -> str:
-        """A fresh account per test, so tests never see each other's resources."""
-        account_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        assert self.request("PUT", f"/accounts/{account_id}", {"limit": limit}).status == 200
-        return account_id
-
-    def account(self, account_id: str) -> dict[str, Any]:
-        reply = self.request("GET", f"/accounts/{account_id}")
-        assert reply.status == 200, reply.body
-        return reply.body  # type: ignore[no-any-return]
-
-    def create(self, account_id: str, name: str = "r", key: str | None = None) -> Reply:
-        headers = {"Idempotency-Key": key} if key else None
-        return self.request("POST", f"/accounts/{account_id}/resources", {"name": name}, headers)
-
-    def delete(self, account_id: str, resource_id: str) -> Reply:
-        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
 
 
 def poll(read: Callable[[], T], until: Callable[[T], bool], timeout: float = 60, interval: float = 0.1) -> T:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn
-from local.identities import Identities, Identity
+from local.sessions import Session, Sessions
 from local.sigv4 import EXPIRED_TOKEN, UNKNOWN_KEY, Refusal, Signed, request_path, utc_now, verify
 
 logger = logging.getLogger("local.runtime")
@@ -26,7 +26,7 @@ CONFIGURATION_ERROR = Refusal("API_CONFIGURATION_ERROR", 500, "Internal server e
 class Caller:
     """Who an allowed request came from, as API Gateway puts it in `requestContext.identity`."""
 
-    identity: Identity
+    identity: Session
     user_arn: str
     account_id: str
 
@@ -40,8 +40,8 @@ class Caller:
 
 @dataclass
 class IamAuthorizer:
-    identities: Identities
-    policies: Mapping[str, Sequence[Mapping[str, Any]]]  # role (ADMIN, TENANT) -> its policy documents
+    identities: Sessions
+    policies: Mapping[str, Sequence[Mapping[str, Any]]]  # a session's role -> its policy documents
     role_arns: Mapping[str, str]  # role -> ARN
     region: str
     account_id: str

@@ -1,7 +1,7 @@
-"""The callers the local API Gateway knows: access keys, each standing for a session of a role the
-stack deploys (docs/security.md). AWS would issue these keys from `sts:AssumeRole`; here they are
-minted locally, with the same meaning: an admin session, or a tenant session tagged with its
-account id.
+"""This product's callers of the local API (part of its launcher, not a stand-in: docs/local-runtime.md):
+an admin session, and a tenant session per account, tagged with its account id, of the two roles the
+stack deploys (docs/security.md). AWS would issue them from `sts:AssumeRole`; local/sessions.py
+mints them locally, with the same meaning.
 
 `make run` keeps them in `.local/identities.json` (created on first run, never committed) and prints
 how to use them; `python -m local.identities ACCOUNT` mints a tenant session for another account
@@ -11,65 +11,25 @@ there, which a running `make run` accepts at once. Tests and benchmarks mint the
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
 import re
-import secrets
 import sys
-import threading
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
-
-from botocore.credentials import Credentials
+from typing import Self
 
 from functions.core.model import ID_PATTERN, MAX_ID_LENGTH
 from infra import constants
+from local.sessions import Clock, Session, Sessions
 from local.sigv4 import utc_now
 
 ADMIN, TENANT = "admin", "tenant"
 IDENTITIES_FILE = Path(__file__).resolve().parent.parent / ".local" / "identities.json"
 # The stack output naming each kind of session's role.
 ROLE_OUTPUTS = {ADMIN: constants.OUTPUT_ADMIN_ROLE_ARN, TENANT: constants.OUTPUT_TENANT_ROLE_ARN}
-# How long a minted session lasts: sts:AssumeRole's longest (DurationSeconds 43,200, for a role
-# whose maximum session duration is 12 hours), so one `make run` session outlives its working day.
-SESSION_DURATION = datetime.timedelta(hours=12)
-# A saved session this close to its expiry is minted again when loaded, so a run starts with hours.
-RENEWED_WITHIN = datetime.timedelta(hours=1)
-
-Clock = Callable[[], datetime.datetime]
+DEFAULT_TENANT = "acme"
 
 
-@dataclass(frozen=True)
-class Identity:
-    """A role session's temporary credentials, as sts:AssumeRole returns them: an access key id,
-    its secret, the session token that must come with them, and when they expire."""
-
-    access_key_id: str
-    secret_access_key: str
-    session_token: str
-    expiration: datetime.datetime
-    role: str  # ADMIN or TENANT
-    tags: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def session_name(self) -> str:
-        return f"local-{self.tags.get(constants.TENANT_TAG_KEY, self.role)}"
-
-    def credentials(self) -> Credentials:
-        return Credentials(self.access_key_id, self.secret_access_key, self.session_token)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "expiration": self.expiration.isoformat()}
-
-    @classmethod
-    def from_json(cls, entry: dict[str, Any]) -> Identity:
-        return cls(**{**entry, "expiration": datetime.datetime.fromisoformat(entry["expiration"])})
-
-
-def _tenant_tags(account_id: str) -> dict[str, str]:
+def tenant_tags(account_id: str) -> dict[str, str]:
     """A tenant session's tags. Only an account id may be one: the tenant policy puts the tag into
     its resource ARNs, and the deployed trust policy refuses a value that could widen them
     (docs/security.md)."""
@@ -78,125 +38,35 @@ def _tenant_tags(account_id: str) -> dict[str, str]:
     return {constants.TENANT_TAG_KEY: account_id}
 
 
-def _mint(role: str, tags: dict[str, str], now: datetime.datetime) -> Identity:
-    return Identity(
-        f"ASIALOCAL{secrets.token_hex(6).upper()}",
-        secrets.token_urlsafe(30),
-        secrets.token_urlsafe(64),
-        now + SESSION_DURATION,
-        role,
-        dict(tags),
-    )
+class Identities(Sessions):
+    """Sessions with an admin always among them, and a tenant's minted the first time it is asked for."""
 
-
-def _current(saved: dict[str, Any], now: datetime.datetime) -> Identity:
-    """A saved session, or a new one for its role and tags, as its caller would assume the role
-    again, when it expires within RENEWED_WITHIN (or was saved before sessions had tokens)."""
-    if "session_token" in saved:
-        identity = Identity.from_json(saved)
-        if identity.expiration - now > RENEWED_WITHIN:
-            return identity
-    return _mint(saved["role"], saved.get("tags", {}), now)
-
-
-def _saved(path: Path) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
-    return entries
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        status = path.stat()
-    except FileNotFoundError:
-        return None
-    return status.st_mtime_ns, status.st_size
-
-
-class Identities:
-    def __init__(self, known: list[Identity] | None = None, clock: Clock = utc_now, path: Path | None = None) -> None:
-        self._lock = threading.Lock()
-        self._clock = clock
-        self._by_key = {identity.access_key_id: identity for identity in known or []}
-        # Where they are kept, if anywhere: a session saved there later (by another process minting
-        # a tenant) is found too, without a restart.
-        self._path = path
-        self._read = _stamp(path) if path else None
-        if not any(identity.role == ADMIN for identity in self._by_key.values()):
-            admin = _mint(ADMIN, {}, clock())
-            self._by_key[admin.access_key_id] = admin
+    def __init__(self, known: Iterable[Session] = (), clock: Clock = utc_now, path: Path | None = None) -> None:
+        super().__init__(known, clock, path)
+        self.session(ADMIN, {})
 
     @property
-    def admin(self) -> Identity:
-        return next(identity for identity in self._by_key.values() if identity.role == ADMIN)
+    def admin(self) -> Session:
+        return self.session(ADMIN, {})
 
-    def tenant(self, account_id: str) -> Identity:
+    def tenant(self, account_id: str) -> Session:
         """A tenant session for `account_id` (minted the first time it is asked for)."""
-        with self._lock:
-            for identity in self._by_key.values():
-                if identity.role == TENANT and identity.tags.get(constants.TENANT_TAG_KEY) == account_id:
-                    return identity
-            minted = _mint(TENANT, _tenant_tags(account_id), self._clock())
-            self._by_key[minted.access_key_id] = minted
-            return minted
-
-    def find(self, access_key_id: str) -> Identity | None:
-        identity = self._by_key.get(access_key_id)
-        if identity is None and self._path is not None and self._learn_saved(self._path):
-            identity = self._by_key.get(access_key_id)
-        return identity
-
-    def secret_of(self, access_key_id: str) -> str | None:
-        identity = self.find(access_key_id)
-        return None if identity is None else identity.secret_access_key
-
-    def as_json(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [identity.to_json() for identity in self._by_key.values()]
-
-    def _learn_saved(self, path: Path) -> bool:
-        """Take in the sessions saved at `path` since it was last read; True if it changed."""
-        stamp = _stamp(path)
-        with self._lock:
-            if stamp is None or stamp == self._read:
-                return False
-            self._read = stamp
-            try:
-                saved = [Identity.from_json(entry) for entry in _saved(path)]
-            except (OSError, ValueError, TypeError, KeyError):  # edited by hand into something else: ignored
-                return False
-            for identity in saved:
-                self._by_key.setdefault(identity.access_key_id, identity)
-            return True
-
-    def save(self, path: Path) -> None:
-        """Written whole, then renamed into place: a process reading `path` meanwhile sees the old
-        or the new file, never half of one."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        written = path.with_name(f".{path.name}.{os.getpid()}")
-        written.write_text(json.dumps(self.as_json(), indent=2) + "\n", encoding="utf-8")
-        written.chmod(0o600)
-        written.replace(path)
+        return self.session(TENANT, tenant_tags(account_id))
 
     @classmethod
-    def load(cls, path: Path, clock: Clock = utc_now) -> Identities:
-        """The sessions saved at `path` (new ones, an admin and a tenant `acme`, the first time),
-        each renewed if it must be (`_current`), saved again when anything changed; they learn
-        sessions saved there later."""
-        now = clock()
-        saved = _saved(path)
-        identities = cls([_current(entry, now) for entry in saved], clock)
-        identities.tenant("acme")
-        if identities.as_json() != saved:
-            identities.save(path)
-        return cls([Identity.from_json(entry) for entry in _saved(path)], clock, path)
+    def load(cls, path: Path, clock: Clock = utc_now, wanted: Iterable[tuple[str, Mapping[str, str]]] = ()) -> Self:
+        """The sessions saved at `path` (an admin and a tenant `acme`, the first time), renewed if
+        they must be, saved again when anything changed; they learn sessions saved there later."""
+        return super().load(path, clock, [(TENANT, tenant_tags(DEFAULT_TENANT)), *wanted])
 
 
-def mint_tenant(account_id: str, path: Path = IDENTITIES_FILE) -> Identity:
+def mint_tenant(account_id: str, path: Path = IDENTITIES_FILE) -> Session:
     """A tenant session for `account_id`, saved at `path` (the one there if there is one): a
     running `make run`, which keeps its callers there, accepts it at once."""
     identities = Identities.load(path)
+    before = identities.as_json()
     tenant = identities.tenant(account_id)
-    if all(saved.get("access_key_id") != tenant.access_key_id for saved in _saved(path)):
+    if identities.as_json() != before:
         identities.save(path)
     return tenant
 
@@ -220,7 +90,7 @@ def main(argv: list[str] | None = None, path: Path = IDENTITIES_FILE) -> None:
     parser.add_argument("accounts", nargs="*", metavar="ACCOUNT", help="a tenant's account id (default: acme)")
     args = parser.parse_args(argv)
     try:
-        tenants = [mint_tenant(account_id, path) for account_id in args.accounts or ["acme"]]
+        tenants = [mint_tenant(account_id, path) for account_id in args.accounts or [DEFAULT_TENANT]]
     except ValueError as error:
         parser.error(str(error))
     admin = Identities.load(path).admin

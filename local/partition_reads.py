@@ -1,13 +1,13 @@
 """Several partitions read at one instant: an extension of the embedded emulator, which AWS lacks.
 
 A Query reads one partition, and TransactGetItems at most 100 items named by key. A check of an
-invariant that spans an account's partitions (its resources, its admission shards, its counter
-shards) *at an instant* needs more. The emulator applies one DynamoDB request at a time
-(local/emulator.py), so a request answered inside that lock sees one instant. `make chaos` reads
-every account this way (chaos/truth.py); nothing in the product calls it.
+invariant that spans several partitions *at an instant* needs more. The emulator applies one
+DynamoDB request at a time (local/emulator.py), so a request answered inside that lock sees one
+instant. `make chaos` reads each account's partitions this way (chaos/truth.py); no function
+calls it.
 
     POST /  X-Amz-Target: LocalEmulator.ReadPartitions
-    {"TableName": "...", "PartitionKeys": ["ACCOUNT#a", "SHARD#a#01", ...]}
+    {"TableName": "...", "PartitionKeys": ["P#1", "P#2", ...]}
     -> {"Items": [every item of those partitions, in DynamoDB JSON]}
 """
 
@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from local.dynamodb_wire import read_body, request_region
+from local.moto_patches.tables import MotoTables
 
 TARGET = "LocalEmulator.ReadPartitions"
 
@@ -26,32 +27,18 @@ TARGET = "LocalEmulator.ReadPartitions"
 class PartitionReads:
     """WSGI layer answering TARGET from moto's tables; everything else goes on down."""
 
-    def __init__(self, application: Callable[..., Iterable[bytes]], account_id: str) -> None:
+    def __init__(self, application: Callable[..., Iterable[bytes]], tables: MotoTables) -> None:
         self._application = application
-        self._account_id = account_id
+        self._tables = tables
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("HTTP_X_AMZ_TARGET") != TARGET:
             return self._application(environ, start_response)
         request = json.loads(read_body(environ) or b"{}")
-        items = self._read(request_region(environ), request["TableName"], request["PartitionKeys"])
+        items = self._tables.partitions(request_region(environ), request["TableName"], request["PartitionKeys"])
         body = json.dumps({"Items": items}).encode()
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
-
-    def _read(self, region: str, table_name: str, partition_keys: Sequence[str]) -> list[dict[str, Any]]:
-        from moto.dynamodb.models import dynamodb_backends
-        from moto.dynamodb.models.dynamo_type import DynamoType
-
-        table = dynamodb_backends[self._account_id][region].tables[table_name]
-        items: list[dict[str, Any]] = []
-        for partition_key in partition_keys:
-            found = table.items.get(DynamoType({"S": partition_key}))
-            if found is None:
-                continue
-            stored: Any = found.values() if table.has_range_key else [found]  # moto: range key -> item
-            items += [dict(item.to_json()["Attributes"]) for item in stored]
-        return items
 
 
 def read_partitions(emulator_url: str, table_name: str, partition_keys: Sequence[str]) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 
 A WSGI layer inside the emulator's one-request-at-a-time lock. For each DynamoDB request it names
 the items, partition keys and index partition keys the request touches (reading the items before,
-from moto's own tables), refuses the request as DynamoDB does when a bucket it needs is empty, and
-otherwise runs it and charges what DynamoDB bills (local/capacity/limits.py has the rules and
-their sources). What a throttle looks like, as the DynamoDB API reference documents it:
+from moto's own tables: local/moto_patches/tables.py), refuses the request as DynamoDB does when a
+bucket it needs is empty, and otherwise runs it and charges what DynamoDB bills
+(local/capacity/limits.py has the rules and their sources). What a throttle looks like, as the
+DynamoDB API reference documents it:
 
 * a single-item request: HTTP 400 `ProvisionedThroughputExceededException` (the SDK retries it);
 * `TransactWriteItems`: `TransactionCanceledException`, the throttled action's reason
@@ -23,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from local.capacity.billing import (
-    Index,
     index_writes,
     item_size,
     plain,
@@ -34,6 +34,7 @@ from local.capacity.billing import (
 )
 from local.capacity.limits import READ, WRITE, PartitionLimits, index_place, item_place
 from local.dynamodb_wire import dynamodb_error, get_json, give_body, json_answer, read_body, request_region
+from local.moto_patches.tables import MotoTables
 
 TARGET_PREFIX = "DynamoDB_20120810."
 # GET this path on the emulator for the refusals so far, per place (the load benchmark reports them).
@@ -43,41 +44,6 @@ THROUGHPUT_MESSAGE = (
     "table or index so please try again shortly."
 )
 Target = tuple[str, dict[str, Any], bool, dict[str, Any] | None]  # table, key, transactional, item put
-
-
-class MotoTables:
-    """Reads moto's tables directly (inside the lock, so nothing moves meanwhile)."""
-
-    def __init__(self, account_id: str) -> None:
-        self._account_id = account_id
-
-    def _table(self, region: str, name: str) -> Any:
-        from moto.dynamodb.models import dynamodb_backends
-
-        return dynamodb_backends[self._account_id][region].tables.get(name)
-
-    def shape(self, region: str, name: str) -> tuple[tuple[str, ...], tuple[Index, ...]] | None:
-        table = self._table(region, name)
-        if table is None:
-            return None
-        keys = tuple(k for k in (table.hash_key_attr, table.range_key_attr) if k)
-        indexes = [
-            Index.from_description({"IndexName": index.name, "KeySchema": index.schema, "Projection": index.projection})
-            for index in table.global_indexes
-        ]
-        return keys, tuple(indexes)
-
-    def item(self, region: str, name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        from moto.dynamodb.models.dynamo_type import DynamoType
-
-        table = self._table(region, name)
-        if table is None or table.hash_key_attr not in key:
-            return None
-        range_value = key.get(table.range_key_attr) if table.range_key_attr else None
-        if table.range_key_attr and range_value is None:
-            return None
-        found = table.get_item(DynamoType(key[table.hash_key_attr]), DynamoType(range_value) if range_value else None)
-        return dict(found.to_json()["Attributes"]) if found is not None else None
 
 
 class PartitionThrottling:
@@ -279,22 +245,6 @@ class PartitionThrottling:
 
         answer = b"".join(self._pass_through(environ, body, remember)).decode()
         return answered[0], answer
-
-
-def by_family(refusals: Mapping[str, int]) -> dict[str, int]:
-    """Refusals added up per kind of place: "write SHARD" for every admission shard item, "read
-    ACCOUNT" for every account item, "write index <name>" for every key of an index, and so on
-    (the sort key names an item's family; a resource's is its id, so it counts as "resource")."""
-    families: dict[str, int] = {}
-    for place, count in refusals.items():
-        kind, _, rest = place.partition(" ")
-        if rest.startswith("index"):
-            family = f"{kind} index {rest.split(' index ')[1].split(' / ')[0]}"
-        else:
-            sort = rest.rsplit(" / ", 1)[-1]
-            family = f"{kind} {sort if sort.isupper() and '#' not in sort else 'resource'}"
-        families[family] = families.get(family, 0) + count
-    return dict(sorted(families.items(), key=lambda pair: -pair[1]))
 
 
 def read_throttles(emulator_url: str) -> dict[str, int]:

@@ -1,8 +1,11 @@
 """The local stand-in for the Lambda service, around an emulator holding the deployed stack.
 
-It reads the deployment back from the emulator: the functions (handler, environment, timeout),
-the event source mappings (with every setting as deployed) and the API's routes. Then it runs
-them: API Gateway on a local port, one poller per stream shard, and one per queue.
+It deploys a CDK app's template (local/deploy.py) and reads the deployment back from the
+emulator: the functions (handler, environment, timeout), the event source mappings (with every
+setting as deployed) and the API's routes. Then it runs them: API Gateway on a local port, one
+poller per stream shard, and one per queue. It knows what AWS knows of a stack and nothing of the
+product in it: what a caller wants beyond that (its app, the roles of its callers, extra
+environment for the functions, faults) comes in through `RuntimeSettings`.
 """
 
 from __future__ import annotations
@@ -20,12 +23,8 @@ from typing import Any
 
 import boto3
 
-from functions.core import schema
-from functions.core.admission import ShardingSettings
-from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
-from infra import constants
 from local.apigateway import ApiGateway, Route
-from local.capacity.limits import parse_factor
+from local.deploy import CdkApp
 from local.event_sources import (
     DeliveryFaults,
     QueueMapping,
@@ -37,11 +36,10 @@ from local.event_sources import (
 )
 from local.functions import FAULTS_ENV, LOG_DIR_ENV, SANDBOX_HOOK_ENV, DeployedFunction, FunctionPool, SandboxHook
 from local.gateway_responses import GatewayResponses
-from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
-from local.identities import ROLE_OUTPUTS, Identities
+from local.sessions import Sessions
 from local.stage_throttle import StageThrottle
-from local.token_authorizer import TokenAuthorizer, TokenAuthorizerSpec
+from local.token_authorizer import LambdaTokenAuthorizer, LambdaTokenAuthorizerSpec
 
 logger = logging.getLogger("local.runtime")
 
@@ -52,31 +50,11 @@ LOCAL_CREDENTIALS = {
 }
 
 
-def scaled_environment(partition_limits: str | None) -> dict[str, str]:
-    """The functions' settings that depend on a partition's capacity, scaled with the emulator's
-    partition limits: an admission shard doubles its account's shards at a quarter of what a
-    partition takes (functions/core/admission.py), so at 1/2000 a busy account grows at 0.125
-    writes a second on a shard, as it would at 250 on AWS; and a tenant's rate window takes one
-    part per 1,000 requests a second of its rate (functions/core/rate_limits.py), so at 1/2000 one
-    per 0.5. The leases on a window part are counted per execution environment, not per request,
-    and a scaled run serves its trickle with as many sandboxes as a full one serves thousands of
-    requests with: without the scaled part size its one window item took 10 sandboxes' leases
-    against the 0.5 write units a second a scaled item takes."""
-    if partition_limits is None:
-        return {}
-    factor = parse_factor(partition_limits)
-    grow_at = ShardingSettings().grow_at * factor
-    return {
-        schema.ENV_SHARD_GROW_AT: f"{grow_at:g}",
-        schema.ENV_RATE_WINDOW_PART_REQUESTS: f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
-    }
-
-
 @dataclass
 class RuntimeSettings:
     endpoint_url: str
+    app: CdkApp  # the CDK app whose stack is deployed and run (local/product.py: this product's)
     region: str = "us-east-1"
-    stack_name: str = constants.DEFAULT_STACK_NAME
     host: str = "127.0.0.1"
     port: int = 3000
     # Concurrency the account leaves to functions without reserved concurrency: AWS's default is
@@ -87,11 +65,15 @@ class RuntimeSettings:
     # sandbox runs before its handler loads, and what each stream shard's deliveries do wrong.
     sandbox_hook: SandboxHook | None = None
     delivery_faults: Callable[[str], DeliveryFaults] | None = None
-    # The callers the local API Gateway accepts (local/identities.py): an admin, tenants on demand.
-    identities: Identities = field(default_factory=Identities)
+    # The callers the local API Gateway accepts (local/sessions.py) and, for each of their roles,
+    # the stack output naming the role's ARN: `AWS_IAM` methods are checked against those roles'
+    # policies as deployed.
+    identities: Sessions = field(default_factory=Sessions)
+    caller_roles: Mapping[str, str] = field(default_factory=dict)
     # CDK context for the synthesized stack (`python -m local -c KEY=VALUE`), over cdk.json's.
     context: Mapping[str, str] = field(default_factory=dict)
-    # Variables added to every function's environment, over the template's (scaled_environment).
+    # Variables added to every function's environment, over the template's, as a change to each
+    # function's configuration would add them (a run at scaled partition limits scales settings).
     environment: Mapping[str, str] = field(default_factory=dict)
     # How long a failed SQS message stays invisible before its next try. None keeps the queue's
     # own visibility timeout, as AWS does (DLQ 1's is 6 minutes); tests shorten it.
@@ -99,7 +81,7 @@ class RuntimeSettings:
     stream_poll_interval_seconds: float = 0.25  # Lambda polls a shard four times a second
     schedule_period_seconds: float | None = None  # None: each rule's own rate
     retry_backoff_seconds: float = 0.5  # base of the exponential backoff between stream retries
-    log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="hybrid-counter-logs-"))
+    log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="local-lambda-logs-"))
 
 
 class LocalRuntime:
@@ -131,14 +113,14 @@ class LocalRuntime:
         """Deploy the synthesized template into the emulator (as `cdk deploy` would), then run it."""
         from local.deploy import deploy, synthesize
 
-        template = synthesize(self.settings.context)
-        self.start(deploy(self.client, self.settings.region, template, self.settings.stack_name))
+        template = synthesize(self.settings.app, self.settings.context)
+        self.start(deploy(self.client, self.settings.region, self.settings.app, template))
 
     def start(self, outputs: Mapping[str, str]) -> None:
         self.outputs = dict(outputs)
-        stack_resources = self.client("cloudformation").describe_stack_resources(StackName=self.settings.stack_name)[
-            "StackResources"
-        ]
+        stack_resources = self.client("cloudformation").describe_stack_resources(
+            StackName=self.settings.app.stack_name
+        )["StackResources"]
         functions = self._read_functions(stack_resources)
         sandbox_env = {
             **LOCAL_CREDENTIALS,
@@ -171,22 +153,22 @@ class LocalRuntime:
                 continue
             source = mapping["EventSourceArn"]
             if ":dynamodb:" in source:
-                self._start_stream(StreamMapping.from_mapping(mapping, target))
+                self._start_stream(StreamMapping.from_mapping(mapping, target, self._partition_key(source)))
             elif ":sqs:" in source:
                 self._start_queue(mapping, target)
             else:
                 logger.warning("event source %s is not supported locally", source)
-
-    def http_api(self, credentials: Any = None, timeout: float = 30) -> HttpApi:
-        """A client of the local API, signing as `credentials` (default: the admin identity)."""
-        signer = credentials or self.settings.identities.admin.credentials()
-        return HttpApi(self.api_url, timeout=timeout, credentials=signer, region=self.settings.region)
 
     def provision_every_sandbox(self) -> None:
         """Start every function's sandboxes up to its concurrency, as provisioned concurrency would
         (a load test's first seconds then measure the system, not its cold starts)."""
         for pool in self._pools.values():
             pool.warm_up(pool.concurrency)
+
+    def _partition_key(self, stream_arn: str) -> str:
+        """The partition key of a stream's table, as DescribeStream's KeySchema names it."""
+        description = self.client("dynamodbstreams").describe_stream(StreamArn=stream_arn)["StreamDescription"]
+        return str(next(key["AttributeName"] for key in description["KeySchema"] if key["KeyType"] == "HASH"))
 
     def _read_event_source_mappings(self) -> list[dict[str, Any]]:
         # Listed whole and matched by function ARN: moto ignores an ARN given as FunctionName.
@@ -269,14 +251,14 @@ class LocalRuntime:
     def _deployed_template(self) -> dict[str, Any]:
         """The stack's template as CloudFormation keeps it (what the emulator does not model, such
         as gateway responses, is read from here)."""
-        body = self.client("cloudformation").get_template(StackName=self.settings.stack_name)["TemplateBody"]
+        body = self.client("cloudformation").get_template(StackName=self.settings.app.stack_name)["TemplateBody"]
         return dict(json.loads(body) if isinstance(body, str) else body)
 
     def _token_authorizer(
         self, template: dict[str, Any], stack_resources: list[dict[str, Any]], rest_api_id: str, stage: str
-    ) -> TokenAuthorizer | None:
+    ) -> LambdaTokenAuthorizer | None:
         """The Lambda TOKEN authorizer the template declares (`-c authorizer=jwt`), run by its pool."""
-        spec = TokenAuthorizerSpec.from_template(template)
+        spec = LambdaTokenAuthorizerSpec.from_template(template)
         if spec is None:
             return None
         name = next(
@@ -284,11 +266,12 @@ class LocalRuntime:
         )
         pool = next(pool for arn, pool in self._pools.items() if arn.endswith(f":function:{name}") or arn == name)
         account_id = self.client("sts").get_caller_identity()["Account"]
-        return TokenAuthorizer(spec, pool, self.settings.region, account_id, rest_api_id, stage)
+        return LambdaTokenAuthorizer(spec, pool, self.settings.region, account_id, rest_api_id, stage)
 
     def _iam_authorizer(self, rest_api_id: str, stage: str) -> IamAuthorizer | None:
-        """What AWS_IAM methods are checked against: the deployed roles' policies (infra/access.py)."""
-        role_arns = {role: self.outputs[output] for role, output in ROLE_OUTPUTS.items() if output in self.outputs}
+        """What AWS_IAM methods are checked against: the policies of the callers' roles, as deployed."""
+        roles = self.settings.caller_roles
+        role_arns = {role: self.outputs[output] for role, output in roles.items() if output in self.outputs}
         if not role_arns:
             return None
         iam = self.client("iam")

@@ -10,7 +10,7 @@ Lambda authorizer", "Gateway response types"):
   `principalId` and `context` in `requestContext.authorizer`.
 
 The authorizer and its settings are read from the deployed template, so the local gateway runs
-what the stack declares (infra/token_authorizer.py)."""
+what the stack declares (infra/jwt_authorizer.py)."""
 
 from __future__ import annotations
 
@@ -46,13 +46,13 @@ class Authorized:
 
 
 @dataclass(frozen=True)
-class TokenAuthorizerSpec:
+class LambdaTokenAuthorizerSpec:
     function_logical_id: str
     header: str
     ttl_seconds: int
 
     @classmethod
-    def from_template(cls, template: Mapping[str, Any]) -> TokenAuthorizerSpec | None:
+    def from_template(cls, template: Mapping[str, Any]) -> LambdaTokenAuthorizerSpec | None:
         for resource in template.get("Resources", {}).values():
             if resource.get("Type") != "AWS::ApiGateway::Authorizer":
                 continue
@@ -90,9 +90,17 @@ def _function_of(uri: Any) -> str:
     return found[0]
 
 
-class TokenAuthorizer:
+class LambdaTokenAuthorizer:
+    """API Gateway running a Lambda authorizer of type TOKEN for each request of a CUSTOM method."""
+
     def __init__(
-        self, spec: TokenAuthorizerSpec, function: FunctionPool, region: str, account_id: str, api_id: str, stage: str
+        self,
+        spec: LambdaTokenAuthorizerSpec,
+        function: FunctionPool,
+        region: str,
+        account_id: str,
+        api_id: str,
+        stage: str,
     ) -> None:
         self._spec = spec
         self._function = function

@@ -21,8 +21,7 @@ class AtomicCounter(Approach):
     source = "blog approach 1"
 
     def open_account(self, account: str, limit: int) -> None:
-        item = {**self.key(account, COUNTER), "count": {"N": "0"}, "limit": {"N": str(limit)}}
-        self.dynamodb.put_item(TableName=self.table, Item=item)
+        self.put_counter(account, limit, count={"N": "0"})
 
     def create(self, account: str, resource_id: str) -> None:
         try:
@@ -34,10 +33,7 @@ class AtomicCounter(Approach):
         self.dynamodb.put_item(TableName=self.table, Item=self.resource_item(account, resource_id))
 
     def delete(self, account: str, resource_id: str) -> bool:
-        old = self.dynamodb.delete_item(
-            TableName=self.table, Key=self.key(account, f"resource#{resource_id}"), ReturnValues="ALL_OLD"
-        )
-        if "Attributes" not in old:
+        if not self.delete_resource_item(account, resource_id):
             return False
         self._add(account, -1, None)
         return True

@@ -109,6 +109,18 @@ class Approach(ABC):
     def resource_item(self, account: str, resource_id: str, **attributes: Any) -> dict[str, Any]:
         return {**self.key(account, f"resource#{resource_id}"), "name": {"S": "vm"}, **attributes}
 
+    def put_counter(self, account: str, limit: int, **attributes: Any) -> None:
+        """The account's counter item, holding its limit and `attributes`."""
+        item = {**self.key(account, COUNTER), "limit": {"N": str(limit)}, **attributes}
+        self.dynamodb.put_item(TableName=self.table, Item=item)
+
+    def delete_resource_item(self, account: str, resource_id: str) -> bool:
+        """Delete the resource's item; False when there was none."""
+        old = self.dynamodb.delete_item(
+            TableName=self.table, Key=self.key(account, f"resource#{resource_id}"), ReturnValues="ALL_OLD"
+        )
+        return "Attributes" in old
+
 
 def failed_condition(error: ClientError) -> bool:
     return bool(error.response["Error"]["Code"] == "ConditionalCheckFailedException")

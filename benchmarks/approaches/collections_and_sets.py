@@ -25,8 +25,7 @@ class ItemCollection(Approach):
     source = "blog approach 6"
 
     def open_account(self, account: str, limit: int) -> None:
-        item = {**self.key(account, COUNTER), "limit": {"N": str(limit)}}
-        self.dynamodb.put_item(TableName=self.table, Item=item)
+        self.put_counter(account, limit)
 
     def create(self, account: str, resource_id: str) -> None:
         if self.count(account) >= number(self.read(account, COUNTER), "limit"):
@@ -64,8 +63,7 @@ class ResourceSet(Approach):
     source = "blog approach 7"
 
     def open_account(self, account: str, limit: int) -> None:
-        item = {**self.key(account, COUNTER), "limit": {"N": str(limit)}}
-        self.dynamodb.put_item(TableName=self.table, Item=item)
+        self.put_counter(account, limit)
 
     def create(self, account: str, resource_id: str) -> None:
         try:

@@ -26,18 +26,14 @@ class OptimisticCounter(Approach):
     keeps_history = False
 
     def open_account(self, account: str, limit: int) -> None:
-        item = {**self.key(account, COUNTER), "count": {"N": "0"}, "limit": {"N": str(limit)}, "tag": {"S": "0"}}
-        self.dynamodb.put_item(TableName=self.table, Item=item)
+        self.put_counter(account, limit, count={"N": "0"}, tag={"S": "0"})
 
     def create(self, account: str, resource_id: str) -> None:
         self._change(account, 1)
         self.dynamodb.put_item(TableName=self.table, Item=self.resource_item(account, resource_id))
 
     def delete(self, account: str, resource_id: str) -> bool:
-        old = self.dynamodb.delete_item(
-            TableName=self.table, Key=self.key(account, f"resource#{resource_id}"), ReturnValues="ALL_OLD"
-        )
-        if "Attributes" not in old:
+        if not self.delete_resource_item(account, resource_id):
             return False
         self._change(account, -1)
         return True

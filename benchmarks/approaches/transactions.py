@@ -26,18 +26,14 @@ class TransactionWithToken(Approach):
     source = "blog approach 4"
 
     def open_account(self, account: str, limit: int) -> None:
-        item = {**self.key(account, COUNTER), "count": {"N": "0"}, "limit": {"N": str(limit)}}
-        self.dynamodb.put_item(TableName=self.table, Item=item)
+        self.put_counter(account, limit, count={"N": "0"})
 
     def create(self, account: str, resource_id: str) -> None:
         self._transact(account, 1, [])
         self.dynamodb.put_item(TableName=self.table, Item=self.resource_item(account, resource_id))
 
     def delete(self, account: str, resource_id: str) -> bool:
-        old = self.dynamodb.delete_item(
-            TableName=self.table, Key=self.key(account, f"resource#{resource_id}"), ReturnValues="ALL_OLD"
-        )
-        if "Attributes" not in old:
+        if not self.delete_resource_item(account, resource_id):
             return False
         self._transact(account, -1, [])
         return True

@@ -6,10 +6,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from benchmarks.capacity_meter import CapacityMeter
 from functions.adapters.api_store import DynamoApiStore
 from functions.core import accounts, schema
 from functions.core.model import NewResource
-from local.capacity.meter import CapacityMeter
 from tests.conftest import System
 
 

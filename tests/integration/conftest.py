@@ -18,7 +18,7 @@ import boto3
 import pytest
 
 from functions.core import keys
-from local.http_client import HttpApi
+from local.product import CounterApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
 POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1
@@ -63,7 +63,7 @@ FAULTS = [
 
 @dataclass
 class System:
-    api: HttpApi
+    api: CounterApi
     runtime: object | None  # the LocalRuntime when running locally; None against a deployment
 
 
@@ -77,17 +77,18 @@ def system() -> Iterator[System]:
         # execute-api:Invoke (assume the stack's AdminRoleArn output for that).
         session = boto3.Session()
         yield System(
-            api=HttpApi(api_url, credentials=session.get_credentials(), region=session.region_name), runtime=None
+            api=CounterApi(api_url, credentials=session.get_credentials(), region=session.region_name), runtime=None
         )
         return
 
     from local.emulator import EmulatorProcess
-    from local.runtime import LocalRuntime, RuntimeSettings
+    from local.product import admin_api, runtime_settings
+    from local.runtime import LocalRuntime
 
     with EmulatorProcess() as emulator:
         runtime = LocalRuntime(
-            RuntimeSettings(
-                endpoint_url=emulator.url,
+            runtime_settings(
+                emulator.url,
                 port=0,
                 faults=FAULTS,
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
@@ -97,7 +98,7 @@ def system() -> Iterator[System]:
         )
         runtime.deploy_and_start()
         try:
-            yield System(api=runtime.http_api(), runtime=runtime)
+            yield System(api=admin_api(runtime), runtime=runtime)
         finally:
             runtime.stop()
 

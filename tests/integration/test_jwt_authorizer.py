@@ -42,7 +42,8 @@ class JwtSystem:
 @pytest.fixture(scope="module")
 def system() -> Iterator[JwtSystem]:
     from local.emulator import EmulatorProcess
-    from local.runtime import LocalRuntime, RuntimeSettings
+    from local.product import runtime_settings
+    from local.runtime import LocalRuntime
 
     # Auth0's form of issuer, ending in "/": compared as configured, never trimmed.
     with OidcIssuer(path="/") as issuer, EmulatorProcess() as emulator:
@@ -51,7 +52,7 @@ def system() -> Iterator[JwtSystem]:
             constants.JWT_ISSUER_CONTEXT_KEY: issuer.url,
             constants.JWT_AUDIENCE_CONTEXT_KEY: AUDIENCE,
         }
-        runtime = LocalRuntime(RuntimeSettings(endpoint_url=emulator.url, port=0, context=context))
+        runtime = LocalRuntime(runtime_settings(emulator.url, port=0, context=context))
         runtime.deploy_and_start()
         try:
             yield JwtSystem(api=HttpApi(runtime.api_url), issuer=issuer)

@@ -16,7 +16,8 @@ import pytest
 from functions.adapters.attributes import from_attributes
 from functions.adapters.items import account_key
 from functions.core.leases import leases_of
-from local.http_client import HttpApi, poll
+from local.http_client import poll
+from local.product import CounterApi
 from tests.integration.conftest import LATE_CREATE, LATE_DELETE, LATE_SECONDS, System
 
 GAVE_UP = (TimeoutError, urllib.error.URLError)  # the client's own timeout, while reading or connecting
@@ -29,8 +30,8 @@ def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
     return from_attributes(item)
 
 
-def impatient(system: System) -> HttpApi:
-    return HttpApi(system.api.base_url, timeout=1, credentials=system.api.credentials, region=system.api.region)
+def impatient(system: System) -> CounterApi:
+    return CounterApi(system.api.base_url, timeout=1, credentials=system.api.credentials, region=system.api.region)
 
 
 def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: System, local_runtime: Any) -> None:

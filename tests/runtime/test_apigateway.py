@@ -173,12 +173,13 @@ def test_the_run_log_says_which_status_the_caller_got(
     call(f"{api.url}/accounts/nobody")
     function.answer = Invocation(ok=False, error_type="TooManyRequestsException", throttled=True)
     call(f"{api.url}/accounts/acme")
-    # The gateway's worker writes the line after the caller has its answer: wait for both lines.
-    first, second = poll(
+    # The gateway logs an invocation after its answer is sent: wait for both lines.
+    logged = poll(
         lambda: [record.getMessage() for record in caplog.records if "GET /accounts/" in record.getMessage()],
-        lambda lines: len(lines) == 2,
+        until=lambda lines: len(lines) == 2,
         timeout=10,
     )
+    first, second = logged
     assert " 404 " in first
     assert " ok " not in first
     assert " 500 TooManyRequestsException " in second

@@ -22,8 +22,9 @@ from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
 from local.iam_policy import UnsupportedPolicy, allowed, execute_api_arn, string_like
-from local.identities import ADMIN, RENEWED_WITHIN, SESSION_DURATION, TENANT, Identities, mint_tenant
+from local.identities import ADMIN, TENANT, Identities, mint_tenant
 from local.identities import main as identities_main
+from local.sessions import RENEWED_WITHIN, SESSION_DURATION
 from local.sigv4 import MAX_CLOCK_SKEW, sign, utc_now, verify
 from tests.runtime.test_apigateway import EchoFunction
 from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS

@@ -19,7 +19,8 @@ from functions.adapters.shards import ShardStore
 from functions.core import schema
 from functions.core.errors import StoreUnavailable
 from local.emulator import EmulatorProcess
-from local.partition_throttling import by_family, read_throttles
+from local.partition_throttling import read_throttles
+from local.product import by_family
 from tests.support.tables import create_table
 
 TABLE = "limited"

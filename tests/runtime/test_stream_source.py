@@ -75,6 +75,7 @@ def poller(function: ScriptedFunction, sent: list[tuple[str, dict[str, Any]]], *
         max_retry_attempts=settings.get("max_retry_attempts", 2),
         max_record_age_seconds=settings.get("max_record_age_seconds", 3600),
         on_failure_arn=DESTINATION,
+        partition_key="pk",
         parallelization_factor=settings.get("parallelization_factor", 1),
     )
     return StreamShardPoller(
@@ -257,7 +258,7 @@ def test_a_parallelization_factor_runs_lanes_at_once_and_keeps_each_keys_order()
     meet at a barrier, which would time out if they ran one after the other), and each partition
     key's records go out in shard order, one lane per key."""
     keys = [f"ACCOUNT#a{index}" for index in range(8)]
-    lanes = {key: lane_of({"dynamodb": {"Keys": {"pk": {"S": key}}}}, 2) for key in keys}
+    lanes = {key: lane_of({"dynamodb": {"Keys": {"pk": {"S": key}}}}, "pk", 2) for key in keys}
     assert set(lanes.values()) == {0, 1}  # the keys spread over both lanes
     records = [(seq, keys[seq % len(keys)]) for seq in range(1, 61)]
     key_of = {str(seq): key for seq, key in records}

@@ -1,60 +1,65 @@
 """The runtime's synthesized templates are kept by what they were made from (local/deploy.py): a
-template is reused only while every input is the same, so an edit is never served stale."""
+template is reused only while every input is the same, so an edit is never served stale. Shown on
+this product's app (local/product.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
-from local.deploy import SYNTH_INPUT_FILES, SYNTH_INPUT_FOLDERS, synthesis_key, synthesize
+from local.deploy import CdkApp, synthesis_key, synthesize
+from local.product import APP
 
 
-def sources(where: Path) -> Path:
-    """A small tree with every kind of input the key reads, in a folder named like an excluded one
-    (a clone may live under `tests/`: only the parts inside the repo are matched)."""
+def sources(where: Path) -> CdkApp:
+    """The app over a small tree with every kind of input the key reads, in a folder named like an
+    excluded one (a clone may live under `tests/`: only the parts inside the repo are matched)."""
     root = where / "tests" / "repo"
     root.mkdir(parents=True)
-    for name in SYNTH_INPUT_FILES:
+    for name in APP.input_files:
         (root / name).write_text(f"{name} v1\n")
-    for folder in SYNTH_INPUT_FOLDERS:
+    for folder in APP.input_folders:
         (root / folder / "sub").mkdir(parents=True)
         (root / folder / "sub" / "module.py").write_text("x = 1\n")
-    return root
+    return dataclasses.replace(APP, root=root)
 
 
 def test_the_key_changes_with_any_input_and_the_context(tmp_path: Path) -> None:
-    root = sources(tmp_path)
-    first = synthesis_key({}, root)
-    assert synthesis_key({}, root) == first
-    assert synthesis_key({"authorizer": "jwt"}, root) != first
+    app = sources(tmp_path)
+    root = app.root
+    first = synthesis_key(app, {})
+    assert synthesis_key(app, {}) == first
+    assert synthesis_key(app, {"authorizer": "jwt"}) != first
     for changed in [
         root / "cdk.json",
         root / "package-lock.json",
-        *(root / f / "sub" / "module.py" for f in SYNTH_INPUT_FOLDERS),
+        *(root / f / "sub" / "module.py" for f in APP.input_folders),
     ]:
         before = changed.read_text()
         changed.write_text(before + "# edited\n")
-        assert synthesis_key({}, root) != first, changed
+        assert synthesis_key(app, {}) != first, changed
         changed.write_text(before)
-    assert synthesis_key({}, root) == first
+    assert synthesis_key(app, {}) == first
     (root / "infra" / "sub" / "new.json").write_text("{}")  # a new file is an input too
-    assert synthesis_key({}, root) != first
+    assert synthesis_key(app, {}) != first
 
 
 def test_caches_and_bytecode_are_not_inputs(tmp_path: Path) -> None:
-    root = sources(tmp_path)
-    first = synthesis_key({}, root)
+    app = sources(tmp_path)
+    root = app.root
+    first = synthesis_key(app, {})
     (root / "functions" / "sub" / "__pycache__").mkdir()
     (root / "functions" / "sub" / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"\0")
-    assert synthesis_key({}, root) == first
+    assert synthesis_key(app, {}) == first
     shutil.rmtree(root / "functions" / "sub" / "__pycache__")
 
 
 def test_a_template_made_from_the_same_inputs_is_read_back(tmp_path: Path) -> None:
     kept = {"Resources": {"Marker": {"Type": "AWS::SQS::Queue"}}}
-    (tmp_path / f"{synthesis_key({'k': 'v'})}.json").write_text(json.dumps(kept))
-    assert synthesize({"k": "v"}, cache_dir=tmp_path) == kept
+    (tmp_path / f"{synthesis_key(APP, {'k': 'v'})}.json").write_text(json.dumps(kept))
+    assert synthesize(dataclasses.replace(APP, synth_cache=tmp_path), {"k": "v"}) == kept
 
 
 def test_only_the_newest_templates_are_kept(tmp_path: Path) -> None:

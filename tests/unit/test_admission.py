@@ -25,7 +25,7 @@ from functions.core.admission import (
 from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
 from functions.core.model import Page, PageBudget, Resource, Usage
-from local.runtime import scaled_environment
+from local.product import scaled_environment
 
 NOW = "2026-11-23T12:00:00.000Z"
 NOW_MS = 1_795_435_200_000  # NOW in epoch ms: when API Gateway received a PUT

@@ -1,4 +1,5 @@
-"""`TransactWriteItems`' ClientRequestToken, honoured as DynamoDB honours it (moto ignores it).
+"""`TransactWriteItems`' ClientRequestToken, honoured as DynamoDB honours it (moto ignores it:
+a repeated token applies the transaction again).
 
 From the DynamoDB API reference, TransactWriteItems, "ClientRequestToken"
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html):

@@ -1,12 +1,13 @@
-"""Empty expression maps refused as DynamoDB refuses them (moto accepts them).
+"""Empty expression maps refused as DynamoDB refuses them.
 
 DynamoDB answers a request whose `ExpressionAttributeNames` or `ExpressionAttributeValues` is
 present but empty with a 400 ValidationException ("ExpressionAttributeNames must not be empty"),
 on its own and inside each action of a transaction: AWS's own engine, DynamoDB Local, answers so
-(`make test-dynamodb-local`; docs/local-runtime.md). moto applied such a request, which hid a
-shard-growth write that could never succeed on AWS.
+(`make test-dynamodb-local`; docs/local-runtime.md). Upstream, moto applies a request with
+an empty `ExpressionAttributeNames` (it refuses an empty `ExpressionAttributeValues` itself).
 
-A WSGI layer in front of moto, so every tier and `make run` meet the rule.
+A WSGI layer in front of moto, so every tier and `make run` meet the rule, before anything is
+billed against the emulator's partition limits.
 """
 
 from __future__ import annotations

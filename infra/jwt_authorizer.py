@@ -14,20 +14,18 @@ from infra.python_function import python_function
 from infra.settings import JwtSettings
 
 
-class TokenAuthorizer(Construct):
+class JwtAuthorizer(Construct):
+    """The authorizer function and API Gateway's TOKEN authorizer that runs it."""
+
     def __init__(
         self, scope: Construct, construct_id: str, *, package: LambdaPackage, table_name: str, jwt: JwtSettings
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = python_function(
             self,
-            constants.AUTHORIZER_FUNCTION_ID,
+            constants.AUTHORIZER_FUNCTION,
             package=package,
-            handler=constants.AUTHORIZER_HANDLER,
             table_name=table_name,  # every function gets it; this one calls no AWS API at all
-            timeout_seconds=constants.API_TIMEOUT_SECONDS,
-            memory_mb=constants.API_MEMORY_MB,
-            description="Verifies bearer JWTs for the HTTP API",
             extra_environment={
                 schema.ENV_JWT_ISSUER: jwt.issuer,
                 schema.ENV_JWT_AUDIENCE: jwt.audience,

@@ -1,0 +1,123 @@
+"""The hybrid counter, as the local tools run it: not a stand-in (docs/local-runtime.md says which
+files of local/ are).
+
+The stand-ins know what AWS knows: a template, the event shapes, the services' rules. What they are
+told of this product comes from here and from its launcher (local/__main__.py, local/identities.py):
+its CDK app and stack, the roles its callers assume, its functions' settings scaled to the
+emulator's partition limits, and its item families in the emulator's throttle reports. `make run`,
+`make chaos`, the benchmarks and the tests share it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from functions.core import schema
+from functions.core.admission import ShardingSettings
+from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
+from infra import constants
+from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_PACKAGE, REPO_ROOT
+from local.capacity.limits import parse_factor
+from local.deploy import CdkApp
+from local.http_client import HttpApi, Reply
+from local.identities import ADMIN, ROLE_OUTPUTS, Identities
+from local.runtime import LocalRuntime, RuntimeSettings
+
+APP = CdkApp(
+    root=REPO_ROOT,
+    stack_name=constants.DEFAULT_STACK_NAME,
+    synth_script=(
+        "import json, sys; from infra.synth import synthesize_stack_template; "
+        "json.dump(synthesize_stack_template(json.loads(sys.argv[1])), sys.stdout)"
+    ),
+    # The CDK app, its settings and pinned versions, the infrastructure code, and the functions'
+    # sources (the asset's hash is theirs).
+    input_files=("app.py", "cdk.json", "requirements.txt", "package-lock.json"),
+    input_folders=("infra", FUNCTIONS_PACKAGE),
+    code_folder=FUNCTIONS_PACKAGE,
+    excluded=EXCLUDED_PATTERNS,
+    synth_cache=REPO_ROOT / ".local" / "synth",
+)
+
+
+def runtime_settings(
+    endpoint_url: str, *, app: CdkApp = APP, identities: Identities | None = None, **options: Any
+) -> RuntimeSettings:
+    """The local runtime's settings for this product's stack: its app, the admin and tenant sessions
+    that call it (new ones in memory unless given) and the stack outputs naming their roles, with
+    `options` (any other RuntimeSettings field)."""
+    return RuntimeSettings(
+        endpoint_url=endpoint_url,
+        app=app,
+        identities=identities or Identities(),
+        caller_roles=ROLE_OUTPUTS,
+        **options,
+    )
+
+
+class CounterApi(HttpApi):
+    """This product's API over HTTP (tests, chaos, benchmarks), with its calls by name."""
+
+    def new_account(self, prefix: str = "it", limit: int = 10) -> str:
+        """A fresh account per test, so tests never see each other's resources."""
+        account_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        assert self.request("PUT", f"/accounts/{account_id}", {"limit": limit}).status == 200
+        return account_id
+
+    def account(self, account_id: str) -> dict[str, Any]:
+        reply = self.request("GET", f"/accounts/{account_id}")
+        assert reply.status == 200, reply.body
+        return reply.body  # type: ignore[no-any-return]
+
+    def create(self, account_id: str, name: str = "r", key: str | None = None) -> Reply:
+        headers = {"Idempotency-Key": key} if key else None
+        return self.request("POST", f"/accounts/{account_id}/resources", {"name": name}, headers)
+
+    def delete(self, account_id: str, resource_id: str) -> Reply:
+        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
+
+
+def admin_api(runtime: LocalRuntime, timeout: float = 30) -> CounterApi:
+    """A client of the running local API, signed as its admin session."""
+    admin = runtime.settings.identities.session(ADMIN, {})
+    return CounterApi(runtime.api_url, timeout=timeout, credentials=admin.credentials(), region=runtime.settings.region)
+
+
+def scaled_environment(partition_limits: str | None) -> dict[str, str]:
+    """The functions' settings that depend on a partition's capacity, scaled with the emulator's
+    partition limits (for `RuntimeSettings.environment`): an admission shard doubles its account's
+    shards at a quarter of what a partition takes (functions/core/admission.py), so at 1/2000 a
+    busy account grows at 0.125 writes a second on a shard, as it would at 250 on AWS; and a
+    tenant's rate window takes one part per 1,000 requests a second of its rate
+    (functions/core/rate_limits.py), so at 1/2000 one per 0.5. The leases on a window part are
+    counted per execution environment, not per request, and a scaled run serves its trickle with as
+    many sandboxes as a full one serves thousands of requests with: without the scaled part size
+    its one window item would take 10 sandboxes' leases against the 0.5 write units a second a
+    scaled item takes."""
+    if partition_limits is None:
+        return {}
+    factor = parse_factor(partition_limits)
+    grow_at = ShardingSettings().grow_at * factor
+    return {
+        schema.ENV_SHARD_GROW_AT: f"{grow_at:g}",
+        schema.ENV_RATE_WINDOW_PART_REQUESTS: f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
+    }
+
+
+def by_family(refusals: Mapping[str, int]) -> dict[str, int]:
+    """The emulator's partition-limit refusals (local/partition_throttling.py `read_throttles`)
+    added up per kind of place: "write SHARD" for every admission shard item, "read ACCOUNT" for
+    every account item, "write index <name>" for every key of an index, and so on (the sort key
+    names an item's family; a resource's is its id, so it counts as "resource")."""
+    families: dict[str, int] = {}
+    for place, count in refusals.items():
+        kind, _, rest = place.partition(" ")
+        if rest.startswith("index"):
+            family = f"{kind} index {rest.split(' index ')[1].split(' / ')[0]}"
+        else:
+            sort = rest.rsplit(" / ", 1)[-1]
+            family = f"{kind} {sort if sort.isupper() and '#' not in sort else 'resource'}"
+        families[family] = families.get(family, 0) + count
+    return dict(sorted(families.items(), key=lambda pair: -pair[1]))
