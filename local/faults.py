@@ -14,7 +14,10 @@ ANSWERS.
 
 A rule with `delay_seconds` instead of `answer` holds the matching call back that long, then sends
 it: an invocation that runs on after its caller gave up. With `once_file`, only the first matching
-call of any sandbox is held (the file marks it taken), so the caller's retry runs at once.
+call of any sandbox is held (the file marks it taken), so the caller's retry runs at once. With
+`release_file`, the call is sent as soon as that file exists (`delay_seconds` is then the longest
+hold): a test releases the late call when it has done what must come first, whatever the machine's
+speed, rather than hoping a fixed delay was long enough.
 """
 
 from __future__ import annotations
@@ -104,8 +107,12 @@ def _matcher(rule: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
 
 def _register_delay(events: Any, rule: Mapping[str, Any]) -> None:
     def hold(request: Any) -> None:
-        if _first_taker(rule.get("once_file")):
-            time.sleep(float(rule["delay_seconds"]))
+        if not _first_taker(rule.get("once_file")):
+            return
+        release = rule.get("release_file")
+        deadline = time.monotonic() + float(rule["delay_seconds"])
+        while time.monotonic() < deadline and not (release and os.path.exists(release)):
+            time.sleep(0.05 if release else max(0.0, deadline - time.monotonic()))
 
     on_matching_send(events, rule.get("service", "dynamodb"), rule["operation"], _matcher(rule), hold)
 

@@ -24,12 +24,15 @@ from local.product import CounterApi
 POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1
 POISON_EVERYWHERE = "poison-always"  # fails in the redrive too: ends in DLQ 2
 
-# Accounts whose first create's put, or first delete's decrement, runs 4 s late: after its
-# caller gave up and retried (tests/integration/test_late_invocations.py).
+# Accounts whose first create's put, or first delete's decrement, is held back until the test
+# releases it (tests/integration/test_late_invocations.py): it runs after its caller gave up and
+# retried. At most LATE_SECONDS, within the API function's 10 s timeout.
 LATE_CREATE = "late-create"
 LATE_DELETE = "late-delete"
-LATE_SECONDS = 4
+LATE_SECONDS = 8
 _ONCE = tempfile.mkdtemp(prefix="hybrid-counter-late-")
+RELEASE_LATE_CREATE = f"{_ONCE}/release-create"
+RELEASE_LATE_DELETE = f"{_ONCE}/release-delete"
 
 FAULTS = [
     {
@@ -38,6 +41,7 @@ FAULTS = [
         "contains": keys.account_pk(LATE_CREATE),
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/create",
+        "release_file": RELEASE_LATE_CREATE,
     },
     {
         "functions": ["api"],
@@ -45,6 +49,7 @@ FAULTS = [
         "contains": [keys.account_pk(LATE_DELETE), "ADD best_effort :best_effort"],
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/delete",
+        "release_file": RELEASE_LATE_DELETE,
     },
     {
         "functions": ["stream_consumer"],

@@ -9,6 +9,7 @@ for a few seconds, so the caller's short timeout expires while the invocation go
 from __future__ import annotations
 
 import urllib.error
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,14 @@ from functions.adapters.items import account_key
 from functions.core.leases import leases_of
 from local.http_client import poll
 from local.product import CounterApi
-from tests.integration.conftest import LATE_CREATE, LATE_DELETE, LATE_SECONDS, System
+from tests.integration.conftest import (
+    LATE_CREATE,
+    LATE_DELETE,
+    LATE_SECONDS,
+    RELEASE_LATE_CREATE,
+    RELEASE_LATE_DELETE,
+    System,
+)
 
 GAVE_UP = (TimeoutError, urllib.error.URLError)  # the client's own timeout, while reading or connecting
 
@@ -46,6 +54,7 @@ def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: Syst
     poll(lambda: api.account(account_id), lambda a: a["eventual"] == 0 and a["bestEffort"] == 0)
 
     # The late invocation's put lands after all that; it must find the key taken by the tombstone.
+    Path(RELEASE_LATE_CREATE).touch()
     settled = poll(
         lambda: stored_account(local_runtime, account_id),
         lambda item: not leases_of(item),
@@ -67,6 +76,7 @@ def test_a_late_delete_after_its_retry_succeeded_changes_nothing(system: System,
     with pytest.raises(GAVE_UP):  # the caller gives up: its invocation's decrement is held back
         impatient(system).delete(account_id, doomed)
     assert api.delete(account_id, doomed).status == 204
+    Path(RELEASE_LATE_DELETE).touch()  # the late decrement lands after the retry's delete
 
     settled = poll(
         lambda: stored_account(local_runtime, account_id),
