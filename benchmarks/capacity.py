@@ -27,7 +27,7 @@ from typing import Any
 
 import boto3
 
-from functions.core import schema
+from functions.adapters import keys
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.leases import iso_timestamp
 from functions.shared.clock import Clock
@@ -439,7 +439,7 @@ def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int, ra
     shard's, and counts each batch of an account in one transaction (docs/scaling.md)."""
     consumer = meter.usage["consumer record"]
     records = 2 * iterations  # a create's INSERT and a delete's soft delete carry counting work
-    counter_item = f" / {schema.EVENTUAL_COUNTER_SORT_KEY}"
+    counter_item = f" / {keys.COUNTER_SORT_KEY}"
     counter = sum(units for item, units in consumer.item_wcu.items() if item.endswith(counter_item))
     lines = [
         f"one busy account at a projected {rate:,.0f} iterations/s, {iterations} iterations after {warmup} "

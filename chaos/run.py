@@ -23,11 +23,11 @@ from typing import Any
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, Ledger, create, run_clients
+from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
-from functions.adapters.items import resource_from_item
-from functions.core import keys
+from functions.adapters.resources import resource_from_item
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
 from infra.constants import HEAL_QUIET_SECONDS

@@ -9,7 +9,8 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import schema
+from functions.adapters.table_layout import STREAM_FILTER_PATTERNS
+from functions.shared.config import FunctionEnvironment
 from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
@@ -32,7 +33,7 @@ class Counting(Construct):
             constants.STREAM_CONSUMER_FUNCTION_ID,
             package=package,
             handler=constants.STREAM_CONSUMER_HANDLER,
-            table_name=table.table_name,
+            environment=FunctionEnvironment(table_name=table.table_name),
             timeout_seconds=constants.STREAM_CONSUMER_TIMEOUT_SECONDS,
             memory_mb=constants.STREAM_CONSUMER_MEMORY_MB,
             description="Applies resource creates and deletes from the table stream to the eventual counters",
@@ -44,7 +45,7 @@ class Counting(Construct):
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
                 batch_size=constants.STREAM_BATCH_SIZE,
                 max_batching_window=cdk.Duration.seconds(settings.stream_batching_window_seconds(self)),
-                filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in schema.STREAM_FILTER_PATTERNS],
+                filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in STREAM_FILTER_PATTERNS],
                 report_batch_item_failures=True,
                 bisect_batch_on_error=constants.STREAM_BISECT_BATCH_ON_ERROR,
                 # Bounded, so a poison record cannot block its shard for the stream's 24 h retention;

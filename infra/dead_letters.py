@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from functions.shared.config import FunctionEnvironment
 from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
@@ -60,7 +61,7 @@ class DeadLetters(Construct):
             constants.REDRIVE_FUNCTION_ID,
             package=package,
             handler=constants.REDRIVE_HANDLER,
-            table_name=table.table_name,
+            environment=FunctionEnvironment(table_name=table.table_name),
             timeout_seconds=constants.REDRIVE_TIMEOUT_SECONDS,
             memory_mb=constants.REDRIVE_MEMORY_MB,
             description="Re-reads failed stream ranges from DLQ 1 and applies them to the counters",

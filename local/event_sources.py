@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from functions.core import schema
+from functions.adapters.table_layout import PARTITION_KEY
 from local.filters import matches_any, parse_filters
 from local.functions import FunctionPool, Invocation
 
@@ -331,7 +331,7 @@ def lambda_shaped(record: Mapping[str, Any], stream_arn: str) -> Record:
 def lane_of(record: Record, factor: int) -> int:
     """The lane of a record's partition key: the same key, the same lane, in every round."""
     keys = record.get("dynamodb", {}).get("Keys", {})
-    partition = json.dumps(keys.get(schema.PARTITION_KEY), sort_keys=True)
+    partition = json.dumps(keys.get(PARTITION_KEY), sort_keys=True)
     return int.from_bytes(hashlib.sha256(partition.encode()).digest()[:4], "big") % factor
 
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import boto3
 
-from functions.core import schema
 from functions.core.admission import ShardingSettings
 from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
+from functions.shared.config import FunctionEnvironment
 from infra import constants
 from local.apigateway import ApiGateway, Route
 from local.capacity.limits import parse_factor
@@ -67,8 +67,8 @@ def scaled_environment(partition_limits: str | None) -> dict[str, str]:
     factor = parse_factor(partition_limits)
     grow_at = ShardingSettings().grow_at * factor
     return {
-        schema.ENV_SHARD_GROW_AT: f"{grow_at:g}",
-        schema.ENV_RATE_WINDOW_PART_REQUESTS: f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
+        FunctionEnvironment.variable("shard_grow_at"): f"{grow_at:g}",
+        FunctionEnvironment.variable("rate_part_requests"): f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
     }
 
 

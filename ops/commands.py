@@ -18,10 +18,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters import audit_reads
 from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.counters import counter_key
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
-from functions.adapters.items import counter_key
-from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
 from functions.core.redrive import StreamBatchInfo
@@ -423,12 +422,7 @@ def _iso_from_millis(value: str) -> str:
 # -- sweep -------------------------------------------------------------------------------------
 
 # The sweeper's own settings, read from the deployed function's environment.
-SWEEP_ENVIRONMENT = (
-    schema.ENV_TOMBSTONE_RETENTION_SECONDS,
-    schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS,
-    schema.ENV_HEAL_QUIET_SECONDS,
-    schema.ENV_HEAL_LOOKBACK_SECONDS,
-)
+SWEEP_SETTINGS = ("tombstone_retention", "pending_older_than", "quiet", "lookback")
 
 
 @dataclass(frozen=True)
@@ -480,11 +474,12 @@ def sweep_in_process(
     (a threshold the function does not set is unset here too, so both use the same default).
     """
     from functions.shared.clients import Clients
-    from functions.shared.config import ConfigurationError, Settings
+    from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
     from functions.sweeper.handler import run_sweep, summary
 
-    environment = {name: function_environment[name] for name in SWEEP_ENVIRONMENT if name in function_environment}
-    environment[schema.ENV_TABLE_NAME] = table
+    names = [FunctionEnvironment.variable(setting) for setting in SWEEP_SETTINGS]
+    environment = {name: function_environment[name] for name in names if name in function_environment}
+    environment[FunctionEnvironment.variable("table_name")] = table
     try:
         settings = Settings.from_env(environment)
     except ConfigurationError as error:

@@ -12,9 +12,9 @@ from benchmarks.approaches.base import Approach, LimitReached
 from benchmarks.capacity import WALL_CLOCK, now_text
 from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.counting_store import DynamoCountingStore
+from functions.adapters.keys import account_pk
 from functions.core import accounts
 from functions.core.errors import LimitExceeded, ResourceNotFound
-from functions.core.keys import account_pk
 from functions.core.model import NewResource, idempotent_resource_id
 from tests.support.stream import StreamTap, process_stream_records
 from tests.support.tables import create_table

@@ -11,34 +11,24 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import condition_failed_item, error_code, unavailable
-from functions.adapters.items import (
-    ACTIVITY_BUCKET,
+from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
+from functions.adapters.resources import (
     ADMITTED_BY,
-    CCF,
     DELETE_TOKEN,
-    DELETED,
-    EXPIRES_AT,
-    ITEM_TYPE,
-    LAST_WRITE,
-    LAST_WRITE_EXACT,
-    PENDING_BUCKET,
-    PENDING_SINCE,
-    PK,
-    SK,
-    account_key,
-    item_key,
-    read_account_items,
+    TOMBSTONE,
     read_resource,
     read_resources,
     resource_from_item,
     resource_item,
     resource_key,
 )
-from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.shards import (
     ACTIVE,
+    CCF,
+    LAST_WRITE_EXACT,
     LIMIT_REQUEST,
     LIMIT_SET_AT,
     LIMIT_VERSION,
@@ -46,14 +36,27 @@ from functions.adapters.shards import (
     ROOM,
     SPAN,
     ShardStore,
+    account_key,
     held_leases,
+    read_account_items,
     settle_lease,
     settle_together,
     shard_key,
     shard_state,
     take_lease,
 )
-from functions.core import keys, schema
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    DELETED,
+    EXPIRES_AT,
+    ITEM_TYPE,
+    LAST_WRITE,
+    PARTITION_KEY,
+    PENDING_BUCKET,
+    PENDING_SINCE,
+    SORT_KEY,
+    item_key,
+)
 from functions.core.accounts import LimitChange, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
@@ -106,7 +109,7 @@ class DynamoApiStore(ShardStore):
                     + _rate_update(change, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PK},
+                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PARTITION_KEY},
                 ExpressionAttributeValues=to_attributes(values),
             )
         except ClientError as error:
@@ -166,7 +169,7 @@ class DynamoApiStore(ShardStore):
                     "TableName": self._table,
                     "Key": shard_key(account_id, shard),
                     "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
-                    "ExpressionAttributeNames": {"#pk": PK},
+                    "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                     "ExpressionAttributeValues": to_attributes({":true": True, ":zero": 0}),
                 }
             }
@@ -232,9 +235,9 @@ class DynamoApiStore(ShardStore):
                 # days, not at once): the Idempotency-Key's window is over. Over at the request's
                 # time, the one the create flow judged a replay by (Resource.expired).
                 ConditionExpression="attribute_not_exists(#pk) OR (#type = :tombstone AND #expires <= :now)",
-                ExpressionAttributeNames={"#pk": PK, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
                 ExpressionAttributeValues=to_attributes(
-                    {":tombstone": schema.TOMBSTONE_TYPE, ":now": epoch_seconds(resource.created_at)}
+                    {":tombstone": TOMBSTONE, ":now": epoch_seconds(resource.created_at)}
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -263,7 +266,7 @@ class DynamoApiStore(ShardStore):
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
                 ),
                 ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by}",
-                ExpressionAttributeNames={"#pk": PK, "#shard": ADMITTED_BY},
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#shard": ADMITTED_BY},
                 ExpressionAttributeValues=to_attributes(
                     {
                         ":true": True,
@@ -296,9 +299,9 @@ class DynamoApiStore(ShardStore):
                 "TableName": self._table,
                 "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
                 "FilterExpression": f"{DELETED} = :false",
-                "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
+                "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
                 "ExpressionAttributeValues": to_attributes(
-                    {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX, ":false": False}
+                    {":pk": keys.account_pk(account_id), ":prefix": keys.RESOURCE_PREFIX, ":false": False}
                 ),
                 "Limit": limit - len(items),
                 "ConsistentRead": True,
@@ -323,7 +326,7 @@ class DynamoApiStore(ShardStore):
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:
-    raw = json.dumps({"sk": last_key[SK]["S"]}, separators=(",", ":")).encode()
+    raw = json.dumps({"sk": last_key[SORT_KEY]["S"]}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

@@ -7,11 +7,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.items import read_account_items
 from functions.adapters.pages import query_items
-from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
-from functions.core import keys, schema
+from functions.adapters.resources import TOMBSTONE
+from functions.adapters.shards import (
+    LIMIT_VERSION,
+    ShardStore,
+    held_leases,
+    latest_write,
+    read_account_items,
+    shard_state,
+)
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    ACTIVITY_INDEX,
+    COUNTER_PROCESSED,
+    DELETED,
+    ITEM_TYPE,
+    PARTITION_KEY,
+    SORT_KEY,
+)
 from functions.core.audit import AccountView
 from functions.core.leases import LeaseKind
 
@@ -30,11 +46,11 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView | No
 
     items = live = counted = uncounted = soft_deleted = tombstones = 0
     for resource in _resource_states(dynamodb, table, account_id):
-        if resource.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
+        if resource.get(ITEM_TYPE) == TOMBSTONE:
             tombstones += 1
             continue
-        deleted = bool(resource.get(schema.DELETED_ATTRIBUTE, False))
-        processed = bool(resource.get(schema.COUNTER_PROCESSED_ATTRIBUTE, False))
+        deleted = bool(resource.get(DELETED, False))
+        processed = bool(resource.get(COUNTER_PROCESSED, False))
         items += 1
         live += not deleted
         counted += processed
@@ -50,7 +66,7 @@ def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView | No
         admitted=sum(shard.admitted for shard in shards),
         eventual=read.eventual,
         version=int(account.get("version", 0)),
-        limit_version=int(account.get(schema.LIMIT_VERSION_ATTRIBUTE, 0)),
+        limit_version=int(account.get(LIMIT_VERSION, 0)),
         heal_epoch=int(account.get("heal_epoch", 0)),
         last_write_at=latest_write(read.shards) or "",
         healed_at=str(account.get("healed_at", "")),
@@ -72,14 +88,14 @@ def _resource_states(dynamodb: Any, table: str, account_id: str) -> Iterator[dic
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
         "ProjectionExpression": "#deleted, #processed, #type",
         "ExpressionAttributeNames": {
-            "#type": schema.ITEM_TYPE_ATTRIBUTE,
-            "#pk": schema.PARTITION_KEY,
-            "#sk": schema.SORT_KEY,
-            "#deleted": schema.DELETED_ATTRIBUTE,
-            "#processed": schema.COUNTER_PROCESSED_ATTRIBUTE,
+            "#type": ITEM_TYPE,
+            "#pk": PARTITION_KEY,
+            "#sk": SORT_KEY,
+            "#deleted": DELETED,
+            "#processed": COUNTER_PROCESSED,
         },
         "ExpressionAttributeValues": to_attributes(
-            {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX}
+            {":pk": keys.account_pk(account_id), ":prefix": keys.RESOURCE_PREFIX}
         ),
         "ConsistentRead": True,
     }
@@ -90,7 +106,7 @@ def all_accounts(dynamodb: Any, table: str) -> list[str]:
     """Every account, from the activity index (every account item and shard item has an entry):
     one query per bucket, never a scan."""
     found: set[str] = set()
-    for index in range(schema.ACTIVITY_BUCKET_COUNT):
+    for index in range(keys.ACTIVITY_BUCKET_COUNT):
         found.update(accounts_in_bucket(dynamodb, table, index))
     return sorted(found)
 
@@ -99,9 +115,9 @@ def accounts_in_bucket(dynamodb: Any, table: str, index: int) -> set[str]:
     """The accounts with an entry in one activity bucket: a sweep audits one bucket."""
     request: dict[str, Any] = {
         "TableName": table,
-        "IndexName": schema.ACTIVITY_INDEX_NAME,
+        "IndexName": ACTIVITY_INDEX.name,
         "KeyConditionExpression": "#bucket = :bucket",
-        "ExpressionAttributeNames": {"#bucket": schema.ACTIVITY_BUCKET_ATTRIBUTE},
+        "ExpressionAttributeNames": {"#bucket": ACTIVITY_BUCKET},
         "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
     }
     return {str(from_attributes(item)["account_id"]) for item in query_items(dynamodb, request)}

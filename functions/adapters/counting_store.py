@@ -9,23 +9,21 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.attributes import to_attributes
+from functions.adapters.counters import COUNT, counter_key
 from functions.adapters.errors import condition_failed_item, error_code, transient_pages
-from functions.adapters.items import (
-    CCF,
+from functions.adapters.resource_records import pending_record
+from functions.adapters.resources import TOMBSTONE, TOMBSTONE_REMOVES, resource_key, resource_state
+from functions.adapters.shards import CCF
+from functions.adapters.table_layout import (
     COUNTER_PROCESSED,
     DELETED,
     EXPIRES_AT,
     ITEM_TYPE,
+    PARTITION_KEY,
     PENDING_BUCKET,
+    PENDING_INDEX,
     PENDING_SINCE,
-    PK,
-    TOMBSTONE_REMOVES,
-    counter_key,
-    resource_key,
-    resource_state,
 )
-from functions.adapters.resource_records import pending_record
-from functions.core import schema
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -77,7 +75,7 @@ class DynamoCountingStore:
                 "ConditionExpression": (
                     f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false"
                 ),
-                "ExpressionAttributeNames": {"#pk": PK},
+                "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                 "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -106,7 +104,7 @@ class DynamoCountingStore:
         is pending, however many buckets spread the index's writes; a Query per bucket would cost
         a call per bucket, empty or not. Entries younger than `older_than` are read and filtered
         out: at most the stream's lag times the table's write rate (docs/scaling.md)."""
-        request: dict[str, Any] = {"TableName": self._table, "IndexName": schema.PENDING_INDEX_NAME}
+        request: dict[str, Any] = {"TableName": self._table, "IndexName": PENDING_INDEX.name}
         if older_than is not None:
             request["FilterExpression"] = "#since < :cutoff"
             request["ExpressionAttributeNames"] = {"#since": PENDING_SINCE}
@@ -126,7 +124,7 @@ class DynamoCountingStore:
                 {
                     ":true": True,
                     ":counted": counted,
-                    ":tombstone": schema.TOMBSTONE_TYPE,
+                    ":tombstone": TOMBSTONE,
                     ":expires": int((self._clock.now() + self._retention).timestamp()),
                 }
             ),
@@ -139,7 +137,7 @@ class DynamoCountingStore:
                 "TableName": self._table,
                 "Key": counter_key(account_id, shard),
                 "UpdateExpression": "ADD #count :delta SET account_id = :id",
-                "ExpressionAttributeNames": {"#count": "count"},
+                "ExpressionAttributeNames": {"#count": COUNT},
                 "ExpressionAttributeValues": to_attributes({":delta": delta, ":id": account_id}),
             }
         }

@@ -7,31 +7,33 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import condition_failed_item, error_code, transient_pages
-from functions.adapters.items import (
-    ACTIVITY_BUCKET,
-    CCF,
-    COUNTER_PROCESSED,
-    DELETED,
-    LAST_WRITE,
-    PK,
-    SK,
-    read_account_items,
-    read_resources,
-)
+from functions.adapters.resources import read_resources
 from functions.adapters.shards import (
     ACTIVE,
+    CCF,
     RETIRED,
     ROOM,
     ShardStore,
     held_leases,
     latest_write,
+    read_account_items,
     settle_together,
     shard_key,
     shard_state,
 )
-from functions.core import keys, leases, schema
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    ACTIVITY_INDEX,
+    COUNTER_PROCESSED,
+    DELETED,
+    LAST_WRITE,
+    PARTITION_KEY,
+    SORT_KEY,
+)
+from functions.core import leases
 from functions.core.admission import ShardState
 from functions.core.audit import AccountView
 from functions.core.counting import TransientStoreError
@@ -75,11 +77,11 @@ class DynamoHealingStore:
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
             "FilterExpression": f"{COUNTER_PROCESSED} = :false OR {DELETED} = :true",
-            "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
             "ExpressionAttributeValues": to_attributes(
                 {
                     ":pk": keys.account_pk(account_id),
-                    ":prefix": schema.RESOURCE_PREFIX,
+                    ":prefix": keys.RESOURCE_PREFIX,
                     ":false": False,
                     ":true": True,
                 }
@@ -160,10 +162,11 @@ class DynamoHealingStore:
 
     # The audit's reads (the sweeper audits a slice of accounts); imported here because they build
     # on this module's readers.
-    def accounts_in_bucket(self, index: int) -> set[str]:
+    def accounts_in_slice(self, number: int) -> set[str]:
+        """The accounts of one activity bucket: the slices are the buckets, in turn."""
         from functions.adapters.audit_reads import accounts_in_bucket
 
-        return accounts_in_bucket(self._client, self._table, index)
+        return accounts_in_bucket(self._client, self._table, number % keys.ACTIVITY_BUCKET_COUNT)
 
     def account_view(self, account_id: str) -> AccountView | None:
         from functions.adapters.audit_reads import account_view
@@ -174,10 +177,10 @@ class DynamoHealingStore:
         """Accounts last written at or after that time and not healed or checked since that write
         (each once, though the account item and each of its other shards have their own entry)."""
         seen: set[str] = set()
-        for index in range(schema.ACTIVITY_BUCKET_COUNT):
+        for index in range(keys.ACTIVITY_BUCKET_COUNT):
             request: dict[str, Any] = {
                 "TableName": self._table,
-                "IndexName": schema.ACTIVITY_INDEX_NAME,
+                "IndexName": ACTIVITY_INDEX.name,
                 "KeyConditionExpression": "#bucket = :bucket AND #written >= :after",
                 "ExpressionAttributeNames": {"#bucket": ACTIVITY_BUCKET, "#written": LAST_WRITE},
                 "ExpressionAttributeValues": to_attributes(

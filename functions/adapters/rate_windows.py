@@ -8,21 +8,26 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import error_code, unavailable
-from functions.adapters.shards import CCF, key
-from functions.core import keys, schema
+from functions.adapters.shards import CCF, account_key
+from functions.adapters.table_layout import EXPIRES_AT, item_key
 from functions.core.rate_limits import TenantRate, Window
 
-USED, EXPIRES_AT = schema.RATE_USED_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
-RATE, WINDOW = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_WINDOW_ATTRIBUTE
+USED = "used"  # the requests counted in the window
+# A window item is kept this long past its end (TTL deletes it, within days, for free).
+WINDOW_KEPT_SECONDS = 300
+# An admin's rate for one account, on its account item (absent: the stack's default).
+RATE = "rate_limit"
+WINDOW = "rate_window_seconds"
 # A lease that finds fewer requests left than it wanted asks again for what is left; another
 # environment may take those first, so it tries a bounded number of times.
 LEASE_ATTEMPTS = 3
 
 
 def window_key(account_id: str, window: Window, part: int = 0) -> dict[str, Any]:
-    return key(keys.rate_window_pk(account_id, window.length_ms, window.index, part), schema.RATE_SORT_KEY)
+    return item_key(keys.rate_window_pk(account_id, window.length_ms, window.index, part), keys.RATE_SORT_KEY)
 
 
 def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
@@ -38,7 +43,7 @@ class DynamoWindowStore:
         self._table = table_name
 
     def lease(self, account_id: str, window: Window, part: int, wanted: int) -> int:
-        expires_at = window.end_ms // 1000 + schema.RATE_WINDOW_KEPT_SECONDS
+        expires_at = window.end_ms // 1000 + WINDOW_KEPT_SECONDS
         allowance = window.part_allowance(part)
         for _ in range(LEASE_ATTEMPTS):
             wanted = min(wanted, allowance)
@@ -73,7 +78,7 @@ class DynamoWindowStore:
         try:
             response = self._client.get_item(
                 TableName=self._table,
-                Key=key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY),
+                Key=account_key(account_id),
                 # Eventually consistent (half the read units): an admin's change is seen within a
                 # second or so, and cached for longer anyway.
                 ProjectionExpression=f"{RATE}, {WINDOW}",

@@ -17,9 +17,10 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
     DynamoDBRecordEventName,
 )
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
-from functions.adapters.items import ADMITTED_BY, COUNTER_PROCESSED, DELETED, PK, SK
-from functions.core import keys
+from functions.adapters.resources import ADMITTED_BY
+from functions.adapters.table_layout import COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
 from functions.core.counting import ItemRecord, ResourceRecord
 
 # A stream record's new image is a resource's state only for these: a REMOVE record has none.
@@ -28,7 +29,7 @@ _WRITES = (DynamoDBRecordEventName.INSERT, DynamoDBRecordEventName.MODIFY)
 
 def resource_ids(values: Mapping[str, Any]) -> tuple[str, str] | None:
     """The account and resource a key names, or None if it is not a resource's key."""
-    pk, sk = values.get(PK), values.get(SK)
+    pk, sk = values.get(PARTITION_KEY), values.get(SORT_KEY)
     if not isinstance(pk, str) or not isinstance(sk, str):
         return None
     account_id, resource_id = keys.account_id_from_pk(pk), keys.resource_id_from_sk(sk)
@@ -75,7 +76,7 @@ def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
 def pending_record(item: Mapping[str, Any]) -> ItemRecord:
     """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`."""
     values = from_attributes(item)
-    return f"{values.get(PK)}/{values.get(SK)}", from_values(values)
+    return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", from_values(values)
 
 
 def _flag(value: Any) -> bool | None:

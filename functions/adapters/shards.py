@@ -11,24 +11,37 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.counters import counter_key, eventual_of, other_counter_keys
 from functions.adapters.errors import THROTTLING_REASON, cancellation_codes, error_code, unavailable
-from functions.core import keys, leases, schema
+from functions.adapters.table_layout import ACTIVITY_BUCKET, ITEM_TYPE, LAST_WRITE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.admission import ShardState
 from functions.core.errors import AccountNotFound, StoreUnavailable
-from functions.core.healing import last_write_of, last_write_stamp
-from functions.core.leases import Lease, Settled, Settlement
+from functions.core.healing import last_write_stamp
+from functions.core.leases import Lease, LeaseKind, Settled, Settlement, in_order
 
-PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
-ROOM, RETIRED = schema.ROOM_ATTRIBUTE, schema.RETIRED_ATTRIBUTE
-ACTIVE, SPAN = schema.ACTIVE_SHARDS_ATTRIBUTE, schema.SHARD_SPAN_ATTRIBUTE
-LAST_WRITE, LAST_WRITE_EXACT = schema.LAST_WRITE_ATTRIBUTE, schema.LAST_WRITE_EXACT_ATTRIBUTE
-LIMIT_VERSION, LIMIT_SET_AT = schema.LIMIT_VERSION_ATTRIBUTE, schema.LIMIT_SET_AT_ATTRIBUTE
-LIMIT_REQUEST = schema.LIMIT_REQUEST_ATTRIBUTE
+PK, SK = PARTITION_KEY, SORT_KEY
+ROOM = "room"  # slots the shard may still admit
+RETIRED = "retired"  # a shard that admits nothing until shard 0 grants it room again
+ACTIVE = "shards"  # on the account item: creates pick among shards 0 .. shards-1
+SPAN = "shard_span"  # on the account item: every shard ever used is below it
+# On the account item: each limit change bumps its version (the account's ETag) and stamps when
+# its PUT was received and its token, so an older PUT never overwrites a newer one.
+LIMIT_VERSION = "limit_version"
+LIMIT_SET_AT = "limit_set_at"
+LIMIT_REQUEST = "limit_request"
+# The exact time of the last API write (LAST_WRITE, the activity index's sort key, is rounded up to
+# the minute), for a heal's quiet check.
+LAST_WRITE_EXACT = "last_write_exact"
+# A lease is one attribute per write in flight (functions/core/leases.py), named by its request's
+# token after its kind's prefix, holding "<resource id> <taken at>".
+LEASE_PREFIXES = {LeaseKind.RESERVATION: "lease_r_", LeaseKind.DELETION: "lease_d_"}
 CCF = "ConditionalCheckFailedException"
 CANCELLED = "TransactionCanceledException"
 # A single write on an item that a transaction (a grant, a heal) is changing is rejected with this,
@@ -37,19 +50,20 @@ TRANSACTION_CONFLICT = "TransactionConflictException"
 CONFLICT_ATTEMPTS = 4
 
 
-def key(pk: str, sk: str) -> dict[str, Any]:
-    return {PK: {"S": pk}, SK: {"S": sk}}
-
-
 def shard_key(account_id: str, shard: int) -> dict[str, Any]:
     if shard == 0:
-        return key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY)
-    return key(keys.shard_pk(account_id, shard), schema.SHARD_SORT_KEY)
+        return item_key(keys.account_pk(account_id), keys.ACCOUNT_SORT_KEY)
+    return item_key(keys.shard_pk(account_id, shard), keys.SHARD_SORT_KEY)
+
+
+def account_key(account_id: str) -> dict[str, Any]:
+    """The account item: admission shard 0, which also holds the account's limit and shard layout."""
+    return shard_key(account_id, 0)
 
 
 def shard_index(item: Mapping[str, Any]) -> int:
     """Which shard a decoded account or shard item is."""
-    return int(item.get("shard", 0)) if item.get(SK) == schema.SHARD_SORT_KEY else 0
+    return int(item.get("shard", 0)) if item.get(SK) == keys.SHARD_SORT_KEY else 0
 
 
 def shard_state(item: Mapping[str, Any]) -> ShardState:
@@ -74,8 +88,38 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
     )
 
 
+def lease_attribute(lease: Lease) -> str:
+    return f"{LEASE_PREFIXES[lease.kind]}{lease.token}"
+
+
+def lease_value(lease: Lease) -> str:
+    return f"{lease.resource_id} {lease.taken_at}"
+
+
+def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
+    """The leases held on an account or shard item (plain attributes), oldest first."""
+    found = []
+    for name, value in item.items():
+        for kind, prefix in LEASE_PREFIXES.items():
+            if name.startswith(prefix) and isinstance(value, str) and " " in value:
+                resource_id, taken_at = value.split(" ", 1)
+                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
+    return in_order(found)
+
+
+def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
+    return bool(item) and item.get(lease_attribute(lease)) == lease_value(lease)  # type: ignore[union-attr]
+
+
 def held_leases(item: Mapping[str, Any]) -> tuple[Lease, ...]:
-    return leases.leases_of(item, shard_index(item))
+    return leases_of(item, shard_index(item))
+
+
+def last_write_of(item: Mapping[str, Any]) -> str | None:
+    """An account or shard item's last API write time: `last_write_exact`, or `last_write_at` on an
+    item written before the stamp was rounded (it carries the exact time there); None if neither."""
+    written = item.get(LAST_WRITE_EXACT, item.get(LAST_WRITE))
+    return None if written is None else str(written)
 
 
 def latest_write(items: Iterable[Mapping[str, Any]]) -> str | None:
@@ -112,7 +156,7 @@ def take_lease(
         ":one": 1,
         ":stamp": last_write_stamp(lease.taken_at),
         ":now": lease.taken_at,
-        ":lease": lease.value,
+        ":lease": lease_value(lease),
         **{f":{name}": delta for name, delta in changes.items()},
     }
     adds = ", ".join([*(f"{name} :{name}" for name in changes), "version :one"])
@@ -121,7 +165,7 @@ def take_lease(
         "Key": shard_key(account_id, lease.shard),
         "UpdateExpression": f"ADD {adds} SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease",
         "ConditionExpression": " AND ".join(conditions),
-        "ExpressionAttributeNames": {"#pk": PK, "#lease": lease.attribute},
+        "ExpressionAttributeNames": {"#pk": PK, "#lease": lease_attribute(lease)},
         "ExpressionAttributeValues": to_attributes(values),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -134,7 +178,7 @@ def take_lease(
         old = from_attributes(error.response.get("Item") or {})
         if not old and lease.shard == 0:
             raise AccountNotFound(account_id) from error
-        return old if leases.holds(old, lease) else None
+        return old if holds(old, lease) else None
     except BotoCoreError as error:
         raise unavailable(f"take {lease.kind.value} lease", error) from error
     return from_attributes(response["Attributes"])
@@ -160,7 +204,7 @@ def settle_lease(
     Conditional on the lease being held, so a retry of a settle that landed changes nothing. Every
     shard write bumps `version`; an API write (`now` given) also stamps `last_write_at`. A released
     slot (`admitted - 1`) goes back to the shard's room."""
-    values: dict[str, Any] = {":lease": lease.value}
+    values: dict[str, Any] = {":lease": lease_value(lease)}
     expression = f"ADD {_settled_adds(settlement.admitted, settlement.best_effort, values)} REMOVE #lease"
     if now is not None:
         expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
@@ -174,7 +218,7 @@ def settle_lease(
         "Key": shard_key(account_id, lease.shard),
         "UpdateExpression": expression,
         "ConditionExpression": condition,
-        "ExpressionAttributeNames": {"#lease": lease.attribute},
+        "ExpressionAttributeNames": {"#lease": lease_attribute(lease)},
         "ExpressionAttributeValues": to_attributes(values),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
@@ -183,7 +227,7 @@ def settle_lease(
     except ClientError as error:
         if error_code(error) != CCF:
             raise unavailable("settle lease", error) from error
-        if leases.holds(from_attributes(error.response.get("Item") or {}), lease):
+        if holds(from_attributes(error.response.get("Item") or {}), lease):
             return Settled.EPOCH_MOVED  # the lease is held, so only the epoch can have failed
         return Settled.ALREADY
     except BotoCoreError as error:
@@ -207,7 +251,7 @@ def settle_together(
     call settled. Settlements that name a heal epoch are not accepted: dead leases' never do."""
     if any(settlement.expected_heal_epoch is not None for settlement in settlements.values()):
         raise ValueError("settle_together applies settlements without an expected heal epoch only")
-    pending = [lease for lease in leases.in_order(settlements) if lease.shard == shard]
+    pending = [lease for lease in in_order(settlements) if lease.shard == shard]
     settled = 0
     for start in range(0, len(pending), LEASES_PER_SETTLING_WRITE):
         chunk = pending[start : start + LEASES_PER_SETTLING_WRITE]
@@ -216,7 +260,7 @@ def settle_together(
             if held is None:
                 settled += len(chunk)
                 break
-            chunk = [lease for lease in chunk if leases.holds(held, lease)]
+            chunk = [lease for lease in chunk if holds(held, lease)]
             if not chunk:
                 break
     return settled
@@ -227,8 +271,8 @@ def _settle_chunk(
 ) -> dict[str, Any] | None:
     """One conditional update settling `settlements`; None if it landed, else the item as it was
     (empty when the shard item is gone)."""
-    names = {f"#l{i}": lease.attribute for i, lease in enumerate(settlements)}
-    values: dict[str, Any] = {f":l{i}": lease.value for i, lease in enumerate(settlements)}
+    names = {f"#l{i}": lease_attribute(lease) for i, lease in enumerate(settlements)}
+    values: dict[str, Any] = {f":l{i}": lease_value(lease) for i, lease in enumerate(settlements)}
     admitted = sum(settlement.admitted for settlement in settlements.values())
     best_effort = sum(settlement.best_effort for settlement in settlements.values())
     request = {
@@ -336,14 +380,14 @@ class ShardStore:
                         "Key": shard_key(account_id, shard),
                         "UpdateExpression": (
                             f"ADD {ROOM} :slots, version :one "
-                            f"SET account_id = :id, #type = :type, #shard = :shard, {schema.ACTIVITY_BUCKET_ATTRIBUTE}"
+                            f"SET account_id = :id, #type = :type, #shard = :shard, {ACTIVITY_BUCKET}"
                             " = :bucket, admitted = if_not_exists(admitted, :zero), "
                             "best_effort = if_not_exists(best_effort, :zero), "
                             f"heal_epoch = if_not_exists(heal_epoch, :zero) REMOVE {RETIRED}"
                         ),
                         # Only to a dry shard: two creates that found it dry take one grant, not two.
                         "ConditionExpression": f"attribute_not_exists({ROOM}) OR {ROOM} < :one OR {RETIRED} = :true",
-                        "ExpressionAttributeNames": {"#type": schema.ITEM_TYPE_ATTRIBUTE, "#shard": "shard"},
+                        "ExpressionAttributeNames": {"#type": ITEM_TYPE, "#shard": "shard"},
                         "ExpressionAttributeValues": to_attributes(
                             {
                                 ":slots": slots,
@@ -447,3 +491,31 @@ class ShardStore:
             return method(**request)
         except (ClientError, BotoCoreError) as error:
             raise unavailable(operation, error) from error
+
+
+@dataclass(frozen=True)
+class AccountItems:
+    """An account's admission shard items (the account item first) and eventual counter items."""
+
+    shards: list[dict[str, Any]]
+    counters: list[dict[str, Any]]
+
+    @property
+    def eventual(self) -> int:
+        return eventual_of(self.counters)
+
+
+def read_account_items(store: ShardStore, account_id: str) -> AccountItems | None:
+    """The account item and its eventual counter in one BatchGetItem, and for a busy account its
+    other admission and counter shards in one more; None if there is no such account."""
+    found = store.read_keys([account_key(account_id), counter_key(account_id)])
+    account = next((item for item in found if item[SK] == keys.ACCOUNT_SORT_KEY), None)
+    if account is None:
+        return None
+    span = shard_state(account).span
+    if span > 1:
+        others = [shard_key(account_id, shard) for shard in range(1, span)]
+        found += store.read_keys(others + other_counter_keys(account_id, span))
+    shards = sorted((item for item in found if item[SK] == keys.SHARD_SORT_KEY), key=shard_index)
+    counters = [item for item in found if item[SK] == keys.COUNTER_SORT_KEY]
+    return AccountItems([account, *shards], counters)

@@ -321,7 +321,7 @@ def _settle_quietly(store: ApiStore, account_id: str, lease: Lease, settlement: 
     try:
         store.settle(account_id, lease, settlement, now)
     except StoreUnavailable:
-        logger.warning("could not settle %s on %s; a heal will", lease.attribute, account_id)
+        logger.warning("could not settle %s lease %s on %s; a heal will", lease.kind.value, lease.token, account_id)
 
 
 def _replay(earlier: Resource, fingerprint: str) -> Created:

@@ -30,8 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from functions.core import schema
-
 logger = logging.getLogger(__name__)
 
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
@@ -46,6 +44,9 @@ MAX_ACTIONS_PER_TRANSACTION = 99
 SWEEP_PAGE = 1000
 # Transactions one chunk of actions may take before what is left is retried later.
 MAX_ROUNDS = 8
+# A busy account's eventual counter is spread over this many counter shards, read as their sum
+# (counter_shard): shard 0 lives in the account's partition, the others on keys of their own.
+EVENTUAL_COUNTER_SHARDS = 8
 
 
 class TaskKind(enum.Enum):
@@ -142,7 +143,7 @@ def counter_shard(actions: Sequence[ResourceAction]) -> int:
     busy = next((action for action in actions if action.shard > 0), None)
     if busy is None:
         return 0
-    return int.from_bytes(hashlib.sha256(busy.resource_id.encode()).digest()[:4], "big") % schema.COUNTER_SHARDS
+    return int.from_bytes(hashlib.sha256(busy.resource_id.encode()).digest()[:4], "big") % EVENTUAL_COUNTER_SHARDS
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -169,8 +170,8 @@ ItemRecord = tuple[str, ResourceRecord | None]
 def plan_record(record: ResourceRecord) -> CountingTask | None:
     """The task a resource record asks for, or None if it carries no counting work.
 
-    Mirrors schema.STREAM_FILTER_PATTERNS, because redriven ranges and the pending index were
-    never filtered."""
+    Mirrors the consumer's stream filter (functions/adapters/table_layout.py), because redriven
+    ranges and the pending index were never filtered."""
     if record.deleted:
         return CountingTask(
             TaskKind.REMOVE_DELETED,

@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from functions.core import schema
 from functions.core.admission import ShardState
 from functions.core.leases import (
     DEFAULT_TOMBSTONE_RETENTION,
@@ -176,10 +174,3 @@ def last_write_stamp(now: str) -> str:
     moment = parse_timestamp(now)
     floor = moment.replace(second=0, microsecond=0)
     return iso_timestamp(floor if floor == moment else floor + STAMP_ROUNDING)
-
-
-def last_write_of(account: Mapping[str, Any]) -> str | None:
-    """An account item's last API write time: `last_write_exact`, or `last_write_at` on an item
-    written before the stamp was rounded (it carries the exact time there); None if neither."""
-    written = account.get(schema.LAST_WRITE_EXACT_ATTRIBUTE, account.get(schema.LAST_WRITE_ATTRIBUTE))
-    return None if written is None else str(written)

@@ -27,9 +27,8 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from functions.core import schema
 from functions.core.model import Resource
 
 # How long a counted delete's tombstone keeps its request's token. A tombstone outlives every lease
@@ -44,12 +43,6 @@ class LeaseKind(enum.Enum):
     DELETION = "deletion"  # a delete's best-effort decrement, taken before the soft delete
 
 
-_PREFIXES = {
-    LeaseKind.RESERVATION: schema.RESERVATION_LEASE_PREFIX,
-    LeaseKind.DELETION: schema.DELETION_LEASE_PREFIX,
-}
-
-
 @dataclass(frozen=True)
 class Lease:
     kind: LeaseKind
@@ -58,38 +51,18 @@ class Lease:
     taken_at: str  # ISO 8601, UTC
     shard: int = 0  # the admission shard whose item holds it (functions/core/admission.py)
 
-    @property
-    def attribute(self) -> str:
-        return f"{_PREFIXES[self.kind]}{self.token}"
-
-    @property
-    def value(self) -> str:
-        return f"{self.resource_id} {self.taken_at}"
-
 
 def new_token() -> str:
     """A request's token: 64 random bits, short because it is part of an attribute name."""
     return secrets.token_hex(8)
 
 
-def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
-    """The leases held on an account or shard item (plain attributes), oldest first."""
-    found = []
-    for name, value in item.items():
-        for kind, prefix in _PREFIXES.items():
-            if name.startswith(prefix) and isinstance(value, str) and " " in value:
-                resource_id, taken_at = value.split(" ", 1)
-                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
-    return in_order(found)
-
-
 def in_order(held: Iterable[Lease]) -> tuple[Lease, ...]:
-    """Leases oldest first (ties by name, then shard), as every reader lists them."""
-    return tuple(sorted(held, key=lambda lease: (lease.taken_at, lease.attribute, lease.shard)))
-
-
-def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
-    return bool(item) and item.get(lease.attribute) == lease.value  # type: ignore[union-attr]
+    """Leases oldest first (ties: deletions first, then by token, then by shard), as every reader
+    lists them."""
+    return tuple(
+        sorted(held, key=lambda lease: (lease.taken_at, lease.kind is LeaseKind.RESERVATION, lease.token, lease.shard))
+    )
 
 
 class Settled(enum.Enum):

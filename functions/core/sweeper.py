@@ -7,8 +7,9 @@
 3. It settles the dead leases of busy accounts, which never go quiet: a create that died between
    reserving its slot and putting its resource gets its slot back within `quiet` plus one sweep
    period, however busy the account (docs/healing.md).
-4. It audits one activity bucket's accounts (functions/core/audit.py), the next bucket at the next
-   sweep: every account about twice a day, and drift from its items shows as a metric and an alarm.
+4. It audits one slice of the accounts (functions/core/audit.py; a slice is an activity bucket's
+   accounts), the next slice at the next sweep: every account about twice a day, and drift from
+   its items shows as a metric and an alarm.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
 
-from functions.core import schema
 from functions.core.audit import AccountView, AuditFinding, audit
 from functions.core.counting import BatchReport, CountingStore, process_pending
 from functions.core.healing import (
@@ -35,12 +35,15 @@ from functions.core.redrive import PendingSource
 
 
 class AuditSource(Protocol):
-    def accounts_in_bucket(self, index: int) -> Iterable[str]: ...
+    def accounts_in_slice(self, number: int) -> Iterable[str]:
+        """The accounts of audit slice `number`: every account is in one slice, and the slices
+        repeat (slice n + the number of slices is slice n again)."""
+        ...
 
     def account_view(self, account_id: str) -> AccountView | None: ...
 
 
-# Each sweep audits the accounts of one activity bucket, in turn.
+# Each sweep audits the accounts of one slice, the next slice at the next sweep.
 AUDIT_SLICE = timedelta(minutes=5)
 
 
@@ -110,9 +113,8 @@ def sweep(
 
 
 def audit_slice(audits: AuditSource, now: datetime, report: SweepReport) -> None:
-    """Audit the accounts of this sweep's activity bucket (read-only: `ops audit --repair` repairs)."""
-    bucket = int(now.timestamp() // AUDIT_SLICE.total_seconds()) % schema.ACTIVITY_BUCKET_COUNT
-    for account_id in sorted(audits.accounts_in_bucket(bucket)):
+    """Audit the accounts of this sweep's slice (read-only: `ops audit --repair` repairs)."""
+    for account_id in sorted(audits.accounts_in_slice(int(now.timestamp() // AUDIT_SLICE.total_seconds()))):
         finding = audit(partial(audits.account_view, account_id), account_id)
         if finding is None:
             continue

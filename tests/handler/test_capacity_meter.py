@@ -6,8 +6,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from functions.adapters import table_layout
 from functions.adapters.api_store import DynamoApiStore
-from functions.core import accounts, schema
+from functions.core import accounts
 from functions.core.model import NewResource
 from local.capacity.meter import CapacityMeter
 from tests.conftest import System
@@ -19,7 +20,7 @@ def meter(system: System) -> CapacityMeter:
 
 
 def key(pk: str, sk: str) -> dict[str, dict[str, str]]:
-    return {schema.PARTITION_KEY: {"S": pk}, schema.SORT_KEY: {"S": sk}}
+    return {table_layout.PARTITION_KEY: {"S": pk}, table_layout.SORT_KEY: {"S": sk}}
 
 
 def test_a_put_of_two_and_a_half_kilobytes_is_three_write_units(system: System, meter: CapacityMeter) -> None:
@@ -68,8 +69,8 @@ def test_an_update_moving_an_item_between_index_keys_writes_the_index_twice(
 ) -> None:
     account = {
         **key("A#1", "ACCOUNT"),
-        schema.ACTIVITY_BUCKET_ATTRIBUTE: {"S": "7"},
-        schema.LAST_WRITE_ATTRIBUTE: {"S": "2026-11-23T10:00:00.000Z"},
+        table_layout.ACTIVITY_BUCKET: {"S": "7"},
+        table_layout.LAST_WRITE: {"S": "2026-11-23T10:00:00.000Z"},
     }
     system.dynamodb.put_item(TableName=system.table, Item=account)
     with meter.operation("touch") as usage:
@@ -77,10 +78,10 @@ def test_an_update_moving_an_item_between_index_keys_writes_the_index_twice(
             TableName=system.table,
             Key=key("A#1", "ACCOUNT"),
             UpdateExpression="SET #at = :now",
-            ExpressionAttributeNames={"#at": schema.LAST_WRITE_ATTRIBUTE},
+            ExpressionAttributeNames={"#at": table_layout.LAST_WRITE},
             ExpressionAttributeValues={":now": {"S": "2026-11-23T10:00:01.000Z"}},
         )
-    index_place = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
+    index_place = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
     assert usage.wcu == {(system.table, "A#1"): 1, (index_place, "7"): 2}
 
 
@@ -103,7 +104,7 @@ def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: Sy
     accounts.put_account(
         store, "acme", accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
     )
-    index = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
+    index = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
 
     def create_at(now: str) -> float:
         with meter.operation(now) as usage:
@@ -136,7 +137,7 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     def deliver() -> None:
         """Each record alone (a trickle), through the consumer's filter, as Lambda delivers them."""
         for record in tap.drain():
-            if matches_any(schema.STREAM_FILTER_PATTERNS, record):
+            if matches_any(table_layout.STREAM_FILTER_PATTERNS, record):
                 process_stream_records(counting, [record])
 
     accounts.put_account(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from functions.adapters import keys, table_layout
 from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import iso_timestamp
@@ -308,8 +309,7 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
 
 def account_leases(harness: Harness) -> tuple[Any, ...]:
     from functions.adapters.attributes import from_attributes
-    from functions.adapters.items import account_key
-    from functions.adapters.shards import held_leases
+    from functions.adapters.shards import account_key, held_leases
 
     system = harness.system
     item = system.dynamodb.get_item(TableName=system.table, Key=account_key("acme"), ConsistentRead=True)["Item"]
@@ -367,7 +367,6 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
     account's activity bucket, the account is audited; a nudged eventual counter is reported."""
     from functions.adapters.attributes import to_attributes
-    from functions.core import keys, schema
     from functions.core.leases import parse_timestamp
     from functions.core.sweeper import AUDIT_SLICE
 
@@ -376,7 +375,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     api.put_account("acme", 5)
     api.create("acme")
     harness.pump()
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -391,7 +390,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     # write came 2 h 25 min to 3 h 25 min into a cycle: 07:45 to 08:45 and 18:25 to 19:25 UTC on
     # 2026-11-25.
     bucket = int(keys.activity_bucket("acme").split("#")[1])
-    cycle = AUDIT_SLICE * schema.ACTIVITY_BUCKET_COUNT
+    cycle = AUDIT_SLICE * keys.ACTIVITY_BUCKET_COUNT
     first_slice = EPOCH + bucket * AUDIT_SLICE  # acme's, in the epoch's cycle
     when = first_slice + ((harness.clock.now() - first_slice) // cycle + 1) * cycle + timedelta(seconds=1)
     store, healing = harness.clients.counting_store, harness.clients.healing_store

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from functions.adapters.items import resource_item
+from functions.adapters.resources import resource_item
 from functions.core.model import Resource
 from tests.handler.conftest import Harness
 from tests.support.api_events import ApiResponse, proxy_event

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from functions.core import schema
 from functions.shared.clients import Clients
-from functions.shared.config import Settings
+from functions.shared.config import FunctionEnvironment, Settings
 from infra import constants
 from infra.synth import synthesize_stack_template
 from tests.handler.conftest import Harness
@@ -107,8 +106,8 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
         harness.api.create("acme", "dies")
     from functions.sweeper.handler import handler as sweeper
 
-    sweep_now = {schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "0", schema.ENV_HEAL_QUIET_SECONDS: "0"}
-    settings = Settings.from_env({schema.ENV_TABLE_NAME: harness.system.table, **sweep_now})
+    sweep_now = {FunctionEnvironment.variable("pending_older_than"): "0", FunctionEnvironment.variable("quiet"): "0"}
+    settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.system.table, **sweep_now})
     sweeper_clients = Clients(settings, harness.clients.session, harness.clients.endpoint_url, harness.clock)
     recorder.install(sweeper_clients)
     sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=sweeper_clients)

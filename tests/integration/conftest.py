@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import boto3
 import pytest
 
-from functions.core import keys
+from functions.adapters import keys
 from local.http_client import HttpApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.

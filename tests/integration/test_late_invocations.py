@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from functions.adapters.attributes import from_attributes
-from functions.adapters.items import account_key
-from functions.core.leases import leases_of
+from functions.adapters.shards import account_key, leases_of
 from local.http_client import HttpApi, poll
 from tests.integration.conftest import LATE_CREATE, LATE_DELETE, LATE_SECONDS, System
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from functions.core import schema
 from functions.core.counting import (
     COMMITTED,
+    EVENTUAL_COUNTER_SHARDS,
     GONE,
     ActionKind,
     CancellationReason,
@@ -296,8 +296,8 @@ def test_only_a_batch_with_a_resource_admitted_above_shard_0_adds_to_a_counter_s
     assert counter_shard(quiet) == 0
     busy = [*quiet, ResourceAction(ActionKind.COUNT_CREATE, "r-busy", shard=3)]
     spread = {counter_shard([ResourceAction(ActionKind.COUNT_CREATE, f"b{n}", shard=1)]) for n in range(200)}
-    assert 0 <= counter_shard(busy) < schema.COUNTER_SHARDS
-    assert spread == set(range(schema.COUNTER_SHARDS))
+    assert 0 <= counter_shard(busy) < EVENTUAL_COUNTER_SHARDS
+    assert spread == set(range(EVENTUAL_COUNTER_SHARDS))
 
 
 def test_folding_keeps_the_admission_shard_of_each_resource() -> None:

@@ -1,81 +1,46 @@
-"""The codec of an account's resource items and eventual counter items: their keys, attribute
-names and values, defined once (admission shards: shards.py; rate windows: rate_windows.py)."""
+"""The resource item family: a resource's key, its attributes, its codec, and its tombstone.
+
+A resource lives in its account's partition (`ACCOUNT#<id>` / `RESOURCE#<id>`), in the sparse
+pending index while it has counting work left, and as a tombstone after its delete is counted.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.errors import unavailable
-from functions.adapters.shards import ShardStore, shard_index, shard_key, shard_state
-from functions.core import keys, schema
+from functions.adapters.shards import ShardStore
+from functions.adapters.table_layout import (
+    COUNTER_PROCESSED,
+    DELETED,
+    EXPIRES_AT,
+    ITEM_TYPE,
+    PARTITION_KEY,
+    PENDING_BUCKET,
+    PENDING_SINCE,
+    SORT_KEY,
+    item_key,
+)
 from functions.core.counting import GONE, ResourceState
 from functions.core.model import Resource
 
-PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
-COUNTER_PROCESSED, DELETED = schema.COUNTER_PROCESSED_ATTRIBUTE, schema.DELETED_ATTRIBUTE
-PENDING_BUCKET, PENDING_SINCE = schema.PENDING_BUCKET_ATTRIBUTE, schema.PENDING_SINCE_ATTRIBUTE
-ACTIVITY_BUCKET, LAST_WRITE = schema.ACTIVITY_BUCKET_ATTRIBUTE, schema.LAST_WRITE_ATTRIBUTE
-LAST_WRITE_EXACT = schema.LAST_WRITE_EXACT_ATTRIBUTE
-REQUEST_TOKEN, DELETE_TOKEN = schema.REQUEST_TOKEN_ATTRIBUTE, schema.DELETE_TOKEN_ATTRIBUTE
-ITEM_TYPE, EXPIRES_AT = schema.ITEM_TYPE_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
-ADMITTED_BY = schema.RESOURCE_SHARD_ATTRIBUTE  # the admission shard that admitted the resource
-CCF = "ConditionalCheckFailedException"
-
-# What a counted delete removes from the resource, leaving its tombstone (schema.TOMBSTONE_TYPE).
+# The request tokens that let a retried write recognise its own landing (functions/core/leases.py).
+REQUEST_TOKEN = "request_token"  # noqa: S105 - an attribute name, not a secret
+DELETE_TOKEN = "delete_token"  # noqa: S105
+ADMITTED_BY = "shard"  # the admission shard that admitted the resource, where it is released
+# A counted delete leaves a tombstone instead of nothing: the resource's key with its request and
+# delete tokens and its request fingerprint, and neither `deleted` nor `counter_processed`, so no
+# stream filter or index picks it up. A retried write finds its own token there; a late create
+# finds the key taken. DynamoDB's TTL removes it after the retention.
+TOMBSTONE = "tombstone"
+# What a counted delete removes from the resource, leaving its tombstone.
 TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKET}, {PENDING_SINCE}, deleted_at"
-
-
-def item_key(pk: str, sk: str) -> dict[str, Any]:
-    return {PK: {"S": pk}, SK: {"S": sk}}
-
-
-def account_key(account_id: str) -> dict[str, Any]:
-    return item_key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY)
-
-
-def counter_key(account_id: str, shard: int = 0) -> dict[str, Any]:
-    """An eventual counter shard: 0 in the account's partition, j >= 1 on a key of its own."""
-    pk = keys.account_pk(account_id) if shard == 0 else keys.counter_pk(account_id, shard)
-    return item_key(pk, schema.EVENTUAL_COUNTER_SORT_KEY)
-
-
-def other_counter_keys(account_id: str, span: int) -> list[dict[str, Any]]:
-    """The counter shards above 0 an account can have: none until its admission shards spread."""
-    return [counter_key(account_id, shard) for shard in range(1, schema.COUNTER_SHARDS)] if span > 1 else []
-
-
-@dataclass(frozen=True)
-class AccountItems:
-    """An account's admission shard items (the account item first) and eventual counter items."""
-
-    shards: list[dict[str, Any]]
-    counters: list[dict[str, Any]]
-
-    @property
-    def eventual(self) -> int:
-        return sum(int(counter.get("count", 0)) for counter in self.counters)
-
-
-def read_account_items(store: ShardStore, account_id: str) -> AccountItems | None:
-    """The account item and its eventual counter in one BatchGetItem, and for a busy account its
-    other admission and counter shards in one more; None if there is no such account."""
-    found = store.read_keys([account_key(account_id), counter_key(account_id)])
-    account = next((item for item in found if item[SK] == schema.ACCOUNT_SORT_KEY), None)
-    if account is None:
-        return None
-    span = shard_state(account).span
-    if span > 1:
-        others = [shard_key(account_id, shard) for shard in range(1, span)]
-        found += store.read_keys(others + other_counter_keys(account_id, span))
-    shards = sorted((item for item in found if item[SK] == schema.SHARD_SORT_KEY), key=shard_index)
-    counters = [item for item in found if item[SK] == schema.EVENTUAL_COUNTER_SORT_KEY]
-    return AccountItems([account, *shards], counters)
 
 
 def resource_key(account_id: str, resource_id: str) -> dict[str, Any]:
@@ -85,8 +50,8 @@ def resource_key(account_id: str, resource_id: str) -> dict[str, Any]:
 def resource_item(resource: Resource) -> dict[str, Any]:
     return to_attributes(
         {
-            PK: keys.account_pk(resource.account_id),
-            SK: keys.resource_sk(resource.resource_id),
+            PARTITION_KEY: keys.account_pk(resource.account_id),
+            SORT_KEY: keys.resource_sk(resource.resource_id),
             ITEM_TYPE: "resource",
             "account_id": resource.account_id,
             "resource_id": resource.resource_id,
@@ -120,7 +85,7 @@ def stored_attributes(text: str) -> dict[str, Any]:
 
 def resource_from_values(values: Mapping[str, Any]) -> Resource:
     """A decoded resource item or tombstone as the core sees it."""
-    tombstone = values.get(ITEM_TYPE) == schema.TOMBSTONE_TYPE
+    tombstone = values.get(ITEM_TYPE) == TOMBSTONE
     return Resource(
         account_id=values["account_id"],
         resource_id=values["resource_id"],
@@ -158,7 +123,7 @@ def resource_state(item: Mapping[str, Any] | None) -> ResourceState:
     if not item:
         return GONE
     values = from_attributes(item)
-    if values.get(ITEM_TYPE) == schema.TOMBSTONE_TYPE:
+    if values.get(ITEM_TYPE) == TOMBSTONE:
         return GONE
     return ResourceState(
         exists=True,
