@@ -56,13 +56,15 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     """Create+delete iterations spread evenly over the accounts; returns how many ran."""
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.adapters.healing_store import DynamoHealingStore
     from functions.core import accounts
     from functions.core.healing import heal_account
     from functions.core.model import NewResource
     from tests.support.stream import StreamTap, process_stream_records
 
-    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table, WALL_CLOCK)
+    the_table = DynamoTable(dynamodb, table)
+    api, counting = DynamoApiStore(the_table), DynamoCountingStore(the_table, WALL_CLOCK)
     tap = StreamTap(streams, stream_arn)
     # The API's cache of accounts' shard layouts, on a clock that runs at the busy account's
     # projected rate: its shards grow as they would at that rate on AWS, whatever the emulator's pace.
@@ -128,7 +130,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
                     accounts.delete_resource(api, name, alive[name].pop(0), stamp, directory=directory)
                 consume()
     consume(last=True)
-    healing = DynamoHealingStore(dynamodb, table)
+    healing = DynamoHealingStore(the_table)
     for name in names:
         with meter.operation("heal"):
             heal_account(healing, name, datetime.now(UTC) + timedelta(hours=1), timedelta(seconds=30))
@@ -308,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
 def rate_limit_report(emulator_url: str) -> str:
     """What the per-tenant rate limit adds to each request (functions/core/rate_limits.py): a quiet
     tenant's one request a window, and a busy tenant's steady 10,000 requests/s over 4 environments."""
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.adapters.rate_windows import DynamoWindowStore
     from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantLimiter, TenantRate
     from tests.support.tables import create_table
@@ -315,7 +318,7 @@ def rate_limit_report(emulator_url: str) -> str:
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
     create_table(dynamodb, "capacity-rates")
     meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
-    store = DynamoWindowStore(dynamodb, "capacity-rates")
+    store = DynamoWindowStore(DynamoTable(dynamodb, "capacity-rates"))
     clock_ms = [1_800_000_000_000]
     lines = ["the per-tenant rate limit, per request:"]
     quiet = TenantLimiter(store, DEFAULT_TENANT_RATE, clock_ms=lambda: clock_ms[0])
@@ -352,7 +355,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     with them, what settling them costs one write each (as the sweeper did) and together (as it
     and a write that sees them do now), and what a create costs after."""
     from functions.adapters.api_store import DynamoApiStore
-    from functions.adapters.shards import held_leases, settle_lease
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.core import accounts
     from functions.core.leases import RELEASE_RESERVATION, Lease, LeaseKind, settle_dead_leases
     from functions.core.model import NewResource
@@ -361,7 +364,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
     create_table(dynamodb, "capacity-dead")
     meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
-    api = DynamoApiStore(dynamodb, "capacity-dead")
+    api = DynamoApiStore(DynamoTable(dynamodb, "capacity-dead"))
     # The create's own clean-up stays off until it is measured: a write that sees 4 would settle them.
     leaving = Directory(ShardingSettings(settle_dead_at=dead + 1))
     long_ago = iso_timestamp(datetime.now(UTC) - timedelta(minutes=2))
@@ -372,7 +375,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
         for number in range(dead):
             lease = Lease(LeaseKind.RESERVATION, f"{number:016x}", f"never-put-{number}", long_ago)
             assert api.reserve_on(name, lease) is not None
-        return list(held_leases(api.read_items(name, [0])[0]))
+        return list(api.read_shards(name, [0])[0].leases)
 
     def create(name: str, operation: str, directory: Directory = leaving) -> Usage:
         with meter.operation(operation) as usage:
@@ -384,7 +387,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     with meter.operation("settle one write each") as each:
         for lease in one_each:  # the sweeper's loop before: a read of the resource, a write of the shard
             assert api.get_resource("one-each", lease.resource_id) is None
-            settle_lease(dynamodb, "capacity-dead", "one-each", lease, RELEASE_RESERVATION, None)
+            api.settle("one-each", lease, RELEASE_RESERVATION, None)
     with meter.operation("settle together") as joint:
         settle_dead_leases(
             api, "together", together, expired_before=iso_timestamp(datetime.now(UTC) - timedelta(hours=24))
@@ -392,7 +395,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     after = create("together", "create, after")
     plant("on-sight")
     seeing = create("on-sight", "create that settles them", Directory())
-    left = len(held_leases(api.read_items("on-sight", [0])[0]))
+    left = len(api.read_shards("on-sight", [0])[0].leases)
 
     def units(usage: Usage) -> str:
         return f"{sum(usage.calls.values()):.0f} calls, {usage.total_wcu:.0f} WCU, {usage.total_rcu:.1f} RCU"

@@ -25,6 +25,7 @@ from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, Ledger, create, run_clients
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.resources import resource_from_item
@@ -182,7 +183,7 @@ class Auditor(threading.Thread):
 
     def __init__(self, dynamodb: Any, table: str, accounts: list[Account]) -> None:
         super().__init__(name="chaos-auditor", daemon=True)
-        self._dynamodb, self._table, self._accounts = dynamodb, table, accounts
+        self._table, self._accounts = DynamoTable(dynamodb, table), accounts
         self.stop = threading.Event()
         self.check = Check("the audit beside the clients reports no drift that faults do not inject")
         self.verdicts: Counter[str] = Counter()
@@ -192,7 +193,7 @@ class Auditor(threading.Thread):
             for account in self._accounts:
                 if self.stop.is_set():
                     return
-                finding = commands.audit_account(self._dynamodb, self._table, account.account_id)
+                finding = commands.audit_account(self._table, account.account_id)
                 self.verdicts[finding.verdict] += 1
                 if finding.verdict != "inconclusive":
                     unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
@@ -200,7 +201,6 @@ class Auditor(threading.Thread):
                 if finding.verdict == "drift":
                     try:
                         commands.repair_account(
-                            self._dynamodb,
                             self._table,
                             finding,
                             timedelta(seconds=HEAL_QUIET_SECONDS),
@@ -497,7 +497,7 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], le
 def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
     """Once quiet, a heal brings both API-path counters to the live count (README "Guarantees", 6: self-healing)."""
     check = Check("after healing, best-effort = admitted = live")
-    store = DynamoHealingStore(dynamodb, table)
+    store = DynamoHealingStore(DynamoTable(dynamodb, table))
     for account in accounts:
         if account.fatal:
             continue

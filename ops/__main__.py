@@ -19,12 +19,14 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core.audit import AccountView
-from functions.core.counting import TransientStoreError
+from functions.adapters.dynamo_table import DynamoTable
+from functions.core.audit import Recount
+from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
 from functions.shared.clock import Clock
 from infra import constants
@@ -205,19 +207,19 @@ class Context:
         self.args = args
         self.connection = Connection(args.endpoint_url, args.region)
         self.clock = clock
-        self._outputs: StackOutputs | None = None
 
-    @property
+    @cached_property
+    def table(self) -> DynamoTable:
+        """The stack's table, through one DynamoDB client."""
+        return DynamoTable(self.connection.client("dynamodb"), self.outputs.table_name)
+
+    @cached_property
     def outputs(self) -> StackOutputs:
-        if self._outputs is None:
-            self._outputs = StackOutputs.resolve(self.connection, self.args.stack_name)
-        return self._outputs
+        return StackOutputs.resolve(self.connection, self.args.stack_name)
 
 
 def run_account(context: Context) -> int:
-    view = commands.account_view(
-        context.connection.client("dynamodb"), context.outputs.table_name, context.args.account_id
-    )
+    view = commands.recount(context.table, context.args.account_id)
     if context.args.json:
         return emit_json(view.to_json())
     print(format_account(view))
@@ -229,17 +231,16 @@ def run_audit(context: Context) -> int:
     if context.args.account_option:  # kept for operators' scripts, as `account` and `heal` take it
         account_id = context.args.account_option
         print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
-    dynamodb, table = context.connection.client("dynamodb"), context.outputs.table_name
-    accounts = [account_id] if account_id else commands.all_accounts(dynamodb, table)
+    accounts = [account_id] if account_id else commands.all_accounts(context.table)
     verdicts: Counter[str] = Counter()
     progress = len(accounts) > 1 and sys.stderr.isatty()
     for done, account_id in enumerate(accounts, start=1):
-        finding = commands.audit_account(dynamodb, table, account_id)
+        finding = commands.audit_account(context.table, account_id)
         verdicts[finding.verdict] += 1
         repair = None
         if context.args.repair and finding.verdict == "drift":
             quiet = timedelta(seconds=constants.HEAL_QUIET_SECONDS)
-            repair = commands.repair_account(dynamodb, table, finding, quiet, context.clock.now())
+            repair = commands.repair_account(context.table, finding, quiet, context.clock.now())
             verdicts["repaired"] += 1
         if context.args.json:
             print(json.dumps(finding.to_json() | ({"repair": repair.to_json()} if repair else {})), flush=True)
@@ -269,13 +270,7 @@ def run_heal(context: Context) -> int:
             "create still in flight could lose the slot it holds and the account could exceed its limit "
             "(docs/healing.md); pass --force if no API call for the account can be in flight"
         )
-    report = commands.heal(
-        context.connection.client("dynamodb"),
-        context.outputs.table_name,
-        context.args.account_id,
-        timedelta(seconds=quiet),
-        context.clock.now(),
-    )
+    report = commands.heal(context.table, context.args.account_id, timedelta(seconds=quiet), context.clock.now())
     if context.args.json:
         emit_json(report.to_json())
     elif report.outcome is HealOutcome.NOT_FOUND:
@@ -342,7 +337,7 @@ def _signed(value: int) -> str:
     return f"{value:+d}" if value else "0"
 
 
-def format_account(view: AccountView) -> str:
+def format_account(view: Recount) -> str:
     lines = [
         f"account {view.account_id}",
         f"  limit          {view.limit}",
@@ -467,7 +462,7 @@ def main(argv: Sequence[str] | None = None, clock: Clock | None = None) -> int:
     except OpsError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
-    except TransientStoreError as error:
+    except StoreUnavailable as error:
         print(f"error: the table did not answer: {error}", file=sys.stderr)
         return EXIT_ERROR
     except (ClientError, BotoCoreError) as error:

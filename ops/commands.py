@@ -16,12 +16,12 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.adapters import audit_reads
-from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.counters import counter_key
+from functions.adapters.audit_reads import DynamoAuditReads
+from functions.adapters.counters import correct_counter, read_counter
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
-from functions.core.audit import AccountView, AuditFinding, audit
+from functions.core.audit import AuditFinding, Recount, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
 from functions.core.redrive import StreamBatchInfo
 from functions.shared.clock import Clock
@@ -31,7 +31,7 @@ from ops.stack import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_TRY_LATER,
-    AccountNotFound,
+    AccountNotInTable,
     Connection,
     FunctionFailed,
     OpsError,
@@ -41,29 +41,29 @@ from ops.stack import (
 # -- account -----------------------------------------------------------------------------------
 
 
-def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
+def recount(table: DynamoTable, account_id: str) -> Recount:
     """The account's counters and the truth about its resources, from its own partition only
     (functions/adapters/audit_reads.py). The two reads are not one snapshot: on a busy account,
     the numbers can disagree by the writes made in between."""
-    view = audit_reads.account_view(dynamodb, table, account_id)
-    if view is None:
-        raise AccountNotFound(f"account {account_id} not found in table {table}")
-    return view
+    found = DynamoAuditReads(table).recount(account_id)
+    if found is None:
+        raise AccountNotInTable(f"account {account_id} not found in table {table.name}")
+    return found
 
 
 # -- audit -------------------------------------------------------------------------------------
 
 
-def audit_account(dynamodb: Any, table: str, account_id: str, attempts: int = 3) -> AuditFinding:
+def audit_account(table: DynamoTable, account_id: str, attempts: int = 3) -> AuditFinding:
     """Recount one account from its items and compare (read-only): functions/core/audit.py."""
-    finding = audit(lambda: audit_reads.account_view(dynamodb, table, account_id), account_id, attempts)
+    finding = audit(lambda: DynamoAuditReads(table).recount(account_id), account_id, attempts)
     if finding is None:
-        raise AccountNotFound(f"account {account_id} not found in table {table}")
+        raise AccountNotInTable(f"account {account_id} not found in table {table.name}")
     return finding
 
 
-def all_accounts(dynamodb: Any, table: str) -> list[str]:
-    return audit_reads.all_accounts(dynamodb, table)
+def all_accounts(table: DynamoTable) -> list[str]:
+    return DynamoAuditReads(table).all_accounts()
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class Repair:
         }
 
 
-def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: timedelta, now: datetime) -> Repair:
+def repair_account(table: DynamoTable, finding: AuditFinding, quiet: timedelta, now: datetime) -> Repair:
     """Correct what an audit judged wrong, safely while writes continue.
 
     `eventual - counted` is the drift: every correct counting transaction moves both together, so
@@ -89,34 +89,16 @@ def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: time
     retry of a landed add is refused rather than applied twice. Best effort and held slots are then
     the sweeper's heal's (docs/healing.md): it needs no counting work pending, and lowers held
     slots only on an account quiet for `quiet`."""
-    view = finding.view
-    if finding.verdict != "drift" or view is None:
+    recount = finding.recount
+    if finding.verdict != "drift" or recount is None:
         return Repair(finding.account_id, 0, None)
-    fixed_by = view.counted - view.eventual
+    fixed_by = recount.counted - recount.eventual
     if fixed_by:
-        key = counter_key(finding.account_id)
-        found = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
-        current = int(from_attributes(found or {}).get("count", 0))
-        condition = "#count = :current" if found else "attribute_not_exists(#count)"
-        try:
-            dynamodb.update_item(
-                TableName=table,
-                Key=key,
-                UpdateExpression="ADD #count :fix",
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#count": "count"},
-                ExpressionAttributeValues=to_attributes({":fix": fixed_by, ":current": current})
-                if found
-                else to_attributes({":fix": fixed_by}),
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            raise TryLater(
-                f"account {finding.account_id}: its counter moved while it was repaired; audit again"
-            ) from error
+        read = read_counter(table, finding.account_id)
+        if not correct_counter(table, finding.account_id, fixed_by, read):
+            raise TryLater(f"account {finding.account_id}: its counter moved while it was repaired; audit again")
     # Any drift wants the heal: best effort and held slots are its, and a fixed eventual moves both.
-    return Repair(finding.account_id, fixed_by, heal(dynamodb, table, finding.account_id, quiet, now).outcome)
+    return Repair(finding.account_id, fixed_by, heal(table, finding.account_id, quiet, now).outcome)
 
 
 # -- heal --------------------------------------------------------------------------------------
@@ -174,9 +156,9 @@ def heal_exit_code(outcome: HealOutcome) -> int:
     return EXIT_NOT_FOUND
 
 
-def heal(dynamodb: Any, table: str, account_id: str, quiet: timedelta, now: datetime) -> HealReport:
+def heal(table: DynamoTable, account_id: str, quiet: timedelta, now: datetime) -> HealReport:
     """functions.core.healing.heal_account with the real store, as the sweeper runs it."""
-    store = DynamoHealingStore(dynamodb, table)
+    store = DynamoHealingStore(table)
     result = heal_account(store, account_id, now, quiet)
     after = None
     if result.outcome is not HealOutcome.NOT_FOUND:

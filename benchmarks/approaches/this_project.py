@@ -12,6 +12,7 @@ from benchmarks.approaches.base import Approach, LimitReached
 from benchmarks.capacity import WALL_CLOCK, now_text
 from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.counting_store import DynamoCountingStore
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.keys import account_pk
 from functions.core import accounts
 from functions.core.errors import LimitExceeded, ResourceNotFound
@@ -32,8 +33,9 @@ class ThisProject(Approach):
 
     def connect(self, tap: StreamTap | None = None) -> None:
         super().connect(tap)
-        self._api = DynamoApiStore(self.dynamodb, self.table)
-        self._counting = DynamoCountingStore(self.dynamodb, self.table, WALL_CLOCK)
+        table = DynamoTable(self.dynamodb, self.table)
+        self._api = DynamoApiStore(table)
+        self._counting = DynamoCountingStore(table, WALL_CLOCK)
 
     def open_account(self, account: str, limit: int) -> None:
         accounts.put_account(self._api, account, accounts.limit_change(limit, WALL_CLOCK.epoch_ms()), now_text)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from functions.adapters import keys
-from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.errors import condition_failed_item, error_code, unavailable
+from functions.adapters.attributes import to_attributes
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed
 from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.resources import (
     ADMITTED_BY,
@@ -22,12 +21,13 @@ from functions.adapters.resources import (
     read_resource,
     read_resources,
     resource_from_item,
+    resource_from_values,
     resource_item,
     resource_key,
+    resources_query,
 )
 from functions.adapters.shards import (
     ACTIVE,
-    CCF,
     LAST_WRITE_EXACT,
     LIMIT_REQUEST,
     LIMIT_SET_AT,
@@ -38,12 +38,8 @@ from functions.adapters.shards import (
     ShardStore,
     account_key,
     held_leases,
-    read_account_items,
-    settle_lease,
-    settle_together,
     shard_key,
     shard_state,
-    take_lease,
 )
 from functions.adapters.table_layout import (
     ACTIVITY_BUCKET,
@@ -76,10 +72,34 @@ def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
     return f", {RATE} = :rate, {WINDOW} = :window"
 
 
-class DynamoApiStore(ShardStore):
-    """The API's storage: single-item calls, each safe to retry (docs/admission.md), so `client`
-    keeps the SDK's standard retries. Transactions run only to move room between a busy account's
-    shards (ShardStore), and their cancellations never reach a caller."""
+class DynamoApiStore:
+    """The API's storage: single-item calls, each safe to retry (docs/admission.md), so the table's
+    client keeps the SDK's standard retries. Transactions run only to move room between a busy
+    account's shards (its ShardStore), and their cancellations never reach a caller."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+        self._shards = ShardStore(table)
+
+    # admission shards ----------------------------------------------------------------------
+
+    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        return self._shards.read_shards(account_id, shards, snapshot)
+
+    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+        return self._shards.grant(account_id, shard, slots, donor)
+
+    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+        return self._shards.gather(account_id, shard, retire)
+
+    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+        return self._shards.set_active(account_id, active, span, to)
+
+    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        return self._shards.settle(account_id, lease, settlement, now)
+
+    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        return self._shards.settle_together(account_id, shard, settlements)
 
     # accounts ------------------------------------------------------------------------------
 
@@ -97,8 +117,10 @@ class DynamoApiStore(ShardStore):
             ":token": change.token,
         }
         try:
-            self._client.update_item(
-                TableName=self._table,
+            self._table.call(
+                "create account",
+                "update_item",
+                TableName=self._table.name,
                 Key=account_key(account_id),
                 UpdateExpression=(
                     f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
@@ -112,12 +134,8 @@ class DynamoApiStore(ShardStore):
                 ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PARTITION_KEY},
                 ExpressionAttributeValues=to_attributes(values),
             )
-        except ClientError as error:
-            if error_code(error) == CCF:
-                return False  # it exists (perhaps our own retried write): the caller re-reads
-            raise unavailable("create account", error) from error
-        except BotoCoreError as error:
-            raise unavailable("create account", error) from error
+        except ConditionFailed:
+            return False  # it exists (perhaps our own retried write): the caller re-reads
         return True
 
     def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
@@ -138,7 +156,7 @@ class DynamoApiStore(ShardStore):
         else:
             unchanged = f"attribute_not_exists({LIMIT_VERSION})"
         update: dict[str, Any] = {
-            "TableName": self._table,
+            "TableName": self._table.name,
             "Key": account_key(account_id),
             "UpdateExpression": (
                 f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
@@ -152,13 +170,9 @@ class DynamoApiStore(ShardStore):
         }
         if not retired_span:
             try:
-                self._client.update_item(**update)
-            except ClientError as error:
-                if error_code(error) == CCF:
-                    return False  # another change came first (or ours, retried): the caller re-reads
-                raise unavailable("set limit", error) from error
-            except BotoCoreError as error:
-                raise unavailable("set limit", error) from error
+                self._table.call("set limit", "update_item", **update)
+            except ConditionFailed:
+                return False  # another change came first (or ours, retried): the caller re-reads
             return True
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
         update["ConditionExpression"] += f" AND {ACTIVE} = :single"
@@ -166,7 +180,7 @@ class DynamoApiStore(ShardStore):
         checks = [
             {
                 "ConditionCheck": {
-                    "TableName": self._table,
+                    "TableName": self._table.name,
                     "Key": shard_key(account_id, shard),
                     "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
                     "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
@@ -175,10 +189,10 @@ class DynamoApiStore(ShardStore):
             }
             for shard in range(1, retired_span)
         ]
-        return self._transact("set limit", [{"Update": update}, *checks])
+        return self._shards.transact("set limit", [{"Update": update}, *checks])
 
     def read_usage(self, account_id: str) -> Usage | None:
-        read = read_account_items(self, account_id)
+        read = self._shards.read_account(account_id)
         if read is None:
             return None
         return Usage(
@@ -191,13 +205,8 @@ class DynamoApiStore(ShardStore):
         )
 
     def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
-        taken = take_lease(
-            self._client,
-            self._table,
-            account_id,
-            lease,
-            {"admitted": +1, ROOM: -1},
-            f"{ROOM} >= :one AND attribute_not_exists({RETIRED})",
+        taken = self._shards.take_lease(
+            account_id, lease, {"admitted": +1, ROOM: -1}, f"{ROOM} >= :one AND attribute_not_exists({RETIRED})"
         )
         if taken is None:
             return None
@@ -212,24 +221,20 @@ class DynamoApiStore(ShardStore):
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
         condition = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)" if only_unsharded else None
-        taken = take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}, condition)
+        taken = self._shards.take_lease(account_id, lease, {"best_effort": -1}, condition)
         return None if taken is None else held_leases(taken)
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
-        return settle_lease(self._client, self._table, account_id, lease, settlement, now)
-
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
-        return settle_together(self._client, self._table, account_id, shard, settlements)
-
     def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
-        return read_resources(self, account_id, resource_ids)
+        return read_resources(self._table, account_id, resource_ids)
 
     # resources ------------------------------------------------------------------------------
 
     def put_resource(self, resource: Resource) -> None:
         try:
-            self._client.put_item(
-                TableName=self._table,
+            self._table.call(
+                "create resource",
+                "put_item",
+                TableName=self._table.name,
                 Item=resource_item(resource),
                 # A new key, or one whose tombstone outlived its retention (TTL removes it within
                 # days, not at once): the Idempotency-Key's window is over. Over at the request's
@@ -241,25 +246,23 @@ class DynamoApiStore(ShardStore):
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("create resource", error) from error
-            existing = resource_from_item(condition_failed_item(error) or {})
+        except ConditionFailed as failed:
+            existing = resource_from_values(failed.item)
             if existing.request_token != resource.request_token:
-                raise ResourceAlreadyExists(existing) from error
+                raise ResourceAlreadyExists(existing) from failed
             # Our own write landed and the SDK retried it: that is success.
-        except BotoCoreError as error:
-            raise unavailable("create resource", error) from error
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
-        return read_resource(self._client, self._table, account_id, resource_id)
+        return read_resource(self._table, account_id, resource_id)
 
     def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
         # A resource written before admission shards has no `shard`: the account item admitted it.
         admitted_by = "(attribute_not_exists(#shard) OR #shard = :shard)" if shard == 0 else "#shard = :shard"
         try:
-            self._client.update_item(
-                TableName=self._table,
+            self._table.call(
+                "delete resource",
+                "update_item",
+                TableName=self._table.name,
                 Key=resource_key(account_id, resource_id),
                 UpdateExpression=(
                     f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
@@ -279,14 +282,9 @@ class DynamoApiStore(ShardStore):
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("delete resource", error) from error
-            current = from_attributes(condition_failed_item(error) or {})
+        except ConditionFailed as failed:
             # Our own landed write, retried: the item, or the tombstone it became, has our token.
-            return current.get(DELETE_TOKEN) == token
-        except BotoCoreError as error:
-            raise unavailable("delete resource", error) from error
+            return failed.item.get(DELETE_TOKEN) == token
         return True
 
     def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
@@ -295,20 +293,17 @@ class DynamoApiStore(ShardStore):
         start_key = _decode_cursor(account_id, cursor) if cursor else None
         items: list[Resource] = []
         for _ in range(MAX_QUERY_PAGES_PER_LIST):
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-                "FilterExpression": f"{DELETED} = :false",
-                "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-                "ExpressionAttributeValues": to_attributes(
-                    {":pk": keys.account_pk(account_id), ":prefix": keys.RESOURCE_PREFIX, ":false": False}
-                ),
-                "Limit": limit - len(items),
-                "ConsistentRead": True,
-            }
+            request = resources_query(
+                self._table.name,
+                account_id,
+                values={":false": False},
+                FilterExpression=f"{DELETED} = :false",
+                Limit=limit - len(items),
+                ConsistentRead=True,
+            )
             if start_key:
                 request["ExclusiveStartKey"] = start_key
-            response = self._call("list resources", self._client.query, **request)
+            response = self._table.call("list resources", "query", **request)
             items.extend(resource_from_item(item) for item in response.get("Items", []))
             start_key = response.get("LastEvaluatedKey")
             if not start_key or len(items) >= limit:
@@ -317,12 +312,6 @@ class DynamoApiStore(ShardStore):
         if len(fitting) < len(items):  # the next page starts right after the last item that fits
             return Page(items=fitting, next_cursor=_encode_cursor(resource_key(account_id, fitting[-1].resource_id)))
         return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
-
-    def _call(self, operation: str, method: Any, **request: Any) -> Any:
-        try:
-            return method(**request)
-        except (ClientError, BotoCoreError) as error:
-            raise unavailable(operation, error) from error
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:

@@ -12,6 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from functions.adapters import keys
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed
 from functions.adapters.table_layout import item_key
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 
@@ -32,3 +35,43 @@ def other_counter_keys(account_id: str, span: int) -> list[dict[str, Any]]:
 def eventual_of(counters: Iterable[Mapping[str, Any]]) -> int:
     """The eventual count: the sum of the (decoded) counter shard items."""
     return sum(int(counter.get(COUNT, 0)) for counter in counters)
+
+
+def counter_addition(table: str, account_id: str, delta: int, shard: int) -> dict[str, Any]:
+    """A counting transaction's action on the eventual counter: add `delta` to counter shard `shard`."""
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": counter_key(account_id, shard),
+            "UpdateExpression": "ADD #count :delta SET account_id = :id",
+            "ExpressionAttributeNames": {"#count": COUNT},
+            "ExpressionAttributeValues": to_attributes({":delta": delta, ":id": account_id}),
+        }
+    }
+
+
+def read_counter(table: DynamoTable, account_id: str) -> int | None:
+    """Counter shard 0's count, strongly consistent; None when it has no item."""
+    key = counter_key(account_id)
+    item = table.call("read counter", "get_item", TableName=table.name, Key=key, ConsistentRead=True).get("Item")
+    return None if item is None else int(from_attributes(item).get(COUNT, 0))
+
+
+def correct_counter(table: DynamoTable, account_id: str, by: int, read: int | None) -> bool:
+    """Add `by` to counter shard 0 if its count is still `read` (None: it had no item); False if it
+    moved since. So a retry of a correction that landed is refused, not applied twice."""
+    values = {":fix": by} if read is None else {":fix": by, ":current": read}
+    try:
+        table.call(
+            "correct counter",
+            "update_item",
+            TableName=table.name,
+            Key=counter_key(account_id),
+            UpdateExpression="ADD #count :fix",
+            ConditionExpression="attribute_not_exists(#count)" if read is None else "#count = :current",
+            ExpressionAttributeNames={"#count": COUNT},
+            ExpressionAttributeValues=to_attributes(values),
+        )
+    except ConditionFailed:
+        return False
+    return True

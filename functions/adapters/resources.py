@@ -10,12 +10,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.errors import unavailable
-from functions.adapters.shards import ShardStore
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.table_layout import (
     COUNTER_PROCESSED,
     DELETED,
@@ -103,26 +100,75 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
     )
 
 
-def read_resource(client: Any, table: str, account_id: str, resource_id: str) -> Resource | None:
-    try:
-        response = client.get_item(TableName=table, Key=resource_key(account_id, resource_id), ConsistentRead=True)
-    except (ClientError, BotoCoreError) as error:
-        raise unavailable("get resource", error) from error
-    item = response.get("Item")
+def read_resource(table: DynamoTable, account_id: str, resource_id: str) -> Resource | None:
+    """The resource or its tombstone, strongly consistent; None if there is neither."""
+    key = resource_key(account_id, resource_id)
+    item = table.call("get resource", "get_item", TableName=table.name, Key=key, ConsistentRead=True).get("Item")
     return resource_from_item(item) if item else None
 
 
-def read_resources(store: ShardStore, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+def read_resources(table: DynamoTable, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
     """The resources or tombstones that exist among `resource_ids`, by id, strongly consistent, in
     one BatchGetItem per 100."""
-    found = store.read_keys([resource_key(account_id, resource_id) for resource_id in sorted(set(resource_ids))])
-    return {resource.resource_id: resource for resource in map(resource_from_values, found)}
+    wanted = [resource_key(account_id, resource_id) for resource_id in sorted(set(resource_ids))]
+    found = map(resource_from_values, table.read_keys("read resources", wanted))
+    return {resource.resource_id: resource for resource in found}
 
 
-def resource_state(item: Mapping[str, Any] | None) -> ResourceState:
-    if not item:
+def counted_update(table: str, account_id: str, resource_id: str) -> dict[str, Any]:
+    """The update that counts a resource's create: its flag set, and out of the pending index, if
+    it is still uncounted and not deleted."""
+    return {
+        "TableName": table,
+        "Key": resource_key(account_id, resource_id),
+        "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
+        "ConditionExpression": f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false",
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def tombstone_update(table: str, account_id: str, resource_id: str, counted: bool, expires_at: int) -> dict[str, Any]:
+    """The update that turns a soft-deleted resource into its tombstone (the removal of the
+    resource), if its create's count is `counted`; TTL removes the tombstone after `expires_at`."""
+    return {
+        "TableName": table,
+        "Key": resource_key(account_id, resource_id),
+        "UpdateExpression": f"SET #type = :tombstone, {EXPIRES_AT} = :expires REMOVE {TOMBSTONE_REMOVES}",
+        "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted",
+        "ExpressionAttributeNames": {"#type": ITEM_TYPE},
+        "ExpressionAttributeValues": to_attributes(
+            {":true": True, ":counted": counted, ":tombstone": TOMBSTONE, ":expires": expires_at}
+        ),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def resources_query(
+    table: str,
+    account_id: str,
+    names: Mapping[str, str] | None = None,
+    values: Mapping[str, Any] | None = None,
+    **request: Any,
+) -> dict[str, Any]:
+    """A Query of an account's resource items (its partition, from the first resource sort key):
+    `request`'s other parameters, with their attribute `names` and `values` beside the key's."""
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+        **request,
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, **(names or {})},
+        "ExpressionAttributeValues": to_attributes(
+            {":pk": keys.account_pk(account_id), ":prefix": keys.RESOURCE_PREFIX, **(values or {})}
+        ),
+    }
+
+
+def resource_state(values: Mapping[str, Any]) -> ResourceState:
+    """A resource item as a failed condition saw it (plain values; empty: no item)."""
+    if not values:
         return GONE
-    values = from_attributes(item)
     if values.get(ITEM_TYPE) == TOMBSTONE:
         return GONE
     return ResourceState(

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from functions.core.errors import StoreUnavailable
+
 logger = logging.getLogger(__name__)
 
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
@@ -121,10 +123,6 @@ class TransactionResult:
 
 
 COMMITTED = TransactionResult()
-
-
-class TransientStoreError(Exception):
-    """A call that failed as a whole (throttled, 5xx, network): retry the record later."""
 
 
 class CountingStore(Protocol):
@@ -255,8 +253,8 @@ def _apply_chunk(
         actions = [ResourceAction(kind, resource_id, admitted_by[resource_id]) for resource_id, kind in pending.items()]
         try:
             result = store.apply_actions(account_id, actions)
-        except TransientStoreError as error:
-            logger.warning("transient store error on %d action(s) of %s: %s", len(actions), account_id, error)
+        except StoreUnavailable as error:  # the records are retried later
+            logger.warning("store unavailable for %d action(s) of %s: %s", len(actions), account_id, error)
             break
         if result.committed:
             outcomes.update((action.resource_id, Outcome.APPLIED) for action in actions)

@@ -78,11 +78,18 @@ class PreconditionFailed(DomainError):
 
 
 class StoreUnavailable(Exception):
-    """DynamoDB did not complete a call after the adapter's retries (throttling, 5xx, network).
+    """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 
-    Not a DomainError: callers see a plain retryable 503, never DynamoDB's own error.
+    One type for every flow, because it means one thing: the store failed this call, and the same
+    call later may succeed. What to do about it is each caller's: the API answers a plain
+    retryable 503 (not a DomainError: callers never see DynamoDB's own error), the counting path
+    leaves the record to be retried later (a batch item failure, the redrive, the next sweep), and
+    a sweep, a heal or an operator's command fails and is run again.
+
     `may_have_landed` is False only when the write certainly did not happen (a 4xx such as
-    throttling, or a connection never made), so the caller may undo what preceded it.
+    throttling, or a connection never made), so the API flows may undo what preceded it. The
+    counting path needs no such answer: its writes are conditional transactions that a retry
+    applies at most once, landed or not.
     """
 
     def __init__(self, message: str, *, may_have_landed: bool, throttled: bool = False) -> None:

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
 
-from functions.core.audit import AccountView, AuditFinding, audit
+from functions.core.audit import AuditFinding, Recount, audit
 from functions.core.counting import BatchReport, CountingStore, process_pending
 from functions.core.healing import (
     AccountState,
@@ -40,7 +40,7 @@ class AuditSource(Protocol):
         repeat (slice n + the number of slices is slice n again)."""
         ...
 
-    def account_view(self, account_id: str) -> AccountView | None: ...
+    def recount(self, account_id: str) -> Recount | None: ...
 
 
 # Each sweep audits the accounts of one slice, the next slice at the next sweep.
@@ -74,6 +74,7 @@ class SweepReport:
 
 
 def sweep(
+    *,
     counting: CountingStore,
     pending: PendingSource,
     healing: HealingStore,
@@ -83,6 +84,8 @@ def sweep(
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
     audits: AuditSource | None = None,
 ) -> SweepReport:
+    """One sweep at `now`: `counting` applies what `pending` finds, `healing` heals the accounts
+    `activity` finds, and, given `audits`, one slice of the accounts is audited."""
     report = SweepReport()
     cutoff = iso_timestamp(now - settings.pending_older_than)
     report.pending = process_pending(counting, pending.pending_records(cutoff))
@@ -115,7 +118,7 @@ def sweep(
 def audit_slice(audits: AuditSource, now: datetime, report: SweepReport) -> None:
     """Audit the accounts of this sweep's slice (read-only: `ops audit --repair` repairs)."""
     for account_id in sorted(audits.accounts_in_slice(int(now.timestamp() // AUDIT_SLICE.total_seconds()))):
-        finding = audit(partial(audits.account_view, account_id), account_id)
+        finding = audit(partial(audits.recount, account_id), account_id)
         if finding is None:
             continue
         report.audits[finding.verdict] += 1

@@ -18,11 +18,15 @@ from functions.shared.observability import logger, metrics, tracer
 
 
 def run_sweep(clients: Clients) -> SweepReport:
-    counting = clients.counting_store
-    healing = clients.healing_store
-    settings = clients.settings
     return sweep(
-        counting, counting, healing, healing, clients.clock.now(), settings.sweep, settings.tombstone_retention, healing
+        counting=clients.counting_store,
+        pending=clients.counting_store,
+        healing=clients.healing_store,
+        activity=clients.healing_store,
+        audits=clients.audit_reads,
+        now=clients.clock.now(),
+        settings=clients.settings.sweep,
+        tombstone_retention=clients.settings.tombstone_retention,
     )
 
 

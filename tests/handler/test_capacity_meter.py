@@ -8,6 +8,7 @@ from botocore.exceptions import ClientError
 
 from functions.adapters import table_layout
 from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
 from functions.core.model import NewResource
 from local.capacity.meter import CapacityMeter
@@ -100,7 +101,7 @@ def test_reads_are_billed_by_consistency(system: System, meter: CapacityMeter) -
 def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: System, meter: CapacityMeter) -> None:
     """Account writes stamp last_write_at rounded up to the minute (docs/healing.md): within one
     minute a busy account's creates write no index entry; the next minute's first write moves it."""
-    store = DynamoApiStore(system.dynamodb, system.table)
+    store = DynamoApiStore(DynamoTable(system.dynamodb, system.table))
     accounts.put_account(
         store, "acme", accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
     )
@@ -129,8 +130,8 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     from tests.support.stream import StreamTap, process_stream_records
 
     store, counting = (
-        DynamoApiStore(system.dynamodb, system.table),
-        DynamoCountingStore(system.dynamodb, system.table, system.clock),
+        DynamoApiStore(DynamoTable(system.dynamodb, system.table)),
+        DynamoCountingStore(DynamoTable(system.dynamodb, system.table), system.clock),
     )
     tap = StreamTap(system.streams, system.stream_arn)
 

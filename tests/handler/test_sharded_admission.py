@@ -13,6 +13,7 @@ import pytest
 from botocore.config import Config
 
 from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.errors import LimitExceeded
@@ -20,6 +21,7 @@ from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource
 from tests.handler.conftest import Harness
 from tests.handler.test_invariants import run_together
+from tests.support.faults import Faults
 
 
 def spread(harness: Harness, account_id: str, limit: int, shards: int) -> None:
@@ -40,9 +42,8 @@ def patient_store(harness: Harness) -> DynamoApiStore:
     request at a time, so 200 at once queue there for longer than the functions' 5 s read timeout
     on a busy machine, and these tests are about admission, not about timeouts."""
     config = Config(retries={"mode": "standard", "total_max_attempts": 3}, read_timeout=300, max_pool_connections=200)
-    return DynamoApiStore(
-        boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config), harness.system.table
-    )
+    client = boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
+    return DynamoApiStore(DynamoTable(client, harness.system.table))
 
 
 def create(harness: Harness, index: int, directory: Directory, store: DynamoApiStore | None = None) -> accounts.Created:
@@ -176,6 +177,23 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     assert (first.room, first.admitted, first.active, first.span) == (0, 3, 1, 1)
     harness.pump()
     harness.check_invariants()
+
+
+def test_an_adoption_whose_answer_is_lost_is_a_503_and_the_retry_admits(harness: Harness, faults: Faults) -> None:
+    """The adoption's write lands and its answer times out: DynamoDB failed the caller like any
+    other call (503, retry), and the retry finds the room the adoption gave."""
+    harness.api.put_account("acme", 3)
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
+        UpdateExpression="REMOVE #room, #shards, #span",  # as the one-item layout left it
+        ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
+    )
+    faults.time_out_after("UpdateItem", lambda params: "attribute_not_exists(room)" in params["ConditionExpression"])
+    assert harness.api.create("acme").status == 503
+    assert harness.api.create("acme").status == 201
+    first = harness.clients.api_store.read_shards("acme", [0])[0]
+    assert (first.room, first.admitted) == (2, 1)
 
 
 def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(harness: Harness) -> None:

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from functions.adapters import rate_windows, table_layout
 from functions.adapters.attributes import from_attributes
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.rate_windows import DynamoWindowStore, window_key
 from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
 from tests.conftest import System
@@ -16,7 +17,7 @@ RATE = {"requestsPerSecond": 1, "burstSeconds": 3}  # windows of 3 s allowing 3 
 
 
 def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> None:
-    store = DynamoWindowStore(system.dynamodb, system.table)
+    store = DynamoWindowStore(DynamoTable(system.dynamodb, system.table))
     window = TenantRate(requests_per_second=50, window_seconds=1).window_at(system.clock.epoch_ms())
     with ThreadPoolExecutor(max_workers=8) as pool:
         granted = list(pool.map(lambda _: store.lease("acme", window, 0, 3), range(40)))
@@ -30,7 +31,7 @@ def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> Non
 
 
 def test_a_busy_tenants_window_parts_are_items_of_their_own(system: System) -> None:
-    store = DynamoWindowStore(system.dynamodb, system.table)
+    store = DynamoWindowStore(DynamoTable(system.dynamodb, system.table))
     rate = TenantRate(requests_per_second=2500, window_seconds=1)
     window = rate.window_at(system.clock.epoch_ms())  # 3 parts: 834, 833, 833
     assert [store.lease("busy", window, part, 5000) for part in range(3)] == [834, 833, 833]

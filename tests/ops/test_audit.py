@@ -12,6 +12,7 @@ import pytest
 
 from functions.adapters import keys, table_layout
 from functions.adapters.attributes import to_attributes
+from functions.adapters.dynamo_table import DynamoTable
 from functions.core.audit import AuditFinding
 from functions.core.healing import HealOutcome
 from ops import commands
@@ -22,7 +23,7 @@ from tests.support.faults import Faults
 
 
 def audit(harness: Harness, account_id: str) -> AuditFinding:
-    return commands.audit_account(harness.system.dynamodb, harness.system.table, account_id)
+    return commands.audit_account(DynamoTable(harness.system.dynamodb, harness.system.table), account_id)
 
 
 def settled_account(harness: Harness, account_id: str, resources: int) -> list[str]:
@@ -102,9 +103,8 @@ def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
 
 
 def repair(harness: Harness, finding: AuditFinding) -> commands.Repair:
-    return commands.repair_account(
-        harness.system.dynamodb, harness.system.table, finding, timedelta(0), harness.clock.now()
-    )
+    table = DynamoTable(harness.system.dynamodb, harness.system.table)
+    return commands.repair_account(table, finding, timedelta(0), harness.clock.now())
 
 
 def test_repair_corrects_a_console_delete_and_the_account_then_admits_its_limit(harness: Harness) -> None:

@@ -108,7 +108,7 @@ def test_invoke_returns_the_functions_result() -> None:
 
 def test_a_failed_invocation_is_an_error() -> None:
     client, stubber = stubbed_lambda()
-    error = {"errorType": "TransientStoreError", "errorMessage": "query pending index: throttled"}
+    error = {"errorType": "StoreUnavailable", "errorMessage": "query pending index: throttled"}
     stubber.add_response(
         "invoke", {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload(error)}, EXPECTED_INVOKE
     )

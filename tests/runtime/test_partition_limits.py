@@ -16,6 +16,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from functions.adapters import keys, table_layout
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.shards import ShardStore
 from functions.core.errors import StoreUnavailable
 from local.emulator import EmulatorProcess
@@ -122,7 +123,7 @@ def test_a_throttled_action_cancels_its_transaction_with_a_throttling_reason(dyn
 def test_a_grant_from_a_throttled_shard_is_told_as_a_throttle_not_as_a_lost_race(dynamodb: Any) -> None:
     """The create that asked for the grant then spreads to another shard instead of going back to
     the one that is short of writes (functions/core/admission.py)."""
-    store = ShardStore(dynamodb, TABLE)
+    store = ShardStore(DynamoTable(dynamodb, TABLE))
     account = {**key("ACCOUNT#busy", keys.ACCOUNT_SORT_KEY), "limit": {"N": "10"}, "room": {"N": "10"}}
     dynamodb.put_item(TableName=TABLE, Item=account)
     while add_one(dynamodb, "ACCOUNT#busy", keys.ACCOUNT_SORT_KEY) == "ok":

@@ -25,13 +25,13 @@ from functions.core.counting import (
     ResourceState,
     TaskKind,
     TransactionResult,
-    TransientStoreError,
     apply_tasks,
     counter_shard,
     decide_action,
     plan_record,
     process_records,
 )
+from functions.core.errors import StoreUnavailable
 
 ALL_NON_CONDITION_CODES = [
     "TransactionConflict",
@@ -176,7 +176,8 @@ def test_remove_that_keeps_flipping_is_retried_later() -> None:
 
 @pytest.mark.parametrize("task", [CREATE, REMOVE])
 def test_a_failed_call_is_retried(task: CountingTask) -> None:
-    store = ScriptedStore(count_results=[TransientStoreError("throttled")], remove_results=[TransientStoreError("x")])
+    throttled = StoreUnavailable("throttled", may_have_landed=False)
+    store = ScriptedStore(count_results=[throttled], remove_results=[StoreUnavailable("x", may_have_landed=True)])
     assert apply_task(store, task) is Outcome.RETRY
 
 
