@@ -30,6 +30,7 @@ import boto3
 from functions.adapters import keys
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.leases import iso_timestamp
+from functions.core.model import Quota
 from functions.shared.clock import Clock
 from local.capacity.meter import CapacityMeter, Usage
 
@@ -72,7 +73,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     directory = Directory(ShardingSettings(min_window=SIMULATED_WINDOW), clock=clock, rng=random.Random(1))  # noqa: S311
     # The flows' wall clock too (their minute stamps), for the busy account.
     stamp = clock.text if args.rate else now_text
-    names = [f"acct-{number:03d}" for number in range(args.accounts)]
+    names = [Quota(f"acct-{number:03d}") for number in range(args.accounts)]
     with meter.operation("setup"):
         for name in names:
             accounts.put_account(api, name, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
@@ -93,7 +94,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     # `args.batch` iterations before (quiet: the one it just created), so creates and deletes are
     # counted in different batches, not folded away.
     lag = 0 if args.batch == 1 else args.batch
-    alive: dict[str, list[str]] = {name: [] for name in names}
+    alive: dict[Quota, list[str]] = {name: [] for name in names}
     if args.warmup:
         # Steady state first: the account grows its shards and grants them room, then the meter
         # starts again, so the figures are those of a busy account, not of its first second.
@@ -369,7 +370,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     leaving = Directory(ShardingSettings(settle_dead_at=dead + 1))
     long_ago = iso_timestamp(datetime.now(UTC) - timedelta(minutes=2))
 
-    def plant(name: str) -> list[Lease]:
+    def plant(name: Quota) -> list[Lease]:
         """`dead` creates that reserved and died before their put: leases 2 minutes old."""
         accounts.put_account(api, name, accounts.limit_change(1_000, WALL_CLOCK.epoch_ms()), now_text)
         for number in range(dead):
@@ -377,25 +378,25 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
             assert api.reserve_on(name, lease) is not None
         return list(api.read_shards(name, [0])[0].leases)
 
-    def create(name: str, operation: str, directory: Directory = leaving) -> Usage:
+    def create(name: Quota, operation: str, directory: Directory = leaving) -> Usage:
         with meter.operation(operation) as usage:
             accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text, directory=directory)
         return usage
 
-    one_each, together = plant("one-each"), plant("together")
-    loaded = create("together", "create, 60 dead leases on its shard")
+    one_each, together = plant(Quota("one-each")), plant(Quota("together"))
+    loaded = create(Quota("together"), "create, 60 dead leases on its shard")
     with meter.operation("settle one write each") as each:
         for lease in one_each:  # the sweeper's loop before: a read of the resource, a write of the shard
-            assert api.get_resource("one-each", lease.resource_id) is None
-            api.settle("one-each", lease, RELEASE_RESERVATION, None)
+            assert api.get_resource(Quota("one-each"), lease.resource_id) is None
+            api.settle(Quota("one-each"), lease, RELEASE_RESERVATION, None)
     with meter.operation("settle together") as joint:
         settle_dead_leases(
-            api, "together", together, expired_before=iso_timestamp(datetime.now(UTC) - timedelta(hours=24))
+            api, Quota("together"), together, expired_before=iso_timestamp(datetime.now(UTC) - timedelta(hours=24))
         )
-    after = create("together", "create, after")
-    plant("on-sight")
-    seeing = create("on-sight", "create that settles them", Directory())
-    left = len(api.read_shards("on-sight", [0])[0].leases)
+    after = create(Quota("together"), "create, after")
+    plant(Quota("on-sight"))
+    seeing = create(Quota("on-sight"), "create that settles them", Directory())
+    left = len(api.read_shards(Quota("on-sight"), [0])[0].leases)
 
     def units(usage: Usage) -> str:
         return f"{sum(usage.calls.values()):.0f} calls, {usage.total_wcu:.0f} WCU, {usage.total_rcu:.1f} RCU"

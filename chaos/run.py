@@ -31,6 +31,7 @@ from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.resources import resource_from_item
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
+from functions.core.model import Quota
 from infra.constants import HEAL_QUIET_SECONDS
 from local.emulator import EmulatorProcess
 from local.http_client import HttpApi
@@ -193,7 +194,7 @@ class Auditor(threading.Thread):
             for account in self._accounts:
                 if self.stop.is_set():
                     return
-                finding = commands.audit_account(self._table, account.account_id)
+                finding = commands.audit_account(self._table, Quota(account.account_id))
                 self.verdicts[finding.verdict] += 1
                 if finding.verdict != "inconclusive":
                     unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
@@ -242,7 +243,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     fatal_rule = {
         "functions": [],
         "operation": "TransactWriteItems",
-        "contains": keys.account_pk(f"{FATAL_PREFIX}-"),
+        "contains": keys.account_pk(Quota(f"{FATAL_PREFIX}-")),
         "answer": "TransactionConflict",
     }
     chaos = (
@@ -452,7 +453,7 @@ def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
     reached DLQ 2."""
     check = Check("DLQ 2 holds only what was injected as fatal")
     sqs, streams = runtime.client("sqs"), runtime.client("dynamodbstreams")
-    fatal_pks = {keys.account_pk(a.account_id) for a in accounts if a.fatal}
+    fatal_pks = {keys.account_pk(Quota(a.account_id)) for a in accounts if a.fatal}
     messages: list[dict[str, Any]] = []
     for _ in range(10):
         batch = sqs.receive_message(QueueUrl=runtime.outputs["Dlq2Url"], MaxNumberOfMessages=10, VisibilityTimeout=30)
@@ -501,7 +502,7 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
     for account in accounts:
         if account.fatal:
             continue
-        outcome = heal_account(store, account.account_id, datetime.now(UTC), timedelta(0)).outcome
+        outcome = heal_account(store, Quota(account.account_id), datetime.now(UTC), timedelta(0)).outcome
         shot = snapshot(dynamodb, table, account.account_id)
         check.expect(
             outcome in (HealOutcome.HEALED, HealOutcome.EXACT)

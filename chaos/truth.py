@@ -17,6 +17,7 @@ from functions.adapters.shards import held_leases, shard_state
 from functions.core.admission import MAX_SHARDS
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.leases import Lease
+from functions.core.model import Quota
 from local.partition_reads import read_partitions
 
 
@@ -44,9 +45,10 @@ class Snapshot:
 
 def account_partitions(account_id: str) -> list[str]:
     """Every partition key an account's items can have."""
-    shards = [keys.shard_pk(account_id, shard) for shard in range(1, MAX_SHARDS)]
-    counters = [keys.counter_pk(account_id, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
-    return [keys.account_pk(account_id), *shards, *counters]
+    quota = Quota(account_id)
+    shards = [keys.shard_pk(quota, shard) for shard in range(1, MAX_SHARDS)]
+    counters = [keys.counter_pk(quota, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
+    return [keys.account_pk(quota), *shards, *counters]
 
 
 def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:

@@ -28,6 +28,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.core.audit import Recount
 from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
+from functions.core.model import Quota
 from functions.shared.clock import Clock
 from infra import constants
 from ops import commands
@@ -219,7 +220,7 @@ class Context:
 
 
 def run_account(context: Context) -> int:
-    view = commands.recount(context.table, context.args.account_id)
+    view = commands.recount(context.table, Quota(context.args.account_id))
     if context.args.json:
         return emit_json(view.to_json())
     print(format_account(view))
@@ -231,11 +232,11 @@ def run_audit(context: Context) -> int:
     if context.args.account_option:  # kept for operators' scripts, as `account` and `heal` take it
         account_id = context.args.account_option
         print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
-    accounts = [account_id] if account_id else commands.all_accounts(context.table)
+    quotas = [Quota(account_id)] if account_id else commands.all_quotas(context.table)
     verdicts: Counter[str] = Counter()
-    progress = len(accounts) > 1 and sys.stderr.isatty()
-    for done, account_id in enumerate(accounts, start=1):
-        finding = commands.audit_account(context.table, account_id)
+    progress = len(quotas) > 1 and sys.stderr.isatty()
+    for done, quota in enumerate(quotas, start=1):
+        finding = commands.audit_account(context.table, quota)
         verdicts[finding.verdict] += 1
         repair = None
         if context.args.repair and finding.verdict == "drift":
@@ -245,16 +246,16 @@ def run_audit(context: Context) -> int:
         if context.args.json:
             print(json.dumps(finding.to_json() | ({"repair": repair.to_json()} if repair else {})), flush=True)
         elif finding.verdict != "exact":
-            print(f"{account_id}: {finding.verdict}" + "".join(f"\n  {problem}" for problem in finding.problems))
+            print(f"{quota}: {finding.verdict}" + "".join(f"\n  {problem}" for problem in finding.problems))
             if repair is not None:
                 heal = repair.heal.value if repair.heal else "not needed"
                 print(f"  repaired: eventual {repair.eventual_fixed_by:+d}, heal {heal}")
         if progress:
-            print(f"\raudited {done}/{len(accounts)}", end="", file=sys.stderr, flush=True)
+            print(f"\raudited {done}/{len(quotas)}", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
     if not context.args.json:
-        print(f"audited {len(accounts)} account(s): {_counts(dict(verdicts))}")
+        print(f"audited {len(quotas)} account(s): {_counts(dict(verdicts))}")
     if verdicts["drift"] > verdicts["repaired"]:
         return EXIT_DRIFT
     return EXIT_TRY_LATER if verdicts["inconclusive"] else EXIT_OK
@@ -270,11 +271,11 @@ def run_heal(context: Context) -> int:
             "create still in flight could lose the slot it holds and the account could exceed its limit "
             "(docs/healing.md); pass --force if no API call for the account can be in flight"
         )
-    report = commands.heal(context.table, context.args.account_id, timedelta(seconds=quiet), context.clock.now())
+    report = commands.heal(context.table, Quota(context.args.account_id), timedelta(seconds=quiet), context.clock.now())
     if context.args.json:
         emit_json(report.to_json())
     elif report.outcome is HealOutcome.NOT_FOUND:
-        print(f"error: account {report.account_id} not found in table {context.outputs.table_name}", file=sys.stderr)
+        print(f"error: account {report.quota} not found in table {context.outputs.table_name}", file=sys.stderr)
     else:
         print(format_heal(report))
     return report.exit_code
@@ -339,7 +340,7 @@ def _signed(value: int) -> str:
 
 def format_account(view: Recount) -> str:
     lines = [
-        f"account {view.account_id}",
+        f"account {view.quota}",
         f"  limit          {view.limit}",
         f"  best_effort    {view.best_effort}  (signed net {view.best_effort_net})",
         f"  admitted       {view.admitted}  (slots held)",
@@ -359,7 +360,7 @@ def format_account(view: Recount) -> str:
         lines.append("  counting work is pending: the stream, the redrive or the sweeper will apply it")
     elif view.best_effort_drift or view.admitted_drift:
         lines.append(
-            f"  drift with no pending work: `python -m ops heal {view.account_id}` heals it (held slots only "
+            f"  drift with no pending work: `python -m ops heal {view.quota}` heals it (held slots only "
             f"once the account has had no write for {constants.HEAL_QUIET_SECONDS} s); the sweeper does it too"
         )
     return "\n".join(lines)
@@ -374,7 +375,7 @@ _HEAL_MESSAGES = {
 
 
 def format_heal(report: commands.HealReport) -> str:
-    lines = [f"heal {report.account_id}: {_HEAL_MESSAGES.get(report.outcome, report.outcome.value)}"]
+    lines = [f"heal {report.quota}: {_HEAL_MESSAGES.get(report.outcome, report.outcome.value)}"]
     before, after = report.before, report.after
     if before is not None and after is not None:
         lines += [

@@ -23,6 +23,7 @@ from functions.adapters.failure_messages import InvalidFailureMessage, parse_fai
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.core.audit import AuditFinding, Recount, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
+from functions.core.model import Quota
 from functions.core.redrive import StreamBatchInfo
 from functions.shared.clock import Clock
 from infra import constants
@@ -41,40 +42,40 @@ from ops.stack import (
 # -- account -----------------------------------------------------------------------------------
 
 
-def recount(table: DynamoTable, account_id: str) -> Recount:
+def recount(table: DynamoTable, quota: Quota) -> Recount:
     """The account's counters and the truth about its resources, from its own partition only
     (functions/adapters/audit_reads.py). The two reads are not one snapshot: on a busy account,
     the numbers can disagree by the writes made in between."""
-    found = DynamoAuditReads(table).recount(account_id)
+    found = DynamoAuditReads(table).recount(quota)
     if found is None:
-        raise AccountNotInTable(f"account {account_id} not found in table {table.name}")
+        raise AccountNotInTable(f"account {quota} not found in table {table.name}")
     return found
 
 
 # -- audit -------------------------------------------------------------------------------------
 
 
-def audit_account(table: DynamoTable, account_id: str, attempts: int = 3) -> AuditFinding:
+def audit_account(table: DynamoTable, quota: Quota, attempts: int = 3) -> AuditFinding:
     """Recount one account from its items and compare (read-only): functions/core/audit.py."""
-    finding = audit(lambda: DynamoAuditReads(table).recount(account_id), account_id, attempts)
+    finding = audit(lambda: DynamoAuditReads(table).recount(quota), quota, attempts)
     if finding is None:
-        raise AccountNotInTable(f"account {account_id} not found in table {table.name}")
+        raise AccountNotInTable(f"account {quota} not found in table {table.name}")
     return finding
 
 
-def all_accounts(table: DynamoTable) -> list[str]:
-    return DynamoAuditReads(table).all_accounts()
+def all_quotas(table: DynamoTable) -> list[Quota]:
+    return DynamoAuditReads(table).all_quotas()
 
 
 @dataclass(frozen=True)
 class Repair:
-    account_id: str
+    quota: Quota
     eventual_fixed_by: int  # added to the eventual counter (0: it was right, or not repaired)
     heal: HealOutcome | None  # best effort and held slots, by the sweeper's heal; None: no drift
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "eventual_fixed_by": self.eventual_fixed_by,
             "heal": self.heal.value if self.heal else None,
         }
@@ -89,16 +90,16 @@ def repair_account(table: DynamoTable, finding: AuditFinding, quiet: timedelta, 
     retry of a landed add is refused rather than applied twice. Best effort and held slots are then
     the sweeper's heal's (docs/healing.md): it needs no counting work pending, and lowers held
     slots only on an account quiet for `quiet`."""
-    recount = finding.recount
-    if finding.verdict != "drift" or recount is None:
-        return Repair(finding.account_id, 0, None)
-    fixed_by = recount.counted - recount.eventual
+    counts = finding.recount
+    if finding.verdict != "drift" or counts is None:
+        return Repair(finding.quota, 0, None)
+    fixed_by = counts.counted - counts.eventual
     if fixed_by:
-        read = read_counter(table, finding.account_id)
-        if not correct_counter(table, finding.account_id, fixed_by, read):
-            raise TryLater(f"account {finding.account_id}: its counter moved while it was repaired; audit again")
+        read = read_counter(table, finding.quota)
+        if not correct_counter(table, finding.quota, fixed_by, read):
+            raise TryLater(f"account {finding.quota}: its counter moved while it was repaired; audit again")
     # Any drift wants the heal: best effort and held slots are its, and a fixed eventual moves both.
-    return Repair(finding.account_id, fixed_by, heal(table, finding.account_id, quiet, now).outcome)
+    return Repair(finding.quota, fixed_by, heal(table, finding.quota, quiet, now).outcome)
 
 
 # -- heal --------------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ def repair_account(table: DynamoTable, finding: AuditFinding, quiet: timedelta, 
 
 @dataclass(frozen=True)
 class HealReport:
-    account_id: str
+    quota: Quota
     outcome: HealOutcome
     quiet_seconds: int
     before: AccountState | None
@@ -138,7 +139,7 @@ class HealReport:
             }
 
         return {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "outcome": self.outcome.value,
             "quiet_seconds": self.quiet_seconds,
             "eventual": self.eventual,
@@ -156,16 +157,16 @@ def heal_exit_code(outcome: HealOutcome) -> int:
     return EXIT_NOT_FOUND
 
 
-def heal(table: DynamoTable, account_id: str, quiet: timedelta, now: datetime) -> HealReport:
+def heal(table: DynamoTable, quota: Quota, quiet: timedelta, now: datetime) -> HealReport:
     """functions.core.healing.heal_account with the real store, as the sweeper runs it."""
     store = DynamoHealingStore(table)
-    result = heal_account(store, account_id, now, quiet)
+    result = heal_account(store, quota, now, quiet)
     after = None
     if result.outcome is not HealOutcome.NOT_FOUND:
-        read = store.read_account_state(account_id)
+        read = store.read_account_state(quota)
         after = read[0] if read else None
     return HealReport(
-        account_id=account_id,
+        quota=quota,
         outcome=result.outcome,
         quiet_seconds=int(quiet.total_seconds()),
         before=result.before,

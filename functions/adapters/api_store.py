@@ -51,14 +51,13 @@ from functions.adapters.table_layout import (
     PENDING_BUCKET,
     PENDING_SINCE,
     SORT_KEY,
-    item_key,
 )
 from functions.core.accounts import LimitChange, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
-from functions.core.model import Page, PageBudget, Resource, Usage
+from functions.core.model import Page, PageBudget, Quota, Resource, Usage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -83,35 +82,35 @@ class DynamoApiStore:
 
     # admission shards ----------------------------------------------------------------------
 
-    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
-        return self._shards.read_shards(account_id, shards, snapshot)
+    def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        return self._shards.read_shards(quota, shards, snapshot)
 
-    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
-        return self._shards.grant(account_id, shard, slots, donor)
+    def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
+        return self._shards.grant(quota, shard, slots, donor)
 
-    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
-        return self._shards.gather(account_id, shard, retire)
+    def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
+        return self._shards.gather(quota, shard, retire)
 
-    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
-        return self._shards.set_active(account_id, active, span, to)
+    def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
+        return self._shards.set_active(quota, active, span, to)
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
-        return self._shards.settle(account_id, lease, settlement, now)
+    def settle(self, quota: Quota, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        return self._shards.settle(quota, lease, settlement, now)
 
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
-        return self._shards.settle_together(account_id, shard, settlements)
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        return self._shards.settle_together(quota, shard, settlements)
 
     # accounts ------------------------------------------------------------------------------
 
-    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
+    def create_account(self, quota: Quota, change: LimitChange, now: str) -> bool:
         values = {
             ":limit": change.limit,
             ":zero": 0,
             ":one": 1,
-            ":id": account_id,
+            ":id": quota.account_id,
             ":type": "account",
             ":now": now,
-            ":bucket": keys.activity_bucket(account_id),
+            ":bucket": keys.activity_bucket(quota),
             ":stamp": last_write_stamp(now),
             ":received": change.received_ms,
             ":token": change.token,
@@ -121,7 +120,7 @@ class DynamoApiStore:
                 "create account",
                 "update_item",
                 TableName=self._table.name,
-                Key=account_key(account_id),
+                Key=account_key(quota),
                 UpdateExpression=(
                     f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
                     f"heal_epoch = :zero, {ACTIVE} = :one, {SPAN} = :one, version = :one, "
@@ -138,7 +137,7 @@ class DynamoApiStore:
             return False  # it exists (perhaps our own retried write): the caller re-reads
         return True
 
-    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
         values = {
             ":limit": change.limit,
             ":change": change.limit - account.limit,
@@ -157,7 +156,7 @@ class DynamoApiStore:
             unchanged = f"attribute_not_exists({LIMIT_VERSION})"
         update: dict[str, Any] = {
             "TableName": self._table.name,
-            "Key": account_key(account_id),
+            "Key": account_key(quota),
             "UpdateExpression": (
                 f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
                 f"{LIMIT_VERSION} = :next, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
@@ -181,7 +180,7 @@ class DynamoApiStore:
             {
                 "ConditionCheck": {
                     "TableName": self._table.name,
-                    "Key": shard_key(account_id, shard),
+                    "Key": shard_key(quota, shard),
                     "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
                     "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                     "ExpressionAttributeValues": to_attributes({":true": True, ":zero": 0}),
@@ -191,12 +190,12 @@ class DynamoApiStore:
         ]
         return self._shards.transact("set limit", [{"Update": update}, *checks])
 
-    def read_usage(self, account_id: str) -> Usage | None:
-        read = self._shards.read_account(account_id)
+    def read_usage(self, quota: Quota) -> Usage | None:
+        read = self._shards.read_account(quota)
         if read is None:
             return None
         return Usage(
-            account_id=account_id,
+            quota=quota,
             limit=shard_state(read.shards[0]).limit,
             best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
             eventual=read.eventual,
@@ -204,9 +203,9 @@ class DynamoApiStore:
             limit_version=shard_state(read.shards[0]).limit_version,
         )
 
-    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+    def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
         taken = self._shards.take_lease(
-            account_id, lease, {"admitted": +1, ROOM: -1}, f"{ROOM} >= :one AND attribute_not_exists({RETIRED})"
+            quota, lease, {"admitted": +1, ROOM: -1}, f"{ROOM} >= :one AND attribute_not_exists({RETIRED})"
         )
         if taken is None:
             return None
@@ -216,16 +215,16 @@ class DynamoApiStore:
             heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout, leases=state.leases
         )
 
-    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
+    def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
         condition = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)" if only_unsharded else None
-        taken = self._shards.take_lease(account_id, lease, {"best_effort": -1}, condition)
+        taken = self._shards.take_lease(quota, lease, {"best_effort": -1}, condition)
         return None if taken is None else held_leases(taken)
 
-    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
-        return read_resources(self._table, account_id, resource_ids)
+    def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        return read_resources(self._table, quota, resource_ids)
 
     # resources ------------------------------------------------------------------------------
 
@@ -252,10 +251,10 @@ class DynamoApiStore:
                 raise ResourceAlreadyExists(existing) from failed
             # Our own write landed and the SDK retried it: that is success.
 
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
-        return read_resource(self._table, account_id, resource_id)
+    def get_resource(self, quota: Quota, resource_id: str) -> Resource | None:
+        return read_resource(self._table, quota, resource_id)
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
+    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int) -> bool:
         # A resource written before admission shards has no `shard`: the account item admitted it.
         admitted_by = "(attribute_not_exists(#shard) OR #shard = :shard)" if shard == 0 else "#shard = :shard"
         try:
@@ -263,7 +262,7 @@ class DynamoApiStore:
                 "delete resource",
                 "update_item",
                 TableName=self._table.name,
-                Key=resource_key(account_id, resource_id),
+                Key=resource_key(quota, resource_id),
                 UpdateExpression=(
                     f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
@@ -276,7 +275,7 @@ class DynamoApiStore:
                         ":false": False,
                         ":now": now,
                         ":token": token,
-                        ":bucket": keys.pending_bucket(account_id, resource_id),
+                        ":bucket": keys.pending_bucket(quota, resource_id),
                         ":shard": shard,
                     }
                 ),
@@ -287,15 +286,15 @@ class DynamoApiStore:
             return failed.item.get(DELETE_TOKEN) == token
         return True
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
+    def list_resources(self, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
         # By hand, not a paginator: the page ends at `limit` live items and its LastEvaluatedKey
         # becomes the API's own cursor.
-        start_key = _decode_cursor(account_id, cursor) if cursor else None
+        start_key = _decode_cursor(quota, cursor) if cursor else None
         items: list[Resource] = []
         for _ in range(MAX_QUERY_PAGES_PER_LIST):
             request = resources_query(
                 self._table.name,
-                account_id,
+                quota,
                 values={":false": False},
                 FilterExpression=f"{DELETED} = :false",
                 Limit=limit - len(items),
@@ -310,7 +309,7 @@ class DynamoApiStore:
                 break
         fitting = budget.fitting(items) if budget else items
         if len(fitting) < len(items):  # the next page starts right after the last item that fits
-            return Page(items=fitting, next_cursor=_encode_cursor(resource_key(account_id, fitting[-1].resource_id)))
+            return Page(items=fitting, next_cursor=_encode_cursor(resource_key(quota, fitting[-1].resource_id)))
         return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
 
 
@@ -319,13 +318,14 @@ def _encode_cursor(last_key: Mapping[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(account_id: str, cursor: str) -> dict[str, Any]:
-    """Only a resource sort key of this account can come back in: no key injection."""
+def _decode_cursor(quota: Quota, cursor: str) -> dict[str, Any]:
+    """Only a resource sort key of this quota can come back in: no key injection."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         sort_key = json.loads(raw)["sk"]
     except (binascii.Error, ValueError, KeyError, TypeError) as error:
         raise InvalidCursor() from error
-    if not isinstance(sort_key, str) or keys.resource_id_from_sk(sort_key) is None:
+    resource_id = keys.resource_id_from_sk(sort_key) if isinstance(sort_key, str) else None
+    if resource_id is None:
         raise InvalidCursor()
-    return item_key(keys.account_pk(account_id), sort_key)
+    return resource_key(quota, resource_id)

@@ -12,33 +12,41 @@ from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.resources import TOMBSTONE, resources_query
 from functions.adapters.shards import LIMIT_VERSION, ShardStore, held_leases, latest_write, shard_state
-from functions.adapters.table_layout import ACTIVITY_BUCKET, ACTIVITY_INDEX, COUNTER_PROCESSED, DELETED, ITEM_TYPE
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    ACTIVITY_INDEX,
+    COUNTER_PROCESSED,
+    DELETED,
+    ITEM_TYPE,
+    PARTITION_KEY,
+)
 from functions.core.audit import Recount
 from functions.core.leases import LeaseKind
+from functions.core.model import Quota
 
 
 class DynamoAuditReads:
-    """What an audit reads of an account, and which accounts there are (functions/core/sweeper.py's
-    AuditSource: a slice is one activity bucket's accounts)."""
+    """What an audit reads of a quota, and which quotas there are (functions/core/sweeper.py's
+    AuditSource: a slice is one activity bucket's quotas)."""
 
     def __init__(self, table: DynamoTable) -> None:
         self._table = table
         self._shards = ShardStore(table)
 
-    def recount(self, account_id: str) -> Recount | None:
+    def recount(self, quota: Quota) -> Recount | None:
         """The account's counters and the truth about its resources, from its own partition only.
 
         The counters are read with one consistent BatchGetItem, the resources with a consistent
         Query of the partition (never a scan). The two reads are not one snapshot: on a busy
         account, the numbers can disagree by the writes made in between.
         """
-        read = self._shards.read_account(account_id)
+        read = self._shards.read_account(quota)
         if read is None:
             return None
         account = read.shards[0]
 
         items = live = counted = uncounted = soft_deleted = tombstones = 0
-        for resource in self._resource_states(account_id):
+        for resource in self._resource_states(quota):
             if resource.get(ITEM_TYPE) == TOMBSTONE:
                 tombstones += 1
                 continue
@@ -53,7 +61,7 @@ class DynamoAuditReads:
         shards = [shard_state(item) for item in read.shards]
         held = tuple(lease for item in read.shards for lease in held_leases(item))
         return Recount(
-            account_id=account_id,
+            quota=quota,
             limit=int(account.get("limit", 0)),
             best_effort_net=sum(shard.best_effort for shard in shards),
             admitted=sum(shard.admitted for shard in shards),
@@ -73,11 +81,11 @@ class DynamoAuditReads:
             tombstones=tombstones,
         )
 
-    def _resource_states(self, account_id: str) -> Iterator[dict[str, Any]]:
+    def _resource_states(self, quota: Quota) -> Iterator[dict[str, Any]]:
         """The counting attributes of every resource item of the account: a Query of its partition."""
         request = resources_query(
             self._table.name,
-            account_id,
+            quota,
             names={"#type": ITEM_TYPE, "#deleted": DELETED, "#processed": COUNTER_PROCESSED},
             ProjectionExpression="#deleted, #processed, #type",
             ConsistentRead=True,
@@ -85,19 +93,19 @@ class DynamoAuditReads:
         for page in self._table.pages("recount resources", request):
             yield from map(from_attributes, page.get("Items", []))
 
-    def all_accounts(self) -> list[str]:
-        """Every account, from the activity index (every account item and shard item has an
-        entry): one query per bucket, never a scan."""
-        found: set[str] = set()
+    def all_quotas(self) -> list[Quota]:
+        """Every quota, from the activity index (every account item and shard item has an entry):
+        one query per bucket, never a scan."""
+        found: set[Quota] = set()
         for index in range(keys.ACTIVITY_BUCKET_COUNT):
-            found.update(self._accounts_in_bucket(index))
+            found.update(self._quotas_in_bucket(index))
         return sorted(found)
 
-    def accounts_in_slice(self, number: int) -> set[str]:
-        """The accounts of one activity bucket: the slices are the buckets, in turn."""
-        return self._accounts_in_bucket(number % keys.ACTIVITY_BUCKET_COUNT)
+    def quotas_in_slice(self, number: int) -> set[Quota]:
+        """The quotas of one activity bucket: the slices are the buckets, in turn."""
+        return self._quotas_in_bucket(number % keys.ACTIVITY_BUCKET_COUNT)
 
-    def _accounts_in_bucket(self, index: int) -> set[str]:
+    def _quotas_in_bucket(self, index: int) -> set[Quota]:
         request: dict[str, Any] = {
             "TableName": self._table.name,
             "IndexName": ACTIVITY_INDEX.name,
@@ -106,4 +114,5 @@ class DynamoAuditReads:
             "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
         }
         pages = self._table.pages("list accounts", request)
-        return {str(from_attributes(item)["account_id"]) for page in pages for item in page.get("Items", [])}
+        entries = (from_attributes(item) for page in pages for item in page.get("Items", []))
+        return {quota for entry in entries if (quota := keys.quota_of(str(entry[PARTITION_KEY])))}

@@ -26,6 +26,7 @@ from functions.core.counting import (
 )
 from functions.core.errors import StoreUnavailable
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.model import Quota
 from functions.shared.clock import Clock
 
 
@@ -42,20 +43,20 @@ class DynamoCountingStore:
         self._retention = tombstone_retention
         self._clock = clock
 
-    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+    def apply_actions(self, quota: Quota, actions: Sequence[ResourceAction]) -> TransactionResult:
         delta = sum(DELTAS[action.kind] for action in actions)
         if delta == 0 and len(actions) == 1:
-            return self._update_alone(self._action(account_id, actions[0]))  # 1 WCU, not a transaction's 2
-        items = [{"Update": self._action(account_id, action)} for action in actions]
-        counter = [counter_addition(self._table.name, account_id, delta, counter_shard(actions))] if delta else []
+            return self._update_alone(self._action(quota, actions[0]))  # 1 WCU, not a transaction's 2
+        items = [{"Update": self._action(quota, action)} for action in actions]
+        counter = [counter_addition(self._table.name, quota, delta, counter_shard(actions))] if delta else []
         return self._transact(items + counter)
 
-    def _action(self, account_id: str, action: ResourceAction) -> dict[str, Any]:
+    def _action(self, quota: Quota, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
-            return counted_update(self._table.name, account_id, action.resource_id)
+            return counted_update(self._table.name, quota, action.resource_id)
         expires_at = int((self._clock.now() + self._retention).timestamp())
         counted = action.kind is ActionKind.REMOVE_COUNTED
-        return tombstone_update(self._table.name, account_id, action.resource_id, counted, expires_at)
+        return tombstone_update(self._table.name, quota, action.resource_id, counted, expires_at)
 
     def _update_alone(self, update: dict[str, Any]) -> TransactionResult:
         """One conditional update, its outcome told as a one-action transaction's would be."""

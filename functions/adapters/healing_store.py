@@ -20,12 +20,19 @@ from functions.adapters.shards import (
     shard_key,
     shard_state,
 )
-from functions.adapters.table_layout import ACTIVITY_BUCKET, ACTIVITY_INDEX, COUNTER_PROCESSED, DELETED, LAST_WRITE
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    ACTIVITY_INDEX,
+    COUNTER_PROCESSED,
+    DELETED,
+    LAST_WRITE,
+    PARTITION_KEY,
+)
 from functions.core import leases
 from functions.core.admission import ShardState
 from functions.core.healing import AccountState, HealPlan
 from functions.core.leases import Lease, Settlement
-from functions.core.model import Resource
+from functions.core.model import Quota, Resource
 
 
 class DynamoHealingStore:
@@ -35,8 +42,8 @@ class DynamoHealingStore:
         self._table = table
         self._shards = ShardStore(table)
 
-    def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
-        read = self._shards.read_account(account_id)
+    def read_account_state(self, quota: Quota) -> tuple[AccountState, int] | None:
+        read = self._shards.read_account(quota)
         if read is None:
             return None
         account, shard_items = read.shards[0], read.shards
@@ -53,10 +60,10 @@ class DynamoHealingStore:
         )
         return state, read.eventual
 
-    def has_pending_work(self, account_id: str) -> bool:
+    def has_pending_work(self, quota: Quota) -> bool:
         request = resources_query(
             self._table.name,
-            account_id,
+            quota,
             values={":false": False, ":true": True},
             FilterExpression=f"{COUNTER_PROCESSED} = :false OR {DELETED} = :true",
             Select="COUNT",
@@ -64,13 +71,13 @@ class DynamoHealingStore:
         )
         return any(page.get("Count", 0) > 0 for page in self._table.pages("find pending work", request))
 
-    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
-        return read_resources(self._table, account_id, resource_ids)
+    def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        return read_resources(self._table, quota, resource_ids)
 
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
-        return self._shards.settle_together(account_id, shard, settlements)
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        return self._shards.settle_together(quota, shard, settlements)
 
-    def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
+    def apply_heal(self, quota: Quota, state: AccountState, plan: HealPlan, now: str) -> bool:
         shards = state.shards or (ShardState(0, room=0, admitted=state.admitted, version=state.version),)
         first, others = shards[0], shards[1:]
         room = sum(shard.room + shard.admitted for shard in shards)  # the limit, as the shards hold it
@@ -79,19 +86,19 @@ class DynamoHealingStore:
             assignments = {"best_effort": plan.best_effort, "admitted": plan.admitted, ROOM: room - plan.admitted}
             if others:
                 assignments[ACTIVE] = 1
-        writes = [self._heal_write(account_id, first, assignments, now)]
+        writes = [self._heal_write(quota, first, assignments, now)]
         folded = {"best_effort": 0, "admitted": 0, ROOM: 0, RETIRED: True} if plan.admitted is not None else {}
-        writes += [self._heal_write(account_id, shard, folded, now) for shard in others]
-        return self._heal_writes(account_id, writes, now)
+        writes += [self._heal_write(quota, shard, folded, now) for shard in others]
+        return self._heal_writes(quota, writes, now)
 
-    def record_checked(self, account_id: str, state: AccountState, now: str) -> bool:
+    def record_checked(self, quota: Quota, state: AccountState, now: str) -> bool:
         """Note that the account was found exact, so the sweeper skips it until its next write."""
         shards = state.shards or (ShardState(0, room=0, version=state.version),)
-        writes = [self._heal_write(account_id, shard, {}, now, epoch=False) for shard in shards]
-        return self._heal_writes(account_id, writes, now)
+        writes = [self._heal_write(quota, shard, {}, now, epoch=False) for shard in shards]
+        return self._heal_writes(quota, writes, now)
 
     def _heal_write(
-        self, account_id: str, shard: ShardState, assignments: Mapping[str, Any], now: str, epoch: bool = True
+        self, quota: Quota, shard: ShardState, assignments: Mapping[str, Any], now: str, epoch: bool = True
     ) -> dict[str, Any]:
         """One shard's part of a heal: its assignments and `healed_at`, and a new heal epoch,
         if its version is the one read."""
@@ -99,7 +106,7 @@ class DynamoHealingStore:
         sets = ", ".join([*(f"{name} = :{name}" for name in assignments), "healed_at = :now"])
         return {
             "TableName": self._table.name,
-            "Key": shard_key(account_id, shard.shard),
+            "Key": shard_key(quota, shard.shard),
             "UpdateExpression": f"SET {sets}" + (" ADD heal_epoch :one" if epoch else ""),
             "ConditionExpression": "version = :version",
             "ExpressionAttributeValues": to_attributes(
@@ -108,11 +115,11 @@ class DynamoHealingStore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def _heal_writes(self, account_id: str, writes: list[dict[str, Any]], now: str) -> bool:
+    def _heal_writes(self, quota: Quota, writes: list[dict[str, Any]], now: str) -> bool:
         """A heal's writes: one conditional update on a one-shard account, else one transaction
         (the SDK's ClientRequestToken makes its retry apply once). Each stamps `healed_at = :now`,
         so a retry of a single update that landed finds its own stamp."""
-        operation = f"heal {account_id}"
+        operation = f"heal {quota}"
         try:
             if len(writes) > 1:
                 self._table.call(operation, "transact_write_items", TransactItems=[{"Update": w} for w in writes])
@@ -124,10 +131,10 @@ class DynamoHealingStore:
             return False  # an API write came between: the heal is busy
         return True
 
-    def accounts_written_since(self, written_after: str) -> Iterator[str]:
-        """Accounts last written at or after that time and not healed or checked since that write
+    def quotas_written_since(self, written_after: str) -> Iterator[Quota]:
+        """Quotas last written at or after that time and not healed or checked since that write
         (each once, though the account item and each of its other shards have their own entry)."""
-        seen: set[str] = set()
+        seen: set[Quota] = set()
         for index in range(keys.ACTIVITY_BUCKET_COUNT):
             request: dict[str, Any] = {
                 "TableName": self._table.name,
@@ -140,7 +147,7 @@ class DynamoHealingStore:
             }
             for page in self._table.pages("find written accounts", request):
                 for item in map(from_attributes, page.get("Items", [])):
-                    account_id = str(item["account_id"])
-                    if str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and account_id not in seen:
-                        seen.add(account_id)
-                        yield account_id
+                    quota = keys.quota_of(str(item[PARTITION_KEY]))
+                    if quota and str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and quota not in seen:
+                        seen.add(quota)
+                        yield quota

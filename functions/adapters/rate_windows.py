@@ -12,6 +12,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.shards import account_key
 from functions.adapters.table_layout import EXPIRES_AT, item_key
+from functions.core.model import Quota
 from functions.core.rate_limits import TenantRate, Window
 
 USED = "used"  # the requests counted in the window
@@ -74,7 +75,7 @@ class DynamoWindowStore:
             "read rate",
             "get_item",
             TableName=self._table.name,
-            Key=account_key(account_id),
+            Key=account_key(Quota(account_id)),  # the account's own rate is on its default quota's item
             # Eventually consistent (half the read units): an admin's change is seen within a
             # second or so, and cached for longer anyway.
             ProjectionExpression=f"{RATE}, {WINDOW}",

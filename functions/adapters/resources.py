@@ -1,6 +1,6 @@
 """The resource item family: a resource's key, its attributes, its codec, and its tombstone.
 
-A resource lives in its account's partition (`ACCOUNT#<id>` / `RESOURCE#<id>`), in the sparse
+A resource lives in its quota's partition (`ACCOUNT#<id>` / `RESOURCE#<id>`), in the sparse
 pending index while it has counting work left, and as a tombstone after its delete is counted.
 """
 
@@ -25,7 +25,7 @@ from functions.adapters.table_layout import (
     item_key,
 )
 from functions.core.counting import GONE, ResourceState
-from functions.core.model import Resource
+from functions.core.model import Quota, Resource
 
 # The request tokens that let a retried write recognise its own landing (functions/core/leases.py).
 REQUEST_TOKEN = "request_token"  # noqa: S105 - an attribute name, not a secret
@@ -40,14 +40,14 @@ TOMBSTONE = "tombstone"
 TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKET}, {PENDING_SINCE}, deleted_at"
 
 
-def resource_key(account_id: str, resource_id: str) -> dict[str, Any]:
-    return item_key(keys.account_pk(account_id), keys.resource_sk(resource_id))
+def resource_key(quota: Quota, resource_id: str) -> dict[str, Any]:
+    return item_key(keys.account_pk(quota), keys.resource_sk(resource_id))
 
 
 def resource_item(resource: Resource) -> dict[str, Any]:
     return to_attributes(
         {
-            PARTITION_KEY: keys.account_pk(resource.account_id),
+            PARTITION_KEY: keys.account_pk(resource.quota),
             SORT_KEY: keys.resource_sk(resource.resource_id),
             ITEM_TYPE: "resource",
             "account_id": resource.account_id,
@@ -61,7 +61,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
             DELETED: resource.deleted,
             COUNTER_PROCESSED: resource.counter_processed,
             # In the sparse pending index until the consumer counts it.
-            PENDING_BUCKET: keys.pending_bucket(resource.account_id, resource.resource_id),
+            PENDING_BUCKET: keys.pending_bucket(resource.quota, resource.resource_id),
             PENDING_SINCE: resource.created_at,
             ADMITTED_BY: resource.shard,
         }
@@ -81,10 +81,13 @@ def stored_attributes(text: str) -> dict[str, Any]:
 
 
 def resource_from_values(values: Mapping[str, Any]) -> Resource:
-    """A decoded resource item or tombstone as the core sees it."""
+    """A decoded resource item or tombstone (its key included) as the core sees it."""
     tombstone = values.get(ITEM_TYPE) == TOMBSTONE
+    quota = keys.quota_of(str(values[PARTITION_KEY]))
+    if quota is None:
+        raise ValueError(f"not a resource's partition key: {values[PARTITION_KEY]!r}")
     return Resource(
-        account_id=values["account_id"],
+        quota=quota,
         resource_id=values["resource_id"],
         name=values["name"],
         attributes=stored_attributes(values.get("attributes", "{}")),
@@ -100,27 +103,27 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
     )
 
 
-def read_resource(table: DynamoTable, account_id: str, resource_id: str) -> Resource | None:
+def read_resource(table: DynamoTable, quota: Quota, resource_id: str) -> Resource | None:
     """The resource or its tombstone, strongly consistent; None if there is neither."""
-    key = resource_key(account_id, resource_id)
+    key = resource_key(quota, resource_id)
     item = table.call("get resource", "get_item", TableName=table.name, Key=key, ConsistentRead=True).get("Item")
     return resource_from_item(item) if item else None
 
 
-def read_resources(table: DynamoTable, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
+def read_resources(table: DynamoTable, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
     """The resources or tombstones that exist among `resource_ids`, by id, strongly consistent, in
     one BatchGetItem per 100."""
-    wanted = [resource_key(account_id, resource_id) for resource_id in sorted(set(resource_ids))]
+    wanted = [resource_key(quota, resource_id) for resource_id in sorted(set(resource_ids))]
     found = map(resource_from_values, table.read_keys("read resources", wanted))
     return {resource.resource_id: resource for resource in found}
 
 
-def counted_update(table: str, account_id: str, resource_id: str) -> dict[str, Any]:
+def counted_update(table: str, quota: Quota, resource_id: str) -> dict[str, Any]:
     """The update that counts a resource's create: its flag set, and out of the pending index, if
     it is still uncounted and not deleted."""
     return {
         "TableName": table,
-        "Key": resource_key(account_id, resource_id),
+        "Key": resource_key(quota, resource_id),
         "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
         "ConditionExpression": f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false",
         "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
@@ -129,12 +132,12 @@ def counted_update(table: str, account_id: str, resource_id: str) -> dict[str, A
     }
 
 
-def tombstone_update(table: str, account_id: str, resource_id: str, counted: bool, expires_at: int) -> dict[str, Any]:
+def tombstone_update(table: str, quota: Quota, resource_id: str, counted: bool, expires_at: int) -> dict[str, Any]:
     """The update that turns a soft-deleted resource into its tombstone (the removal of the
     resource), if its create's count is `counted`; TTL removes the tombstone after `expires_at`."""
     return {
         "TableName": table,
-        "Key": resource_key(account_id, resource_id),
+        "Key": resource_key(quota, resource_id),
         "UpdateExpression": f"SET #type = :tombstone, {EXPIRES_AT} = :expires REMOVE {TOMBSTONE_REMOVES}",
         "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted",
         "ExpressionAttributeNames": {"#type": ITEM_TYPE},
@@ -147,7 +150,7 @@ def tombstone_update(table: str, account_id: str, resource_id: str, counted: boo
 
 def resources_query(
     table: str,
-    account_id: str,
+    quota: Quota,
     names: Mapping[str, str] | None = None,
     values: Mapping[str, Any] | None = None,
     **request: Any,
@@ -160,7 +163,7 @@ def resources_query(
         **request,
         "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, **(names or {})},
         "ExpressionAttributeValues": to_attributes(
-            {":pk": keys.account_pk(account_id), ":prefix": keys.RESOURCE_PREFIX, **(values or {})}
+            {":pk": keys.account_pk(quota), ":prefix": keys.RESOURCE_PREFIX, **(values or {})}
         ),
     }
 

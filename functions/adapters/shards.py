@@ -25,6 +25,7 @@ from functions.core.admission import ShardState
 from functions.core.errors import AccountNotFound, StoreUnavailable
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement, in_order
+from functions.core.model import Quota
 
 ROOM = "room"  # slots the shard may still admit
 RETIRED = "retired"  # a shard that admits nothing until shard 0 grants it room again
@@ -51,15 +52,15 @@ LEASES_PER_SETTLING_WRITE = 50
 SETTLING_ATTEMPTS = 3  # a lost race leaves fewer leases to settle each time
 
 
-def shard_key(account_id: str, shard: int) -> dict[str, Any]:
+def shard_key(quota: Quota, shard: int) -> dict[str, Any]:
     if shard == 0:
-        return item_key(keys.account_pk(account_id), keys.ACCOUNT_SORT_KEY)
-    return item_key(keys.shard_pk(account_id, shard), keys.SHARD_SORT_KEY)
+        return item_key(keys.account_pk(quota), keys.ACCOUNT_SORT_KEY)
+    return item_key(keys.shard_pk(quota, shard), keys.SHARD_SORT_KEY)
 
 
-def account_key(account_id: str) -> dict[str, Any]:
+def account_key(quota: Quota) -> dict[str, Any]:
     """The account item: admission shard 0, which also holds the account's limit and shard layout."""
-    return shard_key(account_id, 0)
+    return shard_key(quota, 0)
 
 
 def shard_index(item: Mapping[str, Any]) -> int:
@@ -172,9 +173,9 @@ class ShardStore:
 
     # reads ---------------------------------------------------------------------------------
 
-    def read_items(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[dict[str, Any]]:
+    def read_items(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[dict[str, Any]]:
         """The shard items that exist among `shards`, decoded, strongly consistent."""
-        wanted = [shard_key(account_id, shard) for shard in shards]
+        wanted = [shard_key(quota, shard) for shard in shards]
         if snapshot:
             response = self._table.call(
                 "snapshot shards",
@@ -184,29 +185,29 @@ class ShardStore:
             return [from_attributes(got["Item"]) for got in response.get("Responses", []) if got.get("Item")]
         return sorted(self._table.read_keys("read shards", wanted), key=shard_index)
 
-    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
-        items = self.read_items(account_id, shards, snapshot)
+    def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        items = self.read_items(quota, shards, snapshot)
         if any(shard_index(item) == 0 and ROOM not in item for item in items):
-            self._adopt(account_id, next(item for item in items if shard_index(item) == 0))
-            items = self.read_items(account_id, shards, snapshot)
+            self._adopt(quota, next(item for item in items if shard_index(item) == 0))
+            items = self.read_items(quota, shards, snapshot)
         return [shard_state(item) for item in items]
 
-    def read_account(self, account_id: str) -> AccountItems | None:
+    def read_account(self, quota: Quota) -> AccountItems | None:
         """The account item and its eventual counter in one BatchGetItem, and for a busy account its
         other admission and counter shards in one more; None if there is no such account."""
-        found = self._table.read_keys("read shards", [account_key(account_id), counter_key(account_id)])
+        found = self._table.read_keys("read shards", [account_key(quota), counter_key(quota)])
         account = next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), None)
         if account is None:
             return None
         span = shard_state(account).span
         if span > 1:
-            others = [shard_key(account_id, shard) for shard in range(1, span)]
-            found += self._table.read_keys("read shards", others + other_counter_keys(account_id, span))
+            others = [shard_key(quota, shard) for shard in range(1, span)]
+            found += self._table.read_keys("read shards", others + other_counter_keys(quota, span))
         shards = sorted((item for item in found if item[SORT_KEY] == keys.SHARD_SORT_KEY), key=shard_index)
         counters = [item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY]
         return AccountItems([account, *shards], counters)
 
-    def _adopt(self, account_id: str, account: Mapping[str, Any]) -> None:
+    def _adopt(self, quota: Quota, account: Mapping[str, Any]) -> None:
         """Give an account item written before shards existed its room, in place: its limit less
         what it has admitted. Conditional on both being as read; a lost race re-reads."""
         state = shard_state(account)
@@ -215,7 +216,7 @@ class ShardStore:
                 "adopt account",
                 "update_item",
                 TableName=self._table.name,
-                Key=shard_key(account_id, 0),
+                Key=shard_key(quota, 0),
                 UpdateExpression=f"SET {ROOM} = :room, {ACTIVE} = :one, {SPAN} = :one",
                 ConditionExpression=f"attribute_not_exists({ROOM}) AND #limit = :limit AND admitted = :admitted",
                 ExpressionAttributeNames={"#limit": "limit"},
@@ -227,7 +228,7 @@ class ShardStore:
     # leases --------------------------------------------------------------------------------
 
     def take_lease(
-        self, account_id: str, lease: Lease, changes: Mapping[str, int], condition: str | None = None
+        self, quota: Quota, lease: Lease, changes: Mapping[str, int], condition: str | None = None
     ) -> dict[str, Any] | None:
         """Apply `changes` (ADDs) to the shard `lease.shard` and take `lease` in the same update, if
         `condition` holds and the lease is not held yet. Returns the item as it is with the lease
@@ -245,7 +246,7 @@ class ShardStore:
         adds = ", ".join([*(f"{name} :{name}" for name in changes), "version :one"])
         request = {
             "TableName": self._table.name,
-            "Key": shard_key(account_id, lease.shard),
+            "Key": shard_key(quota, lease.shard),
             "UpdateExpression": f"ADD {adds} SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease",
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#lease": lease_attribute(lease)},
@@ -259,11 +260,11 @@ class ShardStore:
         except ConditionFailed as failed:
             old = failed.item
             if not old and lease.shard == 0:
-                raise AccountNotFound(account_id) from failed
+                raise AccountNotFound(quota) from failed
             return old if holds(old, lease) else None
         return from_attributes(response["Attributes"])
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+    def settle(self, quota: Quota, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         """Remove `lease` from its shard and apply `settlement` in the same update, once.
 
         Conditional on the lease being held, so a retry of a settle that landed changes nothing.
@@ -280,7 +281,7 @@ class ShardStore:
             values[":epoch"] = settlement.expected_heal_epoch
         request = {
             "TableName": self._table.name,
-            "Key": shard_key(account_id, lease.shard),
+            "Key": shard_key(quota, lease.shard),
             "UpdateExpression": expression,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": {"#lease": lease_attribute(lease)},
@@ -295,7 +296,7 @@ class ShardStore:
             return Settled.ALREADY
         return Settled.APPLIED
 
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
         """Remove the leases of one shard and apply the sum of their settlements in one update per
         LEASES_PER_SETTLING_WRITE, conditional on every one of them being held, so the write is
         applied once. When another writer settled some first (a heal, a request that saw them too),
@@ -309,7 +310,7 @@ class ShardStore:
         for start in range(0, len(pending), LEASES_PER_SETTLING_WRITE):
             chunk = pending[start : start + LEASES_PER_SETTLING_WRITE]
             for _ in range(SETTLING_ATTEMPTS):
-                held = self._settle_chunk(account_id, shard, {lease: settlements[lease] for lease in chunk})
+                held = self._settle_chunk(quota, shard, {lease: settlements[lease] for lease in chunk})
                 if held is None:
                     settled += len(chunk)
                     break
@@ -318,9 +319,7 @@ class ShardStore:
                     break
         return settled
 
-    def _settle_chunk(
-        self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]
-    ) -> dict[str, Any] | None:
+    def _settle_chunk(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> dict[str, Any] | None:
         """One conditional update settling `settlements`; None if it landed, else the item as it was
         (empty when the shard item is gone)."""
         names = {f"#l{i}": lease_attribute(lease) for i, lease in enumerate(settlements)}
@@ -329,7 +328,7 @@ class ShardStore:
         best_effort = sum(settlement.best_effort for settlement in settlements.values())
         request = {
             "TableName": self._table.name,
-            "Key": shard_key(account_id, shard),
+            "Key": shard_key(quota, shard),
             "UpdateExpression": f"ADD {_settled_adds(admitted, best_effort, values)} REMOVE {', '.join(names)}",
             "ConditionExpression": " AND ".join(f"{name} = :{name[1:]}" for name in names),
             "ExpressionAttributeNames": names,
@@ -344,7 +343,7 @@ class ShardStore:
 
     # room ----------------------------------------------------------------------------------
 
-    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+    def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
         # Shard 0 is never retired; any other donor gives only while it is open.
         open_donor = "" if donor == 0 else f" AND attribute_not_exists({RETIRED})"
         return self.transact(
@@ -353,7 +352,7 @@ class ShardStore:
                 {
                     "Update": {
                         "TableName": self._table.name,
-                        "Key": shard_key(account_id, donor),
+                        "Key": shard_key(quota, donor),
                         "UpdateExpression": f"ADD {ROOM} :minus, version :one",
                         "ConditionExpression": f"{ROOM} >= :slots{open_donor}",
                         "ExpressionAttributeValues": to_attributes({":minus": -slots, ":slots": slots, ":one": 1}),
@@ -362,7 +361,7 @@ class ShardStore:
                 {
                     "Update": {
                         "TableName": self._table.name,
-                        "Key": shard_key(account_id, shard),
+                        "Key": shard_key(quota, shard),
                         "UpdateExpression": (
                             f"ADD {ROOM} :slots, version :one "
                             f"SET account_id = :id, #type = :type, #shard = :shard, {ACTIVITY_BUCKET}"
@@ -377,10 +376,10 @@ class ShardStore:
                             {
                                 ":slots": slots,
                                 ":one": 1,
-                                ":id": account_id,
+                                ":id": quota.account_id,
                                 ":type": "admission_shard",
                                 ":shard": shard,
-                                ":bucket": keys.activity_bucket(account_id, shard),
+                                ":bucket": keys.activity_bucket(quota, shard),
                                 ":zero": 0,
                                 ":true": True,
                             }
@@ -390,12 +389,12 @@ class ShardStore:
             ],
         )
 
-    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+    def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
         retiring = f" SET {RETIRED} = :true" if retire else ""
         flags = {":true": True} if retire else {}
         if shard.room == 0:
             return self._update_if(
-                shard_key(account_id, shard.shard),
+                shard_key(quota, shard.shard),
                 f"ADD version :one{retiring}",
                 "attribute_exists(#pk)",
                 {":one": 1, **flags},
@@ -406,7 +405,7 @@ class ShardStore:
                 {
                     "Update": {
                         "TableName": self._table.name,
-                        "Key": shard_key(account_id, shard.shard),
+                        "Key": shard_key(quota, shard.shard),
                         "UpdateExpression": f"ADD {ROOM} :minus, version :one{retiring}",
                         "ConditionExpression": f"{ROOM} = :room",
                         "ExpressionAttributeValues": to_attributes(
@@ -417,7 +416,7 @@ class ShardStore:
                 {
                     "Update": {
                         "TableName": self._table.name,
-                        "Key": shard_key(account_id, 0),
+                        "Key": shard_key(quota, 0),
                         "UpdateExpression": f"ADD {ROOM} :room, version :one",
                         "ConditionExpression": "attribute_exists(#pk)",
                         "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
@@ -427,9 +426,9 @@ class ShardStore:
             ],
         )
 
-    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+    def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
         return self._update_if(
-            shard_key(account_id, 0),
+            shard_key(quota, 0),
             f"SET {ACTIVE} = :to, {SPAN} = :new_span ADD version :one",
             f"{ACTIVE} = :active AND {SPAN} = :span",
             {":to": to, ":new_span": max(span, to), ":active": active, ":span": span, ":one": 1},

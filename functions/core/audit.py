@@ -12,13 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from functions.core.model import Quota
+
 
 @dataclass(frozen=True)
 class Recount:
     """An account's counters as stored, beside a recount of its resource items: one read of what
     the audit judges (and what `ops account` shows)."""
 
-    account_id: str
+    quota: Quota
     limit: int
     best_effort_net: int  # signed, as stored
     admitted: int  # slots held by the admission check
@@ -57,7 +59,7 @@ class Recount:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "limit": self.limit,
             "best_effort": {"net": self.best_effort_net, "clamped": self.best_effort},
             "admitted": self.admitted,
@@ -83,7 +85,7 @@ class Recount:
 
 @dataclass(frozen=True)
 class AuditFinding:
-    account_id: str
+    quota: Quota
     # "exact", "drift", or "inconclusive" (written between every pair of reads: try again later)
     verdict: str
     problems: tuple[str, ...] = ()
@@ -91,7 +93,7 @@ class AuditFinding:
 
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "verdict": self.verdict,
             "problems": list(self.problems),
         }
@@ -124,8 +126,8 @@ def audit_problems(recount: Recount) -> list[str]:
     return problems
 
 
-def audit(read_recount: Callable[[], Recount | None], account_id: str, attempts: int = 3) -> AuditFinding | None:
-    """Judge one account on two identical consecutive recounts (`read_recount` reads one); None if
+def audit(read_recount: Callable[[], Recount | None], quota: Quota, attempts: int = 3) -> AuditFinding | None:
+    """Judge one quota on two identical consecutive recounts (`read_recount` reads one); None if
     the account does not exist. One written between every pair of reads is inconclusive."""
     before = read_recount()
     if before is None:
@@ -136,6 +138,6 @@ def audit(read_recount: Callable[[], Recount | None], account_id: str, attempts:
             return None
         if after == before:
             problems = tuple(audit_problems(after))
-            return AuditFinding(account_id, "drift" if problems else "exact", problems, after)
+            return AuditFinding(quota, "drift" if problems else "exact", problems, after)
         before = after
-    return AuditFinding(account_id, "inconclusive", (), before)
+    return AuditFinding(quota, "inconclusive", (), before)

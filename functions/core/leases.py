@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from functions.core.model import Resource
+from functions.core.model import Quota, Resource
 
 # How long a counted delete's tombstone keeps its request's token. A tombstone outlives every lease
 # it may have to answer for by far (24 h against a minute); a lease older than the retention (a heal
@@ -120,17 +120,17 @@ def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settle
 
 
 class DeadLeaseStore(Protocol):
-    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
+    def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
         """The resources or tombstones that exist among `resource_ids`, by id (strongly consistent)."""
         ...
 
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
         """Remove the shard's leases and apply their settlements in one write, once (those another
         writer settled first are left out); returns how many this call settled."""
         ...
 
 
-def settle_dead_leases(store: DeadLeaseStore, account_id: str, dead: Sequence[Lease], expired_before: str) -> int:
+def settle_dead_leases(store: DeadLeaseStore, quota: Quota, dead: Sequence[Lease], expired_before: str) -> int:
     """Settle `dead` leases (taken longer ago than any request runs), each as its resource item
     says: one read of every resource, and one write per shard for all of that shard's leases, so
     a shard carrying many costs one write of its size, not one per lease. A lease taken before
@@ -138,9 +138,9 @@ def settle_dead_leases(store: DeadLeaseStore, account_id: str, dead: Sequence[Le
     this call settled (another writer may have settled some first)."""
     if not dead:
         return 0
-    resources = store.get_resources(account_id, {lease.resource_id for lease in dead})
+    resources = store.get_resources(quota, {lease.resource_id for lease in dead})
     by_shard: dict[int, dict[Lease, Settlement]] = {}
     for lease in dead:
         settlement = resolution(lease, resources.get(lease.resource_id), expired=lease.taken_at < expired_before)
         by_shard.setdefault(lease.shard, {})[lease] = settlement
-    return sum(store.settle_together(account_id, shard, found) for shard, found in sorted(by_shard.items()))
+    return sum(store.settle_together(quota, shard, found) for shard, found in sorted(by_shard.items()))

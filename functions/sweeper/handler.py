@@ -54,7 +54,9 @@ def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | No
     metrics.add_metric(name="AuditDrift", unit=MetricUnit.Count, value=report.audits["drift"])
     metrics.add_metric(name="AuditInconclusive", unit=MetricUnit.Count, value=report.audits["inconclusive"])
     for finding in report.drifted:
-        logger.warning("audit found drift", extra={"account": finding.account_id, "problems": list(finding.problems)})
+        logger.warning(
+            "audit found drift", extra={"account": finding.quota.account_id, "problems": list(finding.problems)}
+        )
     for outcome, count in report.heals.items():
         metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
     result = summary(report)

@@ -10,9 +10,11 @@ from functions.adapters import table_layout
 from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
-from functions.core.model import NewResource
+from functions.core.model import NewResource, Quota
 from local.capacity.meter import CapacityMeter
 from tests.conftest import System
+
+ACME = Quota("acme")
 
 
 @pytest.fixture
@@ -103,13 +105,13 @@ def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: Sy
     minute a busy account's creates write no index entry; the next minute's first write moves it."""
     store = DynamoApiStore(DynamoTable(system.dynamodb, system.table))
     accounts.put_account(
-        store, "acme", accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
+        store, ACME, accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
     )
     index = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
 
     def create_at(now: str) -> float:
         with meter.operation(now) as usage:
-            accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: now)
+            accounts.create_resource(store, ACME, NewResource("vm"), None, lambda: now)
         return sum(units for (place, _), units in usage.wcu.items() if place == index)
 
     assert create_at("2026-11-23T12:00:10.000Z") == 0
@@ -142,15 +144,15 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
                 process_stream_records(counting, [record])
 
     accounts.put_account(
-        store, "acme", accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
+        store, ACME, accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
     )
     deliver()
     with meter.operation("create") as create:
-        created = accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")
+        created = accounts.create_resource(store, ACME, NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")
     with meter.operation("count") as count:
         deliver()
     with meter.operation("delete") as delete:
-        accounts.delete_resource(store, "acme", created.resource.resource_id, lambda: "2026-11-24T12:00:02.000Z")
+        accounts.delete_resource(store, ACME, created.resource.resource_id, lambda: "2026-11-24T12:00:02.000Z")
     with meter.operation("remove") as remove:
         deliver()
 

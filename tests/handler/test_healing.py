@@ -17,18 +17,21 @@ from functions.adapters import keys, table_layout
 from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import iso_timestamp
-from functions.core.model import NewResource
+from functions.core.model import NewResource, Quota
 from functions.core.sweeper import SweepReport, SweepSettings, sweep
 from functions.shared.clock import EPOCH
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults, expression
+
+ACME = Quota("acme")
+BUSY = Quota("busy")
 
 QUIET_NOW = timedelta(0)  # every write counts as old: both counters may be healed
 NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort may be healed
 
 
 def heal(harness: Harness, account_id: str, quiet: timedelta) -> HealOutcome:
-    return heal_account(harness.clients.healing_store, account_id, harness.clock.now(), quiet).outcome
+    return heal_account(harness.clients.healing_store, Quota(account_id), harness.clock.now(), quiet).outcome
 
 
 def sweep_at(harness: Harness, now: datetime, settings: SweepSettings, audit: bool = False) -> SweepReport:
@@ -210,7 +213,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
             # Through the API's own flow, with a clock two minutes back: leases older than `quiet`.
             accounts.create_resource(
                 harness.clients.api_store,
-                "busy",
+                BUSY,
                 NewResource("lost"),
                 None,
                 lambda: two_minutes_ago,
@@ -259,11 +262,11 @@ def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: H
             request(lambda: two_minutes_ago)
 
     for _ in range(2):
-        died_after("reserve", lambda clock: accounts.create_resource(store, "acme", NewResource("lost"), None, clock))
-    died_after("put", lambda clock: accounts.create_resource(store, "acme", NewResource("uncounted"), None, clock))
-    [uncounted] = [r.resource_id for r in store.list_resources("acme", 10, None).items if r.name == "uncounted"]
-    died_after("soft-delete", lambda clock: accounts.delete_resource(store, "acme", doomed, clock))
-    died_after("take-deletion", lambda clock: accounts.delete_resource(store, "acme", uncounted, clock))
+        died_after("reserve", lambda clock: accounts.create_resource(store, ACME, NewResource("lost"), None, clock))
+    died_after("put", lambda clock: accounts.create_resource(store, ACME, NewResource("uncounted"), None, clock))
+    [uncounted] = [r.resource_id for r in store.list_resources(ACME, 10, None).items if r.name == "uncounted"]
+    died_after("soft-delete", lambda clock: accounts.delete_resource(store, ACME, doomed, clock))
+    died_after("take-deletion", lambda clock: accounts.delete_resource(store, ACME, uncounted, clock))
     assert len(account_leases(harness)) == 5
 
     assert api.create("acme").status == 201  # sees the five, and settles them after its own work
@@ -288,7 +291,7 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
         for _ in range(2):
             faults.crash_after_write("reserve")
             with pytest.raises(faults.SimulatedCrash):
-                accounts.create_resource(store, account_id, NewResource("lost"), None, lambda taken=taken: taken)
+                accounts.create_resource(store, Quota(account_id), NewResource("lost"), None, lambda taken=taken: taken)
     assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]
     assert [api.create("globex").status for _ in range(2)] == [409, 409]  # its requests may still run
     harness.pump()
@@ -306,12 +309,12 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
     for _ in range(3):
         faults.crash_after_write("reserve")
         with pytest.raises(faults.SimulatedCrash):
-            accounts.create_resource(store, "acme", NewResource("lost"), None, lambda: long_ago)
+            accounts.create_resource(store, ACME, NewResource("lost"), None, lambda: long_ago)
     held = account_leases(harness)
-    store.settle("acme", held[1], RELEASE_RESERVATION, None)  # the first writer, on one of them
-    assert store.settle_together("acme", 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 2
+    store.settle(ACME, held[1], RELEASE_RESERVATION, None)  # the first writer, on one of them
+    assert store.settle_together(ACME, 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 2
     assert account_leases(harness) == ()
-    assert store.settle_together("acme", 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 0  # a replay
+    assert store.settle_together(ACME, 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 0  # a replay
     assert [api.create("acme").status for _ in range(4)] == [201, 201, 201, 409]  # each slot freed once
     harness.check_invariants()
 
@@ -321,7 +324,7 @@ def account_leases(harness: Harness) -> tuple[Any, ...]:
     from functions.adapters.shards import account_key, held_leases
 
     system = harness.system
-    item = system.dynamodb.get_item(TableName=system.table, Key=account_key("acme"), ConsistentRead=True)["Item"]
+    item = system.dynamodb.get_item(TableName=system.table, Key=account_key(ACME), ConsistentRead=True)["Item"]
     return held_leases(from_attributes(item))
 
 
@@ -341,11 +344,11 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     for _ in range(2):
         with pytest.raises(faults.SimulatedCrash):
             accounts.create_resource(
-                harness.clients.api_store, "busy", NewResource("lost"), None, at(boundary - timedelta(minutes=2))
+                harness.clients.api_store, BUSY, NewResource("lost"), None, at(boundary - timedelta(minutes=2))
             )
     # The write that lands while the sweep runs: 100 ms into the minute after the sweep's start.
     accounts.create_resource(
-        harness.clients.api_store, "busy", NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
+        harness.clients.api_store, BUSY, NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
     )
     report = sweep_at(harness, boundary - timedelta(milliseconds=50), SweepSettings())
     assert (report.busy_accounts, report.dead_leases) == (1, 2)
@@ -382,7 +385,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     api.put_account("acme", 5)
     api.create("acme")
     harness.pump()
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -394,7 +397,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     # (128 x 5 min, 10 h 40 min) after the write, which a quiet period of two cycles keeps recent,
     # so the sweep only audits and never first heals the nudged counter into the other two (a
     # sweep a cycle later would heal it when the write came 2 h 25 min to 3 h 25 min into a cycle).
-    bucket = int(keys.activity_bucket("acme").split("#")[1])
+    bucket = int(keys.activity_bucket(ACME).split("#")[1])
     cycle = AUDIT_SLICE * keys.ACTIVITY_BUCKET_COUNT
     first_slice = EPOCH + bucket * AUDIT_SLICE  # acme's, in the epoch's cycle
     when = first_slice + ((harness.clock.now() - first_slice) // cycle + 1) * cycle + timedelta(seconds=1)
@@ -402,7 +405,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     report = sweep_at(harness, when, settings, audit=True)
     assert report.audits["drift"] == 1
     [finding] = report.drifted
-    assert (finding.account_id, finding.problems) == ("acme", ("eventual 2 but 1 counted resource items",))
+    assert (finding.quota, finding.problems) == (ACME, ("eventual 2 but 1 counted resource items",))
     other = sweep_at(harness, when + AUDIT_SLICE, settings, audit=True)
     assert "drift" not in other.audits  # the next slice is another bucket
 
@@ -417,14 +420,14 @@ def test_the_sweepers_reads_follow_every_page(harness: Harness, faults: Faults) 
     api.put_account("acme", 10)
     counted = {api.create("acme").json()["resourceId"] for _ in range(4)}
     harness.pump()
-    key = next(f"k{n}" for n in range(10_000) if idempotent_resource_id("acme", f"k{n}") > max(counted))
+    key = next(f"k{n}" for n in range(10_000) if idempotent_resource_id(ACME, f"k{n}") > max(counted))
     assert api.create("acme", key=key).status == 201  # pending: sorts after every counted one
     faults.before_call("Query", lambda params: params.update(Limit=1))
 
     assert heal(harness, "acme", QUIET_NOW) is HealOutcome.PENDING_WORK
     harness.pump()
     assert heal(harness, "acme", QUIET_NOW) is HealOutcome.EXACT
-    view = harness.clients.audit_reads.recount("acme")
+    view = harness.clients.audit_reads.recount(ACME)
     assert view is not None
     assert (view.live, view.counted, view.eventual) == (5, 5, 5)
 

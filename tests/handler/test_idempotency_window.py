@@ -12,13 +12,19 @@ from typing import Any
 from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.model import Quota
 from tests.handler.conftest import Harness
+
+ACME = Quota("acme")
 
 KEY = "order-7"
 
 
 def item(harness: Harness, resource_id: str) -> dict[str, Any] | None:
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.resource_sk(resource_id)}
+    key = {
+        table_layout.PARTITION_KEY: keys.account_pk(ACME),
+        table_layout.SORT_KEY: keys.resource_sk(resource_id),
+    }
     found = harness.system.dynamodb.get_item(TableName=harness.system.table, Key=to_attributes(key))
     return from_attributes(found["Item"]) if "Item" in found else None
 
@@ -63,7 +69,10 @@ def test_after_the_window_the_key_creates_again_even_before_ttl_removes_the_tomb
 
 def test_after_ttl_removed_the_tombstone_the_key_creates_again(harness: Harness) -> None:
     resource_id = deleted_and_counted(harness)
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.resource_sk(resource_id)}
+    key = {
+        table_layout.PARTITION_KEY: keys.account_pk(ACME),
+        table_layout.SORT_KEY: keys.resource_sk(resource_id),
+    }
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))  # TTL's delete
     assert harness.api.create("acme", "vm", key=KEY).status == 201
     harness.pump()
@@ -75,5 +84,5 @@ def test_a_live_resource_keeps_its_key_however_old() -> None:
     """The window runs from the counted delete: a live resource has no expiry to pass."""
     from functions.core.model import Resource
 
-    live = Resource("acme", "r1", "vm", {}, "2020-01-01T00:00:00.000Z", "f", "t")
+    live = Resource(ACME, "r1", "vm", {}, "2020-01-01T00:00:00.000Z", "f", "t")
     assert not live.expired(int(datetime(2100, 1, 1, tzinfo=UTC).timestamp()))

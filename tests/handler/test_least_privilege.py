@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from functions.core.model import Quota
 from functions.shared.clients import Clients
 from functions.shared.config import FunctionEnvironment, Settings
 from infra import constants
@@ -78,7 +79,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     api.delete("busy", created["resourceId"])
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
     # below its usage (the other shards retired, the change checked against each of them).
-    assert harness.clients.api_store.set_active("busy", 1, 1, 4)
+    assert harness.clients.api_store.set_active(Quota("busy"), 1, 1, 4)
     for index in range(6):
         assert api.create("busy", f"r{index}").status == 201
     assert api.create("busy", "one too many").status == 409

@@ -18,6 +18,7 @@ import boto3
 import pytest
 
 from functions.adapters import keys
+from functions.core.model import Quota
 from local.http_client import HttpApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
@@ -35,27 +36,27 @@ FAULTS = [
     {
         "functions": ["api"],
         "operation": "PutItem",
-        "contains": keys.account_pk(LATE_CREATE),
+        "contains": keys.account_pk(Quota(LATE_CREATE)),
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/create",
     },
     {
         "functions": ["api"],
         "operation": "UpdateItem",
-        "contains": [keys.account_pk(LATE_DELETE), "ADD best_effort :best_effort"],
+        "contains": [keys.account_pk(Quota(LATE_DELETE)), "ADD best_effort :best_effort"],
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/delete",
     },
     {
         "functions": ["stream_consumer"],
         "operation": "TransactWriteItems",
-        "contains": keys.account_pk(POISON_IN_CONSUMER),
+        "contains": keys.account_pk(Quota(POISON_IN_CONSUMER)),
         "answer": "TransactionConflict",
     },
     {
         "functions": [],
         "operation": "TransactWriteItems",
-        "contains": keys.account_pk(POISON_EVERYWHERE),
+        "contains": keys.account_pk(Quota(POISON_EVERYWHERE)),
         "answer": "TransactionConflict",
     },
 ]

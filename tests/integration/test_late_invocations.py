@@ -15,6 +15,7 @@ import pytest
 
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import account_key, leases_of
+from functions.core.model import Quota
 from local.http_client import HttpApi, poll
 from tests.integration.conftest import LATE_CREATE, LATE_DELETE, LATE_SECONDS, System
 
@@ -23,7 +24,7 @@ GAVE_UP = (TimeoutError, urllib.error.URLError)  # the client's own timeout, whi
 
 def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
     item = runtime.client("dynamodb").get_item(
-        TableName=runtime.outputs["TableName"], Key=account_key(account_id), ConsistentRead=True
+        TableName=runtime.outputs["TableName"], Key=account_key(Quota(account_id)), ConsistentRead=True
     )["Item"]
     return from_attributes(item)
 

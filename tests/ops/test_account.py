@@ -8,6 +8,7 @@ import pytest
 
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core.audit import Recount
+from functions.core.model import Quota
 from ops import commands
 from ops.stack import EXIT_NOT_FOUND, AccountNotInTable
 from tests.handler.conftest import Harness
@@ -16,7 +17,7 @@ from tests.support.faults import Faults
 
 
 def view(harness: Harness, account_id: str = "acme") -> Recount:
-    return commands.recount(DynamoTable(harness.system.dynamodb, harness.system.table), account_id)
+    return commands.recount(DynamoTable(harness.system.dynamodb, harness.system.table), Quota(account_id))
 
 
 def numbers(account: Recount) -> dict[str, Any]:

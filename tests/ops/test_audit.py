@@ -15,15 +15,18 @@ from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core.audit import AuditFinding
 from functions.core.healing import HealOutcome
+from functions.core.model import Quota
 from ops import commands
 from ops.stack import EXIT_DRIFT, EXIT_OK
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
 from tests.support.faults import Faults
 
+ACME = Quota("acme")
+
 
 def audit(harness: Harness, account_id: str) -> AuditFinding:
-    return commands.audit_account(DynamoTable(harness.system.dynamodb, harness.system.table), account_id)
+    return commands.audit_account(DynamoTable(harness.system.dynamodb, harness.system.table), Quota(account_id))
 
 
 def settled_account(harness: Harness, account_id: str, resources: int) -> list[str]:
@@ -47,7 +50,7 @@ def test_a_settled_account_and_one_with_writes_in_flight_are_exact(harness: Harn
 
 def test_a_resource_deleted_behind_the_systems_back_is_drift(harness: Harness) -> None:
     ids = settled_account(harness, "acme", 3)
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.resource_sk(ids[0])}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.resource_sk(ids[0])}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))  # a console delete
     finding = audit(harness, "acme")
     assert finding.verdict == "drift"
@@ -57,7 +60,7 @@ def test_a_resource_deleted_behind_the_systems_back_is_drift(harness: Harness) -
 
 def test_a_nudged_eventual_counter_is_drift(harness: Harness) -> None:
     settled_account(harness, "acme", 2)
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -76,7 +79,7 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
     assert clean.code == EXIT_OK, clean.err
     assert "audited 2 account(s): exact 2" in clean.out
 
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
     found = cli("audit", "--all", "--json")
     assert found.code == EXIT_DRIFT
@@ -92,7 +95,7 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
 
 
 def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
-    key = {table_layout.PARTITION_KEY: keys.account_pk(account_id), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(Quota(account_id)), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -109,7 +112,7 @@ def repair(harness: Harness, finding: AuditFinding) -> commands.Repair:
 
 def test_repair_corrects_a_console_delete_and_the_account_then_admits_its_limit(harness: Harness) -> None:
     ids = settled_account(harness, "acme", 3)  # limit 10
-    key = {table_layout.PARTITION_KEY: keys.account_pk("acme"), table_layout.SORT_KEY: keys.resource_sk(ids[0])}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.resource_sk(ids[0])}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
     fixed = repair(harness, audit(harness, "acme"))
     assert (fixed.eventual_fixed_by, fixed.heal) == (-1, HealOutcome.HEALED)

@@ -19,6 +19,7 @@ from functions.adapters import keys, table_layout
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.shards import ShardStore
 from functions.core.errors import StoreUnavailable
+from functions.core.model import Quota
 from local.emulator import EmulatorProcess
 from local.partition_throttling import by_family, read_throttles
 from tests.support.tables import create_table
@@ -129,7 +130,7 @@ def test_a_grant_from_a_throttled_shard_is_told_as_a_throttle_not_as_a_lost_race
     while add_one(dynamodb, "ACCOUNT#busy", keys.ACCOUNT_SORT_KEY) == "ok":
         pass  # the account item has no write left this second
     with pytest.raises(StoreUnavailable) as refused:
-        store.grant("busy", 1, 5)
+        store.grant(Quota("busy"), 1, 5)
     assert refused.value.throttled
     assert not refused.value.may_have_landed
 

@@ -9,6 +9,7 @@ from typing import Any
 from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import held_leases, shard_state
+from functions.core.model import Quota
 
 
 @dataclass
@@ -42,7 +43,7 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
             if sort_key == keys.RATE_SORT_KEY:
                 continue  # a rate window counts requests, not the account's resources
             if sort_key in (keys.SHARD_SORT_KEY, keys.COUNTER_SORT_KEY):  # summed per account
-                truth = accounts[keys.account_pk(item["account_id"])]
+                truth = accounts[keys.account_pk(Quota(item["account_id"]))]
             else:
                 truth = accounts[item[table_layout.PARTITION_KEY]]
             if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):

@@ -16,9 +16,12 @@ from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import to_attributes
 from functions.adapters.resource_records import from_stream_record, pending_record, stream_records
 from functions.core.counting import CountingTask, TaskKind, plan_record, process_pending
+from functions.core.model import Quota
 from local.event_sources import lambda_shaped
 from local.filters import matches_any
 from tests.unit.test_counting import CREATE, REMOVE, REMOVE_COUNTED, REMOVE_UNCOUNTED, ScriptedStore, cancelled
+
+A1 = Quota("a1")
 
 
 def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool) -> dict[str, Any]:
@@ -121,9 +124,9 @@ def test_the_core_selects_exactly_what_the_event_source_filter_delivers(drawn: d
 
 def test_a_record_says_which_admission_shard_admitted_its_resource() -> None:
     raw = record("INSERT", counter_processed=False, deleted=False)
-    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, "a1", "r1")
+    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, A1, "r1")
     raw["dynamodb"]["NewImage"][resources.ADMITTED_BY] = {"N": "5"}
-    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, "a1", "r1", shard=5)
+    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, A1, "r1", shard=5)
 
 
 def test_a_get_records_record_reads_as_the_record_lambda_delivers() -> None:
