@@ -28,9 +28,10 @@ from typing import Any
 import boto3
 
 from benchmarks.capacity_meter import CapacityMeter, Usage
-from functions.core import schema
+from functions.adapters import keys
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.leases import iso_timestamp
+from functions.core.model import Quota
 from functions.shared.clock import Clock
 
 # us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
@@ -56,13 +57,15 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     """Create+delete iterations spread evenly over the accounts; returns how many ran."""
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.adapters.healing_store import DynamoHealingStore
     from functions.core import accounts
     from functions.core.healing import heal_account
     from functions.core.model import NewResource
     from tests.support.stream import StreamTap, process_stream_records
 
-    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table, WALL_CLOCK)
+    the_table = DynamoTable(dynamodb, table)
+    api, counting = DynamoApiStore(the_table), DynamoCountingStore(the_table, WALL_CLOCK)
     tap = StreamTap(streams, stream_arn)
     # The API's cache of accounts' shard layouts, on a clock that runs at the busy account's
     # projected rate: its shards grow as they would at that rate on AWS, whatever the emulator's pace.
@@ -70,7 +73,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     directory = Directory(ShardingSettings(min_window=SIMULATED_WINDOW), clock=clock, rng=random.Random(1))  # noqa: S311
     # The flows' wall clock too (their minute stamps), for the busy account.
     stamp = clock.text if args.rate else now_text
-    names = [f"acct-{number:03d}" for number in range(args.accounts)]
+    names = [Quota(f"acct-{number:03d}") for number in range(args.accounts)]
     with meter.operation("setup"):
         for name in names:
             accounts.put_account(api, name, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
@@ -91,7 +94,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
     # `args.batch` iterations before (quiet: the one it just created), so creates and deletes are
     # counted in different batches, not folded away.
     lag = 0 if args.batch == 1 else args.batch
-    alive: dict[str, list[str]] = {name: [] for name in names}
+    alive: dict[Quota, list[str]] = {name: [] for name in names}
     if args.warmup:
         # Steady state first: the account grows its shards and grants them room, then the meter
         # starts again, so the figures are those of a busy account, not of its first second.
@@ -128,7 +131,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
                     accounts.delete_resource(api, name, alive[name].pop(0), stamp, directory=directory)
                 consume()
     consume(last=True)
-    healing = DynamoHealingStore(dynamodb, table)
+    healing = DynamoHealingStore(the_table)
     for name in names:
         with meter.operation("heal"):
             heal_account(healing, name, datetime.now(UTC) + timedelta(hours=1), timedelta(seconds=30))
@@ -308,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 def rate_limit_report(emulator_url: str) -> str:
     """What the per-tenant rate limit adds to each request (functions/core/rate_limits.py): a quiet
     tenant's one request a window, and a busy tenant's steady 10,000 requests/s over 4 environments."""
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.adapters.rate_windows import DynamoWindowStore
     from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantLimiter, TenantRate
     from tests.support.tables import create_table
@@ -315,7 +319,7 @@ def rate_limit_report(emulator_url: str) -> str:
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
     create_table(dynamodb, "capacity-rates")
     meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
-    store = DynamoWindowStore(dynamodb, "capacity-rates")
+    store = DynamoWindowStore(DynamoTable(dynamodb, "capacity-rates"))
     clock_ms = [1_800_000_000_000]
     lines = ["the per-tenant rate limit, per request:"]
     quiet = TenantLimiter(store, DEFAULT_TENANT_RATE, clock_ms=lambda: clock_ms[0])
@@ -352,7 +356,7 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     with them, what settling them costs one write each (as the sweeper did) and together (as it
     and a write that sees them do now), and what a create costs after."""
     from functions.adapters.api_store import DynamoApiStore
-    from functions.adapters.shards import held_leases, settle_lease
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.core import accounts
     from functions.core.leases import RELEASE_RESERVATION, Lease, LeaseKind, settle_dead_leases
     from functions.core.model import NewResource
@@ -361,38 +365,38 @@ def dead_lease_report(emulator_url: str, dead: int = 60) -> str:
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
     create_table(dynamodb, "capacity-dead")
     meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
-    api = DynamoApiStore(dynamodb, "capacity-dead")
+    api = DynamoApiStore(DynamoTable(dynamodb, "capacity-dead"))
     # The create's own clean-up stays off until it is measured: a write that sees 4 would settle them.
     leaving = Directory(ShardingSettings(settle_dead_at=dead + 1))
     long_ago = iso_timestamp(datetime.now(UTC) - timedelta(minutes=2))
 
-    def plant(name: str) -> list[Lease]:
+    def plant(name: Quota) -> list[Lease]:
         """`dead` creates that reserved and died before their put: leases 2 minutes old."""
         accounts.put_account(api, name, accounts.limit_change(1_000, WALL_CLOCK.epoch_ms()), now_text)
         for number in range(dead):
             lease = Lease(LeaseKind.RESERVATION, f"{number:016x}", f"never-put-{number}", long_ago)
             assert api.reserve_on(name, lease) is not None
-        return list(held_leases(api.read_items(name, [0])[0]))
+        return list(api.read_shards(name, [0])[0].leases)
 
-    def create(name: str, operation: str, directory: Directory = leaving) -> Usage:
+    def create(name: Quota, operation: str, directory: Directory = leaving) -> Usage:
         with meter.operation(operation) as usage:
             accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text, directory=directory)
         return usage
 
-    one_each, together = plant("one-each"), plant("together")
-    loaded = create("together", "create, 60 dead leases on its shard")
+    one_each, together = plant(Quota("one-each")), plant(Quota("together"))
+    loaded = create(Quota("together"), "create, 60 dead leases on its shard")
     with meter.operation("settle one write each") as each:
         for lease in one_each:  # the sweeper's loop before: a read of the resource, a write of the shard
-            assert api.get_resource("one-each", lease.resource_id) is None
-            settle_lease(dynamodb, "capacity-dead", "one-each", lease, RELEASE_RESERVATION, None)
+            assert api.get_resource(Quota("one-each"), lease.resource_id) is None
+            api.settle(Quota("one-each"), lease, RELEASE_RESERVATION, None)
     with meter.operation("settle together") as joint:
         settle_dead_leases(
-            api, "together", together, expired_before=iso_timestamp(datetime.now(UTC) - timedelta(hours=24))
+            api, Quota("together"), together, expired_before=iso_timestamp(datetime.now(UTC) - timedelta(hours=24))
         )
-    after = create("together", "create, after")
-    plant("on-sight")
-    seeing = create("on-sight", "create that settles them", Directory())
-    left = len(held_leases(api.read_items("on-sight", [0])[0]))
+    after = create(Quota("together"), "create, after")
+    plant(Quota("on-sight"))
+    seeing = create(Quota("on-sight"), "create that settles them", Directory())
+    left = len(api.read_shards(Quota("on-sight"), [0])[0].leases)
 
     def units(usage: Usage) -> str:
         return f"{sum(usage.calls.values()):.0f} calls, {usage.total_wcu:.0f} WCU, {usage.total_rcu:.1f} RCU"
@@ -439,7 +443,7 @@ def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int, ra
     shard's, and counts each batch of an account in one transaction (docs/scaling.md)."""
     consumer = meter.usage["consumer record"]
     records = 2 * iterations  # a create's INSERT and a delete's soft delete carry counting work
-    counter_item = f" / {schema.EVENTUAL_COUNTER_SORT_KEY}"
+    counter_item = f" / {keys.COUNTER_SORT_KEY}"
     counter = sum(units for item, units in consumer.item_wcu.items() if item.endswith(counter_item))
     lines = [
         f"one busy account at a projected {rate:,.0f} iterations/s, {iterations} iterations after {warmup} "

@@ -67,15 +67,17 @@ def flow_rate(dynamodb: Any, streams: Any, stream_arn: str, table: str, seconds:
     """Create + count + delete + count iterations per second, and DynamoDB calls per iteration."""
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.dynamo_table import DynamoTable
     from functions.core import accounts
-    from functions.core.model import NewResource
+    from functions.core.model import NewResource, Quota
     from tests.support.stream import StreamTap, process_stream_records
 
     calls = [0]
     dynamodb.meta.events.register("after-call.dynamodb.*", lambda **_: calls.__setitem__(0, calls[0] + 1))
-    api, counting = DynamoApiStore(dynamodb, table), DynamoCountingStore(dynamodb, table, WALL_CLOCK)
+    the_table = DynamoTable(dynamodb, table)
+    api, counting = DynamoApiStore(the_table), DynamoCountingStore(the_table, WALL_CLOCK)
     tap = StreamTap(streams, stream_arn)
-    account = f"flow-{time.monotonic_ns()}"
+    account = Quota(f"flow-{time.monotonic_ns()}")
     accounts.put_account(api, account, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
     tap.drain()
     calls[0], iterations = 0, 0

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from functions.core import schema
+from functions.adapters import table_layout
 from infra import constants
 from local.capacity.billing import item_size
 from local.capacity.limits import item_of_place
@@ -463,7 +463,7 @@ def item_sizes(dynamodb: Any, places: Mapping[str, int]) -> dict[str, int]:
         if item is None or item[2] is None:
             continue
         table, partition, sort = item
-        key = {schema.PARTITION_KEY: {"S": partition}, schema.SORT_KEY: {"S": sort}}
+        key = {table_layout.PARTITION_KEY: {"S": partition}, table_layout.SORT_KEY: {"S": sort}}
         found = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
         sizes[place] = item_size(found.get("Item"))
     return sizes

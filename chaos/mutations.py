@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.core import schema
+from functions.adapters import table_layout
 
 
 def _consumer_ignores_counter_processed() -> None:
@@ -18,7 +18,7 @@ def _consumer_ignores_counter_processed() -> None:
 
     def transact(self: DynamoCountingStore, actions: list[dict[str, Any]]) -> Any:
         update = actions[0].get("Update", {})
-        if f"{schema.COUNTER_PROCESSED_ATTRIBUTE} = :false" in update.get("ConditionExpression", ""):
+        if f"{table_layout.COUNTER_PROCESSED} = :false" in update.get("ConditionExpression", ""):
             update = {**update, "ConditionExpression": "attribute_exists(#pk)"}
             update["ExpressionAttributeValues"] = {
                 k: v for k, v in update["ExpressionAttributeValues"].items() if k == ":true"

@@ -23,13 +23,15 @@ from typing import Any
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, ClientOutcomes, create, run_clients
+from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
-from functions.adapters.items import resource_from_item
-from functions.core import keys
+from functions.adapters.resources import resource_from_item
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
+from functions.core.model import Quota
 from infra.constants import HEAL_QUIET_SECONDS
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
@@ -182,7 +184,7 @@ class Auditor(threading.Thread):
 
     def __init__(self, dynamodb: Any, table: str, accounts: list[Account]) -> None:
         super().__init__(name="chaos-auditor", daemon=True)
-        self._dynamodb, self._table, self._accounts = dynamodb, table, accounts
+        self._table, self._accounts = DynamoTable(dynamodb, table), accounts
         self.stop = threading.Event()
         self.check = Check("the audit beside the clients reports no drift that faults do not inject")
         self.verdicts: Counter[str] = Counter()
@@ -192,7 +194,7 @@ class Auditor(threading.Thread):
             for account in self._accounts:
                 if self.stop.is_set():
                     return
-                finding = commands.audit_account(self._dynamodb, self._table, account.account_id)
+                finding = commands.audit_account(self._table, Quota(account.account_id))
                 self.verdicts[finding.verdict] += 1
                 if finding.verdict != "inconclusive":
                     unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
@@ -200,7 +202,6 @@ class Auditor(threading.Thread):
                 if finding.verdict == "drift":
                     try:
                         commands.repair_account(
-                            self._dynamodb,
                             self._table,
                             finding,
                             timedelta(seconds=HEAL_QUIET_SECONDS),
@@ -242,7 +243,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     fatal_rule = {
         "functions": [],
         "operation": "TransactWriteItems",
-        "contains": keys.account_pk(f"{FATAL_PREFIX}-"),
+        "contains": keys.account_pk(Quota(f"{FATAL_PREFIX}-")),
         "answer": "TransactionConflict",
     }
     chaos = (
@@ -452,7 +453,7 @@ def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
     reached DLQ 2."""
     check = Check("DLQ 2 holds only what was injected as fatal")
     sqs, streams = runtime.client("sqs"), runtime.client("dynamodbstreams")
-    fatal_pks = {keys.account_pk(a.account_id) for a in accounts if a.fatal}
+    fatal_pks = {keys.account_pk(Quota(a.account_id)) for a in accounts if a.fatal}
     messages: list[dict[str, Any]] = []
     for _ in range(10):
         batch = sqs.receive_message(QueueUrl=runtime.outputs["Dlq2Url"], MaxNumberOfMessages=10, VisibilityTimeout=30)
@@ -497,11 +498,11 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ou
 def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
     """Once quiet, a heal brings both API-path counters to the live count (README "Guarantees", 6: self-healing)."""
     check = Check("after healing, best-effort = admitted = live")
-    store = DynamoHealingStore(dynamodb, table)
+    store = DynamoHealingStore(DynamoTable(dynamodb, table))
     for account in accounts:
         if account.fatal:
             continue
-        outcome = heal_account(store, account.account_id, datetime.now(UTC), timedelta(0)).outcome
+        outcome = heal_account(store, Quota(account.account_id), datetime.now(UTC), timedelta(0)).outcome
         shot = snapshot(dynamodb, table, account.account_id)
         check.expect(
             outcome in (HealOutcome.HEALED, HealOutcome.EXACT)

@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import held_leases, shard_state
-from functions.core import keys, schema
 from functions.core.admission import MAX_SHARDS
+from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.leases import Lease
+from functions.core.model import Quota
 from local.partition_reads import read_partitions
 
 
@@ -43,9 +45,10 @@ class Snapshot:
 
 def account_partitions(account_id: str) -> list[str]:
     """Every partition key an account's items can have."""
-    shards = [keys.shard_pk(account_id, shard) for shard in range(1, MAX_SHARDS)]
-    counters = [keys.counter_pk(account_id, shard) for shard in range(1, schema.COUNTER_SHARDS)]
-    return [keys.account_pk(account_id), *shards, *counters]
+    quota = Quota(account_id)
+    shards = [keys.shard_pk(quota, shard) for shard in range(1, MAX_SHARDS)]
+    counters = [keys.counter_pk(quota, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
+    return [keys.account_pk(quota), *shards, *counters]
 
 
 def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:
@@ -54,26 +57,26 @@ def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:
     items = read_partitions(dynamodb.meta.endpoint_url, table, account_partitions(account_id))
     leases: list[Lease] = []
     for item in map(from_attributes, items):
-        sort_key = item[schema.SORT_KEY]
-        if sort_key in (schema.ACCOUNT_SORT_KEY, schema.SHARD_SORT_KEY):
+        sort_key = item[table_layout.SORT_KEY]
+        if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
             state = shard_state(item)
-            if sort_key == schema.ACCOUNT_SORT_KEY:
+            if sort_key == keys.ACCOUNT_SORT_KEY:
                 shot.limit = state.limit
             shot.best_effort_net += state.best_effort
             shot.admitted += state.admitted
             shot.room += state.room
             shot.shards += 1
             leases += held_leases(item)
-        elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
+        elif sort_key == keys.COUNTER_SORT_KEY:
             shot.eventual += int(item.get("count", 0))
-        elif item.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
+        elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
             shot.tombstones[keys.resource_id_from_sk(sort_key) or sort_key] = item
         else:
             resource_id = keys.resource_id_from_sk(sort_key) or sort_key
             shot.existing.add(resource_id)
             shot.items[resource_id] = item
-            processed = bool(item.get(schema.COUNTER_PROCESSED_ATTRIBUTE))
-            deleted = bool(item.get(schema.DELETED_ATTRIBUTE))
+            processed = bool(item.get(table_layout.COUNTER_PROCESSED))
+            deleted = bool(item.get(table_layout.DELETED))
             shot.processed += processed
             if not deleted:
                 shot.live.add(resource_id)

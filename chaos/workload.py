@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from functions.core.model import idempotent_resource_id
+from functions.core.model import Quota, idempotent_resource_id
 from local.http_client import HttpApi, Reply
 
 RETRIES = 8
@@ -92,7 +92,7 @@ def run_clients(
 
 def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -> None:
     path = f"/accounts/{account.account_id}/resources"
-    resource_id = idempotent_resource_id(account.account_id, key)
+    resource_id = idempotent_resource_id(Quota(account.account_id), key)
     for attempt_number in range(RETRIES):
         reply = attempt(api, "POST", path, {"name": key}, {"Idempotency-Key": key})
         status = reply.status if reply else "no-answer"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
@@ -10,7 +11,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.core import schema
+from functions.shared.config import FunctionEnvironment
 from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.gateway_errors import add_error_envelopes
@@ -53,14 +54,14 @@ class Api(Construct):
             self,
             constants.API_FUNCTION,
             package=package,
-            table_name=table.table_name,
-            extra_environment={
-                schema.ENV_TENANT_RATE_LIMIT: str(tenant_rate.requests_per_second),
-                schema.ENV_TENANT_WINDOW_SECONDS: str(tenant_rate.window_seconds),
+            environment=FunctionEnvironment(
+                table_name=table.table_name,
+                tenant_rate_limit=tenant_rate.requests_per_second,
+                tenant_window_seconds=tenant_rate.window_seconds,
                 # The age at which a lease is dead, as the sweeper judges it: a write that sees
                 # many dead leases on its shard settles them (functions/core/accounts.py).
-                schema.ENV_HEAL_QUIET_SECONDS: str(constants.HEAL_QUIET_SECONDS),
-            },
+                quiet=timedelta(seconds=constants.HEAL_QUIET_SECONDS),
+            ),
         )
         table_access.grant_table(table, self.function, table_access.API)
 

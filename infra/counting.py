@@ -9,7 +9,8 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.core import schema
+from functions.adapters.table_layout import STREAM_FILTER_PATTERNS
+from functions.shared.config import FunctionEnvironment
 from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
@@ -28,7 +29,10 @@ class Counting(Construct):
         super().__init__(scope, construct_id)
 
         self.consumer_function = python_function(
-            self, constants.STREAM_CONSUMER_FUNCTION, package=package, table_name=table.table_name
+            self,
+            constants.STREAM_CONSUMER_FUNCTION,
+            package=package,
+            environment=FunctionEnvironment(table_name=table.table_name),
         )
         self.consumer_function.add_event_source(
             event_sources.DynamoEventSource(
@@ -37,7 +41,7 @@ class Counting(Construct):
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
                 batch_size=constants.STREAM_BATCH_SIZE,
                 max_batching_window=cdk.Duration.seconds(settings.stream_batching_window_seconds(self)),
-                filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in schema.STREAM_FILTER_PATTERNS],
+                filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in STREAM_FILTER_PATTERNS],
                 report_batch_item_failures=True,
                 bisect_batch_on_error=constants.STREAM_BISECT_BATCH_ON_ERROR,
                 # Bounded, so a poison record cannot block its shard for the stream's 24 h retention;

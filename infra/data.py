@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.core import schema
+from functions.adapters.table_layout import ACTIVITY_INDEX, EXPIRES_AT, PARTITION_KEY, PENDING_INDEX, SORT_KEY, Index
 from infra import constants, settings
 
 
@@ -27,7 +25,7 @@ class DataStore(Construct):
                 constants.TABLE_ID,
                 table_name=name,
                 table_stream_arn=stream_arn,
-                global_indexes=[schema.PENDING_INDEX_NAME, schema.ACTIVITY_INDEX_NAME],
+                global_indexes=[PENDING_INDEX.name, ACTIVITY_INDEX.name],
             )
             return
 
@@ -35,8 +33,8 @@ class DataStore(Construct):
         table = dynamodb.Table(
             self,
             constants.TABLE_ID,
-            partition_key=dynamodb.Attribute(name=schema.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=schema.SORT_KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=_string(PARTITION_KEY),
+            sort_key=_string(SORT_KEY),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             # A cost guard when the deployer sets one (context); DynamoDB throttles beyond it.
             max_read_request_units=max_reads,
@@ -51,38 +49,27 @@ class DataStore(Construct):
             deletion_protection=settings.removal_policy(self) == cdk.RemovalPolicy.RETAIN,
             # Tombstones expire (docs/admission.md); TTL deletes cost no write capacity, and their
             # REMOVE records match none of the consumer's filter patterns.
-            time_to_live_attribute=schema.EXPIRES_AT_ATTRIBUTE,
+            time_to_live_attribute=EXPIRES_AT,
         )
         # Sparse: only resources with counting work left carry the bucket attribute, so a sweep
         # reads pending work oldest first without scanning the table.
-        _add_sparse_index(
-            table,
-            schema.PENDING_INDEX_NAME,
-            schema.PENDING_BUCKET_ATTRIBUTE,
-            schema.PENDING_SINCE_ATTRIBUTE,
-            schema.PENDING_PROJECTED_ATTRIBUTES,
-        )
+        _add_index(table, PENDING_INDEX)
         # Sparse: only account items carry the activity bucket. Sorted by the last API write, it
         # lets the sweeper find accounts that went quiet (and heal them) without scanning.
-        _add_sparse_index(
-            table,
-            schema.ACTIVITY_INDEX_NAME,
-            schema.ACTIVITY_BUCKET_ATTRIBUTE,
-            schema.LAST_WRITE_ATTRIBUTE,
-            schema.ACTIVITY_PROJECTED_ATTRIBUTES,
-        )
+        _add_index(table, ACTIVITY_INDEX)
         self.table = table
 
 
-def _add_sparse_index(
-    table: dynamodb.Table, name: str, partition_key: str, sort_key: str, projected: Iterable[str]
-) -> None:
-    """A global index of the items that carry `partition_key` (a string, as `sort_key` is), with
-    `projected` beside the keys."""
+def _string(name: str) -> dynamodb.Attribute:
+    return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
+
+
+def _add_index(table: dynamodb.Table, index: Index) -> None:
+    """A global secondary index as the functions read it (functions/adapters/table_layout.py)."""
     table.add_global_secondary_index(
-        index_name=name,
-        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
-        sort_key=dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
+        index_name=index.name,
+        partition_key=_string(index.partition_key),
+        sort_key=_string(index.sort_key),
         projection_type=dynamodb.ProjectionType.INCLUDE,
-        non_key_attributes=list(projected),
+        non_key_attributes=list(index.projected),
     )

@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from functions.shared.config import FunctionEnvironment
 from infra import constants, settings, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
@@ -56,7 +57,10 @@ class DeadLetters(Construct):
         )
 
         self.redrive_function = python_function(
-            self, constants.REDRIVE_FUNCTION, package=package, table_name=table.table_name
+            self,
+            constants.REDRIVE_FUNCTION,
+            package=package,
+            environment=FunctionEnvironment(table_name=table.table_name),
         )
         self.redrive_function.add_event_source(
             event_sources.SqsEventSource(

@@ -7,11 +7,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from constructs import Construct
 
-from functions.core import schema
+from functions.shared.config import FunctionEnvironment, JwtSettings
 from infra import constants
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
-from infra.settings import JwtSettings
 
 
 class JwtAuthorizer(Construct):
@@ -25,13 +24,13 @@ class JwtAuthorizer(Construct):
             self,
             constants.AUTHORIZER_FUNCTION,
             package=package,
-            table_name=table_name,  # every function gets it; this one calls no AWS API at all
-            extra_environment={
-                schema.ENV_JWT_ISSUER: jwt.issuer,
-                schema.ENV_JWT_AUDIENCE: jwt.audience,
-                schema.ENV_JWT_TENANT_CLAIM: jwt.tenant_claim,
-                schema.ENV_JWT_ADMIN_SCOPE: jwt.admin_scope,
-            },
+            environment=FunctionEnvironment(
+                table_name=table_name,  # every function gets it; this one calls no AWS API at all
+                jwt_issuer=jwt.issuer,
+                jwt_audience=jwt.audience,
+                jwt_tenant_claim=jwt.tenant_claim,
+                jwt_admin_scope=jwt.admin_scope,
+            ),
         )
         self.authorizer = apigateway.TokenAuthorizer(
             self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from datetime import timedelta
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.core import schema
+from functions.shared.config import FunctionEnvironment
 from infra import constants, settings
 from infra.bundling import LAMBDA_RUNTIME, LambdaPackage
 
@@ -20,20 +20,22 @@ def python_function(
     function: constants.FunctionSettings,
     *,
     package: LambdaPackage,
-    table_name: str,
-    extra_environment: Mapping[str, str] | None = None,
+    environment: FunctionEnvironment,
 ) -> lambda_.Function:
+    """A function of the stack. `environment`: what its code reads (functions/shared/config.py);
+    every function also gets the stack's tombstone retention and Powertools' settings."""
+    construct_id = function.construct_id
     # An explicit log group (instead of `log_retention`) sets the retention without the custom
     # resource Lambda that `log_retention` deploys, and lets the removal policy cover the logs.
-    construct_id = function.construct_id
     log_group = logs.LogGroup(
         scope,
         f"{construct_id}Logs",
         retention=logs.RetentionDays.ONE_MONTH,
         removal_policy=settings.removal_policy(scope),
     )
-    environment = {
-        schema.ENV_TABLE_NAME: table_name,
+    retention = timedelta(seconds=settings.idempotency_window_seconds(scope))
+    variables = {
+        **environment.model_copy(update={"tombstone_retention": retention}).variables(),
         "POWERTOOLS_SERVICE_NAME": constants.POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": constants.POWERTOOLS_METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
@@ -42,8 +44,6 @@ def python_function(
         # tenants' data (docs/security.md). The API handler's decorator says so too.
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
-        schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(settings.idempotency_window_seconds(scope)),
-        **(extra_environment or {}),
     }
     # Its own role, allowed to write its own log group and nothing else yet (the construct that owns
     # the function grants what its code calls). The AWS managed AWSLambdaBasicExecutionRole would
@@ -68,6 +68,6 @@ def python_function(
         memory_size=function.memory_mb,
         tracing=lambda_.Tracing.ACTIVE,
         log_group=log_group,
-        environment=environment,
+        environment=variables,
         description=function.description,
     )

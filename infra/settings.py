@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -12,6 +11,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
+from functions.shared.config import JwtSettings
 from infra import constants
 
 T = TypeVar("T")
@@ -101,14 +101,6 @@ def tenant_rate(scope: Construct) -> TenantRate:
     except ValueError as error:
         keys = f'"{constants.TENANT_RATE_LIMIT_CONTEXT_KEY}" and "{constants.TENANT_BURST_SECONDS_CONTEXT_KEY}"'
         raise ValueError(f"context {keys} ({rate}, {window}): {error}") from error
-
-
-@dataclass(frozen=True)
-class JwtSettings:
-    issuer: str
-    audience: str
-    tenant_claim: str
-    admin_scope: str
 
 
 def authorizer(scope: Construct) -> str:

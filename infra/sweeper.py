@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
-from functions.core import schema
+from functions.shared.config import FunctionEnvironment
 from infra import constants, table_access
 from infra.bundling import LambdaPackage
 from infra.python_function import python_function
@@ -22,12 +24,12 @@ class Sweeper(Construct):
             self,
             constants.SWEEPER_FUNCTION,
             package=package,
-            table_name=table.table_name,
-            extra_environment={
-                schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: str(constants.SWEEP_PENDING_OLDER_THAN_SECONDS),
-                schema.ENV_HEAL_QUIET_SECONDS: str(constants.HEAL_QUIET_SECONDS),
-                schema.ENV_HEAL_LOOKBACK_SECONDS: str(constants.HEAL_LOOKBACK_SECONDS),
-            },
+            environment=FunctionEnvironment(
+                table_name=table.table_name,
+                pending_older_than=timedelta(seconds=constants.SWEEP_PENDING_OLDER_THAN_SECONDS),
+                quiet=timedelta(seconds=constants.HEAL_QUIET_SECONDS),
+                lookback=timedelta(seconds=constants.HEAL_LOOKBACK_SECONDS),
+            ),
         )
         # One sweep at a time: two would only repeat each other's (idempotent) work.
         self.function.node.default_child.add_property_override(  # type: ignore[union-attr]

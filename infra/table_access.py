@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from functions.core import schema
+from functions.adapters.table_layout import ACTIVITY_INDEX, PENDING_INDEX
 
 # The API: admission (conditional updates, room moves in transactions, the limit lowered with
 # condition checks), resources (put, get, list), usage (batch reads), and a snapshot (TransactGetItems).
@@ -33,9 +33,9 @@ COUNTING = ("dynamodb:UpdateItem",)
 # (updates, transactions of them).
 SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem")
 # The pending index is scanned (it holds only pending work), the activity index queried by bucket.
-SWEEPER_INDEXES = {schema.PENDING_INDEX_NAME: ("dynamodb:Scan",), schema.ACTIVITY_INDEX_NAME: ("dynamodb:Query",)}
+SWEEPER_INDEXES = {PENDING_INDEX.name: ("dynamodb:Scan",), ACTIVITY_INDEX.name: ("dynamodb:Query",)}
 # The redrive, when a range's records are gone: the pending index, as a sweep reads it.
-REDRIVE_INDEXES = {schema.PENDING_INDEX_NAME: ("dynamodb:Scan",)}
+REDRIVE_INDEXES = {PENDING_INDEX.name: ("dynamodb:Scan",)}
 # The redrive's re-read of a stream range.
 STREAM_READS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator")
 

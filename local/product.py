@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from functions.core import schema
 from functions.core.admission import ShardingSettings
 from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
+from functions.shared.config import FunctionEnvironment
 from infra import constants
 from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_PACKAGE, REPO_ROOT
 from local.capacity.limits import parse_factor
@@ -101,8 +101,8 @@ def scaled_environment(partition_limits: str | None) -> dict[str, str]:
     factor = parse_factor(partition_limits)
     grow_at = ShardingSettings().grow_at * factor
     return {
-        schema.ENV_SHARD_GROW_AT: f"{grow_at:g}",
-        schema.ENV_RATE_WINDOW_PART_REQUESTS: f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
+        FunctionEnvironment.variable("shard_grow_at"): f"{grow_at:g}",
+        FunctionEnvironment.variable("rate_part_requests"): f"{REQUESTS_PER_SECOND_PER_PART * factor:g}",
     }
 
 

@@ -19,13 +19,16 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.core.audit import AccountView
-from functions.core.counting import TransientStoreError
+from functions.adapters.dynamo_table import DynamoTable
+from functions.core.audit import Recount
+from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
+from functions.core.model import Quota
 from functions.shared.clock import Clock
 from infra import constants
 from ops import commands
@@ -205,19 +208,19 @@ class Context:
         self.args = args
         self.connection = Connection(args.endpoint_url, args.region)
         self.clock = clock
-        self._outputs: StackOutputs | None = None
 
-    @property
+    @cached_property
+    def table(self) -> DynamoTable:
+        """The stack's table, through one DynamoDB client."""
+        return DynamoTable(self.connection.client("dynamodb"), self.outputs.table_name)
+
+    @cached_property
     def outputs(self) -> StackOutputs:
-        if self._outputs is None:
-            self._outputs = StackOutputs.resolve(self.connection, self.args.stack_name)
-        return self._outputs
+        return StackOutputs.resolve(self.connection, self.args.stack_name)
 
 
 def run_account(context: Context) -> int:
-    view = commands.account_view(
-        context.connection.client("dynamodb"), context.outputs.table_name, context.args.account_id
-    )
+    view = commands.recount(context.table, Quota(context.args.account_id))
     if context.args.json:
         return emit_json(view.to_json())
     print(format_account(view))
@@ -229,31 +232,30 @@ def run_audit(context: Context) -> int:
     if context.args.account_option:  # kept for operators' scripts, as `account` and `heal` take it
         account_id = context.args.account_option
         print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
-    dynamodb, table = context.connection.client("dynamodb"), context.outputs.table_name
-    accounts = [account_id] if account_id else commands.all_accounts(dynamodb, table)
+    quotas = [Quota(account_id)] if account_id else commands.all_quotas(context.table)
     verdicts: Counter[str] = Counter()
-    progress = len(accounts) > 1 and sys.stderr.isatty()
-    for done, account_id in enumerate(accounts, start=1):
-        finding = commands.audit_account(dynamodb, table, account_id)
+    progress = len(quotas) > 1 and sys.stderr.isatty()
+    for done, quota in enumerate(quotas, start=1):
+        finding = commands.audit_account(context.table, quota)
         verdicts[finding.verdict] += 1
         repair = None
         if context.args.repair and finding.verdict == "drift":
             quiet = timedelta(seconds=constants.HEAL_QUIET_SECONDS)
-            repair = commands.repair_account(dynamodb, table, finding, quiet, context.clock.now())
+            repair = commands.repair_account(context.table, finding, quiet, context.clock.now())
             verdicts["repaired"] += 1
         if context.args.json:
             print(json.dumps(finding.to_json() | ({"repair": repair.to_json()} if repair else {})), flush=True)
         elif finding.verdict != "exact":
-            print(f"{account_id}: {finding.verdict}" + "".join(f"\n  {problem}" for problem in finding.problems))
+            print(f"{quota}: {finding.verdict}" + "".join(f"\n  {problem}" for problem in finding.problems))
             if repair is not None:
                 heal = repair.heal.value if repair.heal else "not needed"
                 print(f"  repaired: eventual {repair.eventual_fixed_by:+d}, heal {heal}")
         if progress:
-            print(f"\raudited {done}/{len(accounts)}", end="", file=sys.stderr, flush=True)
+            print(f"\raudited {done}/{len(quotas)}", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
     if not context.args.json:
-        print(f"audited {len(accounts)} account(s): {_counts(dict(verdicts))}")
+        print(f"audited {len(quotas)} account(s): {_counts(dict(verdicts))}")
     if verdicts["drift"] > verdicts["repaired"]:
         return EXIT_DRIFT
     return EXIT_TRY_LATER if verdicts["inconclusive"] else EXIT_OK
@@ -269,17 +271,11 @@ def run_heal(context: Context) -> int:
             "create still in flight could lose the slot it holds and the account could exceed its limit "
             "(docs/healing.md); pass --force if no API call for the account can be in flight"
         )
-    report = commands.heal(
-        context.connection.client("dynamodb"),
-        context.outputs.table_name,
-        context.args.account_id,
-        timedelta(seconds=quiet),
-        context.clock.now(),
-    )
+    report = commands.heal(context.table, Quota(context.args.account_id), timedelta(seconds=quiet), context.clock.now())
     if context.args.json:
         emit_json(report.to_json())
     elif report.outcome is HealOutcome.NOT_FOUND:
-        print(f"error: account {report.account_id} not found in table {context.outputs.table_name}", file=sys.stderr)
+        print(f"error: account {report.quota} not found in table {context.outputs.table_name}", file=sys.stderr)
     else:
         print(format_heal(report))
     return report.exit_code
@@ -342,9 +338,9 @@ def _signed(value: int) -> str:
     return f"{value:+d}" if value else "0"
 
 
-def format_account(view: AccountView) -> str:
+def format_account(view: Recount) -> str:
     lines = [
-        f"account {view.account_id}",
+        f"account {view.quota}",
         f"  limit          {view.limit}",
         f"  best_effort    {view.best_effort}  (signed net {view.best_effort_net})",
         f"  admitted       {view.admitted}  (slots held)",
@@ -364,7 +360,7 @@ def format_account(view: AccountView) -> str:
         lines.append("  counting work is pending: the stream, the redrive or the sweeper will apply it")
     elif view.best_effort_drift or view.admitted_drift:
         lines.append(
-            f"  drift with no pending work: `python -m ops heal {view.account_id}` heals it (held slots only "
+            f"  drift with no pending work: `python -m ops heal {view.quota}` heals it (held slots only "
             f"once the account has had no write for {constants.HEAL_QUIET_SECONDS} s); the sweeper does it too"
         )
     return "\n".join(lines)
@@ -379,7 +375,7 @@ _HEAL_MESSAGES = {
 
 
 def format_heal(report: commands.HealReport) -> str:
-    lines = [f"heal {report.account_id}: {_HEAL_MESSAGES.get(report.outcome, report.outcome.value)}"]
+    lines = [f"heal {report.quota}: {_HEAL_MESSAGES.get(report.outcome, report.outcome.value)}"]
     before, after = report.before, report.after
     if before is not None and after is not None:
         lines += [
@@ -467,7 +463,7 @@ def main(argv: Sequence[str] | None = None, clock: Clock | None = None) -> int:
     except OpsError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
-    except TransientStoreError as error:
+    except StoreUnavailable as error:
         print(f"error: the table did not answer: {error}", file=sys.stderr)
         return EXIT_ERROR
     except (ClientError, BotoCoreError) as error:

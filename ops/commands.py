@@ -16,14 +16,14 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.adapters import audit_reads
-from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.audit_reads import DynamoAuditReads
+from functions.adapters.counters import correct_counter, read_counter
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
-from functions.adapters.items import counter_key
-from functions.core import schema
-from functions.core.audit import AccountView, AuditFinding, audit
+from functions.core.audit import AuditFinding, Recount, audit
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
+from functions.core.model import Quota
 from functions.core.redrive import StreamBatchInfo
 from functions.shared.clock import Clock
 from infra import constants
@@ -32,7 +32,7 @@ from ops.stack import (
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_TRY_LATER,
-    AccountNotFound,
+    AccountNotInTable,
     Connection,
     FunctionFailed,
     OpsError,
@@ -42,46 +42,46 @@ from ops.stack import (
 # -- account -----------------------------------------------------------------------------------
 
 
-def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView:
+def recount(table: DynamoTable, quota: Quota) -> Recount:
     """The account's counters and the truth about its resources, from its own partition only
     (functions/adapters/audit_reads.py). The two reads are not one snapshot: on a busy account,
     the numbers can disagree by the writes made in between."""
-    view = audit_reads.account_view(dynamodb, table, account_id)
-    if view is None:
-        raise AccountNotFound(f"account {account_id} not found in table {table}")
-    return view
+    found = DynamoAuditReads(table).recount(quota)
+    if found is None:
+        raise AccountNotInTable(f"account {quota} not found in table {table.name}")
+    return found
 
 
 # -- audit -------------------------------------------------------------------------------------
 
 
-def audit_account(dynamodb: Any, table: str, account_id: str, attempts: int = 3) -> AuditFinding:
+def audit_account(table: DynamoTable, quota: Quota, attempts: int = 3) -> AuditFinding:
     """Recount one account from its items and compare (read-only): functions/core/audit.py."""
-    finding = audit(lambda: audit_reads.account_view(dynamodb, table, account_id), account_id, attempts)
+    finding = audit(lambda: DynamoAuditReads(table).recount(quota), quota, attempts)
     if finding is None:
-        raise AccountNotFound(f"account {account_id} not found in table {table}")
+        raise AccountNotInTable(f"account {quota} not found in table {table.name}")
     return finding
 
 
-def all_accounts(dynamodb: Any, table: str) -> list[str]:
-    return audit_reads.all_accounts(dynamodb, table)
+def all_quotas(table: DynamoTable) -> list[Quota]:
+    return DynamoAuditReads(table).all_quotas()
 
 
 @dataclass(frozen=True)
 class Repair:
-    account_id: str
+    quota: Quota
     eventual_fixed_by: int  # added to the eventual counter (0: it was right, or not repaired)
     heal: HealOutcome | None  # best effort and held slots, by the sweeper's heal; None: no drift
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "eventual_fixed_by": self.eventual_fixed_by,
             "heal": self.heal.value if self.heal else None,
         }
 
 
-def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: timedelta, now: datetime) -> Repair:
+def repair_account(table: DynamoTable, finding: AuditFinding, quiet: timedelta, now: datetime) -> Repair:
     """Correct what an audit judged wrong, safely while writes continue.
 
     `eventual - counted` is the drift: every correct counting transaction moves both together, so
@@ -90,34 +90,16 @@ def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: time
     retry of a landed add is refused rather than applied twice. Best effort and held slots are then
     the sweeper's heal's (docs/healing.md): it needs no counting work pending, and lowers held
     slots only on an account quiet for `quiet`."""
-    view = finding.view
-    if finding.verdict != "drift" or view is None:
-        return Repair(finding.account_id, 0, None)
-    fixed_by = view.counted - view.eventual
+    counts = finding.recount
+    if finding.verdict != "drift" or counts is None:
+        return Repair(finding.quota, 0, None)
+    fixed_by = counts.counted - counts.eventual
     if fixed_by:
-        key = counter_key(finding.account_id)
-        found = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
-        current = int(from_attributes(found or {}).get("count", 0))
-        condition = "#count = :current" if found else "attribute_not_exists(#count)"
-        try:
-            dynamodb.update_item(
-                TableName=table,
-                Key=key,
-                UpdateExpression="ADD #count :fix",
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#count": "count"},
-                ExpressionAttributeValues=to_attributes({":fix": fixed_by, ":current": current})
-                if found
-                else to_attributes({":fix": fixed_by}),
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            raise TryLater(
-                f"account {finding.account_id}: its counter moved while it was repaired; audit again"
-            ) from error
+        read = read_counter(table, finding.quota)
+        if not correct_counter(table, finding.quota, fixed_by, read):
+            raise TryLater(f"account {finding.quota}: its counter moved while it was repaired; audit again")
     # Any drift wants the heal: best effort and held slots are its, and a fixed eventual moves both.
-    return Repair(finding.account_id, fixed_by, heal(dynamodb, table, finding.account_id, quiet, now).outcome)
+    return Repair(finding.quota, fixed_by, heal(table, finding.quota, quiet, now).outcome)
 
 
 # -- heal --------------------------------------------------------------------------------------
@@ -125,7 +107,7 @@ def repair_account(dynamodb: Any, table: str, finding: AuditFinding, quiet: time
 
 @dataclass(frozen=True)
 class HealReport:
-    account_id: str
+    quota: Quota
     outcome: HealOutcome
     quiet_seconds: int
     before: AccountState | None
@@ -157,7 +139,7 @@ class HealReport:
             }
 
         return {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "outcome": self.outcome.value,
             "quiet_seconds": self.quiet_seconds,
             "eventual": self.eventual,
@@ -175,16 +157,16 @@ def heal_exit_code(outcome: HealOutcome) -> int:
     return EXIT_NOT_FOUND
 
 
-def heal(dynamodb: Any, table: str, account_id: str, quiet: timedelta, now: datetime) -> HealReport:
+def heal(table: DynamoTable, quota: Quota, quiet: timedelta, now: datetime) -> HealReport:
     """functions.core.healing.heal_account with the real store, as the sweeper runs it."""
-    store = DynamoHealingStore(dynamodb, table)
-    result = heal_account(store, account_id, now, quiet)
+    store = DynamoHealingStore(table)
+    result = heal_account(store, quota, now, quiet)
     after = None
     if result.outcome is not HealOutcome.NOT_FOUND:
-        read = store.read_account_state(account_id)
+        read = store.read_account_state(quota)
         after = read[0] if read else None
     return HealReport(
-        account_id=account_id,
+        quota=quota,
         outcome=result.outcome,
         quiet_seconds=int(quiet.total_seconds()),
         before=result.before,
@@ -423,12 +405,7 @@ def _iso_from_millis(value: str) -> str:
 # -- sweep -------------------------------------------------------------------------------------
 
 # The sweeper's own settings, read from the deployed function's environment.
-SWEEP_ENVIRONMENT = (
-    schema.ENV_TOMBSTONE_RETENTION_SECONDS,
-    schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS,
-    schema.ENV_HEAL_QUIET_SECONDS,
-    schema.ENV_HEAL_LOOKBACK_SECONDS,
-)
+SWEEP_SETTINGS = ("tombstone_retention", "pending_older_than", "quiet", "lookback")
 
 
 @dataclass(frozen=True)
@@ -480,11 +457,12 @@ def sweep_in_process(
     (a threshold the function does not set is unset here too, so both use the same default).
     """
     from functions.shared.clients import Clients
-    from functions.shared.config import ConfigurationError, Settings
+    from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
     from functions.sweeper.handler import run_sweep, summary
 
-    environment = {name: function_environment[name] for name in SWEEP_ENVIRONMENT if name in function_environment}
-    environment[schema.ENV_TABLE_NAME] = table
+    names = [FunctionEnvironment.variable(setting) for setting in SWEEP_SETTINGS]
+    environment = {name: function_environment[name] for name in names if name in function_environment}
+    environment[FunctionEnvironment.variable("table_name")] = table
     try:
         settings = Settings.from_env(environment)
     except ConfigurationError as error:

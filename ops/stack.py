@@ -47,7 +47,9 @@ class MissingOutput(OpsError):
     pass
 
 
-class AccountNotFound(OpsError):
+class AccountNotInTable(OpsError):
+    """The account has no item in the stack's table."""
+
     exit_code = EXIT_NOT_FOUND
 
 

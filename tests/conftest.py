@@ -14,9 +14,8 @@ import boto3
 import pytest
 from hypothesis import settings
 
-from functions.core import schema
 from functions.shared.clients import Clients
-from functions.shared.config import Settings
+from functions.shared.config import FunctionEnvironment, Settings
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.clock import FakeClock
@@ -122,7 +121,7 @@ def fresh_system(endpoint_url: str, shared: bool = False) -> System:
     table = f"counter-{uuid.uuid4().hex[:8]}"
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url)
     stream_arn = create_table(dynamodb, table)
-    settings = Settings.from_env({**os.environ, schema.ENV_TABLE_NAME: table})
+    settings = Settings.from_env({**os.environ, FunctionEnvironment.variable("table_name"): table})
     return System(
         table=table,
         stream_arn=stream_arn,

@@ -12,10 +12,11 @@ from benchmarks.approaches.base import Approach, LimitReached
 from benchmarks.capacity import WALL_CLOCK, now_text
 from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.counting_store import DynamoCountingStore
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.keys import account_pk
 from functions.core import accounts
 from functions.core.errors import LimitExceeded, ResourceNotFound
-from functions.core.keys import account_pk
-from functions.core.model import NewResource, idempotent_resource_id
+from functions.core.model import NewResource, Quota, idempotent_resource_id
 from tests.support.stream import StreamTap, process_stream_records
 from tests.support.tables import create_table
 from tests.support.truth import read_truth
@@ -32,33 +33,36 @@ class ThisProject(Approach):
 
     def connect(self, tap: StreamTap | None = None) -> None:
         super().connect(tap)
-        self._api = DynamoApiStore(self.dynamodb, self.table)
-        self._counting = DynamoCountingStore(self.dynamodb, self.table, WALL_CLOCK)
+        table = DynamoTable(self.dynamodb, self.table)
+        self._api = DynamoApiStore(table)
+        self._counting = DynamoCountingStore(table, WALL_CLOCK)
 
     def open_account(self, account: str, limit: int) -> None:
-        accounts.put_account(self._api, account, accounts.limit_change(limit, WALL_CLOCK.epoch_ms()), now_text)
+        accounts.put_account(self._api, Quota(account), accounts.limit_change(limit, WALL_CLOCK.epoch_ms()), now_text)
 
     def create(self, account: str, resource_id: str) -> None:
         try:
-            accounts.create_resource(self._api, account, NewResource("vm", {}), resource_id, now_text)
+            accounts.create_resource(self._api, Quota(account), NewResource("vm", {}), resource_id, now_text)
         except LimitExceeded as refused:
             raise LimitReached(account) from refused
 
     def delete(self, account: str, resource_id: str) -> bool:
         try:
-            accounts.delete_resource(self._api, account, idempotent_resource_id(account, resource_id), now_text)
+            accounts.delete_resource(
+                self._api, Quota(account), idempotent_resource_id(Quota(account), resource_id), now_text
+            )
         except ResourceNotFound:
             return False
         return True
 
     def count(self, account: str) -> int:
-        return accounts.get_usage(self._api, account).eventual
+        return accounts.get_usage(self._api, Quota(account)).eventual
 
     def live(self, account: str) -> int:
-        return read_truth(self.dynamodb, self.table)[account_pk(account)].live
+        return read_truth(self.dynamodb, self.table)[account_pk(Quota(account))].live
 
     def best_effort(self, account: str) -> int:
-        return accounts.get_usage(self._api, account).best_effort_net
+        return accounts.get_usage(self._api, Quota(account)).best_effort_net
 
     def consume(self) -> int:
         assert self.tap is not None

@@ -6,39 +6,29 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.errors import condition_failed_item, error_code, unavailable
-from functions.adapters.items import (
-    ACTIVITY_BUCKET,
+from functions.adapters import keys
+from functions.adapters.attributes import to_attributes
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed
+from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
+from functions.adapters.resources import (
     ADMITTED_BY,
-    CCF,
     DELETE_TOKEN,
-    DELETED,
-    EXPIRES_AT,
-    ITEM_TYPE,
-    LAST_WRITE,
-    LAST_WRITE_EXACT,
-    PENDING_BUCKET,
-    PENDING_SINCE,
-    PK,
-    SK,
-    account_key,
-    item_key,
-    read_account_items,
+    TOMBSTONE,
     read_resource,
     read_resources,
     resource_from_item,
+    resource_from_values,
     resource_item,
     resource_key,
+    resources_query,
 )
-from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.shards import (
     ACTIVE,
+    LAST_WRITE_EXACT,
     LIMIT_REQUEST,
     LIMIT_SET_AT,
     LIMIT_VERSION,
@@ -46,20 +36,28 @@ from functions.adapters.shards import (
     ROOM,
     SPAN,
     ShardStore,
+    account_key,
     held_leases,
-    settle_lease,
-    settle_together,
     shard_key,
     shard_state,
-    take_lease,
 )
-from functions.core import keys, schema
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    DELETED,
+    EXPIRES_AT,
+    ITEM_TYPE,
+    LAST_WRITE,
+    PARTITION_KEY,
+    PENDING_BUCKET,
+    PENDING_SINCE,
+    SORT_KEY,
+)
 from functions.core.accounts import LimitChange, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
-from functions.core.model import Page, PageBudget, Resource, Usage
+from functions.core.model import Page, PageBudget, Quota, Resource, Usage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -73,30 +71,56 @@ def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
     return f", {RATE} = :rate, {WINDOW} = :window"
 
 
-class DynamoApiStore(ShardStore):
-    """The API's storage: single-item calls, each safe to retry (docs/admission.md), so `client`
-    keeps the SDK's standard retries. Transactions run only to move room between a busy account's
-    shards (ShardStore), and their cancellations never reach a caller."""
+class DynamoApiStore:
+    """The API's storage: single-item calls, each safe to retry (docs/admission.md), so the table's
+    client keeps the SDK's standard retries. Transactions run only to move room between a busy
+    account's shards (its ShardStore), and their cancellations never reach a caller."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+        self._shards = ShardStore(table)
+
+    # admission shards ----------------------------------------------------------------------
+
+    def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        return self._shards.read_shards(quota, shards, snapshot)
+
+    def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
+        return self._shards.grant(quota, shard, slots, donor)
+
+    def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
+        return self._shards.gather(quota, shard, retire)
+
+    def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
+        return self._shards.set_active(quota, active, span, to)
+
+    def settle(self, quota: Quota, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        return self._shards.settle(quota, lease, settlement, now)
+
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        return self._shards.settle_together(quota, shard, settlements)
 
     # accounts ------------------------------------------------------------------------------
 
-    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
+    def create_account(self, quota: Quota, change: LimitChange, now: str) -> bool:
         values = {
             ":limit": change.limit,
             ":zero": 0,
             ":one": 1,
-            ":id": account_id,
+            ":id": quota.account_id,
             ":type": "account",
             ":now": now,
-            ":bucket": keys.activity_bucket(account_id),
+            ":bucket": keys.activity_bucket(quota),
             ":stamp": last_write_stamp(now),
             ":received": change.received_ms,
             ":token": change.token,
         }
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=account_key(account_id),
+            self._table.call(
+                "create account",
+                "update_item",
+                TableName=self._table.name,
+                Key=account_key(quota),
                 UpdateExpression=(
                     f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
                     f"heal_epoch = :zero, {ACTIVE} = :one, {SPAN} = :one, version = :one, "
@@ -106,18 +130,14 @@ class DynamoApiStore(ShardStore):
                     + _rate_update(change, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PK},
+                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PARTITION_KEY},
                 ExpressionAttributeValues=to_attributes(values),
             )
-        except ClientError as error:
-            if error_code(error) == CCF:
-                return False  # it exists (perhaps our own retried write): the caller re-reads
-            raise unavailable("create account", error) from error
-        except BotoCoreError as error:
-            raise unavailable("create account", error) from error
+        except ConditionFailed:
+            return False  # it exists (perhaps our own retried write): the caller re-reads
         return True
 
-    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
         values = {
             ":limit": change.limit,
             ":change": change.limit - account.limit,
@@ -135,8 +155,8 @@ class DynamoApiStore(ShardStore):
         else:
             unchanged = f"attribute_not_exists({LIMIT_VERSION})"
         update: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": account_key(account_id),
+            "TableName": self._table.name,
+            "Key": account_key(quota),
             "UpdateExpression": (
                 f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
                 f"{LIMIT_VERSION} = :next, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
@@ -149,13 +169,9 @@ class DynamoApiStore(ShardStore):
         }
         if not retired_span:
             try:
-                self._client.update_item(**update)
-            except ClientError as error:
-                if error_code(error) == CCF:
-                    return False  # another change came first (or ours, retried): the caller re-reads
-                raise unavailable("set limit", error) from error
-            except BotoCoreError as error:
-                raise unavailable("set limit", error) from error
+                self._table.call("set limit", "update_item", **update)
+            except ConditionFailed:
+                return False  # another change came first (or ours, retried): the caller re-reads
             return True
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
         update["ConditionExpression"] += f" AND {ACTIVE} = :single"
@@ -163,23 +179,23 @@ class DynamoApiStore(ShardStore):
         checks = [
             {
                 "ConditionCheck": {
-                    "TableName": self._table,
-                    "Key": shard_key(account_id, shard),
+                    "TableName": self._table.name,
+                    "Key": shard_key(quota, shard),
                     "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
-                    "ExpressionAttributeNames": {"#pk": PK},
+                    "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                     "ExpressionAttributeValues": to_attributes({":true": True, ":zero": 0}),
                 }
             }
             for shard in range(1, retired_span)
         ]
-        return self._transact("set limit", [{"Update": update}, *checks])
+        return self._shards.transact("set limit", [{"Update": update}, *checks])
 
-    def read_usage(self, account_id: str) -> Usage | None:
-        read = read_account_items(self, account_id)
+    def read_usage(self, quota: Quota) -> Usage | None:
+        read = self._shards.read_account(quota)
         if read is None:
             return None
         return Usage(
-            account_id=account_id,
+            quota=quota,
             limit=shard_state(read.shards[0]).limit,
             best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
             eventual=read.eventual,
@@ -187,14 +203,9 @@ class DynamoApiStore(ShardStore):
             limit_version=shard_state(read.shards[0]).limit_version,
         )
 
-    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
-        taken = take_lease(
-            self._client,
-            self._table,
-            account_id,
-            lease,
-            {"admitted": +1, ROOM: -1},
-            f"{ROOM} >= :one AND attribute_not_exists({RETIRED})",
+    def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
+        taken = self._shards.take_lease(
+            quota, lease, {"admitted": +1, ROOM: -1}, f"{ROOM} >= :one AND attribute_not_exists({RETIRED})"
         )
         if taken is None:
             return None
@@ -204,136 +215,117 @@ class DynamoApiStore(ShardStore):
             heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout, leases=state.leases
         )
 
-    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
+    def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
         condition = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)" if only_unsharded else None
-        taken = take_lease(self._client, self._table, account_id, lease, {"best_effort": -1}, condition)
+        taken = self._shards.take_lease(quota, lease, {"best_effort": -1}, condition)
         return None if taken is None else held_leases(taken)
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
-        return settle_lease(self._client, self._table, account_id, lease, settlement, now)
-
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
-        return settle_together(self._client, self._table, account_id, shard, settlements)
-
-    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> dict[str, Resource]:
-        return read_resources(self, account_id, resource_ids)
+    def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
+        return read_resources(self._table, quota, resource_ids)
 
     # resources ------------------------------------------------------------------------------
 
     def put_resource(self, resource: Resource) -> None:
         try:
-            self._client.put_item(
-                TableName=self._table,
+            self._table.call(
+                "create resource",
+                "put_item",
+                TableName=self._table.name,
                 Item=resource_item(resource),
                 # A new key, or one whose tombstone outlived its retention (TTL removes it within
                 # days, not at once): the Idempotency-Key's window is over. Over at the request's
                 # time, the one the create flow judged a replay by (Resource.expired).
                 ConditionExpression="attribute_not_exists(#pk) OR (#type = :tombstone AND #expires <= :now)",
-                ExpressionAttributeNames={"#pk": PK, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
                 ExpressionAttributeValues=to_attributes(
-                    {":tombstone": schema.TOMBSTONE_TYPE, ":now": epoch_seconds(resource.created_at)}
+                    {":tombstone": TOMBSTONE, ":now": epoch_seconds(resource.created_at)}
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("create resource", error) from error
-            existing = resource_from_item(condition_failed_item(error) or {})
+        except ConditionFailed as failed:
+            existing = resource_from_values(failed.item)
             if existing.request_token != resource.request_token:
-                raise ResourceAlreadyExists(existing) from error
+                raise ResourceAlreadyExists(existing) from failed
             # Our own write landed and the SDK retried it: that is success.
-        except BotoCoreError as error:
-            raise unavailable("create resource", error) from error
 
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
-        return read_resource(self._client, self._table, account_id, resource_id)
+    def get_resource(self, quota: Quota, resource_id: str) -> Resource | None:
+        return read_resource(self._table, quota, resource_id)
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
+    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int) -> bool:
         # A resource written before admission shards has no `shard`: the account item admitted it.
         admitted_by = "(attribute_not_exists(#shard) OR #shard = :shard)" if shard == 0 else "#shard = :shard"
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=resource_key(account_id, resource_id),
+            self._table.call(
+                "delete resource",
+                "update_item",
+                TableName=self._table.name,
+                Key=resource_key(quota, resource_id),
                 UpdateExpression=(
                     f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
                 ),
                 ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by}",
-                ExpressionAttributeNames={"#pk": PK, "#shard": ADMITTED_BY},
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#shard": ADMITTED_BY},
                 ExpressionAttributeValues=to_attributes(
                     {
                         ":true": True,
                         ":false": False,
                         ":now": now,
                         ":token": token,
-                        ":bucket": keys.pending_bucket(account_id, resource_id),
+                        ":bucket": keys.pending_bucket(quota, resource_id),
                         ":shard": shard,
                     }
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("delete resource", error) from error
-            current = from_attributes(condition_failed_item(error) or {})
+        except ConditionFailed as failed:
             # Our own landed write, retried: the item, or the tombstone it became, has our token.
-            return current.get(DELETE_TOKEN) == token
-        except BotoCoreError as error:
-            raise unavailable("delete resource", error) from error
+            return failed.item.get(DELETE_TOKEN) == token
         return True
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
+    def list_resources(self, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
         # By hand, not a paginator: the page ends at `limit` live items and its LastEvaluatedKey
         # becomes the API's own cursor.
-        start_key = _decode_cursor(account_id, cursor) if cursor else None
+        start_key = _decode_cursor(quota, cursor) if cursor else None
         items: list[Resource] = []
         for _ in range(MAX_QUERY_PAGES_PER_LIST):
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-                "FilterExpression": f"{DELETED} = :false",
-                "ExpressionAttributeNames": {"#pk": PK, "#sk": SK},
-                "ExpressionAttributeValues": to_attributes(
-                    {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX, ":false": False}
-                ),
-                "Limit": limit - len(items),
-                "ConsistentRead": True,
-            }
+            request = resources_query(
+                self._table.name,
+                quota,
+                values={":false": False},
+                FilterExpression=f"{DELETED} = :false",
+                Limit=limit - len(items),
+                ConsistentRead=True,
+            )
             if start_key:
                 request["ExclusiveStartKey"] = start_key
-            response = self._call("list resources", self._client.query, **request)
+            response = self._table.call("list resources", "query", **request)
             items.extend(resource_from_item(item) for item in response.get("Items", []))
             start_key = response.get("LastEvaluatedKey")
             if not start_key or len(items) >= limit:
                 break
         fitting = budget.fitting(items) if budget else items
         if len(fitting) < len(items):  # the next page starts right after the last item that fits
-            return Page(items=fitting, next_cursor=_encode_cursor(resource_key(account_id, fitting[-1].resource_id)))
+            return Page(items=fitting, next_cursor=_encode_cursor(resource_key(quota, fitting[-1].resource_id)))
         return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
-
-    def _call(self, operation: str, method: Any, **request: Any) -> Any:
-        try:
-            return method(**request)
-        except (ClientError, BotoCoreError) as error:
-            raise unavailable(operation, error) from error
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:
-    raw = json.dumps({"sk": last_key[SK]["S"]}, separators=(",", ":")).encode()
+    raw = json.dumps({"sk": last_key[SORT_KEY]["S"]}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(account_id: str, cursor: str) -> dict[str, Any]:
-    """Only a resource sort key of this account can come back in: no key injection."""
+def _decode_cursor(quota: Quota, cursor: str) -> dict[str, Any]:
+    """Only a resource sort key of this quota can come back in: no key injection."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         sort_key = json.loads(raw)["sk"]
     except (binascii.Error, ValueError, KeyError, TypeError) as error:
         raise InvalidCursor() from error
-    if not isinstance(sort_key, str) or keys.resource_id_from_sk(sort_key) is None:
+    resource_id = keys.resource_id_from_sk(sort_key) if isinstance(sort_key, str) else None
+    if resource_id is None:
         raise InvalidCursor()
-    return item_key(keys.account_pk(account_id), sort_key)
+    return resource_key(quota, resource_id)

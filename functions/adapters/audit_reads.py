@@ -7,101 +7,112 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.items import read_account_items
-from functions.adapters.pages import query_items
-from functions.adapters.shards import ShardStore, held_leases, latest_write, shard_state
-from functions.core import keys, schema
-from functions.core.audit import AccountView
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.resources import TOMBSTONE, resources_query
+from functions.adapters.shards import LIMIT_VERSION, ShardStore, held_leases, latest_write, shard_state
+from functions.adapters.table_layout import (
+    ACTIVITY_BUCKET,
+    ACTIVITY_INDEX,
+    COUNTER_PROCESSED,
+    DELETED,
+    ITEM_TYPE,
+    PARTITION_KEY,
+)
+from functions.core.audit import Recount
 from functions.core.leases import LeaseKind
+from functions.core.model import Quota
 
 
-def account_view(dynamodb: Any, table: str, account_id: str) -> AccountView | None:
-    """The account's counters and the truth about its resources, from its own partition only.
+class DynamoAuditReads:
+    """What an audit reads of a quota, and which quotas there are (functions/core/sweeper.py's
+    AuditSource: a slice is one activity bucket's quotas)."""
 
-    The counters are read with one consistent BatchGetItem, the resources with a consistent Query
-    of the partition (never a scan). The two reads are not one snapshot: on a busy account, the
-    numbers can disagree by the writes made in between.
-    """
-    read = read_account_items(ShardStore(dynamodb, table), account_id)
-    if read is None:
-        return None
-    account = read.shards[0]
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+        self._shards = ShardStore(table)
 
-    items = live = counted = uncounted = soft_deleted = tombstones = 0
-    for resource in _resource_states(dynamodb, table, account_id):
-        if resource.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
-            tombstones += 1
-            continue
-        deleted = bool(resource.get(schema.DELETED_ATTRIBUTE, False))
-        processed = bool(resource.get(schema.COUNTER_PROCESSED_ATTRIBUTE, False))
-        items += 1
-        live += not deleted
-        counted += processed
-        uncounted += not processed
-        soft_deleted += deleted
-    # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
-    shards = [shard_state(item) for item in read.shards]
-    held = tuple(lease for item in read.shards for lease in held_leases(item))
-    return AccountView(
-        account_id=account_id,
-        limit=int(account.get("limit", 0)),
-        best_effort_net=sum(shard.best_effort for shard in shards),
-        admitted=sum(shard.admitted for shard in shards),
-        eventual=read.eventual,
-        version=int(account.get("version", 0)),
-        limit_version=int(account.get(schema.LIMIT_VERSION_ATTRIBUTE, 0)),
-        heal_epoch=int(account.get("heal_epoch", 0)),
-        last_write_at=latest_write(read.shards) or "",
-        healed_at=str(account.get("healed_at", "")),
-        resource_items=items,
-        live=live,
-        counted=counted,
-        uncounted=uncounted,
-        soft_deleted=soft_deleted,
-        deletes_in_flight=sum(lease.kind is LeaseKind.DELETION for lease in held),
-        creates_in_flight=sum(lease.kind is LeaseKind.RESERVATION for lease in held),
-        tombstones=tombstones,
-    )
+    def recount(self, quota: Quota) -> Recount | None:
+        """The account's counters and the truth about its resources, from its own partition only.
 
+        The counters are read with one consistent BatchGetItem, the resources with a consistent
+        Query of the partition (never a scan). The two reads are not one snapshot: on a busy
+        account, the numbers can disagree by the writes made in between.
+        """
+        read = self._shards.read_account(quota)
+        if read is None:
+            return None
+        account = read.shards[0]
 
-def _resource_states(dynamodb: Any, table: str, account_id: str) -> Iterator[dict[str, Any]]:
-    """The counting attributes of every resource item of the account: a Query of its partition."""
-    request: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-        "ProjectionExpression": "#deleted, #processed, #type",
-        "ExpressionAttributeNames": {
-            "#type": schema.ITEM_TYPE_ATTRIBUTE,
-            "#pk": schema.PARTITION_KEY,
-            "#sk": schema.SORT_KEY,
-            "#deleted": schema.DELETED_ATTRIBUTE,
-            "#processed": schema.COUNTER_PROCESSED_ATTRIBUTE,
-        },
-        "ExpressionAttributeValues": to_attributes(
-            {":pk": keys.account_pk(account_id), ":prefix": schema.RESOURCE_PREFIX}
-        ),
-        "ConsistentRead": True,
-    }
-    yield from map(from_attributes, query_items(dynamodb, request))
+        items = live = counted = uncounted = soft_deleted = tombstones = 0
+        for resource in self._resource_states(quota):
+            if resource.get(ITEM_TYPE) == TOMBSTONE:
+                tombstones += 1
+                continue
+            deleted = bool(resource.get(DELETED, False))
+            processed = bool(resource.get(COUNTER_PROCESSED, False))
+            items += 1
+            live += not deleted
+            counted += processed
+            uncounted += not processed
+            soft_deleted += deleted
+        # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
+        shards = [shard_state(item) for item in read.shards]
+        held = tuple(lease for item in read.shards for lease in held_leases(item))
+        return Recount(
+            quota=quota,
+            limit=int(account.get("limit", 0)),
+            best_effort_net=sum(shard.best_effort for shard in shards),
+            admitted=sum(shard.admitted for shard in shards),
+            eventual=read.eventual,
+            version=int(account.get("version", 0)),
+            limit_version=int(account.get(LIMIT_VERSION, 0)),
+            heal_epoch=int(account.get("heal_epoch", 0)),
+            last_write_at=latest_write(read.shards) or "",
+            healed_at=str(account.get("healed_at", "")),
+            resource_items=items,
+            live=live,
+            counted=counted,
+            uncounted=uncounted,
+            soft_deleted=soft_deleted,
+            deletes_in_flight=sum(lease.kind is LeaseKind.DELETION for lease in held),
+            creates_in_flight=sum(lease.kind is LeaseKind.RESERVATION for lease in held),
+            tombstones=tombstones,
+        )
 
+    def _resource_states(self, quota: Quota) -> Iterator[dict[str, Any]]:
+        """The counting attributes of every resource item of the account: a Query of its partition."""
+        request = resources_query(
+            self._table.name,
+            quota,
+            names={"#type": ITEM_TYPE, "#deleted": DELETED, "#processed": COUNTER_PROCESSED},
+            ProjectionExpression="#deleted, #processed, #type",
+            ConsistentRead=True,
+        )
+        for page in self._table.pages("recount resources", request):
+            yield from map(from_attributes, page.get("Items", []))
 
-def all_accounts(dynamodb: Any, table: str) -> list[str]:
-    """Every account, from the activity index (every account item and shard item has an entry):
-    one query per bucket, never a scan."""
-    found: set[str] = set()
-    for index in range(schema.ACTIVITY_BUCKET_COUNT):
-        found.update(accounts_in_bucket(dynamodb, table, index))
-    return sorted(found)
+    def all_quotas(self) -> list[Quota]:
+        """Every quota, from the activity index (every account item and shard item has an entry):
+        one query per bucket, never a scan."""
+        found: set[Quota] = set()
+        for index in range(keys.ACTIVITY_BUCKET_COUNT):
+            found.update(self._quotas_in_bucket(index))
+        return sorted(found)
 
+    def quotas_in_slice(self, number: int) -> set[Quota]:
+        """The quotas of one activity bucket: the slices are the buckets, in turn."""
+        return self._quotas_in_bucket(number % keys.ACTIVITY_BUCKET_COUNT)
 
-def accounts_in_bucket(dynamodb: Any, table: str, index: int) -> set[str]:
-    """The accounts with an entry in one activity bucket: a sweep audits one bucket."""
-    request: dict[str, Any] = {
-        "TableName": table,
-        "IndexName": schema.ACTIVITY_INDEX_NAME,
-        "KeyConditionExpression": "#bucket = :bucket",
-        "ExpressionAttributeNames": {"#bucket": schema.ACTIVITY_BUCKET_ATTRIBUTE},
-        "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
-    }
-    return {str(from_attributes(item)["account_id"]) for item in query_items(dynamodb, request)}
+    def _quotas_in_bucket(self, index: int) -> set[Quota]:
+        request: dict[str, Any] = {
+            "TableName": self._table.name,
+            "IndexName": ACTIVITY_INDEX.name,
+            "KeyConditionExpression": "#bucket = :bucket",
+            "ExpressionAttributeNames": {"#bucket": ACTIVITY_BUCKET},
+            "ExpressionAttributeValues": to_attributes({":bucket": keys.activity_bucket_name(index)}),
+        }
+        pages = self._table.pages("list accounts", request)
+        entries = (from_attributes(item) for page in pages for item in page.get("Items", []))
+        return {quota for entry in entries if (quota := keys.quota_of(str(entry[PARTITION_KEY])))}

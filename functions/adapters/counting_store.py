@@ -6,26 +6,13 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from functions.adapters.attributes import to_attributes
-from functions.adapters.errors import condition_failed_item, error_code, transient_pages
-from functions.adapters.items import (
-    CCF,
-    COUNTER_PROCESSED,
-    DELETED,
-    EXPIRES_AT,
-    ITEM_TYPE,
-    PENDING_BUCKET,
-    PENDING_SINCE,
-    PK,
-    TOMBSTONE_REMOVES,
-    counter_key,
-    resource_key,
-    resource_state,
-)
+from functions.adapters.counters import counter_addition
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.resource_records import pending_record
-from functions.core import schema
+from functions.adapters.resources import counted_update, resource_state, tombstone_update
+from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -35,10 +22,11 @@ from functions.core.counting import (
     ItemRecord,
     ResourceAction,
     TransactionResult,
-    TransientStoreError,
     counter_shard,
 )
+from functions.core.errors import StoreUnavailable
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.model import Quota
 from functions.shared.clock import Clock
 
 
@@ -49,52 +37,33 @@ class DynamoCountingStore:
     A counted delete turns the resource into a tombstone kept for `tombstone_retention`."""
 
     def __init__(
-        self,
-        client: Any,
-        table_name: str,
-        clock: Clock,
-        tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
+        self, table: DynamoTable, clock: Clock, tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION
     ) -> None:
-        self._client = client
-        self._table = table_name
+        self._table = table
         self._retention = tombstone_retention
         self._clock = clock
 
-    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+    def apply_actions(self, quota: Quota, actions: Sequence[ResourceAction]) -> TransactionResult:
         delta = sum(DELTAS[action.kind] for action in actions)
         if delta == 0 and len(actions) == 1:
-            return self._update_alone(self._action(account_id, actions[0]))  # 1 WCU, not a transaction's 2
-        items = [{"Update": self._action(account_id, action)} for action in actions]
-        counter = [self._counter_update(account_id, delta, counter_shard(actions))] if delta else []
+            return self._update_alone(self._action(quota, actions[0]))  # 1 WCU, not a transaction's 2
+        items = [{"Update": self._action(quota, action)} for action in actions]
+        counter = [counter_addition(self._table.name, quota, delta, counter_shard(actions))] if delta else []
         return self._transact(items + counter)
 
-    def _action(self, account_id: str, action: ResourceAction) -> dict[str, Any]:
+    def _action(self, quota: Quota, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
-            return {
-                "TableName": self._table,
-                "Key": resource_key(account_id, action.resource_id),
-                "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
-                "ConditionExpression": (
-                    f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false"
-                ),
-                "ExpressionAttributeNames": {"#pk": PK},
-                "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        return self._to_tombstone(account_id, action.resource_id, counted=action.kind is ActionKind.REMOVE_COUNTED)
+            return counted_update(self._table.name, quota, action.resource_id)
+        expires_at = int((self._clock.now() + self._retention).timestamp())
+        counted = action.kind is ActionKind.REMOVE_COUNTED
+        return tombstone_update(self._table.name, quota, action.resource_id, counted, expires_at)
 
     def _update_alone(self, update: dict[str, Any]) -> TransactionResult:
         """One conditional update, its outcome told as a one-action transaction's would be."""
         try:
-            self._client.update_item(**update)
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise TransientStoreError(f"update {update['Key']}: {error}") from error
-            return TransactionResult(
-                (CancellationReason(CONDITIONAL_CHECK_FAILED, resource_state(condition_failed_item(error))),)
-            )
-        except BotoCoreError as error:
-            raise TransientStoreError(f"update {update['Key']}: {error}") from error
+            self._table.call("count resource", "update_item", **update)
+        except ConditionFailed as failed:
+            return TransactionResult((CancellationReason(CONDITIONAL_CHECK_FAILED, resource_state(failed.item)),))
         return COMMITTED
 
     def pending_records(self, older_than: str | None) -> Iterator[ItemRecord]:
@@ -106,59 +75,22 @@ class DynamoCountingStore:
         is pending, however many buckets spread the index's writes; a Query per bucket would cost
         a call per bucket, empty or not. Entries younger than `older_than` are read and filtered
         out: at most the stream's lag times the table's write rate (docs/scaling.md)."""
-        request: dict[str, Any] = {"TableName": self._table, "IndexName": schema.PENDING_INDEX_NAME}
+        request: dict[str, Any] = {"TableName": self._table.name, "IndexName": PENDING_INDEX.name}
         if older_than is not None:
             request["FilterExpression"] = "#since < :cutoff"
             request["ExpressionAttributeNames"] = {"#since": PENDING_SINCE}
             request["ExpressionAttributeValues"] = to_attributes({":cutoff": older_than})
-        for page in transient_pages(self._client, request, "scan pending index: ", operation="scan"):
+        for page in self._table.pages("scan pending index", request, "scan"):
             yield from map(pending_record, page.get("Items", []))
-
-    def _to_tombstone(self, account_id: str, resource_id: str, *, counted: bool) -> dict[str, Any]:
-        """A soft-deleted resource becomes its tombstone (the removal of the resource)."""
-        return {
-            "TableName": self._table,
-            "Key": resource_key(account_id, resource_id),
-            "UpdateExpression": f"SET #type = :tombstone, {EXPIRES_AT} = :expires REMOVE {TOMBSTONE_REMOVES}",
-            "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted",
-            "ExpressionAttributeNames": {"#type": ITEM_TYPE},
-            "ExpressionAttributeValues": to_attributes(
-                {
-                    ":true": True,
-                    ":counted": counted,
-                    ":tombstone": schema.TOMBSTONE_TYPE,
-                    ":expires": int((self._clock.now() + self._retention).timestamp()),
-                }
-            ),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-
-    def _counter_update(self, account_id: str, delta: int, shard: int) -> dict[str, Any]:
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": counter_key(account_id, shard),
-                "UpdateExpression": "ADD #count :delta SET account_id = :id",
-                "ExpressionAttributeNames": {"#count": "count"},
-                "ExpressionAttributeValues": to_attributes({":delta": delta, ":id": account_id}),
-            }
-        }
 
     def _transact(self, actions: list[dict[str, Any]]) -> TransactionResult:
         try:
-            self._client.transact_write_items(TransactItems=actions)
-        except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise TransientStoreError(f"transaction failed: {error}") from error
-            reasons = error.response.get("CancellationReasons") or []
+            self._table.call("count resources", "transact_write_items", TransactItems=actions)
+        except TransactionCancelled as cancelled:
+            reasons = cancelled.reasons
             if len(reasons) != len(actions):
-                raise TransientStoreError("transaction cancelled without a reason per action") from error
-            return TransactionResult(
-                tuple(
-                    CancellationReason(code=str(reason.get("Code", "")), item=resource_state(reason.get("Item")))
-                    for reason in reasons
-                )
-            )
-        except BotoCoreError as error:
-            raise TransientStoreError(f"transaction failed: {error}") from error
+                raise StoreUnavailable(
+                    "transaction cancelled without a reason per action", may_have_landed=False
+                ) from cancelled
+            return TransactionResult(tuple(CancellationReason(code, resource_state(item)) for code, item in reasons))
         return COMMITTED

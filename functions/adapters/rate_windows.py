@@ -6,23 +6,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.errors import error_code, unavailable
-from functions.adapters.shards import CCF, key
-from functions.core import keys, schema
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed
+from functions.adapters.shards import account_key
+from functions.adapters.table_layout import EXPIRES_AT, item_key
+from functions.core.model import Quota
 from functions.core.rate_limits import TenantRate, Window
 
-USED, EXPIRES_AT = schema.RATE_USED_ATTRIBUTE, schema.EXPIRES_AT_ATTRIBUTE
-RATE, WINDOW = schema.RATE_LIMIT_ATTRIBUTE, schema.RATE_WINDOW_ATTRIBUTE
+USED = "used"  # the requests counted in the window
+# A window item is kept this long past its end (TTL deletes it, within days, for free).
+WINDOW_KEPT_SECONDS = 300
+# An admin's rate for one account, on its account item (absent: the stack's default).
+RATE = "rate_limit"
+WINDOW = "rate_window_seconds"
 # A lease that finds fewer requests left than it wanted asks again for what is left; another
 # environment may take those first, so it tries a bounded number of times.
 LEASE_ATTEMPTS = 3
 
 
 def window_key(account_id: str, window: Window, part: int = 0) -> dict[str, Any]:
-    return key(keys.rate_window_pk(account_id, window.length_ms, window.index, part), schema.RATE_SORT_KEY)
+    return item_key(keys.rate_window_pk(account_id, window.length_ms, window.index, part), keys.RATE_SORT_KEY)
 
 
 def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
@@ -33,20 +38,21 @@ def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
 
 
 class DynamoWindowStore:
-    def __init__(self, client: Any, table_name: str) -> None:
-        self._client = client
-        self._table = table_name
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
 
     def lease(self, account_id: str, window: Window, part: int, wanted: int) -> int:
-        expires_at = window.end_ms // 1000 + schema.RATE_WINDOW_KEPT_SECONDS
+        expires_at = window.end_ms // 1000 + WINDOW_KEPT_SECONDS
         allowance = window.part_allowance(part)
         for _ in range(LEASE_ATTEMPTS):
             wanted = min(wanted, allowance)
             if wanted <= 0:
                 return 0
             try:
-                self._client.update_item(
-                    TableName=self._table,
+                self._table.call(
+                    "lease rate window",
+                    "update_item",
+                    TableName=self._table.name,
                     Key=window_key(account_id, window, part),
                     UpdateExpression=f"ADD {USED} :wanted SET {EXPIRES_AT} = :expires",
                     # The count never passes the allowance: a lease either fits whole or changes nothing.
@@ -56,28 +62,22 @@ class DynamoWindowStore:
                     ),
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-            except ClientError as error:
-                if error_code(error) != CCF:
-                    raise unavailable("lease rate window", error) from error
+            except ConditionFailed as failed:
                 # An SDK retry of a lease that landed finds less room and is refused: the requests
                 # it counted are then lost to the window, an undercount that only refuses early.
-                used = int(from_attributes(error.response.get("Item") or {}).get(USED, allowance))
-                wanted = allowance - used
+                wanted = allowance - int(failed.item.get(USED, allowance))
                 continue
-            except BotoCoreError as error:
-                raise unavailable("lease rate window", error) from error
             return wanted
         return 0
 
     def read_rate(self, account_id: str) -> TenantRate | None:
-        try:
-            response = self._client.get_item(
-                TableName=self._table,
-                Key=key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY),
-                # Eventually consistent (half the read units): an admin's change is seen within a
-                # second or so, and cached for longer anyway.
-                ProjectionExpression=f"{RATE}, {WINDOW}",
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise unavailable("read rate", error) from error
+        response = self._table.call(
+            "read rate",
+            "get_item",
+            TableName=self._table.name,
+            Key=account_key(Quota(account_id)),  # the account's own rate is on its default quota's item
+            # Eventually consistent (half the read units): an admin's change is seen within a
+            # second or so, and cached for longer anyway.
+            ProjectionExpression=f"{RATE}, {WINDOW}",
+        )
         return rate_of_item(from_attributes(response.get("Item") or {}))

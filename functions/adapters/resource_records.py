@@ -17,24 +17,26 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
     DynamoDBRecordEventName,
 )
 
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
-from functions.adapters.items import ADMITTED_BY, COUNTER_PROCESSED, DELETED, PK, SK
-from functions.core import keys
+from functions.adapters.resources import ADMITTED_BY
+from functions.adapters.table_layout import COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
 from functions.core.counting import ItemRecord, ResourceRecord
+from functions.core.model import Quota
 
 # A stream record's new image is a resource's state only for these: a REMOVE record has none.
 _WRITES = (DynamoDBRecordEventName.INSERT, DynamoDBRecordEventName.MODIFY)
 
 
-def resource_ids(values: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The account and resource a key names, or None if it is not a resource's key."""
-    pk, sk = values.get(PK), values.get(SK)
-    if not isinstance(pk, str) or not isinstance(sk, str):
+def resource_ids(values: Mapping[str, Any]) -> tuple[Quota, str] | None:
+    """The quota and resource a key names, or None if it is not a resource's key."""
+    pk, sk = values.get(PARTITION_KEY), values.get(SORT_KEY)
+    if not isinstance(pk, str) or not isinstance(sk, str) or not pk.startswith(keys.ACCOUNT_PREFIX):
         return None
-    account_id, resource_id = keys.account_id_from_pk(pk), keys.resource_id_from_sk(sk)
-    if not account_id or not resource_id:
+    quota, resource_id = keys.quota_of(pk), keys.resource_id_from_sk(sk)
+    if quota is None or not resource_id:
         return None
-    return account_id, resource_id
+    return quota, resource_id
 
 
 def from_values(values: Mapping[str, Any]) -> ResourceRecord | None:
@@ -75,7 +77,7 @@ def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
 def pending_record(item: Mapping[str, Any]) -> ItemRecord:
     """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`."""
     values = from_attributes(item)
-    return f"{values.get(PK)}/{values.get(SK)}", from_values(values)
+    return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", from_values(values)
 
 
 def _flag(value: Any) -> bool | None:

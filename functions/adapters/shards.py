@@ -8,48 +8,64 @@ activity bucket, so the sweeper finds an account written only on its other shard
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.errors import THROTTLING_REASON, cancellation_codes, error_code, unavailable
-from functions.core import keys, leases, schema
+from functions.adapters.counters import counter_key, eventual_of, other_counter_keys
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed, TransactionCancelled, TransactionConflict
+from functions.adapters.table_layout import ACTIVITY_BUCKET, ITEM_TYPE, LAST_WRITE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.admission import ShardState
 from functions.core.errors import AccountNotFound, StoreUnavailable
-from functions.core.healing import last_write_of, last_write_stamp
-from functions.core.leases import Lease, Settled, Settlement
+from functions.core.healing import last_write_stamp
+from functions.core.leases import Lease, LeaseKind, Settled, Settlement, in_order
+from functions.core.model import Quota
 
-PK, SK = schema.PARTITION_KEY, schema.SORT_KEY
-ROOM, RETIRED = schema.ROOM_ATTRIBUTE, schema.RETIRED_ATTRIBUTE
-ACTIVE, SPAN = schema.ACTIVE_SHARDS_ATTRIBUTE, schema.SHARD_SPAN_ATTRIBUTE
-LAST_WRITE, LAST_WRITE_EXACT = schema.LAST_WRITE_ATTRIBUTE, schema.LAST_WRITE_EXACT_ATTRIBUTE
-LIMIT_VERSION, LIMIT_SET_AT = schema.LIMIT_VERSION_ATTRIBUTE, schema.LIMIT_SET_AT_ATTRIBUTE
-LIMIT_REQUEST = schema.LIMIT_REQUEST_ATTRIBUTE
-CCF = "ConditionalCheckFailedException"
-CANCELLED = "TransactionCanceledException"
-# A single write on an item that a transaction (a grant, a heal) is changing is rejected with this,
-# and the SDK does not retry it: every shard write is safe to repeat, so we do, briefly.
-TRANSACTION_CONFLICT = "TransactionConflictException"
+ROOM = "room"  # slots the shard may still admit
+RETIRED = "retired"  # a shard that admits nothing until shard 0 grants it room again
+ACTIVE = "shards"  # on the account item: creates pick among shards 0 .. shards-1
+SPAN = "shard_span"  # on the account item: every shard ever used is below it
+# On the account item: each limit change bumps its version (the account's ETag) and stamps when
+# its PUT was received and its token, so an older PUT never overwrites a newer one.
+LIMIT_VERSION = "limit_version"
+LIMIT_SET_AT = "limit_set_at"
+LIMIT_REQUEST = "limit_request"
+# The exact time of the last API write (LAST_WRITE, the activity index's sort key, is rounded up to
+# the minute), for a heal's quiet check.
+LAST_WRITE_EXACT = "last_write_exact"
+# A lease is one attribute per write in flight (functions/core/leases.py), named by its request's
+# token after its kind's prefix, holding "<resource id> <taken at>".
+LEASE_PREFIXES = {LeaseKind.RESERVATION: "lease_r_", LeaseKind.DELETION: "lease_d_"}
+# A single write on an item that a transaction (a grant, a heal) is changing is refused with a
+# TransactionConflict, which the SDK does not retry: every shard write is safe to repeat, so we
+# do, briefly.
 CONFLICT_ATTEMPTS = 4
+# Dead leases settled by one write: its condition and REMOVE name each one, and an expression is
+# at most 4 KB (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
+LEASES_PER_SETTLING_WRITE = 50
+SETTLING_ATTEMPTS = 3  # a lost race leaves fewer leases to settle each time
 
 
-def key(pk: str, sk: str) -> dict[str, Any]:
-    return {PK: {"S": pk}, SK: {"S": sk}}
-
-
-def shard_key(account_id: str, shard: int) -> dict[str, Any]:
+def shard_key(quota: Quota, shard: int) -> dict[str, Any]:
     if shard == 0:
-        return key(keys.account_pk(account_id), schema.ACCOUNT_SORT_KEY)
-    return key(keys.shard_pk(account_id, shard), schema.SHARD_SORT_KEY)
+        return item_key(keys.account_pk(quota), keys.ACCOUNT_SORT_KEY)
+    return item_key(keys.shard_pk(quota, shard), keys.SHARD_SORT_KEY)
+
+
+def account_key(quota: Quota) -> dict[str, Any]:
+    """The account item: admission shard 0, which also holds the account's limit and shard layout."""
+    return shard_key(quota, 0)
 
 
 def shard_index(item: Mapping[str, Any]) -> int:
     """Which shard a decoded account or shard item is."""
-    return int(item.get("shard", 0)) if item.get(SK) == schema.SHARD_SORT_KEY else 0
+    return int(item.get("shard", 0)) if item.get(SORT_KEY) == keys.SHARD_SORT_KEY else 0
 
 
 def shard_state(item: Mapping[str, Any]) -> ShardState:
@@ -74,8 +90,38 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
     )
 
 
+def lease_attribute(lease: Lease) -> str:
+    return f"{LEASE_PREFIXES[lease.kind]}{lease.token}"
+
+
+def lease_value(lease: Lease) -> str:
+    return f"{lease.resource_id} {lease.taken_at}"
+
+
+def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
+    """The leases held on an account or shard item (plain attributes), oldest first."""
+    found = []
+    for name, value in item.items():
+        for kind, prefix in LEASE_PREFIXES.items():
+            if name.startswith(prefix) and isinstance(value, str) and " " in value:
+                resource_id, taken_at = value.split(" ", 1)
+                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
+    return in_order(found)
+
+
+def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
+    return bool(item) and item.get(lease_attribute(lease)) == lease_value(lease)  # type: ignore[union-attr]
+
+
 def held_leases(item: Mapping[str, Any]) -> tuple[Lease, ...]:
-    return leases.leases_of(item, shard_index(item))
+    return leases_of(item, shard_index(item))
+
+
+def last_write_of(item: Mapping[str, Any]) -> str | None:
+    """An account or shard item's last API write time: `last_write_exact`, or `last_write_at` on an
+    item written before the stamp was rounded (it carries the exact time there); None if neither."""
+    written = item.get(LAST_WRITE_EXACT, item.get(LAST_WRITE))
+    return None if written is None else str(written)
 
 
 def latest_write(items: Iterable[Mapping[str, Any]]) -> str | None:
@@ -87,57 +133,11 @@ def retry_conflicts(call: Callable[[], Any], sleep: Callable[[float], None] = ti
     for attempt in range(CONFLICT_ATTEMPTS):
         try:
             return call()
-        except ClientError as error:
-            if error_code(error) != TRANSACTION_CONFLICT or attempt == CONFLICT_ATTEMPTS - 1:
+        except TransactionConflict:
+            if attempt == CONFLICT_ATTEMPTS - 1:
                 raise
         sleep(random.uniform(0.005, 0.02) * 2**attempt)  # noqa: S311 - jitter
     raise AssertionError("unreachable")
-
-
-def take_lease(
-    client: Any,
-    table: str,
-    account_id: str,
-    lease: Lease,
-    changes: Mapping[str, int],
-    condition: str | None = None,
-) -> dict[str, Any] | None:
-    """Apply `changes` (ADDs) to the shard `lease.shard` and take `lease` in the same update, if
-    `condition` holds and the lease is not held yet. Returns the item as it is with the lease held,
-    or None if the condition failed (or the shard has no item yet). A retry of a take that landed
-    finds its own lease in the old item, and returns that item: it is applied once. Raises
-    AccountNotFound when shard 0 is missing."""
-    conditions = ["attribute_exists(#pk)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
-    values: dict[str, Any] = {
-        ":one": 1,
-        ":stamp": last_write_stamp(lease.taken_at),
-        ":now": lease.taken_at,
-        ":lease": lease.value,
-        **{f":{name}": delta for name, delta in changes.items()},
-    }
-    adds = ", ".join([*(f"{name} :{name}" for name in changes), "version :one"])
-    request = {
-        "TableName": table,
-        "Key": shard_key(account_id, lease.shard),
-        "UpdateExpression": f"ADD {adds} SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease",
-        "ConditionExpression": " AND ".join(conditions),
-        "ExpressionAttributeNames": {"#pk": PK, "#lease": lease.attribute},
-        "ExpressionAttributeValues": to_attributes(values),
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    try:
-        response = retry_conflicts(lambda: client.update_item(**request))
-    except ClientError as error:
-        if error_code(error) != CCF:
-            raise unavailable(f"take {lease.kind.value} lease", error) from error
-        old = from_attributes(error.response.get("Item") or {})
-        if not old and lease.shard == 0:
-            raise AccountNotFound(account_id) from error
-        return old if leases.holds(old, lease) else None
-    except BotoCoreError as error:
-        raise unavailable(f"take {lease.kind.value} lease", error) from error
-    return from_attributes(response["Attributes"])
 
 
 def _settled_adds(admitted: int, best_effort: int, values: dict[str, Any]) -> str:
@@ -152,158 +152,71 @@ def _settled_adds(admitted: int, best_effort: int, values: dict[str, Any]) -> st
     return ", ".join(adds)
 
 
-def settle_lease(
-    client: Any, table: str, account_id: str, lease: Lease, settlement: Settlement, now: str | None
-) -> Settled:
-    """Remove `lease` from its shard and apply `settlement` in the same update, once.
+@dataclass(frozen=True)
+class AccountItems:
+    """An account's admission shard items (the account item first) and eventual counter items."""
 
-    Conditional on the lease being held, so a retry of a settle that landed changes nothing. Every
-    shard write bumps `version`; an API write (`now` given) also stamps `last_write_at`. A released
-    slot (`admitted - 1`) goes back to the shard's room."""
-    values: dict[str, Any] = {":lease": lease.value}
-    expression = f"ADD {_settled_adds(settlement.admitted, settlement.best_effort, values)} REMOVE #lease"
-    if now is not None:
-        expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
-        values[":stamp"], values[":now"] = last_write_stamp(now), now
-    condition = "#lease = :lease"
-    if settlement.expected_heal_epoch is not None:
-        condition += " AND heal_epoch = :epoch"
-        values[":epoch"] = settlement.expected_heal_epoch
-    request = {
-        "TableName": table,
-        "Key": shard_key(account_id, lease.shard),
-        "UpdateExpression": expression,
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": {"#lease": lease.attribute},
-        "ExpressionAttributeValues": to_attributes(values),
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    try:
-        retry_conflicts(lambda: client.update_item(**request))
-    except ClientError as error:
-        if error_code(error) != CCF:
-            raise unavailable("settle lease", error) from error
-        if leases.holds(from_attributes(error.response.get("Item") or {}), lease):
-            return Settled.EPOCH_MOVED  # the lease is held, so only the epoch can have failed
-        return Settled.ALREADY
-    except BotoCoreError as error:
-        raise unavailable("settle lease", error) from error
-    return Settled.APPLIED
+    shards: list[dict[str, Any]]
+    counters: list[dict[str, Any]]
 
-
-# Dead leases settled by one write: its condition and REMOVE name each one, and an expression is
-# at most 4 KB (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
-LEASES_PER_SETTLING_WRITE = 50
-SETTLING_ATTEMPTS = 3  # a lost race leaves fewer leases to settle each time
-
-
-def settle_together(
-    client: Any, table: str, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]
-) -> int:
-    """Remove the leases of one shard and apply the sum of their settlements in one update per
-    LEASES_PER_SETTLING_WRITE, conditional on every one of them being held, so the write is applied
-    once. When another writer settled some first (a heal, a request that saw them too), the failed
-    condition's item says which are still held, and those are tried again. Returns how many this
-    call settled. Settlements that name a heal epoch are not accepted: dead leases' never do."""
-    if any(settlement.expected_heal_epoch is not None for settlement in settlements.values()):
-        raise ValueError("settle_together applies settlements without an expected heal epoch only")
-    pending = [lease for lease in leases.in_order(settlements) if lease.shard == shard]
-    settled = 0
-    for start in range(0, len(pending), LEASES_PER_SETTLING_WRITE):
-        chunk = pending[start : start + LEASES_PER_SETTLING_WRITE]
-        for _ in range(SETTLING_ATTEMPTS):
-            held = _settle_chunk(client, table, account_id, shard, {lease: settlements[lease] for lease in chunk})
-            if held is None:
-                settled += len(chunk)
-                break
-            chunk = [lease for lease in chunk if leases.holds(held, lease)]
-            if not chunk:
-                break
-    return settled
-
-
-def _settle_chunk(
-    client: Any, table: str, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]
-) -> dict[str, Any] | None:
-    """One conditional update settling `settlements`; None if it landed, else the item as it was
-    (empty when the shard item is gone)."""
-    names = {f"#l{i}": lease.attribute for i, lease in enumerate(settlements)}
-    values: dict[str, Any] = {f":l{i}": lease.value for i, lease in enumerate(settlements)}
-    admitted = sum(settlement.admitted for settlement in settlements.values())
-    best_effort = sum(settlement.best_effort for settlement in settlements.values())
-    request = {
-        "TableName": table,
-        "Key": shard_key(account_id, shard),
-        "UpdateExpression": f"ADD {_settled_adds(admitted, best_effort, values)} REMOVE {', '.join(names)}",
-        "ConditionExpression": " AND ".join(f"{name} = :{name[1:]}" for name in names),
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": to_attributes(values),
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    try:
-        retry_conflicts(lambda: client.update_item(**request))
-    except ClientError as error:
-        if error_code(error) != CCF:
-            raise unavailable("settle dead leases", error) from error
-        return from_attributes(error.response.get("Item") or {})
-    except BotoCoreError as error:
-        raise unavailable("settle dead leases", error) from error
-    return None
+    @property
+    def eventual(self) -> int:
+        return eventual_of(self.counters)
 
 
 class ShardStore:
-    """Reads and moves of room between an account's shards (functions/core/admission.py)."""
+    """Every read and write of an account's admission shards (functions/core/admission.py): the
+    leases the API's writes take and settle on them, and the moves of room between them."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
-        self._client = client
-        self._table = table_name
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
 
-    def read_items(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[dict[str, Any]]:
+    # reads ---------------------------------------------------------------------------------
+
+    def read_items(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[dict[str, Any]]:
         """The shard items that exist among `shards`, decoded, strongly consistent."""
-        wanted = [shard_key(account_id, shard) for shard in shards]
+        wanted = [shard_key(quota, shard) for shard in shards]
         if snapshot:
-            response = self._call(
+            response = self._table.call(
                 "snapshot shards",
-                self._client.transact_get_items,
-                TransactItems=[{"Get": {"TableName": self._table, "Key": k}} for k in wanted],
+                "transact_get_items",
+                TransactItems=[{"Get": {"TableName": self._table.name, "Key": k}} for k in wanted],
             )
             return [from_attributes(got["Item"]) for got in response.get("Responses", []) if got.get("Item")]
-        return sorted(self.read_keys(wanted), key=shard_index)
+        return sorted(self._table.read_keys("read shards", wanted), key=shard_index)
 
-    def read_keys(self, wanted: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The items that exist among `wanted`, decoded, strongly consistent (BatchGetItem)."""
-        found: list[dict[str, Any]] = []
-        for start in range(0, len(wanted), 100):
-            chunk = wanted[start : start + 100]
-            for _ in range(8):  # BatchGetItem may leave keys unprocessed under load
-                response = self._call(
-                    "read shards",
-                    self._client.batch_get_item,
-                    RequestItems={self._table: {"Keys": chunk, "ConsistentRead": True}},
-                )
-                found.extend(map(from_attributes, response.get("Responses", {}).get(self._table, [])))
-                chunk = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-                if not chunk:
-                    break
-            else:
-                raise StoreUnavailable("read shards: keys left unprocessed", may_have_landed=False)
-        return found
-
-    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
-        items = self.read_items(account_id, shards, snapshot)
+    def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+        items = self.read_items(quota, shards, snapshot)
         if any(shard_index(item) == 0 and ROOM not in item for item in items):
-            self._adopt(account_id, next(item for item in items if shard_index(item) == 0))
-            items = self.read_items(account_id, shards, snapshot)
+            self._adopt(quota, next(item for item in items if shard_index(item) == 0))
+            items = self.read_items(quota, shards, snapshot)
         return [shard_state(item) for item in items]
 
-    def _adopt(self, account_id: str, account: Mapping[str, Any]) -> None:
+    def read_account(self, quota: Quota) -> AccountItems | None:
+        """The account item and its eventual counter in one BatchGetItem, and for a busy account its
+        other admission and counter shards in one more; None if there is no such account."""
+        found = self._table.read_keys("read shards", [account_key(quota), counter_key(quota)])
+        account = next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), None)
+        if account is None:
+            return None
+        span = shard_state(account).span
+        if span > 1:
+            others = [shard_key(quota, shard) for shard in range(1, span)]
+            found += self._table.read_keys("read shards", others + other_counter_keys(quota, span))
+        shards = sorted((item for item in found if item[SORT_KEY] == keys.SHARD_SORT_KEY), key=shard_index)
+        counters = [item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY]
+        return AccountItems([account, *shards], counters)
+
+    def _adopt(self, quota: Quota, account: Mapping[str, Any]) -> None:
         """Give an account item written before shards existed its room, in place: its limit less
         what it has admitted. Conditional on both being as read; a lost race re-reads."""
         state = shard_state(account)
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=shard_key(account_id, 0),
+        with contextlib.suppress(ConditionFailed):  # another request adopted it first: re-read
+            self._table.call(
+                "adopt account",
+                "update_item",
+                TableName=self._table.name,
+                Key=shard_key(quota, 0),
                 UpdateExpression=f"SET {ROOM} = :room, {ACTIVE} = :one, {SPAN} = :one",
                 ConditionExpression=f"attribute_not_exists({ROOM}) AND #limit = :limit AND admitted = :admitted",
                 ExpressionAttributeNames={"#limit": "limit"},
@@ -311,20 +224,135 @@ class ShardStore:
                     {":room": state.room, ":one": 1, ":limit": state.limit, ":admitted": state.admitted}
                 ),
             )
-        except ClientError as error:
-            if error_code(error) != CCF:
-                raise unavailable("adopt account", error) from error
 
-    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+    # leases --------------------------------------------------------------------------------
+
+    def take_lease(
+        self, quota: Quota, lease: Lease, changes: Mapping[str, int], condition: str | None = None
+    ) -> dict[str, Any] | None:
+        """Apply `changes` (ADDs) to the shard `lease.shard` and take `lease` in the same update, if
+        `condition` holds and the lease is not held yet. Returns the item as it is with the lease
+        held, or None if the condition failed (or the shard has no item yet). A retry of a take that
+        landed finds its own lease in the old item, and returns that item: it is applied once.
+        Raises AccountNotFound when shard 0 is missing."""
+        conditions = ["attribute_exists(#pk)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
+        values: dict[str, Any] = {
+            ":one": 1,
+            ":stamp": last_write_stamp(lease.taken_at),
+            ":now": lease.taken_at,
+            ":lease": lease_value(lease),
+            **{f":{name}": delta for name, delta in changes.items()},
+        }
+        adds = ", ".join([*(f"{name} :{name}" for name in changes), "version :one"])
+        request = {
+            "TableName": self._table.name,
+            "Key": shard_key(quota, lease.shard),
+            "UpdateExpression": f"ADD {adds} SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease",
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#lease": lease_attribute(lease)},
+            "ExpressionAttributeValues": to_attributes(values),
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        operation = f"take {lease.kind.value} lease"
+        try:
+            response = retry_conflicts(lambda: self._table.call(operation, "update_item", **request))
+        except ConditionFailed as failed:
+            old = failed.item
+            if not old and lease.shard == 0:
+                raise AccountNotFound(quota) from failed
+            return old if holds(old, lease) else None
+        return from_attributes(response["Attributes"])
+
+    def settle(self, quota: Quota, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+        """Remove `lease` from its shard and apply `settlement` in the same update, once.
+
+        Conditional on the lease being held, so a retry of a settle that landed changes nothing.
+        Every shard write bumps `version`; an API write (`now` given) also stamps `last_write_at`.
+        A released slot (`admitted - 1`) goes back to the shard's room."""
+        values: dict[str, Any] = {":lease": lease_value(lease)}
+        expression = f"ADD {_settled_adds(settlement.admitted, settlement.best_effort, values)} REMOVE #lease"
+        if now is not None:
+            expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
+            values[":stamp"], values[":now"] = last_write_stamp(now), now
+        condition = "#lease = :lease"
+        if settlement.expected_heal_epoch is not None:
+            condition += " AND heal_epoch = :epoch"
+            values[":epoch"] = settlement.expected_heal_epoch
+        request = {
+            "TableName": self._table.name,
+            "Key": shard_key(quota, lease.shard),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#lease": lease_attribute(lease)},
+            "ExpressionAttributeValues": to_attributes(values),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        try:
+            retry_conflicts(lambda: self._table.call("settle lease", "update_item", **request))
+        except ConditionFailed as failed:
+            if holds(failed.item, lease):
+                return Settled.EPOCH_MOVED  # the lease is held, so only the epoch can have failed
+            return Settled.ALREADY
+        return Settled.APPLIED
+
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+        """Remove the leases of one shard and apply the sum of their settlements in one update per
+        LEASES_PER_SETTLING_WRITE, conditional on every one of them being held, so the write is
+        applied once. When another writer settled some first (a heal, a request that saw them too),
+        the failed condition's item says which are still held, and those are tried again. Returns
+        how many this call settled. Settlements that name a heal epoch are not accepted: dead
+        leases' never do."""
+        if any(settlement.expected_heal_epoch is not None for settlement in settlements.values()):
+            raise ValueError("settle_together applies settlements without an expected heal epoch only")
+        pending = [lease for lease in in_order(settlements) if lease.shard == shard]
+        settled = 0
+        for start in range(0, len(pending), LEASES_PER_SETTLING_WRITE):
+            chunk = pending[start : start + LEASES_PER_SETTLING_WRITE]
+            for _ in range(SETTLING_ATTEMPTS):
+                held = self._settle_chunk(quota, shard, {lease: settlements[lease] for lease in chunk})
+                if held is None:
+                    settled += len(chunk)
+                    break
+                chunk = [lease for lease in chunk if holds(held, lease)]
+                if not chunk:
+                    break
+        return settled
+
+    def _settle_chunk(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> dict[str, Any] | None:
+        """One conditional update settling `settlements`; None if it landed, else the item as it was
+        (empty when the shard item is gone)."""
+        names = {f"#l{i}": lease_attribute(lease) for i, lease in enumerate(settlements)}
+        values: dict[str, Any] = {f":l{i}": lease_value(lease) for i, lease in enumerate(settlements)}
+        admitted = sum(settlement.admitted for settlement in settlements.values())
+        best_effort = sum(settlement.best_effort for settlement in settlements.values())
+        request = {
+            "TableName": self._table.name,
+            "Key": shard_key(quota, shard),
+            "UpdateExpression": f"ADD {_settled_adds(admitted, best_effort, values)} REMOVE {', '.join(names)}",
+            "ConditionExpression": " AND ".join(f"{name} = :{name[1:]}" for name in names),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": to_attributes(values),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        try:
+            retry_conflicts(lambda: self._table.call("settle dead leases", "update_item", **request))
+        except ConditionFailed as failed:
+            return failed.item
+        return None
+
+    # room ----------------------------------------------------------------------------------
+
+    def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
         # Shard 0 is never retired; any other donor gives only while it is open.
         open_donor = "" if donor == 0 else f" AND attribute_not_exists({RETIRED})"
-        return self._transact(
+        return self.transact(
             "grant room",
             [
                 {
                     "Update": {
-                        "TableName": self._table,
-                        "Key": shard_key(account_id, donor),
+                        "TableName": self._table.name,
+                        "Key": shard_key(quota, donor),
                         "UpdateExpression": f"ADD {ROOM} :minus, version :one",
                         "ConditionExpression": f"{ROOM} >= :slots{open_donor}",
                         "ExpressionAttributeValues": to_attributes({":minus": -slots, ":slots": slots, ":one": 1}),
@@ -332,26 +360,26 @@ class ShardStore:
                 },
                 {
                     "Update": {
-                        "TableName": self._table,
-                        "Key": shard_key(account_id, shard),
+                        "TableName": self._table.name,
+                        "Key": shard_key(quota, shard),
                         "UpdateExpression": (
                             f"ADD {ROOM} :slots, version :one "
-                            f"SET account_id = :id, #type = :type, #shard = :shard, {schema.ACTIVITY_BUCKET_ATTRIBUTE}"
+                            f"SET account_id = :id, #type = :type, #shard = :shard, {ACTIVITY_BUCKET}"
                             " = :bucket, admitted = if_not_exists(admitted, :zero), "
                             "best_effort = if_not_exists(best_effort, :zero), "
                             f"heal_epoch = if_not_exists(heal_epoch, :zero) REMOVE {RETIRED}"
                         ),
                         # Only to a dry shard: two creates that found it dry take one grant, not two.
                         "ConditionExpression": f"attribute_not_exists({ROOM}) OR {ROOM} < :one OR {RETIRED} = :true",
-                        "ExpressionAttributeNames": {"#type": schema.ITEM_TYPE_ATTRIBUTE, "#shard": "shard"},
+                        "ExpressionAttributeNames": {"#type": ITEM_TYPE, "#shard": "shard"},
                         "ExpressionAttributeValues": to_attributes(
                             {
                                 ":slots": slots,
                                 ":one": 1,
-                                ":id": account_id,
+                                ":id": quota.account_id,
                                 ":type": "admission_shard",
                                 ":shard": shard,
-                                ":bucket": keys.activity_bucket(account_id, shard),
+                                ":bucket": keys.activity_bucket(quota, shard),
                                 ":zero": 0,
                                 ":true": True,
                             }
@@ -361,23 +389,23 @@ class ShardStore:
             ],
         )
 
-    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+    def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
         retiring = f" SET {RETIRED} = :true" if retire else ""
         flags = {":true": True} if retire else {}
         if shard.room == 0:
             return self._update_if(
-                shard_key(account_id, shard.shard),
+                shard_key(quota, shard.shard),
                 f"ADD version :one{retiring}",
                 "attribute_exists(#pk)",
                 {":one": 1, **flags},
             )
-        return self._transact(
+        return self.transact(
             "gather room",
             [
                 {
                     "Update": {
-                        "TableName": self._table,
-                        "Key": shard_key(account_id, shard.shard),
+                        "TableName": self._table.name,
+                        "Key": shard_key(quota, shard.shard),
                         "UpdateExpression": f"ADD {ROOM} :minus, version :one{retiring}",
                         "ConditionExpression": f"{ROOM} = :room",
                         "ExpressionAttributeValues": to_attributes(
@@ -387,20 +415,20 @@ class ShardStore:
                 },
                 {
                     "Update": {
-                        "TableName": self._table,
-                        "Key": shard_key(account_id, 0),
+                        "TableName": self._table.name,
+                        "Key": shard_key(quota, 0),
                         "UpdateExpression": f"ADD {ROOM} :room, version :one",
                         "ConditionExpression": "attribute_exists(#pk)",
-                        "ExpressionAttributeNames": {"#pk": PK},
+                        "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                         "ExpressionAttributeValues": to_attributes({":room": shard.room, ":one": 1}),
                     }
                 },
             ],
         )
 
-    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+    def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
         return self._update_if(
-            shard_key(account_id, 0),
+            shard_key(quota, 0),
             f"SET {ACTIVE} = :to, {SPAN} = :new_span ADD version :one",
             f"{ACTIVE} = :active AND {SPAN} = :span",
             {":to": to, ":new_span": max(span, to), ":active": active, ":span": span, ":one": 1},
@@ -408,42 +436,30 @@ class ShardStore:
 
     def _update_if(self, item_key: dict[str, Any], expression: str, condition: str, values: dict[str, Any]) -> bool:
         request: dict[str, Any] = {
-            "TableName": self._table,
+            "TableName": self._table.name,
             "Key": item_key,
             "UpdateExpression": expression,
             "ConditionExpression": condition,
             "ExpressionAttributeValues": to_attributes(values),
         }
         if "#pk" in condition:  # DynamoDB refuses an empty ExpressionAttributeNames (ValidationException)
-            request["ExpressionAttributeNames"] = {"#pk": PK}
+            request["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
         try:
-            self._client.update_item(**request)
-        except ClientError as error:
-            if error_code(error) in (CCF, TRANSACTION_CONFLICT):
-                return False
-            raise unavailable("update shard", error) from error
-        except BotoCoreError as error:
-            raise unavailable("update shard", error) from error
+            self._table.call("update shard", "update_item", **request)
+        except (ConditionFailed, TransactionConflict):
+            return False
         return True
 
-    def _transact(self, operation: str, items: list[dict[str, Any]]) -> bool:
+    def transact(self, operation: str, items: list[dict[str, Any]]) -> bool:
         """One transaction (the SDK adds a ClientRequestToken, so its retries apply it once);
         False when it was cancelled: a condition failed or it lost a race. Cancelled because an item
         had no capacity left, it raises a throttled StoreUnavailable: the caller spreads elsewhere."""
         try:
-            self._client.transact_write_items(TransactItems=items)
-        except ClientError as error:
-            if error_code(error) == CANCELLED and THROTTLING_REASON in cancellation_codes(error):
-                raise StoreUnavailable(f"{operation}: throttled", may_have_landed=False, throttled=True) from error
-            if error_code(error) in (CANCELLED, TRANSACTION_CONFLICT):
-                return False
-            raise unavailable(operation, error) from error
-        except BotoCoreError as error:
-            raise unavailable(operation, error) from error
+            self._table.call(operation, "transact_write_items", TransactItems=items)
+        except TransactionCancelled as cancelled:
+            if cancelled.throttled_action:
+                raise StoreUnavailable(f"{operation}: throttled", may_have_landed=False, throttled=True) from cancelled
+            return False
+        except TransactionConflict:
+            return False
         return True
-
-    def _call(self, operation: str, method: Any, **request: Any) -> Any:
-        try:
-            return method(**request)
-        except (ClientError, BotoCoreError) as error:
-            raise unavailable(operation, error) from error

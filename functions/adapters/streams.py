@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
-from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.adapters.errors import error_code
+from functions.adapters.errors import Refused, translated
 from functions.adapters.resource_records import stream_records
-from functions.core.counting import ItemRecord, TransientStoreError
+from functions.core.counting import ItemRecord
+from functions.core.errors import StoreUnavailable
 from functions.core.redrive import StreamBatchInfo, StreamRecordsGone
 
 # Trimmed (older than 24 h), the stream or shard deleted, or an iterator past its 15 minutes.
@@ -51,17 +51,17 @@ class DynamoStreamReader:
             iterator = response.get("NextShardIterator")
             if not iterator:
                 return records  # the shard closed: the range ended with it
-        raise TransientStoreError(
+        raise StoreUnavailable(
             f"stream range {batch.start_sequence_number}..{batch.end_sequence_number} not reached "
-            f"after {self._max_calls} GetRecords calls"
+            f"after {self._max_calls} GetRecords calls",
+            may_have_landed=False,
         )
 
     def _request(self, operation: str, method: Any, **request: Any) -> Any:
         try:
-            return method(**request)
-        except ClientError as error:
-            if error_code(error) in _GONE_CODES:
-                raise StreamRecordsGone(f"{operation}: {error_code(error)}") from error
-            raise TransientStoreError(f"{operation}: {error}") from error
-        except BotoCoreError as error:
-            raise TransientStoreError(f"{operation}: {error}") from error
+            with translated(operation):
+                return method(**request)
+        except Refused as refused:
+            if refused.code in _GONE_CODES:
+                raise StreamRecordsGone(f"{operation}: {refused.code}") from refused
+            raise

@@ -41,7 +41,7 @@ from functions.api.models import AccountView, CreateResourceRequest, PutAccountR
 from functions.api.preconditions import IfMatch, parse_if_match
 from functions.api.routed import caller_waiting, now, received_ms, routing, wired
 from functions.core import accounts, leases
-from functions.core.model import NewResource, PageBudget, Resource, Usage
+from functions.core.model import NewResource, PageBudget, Quota, Resource, Usage
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
@@ -122,7 +122,7 @@ def put_account(
         if_match=versions,
         must_exist=must_exist,
     )
-    usage = accounts.put_account(wired().api_store, accountId, change, now, caller_waiting)
+    usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
 
@@ -139,7 +139,7 @@ def put_account(
     ),
 )
 def get_account(accountId: AccountId) -> Response[str]:
-    return account_response(accounts.get_usage(wired().api_store, accountId))
+    return account_response(accounts.get_usage(wired().api_store, Quota(accountId)))
 
 
 def account_response(usage: Usage) -> Response[str]:
@@ -168,7 +168,7 @@ def create_resource(
 ) -> Response[str]:
     created = accounts.create_resource(
         wired().api_store,
-        accountId,
+        Quota(accountId),
         NewResource(name=request.name, attributes=request.attributes),
         idempotency_key,
         now,
@@ -202,7 +202,7 @@ def list_resources(
     ] = None,
 ) -> Response[str]:
     budget = PageBudget(room=PAGE_ITEMS_BUDGET, size_of=listed_size)
-    page = accounts.list_resources(wired().api_store, accountId, limit, cursor, budget)
+    page = accounts.list_resources(wired().api_store, Quota(accountId), limit, cursor, budget)
     items = [ResourceView.of(item) for item in page.items]
     return json_response(HTTPStatus.OK, ResourcePage(items=items, nextCursor=page.next_cursor))
 
@@ -219,7 +219,7 @@ def listed_size(resource: Resource) -> int:
     responses=answers({200: ("The resource", ResourceView)}, 404),
 )
 def get_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
-    resource = accounts.get_resource(wired().api_store, accountId, resourceId)
+    resource = accounts.get_resource(wired().api_store, Quota(accountId), resourceId)
     return json_response(HTTPStatus.OK, ResourceView.of(resource))
 
 
@@ -231,7 +231,7 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
 )
 def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
     accounts.delete_resource(
-        wired().api_store, accountId, resourceId, now, in_time=caller_waiting, directory=wired().shard_directory
+        wired().api_store, Quota(accountId), resourceId, now, in_time=caller_waiting, directory=wired().shard_directory
     )
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")

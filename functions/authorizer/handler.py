@@ -9,30 +9,32 @@ another tenant's path is then a 403 before the API function runs.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.adapters.jwt_tokens import InvalidToken, JwtVerifier
-from functions.core import schema
 from functions.core.token_access import TokenRules, access_policy
+from functions.shared.config import FunctionEnvironment, JwtSettings
 from functions.shared.observability import logger
 
 BEARER = "bearer "
 
 
 @lru_cache(maxsize=1)
+def settings() -> JwtSettings:
+    return FunctionEnvironment.from_env().jwt()
+
+
+@lru_cache(maxsize=1)
 def verifier() -> JwtVerifier:
-    return JwtVerifier(os.environ[schema.ENV_JWT_ISSUER], os.environ[schema.ENV_JWT_AUDIENCE])
+    return JwtVerifier(settings().issuer, settings().audience)
 
 
 @lru_cache(maxsize=1)
 def rules() -> TokenRules:
-    return TokenRules(
-        tenant_claim=os.environ[schema.ENV_JWT_TENANT_CLAIM], admin_scope=os.environ[schema.ENV_JWT_ADMIN_SCOPE]
-    )
+    return TokenRules(tenant_claim=settings().tenant_claim, admin_scope=settings().admin_scope)
 
 
 @logger.inject_lambda_context

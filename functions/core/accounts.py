@@ -60,6 +60,7 @@ from functions.core.model import (
     NewResource,
     Page,
     PageBudget,
+    Quota,
     Resource,
     Usage,
     idempotent_resource_id,
@@ -74,26 +75,26 @@ class ApiStore(AdmissionStore, Protocol):
     """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
     each write's condition makes its retry harmless (docs/admission.md)."""
 
-    def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
+    def create_account(self, quota: Quota, change: LimitChange, now: str) -> bool:
         """Create the account item with all its room on it, at limit version 1; False if it exists."""
         ...
 
-    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
         """Apply `change` (the limit, shard 0's room by the difference, the rate if any; the next
         limit version, the change's time and token) if the limit version is still the one read;
         with `retired_span`, only if every shard below it but 0 is retired and empty."""
         ...
 
-    def read_usage(self, account_id: str) -> Usage | None: ...
+    def read_usage(self, quota: Quota) -> Usage | None: ...
 
-    def take_deletion(self, account_id: str, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
+    def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`; returns the
         leases the shard holds after it. With `only_unsharded` (on shard 0), only if the account
         never had more than one shard; None if it had (nothing taken). Raises AccountNotFound when
         shard 0 is missing."""
         ...
 
-    def settle(self, account_id: str, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
+    def settle(self, quota: Quota, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
         """Remove the lease and apply the settlement's change, once. `now` stamps an API write."""
         ...
 
@@ -102,17 +103,17 @@ class ApiStore(AdmissionStore, Protocol):
         (or tombstone); an SDK retry that finds this request's own item succeeds."""
         ...
 
-    def get_resource(self, account_id: str, resource_id: str) -> Resource | None:
+    def get_resource(self, quota: Quota, resource_id: str) -> Resource | None:
         """The resource, soft-deleted or a tombstone included (strongly consistent)."""
         ...
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
+    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int) -> bool:
         """Set deleted=true with `token` if the resource is live and was admitted by `shard`; False
         if another request's delete landed, it does not exist, or another shard admitted it. An
         SDK retry of a landed write still returns True."""
         ...
 
-    def list_resources(self, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
+    def list_resources(self, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
         """Up to `limit` live resources after `cursor`; with `budget`, only as many as fit in it,
         and a cursor that continues right after the last."""
         ...
@@ -154,13 +155,13 @@ class LimitChange:
     if_match: frozenset[int] | None = None  # the versions the caller allows (If-Match); None: any
     must_exist: bool = False  # If-Match: *
 
-    def check(self, account_id: str, account: ShardState | None) -> None:
+    def check(self, quota: Quota, account: ShardState | None) -> None:
         """Raise PreconditionFailed unless the account is as the caller's If-Match says."""
         if account is None:
             if self.must_exist or self.if_match is not None:
-                raise PreconditionFailed(account_id, None)
+                raise PreconditionFailed(quota, None)
         elif self.if_match is not None and account.limit_version not in self.if_match:
-            raise PreconditionFailed(account_id, account.limit_version)
+            raise PreconditionFailed(quota, account.limit_version)
 
 
 def limit_change(limit: int, received_ms: int, rate: TenantRate | None = None) -> LimitChange:
@@ -169,9 +170,7 @@ def limit_change(limit: int, received_ms: int, rate: TenantRate | None = None) -
     return LimitChange(limit=limit, rate=rate, received_ms=received_ms, token=leases.new_token())
 
 
-def put_account(
-    store: ApiStore, account_id: str, change: LimitChange, clock: Clock, in_time: Deadline = _always
-) -> Usage:
+def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, in_time: Deadline = _always) -> Usage:
     """Create the account, or change its limit by moving the difference into shard 0's room (and
     its rate limit, if the change has one).
 
@@ -183,44 +182,44 @@ def put_account(
         raise CallerGaveUp()
     now = clock()
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
-        found = store.read_shards(account_id, [0])
+        found = store.read_shards(quota, [0])
         account = found[0] if found else None
         if account is not None and account.limit_request == change.token:
-            return get_usage(store, account_id)  # our own write landed (an SDK retry was refused)
-        change.check(account_id, account)
+            return get_usage(store, quota)  # our own write landed (an SDK retry was refused)
+        change.check(quota, account)
         if account is None:
-            if store.create_account(account_id, change, now):
-                return get_usage(store, account_id)
+            if store.create_account(quota, change, now):
+                return get_usage(store, quota)
             continue
         if account.limit_set_at > change.received_ms:
-            return get_usage(store, account_id)  # overtaken by a PUT received later
+            return get_usage(store, quota)  # overtaken by a PUT received later
         if account.room + change.limit - account.limit >= 0 or account.span == 1:
-            if store.set_limit(account_id, account, change, now, retired_span=0):
-                return get_usage(store, account_id)
+            if store.set_limit(quota, account, change, now, retired_span=0):
+                return get_usage(store, quota)
             continue
-        _retire_other_shards(store, account_id, account)
-        if store.set_limit(account_id, account, change, now, retired_span=account.span):
-            return get_usage(store, account_id)
-    raise StoreUnavailable(f"put account {account_id}: the account kept changing", may_have_landed=False)
+        _retire_other_shards(store, quota, account)
+        if store.set_limit(quota, account, change, now, retired_span=account.span):
+            return get_usage(store, quota)
+    raise StoreUnavailable(f"put account {quota}: the account kept changing", may_have_landed=False)
 
 
-def _retire_other_shards(store: ApiStore, account_id: str, account: ShardState) -> None:
-    store.set_active(account_id, account.active, account.span, 1)  # no create picks them meanwhile
-    for shard in store.read_shards(account_id, range(1, account.span)):
+def _retire_other_shards(store: ApiStore, quota: Quota, account: ShardState) -> None:
+    store.set_active(quota, account.active, account.span, 1)  # no create picks them meanwhile
+    for shard in store.read_shards(quota, range(1, account.span)):
         if not shard.retired or shard.room:
-            store.gather(account_id, shard, retire=True)  # a lost race shows in set_limit
+            store.gather(quota, shard, retire=True)  # a lost race shows in set_limit
 
 
-def get_usage(store: ApiStore, account_id: str) -> Usage:
-    usage = store.read_usage(account_id)
+def get_usage(store: ApiStore, quota: Quota) -> Usage:
+    usage = store.read_usage(quota)
     if usage is None:
-        raise AccountNotFound(account_id)
+        raise AccountNotFound(quota)
     return usage
 
 
 def create_resource(
     store: ApiStore,
-    account_id: str,
+    quota: Quota,
     request: NewResource,
     idempotency_key: str | None,
     clock: Clock,
@@ -233,8 +232,8 @@ def create_resource(
     if idempotency_key is None:
         resource_id = random_resource_id()
     else:
-        resource_id = idempotent_resource_id(account_id, idempotency_key)
-        earlier = store.get_resource(account_id, resource_id)
+        resource_id = idempotent_resource_id(quota, idempotency_key)
+        earlier = store.get_resource(quota, resource_id)
         if earlier is not None and not earlier.expired(epoch_seconds(now)):
             # A replay answers as the first call did, even if the account is now at its limit.
             return _replay(earlier, fingerprint)
@@ -242,10 +241,10 @@ def create_resource(
     if not in_time():
         raise CallerGaveUp()
     directory = directory or Directory()
-    lease, reserved = reserve(store, directory, account_id, Lease(LeaseKind.RESERVATION, token(), resource_id, now))
+    lease, reserved = reserve(store, directory, quota, Lease(LeaseKind.RESERVATION, token(), resource_id, now))
 
     resource = Resource(
-        account_id=account_id,
+        quota=quota,
         resource_id=resource_id,
         name=request.name,
         attributes=request.attributes,
@@ -255,33 +254,33 @@ def create_resource(
         shard=lease.shard,
     )
     if not in_time():
-        _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)
+        _settle_quietly(store, quota, lease, RELEASE_RESERVATION, now)
         raise CallerGaveUp()
     try:
         store.put_resource(resource)
     except StoreUnavailable as failure:
         if not failure.may_have_landed:
-            _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)  # certainly not created
+            _settle_quietly(store, quota, lease, RELEASE_RESERVATION, now)  # certainly not created
             raise
         if not _landed(store, resource):
             raise  # unknown: the lease holds the slot until a heal finds out (docs/healing.md)
     except ResourceAlreadyExists as exists:
         # Another request's item holds the key (the same Idempotency-Key): ours never landed.
-        _settle_quietly(store, account_id, lease, RELEASE_RESERVATION, now)
+        _settle_quietly(store, quota, lease, RELEASE_RESERVATION, now)
         if not isinstance(exists.existing, Resource):
             raise
         return _replay(exists.existing, fingerprint)
 
     commit = replace(COMMIT_RESERVATION, expected_heal_epoch=reserved.heal_epoch)
     try:
-        if store.settle(account_id, lease, commit, now) is Settled.EPOCH_MOVED:
+        if store.settle(quota, lease, commit, now) is Settled.EPOCH_MOVED:
             # A heal since the reservation has counted the resource already, or will never need
             # to: skip the increment, forget the lease.
-            store.settle(account_id, lease, DROP, now)
+            store.settle(quota, lease, DROP, now)
     except StoreUnavailable:
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
-    _settle_dead_on_sight(store, directory, account_id, reserved.leases, now, in_time)
+    _settle_dead_on_sight(store, directory, quota, reserved.leases, now, in_time)
     return Created(resource=resource, replayed=False)
 
 
@@ -292,14 +291,14 @@ def epoch_seconds(timestamp: str) -> int:
 
 def _landed(store: ApiStore, resource: Resource) -> bool:
     """After an ambiguous put: read back whether this request's item is there."""
-    found = _read_quietly(store, resource.account_id, resource.resource_id)
+    found = _read_quietly(store, resource.quota, resource.resource_id)
     return found is not None and found.request_token == resource.request_token
 
 
 def _settle_dead_on_sight(
     store: ApiStore,
     directory: Directory,
-    account_id: str,
+    quota: Quota,
     seen: Sequence[Lease],
     now: str,
     in_time: Deadline,
@@ -314,14 +313,14 @@ def _settle_dead_on_sight(
     each write cost more, which throttles more. A failure here leaves them to the sweeper, and
     fails nothing."""
     if in_time():
-        settle_dead_seen(store, directory, account_id, seen, now, at_least=directory.settings.settle_dead_at)
+        settle_dead_seen(store, directory, quota, seen, now, at_least=directory.settings.settle_dead_at)
 
 
-def _settle_quietly(store: ApiStore, account_id: str, lease: Lease, settlement: Settlement, now: str) -> None:
+def _settle_quietly(store: ApiStore, quota: Quota, lease: Lease, settlement: Settlement, now: str) -> None:
     try:
-        store.settle(account_id, lease, settlement, now)
+        store.settle(quota, lease, settlement, now)
     except StoreUnavailable:
-        logger.warning("could not settle %s on %s; a heal will", lease.attribute, account_id)
+        logger.warning("could not settle %s lease %s on %s; a heal will", lease.kind.value, lease.token, quota)
 
 
 def _replay(earlier: Resource, fingerprint: str) -> Created:
@@ -332,23 +331,23 @@ def _replay(earlier: Resource, fingerprint: str) -> Created:
     return Created(resource=earlier, replayed=True)
 
 
-def get_resource(store: ApiStore, account_id: str, resource_id: str) -> Resource:
-    resource = store.get_resource(account_id, resource_id)
+def get_resource(store: ApiStore, quota: Quota, resource_id: str) -> Resource:
+    resource = store.get_resource(quota, resource_id)
     if resource is None or resource.deleted:
-        raise ResourceNotFound(account_id, resource_id)
+        raise ResourceNotFound(quota, resource_id)
     return resource
 
 
 def list_resources(
-    store: ApiStore, account_id: str, limit: int, cursor: str | None, budget: PageBudget | None = None
+    store: ApiStore, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None
 ) -> Page:
-    get_usage(store, account_id)  # 404 for an unknown account rather than an empty list
-    return store.list_resources(account_id, limit, cursor, budget)
+    get_usage(store, quota)  # 404 for an unknown account rather than an empty list
+    return store.list_resources(quota, limit, cursor, budget)
 
 
 def delete_resource(
     store: ApiStore,
-    account_id: str,
+    quota: Quota,
     resource_id: str,
     clock: Clock,
     token: TokenSource = leases.new_token,
@@ -363,7 +362,7 @@ def delete_resource(
     on the resource being live and admitted by shard 0) and the finish. A busy account's delete
     reads the resource first, to learn its shard. A 404 costs the take, a read and the undo."""
     directory = directory or Directory()
-    known = directory.layout(account_id)
+    known = directory.layout(quota)
     current: Resource | None = None
     if known is None or known[1] <= 1:
         if not in_time():
@@ -371,53 +370,53 @@ def delete_resource(
         now = clock()
         lease = Lease(LeaseKind.DELETION, token(), resource_id, now, 0)
         try:
-            seen = store.take_deletion(account_id, lease, only_unsharded=True)
+            seen = store.take_deletion(quota, lease, only_unsharded=True)
         except AccountNotFound as missing:
-            raise ResourceNotFound(account_id, resource_id) from missing
+            raise ResourceNotFound(quota, resource_id) from missing
         if seen is None:
-            learn_layout(store, directory, account_id)  # it has shards: read first from now on
-        elif _soft_delete(store, account_id, lease, now):
-            _settle_dead_on_sight(store, directory, account_id, seen, now, in_time)
+            learn_layout(store, directory, quota)  # it has shards: read first from now on
+        elif _soft_delete(store, quota, lease, now):
+            _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
             return
         else:
             # Not live, or live but admitted by another shard (put after the account grew).
-            current = _read_quietly(store, account_id, resource_id)
+            current = _read_quietly(store, quota, resource_id)
             if current is None or current.shard == 0:
-                raise ResourceNotFound(account_id, resource_id)
-    current = current or store.get_resource(account_id, resource_id)
+                raise ResourceNotFound(quota, resource_id)
+    current = current or store.get_resource(quota, resource_id)
     if current is None or current.deleted:
-        raise ResourceNotFound(account_id, resource_id)
+        raise ResourceNotFound(quota, resource_id)
     if not in_time():
         raise CallerGaveUp()
     now = clock()
     lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard)
-    seen = store.take_deletion(account_id, lease)
+    seen = store.take_deletion(quota, lease)
     if seen is None:
         raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
-    if not _soft_delete(store, account_id, lease, now):
-        raise ResourceNotFound(account_id, resource_id)  # another delete won
-    _settle_dead_on_sight(store, directory, account_id, seen, now, in_time)
+    if not _soft_delete(store, quota, lease, now):
+        raise ResourceNotFound(quota, resource_id)  # another delete won
+    _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
 
 
-def _soft_delete(store: ApiStore, account_id: str, lease: Lease, now: str) -> bool:
+def _soft_delete(store: ApiStore, quota: Quota, lease: Lease, now: str) -> bool:
     """The soft delete after `lease` was taken (best-effort decremented while the resource is still
     live, so best_effort never exceeds the live count; the lease tells a heal the delete is in
     flight). If it landed, free the slot: only the request whose soft delete landed does, and only
     after the resource stopped being live, so `admitted` never drops below the live count. If it
     did not, give back the decrement, exactly once."""
     try:
-        landed = store.soft_delete(account_id, lease.resource_id, now, lease.token, lease.shard)
+        landed = store.soft_delete(quota, lease.resource_id, now, lease.token, lease.shard)
     except StoreUnavailable:
-        found = _read_quietly(store, account_id, lease.resource_id)
+        found = _read_quietly(store, quota, lease.resource_id)
         if found is None or found.delete_token != lease.token:
             raise  # unknown: the lease stays until a heal finds out
         landed = True
-    _settle_quietly(store, account_id, lease, FINISH_DELETION if landed else UNDO_DELETION, now)
+    _settle_quietly(store, quota, lease, FINISH_DELETION if landed else UNDO_DELETION, now)
     return landed
 
 
-def _read_quietly(store: ApiStore, account_id: str, resource_id: str) -> Resource | None:
+def _read_quietly(store: ApiStore, quota: Quota, resource_id: str) -> Resource | None:
     try:
-        return store.get_resource(account_id, resource_id)
+        return store.get_resource(quota, resource_id)
     except StoreUnavailable:
         return None

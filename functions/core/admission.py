@@ -60,6 +60,7 @@ from functions.core.leases import (
     settle_dead_leases,
     taken_before,
 )
+from functions.core.model import Quota
 
 logger = logging.getLogger(__name__)
 
@@ -102,36 +103,36 @@ class Reserved:
 class AccountFull(LimitExceeded):
     """No room on any shard, at one instant; `leases`: those the shards held then."""
 
-    def __init__(self, account_id: str, limit: int, shards: Sequence[ShardState]) -> None:
-        super().__init__(account_id, limit)
+    def __init__(self, quota: Quota, limit: int, shards: Sequence[ShardState]) -> None:
+        super().__init__(quota, limit)
         self.leases = tuple(lease for shard in shards for lease in shard.leases)
 
 
 class AdmissionStore(DeadLeaseStore, Protocol):
-    def reserve_on(self, account_id: str, lease: Lease) -> Reserved | None:
+    def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
         """`room - 1, admitted + 1` and take `lease` on the shard `lease.shard`, if it has room and
         is not retired; None otherwise (no room, retired, or no such shard item yet). Raises
         AccountNotFound when shard 0 is missing."""
         ...
 
-    def read_shards(self, account_id: str, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
+    def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
         """The shards that exist among `shards`, strongly consistent; `snapshot`: all read at one
         instant (TransactGetItems)."""
         ...
 
-    def grant(self, account_id: str, shard: int, slots: int, donor: int = 0) -> bool:
+    def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
         """Move `slots` of room from `donor` to `shard` (creating it, un-retiring it) in one
         transaction, if the donor has that much room (and, but for shard 0, is not retired) and the
         shard has none (so two creates on one dry shard do not both take a grant); False if not,
         or if the transaction lost a race."""
         ...
 
-    def gather(self, account_id: str, shard: ShardState, retire: bool) -> bool:
+    def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
         """Move the room `shard` was read with back to shard 0 (and retire it), if it still has
         exactly that room; False otherwise."""
         ...
 
-    def set_active(self, account_id: str, active: int, span: int, to: int) -> bool:
+    def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
         """Set the account's active shards to `to` (and its span to at least `to`) if they are
         still `active` and `span`."""
         ...
@@ -182,9 +183,9 @@ class Directory:
         self.settings = settings or ShardingSettings()
         self._clock = clock
         self._rng = rng or random.Random()  # noqa: S311 - spreading load, not a secret
-        self._known: OrderedDict[str, _Known] = OrderedDict()
-        self._seen: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
-        self._settling: OrderedDict[tuple[str, int], float] = OrderedDict()
+        self._known: OrderedDict[Quota, _Known] = OrderedDict()
+        self._seen: OrderedDict[tuple[Quota, int], tuple[int, float]] = OrderedDict()
+        self._settling: OrderedDict[tuple[Quota, int], float] = OrderedDict()
 
     def _remember(self, memory: OrderedDict[K, V], key: K, value: V) -> None:
         """Keep `value` as the newest entry, forgetting the oldest beyond `remembered_accounts`."""
@@ -193,37 +194,37 @@ class Directory:
         while len(memory) > self.settings.remembered_accounts:
             memory.popitem(last=False)
 
-    def pick(self, account_id: str) -> int:
+    def pick(self, quota: Quota) -> int:
         """A shard to admit on: shard 0 until the account's layout is known, and on a grown account
         any shard but 0, which grants room to the others and so needs its capacity for that."""
-        known = self._known.get(account_id)
+        known = self._known.get(quota)
         if known is None or known.active == 1:
             return 0
         return self._rng.randrange(1, known.active)
 
-    def layout(self, account_id: str) -> tuple[int, int] | None:
-        known = self._known.get(account_id)
+    def layout(self, quota: Quota) -> tuple[int, int] | None:
+        known = self._known.get(quota)
         return None if known is None else (known.active, known.span)
 
-    def learn(self, account_id: str, active: int, span: int) -> None:
-        self._remember(self._known, account_id, _Known(active, span))
+    def learn(self, quota: Quota, active: int, span: int) -> None:
+        self._remember(self._known, quota, _Known(active, span))
 
-    def may_settle(self, account_id: str, shard: int) -> bool:
+    def may_settle(self, quota: Quota, shard: int) -> bool:
         """Whether this process may settle the shard's dead leases now: once per `min_window`, so
         a shard whose settling write failed (throttled) is not written again by every request."""
         now = self._clock()
-        key = (account_id, shard)
+        key = (quota, shard)
         last = self._settling.get(key)
         if last is not None and now - last < self.settings.min_window:
             return False
         self._remember(self._settling, key, now)
         return True
 
-    def observe(self, account_id: str, shard: int, version: int) -> float | None:
+    def observe(self, quota: Quota, shard: int, version: int) -> float | None:
         """The shard's writes per second since this process last saw its version, once at least
         `min_window` has passed; None before that, or when the last sighting is too old."""
         now = self._clock()
-        key = (account_id, shard)
+        key = (quota, shard)
         seen = self._seen.get(key)
         if seen is not None and now - seen[1] < self.settings.min_window:
             return None
@@ -233,25 +234,23 @@ class Directory:
         return (version - seen[0]) / (now - seen[1])
 
 
-def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease: Lease) -> tuple[Lease, Reserved]:
+def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Lease) -> tuple[Lease, Reserved]:
     """Admit one slot. Returns the lease as placed (on the shard that admitted) and what the
     reservation saw of that shard; raises LimitExceeded when the account was full, AccountNotFound."""
-    shard = directory.pick(account_id)
+    shard = directory.pick(quota)
     throttled: StoreUnavailable | None = None
     looked_again = False
     for _ in range(directory.settings.attempts):
         placed = replace(lease, shard=shard)
         try:
-            reserved = store.reserve_on(account_id, placed)
+            reserved = store.reserve_on(quota, placed)
             if reserved is None:
-                shard = find_room(store, directory, account_id, shard)
+                shard = find_room(store, directory, quota, shard)
                 continue
         except AccountFull as full:
             # Full, perhaps of slots held by requests that died (which the sweeper frees within six
             # minutes): settle those and look again, once, where the oldest was.
-            freed = (
-                None if looked_again else settle_dead_seen(store, directory, account_id, full.leases, lease.taken_at)
-            )
+            freed = None if looked_again else settle_dead_seen(store, directory, quota, full.leases, lease.taken_at)
             if freed is None:
                 raise
             shard, looked_again = freed.shard, True
@@ -264,60 +263,60 @@ def reserve(store: AdmissionStore, directory: Directory, account_id: str, lease:
             # already. Otherwise grow now, without waiting to measure a rate from writes that no
             # longer land; then try a shard of the new layout (never shard 0 on a grown account).
             throttled = failure
-            known = directory.layout(account_id)
+            known = directory.layout(quota)
             if known is None:
-                known = learn_layout(store, directory, account_id)
+                known = learn_layout(store, directory, quota)
                 if known is not None and known[0] > 1:
-                    shard = directory.pick(account_id)
+                    shard = directory.pick(quota)
                     continue
-            _grow(store, directory, account_id, shard, "throttled")
-            shard = directory.pick(account_id)
+            _grow(store, directory, quota, shard, "throttled")
+            shard = directory.pick(quota)
             continue
         if reserved.layout is not None:
-            directory.learn(account_id, *reserved.layout)
-        _grow_if_hot(store, directory, account_id, shard, reserved.version)
+            directory.learn(quota, *reserved.layout)
+        _grow_if_hot(store, directory, quota, shard, reserved.version)
         return placed, reserved
     if throttled is not None:
         raise throttled
-    raise StoreUnavailable(f"admission on {account_id}: the room found was taken first", may_have_landed=False)
+    raise StoreUnavailable(f"admission on {quota}: the room found was taken first", may_have_landed=False)
 
 
-def find_room(store: AdmissionStore, directory: Directory, account_id: str, dry: int) -> int:
+def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: int) -> int:
     """A shard to try next after shard `dry` had no room; raises LimitExceeded when none has any."""
     donor = donor_of(dry)
-    if donor > 0 and _take_half(store, account_id, dry):
+    if donor > 0 and _take_half(store, quota, dry):
         return dry
-    account = _account(store, account_id)
-    directory.learn(account_id, account.active, account.span)
+    account = _account(store, quota)
+    directory.learn(quota, account.active, account.span)
     if account.room >= 1:
         # Shard 0 is the donor of 1, 2, 4, ...: half its room, as every donor gives; to any other
         # shard whose donor had none, a share as if every active shard took one, and at least one
         # slot while shard 0 keeps one (a small limit over many shards still spreads).
         slots = account.room // 2 if donor == 0 else max(account.room // account.active, min(account.room - 1, 1))
-        if 0 < dry < account.active and slots >= 1 and store.grant(account_id, dry, slots):
+        if 0 < dry < account.active and slots >= 1 and store.grant(quota, dry, slots):
             return dry
         return 0
     if account.span == 1:
-        raise AccountFull(account_id, account.limit, [account])  # one item, read at one instant: full
-    found = _where_room_is(store, account_id, account, store.read_shards(account_id, range(1, account.span)))
+        raise AccountFull(quota, account.limit, [account])  # one item, read at one instant: full
+    found = _where_room_is(store, quota, account, store.read_shards(quota, range(1, account.span)))
     if found is not None:
         return found
     # Those reads were not one instant: room moving between two shards can fall between them. A
     # snapshot is, so only it can prove the account full.
-    snapshot = store.read_shards(account_id, range(account.span), snapshot=True)
+    snapshot = store.read_shards(quota, range(account.span), snapshot=True)
     if not snapshot or snapshot[0].shard != 0:
-        raise AccountNotFound(account_id)
+        raise AccountNotFound(quota)
     first = snapshot[0]
     if first.room >= 1 or (first.active, first.span) != (account.active, account.span):
         return 0  # something moved since we looked: look again
-    found = _where_room_is(store, account_id, first, snapshot[1:])
+    found = _where_room_is(store, quota, first, snapshot[1:])
     if found is not None:
         return found
-    raise AccountFull(account_id, account.limit, snapshot)
+    raise AccountFull(quota, account.limit, snapshot)
 
 
 def settle_dead_seen(
-    store: AdmissionStore, directory: Directory, account_id: str, seen: Sequence[Lease], now: str, at_least: int = 1
+    store: AdmissionStore, directory: Directory, quota: Quota, seen: Sequence[Lease], now: str, at_least: int = 1
 ) -> Lease | None:
     """Settle the dead leases among `seen` (what a read or write of the account just returned,
     older than any request runs), if there are `at_least`, as the sweeper would
@@ -327,14 +326,14 @@ def settle_dead_seen(
     settings = directory.settings
     moment = parse_timestamp(now)
     dead = taken_before(seen, iso_timestamp(moment - settings.dead_lease_age))
-    if not dead or len(dead) < at_least or not directory.may_settle(account_id, dead[0].shard):
+    if not dead or len(dead) < at_least or not directory.may_settle(quota, dead[0].shard):
         return None
     try:
-        settled = settle_dead_leases(store, account_id, dead, iso_timestamp(moment - settings.tombstone_retention))
+        settled = settle_dead_leases(store, quota, dead, iso_timestamp(moment - settings.tombstone_retention))
     except StoreUnavailable:
-        logger.warning("could not settle %d dead leases on %s; the sweeper will", len(dead), account_id)
+        logger.warning("could not settle %d dead leases on %s; the sweeper will", len(dead), quota)
         return None
-    logger.info("%s: settled %d of %d dead leases seen", account_id, settled, len(dead))
+    logger.info("%s: settled %d of %d dead leases seen", quota, settled, len(dead))
     return dead[0]
 
 
@@ -351,69 +350,69 @@ def ancestors(shard: int) -> list[int]:
     return found
 
 
-def _take_half(store: AdmissionStore, account_id: str, dry: int) -> bool:
+def _take_half(store: AdmissionStore, quota: Quota, dry: int) -> bool:
     """Half the room of `dry`'s nearest open ancestor with two slots or more (one read of them all,
     then one grant), so a shard whose donor has not opened yet still leaves shard 0 alone."""
-    found = {shard.shard: shard for shard in store.read_shards(account_id, ancestors(dry))}
+    found = {shard.shard: shard for shard in store.read_shards(quota, ancestors(dry))}
     for candidate in ancestors(dry):
         donor = found.get(candidate)
         if donor is not None and not donor.retired and donor.room >= 2:
-            return store.grant(account_id, dry, donor.room // 2, donor=candidate)
+            return store.grant(quota, dry, donor.room // 2, donor=candidate)
     return False
 
 
-def _where_room_is(store: AdmissionStore, account_id: str, account: ShardState, others: list[ShardState]) -> int | None:
+def _where_room_is(store: AdmissionStore, quota: Quota, account: ShardState, others: list[ShardState]) -> int | None:
     """The active shard with the most room; else shard 0, once the room of retired shards (or of
     shards beyond the active ones, which no create picks) is brought home; None if there is none."""
     open_shards = [s for s in others if s.room >= 1 and not s.retired and s.shard < account.active]
     if open_shards:
         return max(open_shards, key=lambda s: s.room).shard
-    gathered = [store.gather(account_id, s, retire=True) for s in others if s.room >= 1]  # every one
+    gathered = [store.gather(quota, s, retire=True) for s in others if s.room >= 1]  # every one
     return 0 if any(gathered) else None
 
 
-def _account(store: AdmissionStore, account_id: str) -> ShardState:
-    found = store.read_shards(account_id, [0])
+def _account(store: AdmissionStore, quota: Quota) -> ShardState:
+    found = store.read_shards(quota, [0])
     if not found:
-        raise AccountNotFound(account_id)
+        raise AccountNotFound(quota)
     return found[0]
 
 
-def _grow_if_hot(store: AdmissionStore, directory: Directory, account_id: str, shard: int, version: int) -> None:
-    rate = directory.observe(account_id, shard, version)
-    if rate is not None and rate >= directory.settings.grow_at and directory.layout(account_id) is not None:
-        _grow(store, directory, account_id, shard, f"{rate:.0f} writes/s")
+def _grow_if_hot(store: AdmissionStore, directory: Directory, quota: Quota, shard: int, version: int) -> None:
+    rate = directory.observe(quota, shard, version)
+    if rate is not None and rate >= directory.settings.grow_at and directory.layout(quota) is not None:
+        _grow(store, directory, quota, shard, f"{rate:.0f} writes/s")
 
 
-def learn_layout(store: AdmissionStore, directory: Directory, account_id: str) -> tuple[int, int] | None:
+def learn_layout(store: AdmissionStore, directory: Directory, quota: Quota) -> tuple[int, int] | None:
     """The account's layout read from shard 0 (a read: shard 0 of a hot account is short of writes,
     not of reads), or what this process knew when the read fails."""
     try:
-        first = _account(store, account_id)
+        first = _account(store, quota)
     except StoreUnavailable:
-        return directory.layout(account_id)
-    directory.learn(account_id, first.active, first.span)
+        return directory.layout(quota)
+    directory.learn(quota, first.active, first.span)
     return first.active, first.span
 
 
-def _grow(store: AdmissionStore, directory: Directory, account_id: str, shard: int, why: str) -> None:
+def _grow(store: AdmissionStore, directory: Directory, quota: Quota, shard: int, why: str) -> None:
     """Double the account's active shards (up to max_shards). Growing is an optimisation: a
     failure here fails nothing."""
     try:
-        layout = directory.layout(account_id) or learn_layout(store, directory, account_id)
+        layout = directory.layout(quota) or learn_layout(store, directory, quota)
         if layout is None:
             return
         active, span = layout
         if active >= directory.settings.max_shards:
             return
         to = min(active * 2, directory.settings.max_shards)
-        grown = store.set_active(account_id, active, span, to)
+        grown = store.set_active(quota, active, span, to)
     except StoreUnavailable:
         return
     if grown:
-        logger.info("account %s: shard %d %s; %d -> %d shards", account_id, shard, why, active, to)
-        directory.learn(account_id, to, max(span, to))
+        logger.info("account %s: shard %d %s; %d -> %d shards", quota, shard, why, active, to)
+        directory.learn(quota, to, max(span, to))
     else:
         # Someone else changed the layout first: read it, rather than fall back to shard 0, whose
         # writes every process of a hot account would then share.
-        learn_layout(store, directory, account_id)
+        learn_layout(store, directory, quota)

@@ -3,7 +3,7 @@ of the accounts at every sweep). Pure: the reading is functions/adapters/audit_r
 
 `eventual` must equal the counted resource items; `best_effort` may lag the live resources by the
 writes in flight, never exceed them; `admitted` may exceed them by the writes in flight, never lag.
-An account is judged only on two identical consecutive views: no write landed between them.
+An account is judged only on two identical consecutive recounts: no write landed between them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from functions.core.model import Quota
+
 
 @dataclass(frozen=True)
-class AccountView:
-    account_id: str
+class Recount:
+    """An account's counters as stored, beside a recount of its resource items: one read of what
+    the audit judges (and what `ops account` shows)."""
+
+    quota: Quota
     limit: int
     best_effort_net: int  # signed, as stored
     admitted: int  # slots held by the admission check
@@ -54,7 +59,7 @@ class AccountView:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "limit": self.limit,
             "best_effort": {"net": self.best_effort_net, "clamped": self.best_effort},
             "admitted": self.admitted,
@@ -80,59 +85,59 @@ class AccountView:
 
 @dataclass(frozen=True)
 class AuditFinding:
-    account_id: str
+    quota: Quota
     # "exact", "drift", or "inconclusive" (written between every pair of reads: try again later)
     verdict: str
     problems: tuple[str, ...] = ()
-    view: AccountView | None = None
+    recount: Recount | None = None
 
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {
-            "account_id": self.account_id,
+            "account_id": self.quota.account_id,
             "verdict": self.verdict,
             "problems": list(self.problems),
         }
-        if self.view is not None:
-            found["account"] = self.view.to_json()
+        if self.recount is not None:
+            found["account"] = self.recount.to_json()
         return found
 
 
-def audit_problems(view: AccountView) -> list[str]:
-    """What an unchanged view of an account says is wrong, allowing for the writes in flight.
+def audit_problems(recount: Recount) -> list[str]:
+    """What an unchanged recount of an account says is wrong, allowing for the writes in flight.
 
     `eventual` must equal the counted resource items (each counting transaction flips a flag and
     moves the counter together). `best_effort` may lag the live resources by the writes in flight (a
     create counts after its put, a delete decrements before its soft delete), never exceed them;
     `admitted` may exceed them by the writes in flight, never lag."""
-    in_flight = view.creates_in_flight + view.deletes_in_flight
+    in_flight = recount.creates_in_flight + recount.deletes_in_flight
     problems = []
-    if view.eventual != view.counted:
-        problems.append(f"eventual {view.eventual} but {view.counted} counted resource items")
-    if view.best_effort_net > view.live:
-        problems.append(f"best effort {view.best_effort_net} above {view.live} live resources (overcount)")
-    elif view.best_effort_net < view.live - in_flight:
-        lost = view.live - in_flight - view.best_effort_net
+    if recount.eventual != recount.counted:
+        problems.append(f"eventual {recount.eventual} but {recount.counted} counted resource items")
+    if recount.best_effort_net > recount.live:
+        problems.append(f"best effort {recount.best_effort_net} above {recount.live} live resources (overcount)")
+    elif recount.best_effort_net < recount.live - in_flight:
+        lost = recount.live - in_flight - recount.best_effort_net
         problems.append(f"best effort {lost} below the live resources beyond the writes in flight (a heal fixes it)")
-    if view.admitted < view.live:
-        problems.append(f"admitted {view.admitted} below {view.live} live resources (the limit could be passed)")
-    elif view.admitted > view.live + in_flight:
-        held = view.admitted - view.live - in_flight
+    if recount.admitted < recount.live:
+        problems.append(f"admitted {recount.admitted} below {recount.live} live resources (the limit could be passed)")
+    elif recount.admitted > recount.live + in_flight:
+        held = recount.admitted - recount.live - in_flight
         problems.append(f"{held} slot(s) held beyond the writes in flight (a heal frees them)")
     return problems
 
 
-def audit(read_view: Callable[[], AccountView | None], account_id: str, attempts: int = 3) -> AuditFinding | None:
-    """Judge one account on two identical consecutive views (`read_view` reads one); None if the
-    account does not exist. One written between every pair of reads is inconclusive."""
-    before = read_view()
+def audit(read_recount: Callable[[], Recount | None], quota: Quota, attempts: int = 3) -> AuditFinding | None:
+    """Judge one quota on two identical consecutive recounts (`read_recount` reads one); None if
+    the account does not exist. One written between every pair of reads is inconclusive."""
+    before = read_recount()
     if before is None:
         return None
     for _ in range(attempts):
-        after = read_view()
+        after = read_recount()
         if after is None:
             return None
         if after == before:
             problems = tuple(audit_problems(after))
-            return AuditFinding(account_id, "drift" if problems else "exact", problems, after)
+            return AuditFinding(quota, "drift" if problems else "exact", problems, after)
         before = after
-    return AuditFinding(account_id, "inconclusive", (), before)
+    return AuditFinding(quota, "inconclusive", (), before)

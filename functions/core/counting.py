@@ -12,8 +12,9 @@ adapters (functions/adapters/resource_records.py). Either way the same rules app
   and counter_processed=true; a resource whose create was never counted is removed without
   touching the counter.
 
-Work is batched per account: a batch's tasks are folded to one action per resource, and one
-transaction per account applies up to 99 of them with one ADD of their net change to the counter.
+Work is batched per quota (an account's limit, functions/core/model.py): a batch's tasks are folded
+to one action per resource, and one transaction per quota applies up to 99 of them with one ADD of
+their net change to the counter.
 A cancelled transaction says, per action, why: a failed condition on an action's own item means
 that work is done already (or asks for the other removal), an action that was not the cause is
 sent again, and any other reason is retried later. Decisions read the structured
@@ -30,7 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from functions.core import schema
+from functions.core.errors import StoreUnavailable
+from functions.core.model import Quota
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,9 @@ MAX_ACTIONS_PER_TRANSACTION = 99
 SWEEP_PAGE = 1000
 # Transactions one chunk of actions may take before what is left is retried later.
 MAX_ROUNDS = 8
+# A busy account's eventual counter is spread over this many counter shards, read as their sum
+# (counter_shard): shard 0 lives in the account's partition, the others on keys of their own.
+EVENTUAL_COUNTER_SHARDS = 8
 
 
 class TaskKind(enum.Enum):
@@ -81,7 +86,7 @@ class Outcome(enum.Enum):
 @dataclass(frozen=True)
 class CountingTask:
     kind: TaskKind
-    account_id: str
+    quota: Quota
     resource_id: str
     # A removal's create was counted (True) or not (False) when the resource was soft-deleted; the
     # flag cannot change after that (a count requires deleted=false). None: not known.
@@ -122,12 +127,8 @@ class TransactionResult:
 COMMITTED = TransactionResult()
 
 
-class TransientStoreError(Exception):
-    """A call that failed as a whole (throttled, 5xx, network): retry the record later."""
-
-
 class CountingStore(Protocol):
-    def apply_actions(self, account_id: str, actions: Sequence[ResourceAction]) -> TransactionResult:
+    def apply_actions(self, quota: Quota, actions: Sequence[ResourceAction]) -> TransactionResult:
         """In one transaction: each action on its resource, in order, and one ADD of their net
         change to one of the account's eventual counter shards (none when it is 0): shard 0,
         unless an action's resource was admitted by an admission shard above 0 (counter_shard).
@@ -142,7 +143,7 @@ def counter_shard(actions: Sequence[ResourceAction]) -> int:
     busy = next((action for action in actions if action.shard > 0), None)
     if busy is None:
         return 0
-    return int.from_bytes(hashlib.sha256(busy.resource_id.encode()).digest()[:4], "big") % schema.COUNTER_SHARDS
+    return int.from_bytes(hashlib.sha256(busy.resource_id.encode()).digest()[:4], "big") % EVENTUAL_COUNTER_SHARDS
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ class ResourceRecord:
     """A resource's counting state as one record saw it: a stream record's new image, or the
     resource's entry in the pending index. A flag the record does not carry is None."""
 
-    account_id: str
+    quota: Quota
     resource_id: str
     deleted: bool | None = None
     counter_processed: bool | None = None
@@ -169,18 +170,18 @@ ItemRecord = tuple[str, ResourceRecord | None]
 def plan_record(record: ResourceRecord) -> CountingTask | None:
     """The task a resource record asks for, or None if it carries no counting work.
 
-    Mirrors schema.STREAM_FILTER_PATTERNS, because redriven ranges and the pending index were
-    never filtered."""
+    Mirrors the consumer's stream filter (functions/adapters/table_layout.py), because redriven
+    ranges and the pending index were never filtered."""
     if record.deleted:
         return CountingTask(
             TaskKind.REMOVE_DELETED,
-            record.account_id,
+            record.quota,
             record.resource_id,
             counted=record.counter_processed,
             shard=record.shard,
         )
     if record.counter_processed is False:
-        return CountingTask(TaskKind.COUNT_CREATE, record.account_id, record.resource_id, shard=record.shard)
+        return CountingTask(TaskKind.COUNT_CREATE, record.quota, record.resource_id, shard=record.shard)
     return None
 
 
@@ -212,40 +213,40 @@ def decide_action(kind: ActionKind, reason: CancellationReason) -> Outcome | Act
 
 
 def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Outcome]:
-    """Apply tasks, batched per account; returns each task's outcome, in order.
+    """Apply tasks, batched per quota; returns each task's outcome, in order.
 
     Folded first, because no item may appear twice in one transaction: duplicates (replays,
     redeliveries) collapse, and a removal supersedes the count of the same resource's create (the
     removal subtracts it or not, by its flag; a create cannot follow its removal in one batch, the
     tombstone holds its key)."""
-    planned: dict[tuple[str, str], ActionKind] = {}
-    shards: dict[tuple[str, str], int] = {}
+    planned: dict[tuple[Quota, str], ActionKind] = {}
+    shards: dict[tuple[Quota, str], int] = {}
     for task in tasks:
-        key = (task.account_id, task.resource_id)
+        key = (task.quota, task.resource_id)
         shards[key] = max(shards.get(key, 0), task.shard)
         if task.kind is TaskKind.REMOVE_DELETED:
             # When not known, the counted removal is tried first; a cancellation tells otherwise.
             planned[key] = ActionKind.REMOVE_UNCOUNTED if task.counted is False else ActionKind.REMOVE_COUNTED
         else:
             planned.setdefault(key, ActionKind.COUNT_CREATE)
-    by_account: dict[str, dict[str, ActionKind]] = {}
-    for (account_id, resource_id), kind in planned.items():
-        by_account.setdefault(account_id, {})[resource_id] = kind
-    outcomes: dict[tuple[str, str], Outcome] = {}
-    for account_id, actions in by_account.items():
+    by_quota: dict[Quota, dict[str, ActionKind]] = {}
+    for (quota, resource_id), kind in planned.items():
+        by_quota.setdefault(quota, {})[resource_id] = kind
+    outcomes: dict[tuple[Quota, str], Outcome] = {}
+    for quota, actions in by_quota.items():
         resource_ids = list(actions)
         for start in range(0, len(resource_ids), MAX_ACTIONS_PER_TRANSACTION):
             chunk = {rid: actions[rid] for rid in resource_ids[start : start + MAX_ACTIONS_PER_TRANSACTION]}
-            admitted_by = {rid: shards[(account_id, rid)] for rid in chunk}
-            for resource_id, outcome in _apply_chunk(store, account_id, chunk, admitted_by).items():
-                outcomes[(account_id, resource_id)] = outcome
-    return [outcomes[(task.account_id, task.resource_id)] for task in tasks]
+            admitted_by = {rid: shards[(quota, rid)] for rid in chunk}
+            for resource_id, outcome in _apply_chunk(store, quota, chunk, admitted_by).items():
+                outcomes[(quota, resource_id)] = outcome
+    return [outcomes[(task.quota, task.resource_id)] for task in tasks]
 
 
 def _apply_chunk(
-    store: CountingStore, account_id: str, pending: dict[str, ActionKind], admitted_by: Mapping[str, int]
+    store: CountingStore, quota: Quota, pending: dict[str, ActionKind], admitted_by: Mapping[str, int]
 ) -> dict[str, Outcome]:
-    """One account's actions, one transaction per round, until each has an outcome."""
+    """One quota's actions, one transaction per round, until each has an outcome."""
     outcomes: dict[str, Outcome] = {}
     switches: Counter[str] = Counter()
     for _ in range(MAX_ROUNDS):
@@ -253,9 +254,9 @@ def _apply_chunk(
             break
         actions = [ResourceAction(kind, resource_id, admitted_by[resource_id]) for resource_id, kind in pending.items()]
         try:
-            result = store.apply_actions(account_id, actions)
-        except TransientStoreError as error:
-            logger.warning("transient store error on %d action(s) of %s: %s", len(actions), account_id, error)
+            result = store.apply_actions(quota, actions)
+        except StoreUnavailable as error:  # the records are retried later
+            logger.warning("store unavailable for %d action(s) of %s: %s", len(actions), quota, error)
             break
         if result.committed:
             outcomes.update((action.resource_id, Outcome.APPLIED) for action in actions)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from functions.core.model import Quota
+
 
 class DomainError(Exception):
     """An outcome the caller must hear about; `code` is the stable machine-readable name."""
@@ -12,22 +17,22 @@ class DomainError(Exception):
 class AccountNotFound(DomainError):
     code = "AccountNotFound"
 
-    def __init__(self, account_id: str) -> None:
-        super().__init__(f"account {account_id!r} does not exist")
+    def __init__(self, quota: Quota) -> None:
+        super().__init__(f"account {quota.account_id!r} does not exist")
 
 
 class ResourceNotFound(DomainError):
     code = "ResourceNotFound"
 
-    def __init__(self, account_id: str, resource_id: str) -> None:
-        super().__init__(f"resource {resource_id!r} does not exist in account {account_id!r}")
+    def __init__(self, quota: Quota, resource_id: str) -> None:
+        super().__init__(f"resource {resource_id!r} does not exist in account {quota.account_id!r}")
 
 
 class LimitExceeded(DomainError):
     code = "LimitExceeded"
 
-    def __init__(self, account_id: str, limit: int) -> None:
-        super().__init__(f"account {account_id!r} has reached its limit of {limit} resources")
+    def __init__(self, quota: Quota, limit: int) -> None:
+        super().__init__(f"account {quota.account_id!r} has reached its limit of {limit} resources")
         self.limit = limit
 
 
@@ -72,17 +77,24 @@ class InvalidCursor(DomainError):
 class PreconditionFailed(DomainError):
     code = "PreconditionFailed"
 
-    def __init__(self, account_id: str, version: int | None) -> None:
+    def __init__(self, quota: Quota, version: int | None) -> None:
         now = "does not exist" if version is None else f'is at ETag "{version}"'
-        super().__init__(f"account {account_id} {now}, not what If-Match asks for; read it and retry")
+        super().__init__(f"account {quota.account_id} {now}, not what If-Match asks for; read it and retry")
 
 
 class StoreUnavailable(Exception):
-    """DynamoDB did not complete a call after the adapter's retries (throttling, 5xx, network).
+    """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 
-    Not a DomainError: callers see a plain retryable 503, never DynamoDB's own error.
+    One type for every flow, because it means one thing: the store failed this call, and the same
+    call later may succeed. What to do about it is each caller's: the API answers a plain
+    retryable 503 (not a DomainError: callers never see DynamoDB's own error), the counting path
+    leaves the record to be retried later (a batch item failure, the redrive, the next sweep), and
+    a sweep, a heal or an operator's command fails and is run again.
+
     `may_have_landed` is False only when the write certainly did not happen (a 4xx such as
-    throttling, or a connection never made), so the caller may undo what preceded it.
+    throttling, or a connection never made), so the API flows may undo what preceded it. The
+    counting path needs no such answer: its writes are conditional transactions that a retry
+    applies at most once, landed or not.
     """
 
     def __init__(self, message: str, *, may_have_landed: bool, throttled: bool = False) -> None:

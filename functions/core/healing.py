@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from functions.core import schema
 from functions.core.admission import ShardState
 from functions.core.leases import (
     DEFAULT_TOMBSTONE_RETENTION,
@@ -42,6 +40,7 @@ from functions.core.leases import (
     settle_dead_leases,
     taken_before,
 )
+from functions.core.model import Quota
 
 logger = logging.getLogger(__name__)
 
@@ -89,15 +88,15 @@ class HealResult:
 
 
 class HealingStore(DeadLeaseStore, Protocol):
-    def read_account_state(self, account_id: str) -> tuple[AccountState, int] | None:
+    def read_account_state(self, quota: Quota) -> tuple[AccountState, int] | None:
         """The account item and the eventual counter; None if there is no such account."""
         ...
 
-    def has_pending_work(self, account_id: str) -> bool:
+    def has_pending_work(self, quota: Quota) -> bool:
         """Any resource uncounted or soft-deleted."""
         ...
 
-    def apply_heal(self, account_id: str, state: AccountState, plan: HealPlan, now: str) -> bool:
+    def apply_heal(self, quota: Quota, state: AccountState, plan: HealPlan, now: str) -> bool:
         """Write the plan if no shard's `version` moved since `state` was read; False otherwise.
         Setting `admitted` folds the shards back into shard 0 (the account is quiet)."""
         ...
@@ -115,49 +114,49 @@ def plan_heal(state: AccountState, eventual: int, now: datetime, quiet: timedelt
 
 
 def resolve_dead_leases(
-    store: DeadLeaseStore, account_id: str, state: AccountState, now: datetime, quiet: timedelta, retention: timedelta
+    store: DeadLeaseStore, quota: Quota, state: AccountState, now: datetime, quiet: timedelta, retention: timedelta
 ) -> int:
     """Settle every lease older than `quiet`; returns how many there were (settled now, or by an
     earlier attempt of the same write whose answer was lost)."""
     dead = taken_before(state.leases, iso_timestamp(now - quiet))
-    settled = settle_dead_leases(store, account_id, dead, expired_before=iso_timestamp(now - retention))
+    settled = settle_dead_leases(store, quota, dead, expired_before=iso_timestamp(now - retention))
     if settled:
-        logger.info("settled %d dead leases of %d on %s", settled, len(dead), account_id)
+        logger.info("settled %d dead leases of %d on %s", settled, len(dead), quota)
     return len(dead)
 
 
 def heal_account(
     store: HealingStore,
-    account_id: str,
+    quota: Quota,
     now: datetime,
     quiet: timedelta,
     retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
     first_read: tuple[AccountState, int] | None = None,
 ) -> HealResult:
     """Heal one account; `first_read` is its state if the caller has just read it (the sweeper)."""
-    read = first_read if first_read is not None else store.read_account_state(account_id)
+    read = first_read if first_read is not None else store.read_account_state(quota)
     if read is None:
         return HealResult(HealOutcome.NOT_FOUND)
     before = read[0]  # what the heal found, reported as it was before any lease was settled
-    settled = resolve_dead_leases(store, account_id, before, now, quiet, retention)
+    settled = resolve_dead_leases(store, quota, before, now, quiet, retention)
     if settled:
-        read = store.read_account_state(account_id)
+        read = store.read_account_state(quota)
         if read is None:
             return HealResult(HealOutcome.NOT_FOUND)
     state, eventual = read
     # A delete in flight has decremented best-effort and may still soft-delete or give it back.
     deleting = any(lease.kind is LeaseKind.DELETION for lease in state.leases)
-    if deleting or store.has_pending_work(account_id):
+    if deleting or store.has_pending_work(quota):
         return HealResult(HealOutcome.PENDING_WORK, before, eventual)
     # Read again: the eventual counter read first may still have counted a soft-deleted resource
     # that the consumer removed before the pending check. Unchanged reads on both sides of the
     # check mean nothing moved while we looked.
-    if store.read_account_state(account_id) != read:
+    if store.read_account_state(quota) != read:
         return HealResult(HealOutcome.BUSY, before, eventual)
     plan = plan_heal(state, eventual, now, quiet)
     if plan is None:
         return HealResult(HealOutcome.HEALED if settled else HealOutcome.EXACT, before, eventual)
-    if not store.apply_heal(account_id, state, plan, iso_timestamp(now)):
+    if not store.apply_heal(quota, state, plan, iso_timestamp(now)):
         return HealResult(HealOutcome.BUSY, before, eventual, plan)
     return HealResult(HealOutcome.HEALED, before, eventual, plan)
 
@@ -176,10 +175,3 @@ def last_write_stamp(now: str) -> str:
     moment = parse_timestamp(now)
     floor = moment.replace(second=0, microsecond=0)
     return iso_timestamp(floor if floor == moment else floor + STAMP_ROUNDING)
-
-
-def last_write_of(account: Mapping[str, Any]) -> str | None:
-    """An account item's last API write time: `last_write_exact`, or `last_write_at` on an item
-    written before the stamp was rounded (it carries the exact time there); None if neither."""
-    written = account.get(schema.LAST_WRITE_EXACT_ATTRIBUTE, account.get(schema.LAST_WRITE_ATTRIBUTE))
-    return None if written is None else str(written)

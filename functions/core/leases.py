@@ -27,10 +27,9 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from functions.core import schema
-from functions.core.model import Resource
+from functions.core.model import Quota, Resource
 
 # How long a counted delete's tombstone keeps its request's token. A tombstone outlives every lease
 # it may have to answer for by far (24 h against a minute); a lease older than the retention (a heal
@@ -44,12 +43,6 @@ class LeaseKind(enum.Enum):
     DELETION = "deletion"  # a delete's best-effort decrement, taken before the soft delete
 
 
-_PREFIXES = {
-    LeaseKind.RESERVATION: schema.RESERVATION_LEASE_PREFIX,
-    LeaseKind.DELETION: schema.DELETION_LEASE_PREFIX,
-}
-
-
 @dataclass(frozen=True)
 class Lease:
     kind: LeaseKind
@@ -58,38 +51,18 @@ class Lease:
     taken_at: str  # ISO 8601, UTC
     shard: int = 0  # the admission shard whose item holds it (functions/core/admission.py)
 
-    @property
-    def attribute(self) -> str:
-        return f"{_PREFIXES[self.kind]}{self.token}"
-
-    @property
-    def value(self) -> str:
-        return f"{self.resource_id} {self.taken_at}"
-
 
 def new_token() -> str:
     """A request's token: 64 random bits, short because it is part of an attribute name."""
     return secrets.token_hex(8)
 
 
-def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
-    """The leases held on an account or shard item (plain attributes), oldest first."""
-    found = []
-    for name, value in item.items():
-        for kind, prefix in _PREFIXES.items():
-            if name.startswith(prefix) and isinstance(value, str) and " " in value:
-                resource_id, taken_at = value.split(" ", 1)
-                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
-    return in_order(found)
-
-
 def in_order(held: Iterable[Lease]) -> tuple[Lease, ...]:
-    """Leases oldest first (ties by name, then shard), as every reader lists them."""
-    return tuple(sorted(held, key=lambda lease: (lease.taken_at, lease.attribute, lease.shard)))
-
-
-def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
-    return bool(item) and item.get(lease.attribute) == lease.value  # type: ignore[union-attr]
+    """Leases oldest first (ties: deletions first, then by token, then by shard), as every reader
+    lists them."""
+    return tuple(
+        sorted(held, key=lambda lease: (lease.taken_at, lease.kind is LeaseKind.RESERVATION, lease.token, lease.shard))
+    )
 
 
 class Settled(enum.Enum):
@@ -147,17 +120,17 @@ def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settle
 
 
 class DeadLeaseStore(Protocol):
-    def get_resources(self, account_id: str, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
+    def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> Mapping[str, Resource]:
         """The resources or tombstones that exist among `resource_ids`, by id (strongly consistent)."""
         ...
 
-    def settle_together(self, account_id: str, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
+    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
         """Remove the shard's leases and apply their settlements in one write, once (those another
         writer settled first are left out); returns how many this call settled."""
         ...
 
 
-def settle_dead_leases(store: DeadLeaseStore, account_id: str, dead: Sequence[Lease], expired_before: str) -> int:
+def settle_dead_leases(store: DeadLeaseStore, quota: Quota, dead: Sequence[Lease], expired_before: str) -> int:
     """Settle `dead` leases (taken longer ago than any request runs), each as its resource item
     says: one read of every resource, and one write per shard for all of that shard's leases, so
     a shard carrying many costs one write of its size, not one per lease. A lease taken before
@@ -165,9 +138,9 @@ def settle_dead_leases(store: DeadLeaseStore, account_id: str, dead: Sequence[Le
     this call settled (another writer may have settled some first)."""
     if not dead:
         return 0
-    resources = store.get_resources(account_id, {lease.resource_id for lease in dead})
+    resources = store.get_resources(quota, {lease.resource_id for lease in dead})
     by_shard: dict[int, dict[Lease, Settlement]] = {}
     for lease in dead:
         settlement = resolution(lease, resources.get(lease.resource_id), expired=lease.taken_at < expired_before)
         by_shard.setdefault(lease.shard, {})[lease] = settlement
-    return sum(store.settle_together(account_id, shard, found) for shard, found in sorted(by_shard.items()))
+    return sum(store.settle_together(quota, shard, found) for shard, found in sorted(by_shard.items()))

@@ -20,17 +20,45 @@ IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spa
 # the same resource, so the resource's conditional create is itself the idempotency check.
 _IDEMPOTENT_ID_NAMESPACE = uuid.UUID("6f3c5d1e-2a4b-4c8d-9e0f-1a2b3c4d5e6f")
 
+# The resource type of every limit today: an account has one limit, of this type.
+DEFAULT_RESOURCE_TYPE = "default"
+
+
+@dataclass(frozen=True, order=True)
+class Quota:
+    """One limit of an account: the account and the resource type it limits. Every flow's limit,
+    counters, shards, resources and heal are a quota's; the tenant (its rate limit, who may call)
+    is the account."""
+
+    account_id: str
+    resource_type: str = DEFAULT_RESOURCE_TYPE
+
+    def __str__(self) -> str:
+        """As logs and operators name it: the account, and the type when it is not the default."""
+        default = self.resource_type == DEFAULT_RESOURCE_TYPE
+        return self.account_id if default else f"{self.account_id}/{self.resource_type}"
+
+
+def require_default_type(quota: Quota) -> None:
+    """Until an account has several limits (issue 29), every quota is of the default type."""
+    if quota.resource_type != DEFAULT_RESOURCE_TYPE:
+        raise NotImplementedError(f"resource type {quota.resource_type!r}: only the default type exists (issue 29)")
+
 
 @dataclass(frozen=True)
 class Usage:
-    """An account's limit and both counters, read together with strong consistency."""
+    """A quota's limit and both counters, read together with strong consistency."""
 
-    account_id: str
+    quota: Quota
     limit: int
     best_effort_net: int  # signed: a delete's decrement may land before its create's increment
     eventual: int
     rate: TenantRate | None = None  # the account's own rate limit; None: the stack's default
     limit_version: int = 0  # bumped by each limit change: the account's ETag
+
+    @property
+    def account_id(self) -> str:
+        return self.quota.account_id
 
     @property
     def best_effort(self) -> int:
@@ -62,7 +90,7 @@ class NewResource:
 
 @dataclass(frozen=True)
 class Resource:
-    account_id: str
+    quota: Quota  # the limit that admitted it
     resource_id: str
     name: str
     attributes: dict[str, Any]
@@ -75,6 +103,10 @@ class Resource:
     tombstone: bool = False  # counted and removed: only the key, tokens and fingerprint remain
     shard: int = 0  # the admission shard that admitted it, and releases it (functions/core/admission.py)
     expires_at: int = 0  # a tombstone's end, epoch seconds: its key is free again after it
+
+    @property
+    def account_id(self) -> str:
+        return self.quota.account_id
 
     def expired(self, now_epoch: int) -> bool:
         """A tombstone past its retention, which TTL has not removed yet (it may take days): its
@@ -107,8 +139,10 @@ class PageBudget:
         return items
 
 
-def idempotent_resource_id(account_id: str, idempotency_key: str) -> str:
-    return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{account_id}\n{idempotency_key}"))
+def idempotent_resource_id(quota: Quota, idempotency_key: str) -> str:
+    """The resource an Idempotency-Key names in a quota: always the same one."""
+    require_default_type(quota)
+    return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{quota.account_id}\n{idempotency_key}"))
 
 
 def random_resource_id() -> str:

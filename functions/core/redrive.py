@@ -56,7 +56,7 @@ class RedriveResult:
 
 
 def redrive(
-    batch: StreamBatchInfo, reader: StreamRangeReader, store: CountingStore, pending: PendingSource
+    batch: StreamBatchInfo, *, reader: StreamRangeReader, counting: CountingStore, pending: PendingSource
 ) -> RedriveResult:
     try:
         records = reader.read_range(batch)
@@ -64,15 +64,15 @@ def redrive(
         # The range's records cannot be named any more, so all pending work is applied instead.
         # Work that still fails stays in the pending index, where the scheduled sweeper retries it
         # and reports it. Failing this message would only move an unrelated range to DLQ 2.
-        return RedriveResult("sweep", process_pending(store, pending.pending_records(None)))
-    report = process_records(store, records)
+        return RedriveResult("sweep", process_pending(counting, pending.pending_records(None)))
+    report = process_records(counting, records)
     for _ in range(REDRIVE_PASSES - 1):
         if not report.failed:
             break
         # A range holds up to BatchSize records, and a few of them failing a pass (a conflict,
         # throttling) would otherwise send the whole range around SQS again.
         failed = set(report.failed)
-        again = process_records(store, [(item_id, record) for item_id, record in records if item_id in failed])
+        again = process_records(counting, [(item_id, record) for item_id, record in records if item_id in failed])
         report.outcomes.update(again.outcomes)
         report.failed = again.failed
         report.creates_done.extend(again.creates_done)

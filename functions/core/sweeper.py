@@ -7,8 +7,9 @@
 3. It settles the dead leases of busy accounts, which never go quiet: a create that died between
    reserving its slot and putting its resource gets its slot back within `quiet` plus one sweep
    period, however busy the account (docs/healing.md).
-4. It audits one activity bucket's accounts (functions/core/audit.py), the next bucket at the next
-   sweep: every account about twice a day, and drift from its items shows as a metric and an alarm.
+4. It audits one slice of the accounts (functions/core/audit.py; a slice is an activity bucket's
+   accounts), the next slice at the next sweep: every account about twice a day, and drift from
+   its items shows as a metric and an alarm.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
 
-from functions.core import schema
-from functions.core.audit import AccountView, AuditFinding, audit
+from functions.core.audit import AuditFinding, Recount, audit
 from functions.core.counting import BatchReport, CountingStore, process_pending
 from functions.core.healing import (
     AccountState,
@@ -31,26 +31,30 @@ from functions.core.healing import (
     resolve_dead_leases,
 )
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION, iso_timestamp, parse_timestamp
+from functions.core.model import Quota
 from functions.core.redrive import PendingSource
 
 
 class AuditSource(Protocol):
-    def accounts_in_bucket(self, index: int) -> Iterable[str]: ...
+    def quotas_in_slice(self, number: int) -> Iterable[Quota]:
+        """The quotas of audit slice `number`: every quota is in one slice, and the slices repeat
+        (slice n + the number of slices is slice n again)."""
+        ...
 
-    def account_view(self, account_id: str) -> AccountView | None: ...
+    def recount(self, quota: Quota) -> Recount | None: ...
 
 
-# Each sweep audits the accounts of one activity bucket, in turn.
+# Each sweep audits the accounts of one slice, the next slice at the next sweep.
 AUDIT_SLICE = timedelta(minutes=5)
 
 
 class ActivitySource(Protocol):
-    def accounts_written_since(self, written_after: str) -> Iterable[str]:
-        """Accounts whose last API write (rounded up to the minute) is at or after that time, and
+    def quotas_written_since(self, written_after: str) -> Iterable[Quota]:
+        """Quotas whose last API write (rounded up to the minute) is at or after that time, and
         not healed or checked since."""
         ...
 
-    def record_checked(self, account_id: str, state: AccountState, now: str) -> bool: ...
+    def record_checked(self, quota: Quota, state: AccountState, now: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class SweepReport:
 
 
 def sweep(
+    *,
     counting: CountingStore,
     pending: PendingSource,
     healing: HealingStore,
@@ -80,6 +85,8 @@ def sweep(
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
     audits: AuditSource | None = None,
 ) -> SweepReport:
+    """One sweep at `now`: `counting` applies what `pending` finds, `healing` heals the accounts
+    `activity` finds, and, given `audits`, one slice of the accounts is audited."""
     report = SweepReport()
     cutoff = iso_timestamp(now - settings.pending_older_than)
     report.pending = process_pending(counting, pending.pending_records(cutoff))
@@ -89,20 +96,18 @@ def sweep(
     # with its leases, tells a quiet account (healed) from a busy one (only its dead leases settled:
     # each is one conditional write on its shard, as its own request's settle would have been, so
     # it needs no quiet period; the rest of a heal does).
-    for account_id in activity.accounts_written_since(iso_timestamp(now - settings.lookback)):
-        read = healing.read_account_state(account_id)
+    for quota in activity.quotas_written_since(iso_timestamp(now - settings.lookback)):
+        read = healing.read_account_state(quota)
         if read is None:
             report.heals[HealOutcome.NOT_FOUND] += 1
             continue
         if now - parse_timestamp(read[0].last_write_at) < settings.quiet:
             report.busy_accounts += 1
-            report.dead_leases += resolve_dead_leases(
-                healing, account_id, read[0], now, settings.quiet, tombstone_retention
-            )
+            report.dead_leases += resolve_dead_leases(healing, quota, read[0], now, settings.quiet, tombstone_retention)
             continue
-        result = heal_account(healing, account_id, now, settings.quiet, tombstone_retention, read)
+        result = heal_account(healing, quota, now, settings.quiet, tombstone_retention, read)
         if result.outcome is HealOutcome.EXACT and result.before is not None:
-            activity.record_checked(account_id, result.before, iso_timestamp(now))
+            activity.record_checked(quota, result.before, iso_timestamp(now))
         report.heals[result.outcome] += 1
     if audits is not None:
         audit_slice(audits, now, report)
@@ -110,10 +115,9 @@ def sweep(
 
 
 def audit_slice(audits: AuditSource, now: datetime, report: SweepReport) -> None:
-    """Audit the accounts of this sweep's activity bucket (read-only: `ops audit --repair` repairs)."""
-    bucket = int(now.timestamp() // AUDIT_SLICE.total_seconds()) % schema.ACTIVITY_BUCKET_COUNT
-    for account_id in sorted(audits.accounts_in_bucket(bucket)):
-        finding = audit(partial(audits.account_view, account_id), account_id)
+    """Audit the accounts of this sweep's slice (read-only: `ops audit --repair` repairs)."""
+    for quota in sorted(audits.quotas_in_slice(int(now.timestamp() // AUDIT_SLICE.total_seconds()))):
+        finding = audit(partial(audits.recount, quota), quota)
         if finding is None:
             continue
         report.audits[finding.verdict] += 1

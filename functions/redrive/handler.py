@@ -25,7 +25,7 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 def redrive_message(record: SQSRecord, clients: Clients) -> str:
     batch = parse_failure_message(record.body)
     store = clients.counting_store
-    result = redrive(batch, clients.stream_reader, store, store)
+    result = redrive(batch, reader=clients.stream_reader, counting=store, pending=store)
     metrics.add_metric(name=f"Redriven{result.source.title()}", unit=MetricUnit.Count, value=1)
     log_outcomes(
         "range redriven",

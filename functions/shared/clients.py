@@ -20,7 +20,9 @@ import boto3
 from botocore.config import Config
 
 from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.audit_reads import DynamoAuditReads
 from functions.adapters.counting_store import DynamoCountingStore
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import watch_attempts
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.rate_windows import DynamoWindowStore
@@ -77,12 +79,17 @@ class Clients:
         return self._once("dynamodb", lambda: watch_attempts(self._client("dynamodb")))
 
     @property
+    def table(self) -> DynamoTable:
+        """The table, through the DynamoDB client: what every store is built on."""
+        return self._once("table", lambda: DynamoTable(self.dynamodb, self.settings.table_name))
+
+    @property
     def streams(self) -> Any:
         return self._once("streams", lambda: self._client("dynamodbstreams"))
 
     @property
     def api_store(self) -> DynamoApiStore:
-        return self._once("api_store", lambda: DynamoApiStore(self.dynamodb, self.settings.table_name))
+        return self._once("api_store", lambda: DynamoApiStore(self.table))
 
     @property
     def shard_directory(self) -> Directory:
@@ -95,7 +102,7 @@ class Clients:
         return self._once(
             "tenant_limiter",
             lambda: TenantLimiter(
-                DynamoWindowStore(self.dynamodb, self.settings.table_name),
+                DynamoWindowStore(self.table),
                 self.settings.tenant_rate,
                 clock_ms=self.clock.epoch_ms,
                 requests_per_part=self.settings.rate_part_requests,
@@ -106,14 +113,16 @@ class Clients:
     def counting_store(self) -> DynamoCountingStore:
         return self._once(
             "counting_store",
-            lambda: DynamoCountingStore(
-                self.dynamodb, self.settings.table_name, self.clock, self.settings.tombstone_retention
-            ),
+            lambda: DynamoCountingStore(self.table, self.clock, self.settings.tombstone_retention),
         )
 
     @property
     def healing_store(self) -> DynamoHealingStore:
-        return self._once("healing_store", lambda: DynamoHealingStore(self.dynamodb, self.settings.table_name))
+        return self._once("healing_store", lambda: DynamoHealingStore(self.table))
+
+    @property
+    def audit_reads(self) -> DynamoAuditReads:
+        return self._once("audit_reads", lambda: DynamoAuditReads(self.table))
 
     @property
     def stream_reader(self) -> DynamoStreamReader:

@@ -18,11 +18,15 @@ from functions.shared.observability import logger, metrics, tracer
 
 
 def run_sweep(clients: Clients) -> SweepReport:
-    counting = clients.counting_store
-    healing = clients.healing_store
-    settings = clients.settings
     return sweep(
-        counting, counting, healing, healing, clients.clock.now(), settings.sweep, settings.tombstone_retention, healing
+        counting=clients.counting_store,
+        pending=clients.counting_store,
+        healing=clients.healing_store,
+        activity=clients.healing_store,
+        audits=clients.audit_reads,
+        now=clients.clock.now(),
+        settings=clients.settings.sweep,
+        tombstone_retention=clients.settings.tombstone_retention,
     )
 
 
@@ -50,7 +54,9 @@ def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | No
     metrics.add_metric(name="AuditDrift", unit=MetricUnit.Count, value=report.audits["drift"])
     metrics.add_metric(name="AuditInconclusive", unit=MetricUnit.Count, value=report.audits["inconclusive"])
     for finding in report.drifted:
-        logger.warning("audit found drift", extra={"account": finding.account_id, "problems": list(finding.problems)})
+        logger.warning(
+            "audit found drift", extra={"account": finding.quota.account_id, "problems": list(finding.problems)}
+        )
     for outcome, count in report.heals.items():
         metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
     result = summary(report)

@@ -14,10 +14,12 @@ from datetime import timedelta
 import pytest
 
 from functions.core.healing import HealOutcome, heal_account
-from functions.core.model import idempotent_resource_id
+from functions.core.model import Quota, idempotent_resource_id
 from tests.handler.conftest import Harness
 from tests.support.faults import API_WRITES, Faults, dynamodb_error
 from tests.support.truth import AccountTruth
+
+ACME = Quota("acme")
 
 
 def exact(harness: Harness, account_id: str, live: int) -> AccountTruth:
@@ -92,7 +94,7 @@ def test_a_put_that_landed_is_created_even_if_deleted_and_removed_before_the_ret
     put found no item and put the resource back: a deleted resource came back to life.)"""
     api = harness.api
     api.put_account("acme", 5)
-    resource_id = idempotent_resource_id("acme", "k1")
+    resource_id = idempotent_resource_id(ACME, "k1")
 
     def delete_and_count() -> None:
         assert api.delete("acme", resource_id).status == 204
@@ -249,7 +251,7 @@ def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_
         "UpdateItem", lambda p: "heal_epoch" in faults.expression(p), lambda: api.create("acme", "meanwhile")
     )
     quiet = timedelta(hours=1)  # the lease is fresh: only best-effort is healed
-    assert heal_account(harness.clients.healing_store, "acme", harness.clock.now(), quiet).outcome is HealOutcome.HEALED
+    assert heal_account(harness.clients.healing_store, ACME, harness.clock.now(), quiet).outcome is HealOutcome.HEALED
     assert landed == [1]
     harness.check_invariants()
 
@@ -263,7 +265,7 @@ def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness, faults
     # A heal settles a shard's dead leases together (`REMOVE #l0, ...`).
     landed = faults.lands_then_500("UpdateItem", lambda p: "REMOVE #l0" in faults.expression(p))
     later = harness.clock.now() + timedelta(minutes=2)  # the lease is older than `quiet`: its request is over
-    outcome = heal_account(harness.clients.healing_store, "acme", later, timedelta(seconds=60)).outcome
+    outcome = heal_account(harness.clients.healing_store, ACME, later, timedelta(seconds=60)).outcome
     assert outcome in (HealOutcome.EXACT, HealOutcome.HEALED)
     assert landed == [1]
     exact(harness, "acme", live=0)
@@ -307,7 +309,7 @@ def test_a_late_keyed_create_after_its_retry_succeeded_and_the_resource_was_remo
     and created the resource again.)"""
     api = harness.api
     api.put_account("acme", 2)
-    resource_id = idempotent_resource_id("acme", "k1")
+    resource_id = idempotent_resource_id(ACME, "k1")
     retry: list[int] = []
     held = {"first": True}
 

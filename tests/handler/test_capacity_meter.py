@@ -7,10 +7,14 @@ import pytest
 from botocore.exceptions import ClientError
 
 from benchmarks.capacity_meter import CapacityMeter
+from functions.adapters import table_layout
 from functions.adapters.api_store import DynamoApiStore
-from functions.core import accounts, schema
-from functions.core.model import NewResource
+from functions.adapters.dynamo_table import DynamoTable
+from functions.core import accounts
+from functions.core.model import NewResource, Quota
 from tests.conftest import System
+
+ACME = Quota("acme")
 
 
 @pytest.fixture
@@ -19,7 +23,7 @@ def meter(system: System) -> CapacityMeter:
 
 
 def key(pk: str, sk: str) -> dict[str, dict[str, str]]:
-    return {schema.PARTITION_KEY: {"S": pk}, schema.SORT_KEY: {"S": sk}}
+    return {table_layout.PARTITION_KEY: {"S": pk}, table_layout.SORT_KEY: {"S": sk}}
 
 
 def test_a_put_of_two_and_a_half_kilobytes_is_three_write_units(system: System, meter: CapacityMeter) -> None:
@@ -68,8 +72,8 @@ def test_an_update_moving_an_item_between_index_keys_writes_the_index_twice(
 ) -> None:
     account = {
         **key("A#1", "ACCOUNT"),
-        schema.ACTIVITY_BUCKET_ATTRIBUTE: {"S": "7"},
-        schema.LAST_WRITE_ATTRIBUTE: {"S": "2026-11-23T10:00:00.000Z"},
+        table_layout.ACTIVITY_BUCKET: {"S": "7"},
+        table_layout.LAST_WRITE: {"S": "2026-11-23T10:00:00.000Z"},
     }
     system.dynamodb.put_item(TableName=system.table, Item=account)
     with meter.operation("touch") as usage:
@@ -77,10 +81,10 @@ def test_an_update_moving_an_item_between_index_keys_writes_the_index_twice(
             TableName=system.table,
             Key=key("A#1", "ACCOUNT"),
             UpdateExpression="SET #at = :now",
-            ExpressionAttributeNames={"#at": schema.LAST_WRITE_ATTRIBUTE},
+            ExpressionAttributeNames={"#at": table_layout.LAST_WRITE},
             ExpressionAttributeValues={":now": {"S": "2026-11-23T10:00:01.000Z"}},
         )
-    index_place = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
+    index_place = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
     assert usage.wcu == {(system.table, "A#1"): 1, (index_place, "7"): 2}
 
 
@@ -99,15 +103,15 @@ def test_reads_are_billed_by_consistency(system: System, meter: CapacityMeter) -
 def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: System, meter: CapacityMeter) -> None:
     """Account writes stamp last_write_at rounded up to the minute (docs/healing.md): within one
     minute a busy account's creates write no index entry; the next minute's first write moves it."""
-    store = DynamoApiStore(system.dynamodb, system.table)
+    store = DynamoApiStore(DynamoTable(system.dynamodb, system.table))
     accounts.put_account(
-        store, "acme", accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
+        store, ACME, accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
     )
-    index = f"{system.table} index {schema.ACTIVITY_INDEX_NAME}"
+    index = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
 
     def create_at(now: str) -> float:
         with meter.operation(now) as usage:
-            accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: now)
+            accounts.create_resource(store, ACME, NewResource("vm"), None, lambda: now)
         return sum(units for (place, _), units in usage.wcu.items() if place == index)
 
     assert create_at("2026-11-23T12:00:10.000Z") == 0
@@ -128,27 +132,27 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     from tests.support.stream import StreamTap, process_stream_records
 
     store, counting = (
-        DynamoApiStore(system.dynamodb, system.table),
-        DynamoCountingStore(system.dynamodb, system.table, system.clock),
+        DynamoApiStore(DynamoTable(system.dynamodb, system.table)),
+        DynamoCountingStore(DynamoTable(system.dynamodb, system.table), system.clock),
     )
     tap = StreamTap(system.streams, system.stream_arn)
 
     def deliver() -> None:
         """Each record alone (a trickle), through the consumer's filter, as Lambda delivers them."""
         for record in tap.drain():
-            if matches_any(schema.STREAM_FILTER_PATTERNS, record):
+            if matches_any(table_layout.STREAM_FILTER_PATTERNS, record):
                 process_stream_records(counting, [record])
 
     accounts.put_account(
-        store, "acme", accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
+        store, ACME, accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
     )
     deliver()
     with meter.operation("create") as create:
-        created = accounts.create_resource(store, "acme", NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")
+        created = accounts.create_resource(store, ACME, NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")
     with meter.operation("count") as count:
         deliver()
     with meter.operation("delete") as delete:
-        accounts.delete_resource(store, "acme", created.resource.resource_id, lambda: "2026-11-24T12:00:02.000Z")
+        accounts.delete_resource(store, ACME, created.resource.resource_id, lambda: "2026-11-24T12:00:02.000Z")
     with meter.operation("remove") as remove:
         deliver()
 

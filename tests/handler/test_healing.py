@@ -13,21 +13,39 @@ from typing import Any
 
 import pytest
 
+from functions.adapters import keys, table_layout
 from functions.core import accounts
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import iso_timestamp
-from functions.core.model import NewResource
-from functions.core.sweeper import SweepSettings, sweep
+from functions.core.model import NewResource, Quota
+from functions.core.sweeper import SweepReport, SweepSettings, sweep
 from functions.shared.clock import EPOCH
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults, expression
+
+ACME = Quota("acme")
+BUSY = Quota("busy")
 
 QUIET_NOW = timedelta(0)  # every write counts as old: both counters may be healed
 NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort may be healed
 
 
 def heal(harness: Harness, account_id: str, quiet: timedelta) -> HealOutcome:
-    return heal_account(harness.clients.healing_store, account_id, harness.clock.now(), quiet).outcome
+    return heal_account(harness.clients.healing_store, Quota(account_id), harness.clock.now(), quiet).outcome
+
+
+def sweep_at(harness: Harness, now: datetime, settings: SweepSettings, audit: bool = False) -> SweepReport:
+    """A sweep of the harness's table at `now`, on the stores the sweeper's handler gives it."""
+    clients = harness.clients
+    return sweep(
+        counting=clients.counting_store,
+        pending=clients.counting_store,
+        healing=clients.healing_store,
+        activity=clients.healing_store,
+        now=now,
+        settings=settings,
+        audits=clients.audit_reads if audit else None,
+    )
 
 
 def once(matches: Any, action: Any) -> Any:
@@ -158,10 +176,9 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")  # the stream is never applied in this test: only the sweeper works
     api.create("calm")
-    store, healing = harness.clients.counting_store, harness.clients.healing_store
     settings = SweepSettings(pending_older_than=timedelta(0), quiet=timedelta(0), lookback=timedelta(hours=1))
 
-    report = sweep(store, store, healing, healing, harness.clock.now(), settings)
+    report = sweep_at(harness, harness.clock.now(), settings)
     assert sum(report.pending.outcomes.values()) == 2
     assert report.pending.failed == []
     assert report.heals[HealOutcome.HEALED] == 1  # acme: best-effort 0 -> 1
@@ -169,14 +186,14 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: 
     account = api.account("acme")
     assert (account["bestEffort"], account["eventual"]) == (1, 1)
 
-    again = sweep(store, store, healing, healing, harness.clock.now(), settings)
+    again = sweep_at(harness, harness.clock.now(), settings)
     assert sum(again.pending.outcomes.values()) == 0
     # Neither account was written since. Checked within their last write's minute (quiet is 0
     # here), they may be checked once more: the index knows that write only to the minute.
     assert again.heals[HealOutcome.HEALED] == 0
     after_that_minute = harness.clock.now() + timedelta(minutes=2)
-    sweep(store, store, healing, healing, after_that_minute, settings)
-    last = sweep(store, store, healing, healing, after_that_minute + timedelta(seconds=1), settings)
+    sweep_at(harness, after_that_minute, settings)
+    last = sweep_at(harness, after_that_minute + timedelta(seconds=1), settings)
     assert sum(last.heals.values()) == 0
     harness.check_invariants()
 
@@ -196,7 +213,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
             # Through the API's own flow, with a clock two minutes back: leases older than `quiet`.
             accounts.create_resource(
                 harness.clients.api_store,
-                "busy",
+                BUSY,
                 NewResource("lost"),
                 None,
                 lambda: two_minutes_ago,
@@ -216,9 +233,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
         # Sweep once the account has a write within `quiet`: until then it is still one written
         # two minutes ago, which a heal visits (a slow machine lost that race after a fixed 0.5 s).
         assert written.wait(30), "the writer's first create was never answered"
-        healing = harness.clients.healing_store
-        store = harness.clients.counting_store
-        report = sweep(store, store, healing, healing, harness.clock.now(), SweepSettings())
+        report = sweep_at(harness, harness.clock.now(), SweepSettings())
         assert (report.busy_accounts, report.dead_leases) == (1, 2)
         assert sum(report.heals.values()) == 0  # not quiet: no heal, only its dead leases
     finally:
@@ -247,11 +262,11 @@ def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: H
             request(lambda: two_minutes_ago)
 
     for _ in range(2):
-        died_after("reserve", lambda clock: accounts.create_resource(store, "acme", NewResource("lost"), None, clock))
-    died_after("put", lambda clock: accounts.create_resource(store, "acme", NewResource("uncounted"), None, clock))
-    [uncounted] = [r.resource_id for r in store.list_resources("acme", 10, None).items if r.name == "uncounted"]
-    died_after("soft-delete", lambda clock: accounts.delete_resource(store, "acme", doomed, clock))
-    died_after("take-deletion", lambda clock: accounts.delete_resource(store, "acme", uncounted, clock))
+        died_after("reserve", lambda clock: accounts.create_resource(store, ACME, NewResource("lost"), None, clock))
+    died_after("put", lambda clock: accounts.create_resource(store, ACME, NewResource("uncounted"), None, clock))
+    [uncounted] = [r.resource_id for r in store.list_resources(ACME, 10, None).items if r.name == "uncounted"]
+    died_after("soft-delete", lambda clock: accounts.delete_resource(store, ACME, doomed, clock))
+    died_after("take-deletion", lambda clock: accounts.delete_resource(store, ACME, uncounted, clock))
     assert len(account_leases(harness)) == 5
 
     assert api.create("acme").status == 201  # sees the five, and settles them after its own work
@@ -276,7 +291,7 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
         for _ in range(2):
             faults.crash_after_write("reserve")
             with pytest.raises(faults.SimulatedCrash):
-                accounts.create_resource(store, account_id, NewResource("lost"), None, lambda taken=taken: taken)
+                accounts.create_resource(store, Quota(account_id), NewResource("lost"), None, lambda taken=taken: taken)
     assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]
     assert [api.create("globex").status for _ in range(2)] == [409, 409]  # its requests may still run
     harness.pump()
@@ -286,7 +301,6 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
 def test_dead_leases_settled_together_leave_out_those_another_writer_settled(harness: Harness, faults: Faults) -> None:
     """Two writers that saw the same dead leases: the second's condition fails on the lease the
     first settled, and it settles the others, each once."""
-    from functions.adapters.shards import settle_lease, settle_together
     from functions.core.leases import RELEASE_RESERVATION
 
     api, store = harness.api, harness.clients.api_store
@@ -295,32 +309,29 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
     for _ in range(3):
         faults.crash_after_write("reserve")
         with pytest.raises(faults.SimulatedCrash):
-            accounts.create_resource(store, "acme", NewResource("lost"), None, lambda: long_ago)
+            accounts.create_resource(store, ACME, NewResource("lost"), None, lambda: long_ago)
     held = account_leases(harness)
-    client, table = harness.system.dynamodb, harness.system.table
-    settle_lease(client, table, "acme", held[1], RELEASE_RESERVATION, None)  # the first writer, on one of them
-    assert settle_together(client, table, "acme", 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 2
+    store.settle(ACME, held[1], RELEASE_RESERVATION, None)  # the first writer, on one of them
+    assert store.settle_together(ACME, 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 2
     assert account_leases(harness) == ()
-    assert settle_together(client, table, "acme", 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 0  # a replay
+    assert store.settle_together(ACME, 0, dict.fromkeys(held, RELEASE_RESERVATION)) == 0  # a replay
     assert [api.create("acme").status for _ in range(4)] == [201, 201, 201, 409]  # each slot freed once
     harness.check_invariants()
 
 
 def account_leases(harness: Harness) -> tuple[Any, ...]:
     from functions.adapters.attributes import from_attributes
-    from functions.adapters.items import account_key
-    from functions.adapters.shards import held_leases
+    from functions.adapters.shards import account_key, held_leases
 
     system = harness.system
-    item = system.dynamodb.get_item(TableName=system.table, Key=account_key("acme"), ConsistentRead=True)["Item"]
+    item = system.dynamodb.get_item(TableName=system.table, Key=account_key(ACME), ConsistentRead=True)["Item"]
     return held_leases(from_attributes(item))
 
 
 def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harness, faults: Faults) -> None:
     """A sweep reads its clock once, at its start. A write that lands after that, in the next
     minute, stamps the account's activity entry two minutes past the sweep's time (stamps are
-    rounded up to the minute): the sweep must still find the account and settle its dead leases.
-    Found by the busy-account test failing when a sweep started in a minute's last moments."""
+    rounded up to the minute): the sweep must still find the account and settle its dead leases."""
     api = harness.api
     api.put_account("busy", 4)
     boundary = harness.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=30)
@@ -333,14 +344,13 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     for _ in range(2):
         with pytest.raises(faults.SimulatedCrash):
             accounts.create_resource(
-                harness.clients.api_store, "busy", NewResource("lost"), None, at(boundary - timedelta(minutes=2))
+                harness.clients.api_store, BUSY, NewResource("lost"), None, at(boundary - timedelta(minutes=2))
             )
     # The write that lands while the sweep runs: 100 ms into the minute after the sweep's start.
     accounts.create_resource(
-        harness.clients.api_store, "busy", NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
+        harness.clients.api_store, BUSY, NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
     )
-    healing, store = harness.clients.healing_store, harness.clients.counting_store
-    report = sweep(store, store, healing, healing, boundary - timedelta(milliseconds=50), SweepSettings())
+    report = sweep_at(harness, boundary - timedelta(milliseconds=50), SweepSettings())
     assert (report.busy_accounts, report.dead_leases) == (1, 2)
     assert sum(report.heals.values()) == 0
     harness.pump()
@@ -367,7 +377,6 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
     account's activity bucket, the account is audited; a nudged eventual counter is reported."""
     from functions.adapters.attributes import to_attributes
-    from functions.core import keys, schema
     from functions.core.leases import parse_timestamp
     from functions.core.sweeper import AUDIT_SLICE
 
@@ -376,7 +385,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     api.put_account("acme", 5)
     api.create("acme")
     harness.pump()
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -386,21 +395,18 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     )
     # The sweep runs 1 s into the next slice of acme's bucket: within a cycle of the buckets
     # (128 x 5 min, 10 h 40 min) after the write, which a quiet period of two cycles keeps recent,
-    # so the sweep only audits and never first heals the nudged counter into the other two. A
-    # sweep a cycle later than that (as this test once ran, on the wall clock) healed when the
-    # write came 2 h 25 min to 3 h 25 min into a cycle: 07:45 to 08:45 and 18:25 to 19:25 UTC on
-    # 2026-11-25.
-    bucket = int(keys.activity_bucket("acme").split("#")[1])
-    cycle = AUDIT_SLICE * schema.ACTIVITY_BUCKET_COUNT
+    # so the sweep only audits and never first heals the nudged counter into the other two (a
+    # sweep a cycle later would heal it when the write came 2 h 25 min to 3 h 25 min into a cycle).
+    bucket = int(keys.activity_bucket(ACME).split("#")[1])
+    cycle = AUDIT_SLICE * keys.ACTIVITY_BUCKET_COUNT
     first_slice = EPOCH + bucket * AUDIT_SLICE  # acme's, in the epoch's cycle
     when = first_slice + ((harness.clock.now() - first_slice) // cycle + 1) * cycle + timedelta(seconds=1)
-    store, healing = harness.clients.counting_store, harness.clients.healing_store
     settings = SweepSettings(quiet=2 * cycle)
-    report = sweep(store, store, healing, healing, when, settings, audits=healing)
+    report = sweep_at(harness, when, settings, audit=True)
     assert report.audits["drift"] == 1
     [finding] = report.drifted
-    assert (finding.account_id, finding.problems) == ("acme", ("eventual 2 but 1 counted resource items",))
-    other = sweep(store, store, healing, healing, when + AUDIT_SLICE, settings, audits=healing)
+    assert (finding.quota, finding.problems) == (ACME, ("eventual 2 but 1 counted resource items",))
+    other = sweep_at(harness, when + AUDIT_SLICE, settings, audit=True)
     assert "drift" not in other.audits  # the next slice is another bucket
 
 
@@ -408,21 +414,20 @@ def test_the_sweepers_reads_follow_every_page(harness: Harness, faults: Faults) 
     """DynamoDB ends a Query's page at 1 MB; here every Query is cut to one item a page. A heal
     still finds the pending resource that sorts after four counted ones, and the audit still counts
     all five."""
-    from functions.adapters.audit_reads import account_view
     from functions.core.model import idempotent_resource_id
 
     api = harness.api
     api.put_account("acme", 10)
     counted = {api.create("acme").json()["resourceId"] for _ in range(4)}
     harness.pump()
-    key = next(f"k{n}" for n in range(10_000) if idempotent_resource_id("acme", f"k{n}") > max(counted))
+    key = next(f"k{n}" for n in range(10_000) if idempotent_resource_id(ACME, f"k{n}") > max(counted))
     assert api.create("acme", key=key).status == 201  # pending: sorts after every counted one
     faults.before_call("Query", lambda params: params.update(Limit=1))
 
     assert heal(harness, "acme", QUIET_NOW) is HealOutcome.PENDING_WORK
     harness.pump()
     assert heal(harness, "acme", QUIET_NOW) is HealOutcome.EXACT
-    view = account_view(harness.clients.dynamodb, harness.system.table, "acme")
+    view = harness.clients.audit_reads.recount(ACME)
     assert view is not None
     assert (view.live, view.counted, view.eventual) == (5, 5, 5)
 
@@ -455,14 +460,7 @@ def test_a_sweep_follows_every_page_of_the_pending_index(harness: Harness, fault
 
     faults.before_call("Scan", one_item_a_page)
 
-    report = sweep(
-        harness.clients.counting_store,
-        harness.clients.counting_store,
-        harness.clients.healing_store,
-        harness.clients.healing_store,
-        harness.clock.now() + timedelta(hours=1),
-        SweepSettings(),
-    )
+    report = sweep_at(harness, harness.clock.now() + timedelta(hours=1), SweepSettings())
 
     assert len(pages) >= 3
     assert sum(report.pending.outcomes.values()) == 3

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from functions.adapters.items import resource_item
-from functions.core.model import Resource
+from functions.adapters.resources import resource_item
+from functions.core.model import Quota, Resource
 from tests.handler.conftest import Harness
 from tests.support.api_events import ApiResponse, proxy_event
 from tests.support.lambda_context import FakeLambdaContext
@@ -143,7 +143,7 @@ def test_numbers_held_exactly_read_back_exactly(harness: Harness) -> None:
 
 def store_directly(harness: Harness, resource_id: str, attributes: Any, name: str = "old") -> None:
     """A resource item as versions before the body rules wrote it (json.dumps of what they took)."""
-    resource = Resource("acme", resource_id, name, attributes, "2026-11-01T00:00:00.000Z", "f", "t")
+    resource = Resource(Quota("acme"), resource_id, name, attributes, "2026-11-01T00:00:00.000Z", "f", "t")
     harness.system.dynamodb.put_item(TableName=harness.system.table, Item=resource_item(resource))
 
 

@@ -9,16 +9,22 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.core import keys, schema
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.model import Quota
 from tests.handler.conftest import Harness
+
+ACME = Quota("acme")
 
 KEY = "order-7"
 
 
 def item(harness: Harness, resource_id: str) -> dict[str, Any] | None:
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
+    key = {
+        table_layout.PARTITION_KEY: keys.account_pk(ACME),
+        table_layout.SORT_KEY: keys.resource_sk(resource_id),
+    }
     found = harness.system.dynamodb.get_item(TableName=harness.system.table, Key=to_attributes(key))
     return from_attributes(found["Item"]) if "Item" in found else None
 
@@ -31,7 +37,7 @@ def deleted_and_counted(harness: Harness) -> str:
     harness.pump()
     tombstone = item(harness, resource_id)
     assert tombstone is not None
-    assert tombstone[schema.ITEM_TYPE_ATTRIBUTE] == schema.TOMBSTONE_TYPE
+    assert tombstone[table_layout.ITEM_TYPE] == resources.TOMBSTONE
     return resource_id
 
 
@@ -41,7 +47,7 @@ def test_a_retry_within_the_window_after_its_resource_was_removed_is_refused(har
     assert tombstone is not None
     # The tombstone lasts the window from the counted delete (just now, on the test's clock).
     window = int(DEFAULT_TOMBSTONE_RETENTION.total_seconds())
-    assert 0 <= harness.clock.epoch_seconds() + window - tombstone[schema.EXPIRES_AT_ATTRIBUTE] < 60
+    assert 0 <= harness.clock.epoch_seconds() + window - tombstone[table_layout.EXPIRES_AT] < 60
     harness.clock.advance(DEFAULT_TOMBSTONE_RETENTION - timedelta(minutes=1))  # the window's last minute
     retry = harness.api.create("acme", "vm", key=KEY)
     assert (retry.status, retry.json()["error"]["code"]) == (409, "IdempotencyKeyReused")
@@ -63,7 +69,10 @@ def test_after_the_window_the_key_creates_again_even_before_ttl_removes_the_tomb
 
 def test_after_ttl_removed_the_tombstone_the_key_creates_again(harness: Harness) -> None:
     resource_id = deleted_and_counted(harness)
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(resource_id)}
+    key = {
+        table_layout.PARTITION_KEY: keys.account_pk(ACME),
+        table_layout.SORT_KEY: keys.resource_sk(resource_id),
+    }
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))  # TTL's delete
     assert harness.api.create("acme", "vm", key=KEY).status == 201
     harness.pump()
@@ -75,5 +84,5 @@ def test_a_live_resource_keeps_its_key_however_old() -> None:
     """The window runs from the counted delete: a live resource has no expiry to pass."""
     from functions.core.model import Resource
 
-    live = Resource("acme", "r1", "vm", {}, "2020-01-01T00:00:00.000Z", "f", "t")
+    live = Resource(ACME, "r1", "vm", {}, "2020-01-01T00:00:00.000Z", "f", "t")
     assert not live.expired(int(datetime(2100, 1, 1, tzinfo=UTC).timestamp()))

@@ -17,10 +17,12 @@ import pytest
 from functions.core import accounts
 from functions.core.counting import Outcome
 from functions.core.errors import LimitExceeded
-from functions.core.model import NewResource
+from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness
 from tests.support.faults import Faults
 from tests.support.stream import process_stream_records
+
+ACME = Quota("acme")
 
 
 def run_together(count: int, work: Callable[[int], Any]) -> list[Any]:
@@ -163,7 +165,7 @@ def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness, fa
     resource_id = harness.api.create("acme").json()["resourceId"]
     hold_until(faults, 2, *faults.API_WRITES["take-deletion"])
     store = harness.clients.api_store
-    results = run_together(2, lambda _: accounts.delete_resource(store, "acme", resource_id, harness.clock.timestamp))
+    results = run_together(2, lambda _: accounts.delete_resource(store, ACME, resource_id, harness.clock.timestamp))
     assert sum(result is None for result in results) == 1  # one delete won, the other is a 404
     harness.check_invariants()
     assert harness.api.account("acme")["bestEffort"] == 0
@@ -333,9 +335,7 @@ def test_concurrent_creates_never_exceed_the_limit(
     store = harness.clients.api_store
     results = run_together(
         racers,
-        lambda i: accounts.create_resource(
-            store, "acme", NewResource(name=f"racer-{i}"), None, harness.clock.timestamp
-        ),
+        lambda i: accounts.create_resource(store, ACME, NewResource(name=f"racer-{i}"), None, harness.clock.timestamp),
     )
     admitted = [r for r in results if isinstance(r, accounts.Created)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]

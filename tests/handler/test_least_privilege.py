@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from functions.core import schema
+from functions.core.model import Quota
 from functions.shared.clients import Clients
-from functions.shared.config import Settings
+from functions.shared.config import FunctionEnvironment, Settings
 from infra import constants
 from infra.synth import synthesize_stack_template
 from tests.handler.conftest import Harness
@@ -79,7 +79,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     api.delete("busy", created["resourceId"])
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
     # below its usage (the other shards retired, the change checked against each of them).
-    assert harness.clients.api_store.set_active("busy", 1, 1, 4)
+    assert harness.clients.api_store.set_active(Quota("busy"), 1, 1, 4)
     for index in range(6):
         assert api.create("busy", f"r{index}").status == 201
     assert api.create("busy", "one too many").status == 409
@@ -107,8 +107,8 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
         harness.api.create("acme", "dies")
     from functions.sweeper.handler import handler as sweeper
 
-    sweep_now = {schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "0", schema.ENV_HEAL_QUIET_SECONDS: "0"}
-    settings = Settings.from_env({schema.ENV_TABLE_NAME: harness.system.table, **sweep_now})
+    sweep_now = {FunctionEnvironment.variable("pending_older_than"): "0", FunctionEnvironment.variable("quiet"): "0"}
+    settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.system.table, **sweep_now})
     sweeper_clients = Clients(settings, harness.clients.session, harness.clients.endpoint_url, harness.clock)
     recorder.install(sweeper_clients)
     sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=sweeper_clients)

@@ -24,7 +24,7 @@ from functions.core import accounts
 from functions.core.counting import process_pending
 from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceNotFound
 from functions.core.healing import HealOutcome, heal_account
-from functions.core.model import NewResource, idempotent_resource_id
+from functions.core.model import NewResource, Quota, idempotent_resource_id
 from functions.shared.clients import Clients
 from tests.conftest import fresh_system, on_dynamodb_local
 from tests.support.faults import Faults
@@ -32,6 +32,7 @@ from tests.support.stream import StreamTap, process_stream_records
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
 ACCOUNT = "prop"
+QUOTA = Quota(ACCOUNT)
 LIMIT = 4
 
 # Where a flow can crash: the write just landed, then the function died (self.faults.API_WRITES).
@@ -55,17 +56,20 @@ class CounterMachine(RuleBasedStateMachine):
         self.live: set[str] = set()  # the model: resources a caller would find
         self.maybe: set[str] = set()  # crashed creates and deletes: either outcome is correct
         accounts.put_account(
-            self.clients.api_store, ACCOUNT, accounts.limit_change(LIMIT, self.clock.epoch_ms()), self.clock.timestamp
+            self.clients.api_store,
+            QUOTA,
+            accounts.limit_change(LIMIT, self.clock.epoch_ms()),
+            self.clock.timestamp,
         )
 
     # -- API --------------------------------------------------------------------------------
 
     @rule(key=st.integers(0, 9))
     def create(self, key: int) -> None:
-        resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
+        resource_id = idempotent_resource_id(QUOTA, f"k{key}")
         try:
             created = accounts.create_resource(
-                self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.clients.api_store, QUOTA, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
             )
         except LimitExceeded:
             assert resource_id not in self.live
@@ -79,10 +83,10 @@ class CounterMachine(RuleBasedStateMachine):
     @rule(key=st.integers(0, 9), point=st.sampled_from(CREATE_CRASHES))
     def create_and_crash(self, key: int, point: str) -> None:
         self.faults.crash_after_write(point)
-        resource_id = idempotent_resource_id(ACCOUNT, f"k{key}")
+        resource_id = idempotent_resource_id(QUOTA, f"k{key}")
         with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
             accounts.create_resource(
-                self.clients.api_store, ACCOUNT, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.clients.api_store, QUOTA, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
             )
         self._disarm()
         if resource_id not in self.live:
@@ -93,7 +97,7 @@ class CounterMachine(RuleBasedStateMachine):
     def delete(self, data: st.DataObject) -> None:
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
         with contextlib.suppress(ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, self.clock.timestamp)
+            accounts.delete_resource(self.clients.api_store, QUOTA, resource_id, self.clock.timestamp)
         self.live.discard(resource_id)
 
     @precondition(lambda self: bool(self.live))
@@ -102,7 +106,7 @@ class CounterMachine(RuleBasedStateMachine):
         resource_id = data.draw(st.sampled_from(sorted(self.live)))
         self.faults.crash_after_write(point)
         with contextlib.suppress(self.faults.SimulatedCrash, ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, ACCOUNT, resource_id, self.clock.timestamp)
+            accounts.delete_resource(self.clients.api_store, QUOTA, resource_id, self.clock.timestamp)
         self._disarm()
         self.live.discard(resource_id)
         self.maybe.add(resource_id)
@@ -131,7 +135,7 @@ class CounterMachine(RuleBasedStateMachine):
 
     @rule(quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
     def heal(self, quiet: timedelta) -> None:
-        outcome = heal_account(self.clients.healing_store, ACCOUNT, self.clock.now(), quiet).outcome
+        outcome = heal_account(self.clients.healing_store, QUOTA, self.clock.now(), quiet).outcome
         assert outcome is not HealOutcome.NOT_FOUND
 
     # -- invariants ----------------------------------------------------------------------------
@@ -151,7 +155,7 @@ class CounterMachine(RuleBasedStateMachine):
         assert live <= self.live | self.maybe, f"unexpected: {live - self.live - self.maybe}"
 
     def _live_ids(self) -> set[str]:
-        page = self.clients.api_store.list_resources(ACCOUNT, 100, None)
+        page = self.clients.api_store.list_resources(QUOTA, 100, None)
         return {resource.resource_id for resource in page.items}
 
     def teardown(self) -> None:

@@ -13,25 +13,29 @@ import pytest
 from botocore.config import Config
 
 from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.errors import LimitExceeded
 from functions.core.healing import HealOutcome, heal_account
-from functions.core.model import NewResource
+from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness
 from tests.handler.test_invariants import run_together
+from tests.support.faults import Faults
+
+ACME = Quota("acme")
 
 
 def spread(harness: Harness, account_id: str, limit: int, shards: int) -> None:
     """An account with `shards` active shards, as growth leaves it (the others have no item yet)."""
     harness.api.put_account(account_id, limit)
-    assert harness.clients.api_store.set_active(account_id, 1, 1, shards)
+    assert harness.clients.api_store.set_active(Quota(account_id), 1, 1, shards)
 
 
 def process(shards: int, seed: int, **settings: Any) -> Directory:
     """One API execution environment that has learnt the account's layout."""
     directory = Directory(ShardingSettings(**settings), rng=random.Random(seed))
-    directory.learn("acme", shards, shards)
+    directory.learn(ACME, shards, shards)
     return directory
 
 
@@ -40,16 +44,15 @@ def patient_store(harness: Harness) -> DynamoApiStore:
     request at a time, so 200 at once queue there for longer than the functions' 5 s read timeout
     on a busy machine, and these tests are about admission, not about timeouts."""
     config = Config(retries={"mode": "standard", "total_max_attempts": 3}, read_timeout=300, max_pool_connections=200)
-    return DynamoApiStore(
-        boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config), harness.system.table
-    )
+    client = boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
+    return DynamoApiStore(DynamoTable(client, harness.system.table))
 
 
 def create(harness: Harness, index: int, directory: Directory, store: DynamoApiStore | None = None) -> accounts.Created:
     """A create through the API's flow, on the harness's clock; `store`: the harness's by default."""
     return accounts.create_resource(
         store or harness.clients.api_store,
-        "acme",
+        ACME,
         NewResource(name=f"r{index}"),
         None,
         harness.clock.timestamp,
@@ -97,13 +100,13 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
         ids.append(create(harness, index, directory).resource)
         clock[0] += 0.5  # two creates a second, each two writes: four writes a second, past 1
     account = harness.truth("acme")
-    active = harness.clients.api_store.read_shards("acme", [0])[0].active
+    active = harness.clients.api_store.read_shards(ACME, [0])[0].active
     assert active >= 4, active
     assert account.shards > 1
     deliver_in_small_batches(harness)  # the creates are counted, on counter shards
     # Deletes release on the shard that admitted each resource.
     for resource in ids[:25]:
-        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, harness.clock.timestamp)
+        accounts.delete_resource(harness.clients.api_store, ACME, resource.resource_id, harness.clock.timestamp)
     deliver_in_small_batches(harness)
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.best_effort_net, truth.eventual) == (15, 15, 15, 15)
@@ -114,17 +117,17 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     harness.check_invariants()
     # Quiet for longer than the heal's bound: the heal folds every shard into the account item.
     later = harness.clock.now() + timedelta(minutes=5)
-    result = heal_account(harness.clients.healing_store, "acme", later, timedelta(seconds=60))
+    result = heal_account(harness.clients.healing_store, ACME, later, timedelta(seconds=60))
     assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
-    first = harness.clients.api_store.read_shards("acme", [0])[0]
+    first = harness.clients.api_store.read_shards(ACME, [0])[0]
     assert (first.active, first.admitted, first.best_effort, first.room) == (1, 15, 15, 85)
-    others = harness.clients.api_store.read_shards("acme", range(1, first.span))
+    others = harness.clients.api_store.read_shards(ACME, range(1, first.span))
     assert all(shard.retired and shard.room == shard.admitted == shard.best_effort == 0 for shard in others)
     harness.check_invariants()
     # Folded, the account admits on its account item again, and deletes still release where admitted.
     fresh = create(harness, 99, Directory())
     assert fresh.resource.shard == 0
-    accounts.delete_resource(harness.clients.api_store, "acme", ids[30].resource_id, harness.clock.timestamp)
+    accounts.delete_resource(harness.clients.api_store, ACME, ids[30].resource_id, harness.clock.timestamp)
     harness.pump()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.room) == (15, 15, 85)
@@ -136,17 +139,17 @@ def test_a_limit_lowered_below_the_usage_of_a_sharded_account_holds(harness: Har
     made = [create(harness, i, process(4, seed=i)).resource for i in range(10)]
     assert len({resource.shard for resource in made}) > 1
     assert harness.api.put_account("acme", 6).status == 200
-    first = harness.clients.api_store.read_shards("acme", [0])[0]
+    first = harness.clients.api_store.read_shards(ACME, [0])[0]
     assert (first.active, first.limit) == (1, 6)
     harness.check_invariants()
     for attempt in range(3):  # a process that still believes in 4 shards is refused as well
         with pytest.raises(LimitExceeded):
             create(harness, 100 + attempt, process(4, seed=attempt))
     for resource in made[:4]:  # 10 -> 6 live: at the new limit
-        accounts.delete_resource(harness.clients.api_store, "acme", resource.resource_id, harness.clock.timestamp)
+        accounts.delete_resource(harness.clients.api_store, ACME, resource.resource_id, harness.clock.timestamp)
     with pytest.raises(LimitExceeded):
         create(harness, 200, Directory())
-    accounts.delete_resource(harness.clients.api_store, "acme", made[4].resource_id, harness.clock.timestamp)
+    accounts.delete_resource(harness.clients.api_store, ACME, made[4].resource_id, harness.clock.timestamp)
     create(harness, 201, process(4, seed=3))  # 5 live: one slot, found on a retired shard and brought home
     with pytest.raises(LimitExceeded):
         create(harness, 202, Directory())
@@ -172,10 +175,27 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     assert harness.api.create("acme").status == 201
     assert harness.api.create("acme").status == 201
     assert harness.api.create("acme").status == 409
-    first = harness.clients.api_store.read_shards("acme", [0])[0]
+    first = harness.clients.api_store.read_shards(ACME, [0])[0]
     assert (first.room, first.admitted, first.active, first.span) == (0, 3, 1, 1)
     harness.pump()
     harness.check_invariants()
+
+
+def test_an_adoption_whose_answer_is_lost_is_a_503_and_the_retry_admits(harness: Harness, faults: Faults) -> None:
+    """The adoption's write lands and its answer times out: DynamoDB failed the caller like any
+    other call (503, retry), and the retry finds the room the adoption gave."""
+    harness.api.put_account("acme", 3)
+    harness.system.dynamodb.update_item(
+        TableName=harness.system.table,
+        Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
+        UpdateExpression="REMOVE #room, #shards, #span",  # as the one-item layout left it
+        ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
+    )
+    faults.time_out_after("UpdateItem", lambda params: "attribute_not_exists(room)" in params["ConditionExpression"])
+    assert harness.api.create("acme").status == 503
+    assert harness.api.create("acme").status == 201
+    first = harness.clients.api_store.read_shards(ACME, [0])[0]
+    assert (first.room, first.admitted) == (2, 1)
 
 
 def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(harness: Harness) -> None:
@@ -183,11 +203,11 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
     creates that found it dry take one grant), and a retired donor gives nothing."""
     spread(harness, "acme", 40, shards=4)
     store = harness.clients.api_store
-    assert store.grant("acme", 1, 20)  # from shard 0, which creates the shard item
-    assert store.grant("acme", 3, 10, donor=1)
-    assert not store.grant("acme", 3, 2, donor=1)  # shard 3 has room now
-    assert not store.grant("acme", 2, 30, donor=1)  # more than the donor has
-    rooms = {shard.shard: shard.room for shard in store.read_shards("acme", range(4))}
+    assert store.grant(ACME, 1, 20)  # from shard 0, which creates the shard item
+    assert store.grant(ACME, 3, 10, donor=1)
+    assert not store.grant(ACME, 3, 2, donor=1)  # shard 3 has room now
+    assert not store.grant(ACME, 2, 30, donor=1)  # more than the donor has
+    rooms = {shard.shard: shard.room for shard in store.read_shards(ACME, range(4))}
     assert rooms == {0: 20, 1: 10, 3: 10}
     # A retired shard can hold room (its releases land there until shard 0 gathers them): it
     # gives none of it away.
@@ -197,6 +217,6 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
         UpdateExpression="SET retired = :true",
         ExpressionAttributeValues={":true": {"BOOL": True}},
     )
-    assert not store.grant("acme", 2, 5, donor=1)
-    assert store.read_shards("acme", [1])[0].room == 10
+    assert not store.grant(ACME, 2, 5, donor=1)
+    assert store.read_shards(ACME, [1])[0].room == 10
     harness.check_invariants()

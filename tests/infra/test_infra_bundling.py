@@ -150,7 +150,7 @@ def test_synth_bundles_functions_with_linux_arm64_wheels(tmp_path: Path) -> None
     assert package.is_dir(), json.dumps(sorted(p.name for p in tmp_path.iterdir()))
 
     assert (package / "functions" / "__init__.py").is_file()
-    assert (package / "functions" / "core" / "schema.py").is_file()
+    assert (package / "functions" / "core" / "model.py").is_file()
     assert not list((package / "functions").rglob("__pycache__"))
     assert not list((package / "functions").rglob("tests"))
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from functions.core import schema
+from functions.adapters import table_layout
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
+from functions.shared.config import FunctionEnvironment
 from infra import constants
 from infra.bundling import LAMBDA_RUNTIME
 from infra.synth import synth_template_json, synthesize_stack_template
@@ -73,12 +74,12 @@ def test_table_keys_come_from_the_shared_schema(template_json: dict[str, Any]) -
     _, resource = table(template_json)
     properties = resource["Properties"]
     assert properties["KeySchema"] == [
-        {"AttributeName": schema.PARTITION_KEY, "KeyType": "HASH"},
-        {"AttributeName": schema.SORT_KEY, "KeyType": "RANGE"},
+        {"AttributeName": table_layout.PARTITION_KEY, "KeyType": "HASH"},
+        {"AttributeName": table_layout.SORT_KEY, "KeyType": "RANGE"},
     ]
     attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
-    assert attribute_types[schema.PARTITION_KEY] == "S"
-    assert attribute_types[schema.SORT_KEY] == "S"
+    assert attribute_types[table_layout.PARTITION_KEY] == "S"
+    assert attribute_types[table_layout.SORT_KEY] == "S"
 
 
 def test_table_is_on_demand_with_stream_images_and_point_in_time_recovery(template: Template) -> None:
@@ -95,7 +96,7 @@ def test_table_is_on_demand_with_stream_images_and_point_in_time_recovery(templa
 def test_tombstones_expire_by_ttl_on_the_shared_attribute(template_json: dict[str, Any]) -> None:
     _, resource = table(template_json)
     assert resource["Properties"]["TimeToLiveSpecification"] == {
-        "AttributeName": schema.EXPIRES_AT_ATTRIBUTE,
+        "AttributeName": table_layout.EXPIRES_AT,
         "Enabled": True,
     }
 
@@ -103,16 +104,18 @@ def test_tombstones_expire_by_ttl_on_the_shared_attribute(template_json: dict[st
 def test_sparse_pending_index_matches_the_schema(template_json: dict[str, Any]) -> None:
     _, resource = table(template_json)
     properties = resource["Properties"]
-    (index,) = [gsi for gsi in properties["GlobalSecondaryIndexes"] if gsi["IndexName"] == schema.PENDING_INDEX_NAME]
+    (index,) = [
+        gsi for gsi in properties["GlobalSecondaryIndexes"] if gsi["IndexName"] == table_layout.PENDING_INDEX.name
+    ]
     assert index["KeySchema"] == [
-        {"AttributeName": schema.PENDING_BUCKET_ATTRIBUTE, "KeyType": "HASH"},
-        {"AttributeName": schema.PENDING_SINCE_ATTRIBUTE, "KeyType": "RANGE"},
+        {"AttributeName": table_layout.PENDING_BUCKET, "KeyType": "HASH"},
+        {"AttributeName": table_layout.PENDING_SINCE, "KeyType": "RANGE"},
     ]
     assert index["Projection"]["ProjectionType"] == "INCLUDE"
-    assert sorted(index["Projection"]["NonKeyAttributes"]) == sorted(schema.PENDING_PROJECTED_ATTRIBUTES)
+    assert sorted(index["Projection"]["NonKeyAttributes"]) == sorted(table_layout.PENDING_INDEX.projected)
     attribute_types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
-    assert attribute_types[schema.PENDING_BUCKET_ATTRIBUTE] == "S"
-    assert attribute_types[schema.PENDING_SINCE_ATTRIBUTE] == "S"
+    assert attribute_types[table_layout.PENDING_BUCKET] == "S"
+    assert attribute_types[table_layout.PENDING_SINCE] == "S"
 
 
 def test_stateful_resources_are_retained_by_default(template_json: dict[str, Any]) -> None:
@@ -191,7 +194,7 @@ def test_stream_filters_are_the_schema_patterns(template_json: dict[str, Any]) -
     patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
 
     # Round-trip through JSON on the expected side too: the schema may use tuples.
-    assert patterns == [json.loads(json.dumps(p)) for p in schema.STREAM_FILTER_PATTERNS]
+    assert patterns == [json.loads(json.dumps(p)) for p in table_layout.STREAM_FILTER_PATTERNS]
 
 
 # --- dead letters and redrive ------------------------------------------------------------------
@@ -283,17 +286,17 @@ EXPECTED_TIMEOUTS = {
     constants.SWEEPER_HANDLER: 300,
 }
 SWEEPER_ENVIRONMENT = {
-    schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "300",
-    schema.ENV_HEAL_QUIET_SECONDS: "60",
-    schema.ENV_HEAL_LOOKBACK_SECONDS: "21600",
+    FunctionEnvironment.variable("pending_older_than"): "300",
+    FunctionEnvironment.variable("quiet"): "60",
+    FunctionEnvironment.variable("lookback"): "21600",
 }
 
 
 # The quiet period too: a write that sees many dead leases judges them dead as the sweeper does.
 API_ENVIRONMENT = {
-    schema.ENV_TENANT_RATE_LIMIT: "1000",
-    schema.ENV_TENANT_WINDOW_SECONDS: "2",
-    schema.ENV_HEAL_QUIET_SECONDS: "60",
+    FunctionEnvironment.variable("tenant_rate_limit"): "1000",
+    FunctionEnvironment.variable("tenant_window_seconds"): "2",
+    FunctionEnvironment.variable("quiet"): "60",
 }
 
 
@@ -308,14 +311,14 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
     assert properties["Timeout"] == EXPECTED_TIMEOUTS[handler]
     assert properties["TracingConfig"] == {"Mode": "Active"}
     assert properties["Environment"]["Variables"] == {
-        schema.ENV_TABLE_NAME: {"Ref": table_id},
+        FunctionEnvironment.variable("table_name"): {"Ref": table_id},
         "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
         "POWERTOOLS_METRICS_NAMESPACE": "HybridCounter",
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
         # Answers, records and errors carry tenants' data: none in X-Ray's metadata (docs/security.md).
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
-        schema.ENV_TOMBSTONE_RETENTION_SECONDS: str(constants.TOMBSTONE_RETENTION_SECONDS),
+        FunctionEnvironment.variable("tombstone_retention"): str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
         **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),
     }
@@ -499,8 +502,13 @@ def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer
         assert method["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
     _, function = function_by_handler(template_json, constants.AUTHORIZER_HANDLER)
     environment = function["Properties"]["Environment"]["Variables"]
-    assert environment[schema.ENV_JWT_ISSUER] == "https://issuer.example.com/pool/"  # exactly as configured
-    assert (environment[schema.ENV_JWT_AUDIENCE], environment[schema.ENV_JWT_TENANT_CLAIM]) == ("counter", "tenant")
+    assert (
+        environment[FunctionEnvironment.variable("jwt_issuer")] == "https://issuer.example.com/pool/"
+    )  # exactly as configured
+    assert (
+        environment[FunctionEnvironment.variable("jwt_audience")],
+        environment[FunctionEnvironment.variable("jwt_tenant_claim")],
+    ) == ("counter", "tenant")
     # Tokens take the place of the SigV4 roles: none is deployed, none is an output.
     assert constants.OUTPUT_TENANT_ROLE_ARN not in template_json["Outputs"]
     roles = resources_of_type(template_json, "AWS::IAM::Role")
@@ -625,7 +633,10 @@ def test_a_stage_rate_that_is_not_a_positive_whole_number_is_rejected(value: str
 def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
     def retention(template_json: dict[str, Any]) -> set[str]:
         functions = resources_of_type(template_json, "AWS::Lambda::Function").values()
-        return {f["Properties"]["Environment"]["Variables"][schema.ENV_TOMBSTONE_RETENTION_SECONDS] for f in functions}
+        return {
+            f["Properties"]["Environment"]["Variables"][FunctionEnvironment.variable("tombstone_retention")]
+            for f in functions
+        }
 
     assert retention(synth_template_json()) == {"86400"}
     assert retention(synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "172800"})) == {"172800"}
@@ -636,7 +647,9 @@ def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
 def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
     _, function = function_by_handler(template_json, constants.API_HANDLER)
     environment = function["Properties"]["Environment"]["Variables"]
-    return environment[schema.ENV_TENANT_RATE_LIMIT], environment[schema.ENV_TENANT_WINDOW_SECONDS]
+    return environment[FunctionEnvironment.variable("tenant_rate_limit")], environment[
+        FunctionEnvironment.variable("tenant_window_seconds")
+    ]
 
 
 def test_every_tenants_default_rate_limit_is_set_by_context(template_json: dict[str, Any]) -> None:
@@ -829,12 +842,12 @@ def test_the_sweeper_runs_every_five_minutes_alone(template_json: dict[str, Any]
 def test_the_activity_index_lets_the_sweeper_find_quiet_accounts(template_json: dict[str, Any]) -> None:
     _, table_resource = table(template_json)
     indexes = {index["IndexName"]: index for index in table_resource["Properties"]["GlobalSecondaryIndexes"]}
-    activity = indexes[schema.ACTIVITY_INDEX_NAME]
+    activity = indexes[table_layout.ACTIVITY_INDEX.name]
     assert activity["KeySchema"] == [
-        {"AttributeName": schema.ACTIVITY_BUCKET_ATTRIBUTE, "KeyType": "HASH"},
-        {"AttributeName": schema.LAST_WRITE_ATTRIBUTE, "KeyType": "RANGE"},
+        {"AttributeName": table_layout.ACTIVITY_BUCKET, "KeyType": "HASH"},
+        {"AttributeName": table_layout.LAST_WRITE, "KeyType": "RANGE"},
     ]
     assert activity["Projection"] == {
         "ProjectionType": "INCLUDE",
-        "NonKeyAttributes": list(schema.ACTIVITY_PROJECTED_ATTRIBUTES),
+        "NonKeyAttributes": list(table_layout.ACTIVITY_INDEX.projected),
     }

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import boto3
 import pytest
 
-from functions.core import keys
+from functions.adapters import keys
+from functions.core.model import Quota
 from local.product import CounterApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
@@ -38,7 +39,7 @@ FAULTS = [
     {
         "functions": ["api"],
         "operation": "PutItem",
-        "contains": keys.account_pk(LATE_CREATE),
+        "contains": keys.account_pk(Quota(LATE_CREATE)),
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/create",
         "release_file": RELEASE_LATE_CREATE,
@@ -46,7 +47,7 @@ FAULTS = [
     {
         "functions": ["api"],
         "operation": "UpdateItem",
-        "contains": [keys.account_pk(LATE_DELETE), "ADD best_effort :best_effort"],
+        "contains": [keys.account_pk(Quota(LATE_DELETE)), "ADD best_effort :best_effort"],
         "delay_seconds": LATE_SECONDS,
         "once_file": f"{_ONCE}/delete",
         "release_file": RELEASE_LATE_DELETE,
@@ -54,13 +55,13 @@ FAULTS = [
     {
         "functions": ["stream_consumer"],
         "operation": "TransactWriteItems",
-        "contains": keys.account_pk(POISON_IN_CONSUMER),
+        "contains": keys.account_pk(Quota(POISON_IN_CONSUMER)),
         "answer": "TransactionConflict",
     },
     {
         "functions": [],
         "operation": "TransactWriteItems",
-        "contains": keys.account_pk(POISON_EVERYWHERE),
+        "contains": keys.account_pk(Quota(POISON_EVERYWHERE)),
         "answer": "TransactionConflict",
     },
 ]

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from functions.adapters.attributes import from_attributes
-from functions.adapters.items import account_key
-from functions.core.leases import leases_of
+from functions.adapters.shards import account_key, leases_of
+from functions.core.model import Quota
 from local.http_client import poll
 from local.product import CounterApi
 from tests.integration.conftest import (
@@ -33,7 +33,7 @@ GAVE_UP = (TimeoutError, urllib.error.URLError)  # the client's own timeout, whi
 
 def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
     item = runtime.client("dynamodb").get_item(
-        TableName=runtime.outputs["TableName"], Key=account_key(account_id), ConsistentRead=True
+        TableName=runtime.outputs["TableName"], Key=account_key(Quota(account_id)), ConsistentRead=True
     )["Item"]
     return from_attributes(item)
 

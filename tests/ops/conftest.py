@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from functions.core import schema
 from functions.shared.clock import Clock
+from functions.shared.config import FunctionEnvironment
 from infra import constants
 from ops.__main__ import main
 from ops.stack import Connection
@@ -22,9 +22,9 @@ from tests.handler.conftest import Harness
 
 # The sweeper's settings as the test stack's function carries them: everything counts as old.
 SWEEPER_ENVIRONMENT = {
-    schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "0",
-    schema.ENV_HEAL_QUIET_SECONDS: "0",
-    schema.ENV_HEAL_LOOKBACK_SECONDS: "3600",
+    FunctionEnvironment.variable("pending_older_than"): "0",
+    FunctionEnvironment.variable("quiet"): "0",
+    FunctionEnvironment.variable("lookback"): "3600",
 }
 
 

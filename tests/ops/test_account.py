@@ -6,19 +6,21 @@ from typing import Any
 
 import pytest
 
-from functions.core.audit import AccountView
+from functions.adapters.dynamo_table import DynamoTable
+from functions.core.audit import Recount
+from functions.core.model import Quota
 from ops import commands
-from ops.stack import EXIT_NOT_FOUND, AccountNotFound
+from ops.stack import EXIT_NOT_FOUND, AccountNotInTable
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
 from tests.support.faults import Faults
 
 
-def view(harness: Harness, account_id: str = "acme") -> AccountView:
-    return commands.account_view(harness.system.dynamodb, harness.system.table, account_id)
+def view(harness: Harness, account_id: str = "acme") -> Recount:
+    return commands.recount(DynamoTable(harness.system.dynamodb, harness.system.table), Quota(account_id))
 
 
-def numbers(account: AccountView) -> dict[str, Any]:
+def numbers(account: Recount) -> dict[str, Any]:
     return {
         name: value
         for name, value in account.to_json().items()
@@ -131,7 +133,7 @@ def test_the_view_queries_the_partition_and_never_scans(harness: Harness) -> Non
 
 
 def test_an_unknown_account_is_not_found(harness: Harness) -> None:
-    with pytest.raises(AccountNotFound) as raised:
+    with pytest.raises(AccountNotInTable) as raised:
         view(harness, "nobody")
     assert raised.value.exit_code == EXIT_NOT_FOUND
 

@@ -10,19 +10,23 @@ from datetime import timedelta
 
 import pytest
 
+from functions.adapters import keys, table_layout
 from functions.adapters.attributes import to_attributes
-from functions.core import keys, schema
+from functions.adapters.dynamo_table import DynamoTable
 from functions.core.audit import AuditFinding
 from functions.core.healing import HealOutcome
+from functions.core.model import Quota
 from ops import commands
 from ops.stack import EXIT_DRIFT, EXIT_OK
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
 from tests.support.faults import Faults
 
+ACME = Quota("acme")
+
 
 def audit(harness: Harness, account_id: str) -> AuditFinding:
-    return commands.audit_account(harness.system.dynamodb, harness.system.table, account_id)
+    return commands.audit_account(DynamoTable(harness.system.dynamodb, harness.system.table), Quota(account_id))
 
 
 def settled_account(harness: Harness, account_id: str, resources: int) -> list[str]:
@@ -46,7 +50,7 @@ def test_a_settled_account_and_one_with_writes_in_flight_are_exact(harness: Harn
 
 def test_a_resource_deleted_behind_the_systems_back_is_drift(harness: Harness) -> None:
     ids = settled_account(harness, "acme", 3)
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(ids[0])}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.resource_sk(ids[0])}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))  # a console delete
     finding = audit(harness, "acme")
     assert finding.verdict == "drift"
@@ -56,7 +60,7 @@ def test_a_resource_deleted_behind_the_systems_back_is_drift(harness: Harness) -
 
 def test_a_nudged_eventual_counter_is_drift(harness: Harness) -> None:
     settled_account(harness, "acme", 2)
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -75,7 +79,7 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
     assert clean.code == EXIT_OK, clean.err
     assert "audited 2 account(s): exact 2" in clean.out
 
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
     found = cli("audit", "--all", "--json")
     assert found.code == EXIT_DRIFT
@@ -91,7 +95,7 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
 
 
 def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
-    key = {schema.PARTITION_KEY: keys.account_pk(account_id), schema.SORT_KEY: schema.EVENTUAL_COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(Quota(account_id)), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -102,14 +106,13 @@ def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
 
 
 def repair(harness: Harness, finding: AuditFinding) -> commands.Repair:
-    return commands.repair_account(
-        harness.system.dynamodb, harness.system.table, finding, timedelta(0), harness.clock.now()
-    )
+    table = DynamoTable(harness.system.dynamodb, harness.system.table)
+    return commands.repair_account(table, finding, timedelta(0), harness.clock.now())
 
 
 def test_repair_corrects_a_console_delete_and_the_account_then_admits_its_limit(harness: Harness) -> None:
     ids = settled_account(harness, "acme", 3)  # limit 10
-    key = {schema.PARTITION_KEY: keys.account_pk("acme"), schema.SORT_KEY: keys.resource_sk(ids[0])}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.resource_sk(ids[0])}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
     fixed = repair(harness, audit(harness, "acme"))
     assert (fixed.eventual_fixed_by, fixed.heal) == (-1, HealOutcome.HEALED)

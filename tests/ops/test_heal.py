@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from functions.adapters.dynamo_table import DynamoTable
 from functions.core.healing import HealOutcome
+from functions.core.model import Quota
 from ops import commands
 from ops.__main__ import main
 from ops.stack import EXIT_DRIFT, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_TRY_LATER
@@ -89,7 +91,7 @@ def test_a_write_during_the_heal_makes_it_busy_exit_3(harness: Harness) -> None:
             assert harness.api.create("acme").status == 201  # its writes bump the account's version
 
     client.meta.events.register("provide-client-params.dynamodb.UpdateItem", write_now)
-    report = commands.heal(client, harness.system.table, "acme", timedelta(0), harness.clock.now())
+    report = commands.heal(DynamoTable(client, harness.system.table), Quota("acme"), timedelta(0), harness.clock.now())
     assert report.outcome is HealOutcome.BUSY
     assert report.exit_code == EXIT_TRY_LATER
     harness.check_invariants()

@@ -11,7 +11,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from functions.core import schema
+from functions.shared.config import FunctionEnvironment
 from ops import commands
 from ops.stack import EXIT_OK, EXIT_TRY_LATER, Connection, FunctionFailed, OpsError, TryLater
 from tests.handler.conftest import Harness
@@ -32,7 +32,7 @@ def test_in_process_applies_pending_work_and_heals(
     harness: Harness, connection: Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pending_and_drifted(harness)
-    monkeypatch.setenv(schema.ENV_TABLE_NAME, "not-the-table")  # the table comes from the outputs
+    monkeypatch.setenv(FunctionEnvironment.variable("table_name"), "not-the-table")  # the table comes from the outputs
 
     result = commands.sweep_in_process(connection, harness.system.table, SWEEPER_ENVIRONMENT, harness.clock)
     assert result.summary == {
@@ -46,8 +46,8 @@ def test_in_process_applies_pending_work_and_heals(
     assert set(result.summary["audits"]) <= {"exact", "inconclusive"}
     assert result.settings == {"pending_older_than_seconds": 0, "quiet_seconds": 0, "lookback_seconds": 3600}
     # The functions' settings were given to them, not put in this process's environment.
-    assert os.environ[schema.ENV_TABLE_NAME] == "not-the-table"
-    assert schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS not in os.environ
+    assert os.environ[FunctionEnvironment.variable("table_name")] == "not-the-table"
+    assert FunctionEnvironment.variable("pending_older_than") not in os.environ
 
     account = harness.api.account("acme")
     assert (account["bestEffort"], account["eventual"]) == (2, 2)
@@ -57,7 +57,7 @@ def test_in_process_applies_pending_work_and_heals(
 def test_in_process_keeps_the_deployed_thresholds(harness: Harness, connection: Connection) -> None:
     pending_and_drifted(harness)
 
-    deployed = {**SWEEPER_ENVIRONMENT, schema.ENV_SWEEP_PENDING_OLDER_THAN_SECONDS: "300"}
+    deployed = {**SWEEPER_ENVIRONMENT, FunctionEnvironment.variable("pending_older_than"): "300"}
     result = commands.sweep_in_process(connection, harness.system.table, deployed, harness.clock)
     assert result.summary["pending"] == {}  # nothing has been pending for five minutes yet
     assert result.settings["pending_older_than_seconds"] == 300
@@ -65,9 +65,9 @@ def test_in_process_keeps_the_deployed_thresholds(harness: Harness, connection: 
 
 
 def test_invalid_deployed_settings_are_an_error(harness: Harness, connection: Connection) -> None:
-    with pytest.raises(OpsError, match=schema.ENV_HEAL_QUIET_SECONDS):
+    with pytest.raises(OpsError, match=FunctionEnvironment.variable("quiet")):
         commands.sweep_in_process(
-            connection, harness.system.table, {schema.ENV_HEAL_QUIET_SECONDS: "soon"}, harness.clock
+            connection, harness.system.table, {FunctionEnvironment.variable("quiet"): "soon"}, harness.clock
         )
 
 
@@ -108,7 +108,7 @@ def test_invoke_returns_the_functions_result() -> None:
 
 def test_a_failed_invocation_is_an_error() -> None:
     client, stubber = stubbed_lambda()
-    error = {"errorType": "TransientStoreError", "errorMessage": "query pending index: throttled"}
+    error = {"errorType": "StoreUnavailable", "errorMessage": "query pending index: throttled"}
     stubber.add_response(
         "invoke", {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload(error)}, EXPECTED_INVOKE
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions.core import schema
+from functions.adapters import table_layout
 from local.filters import InvalidFilterPattern, matches_any, parse_filters
 
 RECORD = {
@@ -57,8 +57,8 @@ def test_any_pattern_may_match() -> None:
 
 
 def test_patterns_are_read_from_the_mapping_as_aws_stores_them() -> None:
-    criteria = {"Filters": [{"Pattern": json.dumps(p)} for p in schema.STREAM_FILTER_PATTERNS]}
-    assert parse_filters(criteria) == list(schema.STREAM_FILTER_PATTERNS)
+    criteria = {"Filters": [{"Pattern": json.dumps(p)} for p in table_layout.STREAM_FILTER_PATTERNS]}
+    assert parse_filters(criteria) == list(table_layout.STREAM_FILTER_PATTERNS)
     assert parse_filters(None) == []
 
 

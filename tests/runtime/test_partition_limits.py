@@ -15,9 +15,11 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from functions.adapters import keys, table_layout
+from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.shards import ShardStore
-from functions.core import schema
 from functions.core.errors import StoreUnavailable
+from functions.core.model import Quota
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
 from local.product import by_family
@@ -47,7 +49,7 @@ def dynamodb(emulator: EmulatorProcess) -> Any:
 
 
 def key(pk: str, sk: str = "ITEM") -> dict[str, dict[str, str]]:
-    return {schema.PARTITION_KEY: {"S": pk}, schema.SORT_KEY: {"S": sk}}
+    return {table_layout.PARTITION_KEY: {"S": pk}, table_layout.SORT_KEY: {"S": sk}}
 
 
 def add_one(dynamodb: Any, pk: str, sk: str = "ITEM") -> str:
@@ -84,8 +86,8 @@ def test_a_throttled_index_key_holds_back_writes_to_the_table(dynamodb: Any) -> 
     for number in range(6):
         item = {
             **key(f"GSI#{number}"),
-            schema.ACTIVITY_BUCKET_ATTRIBUTE: {"S": "B#hot"},
-            schema.LAST_WRITE_ATTRIBUTE: {"S": f"2026-11-23T10:00:0{number}.000Z"},
+            table_layout.ACTIVITY_BUCKET: {"S": "B#hot"},
+            table_layout.LAST_WRITE: {"S": f"2026-11-23T10:00:0{number}.000Z"},
         }
         try:
             dynamodb.put_item(TableName=TABLE, Item=item)
@@ -123,13 +125,13 @@ def test_a_throttled_action_cancels_its_transaction_with_a_throttling_reason(dyn
 def test_a_grant_from_a_throttled_shard_is_told_as_a_throttle_not_as_a_lost_race(dynamodb: Any) -> None:
     """The create that asked for the grant then spreads to another shard instead of going back to
     the one that is short of writes (functions/core/admission.py)."""
-    store = ShardStore(dynamodb, TABLE)
-    account = {**key("ACCOUNT#busy", schema.ACCOUNT_SORT_KEY), "limit": {"N": "10"}, "room": {"N": "10"}}
+    store = ShardStore(DynamoTable(dynamodb, TABLE))
+    account = {**key("ACCOUNT#busy", keys.ACCOUNT_SORT_KEY), "limit": {"N": "10"}, "room": {"N": "10"}}
     dynamodb.put_item(TableName=TABLE, Item=account)
-    while add_one(dynamodb, "ACCOUNT#busy", schema.ACCOUNT_SORT_KEY) == "ok":
+    while add_one(dynamodb, "ACCOUNT#busy", keys.ACCOUNT_SORT_KEY) == "ok":
         pass  # the account item has no write left this second
     with pytest.raises(StoreUnavailable) as refused:
-        store.grant("busy", 1, 5)
+        store.grant(Quota("busy"), 1, 5)
     assert refused.value.throttled
     assert not refused.value.may_have_landed
 
@@ -148,7 +150,7 @@ def test_a_batch_read_returns_the_throttled_keys_unprocessed(dynamodb: Any) -> N
     response = dynamodb.batch_get_item(
         RequestItems={TABLE: {"Keys": [key("READ#hot"), key("READ#cold")], "ConsistentRead": True}}
     )
-    assert [item[schema.PARTITION_KEY]["S"] for item in response["Responses"][TABLE]] == ["READ#cold"]
+    assert [item[table_layout.PARTITION_KEY]["S"] for item in response["Responses"][TABLE]] == ["READ#cold"]
     assert response["UnprocessedKeys"][TABLE]["Keys"] == [key("READ#hot")]
 
 
@@ -162,7 +164,7 @@ def test_requests_it_does_not_limit_reach_the_table_whole(dynamodb: Any) -> None
         ExpressionAttributeValues={":pk": {"S": "QUERY#1"}},
         ConsistentRead=True,
     )["Items"]
-    assert [item[schema.SORT_KEY]["S"] for item in items] == ["A", "B"]
+    assert [item[table_layout.SORT_KEY]["S"] for item in items] == ["A", "B"]
 
 
 def test_refusals_add_up_per_kind_of_item() -> None:

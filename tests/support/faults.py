@@ -14,7 +14,8 @@ from typing import Any
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
-from functions.core import schema
+from functions.adapters import shards, table_layout
+from functions.core.leases import LeaseKind
 from functions.shared.clients import Clients
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, cancelled_body, on_matching_send
@@ -39,9 +40,9 @@ def expression(params: Params) -> str:
 
 def _lease_kind(params: Params) -> str:
     lease = str(params.get("ExpressionAttributeNames", {}).get("#lease", ""))
-    if lease.startswith(schema.RESERVATION_LEASE_PREFIX):
+    if lease.startswith(shards.LEASE_PREFIXES[LeaseKind.RESERVATION]):
         return "reservation"
-    return "deletion" if lease.startswith(schema.DELETION_LEASE_PREFIX) else ""
+    return "deletion" if lease.startswith(shards.LEASE_PREFIXES[LeaseKind.DELETION]) else ""
 
 
 def _takes(kind: str) -> Callable[[Params], bool]:
@@ -63,7 +64,7 @@ API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
     "commit": ("UpdateItem", _settles("reservation", "best_effort")),
     "release": ("UpdateItem", _settles("reservation", "admitted")),
     "take-deletion": ("UpdateItem", _takes("deletion")),
-    "soft-delete": ("UpdateItem", lambda p: f"SET {schema.DELETED_ATTRIBUTE} = :true" in expression(p)),
+    "soft-delete": ("UpdateItem", lambda p: f"SET {table_layout.DELETED} = :true" in expression(p)),
     "finish-deletion": ("UpdateItem", _settles("deletion", "admitted")),
     "undo-deletion": ("UpdateItem", _settles("deletion", "best_effort")),
 }

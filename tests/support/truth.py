@@ -6,9 +6,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import held_leases, shard_state
-from functions.core import keys, schema
+from functions.core.model import Quota
 
 
 @dataclass
@@ -38,14 +39,14 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
         page = client.scan(**request)
         for raw in page["Items"]:
             item = from_attributes(raw)
-            sort_key = item[schema.SORT_KEY]
-            if sort_key == schema.RATE_SORT_KEY:
+            sort_key = item[table_layout.SORT_KEY]
+            if sort_key == keys.RATE_SORT_KEY:
                 continue  # a rate window counts requests, not the account's resources
-            if sort_key in (schema.SHARD_SORT_KEY, schema.EVENTUAL_COUNTER_SORT_KEY):  # summed per account
-                truth = accounts[keys.account_pk(item["account_id"])]
+            if sort_key in (keys.SHARD_SORT_KEY, keys.COUNTER_SORT_KEY):  # summed per account
+                truth = accounts[keys.account_pk(Quota(item["account_id"]))]
             else:
-                truth = accounts[item[schema.PARTITION_KEY]]
-            if sort_key in (schema.ACCOUNT_SORT_KEY, schema.SHARD_SORT_KEY):
+                truth = accounts[item[table_layout.PARTITION_KEY]]
+            if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
                 shard = shard_state(item)
                 truth.best_effort_net += shard.best_effort
                 truth.admitted += shard.admitted
@@ -53,15 +54,15 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
                 truth.limit = max(truth.limit, shard.limit)
                 truth.leases += len(held_leases(item))
                 truth.shards += 1
-            elif sort_key == schema.EVENTUAL_COUNTER_SORT_KEY:
+            elif sort_key == keys.COUNTER_SORT_KEY:
                 truth.eventual += item.get("count", 0)
                 truth.counters += 1
-            elif item.get(schema.ITEM_TYPE_ATTRIBUTE) == schema.TOMBSTONE_TYPE:
+            elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
                 truth.tombstones += 1
-            elif sort_key.startswith(schema.RESOURCE_PREFIX):
+            elif sort_key.startswith(keys.RESOURCE_PREFIX):
                 truth.existing += 1
-                truth.live += not item[schema.DELETED_ATTRIBUTE]
-                truth.processed += bool(item[schema.COUNTER_PROCESSED_ATTRIBUTE])
+                truth.live += not item[table_layout.DELETED]
+                truth.processed += bool(item[table_layout.COUNTER_PROCESSED])
         if "LastEvaluatedKey" not in page:
             return dict(accounts)
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

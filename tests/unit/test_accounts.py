@@ -23,7 +23,9 @@ from functions.core.errors import (
     StoreUnavailable,
 )
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
-from functions.core.model import NewResource, Page, PageBudget, Resource, Usage, idempotent_resource_id
+from functions.core.model import NewResource, Page, PageBudget, Quota, Resource, Usage, idempotent_resource_id
+
+A1, A2 = Quota("a1"), Quota("a2")
 
 
 def clock() -> str:
@@ -40,7 +42,7 @@ def stored(
     resource_id: str = "r1", request: NewResource = REQUEST, deleted: bool = False, token: str = "t0", **more: Any
 ) -> Resource:
     return Resource(
-        "a1", resource_id, request.name, request.attributes, clock(), request.fingerprint(), token, deleted, **more
+        A1, resource_id, request.name, request.attributes, clock(), request.fingerprint(), token, deleted, **more
     )
 
 
@@ -58,7 +60,7 @@ SETTLEMENT_NAMES = {
 class RecordingStore:
     """Scripted answers; `writes` lists every write in order (a settle by what it does)."""
 
-    usage: Usage | None = field(default_factory=lambda: Usage("a1", limit=5, best_effort_net=1, eventual=1))
+    usage: Usage | None = field(default_factory=lambda: Usage(A1, limit=5, best_effort_net=1, eventual=1))
     account: ShardState | None = field(default_factory=lambda: ShardState(0, room=0, admitted=5, limit=5))
     resource: Resource | None = None
     reserve: bool = True
@@ -163,11 +165,11 @@ class RecordingStore:
 def create(
     store: RecordingStore, key: str | None = None, request: NewResource = REQUEST, in_time: Any = lambda: True
 ) -> accounts.Created:
-    return accounts.create_resource(store, "a1", request, key, clock, token=lambda: "t0", in_time=in_time)
+    return accounts.create_resource(store, A1, request, key, clock, token=lambda: "t0", in_time=in_time)
 
 
 def delete(store: RecordingStore, in_time: Any = lambda: True, directory: Directory | None = None) -> None:
-    accounts.delete_resource(store, "a1", "r1", clock, token=lambda: "d0", in_time=in_time, directory=directory)
+    accounts.delete_resource(store, A1, "r1", clock, token=lambda: "d0", in_time=in_time, directory=directory)
 
 
 def sharded(span: int = 4) -> ShardState:
@@ -178,7 +180,7 @@ def sharded(span: int = 4) -> ShardState:
 def knowing(span: int) -> Directory:
     """A process that has seen the account with `span` shards."""
     directory = Directory()
-    directory.learn("a1", span, span)
+    directory.learn(A1, span, span)
     return directory
 
 
@@ -186,9 +188,9 @@ TIMEOUT = StoreUnavailable("timeout", may_have_landed=True)
 
 
 def test_usage_clamps_best_effort_and_takes_the_larger_counter() -> None:
-    usage = Usage("a1", limit=5, best_effort_net=-2, eventual=3)
+    usage = Usage(A1, limit=5, best_effort_net=-2, eventual=3)
     assert (usage.best_effort, usage.used, usage.available) == (0, 3, 2)
-    assert Usage("a1", limit=2, best_effort_net=4, eventual=1).available == 0
+    assert Usage(A1, limit=2, best_effort_net=4, eventual=1).available == 0
 
 
 def test_create_reserves_before_writing_and_counts_after() -> None:
@@ -304,8 +306,8 @@ def test_keyed_create_losing_to_a_concurrent_twin_frees_its_slot_and_replays() -
 
 
 def test_keyed_ids_are_stable_per_account_and_key() -> None:
-    assert idempotent_resource_id("a1", "k") == idempotent_resource_id("a1", "k")
-    assert idempotent_resource_id("a1", "k") != idempotent_resource_id("a2", "k")
+    assert idempotent_resource_id(A1, "k") == idempotent_resource_id(A1, "k")
+    assert idempotent_resource_id(A1, "k") != idempotent_resource_id(A2, "k")
 
 
 def test_a_quiet_accounts_delete_makes_three_writes_and_no_read() -> None:
@@ -330,7 +332,7 @@ def test_a_delete_on_an_account_grown_since_this_process_looked_learns_its_shard
     store = RecordingStore(account=sharded(), resource=stored(shard=3))
     directory = knowing(span=1)
     delete(store, directory=directory)
-    assert directory.layout("a1") == (4, 4)  # refused on shard 0, so read the layout
+    assert directory.layout(A1) == (4, 4)  # refused on shard 0, so read the layout
     assert store.writes == ["take_deletion", "soft_delete", "finish"]
     assert [lease.shard for lease in store.leases] == [3]
 
@@ -407,11 +409,11 @@ def test_a_late_delete_writes_nothing() -> None:
 def test_reads_of_missing_things_are_not_found() -> None:
     store = RecordingStore(usage=None)
     with pytest.raises(AccountNotFound):
-        accounts.get_usage(store, "a1")
+        accounts.get_usage(store, A1)
     with pytest.raises(AccountNotFound):
-        accounts.list_resources(store, "a1", 10, None)
+        accounts.list_resources(store, A1, 10, None)
     with pytest.raises(ResourceNotFound):
-        accounts.get_resource(RecordingStore(resource=stored(deleted=True)), "a1", "r1")
+        accounts.get_resource(RecordingStore(resource=stored(deleted=True)), A1, "r1")
 
 
 def test_a_page_budget_keeps_the_items_that_fit_and_always_the_first() -> None:
@@ -425,10 +427,10 @@ def test_a_page_budget_keeps_the_items_that_fit_and_always_the_first() -> None:
 
 def test_put_account_returns_the_account() -> None:
     store = RecordingStore()
-    assert accounts.put_account(store, "a1", accounts.limit_change(5, RECEIVED_MS), clock).limit == 5
+    assert accounts.put_account(store, A1, accounts.limit_change(5, RECEIVED_MS), clock).limit == 5
     assert store.writes == ["put_account"]
     with pytest.raises(CallerGaveUp):
-        accounts.put_account(store, "a1", accounts.limit_change(6, RECEIVED_MS), clock, lambda: False)
+        accounts.put_account(store, A1, accounts.limit_change(6, RECEIVED_MS), clock, lambda: False)
     assert store.writes == ["put_account"]
 
 
@@ -516,7 +518,7 @@ def test_a_process_settles_a_shards_dead_leases_once_a_second() -> None:
     store = RecordingStore(account=ShardState(0, room=5, limit=5), held=dead(4), settle_dead_error=TIMEOUT)
 
     def creates() -> int:
-        accounts.create_resource(store, "a1", REQUEST, None, clock, token=lambda: "t0", directory=directory)
+        accounts.create_resource(store, A1, REQUEST, None, clock, token=lambda: "t0", directory=directory)
         return store.writes.count("settle_dead")
 
     assert creates() == 1

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from functions.adapters.errors import may_have_landed, unavailable
+from functions.adapters.errors import may_have_landed, translate
 from functions.core.rate_limits import DEFAULT_TENANT_RATE
 from functions.shared.config import ConfigurationError, Settings
 
@@ -30,7 +30,7 @@ def client_error(code: str, status: int) -> ClientError:
 )
 def test_failures_that_prove_nothing_landed(error: Exception) -> None:
     assert may_have_landed(error) is False
-    assert unavailable("op", error).may_have_landed is False
+    assert translate("op", error).may_have_landed is False
 
 
 @pytest.mark.parametrize(
@@ -45,13 +45,13 @@ def test_failures_that_prove_nothing_landed(error: Exception) -> None:
 )
 def test_a_refusal_for_capacity_is_told_apart(error: Exception, throttled: bool) -> None:
     """Admission grows an account's shards when one throttles (functions/core/admission.py)."""
-    assert unavailable("op", error).throttled is throttled
+    assert translate("op", error).throttled is throttled
 
 
 @pytest.mark.parametrize("error", [client_error("InternalServerError", 500), ReadTimeoutError(endpoint_url="x")])
 def test_failures_after_which_the_write_may_have_landed(error: Exception) -> None:
     assert may_have_landed(error) is True
-    failure = unavailable("reserve slot", error)
+    failure = translate("reserve slot", error)
     assert failure.may_have_landed is True
     assert "reserve slot" in str(failure)
 

@@ -24,8 +24,10 @@ from functions.core.admission import (
 )
 from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.leases import Lease, LeaseKind, Settled, Settlement, iso_timestamp, parse_timestamp
-from functions.core.model import Page, PageBudget, Resource, Usage
+from functions.core.model import Page, PageBudget, Quota, Resource, Usage
 from local.product import scaled_environment
+
+A1 = Quota("a1")
 
 NOW = "2026-11-23T12:00:00.000Z"
 NOW_MS = 1_795_435_200_000  # NOW in epoch ms: when API Gateway received a PUT
@@ -200,7 +202,7 @@ def directory(store: Shards, clock: Clock | None = None, seed: int = 1, **settin
     """A process that already knows the account's layout (it learnt it from shard 0)."""
     known = Directory(ShardingSettings(**settings), clock or Clock(), random.Random(seed))  # type: ignore[arg-type]
     first = store.items[0]
-    known.learn("a1", first.active, first.span)
+    known.learn(A1, first.active, first.span)
     return known
 
 
@@ -214,7 +216,7 @@ def shard_picked(known: Directory, shard: int) -> Directory:
 
 def test_a_quiet_account_admits_on_its_account_item_with_one_write() -> None:
     store = Shards.of(limit=5, rooms=[5])
-    placed, reserved = reserve(store, Directory(), "a1", lease())
+    placed, reserved = reserve(store, Directory(), A1, lease())
     assert (placed.shard, reserved.heal_epoch, store.calls) == (0, 0, ["reserve 0"])
     assert store.admitted == 1
     assert store.held() == 5
@@ -223,9 +225,9 @@ def test_a_quiet_account_admits_on_its_account_item_with_one_write() -> None:
 def test_a_process_that_does_not_know_the_layout_starts_on_shard_0_and_learns_it() -> None:
     store = Shards.of(limit=40, rooms=[10, 10, 10, 10])
     known = Directory()
-    reserve(store, known, "a1", lease())
+    reserve(store, known, A1, lease())
     assert store.calls == ["reserve 0"]
-    assert known.layout("a1") == (4, 4)
+    assert known.layout(A1) == (4, 4)
 
 
 def test_a_process_with_an_older_layout_learns_the_newer_one_when_its_shards_run_hot() -> None:
@@ -234,20 +236,20 @@ def test_a_process_with_an_older_layout_learns_the_newer_one_when_its_shards_run
     clock = Clock()
     store = Shards.of(limit=80, rooms=[10] * 8)
     known = Directory(ShardingSettings(grow_at=250), clock, random.Random(1))
-    known.learn("a1", 2, 2)
+    known.learn(A1, 2, 2)
     known.pick = lambda account_id: 1  # type: ignore[method-assign]
-    reserve(store, known, "a1", lease())
+    reserve(store, known, A1, lease())
     clock.now += 1
     store.items[1] = replace(store.items[1], version=store.items[1].version + 300)  # others' writes
-    reserve(store, known, "a1", lease())
+    reserve(store, known, A1, lease())
     # Its growth lost (the account has 8): it reads the layout, and does not fall back to shard 0.
     assert store.calls == ["reserve 1", "reserve 1", "active 2 -> 4", "read [0]"]
-    assert known.layout("a1") == (8, 8)
+    assert known.layout(A1) == (8, 8)
 
 
 def test_a_dry_shard_whose_donor_is_shard_0_gets_half_its_room_and_admits() -> None:
     store = Shards.of(limit=40, rooms=[32, 8, 0, 0])
-    placed, _ = reserve(store, shard_picked(directory(store), 2), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 2), A1, lease())
     assert store.calls == ["reserve 2", "read [0]", "grant 16 to 2", "reserve 2"]
     assert placed.shard == 2
     assert (store.items[0].room, store.items[2].room) == (16, 15)
@@ -256,7 +258,7 @@ def test_a_dry_shard_whose_donor_is_shard_0_gets_half_its_room_and_admits() -> N
 
 def test_a_dry_shard_takes_half_its_donors_room_without_touching_shard_0() -> None:
     store = Shards.of(limit=40, rooms=[20, 10, 10, 0])
-    placed, _ = reserve(store, shard_picked(directory(store), 3), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 3), A1, lease())
     assert store.calls == ["reserve 3", "read [1]", "grant 5 to 3 from 1", "reserve 3"]
     assert (placed.shard, store.items[1].room, store.items[3].room, store.held()) == (3, 5, 4, 40)
 
@@ -264,32 +266,32 @@ def test_a_dry_shard_takes_half_its_donors_room_without_touching_shard_0() -> No
 def test_a_shard_whose_donor_has_not_opened_takes_from_the_nearest_ancestor_that_has() -> None:
     store = Shards.of(limit=100, rooms=[60, 40], active=16)
     store.items[0] = replace(store.items[0], span=16)
-    placed, _ = reserve(store, shard_picked(directory(store), 13), "a1", lease())  # 13 -> 5 -> 1
+    placed, _ = reserve(store, shard_picked(directory(store), 13), A1, lease())  # 13 -> 5 -> 1
     assert store.calls == ["reserve 13", "read [5, 1]", "grant 20 to 13 from 1", "reserve 13"]
     assert (placed.shard, store.items[0].room, store.held()) == (13, 60, 100)
 
 
 def test_a_donor_without_room_sends_the_shard_to_shard_0_for_a_share() -> None:
     store = Shards.of(limit=40, rooms=[8, 1, 0, 0])
-    placed, _ = reserve(store, shard_picked(directory(store), 3), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 3), A1, lease())
     assert store.calls == ["reserve 3", "read [1]", "read [0]", "grant 2 to 3", "reserve 3"]
     assert (placed.shard, store.items[1].room, store.held()) == (3, 1, 40)
 
 
 def test_with_less_room_than_shards_a_dry_shard_still_gets_one_slot_while_shard_0_keeps_one() -> None:
     store = Shards.of(limit=100, rooms=[3, 1] + [0] * 62)
-    placed, _ = reserve(store, shard_picked(directory(store), 5), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 5), A1, lease())
     assert store.calls == ["reserve 5", "read [1]", "read [0]", "grant 1 to 5", "reserve 5"]
     assert (placed.shard, store.items[0].room) == (5, 2)
     store.items[0] = replace(store.items[0], room=1)
-    placed, _ = reserve(store, shard_picked(directory(store), 7), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 7), A1, lease())
     assert (placed.shard, store.items[0].room) == (0, 0)  # its last slot: admitted on shard 0
 
 
 def test_a_retired_donor_gives_nothing() -> None:
     store = Shards.of(limit=40, rooms=[8, 6, 0, 0])
     store.items[1] = replace(store.items[1], retired=True)
-    reserve(store, shard_picked(directory(store), 3), "a1", lease())
+    reserve(store, shard_picked(directory(store), 3), A1, lease())
     assert "grant 3 to 3 from 1" not in store.calls
     assert store.items[1].room == 6
 
@@ -299,7 +301,7 @@ def test_growing_to_64_shards_takes_6_grants_from_shard_0_and_spreads_the_room_e
     store = Shards.of(limit=6400, rooms=[6400], active=MAX_SHARDS)
     store.items[0] = replace(store.items[0], span=MAX_SHARDS)
     for shard in range(1, MAX_SHARDS):  # the first create on each new shard, in the order they open
-        reserve(store, shard_picked(directory(store), shard), "a1", lease())
+        reserve(store, shard_picked(directory(store), shard), A1, lease())
     from_shard_0 = [call for call in store.calls if call.startswith("grant") and " from " not in call]
     assert from_shard_0 == [f"grant {6400 >> k} to {1 << (k - 1)}" for k in range(1, 7)]  # 3200 to 1 ... 100 to 32
     rooms = [store.items[i].room for i in range(MAX_SHARDS)]
@@ -310,14 +312,14 @@ def test_growing_to_64_shards_takes_6_grants_from_shard_0_and_spreads_the_room_e
 
 def test_two_creates_that_found_a_shard_dry_take_one_grant() -> None:
     store = Shards.of(limit=40, rooms=[20, 10, 10, 0])
-    assert store.grant("a1", 3, 5, donor=1)
-    assert not store.grant("a1", 3, 2, donor=1)  # it has room now
+    assert store.grant(A1, 3, 5, donor=1)
+    assert not store.grant(A1, 3, 2, donor=1)  # it has room now
     assert (store.items[1].room, store.items[3].room) == (5, 5)
 
 
 def test_with_no_room_on_shard_0_a_create_admits_where_room_is_left() -> None:
     store = Shards.of(limit=40, rooms=[0, 0, 0, 3])
-    placed, _ = reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 1), A1, lease())
     assert store.calls == ["reserve 1", "read [0]", "read [1, 2, 3]", "reserve 3"]
     assert placed.shard == 3
 
@@ -325,7 +327,7 @@ def test_with_no_room_on_shard_0_a_create_admits_where_room_is_left() -> None:
 def test_room_on_a_retired_shard_is_gathered_home_and_admitted_there() -> None:
     store = Shards.of(limit=40, rooms=[0, 2], active=1)
     store.items[1] = replace(store.items[1], retired=True)
-    placed, _ = reserve(store, Directory(), "a1", lease())
+    placed, _ = reserve(store, Directory(), A1, lease())
     assert store.calls == ["reserve 0", "read [0]", "read [1]", "gather 1", "reserve 0"]
     assert placed.shard == 0
     assert (store.items[0].room, store.items[1].room, store.held()) == (1, 0, 40)
@@ -334,7 +336,7 @@ def test_room_on_a_retired_shard_is_gathered_home_and_admitted_there() -> None:
 def test_a_refusal_is_proved_by_a_snapshot_of_every_shard() -> None:
     store = Shards.of(limit=40, rooms=[0, 0, 0, 0])
     with pytest.raises(LimitExceeded) as refused:
-        reserve(store, shard_picked(directory(store), 1), "a1", lease())
+        reserve(store, shard_picked(directory(store), 1), A1, lease())
     assert store.calls == ["reserve 1", "read [0]", "read [1, 2, 3]", "snapshot [0, 1, 2, 3]"]
     assert refused.value.limit == 40
 
@@ -342,7 +344,7 @@ def test_a_refusal_is_proved_by_a_snapshot_of_every_shard() -> None:
 def test_a_one_shard_account_is_refused_on_its_one_read() -> None:
     store = Shards.of(limit=5, rooms=[0])
     with pytest.raises(LimitExceeded):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     assert store.calls == ["reserve 0", "read [0]"]
 
 
@@ -357,7 +359,7 @@ def test_a_full_account_settles_the_dead_leases_holding_its_slots_and_admits() -
     their leases, one read of their resources says they never put, one write frees both."""
     store = Shards.of(limit=5, rooms=[2])
     store.hold_dead(0, died("d1", 90), died("d2", 61))
-    placed, _ = reserve(store, Directory(), "a1", lease())
+    placed, _ = reserve(store, Directory(), A1, lease())
     assert store.calls == [
         "reserve 0",
         "read [0]",
@@ -372,7 +374,7 @@ def test_leases_younger_than_the_dead_lease_age_keep_their_slots() -> None:
     store = Shards.of(limit=5, rooms=[2])
     store.hold_dead(0, died("d1", 59), died("d2", 30))  # their requests may still be running
     with pytest.raises(LimitExceeded):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     assert store.calls == ["reserve 0", "read [0]"]
 
 
@@ -380,9 +382,9 @@ def test_a_dead_lease_whose_resource_exists_frees_nothing_and_the_account_is_loo
     store = Shards.of(limit=5, rooms=[1])
     landed = died("d1", 90, resource_id="r-landed")
     store.hold_dead(0, landed)
-    store.resources["r-landed"] = Resource("a1", "r-landed", "vm", {}, NOW, "f", request_token="d1")
+    store.resources["r-landed"] = Resource(A1, "r-landed", "vm", {}, NOW, "f", request_token="d1")
     with pytest.raises(LimitExceeded):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     assert store.calls == [
         "reserve 0",
         "read [0]",
@@ -397,7 +399,7 @@ def test_a_dead_lease_whose_resource_exists_frees_nothing_and_the_account_is_loo
 def test_a_sharded_account_settles_dead_leases_the_snapshot_shows_and_admits_where_they_were() -> None:
     store = Shards.of(limit=40, rooms=[0, 0, 1, 0])
     store.hold_dead(2, died("d1", 120, shard=2))
-    placed, _ = reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 1), A1, lease())
     assert store.calls[-3:] == ["get resources ['never-d1']", "settle 2: d1", "reserve 2"]
     assert (placed.shard, store.admitted, store.held()) == (2, 40, 40)
 
@@ -407,7 +409,7 @@ def test_room_the_reads_missed_is_found_by_the_snapshot_and_used() -> None:
     shows nowhere. The snapshot sees it, so the create is not refused."""
     store = Shards.of(limit=40, rooms=[0, 0, 1, 0])
     store.stale = {2: ShardState(2, room=0)}
-    placed, _ = reserve(store, shard_picked(directory(store), 1), "a1", lease())
+    placed, _ = reserve(store, shard_picked(directory(store), 1), A1, lease())
     assert store.calls[-2:] == ["snapshot [0, 1, 2, 3]", "reserve 2"]
     assert (placed.shard, store.admitted) == (2, 40)
 
@@ -416,7 +418,7 @@ def test_shard_0_in_debt_refuses_even_with_room_on_retired_shards_short_of_the_d
     store = Shards.of(limit=10, rooms=[-2, 1], active=1)
     store.items[1] = replace(store.items[1], retired=True)
     with pytest.raises(LimitExceeded):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     assert store.items[0].room == -1  # the retired shard's room paid back part of the debt
 
 
@@ -425,10 +427,10 @@ def test_shard_0_in_debt_refuses_even_with_room_on_retired_shards_short_of_the_d
 
 def hot(store: Shards, known: Directory, clock: Clock, writes_between: int) -> None:
     """Two reservations on shard 0 a second apart, with other processes' writes in between."""
-    reserve(store, known, "a1", lease())
+    reserve(store, known, A1, lease())
     clock.now += 1
     store.items[0] = replace(store.items[0], version=store.items[0].version + writes_between)
-    reserve(store, known, "a1", lease())
+    reserve(store, known, A1, lease())
 
 
 def test_a_shard_past_the_threshold_doubles_the_accounts_shards() -> None:
@@ -438,7 +440,7 @@ def test_a_shard_past_the_threshold_doubles_the_accounts_shards() -> None:
     hot(store, known, clock, writes_between=300)
     assert store.calls[-1] == "active 1 -> 2"
     assert (store.items[0].active, store.items[0].span) == (2, 2)
-    assert known.layout("a1") == (2, 2)
+    assert known.layout(A1) == (2, 2)
 
 
 def test_a_quiet_account_keeps_one_shard() -> None:
@@ -454,11 +456,11 @@ def test_rates_are_measured_over_at_least_a_window() -> None:
     """Two writes a millisecond apart are not 2,000 writes a second."""
     clock = Clock()
     known = Directory(ShardingSettings(min_window=1.0), clock)
-    assert known.observe("a1", 0, 10) is None
+    assert known.observe(A1, 0, 10) is None
     clock.now += 0.001
-    assert known.observe("a1", 0, 12) is None
+    assert known.observe(A1, 0, 12) is None
     clock.now += 1
-    assert known.observe("a1", 0, 512) == pytest.approx(502 / 1.001)
+    assert known.observe(A1, 0, 512) == pytest.approx(502 / 1.001)
 
 
 def test_growth_stops_at_the_largest_layout() -> None:
@@ -476,25 +478,25 @@ def test_growth_stops_at_the_largest_layout() -> None:
 
 def test_a_limit_lowered_within_shard_0s_room_moves_nothing_else() -> None:
     store = Shards.of(limit=40, rooms=[20, 5, 5])
-    accounts.put_account(store, "a1", accounts.limit_change(30, NOW_MS), lambda: NOW)
+    accounts.put_account(store, A1, accounts.limit_change(30, NOW_MS), lambda: NOW)
     assert store.calls == ["read [0]", "limit 40 -> 30"]
     assert (store.items[0].room, store.held()) == (10, 30)
 
 
 def test_a_limit_lowered_below_the_usage_retires_the_other_shards_and_refuses_until_paid_back() -> None:
     store = Shards.of(limit=10, rooms=[1, 3])  # 6 slots held, all on shard 0
-    accounts.put_account(store, "a1", accounts.limit_change(5, NOW_MS), lambda: NOW)
+    accounts.put_account(store, A1, accounts.limit_change(5, NOW_MS), lambda: NOW)
     assert store.calls == ["read [0]", "active 2 -> 1", "read [1]", "gather 1", "limit 10 -> 5"]
     assert (store.items[0].room, store.items[0].active, store.items[1].retired, store.held()) == (-1, 1, True, 5)
     store.items[0] = replace(store.items[0], admitted=4)
     store.items[1] = replace(store.items[1], admitted=2)  # say two of the six were on shard 1
     with pytest.raises(LimitExceeded):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     store.release(1)  # 5 held: at the new limit, still full
     with pytest.raises(LimitExceeded):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     store.release(1)  # 4 held
-    placed, _ = reserve(store, Directory(), "a1", lease())
+    placed, _ = reserve(store, Directory(), A1, lease())
     assert (placed.shard, store.admitted, store.held()) == (0, 5, 5)
 
 
@@ -521,7 +523,7 @@ def test_a_throttled_shard_grows_the_account_at_once_and_the_create_goes_on() ->
         return Shards.reserve_on(store, account_id, placed)
 
     store.reserve_on = throttled_once  # type: ignore[method-assign]
-    placed, _ = reserve(store, Directory(rng=random.Random(3)), "a1", lease())
+    placed, _ = reserve(store, Directory(rng=random.Random(3)), A1, lease())
     assert store.calls[:3] == ["reserve 0 throttled", "read [0]", "active 1 -> 2"]
     assert store.items[0].active == 2
     assert store.admitted == 1
@@ -536,7 +538,7 @@ def test_other_failures_are_not_taken_for_heat() -> None:
 
     store.reserve_on = failing  # type: ignore[method-assign]
     with pytest.raises(StoreUnavailable):
-        reserve(store, Directory(), "a1", lease())
+        reserve(store, Directory(), A1, lease())
     assert store.items[0].active == 1
 
 
@@ -553,9 +555,9 @@ def test_a_process_throttled_on_shard_0_of_a_grown_account_spreads_at_once() -> 
 
     store.reserve_on = shard_0_throttled  # type: ignore[method-assign]
     known = Directory(rng=random.Random(5))
-    placed, _ = reserve(store, known, "a1", lease())
+    placed, _ = reserve(store, known, A1, lease())
     assert store.calls[:2] == ["reserve 0 throttled", "read [0]"]
-    assert known.layout("a1") == (MAX_SHARDS, MAX_SHARDS)
+    assert known.layout(A1) == (MAX_SHARDS, MAX_SHARDS)
     assert placed.shard != 0
 
 
@@ -576,6 +578,6 @@ def test_a_grant_refused_for_capacity_sends_the_create_to_another_shard_not_to_s
     known = directory(store, seed=2)
     picks = iter([1, 3])
     known.pick = lambda account_id: next(picks)  # type: ignore[method-assign]
-    placed, _ = reserve(store, known, "a1", lease())
+    placed, _ = reserve(store, known, A1, lease())
     assert store.calls == ["reserve 1", "read [0]", "grant to 1 throttled", "reserve 3"]
     assert placed.shard == 3

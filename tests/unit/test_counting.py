@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from functions.core import schema
 from functions.core.counting import (
     COMMITTED,
+    EVENTUAL_COUNTER_SHARDS,
     GONE,
     ActionKind,
     CancellationReason,
@@ -25,13 +25,16 @@ from functions.core.counting import (
     ResourceState,
     TaskKind,
     TransactionResult,
-    TransientStoreError,
     apply_tasks,
     counter_shard,
     decide_action,
     plan_record,
     process_records,
 )
+from functions.core.errors import StoreUnavailable
+from functions.core.model import Quota
+
+A1, A2 = Quota("a1"), Quota("a2")
 
 ALL_NON_CONDITION_CODES = [
     "TransactionConflict",
@@ -47,22 +50,22 @@ def apply_task(store: Any, task: CountingTask) -> Outcome:
     return apply_tasks(store, [task])[0]
 
 
-CREATE = CountingTask(TaskKind.COUNT_CREATE, "a1", "r1")
-REMOVE = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1")
-REMOVE_COUNTED = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1", counted=True)
-REMOVE_UNCOUNTED = CountingTask(TaskKind.REMOVE_DELETED, "a1", "r1", counted=False)
+CREATE = CountingTask(TaskKind.COUNT_CREATE, A1, "r1")
+REMOVE = CountingTask(TaskKind.REMOVE_DELETED, A1, "r1")
+REMOVE_COUNTED = CountingTask(TaskKind.REMOVE_DELETED, A1, "r1", counted=True)
+REMOVE_UNCOUNTED = CountingTask(TaskKind.REMOVE_DELETED, A1, "r1", counted=False)
 
 
 @pytest.mark.parametrize(
     ("record", "expected"),
     [
-        (ResourceRecord("a1", "r1", deleted=False, counter_processed=False), CREATE),
-        (ResourceRecord("a1", "r1", deleted=True, counter_processed=True), REMOVE_COUNTED),
-        (ResourceRecord("a1", "r1", deleted=True, counter_processed=False), REMOVE_UNCOUNTED),
-        (ResourceRecord("a1", "r1", deleted=True), REMOVE),  # a pending entry may lack the flag
-        (ResourceRecord("a1", "r1", deleted=False, counter_processed=True), None),  # the consumer's own flag flip
-        (ResourceRecord("a1", "r1", deleted=False), None),  # no flag at all: not ours to count
-        (ResourceRecord("a1", "r1"), None),
+        (ResourceRecord(A1, "r1", deleted=False, counter_processed=False), CREATE),
+        (ResourceRecord(A1, "r1", deleted=True, counter_processed=True), REMOVE_COUNTED),
+        (ResourceRecord(A1, "r1", deleted=True, counter_processed=False), REMOVE_UNCOUNTED),
+        (ResourceRecord(A1, "r1", deleted=True), REMOVE),  # a pending entry may lack the flag
+        (ResourceRecord(A1, "r1", deleted=False, counter_processed=True), None),  # the consumer's own flag flip
+        (ResourceRecord(A1, "r1", deleted=False), None),  # no flag at all: not ours to count
+        (ResourceRecord(A1, "r1"), None),
     ],
 )
 def test_plan_record(record: ResourceRecord, expected: CountingTask | None) -> None:
@@ -176,7 +179,8 @@ def test_remove_that_keeps_flipping_is_retried_later() -> None:
 
 @pytest.mark.parametrize("task", [CREATE, REMOVE])
 def test_a_failed_call_is_retried(task: CountingTask) -> None:
-    store = ScriptedStore(count_results=[TransientStoreError("throttled")], remove_results=[TransientStoreError("x")])
+    throttled = StoreUnavailable("throttled", may_have_landed=False)
+    store = ScriptedStore(count_results=[throttled], remove_results=[StoreUnavailable("x", may_have_landed=True)])
     assert apply_task(store, task) is Outcome.RETRY
 
 
@@ -195,14 +199,14 @@ class BatchStore:
         return self.results.pop(0)
 
 
-def insert(resource: str, seq: str, shard: int = 0, account: str = "a1") -> ItemRecord:
+def insert(resource: str, seq: str, shard: int = 0, account: Quota = A1) -> ItemRecord:
     """A created resource's stream record, by its sequence number."""
     return seq, ResourceRecord(account, resource, deleted=False, counter_processed=False, shard=shard)
 
 
 def deleted(resource: str, seq: str, counted: bool = True, shard: int = 0) -> ItemRecord:
     """A soft-deleted resource's stream record."""
-    return seq, ResourceRecord("a1", resource, deleted=True, counter_processed=counted, shard=shard)
+    return seq, ResourceRecord(A1, resource, deleted=True, counter_processed=counted, shard=shard)
 
 
 NOT_A_RESOURCE = None  # what a record of another item, or a REMOVE record, says of a resource
@@ -259,7 +263,7 @@ def test_an_accounts_actions_go_in_transactions_of_at_most_99() -> None:
 
 def test_accounts_are_transacted_apart() -> None:
     store = BatchStore([COMMITTED, COMMITTED])
-    process_records(store, [insert("r1", "101"), insert("r2", "102", account="a2")])
+    process_records(store, [insert("r1", "101"), insert("r2", "102", account=A2)])
     assert len(store.calls) == 2
 
 
@@ -296,8 +300,8 @@ def test_only_a_batch_with_a_resource_admitted_above_shard_0_adds_to_a_counter_s
     assert counter_shard(quiet) == 0
     busy = [*quiet, ResourceAction(ActionKind.COUNT_CREATE, "r-busy", shard=3)]
     spread = {counter_shard([ResourceAction(ActionKind.COUNT_CREATE, f"b{n}", shard=1)]) for n in range(200)}
-    assert 0 <= counter_shard(busy) < schema.COUNTER_SHARDS
-    assert spread == set(range(schema.COUNTER_SHARDS))
+    assert 0 <= counter_shard(busy) < EVENTUAL_COUNTER_SHARDS
+    assert spread == set(range(EVENTUAL_COUNTER_SHARDS))
 
 
 def test_folding_keeps_the_admission_shard_of_each_resource() -> None:

@@ -28,7 +28,9 @@ from functions.core.leases import (
     in_order,
     resolution,
 )
-from functions.core.model import Resource
+from functions.core.model import Quota, Resource
+
+A = Quota("a")
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 QUIET = timedelta(seconds=60)
@@ -60,7 +62,7 @@ def lease(kind: LeaseKind, seconds_ago: int, token: str = "t1") -> Lease:
 
 
 def resource(request_token: str = "t0", deleted: bool = False, delete_token: str = "") -> Resource:
-    return Resource("a", "r1", "n", {}, ago(500), "f", request_token, deleted, delete_token=delete_token)
+    return Resource(A, "r1", "n", {}, ago(500), "f", request_token, deleted, delete_token=delete_token)
 
 
 def test_a_quiet_account_gets_both_counters_set_to_the_eventual_count() -> None:
@@ -112,7 +114,7 @@ class Store:
 
 def test_heal_reads_checks_reads_again_then_writes_conditionally() -> None:
     store = Store([(state(), 4)])
-    assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.HEALED
+    assert heal_account(store, A, NOW, QUIET).outcome is HealOutcome.HEALED
     assert store.calls == ["read", "pending", "read", "write if version 7"]
     assert store.written == [HealPlan(4, 4)]
 
@@ -129,7 +131,7 @@ def test_heal_reads_checks_reads_again_then_writes_conditionally() -> None:
     ],
 )
 def test_heal_waits_or_stops_when_it_must(store: Store, outcome: HealOutcome, attempted: list[HealPlan]) -> None:
-    assert heal_account(store, "a", NOW, QUIET).outcome is outcome
+    assert heal_account(store, A, NOW, QUIET).outcome is outcome
     assert store.written == attempted
 
 
@@ -163,7 +165,7 @@ def test_dead_leases_are_settled_before_the_heal_reads_again() -> None:
     dead = lease(RESERVATION, 90)
     fresh = lease(RESERVATION, 5, token="t2")
     store = Store([(state(leases=(dead, fresh)), 4), (state(leases=(fresh,), version=8), 4)])
-    assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.HEALED
+    assert heal_account(store, A, NOW, QUIET).outcome is HealOutcome.HEALED
     assert store.calls[:3] == ["read", "get r1", "settle shard 0: t1"]
     assert store.settled == [(dead, RELEASE_RESERVATION)]
     # The fresh reservation's slot is not free, so only best-effort is healed.
@@ -172,7 +174,7 @@ def test_dead_leases_are_settled_before_the_heal_reads_again() -> None:
 
 def test_a_delete_in_flight_makes_the_heal_wait() -> None:
     store = Store([(state(leases=(lease(DELETION, 5),)), 4)])
-    assert heal_account(store, "a", NOW, QUIET).outcome is HealOutcome.PENDING_WORK
+    assert heal_account(store, A, NOW, QUIET).outcome is HealOutcome.PENDING_WORK
     assert store.settled == []
     assert store.written == []
 
@@ -195,5 +197,5 @@ def test_dead_leases_are_read_once_and_settled_with_one_write_per_shard() -> Non
     on_5 = [replace(lease(DELETION, 120, token="b"), resource_id="r9", shard=5)]
     account = state(leases=in_order([*on_0, *on_5]))
     store = Store([(account, 4)])
-    assert resolve_dead_leases(store, "a", account, NOW, QUIET, timedelta(hours=24)) == 4
+    assert resolve_dead_leases(store, A, account, NOW, QUIET, timedelta(hours=24)) == 4
     assert store.calls == ["get r0 r1 r2 r9", "settle shard 0: a0 a1 a2", "settle shard 5: b"]

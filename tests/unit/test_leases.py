@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from functions.core import schema
-from functions.core.leases import Lease, LeaseKind, holds, leases_of, new_token, taken_before
+from functions.adapters.shards import LEASE_PREFIXES, holds, lease_attribute, lease_value, leases_of
+from functions.core.leases import Lease, LeaseKind, new_token, taken_before
 
 
 def test_a_lease_round_trips_through_the_account_item() -> None:
     lease = Lease(LeaseKind.RESERVATION, new_token(), "r-1", "2026-11-23T08:00:00.000Z")
-    item = {"limit": 5, "admitted": 1, lease.attribute: lease.value}
-    assert lease.attribute.startswith(schema.RESERVATION_LEASE_PREFIX)
+    item = {"limit": 5, "admitted": 1, lease_attribute(lease): lease_value(lease)}
+    assert lease_attribute(lease).startswith(LEASE_PREFIXES[LeaseKind.RESERVATION])
     assert leases_of(item) == (lease,)
     assert holds(item, lease)
     assert not holds({}, lease)
@@ -20,8 +20,8 @@ def test_leases_are_read_oldest_first_and_other_attributes_ignored() -> None:
     newer = Lease(LeaseKind.DELETION, "b" * 16, "r-2", "2026-11-23T08:00:02.000Z")
     older = Lease(LeaseKind.RESERVATION, "a" * 16, "r-1", "2026-11-23T08:00:01.000Z")
     item = {
-        newer.attribute: newer.value,
-        older.attribute: older.value,
+        lease_attribute(newer): lease_value(newer),
+        lease_attribute(older): lease_value(older),
         "lease_r_malformed": 7,  # not a lease value: ignored rather than misread
         "best_effort": 1,
     }

@@ -75,14 +75,14 @@ PENDING_ITEM = pending_record(
 
 def test_replays_the_range_from_the_stream() -> None:
     store = ScriptedStore(count_results=[COMMITTED])
-    result = redrive(BATCH, Reader([insert("r1", "100")]), store, Pending([]))
+    result = redrive(BATCH, reader=Reader([insert("r1", "100")]), counting=store, pending=Pending([]))
     assert result.source == "stream"
     assert result.report.outcomes[Outcome.APPLIED] == 1
 
 
 def test_falls_back_to_the_sweep_when_records_are_gone() -> None:
     store = ScriptedStore(count_results=[COMMITTED])
-    result = redrive(BATCH, Reader(None), store, Pending([PENDING_ITEM]))
+    result = redrive(BATCH, reader=Reader(None), counting=store, pending=Pending([PENDING_ITEM]))
     assert result.source == "sweep"
     assert store.calls == ["count_create"]
 
@@ -93,18 +93,18 @@ CONFLICT = TransactionResult((CancellationReason("TransactionConflict"), Cancell
 def test_a_record_of_the_range_that_keeps_failing_fails_the_message() -> None:
     store = ScriptedStore(count_results=[CONFLICT, CONFLICT, CONFLICT])
     with pytest.raises(RedriveIncomplete):
-        redrive(BATCH, Reader([insert("r1", "100")]), store, Pending([]))
+        redrive(BATCH, reader=Reader([insert("r1", "100")]), counting=store, pending=Pending([]))
 
 
 def test_a_sweep_leaves_what_still_fails_to_the_scheduled_sweeper() -> None:
     store = ScriptedStore(count_results=[CONFLICT])
-    result = redrive(BATCH, Reader(None), store, Pending([PENDING_ITEM]))
+    result = redrive(BATCH, reader=Reader(None), counting=store, pending=Pending([PENDING_ITEM]))
     assert result.source == "sweep"
     assert result.report.failed == ["ACCOUNT#a1/RESOURCE#r9"]  # still pending, reported, not lost
 
 
 def test_records_that_fail_once_are_retried_within_the_invocation() -> None:
     store = ScriptedStore(count_results=[CONFLICT, COMMITTED])
-    result = redrive(BATCH, Reader([insert("r1", "100")]), store, Pending([]))
+    result = redrive(BATCH, reader=Reader([insert("r1", "100")]), counting=store, pending=Pending([]))
     assert result.report.outcomes[Outcome.APPLIED] == 1
     assert store.calls == ["count_create", "count_create"]

@@ -12,13 +12,16 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import to_attributes
 from functions.adapters.resource_records import from_stream_record, pending_record, stream_records
-from functions.core import schema
 from functions.core.counting import CountingTask, TaskKind, plan_record, process_pending
+from functions.core.model import Quota
 from local.event_sources import lambda_shaped
 from local.filters import matches_any
 from tests.unit.test_counting import CREATE, REMOVE, REMOVE_COUNTED, REMOVE_UNCOUNTED, ScriptedStore, cancelled
+
+A1 = Quota("a1")
 
 
 def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool) -> dict[str, Any]:
@@ -83,7 +86,7 @@ def test_plan_stream_record(raw: dict[str, Any], expected: CountingTask | None) 
 )
 def test_code_agrees_with_the_event_source_filter(raw: dict[str, Any]) -> None:
     """Redriven ranges are unfiltered: the code must select exactly what the filter lets through."""
-    filtered_in = matches_any(schema.STREAM_FILTER_PATTERNS, raw)
+    filtered_in = matches_any(table_layout.STREAM_FILTER_PATTERNS, raw)
     assert filtered_in == (planned(raw) is not None)
 
 
@@ -111,9 +114,9 @@ def stream_records_drawn(draw: Any) -> dict[str, Any]:
 def test_the_core_selects_exactly_what_the_event_source_filter_delivers(drawn: dict[str, Any]) -> None:
     """Redriven ranges bypass the filter: the core must apply the same selection by itself."""
     is_planned = planned(drawn) is not None
-    filtered_in = matches_any(schema.STREAM_FILTER_PATTERNS, drawn)
+    filtered_in = matches_any(table_layout.STREAM_FILTER_PATTERNS, drawn)
     # An empty resource id ("RESOURCE#") passes the filter's prefix rule but names no resource.
-    if drawn["dynamodb"]["Keys"]["sk"]["S"] == schema.RESOURCE_PREFIX:
+    if drawn["dynamodb"]["Keys"]["sk"]["S"] == keys.RESOURCE_PREFIX:
         assert not is_planned
     else:
         assert is_planned == filtered_in
@@ -121,9 +124,9 @@ def test_the_core_selects_exactly_what_the_event_source_filter_delivers(drawn: d
 
 def test_a_record_says_which_admission_shard_admitted_its_resource() -> None:
     raw = record("INSERT", counter_processed=False, deleted=False)
-    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, "a1", "r1")
-    raw["dynamodb"]["NewImage"][schema.RESOURCE_SHARD_ATTRIBUTE] = {"N": "5"}
-    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, "a1", "r1", shard=5)
+    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, A1, "r1")
+    raw["dynamodb"]["NewImage"][resources.ADMITTED_BY] = {"N": "5"}
+    assert planned(raw) == CountingTask(TaskKind.COUNT_CREATE, A1, "r1", shard=5)
 
 
 def test_a_get_records_record_reads_as_the_record_lambda_delivers() -> None:

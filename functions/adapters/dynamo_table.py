@@ -1,0 +1,57 @@
+"""The table, through one DynamoDB client: the one way the stores call DynamoDB.
+
+Every store is built on a `DynamoTable` and composes the family stores it needs (the API's and
+the heal's both hold a ShardStore on the same table). Every call goes through `call`, `pages` or
+`read_keys`, so each failure is translated once (functions/adapters/errors.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from functions.adapters.attributes import from_attributes
+from functions.adapters.errors import translated
+from functions.core.errors import StoreUnavailable
+
+# BatchGetItem takes up to 100 keys, and may leave some unprocessed under load: asked again, a few times.
+BATCH_GET_KEYS = 100
+BATCH_GET_ATTEMPTS = 8
+
+
+class DynamoTable:
+    """`client` (whose SDK retries and `watch_attempts` apply to every call) and the table's name."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    def call(self, operation: str, method: str, **request: Any) -> Any:
+        """`client.<method>(**request)`; `operation` names it, in words, in its failure."""
+        with translated(operation):
+            return getattr(self.client, method)(**request)
+
+    def pages(self, operation: str, request: dict[str, Any], method: str = "query") -> Iterator[dict[str, Any]]:
+        """Each response of a Query (or a Scan, `method` "scan"), the first one included, until
+        DynamoDB has no more: boto3's paginator follows LastEvaluatedKey, through the client's own
+        `query` (or `scan`), so the client's hooks apply to each page as to any call."""
+        with translated(operation):
+            yield from self.client.get_paginator(method).paginate(**request)
+
+    def read_keys(self, operation: str, wanted: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items that exist among `wanted`, decoded, strongly consistent: one BatchGetItem per
+        100 keys, asked again for the keys it left unprocessed."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), BATCH_GET_KEYS):
+            chunk = wanted[start : start + BATCH_GET_KEYS]
+            for _ in range(BATCH_GET_ATTEMPTS):
+                response = self.call(
+                    operation, "batch_get_item", RequestItems={self.name: {"Keys": chunk, "ConsistentRead": True}}
+                )
+                found.extend(map(from_attributes, response.get("Responses", {}).get(self.name, [])))
+                chunk = response.get("UnprocessedKeys", {}).get(self.name, {}).get("Keys", [])
+                if not chunk:
+                    break
+            else:
+                raise StoreUnavailable(f"{operation}: keys left unprocessed", may_have_landed=False)
+        return found

@@ -1,0 +1,181 @@
+"""The resource item family: a resource's key, its attributes, its codec, and its tombstone.
+
+A resource lives in its quota's partition (`ACCOUNT#<id>` / `RESOURCE#<id>`), in the sparse
+pending index while it has counting work left, and as a tombstone after its delete is counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from functions.adapters import keys
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.table_layout import (
+    COUNTER_PROCESSED,
+    DELETED,
+    EXPIRES_AT,
+    ITEM_TYPE,
+    PARTITION_KEY,
+    PENDING_BUCKET,
+    PENDING_SINCE,
+    SORT_KEY,
+    item_key,
+)
+from functions.core.counting import GONE, ResourceState
+from functions.core.model import Quota, Resource
+
+# The request tokens that let a retried write recognise its own landing (functions/core/leases.py).
+REQUEST_TOKEN = "request_token"  # noqa: S105 - an attribute name, not a secret
+DELETE_TOKEN = "delete_token"  # noqa: S105
+ADMITTED_BY = "shard"  # the admission shard that admitted the resource, where it is released
+# A counted delete leaves a tombstone instead of nothing: the resource's key with its request and
+# delete tokens and its request fingerprint, and neither `deleted` nor `counter_processed`, so no
+# stream filter or index picks it up. A retried write finds its own token there; a late create
+# finds the key taken. DynamoDB's TTL removes it after the retention.
+TOMBSTONE = "tombstone"
+# What a counted delete removes from the resource, leaving its tombstone.
+TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKET}, {PENDING_SINCE}, deleted_at"
+
+
+def resource_key(quota: Quota, resource_id: str) -> dict[str, Any]:
+    return item_key(keys.account_pk(quota), keys.resource_sk(resource_id))
+
+
+def resource_item(resource: Resource) -> dict[str, Any]:
+    return to_attributes(
+        {
+            PARTITION_KEY: keys.account_pk(resource.quota),
+            SORT_KEY: keys.resource_sk(resource.resource_id),
+            ITEM_TYPE: "resource",
+            "account_id": resource.account_id,
+            "resource_id": resource.resource_id,
+            "name": resource.name,
+            # JSON text keeps any JSON value exactly (DynamoDB maps reject floats and empty keys).
+            "attributes": json.dumps(resource.attributes, separators=(",", ":")),
+            "created_at": resource.created_at,
+            "request_fingerprint": resource.request_fingerprint,
+            REQUEST_TOKEN: resource.request_token,
+            DELETED: resource.deleted,
+            COUNTER_PROCESSED: resource.counter_processed,
+            # In the sparse pending index until the consumer counts it.
+            PENDING_BUCKET: keys.pending_bucket(resource.quota, resource.resource_id),
+            PENDING_SINCE: resource.created_at,
+            ADMITTED_BY: resource.shard,
+        }
+    )
+
+
+def resource_from_item(item: Mapping[str, Any]) -> Resource:
+    return resource_from_values(from_attributes(item))
+
+
+def stored_attributes(text: str) -> dict[str, Any]:
+    """A resource's attributes from their JSON text. Versions before the API's JSON rules
+    (functions/api/json_body.py) stored NaN and Infinity as json.dumps writes them: they read as
+    null, as those versions answered them."""
+    attributes: dict[str, Any] = json.loads(text, parse_constant=lambda _: None)
+    return attributes
+
+
+def resource_from_values(values: Mapping[str, Any]) -> Resource:
+    """A decoded resource item or tombstone (its key included) as the core sees it."""
+    tombstone = values.get(ITEM_TYPE) == TOMBSTONE
+    quota = keys.quota_of(str(values[PARTITION_KEY]))
+    if quota is None:
+        raise ValueError(f"not a resource's partition key: {values[PARTITION_KEY]!r}")
+    return Resource(
+        quota=quota,
+        resource_id=values["resource_id"],
+        name=values["name"],
+        attributes=stored_attributes(values.get("attributes", "{}")),
+        created_at=values["created_at"],
+        request_fingerprint=values.get("request_fingerprint", ""),
+        request_token=values.get(REQUEST_TOKEN, ""),
+        deleted=tombstone or bool(values.get(DELETED, False)),
+        counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
+        delete_token=values.get(DELETE_TOKEN, ""),
+        tombstone=tombstone,
+        shard=int(values.get(ADMITTED_BY, 0)),
+        expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone else 0,
+    )
+
+
+def read_resource(table: DynamoTable, quota: Quota, resource_id: str) -> Resource | None:
+    """The resource or its tombstone, strongly consistent; None if there is neither."""
+    key = resource_key(quota, resource_id)
+    item = table.call("get resource", "get_item", TableName=table.name, Key=key, ConsistentRead=True).get("Item")
+    return resource_from_item(item) if item else None
+
+
+def read_resources(table: DynamoTable, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
+    """The resources or tombstones that exist among `resource_ids`, by id, strongly consistent, in
+    one BatchGetItem per 100."""
+    wanted = [resource_key(quota, resource_id) for resource_id in sorted(set(resource_ids))]
+    found = map(resource_from_values, table.read_keys("read resources", wanted))
+    return {resource.resource_id: resource for resource in found}
+
+
+def counted_update(table: str, quota: Quota, resource_id: str) -> dict[str, Any]:
+    """The update that counts a resource's create: its flag set, and out of the pending index, if
+    it is still uncounted and not deleted."""
+    return {
+        "TableName": table,
+        "Key": resource_key(quota, resource_id),
+        "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
+        "ConditionExpression": f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false",
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def tombstone_update(table: str, quota: Quota, resource_id: str, counted: bool, expires_at: int) -> dict[str, Any]:
+    """The update that turns a soft-deleted resource into its tombstone (the removal of the
+    resource), if its create's count is `counted`; TTL removes the tombstone after `expires_at`."""
+    return {
+        "TableName": table,
+        "Key": resource_key(quota, resource_id),
+        "UpdateExpression": f"SET #type = :tombstone, {EXPIRES_AT} = :expires REMOVE {TOMBSTONE_REMOVES}",
+        "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted",
+        "ExpressionAttributeNames": {"#type": ITEM_TYPE},
+        "ExpressionAttributeValues": to_attributes(
+            {":true": True, ":counted": counted, ":tombstone": TOMBSTONE, ":expires": expires_at}
+        ),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def resources_query(
+    table: str,
+    quota: Quota,
+    names: Mapping[str, str] | None = None,
+    values: Mapping[str, Any] | None = None,
+    **request: Any,
+) -> dict[str, Any]:
+    """A Query of an account's resource items (its partition, from the first resource sort key):
+    `request`'s other parameters, with their attribute `names` and `values` beside the key's."""
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+        **request,
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, **(names or {})},
+        "ExpressionAttributeValues": to_attributes(
+            {":pk": keys.account_pk(quota), ":prefix": keys.RESOURCE_PREFIX, **(values or {})}
+        ),
+    }
+
+
+def resource_state(values: Mapping[str, Any]) -> ResourceState:
+    """A resource item as a failed condition saw it (plain values; empty: no item)."""
+    if not values:
+        return GONE
+    if values.get(ITEM_TYPE) == TOMBSTONE:
+        return GONE
+    return ResourceState(
+        exists=True,
+        deleted=bool(values.get(DELETED, False)),
+        counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
+    )
