@@ -383,6 +383,95 @@ def test_a_trusted_principal_keeps_its_own_conditions_beside_the_tenant_role_s()
     assert json.dumps(tenant["Principal"]) == json.dumps({"AWS": BACKEND_ROLE})
 
 
+def synthesized(props: HybridCounterProps) -> dict[str, Any]:
+    app = new_app()
+    HybridCounter(cdk.Stack(app, "User"), "Limits", props)
+    template: dict[str, Any] = app.synth().get_stack_by_name("User").template
+    return template
+
+
+def one(template: dict[str, Any], resource_type: str) -> dict[str, Any]:
+    [resource] = of_type(template, resource_type).values()
+    return resource
+
+
+RESTORED_STREAM = "arn:aws:dynamodb:eu-west-1:111122223333:table/restored/stream/2026-11-23T00:00:00.000"
+
+
+def test_the_defaults_keep_the_data_and_send_alarms_to_no_one() -> None:
+    template = synthesized(HybridCounterProps())
+    table = one(template, "AWS::DynamoDB::Table")
+    assert (table["DeletionPolicy"], table["Properties"]["DeletionProtectionEnabled"]) == ("Retain", True)
+    assert of_type(template, "AWS::SNS::Subscription") == {}
+    assert one(template, "AWS::ApiGateway::Account")  # the region's logging role, set by default
+
+
+def test_each_prop_reaches_the_template() -> None:
+    template = synthesized(
+        HybridCounterProps(
+            alarm_email="ops@example.com",
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+            stream_batching_window_seconds=9,
+            stream_parallelization_factor=4,
+            api_rate_limit=70,
+            api_burst_limit=30,
+            table_max_write_request_units=500,
+            api_logs_role=ApiLogsRole.NONE,
+            architecture=lambda_.Architecture.X86_64,
+        )
+    )
+    subscription = one(template, "AWS::SNS::Subscription")["Properties"]
+    assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "ops@example.com")
+    table = one(template, "AWS::DynamoDB::Table")
+    assert table["DeletionPolicy"] == "Delete"
+    assert table["Properties"]["DeletionProtectionEnabled"] is False
+    assert table["Properties"]["OnDemandThroughput"] == {"MaxWriteRequestUnits": 500}
+    assert {r["DeletionPolicy"] for r in of_type(template, "AWS::SQS::Queue").values()} == {"Delete"}
+    [stream] = [
+        m["Properties"]
+        for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()
+        if "StartingPosition" in m["Properties"]
+    ]
+    assert (stream["MaximumBatchingWindowInSeconds"], stream["ParallelizationFactor"]) == (9, 4)
+    [settings] = one(template, "AWS::ApiGateway::Stage")["Properties"]["MethodSettings"]
+    assert (settings["ThrottlingRateLimit"], settings["ThrottlingBurstLimit"]) == (70, 30)
+    assert of_type(template, "AWS::ApiGateway::Account") == {}
+    assert {tuple(f["Properties"]["Architectures"]) for f in of_type(template, "AWS::Lambda::Function").values()} == {
+        ("x86_64",)
+    }
+
+
+def test_jwt_authorization_puts_a_token_authorizer_on_every_method_and_makes_no_roles() -> None:
+    template = synthesized(
+        HybridCounterProps(authorization=JwtAuthorization("https://issuer.example.com/", "counter", tenant_claim="org"))
+    )
+    authorizer = one(template, "AWS::ApiGateway::Authorizer")["Properties"]
+    assert authorizer["Type"] == "TOKEN"
+    methods = of_type(template, "AWS::ApiGateway::Method").values()
+    assert {m["Properties"]["AuthorizationType"] for m in methods if m["Properties"]["HttpMethod"] != "OPTIONS"} == {
+        "CUSTOM"
+    }
+    variables = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in of_type(template, "AWS::Lambda::Function").values()
+        if "JWT_ISSUER" in json.dumps(f["Properties"].get("Environment", {}))
+    ]
+    assert len(variables) == 1
+    assert "org" in json.dumps(variables)
+    assert not [r for r in of_type(template, "AWS::IAM::Role") if r.startswith("LimitsAccess")]
+
+
+def test_an_existing_table_is_used_and_not_created() -> None:
+    template = synthesized(
+        HybridCounterProps(
+            existing_table=ExistingTable("restored", RESTORED_STREAM), api_logs_role=ApiLogsRole.EXISTING
+        )
+    )
+    assert of_type(template, "AWS::DynamoDB::Table") == {}
+    sources = [m["Properties"]["EventSourceArn"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()]
+    assert RESTORED_STREAM in sources
+
+
 @pytest.mark.parametrize(
     ("props", "field"),
     [
