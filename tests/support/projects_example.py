@@ -27,6 +27,19 @@ def synthesized_template() -> dict[str, Any]:
     return template
 
 
+def synthesized_app_template() -> dict[str, Any]:
+    """examples/projects/app.py's one stack: the limits construct and the projects service."""
+    import aws_cdk as cdk
+
+    from examples.projects.app import build_stack
+    from infra.synth import cdk_json_context
+
+    app = cdk.App(context={**cdk_json_context(), "aws:cdk:bundling-stacks": []})
+    stack = build_stack(app)
+    template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
+    return template
+
+
 def table_definition(template: dict[str, Any]) -> dict[str, Any]:
     """The stack's one table, as CreateTable arguments (the name left to the caller)."""
     (table,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
