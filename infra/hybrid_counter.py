@@ -8,8 +8,9 @@ The app's stack (infra/stack.py) is one use of it; a user adds it to their own C
 
 Every resource name is CloudFormation's to generate, but the Contributor Insights rule's, which is
 built from the stack's name and the construct's path: two counters in one stack, or one in each of
-a user's Stages, deploy side by side. The construct makes no stack outputs: its properties hold
-what a user outputs or wires (the app's stack outputs them under fixed names).
+a user's Stages, deploy side by side. Of stack outputs it makes only API Gateway's own endpoint
+output, never exported: its properties hold what a user outputs or wires (the app's stack outputs
+them under fixed names).
 """
 
 from __future__ import annotations
