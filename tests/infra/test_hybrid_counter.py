@@ -129,12 +129,18 @@ def test_each_instance_counts_its_own_tables_stream_into_its_own_dead_letter_que
 
 
 def test_each_instance_s_settings_are_its_own(two: TwoCounters) -> None:
-    windows = {
-        m["Properties"]["FunctionName"]["Ref"][: len("Projects")]: m["Properties"]["MaximumBatchingWindowInSeconds"]
+    stream_sources = [
+        m["Properties"]
         for m in of_type(two.template, "AWS::Lambda::EventSourceMapping").values()
         if "StartingPosition" in m["Properties"]
+    ]
+    windows = {
+        counter.node.id: source["MaximumBatchingWindowInSeconds"]
+        for counter in counters(two)
+        for source in stream_sources
+        if source["EventSourceArn"] == {"Fn::GetAtt": [logical_id(counter.table), "StreamArn"]}
     }
-    assert windows == {"OrdersCo": 0, "Projects": 5}
+    assert windows == {"Orders": 0, "Projects": 5}
     [account] = of_type(two.template, "AWS::ApiGateway::Account").values()  # the region's one setting
     assert account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0].startswith("OrdersApiRestApi")
 
