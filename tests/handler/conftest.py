@@ -5,6 +5,8 @@ from functools import partial
 
 import pytest
 
+from functions.adapters import keys
+from functions.core.model import Quota
 from tests.conftest import System, fresh_system, on_dynamodb_local
 from tests.support.api_events import ApiClient
 from tests.support.faults import Faults
@@ -53,8 +55,10 @@ class Harness:
             assert self.deliver(records) == []
         raise AssertionError(f"stream still busy after {rounds} rounds")
 
-    def truth(self, account_id: str) -> AccountTruth:
-        return read_truth(self.system.dynamodb, self.system.table).get(f"ACCOUNT#{account_id}", AccountTruth())
+    def truth(self, account: str | Quota) -> AccountTruth:
+        """One quota's truth: an account id is its default type's."""
+        quota = account if isinstance(account, Quota) else Quota(account)
+        return read_truth(self.system.dynamodb, self.system.table).get(keys.account_pk(quota), AccountTruth())
 
     def check_invariants(self) -> None:
         assert_invariants(self.system.dynamodb, self.system.table)
