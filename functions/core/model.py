@@ -83,6 +83,19 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class AccountUsage:
+    """An account's limits: its default type's usage (which carries the account's rate limit), and
+    each other type's, by type name."""
+
+    default: Usage
+    types: tuple[Usage, ...] = ()
+
+    @property
+    def every_type(self) -> tuple[Usage, ...]:
+        return (self.default, *self.types)
+
+
+@dataclass(frozen=True)
 class NewResource:
     """What a caller asks to create."""
 
