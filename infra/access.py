@@ -6,11 +6,14 @@ answers 403 otherwise. Two roles hold the permissions:
 
 * **TenantRole**, assumed with a session tag `tenant=<account id>` (`sts:AssumeRole` with `Tags`;
   the trust policy refuses a session without it, or with a value that could name more than one
-  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>` and every
-  method under `/accounts/<tag>/resources`, where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
+  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>`, `GET` of its
+  types (`/accounts/<tag>/types`, `/accounts/<tag>/types/*`) and every method under
+  `/accounts/<tag>/resources` and `/accounts/<tag>/types/*/resources` (functions/core/
+  token_access.py's `tenant_paths`), where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
   the session's tag into the resource ARN, so one role serves every tenant (IAM's role quota is far
   below a SaaS's tenant count) and a session can reach its own account's paths only.
-* **AdminRole**: every method on every path, which includes `PUT /accounts/{id}` (set a limit).
+* **AdminRole**: every method on every path, which includes `PUT /accounts/{id}` and
+  `PUT /accounts/{id}/types/{type}` (set a limit).
 
 Both trust the deploying AWS account: who may assume them is then that account's own IAM policies'
 decision, as for any role.
@@ -23,6 +26,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from functions.core.model import MAX_ID_LENGTH
+from functions.core.token_access import tenant_paths
 from infra import constants
 
 TENANT_TAG = f"${{aws:PrincipalTag/{constants.TENANT_TAG_KEY}}}"
@@ -68,11 +72,8 @@ class Access(Construct):
         self.tenant_role.add_to_policy(
             iam.PolicyStatement(
                 actions=["execute-api:Invoke"],
-                resources=[
-                    invoke("GET", f"/accounts/{TENANT_TAG}"),
-                    invoke("*", f"/accounts/{TENANT_TAG}/resources"),
-                    invoke("*", f"/accounts/{TENANT_TAG}/resources/*"),
-                ],
+                # The same paths a JWT tenant may call: its account, its types and their resources.
+                resources=[invoke(method, f"/{path}") for method, path in tenant_paths(TENANT_TAG)],
             )
         )
         self.admin_role = iam.Role(
