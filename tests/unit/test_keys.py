@@ -99,3 +99,18 @@ def test_the_same_key_on_two_types_names_two_resources() -> None:
     ids = {idempotent_resource_id(quota, "k1") for quota in (ACME, SEATS, Quota("acme", "projects"))}
     assert len(ids) == 3
     assert idempotent_resource_id(SEATS, "k1") == str(uuid.uuid5(IDEMPOTENT_NAMESPACE, "acme\nseats\nk1"))
+
+
+def test_a_previous_release_reads_a_types_keys_as_those_of_an_account_named_with_a_hash() -> None:
+    """The previous release built every key from the account id as the default type's are built
+    today (above), and parsed `ACCOUNT#acme#seats` as account `acme#seats`: every key of a type is
+    the key it would build for that account, so its consumer, redrive and sweeper count and heal a
+    type's items correctly while a deploy or a rollback runs (README, "Upgrading a deployed stack")."""
+    as_an_account = Quota("acme#seats")
+    assert keys.account_pk(SEATS) == keys.account_pk(as_an_account)
+    for shard in (1, 7):
+        assert keys.shard_pk(SEATS, shard) == keys.shard_pk(as_an_account, shard)
+        assert keys.counter_pk(SEATS, shard) == keys.counter_pk(as_an_account, shard)
+    assert keys.pending_bucket(SEATS, "r1") == keys.pending_bucket(as_an_account, "r1")
+    for shard in (0, 3):
+        assert keys.activity_bucket(SEATS, shard) == keys.activity_bucket(as_an_account, shard)
