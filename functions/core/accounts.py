@@ -165,9 +165,10 @@ PUT_ACCOUNT_ATTEMPTS = 8
 
 @dataclass(frozen=True)
 class LimitChange:
-    """What one `PUT /accounts/{id}` asks for, and what tells it apart from other PUTs.
+    """What one `PUT /accounts/{id}` (or `.../types/{type}`) asks for, and what tells it apart
+    from other PUTs.
 
-    Each change bumps the account's `limit_version` (its ETag) and stamps when API Gateway received
+    Each change bumps the quota's `limit_version` (its ETag) and stamps when API Gateway received
     the PUT: a PUT received earlier never overwrites one received later, however late it lands (docs/
     admission.md, "Limit changes"), and `token` lets a PUT recognise its own landed write."""
 
