@@ -24,6 +24,7 @@ from infra.hybrid_counter import (
 )
 from infra.synth import cdk_json_context, synth_template_json
 from local.iam_policy import allowed, execute_api_arn
+from tests.support.tenant_paths import TENANT_ACME_PATHS
 
 Resources = dict[str, dict[str, Any]]
 
@@ -252,14 +253,10 @@ def granted() -> Granted:
     return Granted()
 
 
-TENANT_CALLS = [
-    ("GET", "/accounts/acme"),
-    ("GET", "/accounts/acme/resources"),
-    ("POST", "/accounts/acme/resources"),
-    ("GET", "/accounts/globex/resources/vm-1"),
-    ("DELETE", "/accounts/globex/resources/vm-1"),
-]
-SET_A_LIMIT = ("PUT", "/accounts/acme")
+# A backend acting for every tenant may call what any one tenant may, on every account; never set a limit.
+SETTING_A_LIMIT = [(method, path) for method, path, _ in TENANT_ACME_PATHS if method == "PUT"]
+TENANT_CALLS = [(method, path) for method, path, _ in TENANT_ACME_PATHS if method != "PUT"]
+SET_A_LIMIT = SETTING_A_LIMIT[0]
 
 
 def role_statements(template: dict[str, Any], function: lambda_.Function) -> list[dict[str, Any]]:
@@ -269,7 +266,8 @@ def role_statements(template: dict[str, Any], function: lambda_.Function) -> lis
 def test_grant_tenant_access_lets_a_function_call_every_tenant_s_paths_but_not_set_a_limit(granted: Granted) -> None:
     for method, path in TENANT_CALLS:
         assert may_invoke(granted.template, granted.backend, method, path), (method, path)
-    assert not may_invoke(granted.template, granted.backend, *SET_A_LIMIT)
+    for method, path in SETTING_A_LIMIT:
+        assert not may_invoke(granted.template, granted.backend, method, path), (method, path)
     [statement] = role_statements(granted.template, granted.backend)
     assert statement["Action"] == "execute-api:Invoke"
     for arn in statement["Resource"]:
@@ -277,7 +275,7 @@ def test_grant_tenant_access_lets_a_function_call_every_tenant_s_paths_but_not_s
 
 
 def test_grant_admin_access_lets_a_function_call_every_path_and_set_limits(granted: Granted) -> None:
-    for method, path in [*TENANT_CALLS, SET_A_LIMIT]:
+    for method, path in [*TENANT_CALLS, *SETTING_A_LIMIT]:
         assert may_invoke(granted.template, granted.operator, method, path), (method, path)
     assert not may_invoke(granted.template, granted.per_tenant, *SET_A_LIMIT)
 
