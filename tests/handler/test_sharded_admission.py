@@ -43,8 +43,10 @@ def process(shards: int, seed: int, **settings: Any) -> Directory:
 def patient_store(harness: Harness) -> DynamoApiStore:
     """The API's store with a client that waits as long as it takes: the emulator applies one
     request at a time, so 200 at once queue there for longer than the functions' 5 s read timeout
-    on a busy machine, and these tests are about admission, not about timeouts."""
-    config = Config(retries={"mode": "standard", "total_max_attempts": 3}, read_timeout=300, max_pool_connections=200)
+    on a busy machine, and these tests are about admission, not about timeouts. DynamoDB Local
+    also answers a write that waited too long for its lock `InternalServerError` ("This request will
+    succeed in actual DynamoDB API"): a loaded run saw three in a row, so this client tries more often."""
+    config = Config(retries={"mode": "standard", "total_max_attempts": 10}, read_timeout=300, max_pool_connections=200)
     client = boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
     return DynamoApiStore(DynamoTable(client, harness.system.table))
 
