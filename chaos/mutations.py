@@ -5,6 +5,7 @@ Never used outside `python -m chaos --break NAME`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from functions.adapters import table_layout
@@ -16,7 +17,9 @@ def _consumer_ignores_counter_processed() -> None:
 
     original = DynamoCountingStore._transact
 
-    def transact(self: DynamoCountingStore, actions: list[dict[str, Any]]) -> Any:
+    def transact(
+        self: DynamoCountingStore, actions: list[dict[str, Any]], resources: int, counters: Sequence[int]
+    ) -> Any:
         update = actions[0].get("Update", {})
         if f"{table_layout.COUNTER_PROCESSED} = :false" in update.get("ConditionExpression", ""):
             update = {**update, "ConditionExpression": "attribute_exists(#pk)"}
@@ -24,7 +27,7 @@ def _consumer_ignores_counter_processed() -> None:
                 k: v for k, v in update["ExpressionAttributeValues"].items() if k == ":true"
             }
             actions = [{"Update": update}, *actions[1:]]
-        return original(self, actions)
+        return original(self, actions, resources, counters)
 
     DynamoCountingStore._transact = transact  # type: ignore[method-assign]
 

@@ -2,7 +2,8 @@
 quota (functions/core/model.py) whose items they are, and one, `quota_of`, parses a quota back.
 
 A quota's items share its partition (`ACCOUNT#<id>`): its account item (`ACCOUNT`, admission shard
-0), its eventual counter (`COUNTER`, counter shard 0) and its resources (`RESOURCE#<id>`). A busy
+0), its eventual counter (`COUNTER`, counter shard 0), its resources (`RESOURCE#<id>`) and its
+usage events' outbox items (`EVENT#<seq>`). A busy
 quota's other admission shards and counter shards each have a partition key of their own, so its
 writes spread over partitions (docs/scaling.md). Rate windows are the tenant's: keyed by account.
 
@@ -26,6 +27,9 @@ SHARD_SORT_KEY = "SHARD"
 COUNTER_PREFIX = "COUNTER#"
 COUNTER_SORT_KEY = "COUNTER"
 RESOURCE_PREFIX = "RESOURCE#"
+# A usage event's outbox item (functions/adapters/outbox.py): `EVENT#<seq>`, the seq zero-padded so
+# that a quota's events sort in their order.
+EVENT_PREFIX = "EVENT#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"
@@ -77,6 +81,10 @@ def quota_of(pk: str) -> Quota | None:
     else:
         return None
     return Quota(account_id) if account_id else None
+
+
+def event_sk(seq: int) -> str:
+    return f"{EVENT_PREFIX}{seq:012d}"
 
 
 def resource_id_from_sk(sk: str) -> str | None:

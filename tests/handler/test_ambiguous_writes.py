@@ -191,10 +191,16 @@ def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness, faults:
 # --- the consumer (the redrive and the sweeper apply records with the same code) ------------------
 
 
-def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness, faults: Faults) -> None:
-    """Meanwhile the resource is deleted and its delete counted, so the retry finds a tombstone."""
+@pytest.mark.parametrize("counter", ["with headroom", "deciding"])
+def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness, faults: Faults, counter: str) -> None:
+    """Meanwhile the resource is deleted and its delete counted, so the retry finds a tombstone.
+    With headroom the count is the usual transaction; on a counter without it (its first count),
+    the transaction that lands is the decision's (functions/core/thresholds.py)."""
     api = harness.api
     api.put_account("acme", 5)
+    if counter == "with headroom":
+        api.create("acme", "keep")
+        harness.pump()
     resource_id = api.create("acme").json()["resourceId"]
     records = harness.tap.drain()
 
@@ -202,9 +208,13 @@ def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness, 
         assert api.delete("acme", resource_id).status == 204
         harness.pump()
 
-    faults.lands_then_500("TransactWriteItems", lambda p: True, delete_and_count)
+    deciding = counter == "deciding"
+    landed = faults.lands_then_500(
+        "TransactWriteItems", lambda p: ("#decisions" in str(p["TransactItems"])) == deciding, delete_and_count
+    )
     assert harness.deliver(records) == []
-    exact(harness, "acme", live=0)
+    assert landed == [1]
+    exact(harness, "acme", live=0 if deciding else 1)
 
 
 def test_a_removal_transaction_that_landed_is_not_applied_twice(harness: Harness, faults: Faults) -> None:
