@@ -20,7 +20,7 @@ from infra.bundling import LambdaPackage
 from infra.python_function import python_function
 
 
-def _dead_letter_queue(
+def dead_letter_queue(
     scope: Construct,
     construct_id: str,
     *,
@@ -44,8 +44,8 @@ class DeadLetters(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, package: LambdaPackage) -> None:
         super().__init__(scope, construct_id)
 
-        self.final_queue = _dead_letter_queue(self, constants.DLQ2_ID)
-        self.stream_failure_queue = _dead_letter_queue(
+        self.final_queue = dead_letter_queue(self, constants.DLQ2_ID)
+        self.stream_failure_queue = dead_letter_queue(
             self,
             constants.DLQ1_ID,
             visibility_timeout=cdk.Duration.seconds(

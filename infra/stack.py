@@ -14,6 +14,7 @@ from infra.bundling import PipRunner, lambda_package, run_pip
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
+from infra.events import UsageEvents
 from infra.jwt_authorizer import JwtAuthorizer
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
@@ -77,6 +78,9 @@ class HybridCounterStack(cdk.Stack):
             dead_letters=dead_letters,
             sweeper=sweeper,
         )
+        usage_events = UsageEvents(
+            self, constants.EVENTS_CONSTRUCT_ID, table=data.table, package=package, alarm_topic=monitoring.topic
+        )
 
         stream_arn = data.table.table_stream_arn
         if stream_arn is None:  # the table is always created with a stream; this narrows the type
@@ -110,6 +114,20 @@ class HybridCounterStack(cdk.Stack):
                 "Every alarm publishes here; subscribe to it",
             ),
             constants.OUTPUT_DASHBOARD_NAME: (monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+            constants.OUTPUT_EVENT_BUS_NAME: (usage_events.bus.event_bus_name, "EventBridge bus of the usage events"),
+            constants.OUTPUT_EVENT_BUS_ARN: (usage_events.bus.event_bus_arn, "Usage events bus ARN"),
+            constants.OUTPUT_EVENTS_DLQ_URL: (
+                usage_events.failure_queue.queue_url,
+                "Usage events the publisher gave up on; ops events replay puts them again",
+            ),
+            constants.OUTPUT_EVENTS_DLQ_ALARM_NAME: (
+                usage_events.failure_queue_alarm.alarm_name,
+                "Alarm raised when the usage events' dead-letter queue holds a message",
+            ),
+            constants.OUTPUT_EVENTS_LOG_GROUP: (
+                usage_events.log_group.log_group_name,
+                "Every usage event put on the bus (ops events tails it)",
+            ),
         }
         if access is not None:
             outputs |= {
@@ -134,3 +152,4 @@ class HybridCounterStack(cdk.Stack):
         explain_nag_findings(self, api, access)
         self.monitoring = monitoring
         self.sweeper = sweeper
+        self.usage_events = usage_events

@@ -10,7 +10,6 @@ and the events' dead-letter queue's 14 days, so an operator's replay can still f
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +22,7 @@ from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.adapters.table_layout import EXPIRES_AT, ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.leases import iso_timestamp
+from functions.core.publishing import BusEvent, OutboxRecord
 from functions.core.thresholds import Crossing
 from functions.events.models import UsageThresholdCrossed
 
@@ -63,16 +63,7 @@ def crossing_item(table: str, crossing: Crossing, now: datetime) -> dict[str, An
     }
 
 
-@dataclass(frozen=True)
-class OutboxEvent:
-    """An event as its outbox item holds it, with the item's key (pk, sk)."""
-
-    key: tuple[str, str]
-    detail_type: str
-    detail: str
-
-
-def outbox_event(values: Mapping[str, Any]) -> OutboxEvent | None:
+def outbox_event(values: Mapping[str, Any]) -> BusEvent | None:
     """The event an item's plain values hold; None if the item is not an outbox item."""
     sort_key = values.get(SORT_KEY)
     if not isinstance(sort_key, str) or not sort_key.startswith(keys.EVENT_PREFIX):
@@ -80,13 +71,13 @@ def outbox_event(values: Mapping[str, Any]) -> OutboxEvent | None:
     detail_type, detail = values.get(DETAIL_TYPE), values.get(DETAIL)
     if not isinstance(detail_type, str) or not isinstance(detail, str):
         return None
-    return OutboxEvent((str(values.get(PARTITION_KEY)), sort_key), detail_type, detail)
+    return BusEvent(detail_type, detail)
 
 
-def inserted_events(records: Iterable[DynamoDBRecord]) -> list[tuple[str, OutboxEvent | None]]:
+def inserted_events(records: Iterable[DynamoDBRecord]) -> list[OutboxRecord]:
     """Each stream record by its sequence number, with the event it inserted (None: the record is
     not an outbox item's insert). Lambda's records and GetRecords' share the fields read here."""
-    found = []
+    found: list[OutboxRecord] = []
     for record in records:
         data = record.dynamodb
         sequence = str(data.sequence_number if data else "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import datetime
 import inspect
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from local.moto_patches.tables import MotoTables
 from local.moto_patches.transact_get_items_limit import UPSTREAM_TRANSACTION_MAX_ITEMS
 from tests.support.tables import create_table
 
-SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam")
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam", "cloudformation", "events")
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements-dev.txt"
 
 
@@ -785,3 +786,37 @@ def test_upstream_moto_s_tables_read_in_place(upstream: dict[str, Any]) -> None:
     assert tables.item("us-east-1", "upstream-tables", {"pk": {"S": "P#1"}, "sk": {"S": "Z"}}) is None
     assert tables.partitions("us-east-1", "upstream-tables", ["P#1", "P#9"]) == [item]
     assert tables.shape("us-east-1", "no-such-table") is None
+
+
+# --- event_bus_ref ------------------------------------------------------------------------------
+
+BUS_AND_RULE = {
+    "Resources": {
+        "Bus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "usage"}},
+        "Rule": {
+            "Type": "AWS::Events::Rule",
+            "Properties": {"EventBusName": {"Ref": "Bus"}, "EventPattern": {"source": ["hybrid-counter.usage"]}},
+        },
+    },
+    "Outputs": {"BusName": {"Value": {"Ref": "Bus"}}},
+}
+
+
+def test_a_rule_on_a_bus_of_the_template_deploys_and_ref_names_the_bus(aws: dict[str, Any]) -> None:
+    """Ref of an AWS::Events::EventBus is its name (CloudFormation reference, Return values)."""
+    name = f"bus-{uuid.uuid4().hex[:8]}"
+    aws["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(BUS_AND_RULE))
+    [stack] = aws["cloudformation"].describe_stacks(StackName=name)["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    assert stack["Outputs"] == [{"OutputKey": "BusName", "OutputValue": "usage"}]
+    assert len(aws["events"].list_rules(EventBusName="usage")["Rules"]) == 1
+
+
+def test_upstream_moto_resolves_a_bus_ref_to_the_bus_object(upstream: dict[str, Any]) -> None:
+    from moto.events.models import EventBus
+
+    assert "physical_resource_id" not in vars(EventBus)
+    from botocore.parsers import ResponseParserError
+
+    with pytest.raises(ResponseParserError):  # the rule's EventBusName is the object: an AttributeError, a 500
+        upstream["cloudformation"].create_stack(StackName="upstream-bus", TemplateBody=json.dumps(BUS_AND_RULE))

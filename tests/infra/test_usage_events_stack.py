@@ -1,0 +1,97 @@
+"""The usage events' infrastructure in the synthesized template (infra/events.py, docs/events.md):
+the bus in the outputs, the publisher's own filtered event source with its failure handling, its
+dead-letter queue and alarm, and the rule keeping every event in the log group `ops events` tails."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
+from functions.events.models import SOURCE
+from infra import constants
+from tests.infra.test_infra_stack import (
+    event_source_mapping_of,
+    function_by_handler,
+    queue_id_by_output,
+    resources_of_type,
+    table,
+)
+
+
+def only_bus(template_json: dict[str, Any]) -> str:
+    [bus_id] = resources_of_type(template_json, "AWS::Events::EventBus")
+    return str(bus_id)
+
+
+def test_the_bus_is_the_stacks_and_its_name_and_arn_are_outputs(template_json: dict[str, Any]) -> None:
+    bus_id = only_bus(template_json)
+    outputs = template_json["Outputs"]
+    assert outputs[constants.OUTPUT_EVENT_BUS_NAME]["Value"] == {"Ref": bus_id}
+    assert outputs[constants.OUTPUT_EVENT_BUS_ARN]["Value"] == {"Fn::GetAtt": [bus_id, "Arn"]}
+
+
+def test_the_publisher_reads_the_outbox_inserts_with_bounded_retries_and_a_dead_letter_queue(
+    template_json: dict[str, Any],
+) -> None:
+    publisher_id, _ = function_by_handler(template_json, constants.EVENT_PUBLISHER_HANDLER)
+    table_id, _ = table(template_json)
+    mapping = event_source_mapping_of(template_json, publisher_id)
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == list(OUTBOX_FILTER_PATTERNS)
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert mapping["MaximumRetryAttempts"] == constants.STREAM_MAX_RETRY_ATTEMPTS
+    dlq_id = queue_id_by_output(template_json, constants.OUTPUT_EVENTS_DLQ_URL)
+    assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq_id, "Arn"]}}}
+
+
+def test_the_publisher_may_put_events_on_the_bus_and_nothing_else_on_the_table(template_json: dict[str, Any]) -> None:
+    _, publisher = function_by_handler(template_json, constants.EVENT_PUBLISHER_HANDLER)
+    role = publisher["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for policy in resources_of_type(template_json, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    put = [s for s in statements if s["Action"] == "events:PutEvents"]
+    assert [s["Resource"] for s in put] == [{"Fn::GetAtt": [only_bus(template_json), "Arn"]}]
+    table_actions = {
+        action
+        for s in statements
+        for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        if action.startswith("dynamodb:")
+    }
+    # What Lambda's stream poller needs, nothing for the code: the records carry the events.
+    assert table_actions == {
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    }
+
+
+def test_a_message_in_the_events_dead_letter_queue_raises_an_alarm_to_the_topic(template_json: dict[str, Any]) -> None:
+    dlq_id = queue_id_by_output(template_json, constants.OUTPUT_EVENTS_DLQ_URL)
+    alarm_id = template_json["Outputs"][constants.OUTPUT_EVENTS_DLQ_ALARM_NAME]["Value"]["Ref"]
+    properties = resources_of_type(template_json, "AWS::CloudWatch::Alarm")[alarm_id]["Properties"]
+    assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert properties["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
+    assert properties["Threshold"] == 1
+    [topic_id] = resources_of_type(template_json, "AWS::SNS::Topic")
+    assert properties["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def test_every_usage_event_is_kept_in_the_log_group_ops_events_tails(template_json: dict[str, Any]) -> None:
+    log_group_id = template_json["Outputs"][constants.OUTPUT_EVENTS_LOG_GROUP]["Value"]["Ref"]
+    rules = [
+        rule["Properties"]
+        for rule in resources_of_type(template_json, "AWS::Events::Rule").values()
+        if rule["Properties"].get("EventBusName") == {"Ref": only_bus(template_json)}
+    ]
+    [to_log] = [rule for rule in rules if log_group_id in json.dumps(rule["Targets"])]
+    assert to_log["EventPattern"] == {"source": [SOURCE]}
+    [policy] = resources_of_type(template_json, "AWS::Logs::ResourcePolicy").values()
+    assert "events.amazonaws.com" in json.dumps(policy["Properties"]["PolicyDocument"])
