@@ -197,6 +197,8 @@ EVENTS_DLQ_ID: Final = "EventsFailureQueue"
 EVENTS_DLQ_ALARM_ID: Final = "EventsFailureQueueNotEmpty"
 EVENTS_LOG_ID: Final = "UsageEventsLog"
 EVENTS_LOG_RULE_ID: Final = "UsageEventsToLog"
+# With `-c alarmEmail`: threshold crossings to the alarm topic as well.
+EVENTS_TO_ALARM_TOPIC_RULE_ID: Final = "UsageThresholdsToAlarmTopic"
 EVENTS_LOG_RETENTION_DAYS: Final = 30
 OUTPUT_EVENT_BUS_NAME: Final = "EventBusName"
 OUTPUT_EVENT_BUS_ARN: Final = "EventBusArn"

@@ -15,6 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -23,7 +24,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
-from functions.events.models import SOURCE
+from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.config import FunctionEnvironment
 from infra import constants, settings
 from infra.bundling import LambdaPackage
@@ -150,6 +151,15 @@ class UsageEvents(Construct):
             event_pattern=USAGE_EVENTS,
             targets=[LogGroupTarget(self.log_group)],
         )
+        if self.node.try_get_context(constants.ALARM_EMAIL_CONTEXT_KEY):
+            # The address subscribed to the alarm topic hears of threshold crossings too.
+            events.Rule(
+                self,
+                constants.EVENTS_TO_ALARM_TOPIC_RULE_ID,
+                event_bus=self.bus,
+                event_pattern=events.EventPattern(source=[SOURCE], detail_type=[UsageThresholdCrossed.DETAIL_TYPE]),
+                targets=[targets.SnsTopic(alarm_topic)],
+            )
         cdk.Validations.of(self.failure_queue).acknowledge(
             cdk.Acknowledgment(id="AwsSolutions-SQS3", reason=DLQ_FINDING)
         )

@@ -10,6 +10,7 @@ from typing import Any
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE
 from infra import constants
+from infra.synth import synthesize_stack_template
 from tests.infra.test_infra_stack import (
     event_source_mapping_of,
     function_by_handler,
@@ -95,3 +96,27 @@ def test_every_usage_event_is_kept_in_the_log_group_ops_events_tails(template_js
     assert to_log["EventPattern"] == {"source": [SOURCE]}
     [policy] = resources_of_type(template_json, "AWS::Logs::ResourcePolicy").values()
     assert "events.amazonaws.com" in json.dumps(policy["Properties"]["PolicyDocument"])
+
+
+def threshold_rules_to_the_topic(template_json: dict[str, Any]) -> list[dict[str, Any]]:
+    [topic_id] = resources_of_type(template_json, "AWS::SNS::Topic")
+    return [
+        rule["Properties"]
+        for rule in resources_of_type(template_json, "AWS::Events::Rule").values()
+        if {"Ref": topic_id} in [target["Arn"] for target in rule["Properties"].get("Targets", [])]
+    ]
+
+
+def test_an_alarm_email_hears_of_threshold_crossings_too() -> None:
+    template_json = synthesize_stack_template({constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com"})
+    [rule] = threshold_rules_to_the_topic(template_json)
+    assert rule["EventBusName"] == {"Ref": only_bus(template_json)}
+    assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": ["Usage Threshold Crossed"]}
+    [topic_id] = resources_of_type(template_json, "AWS::SNS::Topic")
+    policies = [p["Properties"] for p in resources_of_type(template_json, "AWS::SNS::TopicPolicy").values()]
+    topic_policies = [json.dumps(p["PolicyDocument"]) for p in policies if {"Ref": topic_id} in p["Topics"]]
+    assert any("events.amazonaws.com" in policy for policy in topic_policies)  # EventBridge may publish
+
+
+def test_without_an_alarm_email_no_event_goes_to_the_topic(template_json: dict[str, Any]) -> None:
+    assert threshold_rules_to_the_topic(template_json) == []

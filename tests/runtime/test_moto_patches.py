@@ -820,3 +820,20 @@ def test_upstream_moto_resolves_a_bus_ref_to_the_bus_object(upstream: dict[str, 
 
     with pytest.raises(ResponseParserError):  # the rule's EventBusName is the object: an AttributeError, a 500
         upstream["cloudformation"].create_stack(StackName="upstream-bus", TemplateBody=json.dumps(BUS_AND_RULE))
+
+
+# --- event_targets ------------------------------------------------------------------------------
+
+
+def test_upstream_moto_fails_put_events_on_a_bus_with_a_rule_to_an_sns_topic(upstream: dict[str, Any]) -> None:
+    """The patched emulator's answer is in tests/runtime/test_event_bus.py (the runtime delivers it)."""
+    events = upstream["events"]
+    events.create_event_bus(Name="upstream-usage")
+    topic = "arn:aws:sns:us-east-1:123456789012:alarms"
+    events.put_rule(Name="to-topic", EventBusName="upstream-usage", EventPattern=json.dumps({"source": ["s"]}))
+    events.put_targets(Rule="to-topic", EventBusName="upstream-usage", Targets=[{"Id": "t", "Arn": topic}])
+    from botocore.parsers import ResponseParserError
+
+    entry = {"EventBusName": "upstream-usage", "Source": "s", "DetailType": "d", "Detail": "{}"}
+    with pytest.raises((ClientError, ResponseParserError)):  # NotImplementedError in moto: a 500
+        events.put_events(Entries=[entry])
