@@ -136,7 +136,7 @@ lint: $(BIN)/.installed
 	$(BIN)/python scripts/cfn_lint.py
 
 typecheck: $(BIN)/.installed
-	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks clients/python/src
+	$(BIN)/mypy functions infra local ops chaos app.py scripts benchmarks clients/python/src examples
 
 openapi: $(BIN)/.installed
 	$(BIN)/python scripts/openapi.py

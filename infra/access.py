@@ -12,8 +12,9 @@ answers 403 otherwise. Two roles hold the permissions:
   below a SaaS's tenant count) and a session can reach its own account's paths only.
 * **AdminRole**: every method on every path, which includes `PUT /accounts/{id}` (set a limit).
 
-Both trust the deploying AWS account: who may assume them is then that account's own IAM policies'
-decision, as for any role.
+Both trust the deploying AWS account unless the deployer names whom each trusts
+(`IamAuthorization` in infra/props.py): who may assume them is then that account's own IAM
+policies' decision, as for any role. The tenant role's session-tag conditions hold whoever it trusts.
 """
 
 from __future__ import annotations
@@ -41,17 +42,43 @@ TENANT_TAG_REFUSED = [
 ]
 
 
+# What a tenant may call, for one account: `{account}` is the session tag in the tenant role's
+# policy, `*` in a grant for a backend acting for every tenant (`HybridCounter.grant_tenant_access`).
+# Setting an account's limit (`PUT /accounts/{id}`) is not among them.
+TENANT_METHODS = (
+    ("GET", "/accounts/{account}"),
+    ("*", "/accounts/{account}/resources"),
+    ("*", "/accounts/{account}/resources/*"),
+)
+
+
+def invoke_arn(rest_api: apigateway.IRestApi, method: str, path: str) -> str:
+    """The execute-api ARN of `method` on `path` of the API's stage."""
+    # The stage by name, not by reference: the same ARN on AWS, and the emulator's CloudFormation
+    # resolves a Stage's Ref to "None" (the local gateway reads these back).
+    return rest_api.arn_for_execute_api(method, path, constants.API_STAGE_NAME)
+
+
+def tenant_invoke_arns(rest_api: apigateway.IRestApi, account: str) -> list[str]:
+    return [invoke_arn(rest_api, method, path.format(account=account)) for method, path in TENANT_METHODS]
+
+
 class Access(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, rest_api: apigateway.RestApi) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        rest_api: apigateway.RestApi,
+        tenant_role_trusted_by: iam.IPrincipal | None = None,
+        admin_role_trusted_by: iam.IPrincipal | None = None,
+    ) -> None:
+        """`tenant_role_trusted_by`, `admin_role_trusted_by`: who may assume each role; None: the
+        deploying account."""
         super().__init__(scope, construct_id)
 
-        def invoke(method: str, path: str) -> str:
-            # The stage by name, not by reference: the same ARN on AWS, and the emulator's
-            # CloudFormation resolves a Stage's Ref to "None" (the local gateway reads these back).
-            return rest_api.arn_for_execute_api(method, path, constants.API_STAGE_NAME)
-
         tagged_session = iam.PrincipalWithConditions(
-            iam.AccountRootPrincipal(),
+            tenant_role_trusted_by or iam.AccountRootPrincipal(),
             {
                 # A tenant session names exactly one tenant, and only with this tag key.
                 "Null": {f"aws:RequestTag/{constants.TENANT_TAG_KEY}": "false"},
@@ -68,19 +95,15 @@ class Access(Construct):
         self.tenant_role.add_to_policy(
             iam.PolicyStatement(
                 actions=["execute-api:Invoke"],
-                resources=[
-                    invoke("GET", f"/accounts/{TENANT_TAG}"),
-                    invoke("*", f"/accounts/{TENANT_TAG}/resources"),
-                    invoke("*", f"/accounts/{TENANT_TAG}/resources/*"),
-                ],
+                resources=tenant_invoke_arns(rest_api, TENANT_TAG),
             )
         )
         self.admin_role = iam.Role(
             self,
             constants.ADMIN_ROLE_ID,
-            assumed_by=iam.AccountRootPrincipal(),
+            assumed_by=admin_role_trusted_by or iam.AccountRootPrincipal(),
             description="Calls every method of the API, including setting an account's limit",
         )
         self.admin_role.add_to_policy(
-            iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[invoke("*", "/*")])
+            iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[invoke_arn(rest_api, "*", "/*")])
         )

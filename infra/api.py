@@ -11,11 +11,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.core.rate_limits import TenantRate
 from functions.shared.config import FunctionEnvironment
-from infra import constants, settings, table_access
-from infra.bundling import LambdaPackage
+from infra import constants, table_access
 from infra.gateway_errors import add_error_envelopes
-from infra.python_function import python_function
+from infra.props import ApiLogsRole
+from infra.python_function import SharedSettings, python_function
 
 # One JSON line per request (API Gateway's $context variables). A tenant's session can reach only
 # its own account's paths (infra/access.py), so `path` names the tenant; `principal` is the caller.
@@ -43,17 +44,21 @@ class Api(Construct):
         construct_id: str,
         *,
         table: dynamodb.ITable,
-        package: LambdaPackage,
+        shared: SharedSettings,
+        tenant_rate: TenantRate,
+        rate_limit: int,
+        burst_limit: int,
+        logs_role: ApiLogsRole,
         authorizer: apigateway.IAuthorizer | None = None,
     ) -> None:
-        """`authorizer`: every method's (the JWT authorizer); None: every method signed with SigV4."""
+        """`tenant_rate`: every tenant's default; `rate_limit`, `burst_limit`: the stage's throttle;
+        `authorizer`: every method's (the JWT authorizer); None: every method signed with SigV4."""
         super().__init__(scope, construct_id)
 
-        tenant_rate = settings.tenant_rate(self)
         self.function = python_function(
             self,
             constants.API_FUNCTION,
-            package=package,
+            shared=shared,
             environment=FunctionEnvironment(
                 table_name=table.table_name,
                 tenant_rate_limit=tenant_rate.requests_per_second,
@@ -65,12 +70,10 @@ class Api(Construct):
         )
         table_access.grant_table(table, self.function, table_access.API)
 
-        rate, burst = settings.api_throttle(self)
-        logs_role = settings.api_logs_role(self)
-        logging = logs_role != constants.API_LOGS_ROLE_NONE
+        logging = logs_role != ApiLogsRole.NONE
         self.access_logs = (
             logs.LogGroup(
-                self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=settings.removal_policy(self)
+                self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=shared.removal_policy
             )
             if logging
             else None
@@ -83,10 +86,8 @@ class Api(Construct):
             proxy=True,
             # API Gateway logs only through the region's CloudWatch role: set here unless the account
             # has one (`-c apiGatewayCloudWatchRole=existing`), and kept when the stack is deleted.
-            cloud_watch_role=logs_role == constants.API_LOGS_ROLE_CREATE,
-            cloud_watch_role_removal_policy=(
-                cdk.RemovalPolicy.RETAIN if logs_role == constants.API_LOGS_ROLE_CREATE else None
-            ),
+            cloud_watch_role=logs_role == ApiLogsRole.CREATE,
+            cloud_watch_role_removal_policy=cdk.RemovalPolicy.RETAIN if logs_role == ApiLogsRole.CREATE else None,
             # Every method signed with SigV4 and allowed by the caller's IAM policy (infra/access.py),
             # or, with `-c authorizer=jwt`, allowed by the policy the token authorizer returns.
             default_method_options=(
@@ -98,8 +99,8 @@ class Api(Construct):
                 stage_name=constants.API_STAGE_NAME,
                 tracing_enabled=True,
                 # The outer guard: every method of the stage together; beyond it API Gateway answers 429.
-                throttling_rate_limit=rate,
-                throttling_burst_limit=burst,
+                throttling_rate_limit=rate_limit,
+                throttling_burst_limit=burst_limit,
                 access_log_destination=(
                     apigateway.LogGroupLogDestination(self.access_logs) if self.access_logs else None
                 ),

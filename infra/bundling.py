@@ -6,7 +6,7 @@ installed beside it. Dependencies are downloaded as wheels for the Lambda runtim
 and CPU architecture, never the developer machine's: a wheel with a C extension (pydantic_core)
 built for x86_64 / CPython 3.11 would fail to import in the arm64 / Python 3.12 runtime.
 
-The architecture is a deployment choice (context `architecture`, see `infra.settings.architecture`).
+The architecture is a deployment choice (`HybridCounterProps.architecture`; the app's context `architecture`).
 `lambda_package` pairs the asset with the architecture it was built for, and the functions take
 both from that pair, so a function never runs wheels built for another machine.
 """

@@ -82,6 +82,9 @@ SKIP_BUNDLING_CONTEXT_KEY: Final = "skipBundling"
 CDK_BUNDLING_STACKS_CONTEXT_KEY: Final = "aws:cdk:bundling-stacks"
 
 # Construct ids (stable: they feed the CloudFormation logical ids).
+# The app stack's counter: CDK leaves a `Default` id out of logical ids, so the counter's resources
+# keep the ids the stack gave them when it built them itself.
+COUNTER_CONSTRUCT_ID: Final = "Default"
 DATA_CONSTRUCT_ID: Final = "Data"
 DEAD_LETTERS_CONSTRUCT_ID: Final = "DeadLetters"
 COUNTING_CONSTRUCT_ID: Final = "Counting"

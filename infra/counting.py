@@ -11,9 +11,8 @@ from constructs import Construct
 
 from functions.adapters.table_layout import STREAM_FILTER_PATTERNS
 from functions.shared.config import FunctionEnvironment
-from infra import constants, settings, table_access
-from infra.bundling import LambdaPackage
-from infra.python_function import python_function
+from infra import constants, table_access
+from infra.python_function import SharedSettings, python_function
 
 
 class Counting(Construct):
@@ -24,14 +23,16 @@ class Counting(Construct):
         *,
         table: dynamodb.ITable,
         stream_failure_queue: sqs.IQueue,
-        package: LambdaPackage,
+        shared: SharedSettings,
+        batching_window_seconds: int,
+        parallelization_factor: int,
     ) -> None:
         super().__init__(scope, construct_id)
 
         self.consumer_function = python_function(
             self,
             constants.STREAM_CONSUMER_FUNCTION,
-            package=package,
+            shared=shared,
             environment=FunctionEnvironment(table_name=table.table_name),
         )
         self.consumer_function.add_event_source(
@@ -40,7 +41,7 @@ class Counting(Construct):
                 # Every record must be counted, so start from the oldest one still in the stream.
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
                 batch_size=constants.STREAM_BATCH_SIZE,
-                max_batching_window=cdk.Duration.seconds(settings.stream_batching_window_seconds(self)),
+                max_batching_window=cdk.Duration.seconds(batching_window_seconds),
                 filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in STREAM_FILTER_PATTERNS],
                 report_batch_item_failures=True,
                 bisect_batch_on_error=constants.STREAM_BISECT_BATCH_ON_ERROR,
@@ -48,7 +49,7 @@ class Counting(Construct):
                 # exhausted batches go to DLQ 1 and the redrive.
                 retry_attempts=constants.STREAM_MAX_RETRY_ATTEMPTS,
                 max_record_age=cdk.Duration.seconds(constants.STREAM_MAX_RECORD_AGE_SECONDS),
-                parallelization_factor=settings.stream_parallelization_factor(self),
+                parallelization_factor=parallelization_factor,
                 on_failure=event_sources.SqsDlq(stream_failure_queue),
             )
         )

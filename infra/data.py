@@ -7,29 +7,38 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from functions.adapters.table_layout import ACTIVITY_INDEX, EXPIRES_AT, PARTITION_KEY, PENDING_INDEX, SORT_KEY, Index
-from infra import constants, settings
+from infra import constants
+from infra.props import ExistingTable
 
 
 class DataStore(Construct):
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        removal_policy: cdk.RemovalPolicy,
+        existing_table: ExistingTable | None = None,
+        max_reads: int | None = None,
+        max_writes: int | None = None,
+    ) -> None:
+        """`existing_table`: one the counter uses without owning it; None: its own. `max_reads`,
+        `max_writes`: the on-demand table's maximum request units a second (None: no maximum)."""
         super().__init__(scope, construct_id)
 
         self.table: dynamodb.ITable
-        existing = settings.existing_table(self)
-        if existing is not None:
+        if existing_table is not None:
             # A table the stack does not own (one restored from a backup: README, "Running on a
             # restored table"): the deployer set its stream, TTL and indexes as below.
-            name, stream_arn = existing
             self.table = dynamodb.Table.from_table_attributes(
                 self,
                 constants.TABLE_ID,
-                table_name=name,
-                table_stream_arn=stream_arn,
+                table_name=existing_table.name,
+                table_stream_arn=existing_table.stream_arn,
                 global_indexes=[PENDING_INDEX.name, ACTIVITY_INDEX.name],
             )
             return
 
-        max_reads, max_writes = settings.table_max_request_units(self)
         table = dynamodb.Table(
             self,
             constants.TABLE_ID,
@@ -44,9 +53,9 @@ class DataStore(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            removal_policy=settings.removal_policy(self),
+            removal_policy=removal_policy,
             # A retained table cannot be deleted by accident either (a throw-away stack's can).
-            deletion_protection=settings.removal_policy(self) == cdk.RemovalPolicy.RETAIN,
+            deletion_protection=removal_policy == cdk.RemovalPolicy.RETAIN,
             # Tombstones expire (docs/admission.md); TTL deletes cost no write capacity, and their
             # REMOVE records match none of the consumer's filter patterns.
             time_to_live_attribute=EXPIRES_AT,

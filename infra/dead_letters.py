@@ -15,15 +15,15 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment
-from infra import constants, settings, table_access
-from infra.bundling import LambdaPackage
-from infra.python_function import python_function
+from infra import constants, table_access
+from infra.python_function import SharedSettings, python_function
 
 
 def dead_letter_queue(
     scope: Construct,
     construct_id: str,
     *,
+    removal_policy: cdk.RemovalPolicy,
     visibility_timeout: cdk.Duration | None = None,
     dead_letter_queue: sqs.DeadLetterQueue | None = None,
 ) -> sqs.Queue:
@@ -36,18 +36,19 @@ def dead_letter_queue(
         retention_period=cdk.Duration.days(constants.DLQ_RETENTION_DAYS),
         visibility_timeout=visibility_timeout,
         dead_letter_queue=dead_letter_queue,
-        removal_policy=settings.removal_policy(scope),
+        removal_policy=removal_policy,
     )
 
 
 class DeadLetters(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, package: LambdaPackage) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, shared: SharedSettings) -> None:
         super().__init__(scope, construct_id)
 
-        self.final_queue = dead_letter_queue(self, constants.DLQ2_ID)
+        self.final_queue = dead_letter_queue(self, constants.DLQ2_ID, removal_policy=shared.removal_policy)
         self.stream_failure_queue = dead_letter_queue(
             self,
             constants.DLQ1_ID,
+            removal_policy=shared.removal_policy,
             visibility_timeout=cdk.Duration.seconds(
                 constants.DLQ1_VISIBILITY_TIMEOUT_FACTOR * constants.REDRIVE_TIMEOUT_SECONDS
             ),
@@ -59,7 +60,7 @@ class DeadLetters(Construct):
         self.redrive_function = python_function(
             self,
             constants.REDRIVE_FUNCTION,
-            package=package,
+            shared=shared,
             environment=FunctionEnvironment(table_name=table.table_name),
         )
         self.redrive_function.add_event_source(

@@ -26,10 +26,9 @@ from constructs import Construct
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.config import FunctionEnvironment
-from infra import constants, settings
-from infra.bundling import LambdaPackage
+from infra import constants
 from infra.dead_letters import dead_letter_queue
-from infra.python_function import python_function
+from infra.python_function import SharedSettings, python_function
 
 # Every event the stack puts: what the stack's own rules match.
 USAGE_EVENTS = events.EventPattern(source=[SOURCE])
@@ -68,19 +67,23 @@ class UsageEvents(Construct):
         construct_id: str,
         *,
         table: dynamodb.ITable,
-        package: LambdaPackage,
+        shared: SharedSettings,
         alarm_topic: sns.ITopic,
-        event_bus: events.IEventBus | None = None,
+        event_bus: events.IEventBus | None,
+        thresholds_to_alarm_topic: bool,
+        name_prefix: str,
     ) -> None:
-        """`event_bus`: a bus of the deployer's to put the events on (else the construct makes one)."""
+        """`event_bus`: a bus of the deployer's to put the events on (None: the construct makes one).
+        `thresholds_to_alarm_topic`: threshold crossings go to the alarm topic too (an alarm email
+        is subscribed to it). `name_prefix`: unique to the counter, for the log group's fixed name."""
         super().__init__(scope, construct_id)
         self.bus = event_bus or events.EventBus(self, constants.EVENT_BUS_ID)
 
-        self.failure_queue = dead_letter_queue(self, constants.EVENTS_DLQ_ID)
+        self.failure_queue = dead_letter_queue(self, constants.EVENTS_DLQ_ID, removal_policy=shared.removal_policy)
         self.publisher_function = python_function(
             self,
             constants.EVENT_PUBLISHER_FUNCTION,
-            package=package,
+            shared=shared,
             environment=FunctionEnvironment(table_name=table.table_name, event_bus_name=self.bus.event_bus_name),
         )
         self.publisher_function.add_event_source(
@@ -120,13 +123,13 @@ class UsageEvents(Construct):
         self.failure_queue_alarm.add_ok_action(action)
 
         # EventBridge writes to log groups named /aws/events/... (EventBridge user guide, "Amazon
-        # CloudWatch Logs" targets); the stack's name keeps two stacks of a region apart.
+        # CloudWatch Logs" targets); the counter's name prefix keeps two counters of a region apart.
         self.log_group = logs.LogGroup(
             self,
             constants.EVENTS_LOG_ID,
-            log_group_name=f"/aws/events/{cdk.Stack.of(self).stack_name}-usage",
+            log_group_name=f"/aws/events/{name_prefix}-usage",
             retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=settings.removal_policy(self),
+            removal_policy=shared.removal_policy,
         )
         # EventBridge writes to a log group that a resource policy lets it write to (EventBridge
         # user guide, "CloudWatch Logs permissions").
@@ -151,8 +154,7 @@ class UsageEvents(Construct):
             event_pattern=USAGE_EVENTS,
             targets=[LogGroupTarget(self.log_group)],
         )
-        if self.node.try_get_context(constants.ALARM_EMAIL_CONTEXT_KEY):
-            # The address subscribed to the alarm topic hears of threshold crossings too.
+        if thresholds_to_alarm_topic:
             events.Rule(
                 self,
                 constants.EVENTS_TO_ALARM_TOPIC_RULE_ID,

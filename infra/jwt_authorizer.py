@@ -9,21 +9,20 @@ from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment, JwtSettings
 from infra import constants
-from infra.bundling import LambdaPackage
-from infra.python_function import python_function
+from infra.python_function import SharedSettings, python_function
 
 
 class JwtAuthorizer(Construct):
     """The authorizer function and API Gateway's TOKEN authorizer that runs it."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, package: LambdaPackage, table_name: str, jwt: JwtSettings
+        self, scope: Construct, construct_id: str, *, shared: SharedSettings, table_name: str, jwt: JwtSettings
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = python_function(
             self,
             constants.AUTHORIZER_FUNCTION,
-            package=package,
+            shared=shared,
             environment=FunctionEnvironment(
                 table_name=table_name,  # every function gets it; this one calls no AWS API at all
                 jwt_issuer=jwt.issuer,

@@ -1,8 +1,8 @@
 """Alarms that reach someone, and a dashboard (docs/operations.md has what each alarm means and what
 to do about it).
 
-Every alarm sends to one SNS topic when it fires and when it recovers; `-c alarmEmail=ops@...`
-subscribes an address. The topic is not encrypted: CloudWatch can publish to an encrypted topic
+Every alarm sends to one SNS topic when it fires and when it recovers; an alarm email
+(`-c alarmEmail=ops@...`) is subscribed to it. The topic is not encrypted: CloudWatch can publish to an encrypted topic
 only through a customer managed key whose policy lets it, which a stack should not create by
 default (Amazon SNS developer guide, "Encryption at rest": AWS managed keys do not allow it).
 """
@@ -54,12 +54,14 @@ class Monitoring(Construct):
         counting: Counting,
         dead_letters: DeadLetters,
         sweeper: Sweeper,
+        alarm_email: str | None,
+        name_prefix: str,
     ) -> None:
+        """`name_prefix`: unique to the counter in its account and region, for what has a fixed name."""
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, constants.ALARM_TOPIC_ID, display_name="Hybrid counter alarms", enforce_ssl=True)
-        email = self.node.try_get_context(constants.ALARM_EMAIL_CONTEXT_KEY)
-        if email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(str(email)))
+        if alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: list[cloudwatch.Alarm] = [dead_letters.final_queue_alarm]
         consumer, redrive = counting.consumer_function, dead_letters.redrive_function
         dlq1 = dead_letters.stream_failure_queue
@@ -149,7 +151,7 @@ class Monitoring(Construct):
         for alarm in self.alarms:
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
-        self.dashboard = self._dashboard(table, api, consumer, dead_letters)
+        self.dashboard = self._dashboard(table, api, consumer, dead_letters, name_prefix)
 
     def _alarm(
         self,
@@ -177,7 +179,7 @@ class Monitoring(Construct):
         self.alarms.append(alarm)
 
     def _dashboard(
-        self, table: dynamodb.ITable, api: Api, consumer: lambda_.IFunction, dead_letters: DeadLetters
+        self, table: dynamodb.ITable, api: Api, consumer: lambda_.IFunction, dead_letters: DeadLetters, name_prefix: str
     ) -> cloudwatch.Dashboard:
         per_second = cdk.Duration.minutes(1)
 
@@ -189,7 +191,7 @@ class Monitoring(Construct):
                 label=f"{name} /s",
             )
 
-        throttled_tenants = self._throttled_tenants_rule(api)
+        throttled_tenants = self._throttled_tenants_rule(api, name_prefix)
         dashboard = cloudwatch.Dashboard(self, constants.DASHBOARD_ID)
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
@@ -232,7 +234,7 @@ class Monitoring(Construct):
         dashboard.add_widgets(TopContributors("Tenants throttled most (429 TenantThrottled)", throttled_tenants))
         return dashboard
 
-    def _throttled_tenants_rule(self, api: Api) -> cloudwatch.CfnInsightRule:
+    def _throttled_tenants_rule(self, api: Api, name_prefix: str) -> cloudwatch.CfnInsightRule:
         """A Contributor Insights rule over the API function's log: the function logs each
         `TenantThrottled` answer with the tenant (functions/api/gate.py), and the rule ranks them."""
         body = {
@@ -248,7 +250,8 @@ class Monitoring(Construct):
         return cloudwatch.CfnInsightRule(
             self,
             "ThrottledTenants",
-            rule_name=f"{cdk.Stack.of(self).stack_name}-throttled-tenants",
+            # A rule must be named; CloudFormation generates no name for it.
+            rule_name=f"{name_prefix}-throttled-tenants",
             rule_state="ENABLED",
             rule_body=cdk.Stack.of(self).to_json_string(body),
         )

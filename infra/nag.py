@@ -1,4 +1,4 @@
-"""The cdk-nag AwsSolutions findings this stack keeps on purpose, each with the reason a reviewer
+"""The cdk-nag AwsSolutions findings a counter keeps on purpose, each with the reason a reviewer
 can check (tests/infra/test_cdk_nag.py runs the pack: no other finding may appear).
 """
 
@@ -42,8 +42,9 @@ def _acknowledge(construct: Construct, rule: str, reason: str) -> None:
     cdk.Validations.of(construct).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 
 
-def explain(stack: Construct, api: Api, access: Access | None) -> None:
-    for function in (c for c in stack.node.find_all() if isinstance(c, lambda_.Function)):
+def explain(counter: Construct, api: Api, access: Access | None) -> None:
+    """Acknowledges the findings on `counter`'s own resources (a user's resources beside it are theirs)."""
+    for function in (c for c in counter.node.find_all() if isinstance(c, lambda_.Function)):
         _acknowledge(function, "AwsSolutions-L1", RUNTIME)
         if isinstance(function.role, Construct):
             _acknowledge(function.role, "AwsSolutions-IAM5[Resource::*]", XRAY)

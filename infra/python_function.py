@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 import aws_cdk as cdk
@@ -11,19 +12,30 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment
-from infra import constants, settings
+from infra import constants
 from infra.bundling import LAMBDA_RUNTIME, LambdaPackage
+
+
+@dataclass(frozen=True)
+class SharedSettings:
+    """What every function of one counter shares: the code package (and the architecture it was
+    built for), the removal policy of the logs (and of the counter's other stateful resources), and
+    how long a tombstone keeps its Idempotency-Key."""
+
+    package: LambdaPackage
+    removal_policy: cdk.RemovalPolicy
+    tombstone_retention: timedelta
 
 
 def python_function(
     scope: Construct,
     function: constants.FunctionSettings,
     *,
-    package: LambdaPackage,
+    shared: SharedSettings,
     environment: FunctionEnvironment,
 ) -> lambda_.Function:
-    """A function of the stack. `environment`: what its code reads (functions/shared/config.py);
-    every function also gets the stack's tombstone retention and Powertools' settings."""
+    """A function of the counter. `environment`: what its code reads (functions/shared/config.py);
+    every function also gets the counter's tombstone retention and Powertools' settings."""
     construct_id = function.construct_id
     # An explicit log group (instead of `log_retention`) sets the retention without the custom
     # resource Lambda that `log_retention` deploys, and lets the removal policy cover the logs.
@@ -31,11 +43,10 @@ def python_function(
         scope,
         f"{construct_id}Logs",
         retention=logs.RetentionDays.ONE_MONTH,
-        removal_policy=settings.removal_policy(scope),
+        removal_policy=shared.removal_policy,
     )
-    retention = timedelta(seconds=settings.idempotency_window_seconds(scope))
     variables = {
-        **environment.model_copy(update={"tombstone_retention": retention}).variables(),
+        **environment.model_copy(update={"tombstone_retention": shared.tombstone_retention}).variables(),
         "POWERTOOLS_SERVICE_NAME": constants.POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": constants.POWERTOOLS_METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
@@ -59,11 +70,11 @@ def python_function(
         scope,
         construct_id,
         role=role,
-        code=package.code,
+        code=shared.package.code,
         handler=function.handler,
         runtime=LAMBDA_RUNTIME,
         # Always the architecture the package's wheels were installed for.
-        architecture=package.architecture,
+        architecture=shared.package.architecture,
         timeout=cdk.Duration.seconds(function.timeout_seconds),
         memory_size=function.memory_mb,
         tracing=lambda_.Tracing.ACTIVE,

@@ -12,18 +12,17 @@ from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment
 from infra import constants, table_access
-from infra.bundling import LambdaPackage
-from infra.python_function import python_function
+from infra.python_function import SharedSettings, python_function
 
 
 class Sweeper(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, package: LambdaPackage) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, shared: SharedSettings) -> None:
         super().__init__(scope, construct_id)
 
         self.function = python_function(
             self,
             constants.SWEEPER_FUNCTION,
-            package=package,
+            shared=shared,
             environment=FunctionEnvironment(
                 table_name=table.table_name,
                 pending_older_than=timedelta(seconds=constants.SWEEP_PENDING_OLDER_THAN_SECONDS),

@@ -1,8 +1,10 @@
 """cdk-nag's AwsSolutions rules over the real stack (3.x: a CDK validation plugin): nothing may be
-found but what infra/nag.py acknowledges, each with its reason."""
+found but what infra/nag.py acknowledges, each with its reason. The same holds for the construct
+as users add it: twice in one stack, and inside a Stage of their own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -10,6 +12,7 @@ import pytest
 from cdk_nag import AwsSolutionsChecks
 
 from infra import constants
+from infra.hybrid_counter import ApiLogsRole, HybridCounter, HybridCounterProps
 from infra.stack import HybridCounterStack
 from infra.synth import cdk_json_context
 
@@ -20,13 +23,33 @@ JWT = {
 }
 
 
-@pytest.mark.parametrize("context", [{}, JWT], ids=["iam", "jwt"])
-def test_the_awssolutions_rules_find_nothing_unexplained(tmp_path: Path, context: dict[str, str]) -> None:
+def the_app_s_stack(app: cdk.App) -> None:
+    HybridCounterStack(app, constants.DEFAULT_STACK_NAME)
+
+
+def two_in_one_stack(app: cdk.App) -> None:
+    stack = cdk.Stack(app, "Shop")
+    HybridCounter(stack, "Orders")
+    HybridCounter(stack, "Projects", HybridCounterProps(api_logs_role=ApiLogsRole.EXISTING))
+
+
+def in_a_stage(app: cdk.App) -> None:
+    HybridCounter(cdk.Stack(cdk.Stage(app, "Prod"), "Limits"), "Counter")
+
+
+@pytest.mark.parametrize(
+    ("build", "context"),
+    [(the_app_s_stack, {}), (the_app_s_stack, JWT), (two_in_one_stack, {}), (in_a_stage, {})],
+    ids=["iam", "jwt", "two-in-one-stack", "in-a-stage"],
+)
+def test_the_awssolutions_rules_find_nothing_unexplained(
+    tmp_path: Path, build: Callable[[cdk.App], None], context: dict[str, str]
+) -> None:
     app = cdk.App(
         outdir=str(tmp_path),
         context={**cdk_json_context(), constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [], **context},
     )
-    HybridCounterStack(app, constants.DEFAULT_STACK_NAME)
+    build(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     try:
         app.synth()

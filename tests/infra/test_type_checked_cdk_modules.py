@@ -1,6 +1,6 @@
 """mypy reads only the aws-cdk-lib modules pyproject.toml lists (reading all ~300 took most of a
 cold `make typecheck`): every module the stack imports must be on that list, or its calls would go
-unchecked as Any without anyone noticing."""
+unchecked as Any without anyone noticing. The examples' stacks (examples/) are type-checked too."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cdk_modules_imported() -> set[str]:
     found: set[str] = set()
-    for path in [ROOT / "app.py", *sorted((ROOT / "infra").rglob("*.py"))]:
+    for path in [ROOT / "app.py", *sorted((ROOT / "infra").rglob("*.py")), *sorted((ROOT / "examples").rglob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "aws_cdk":
                 found.add(node.module)

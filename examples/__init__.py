@@ -1,0 +1,1 @@
+"""Worked examples of services that use the hybrid counter (each folder has its README)."""
