@@ -32,7 +32,26 @@ def _consumer_ignores_counter_processed() -> None:
     DynamoCountingStore._transact = transact  # type: ignore[method-assign]
 
 
-MUTATIONS = {"consumer-ignores-counter-processed": _consumer_ignores_counter_processed}
+def _consumer_drops_downward_crossings() -> None:
+    """The consumer decides a crossing down but writes no outbox item for it."""
+    import dataclasses
+
+    from functions.core import counting, thresholds
+
+    original = thresholds.decide  # what counting.py calls, by the name it imported
+
+    def decide(*args: Any, **kwargs: Any) -> thresholds.Decision:
+        decision = original(*args, **kwargs)
+        kept = tuple(c for c in decision.crossings if c.direction is thresholds.Direction.UP)
+        return dataclasses.replace(decision, crossings=kept)
+
+    setattr(counting, "decide", decide)  # noqa: B010 - counting imported it by name: replace that name
+
+
+MUTATIONS = {
+    "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
+    "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
+}
 
 
 def apply(name: str) -> None:
