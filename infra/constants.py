@@ -200,6 +200,14 @@ EVENTS_DLQ_ID: Final = "EventsFailureQueue"
 EVENTS_DLQ_ALARM_ID: Final = "EventsFailureQueueNotEmpty"
 EVENTS_LOG_ID: Final = "UsageEventsLog"
 EVENTS_LOG_RULE_ID: Final = "UsageEventsToLog"
+# `-c usageWebhookUrl=https://... -c usageWebhookSecretArn=arn:aws:secretsmanager:...`: every usage
+# threshold crossing is POSTed to the URL by an EventBridge API destination, the secret's string
+# sent as the header `usageWebhookHeader` (default x-api-key).
+USAGE_WEBHOOK_URL_CONTEXT_KEY: Final = "usageWebhookUrl"
+USAGE_WEBHOOK_SECRET_CONTEXT_KEY: Final = "usageWebhookSecretArn"  # noqa: S105 - a context key
+USAGE_WEBHOOK_HEADER_CONTEXT_KEY: Final = "usageWebhookHeader"
+DEFAULT_USAGE_WEBHOOK_HEADER: Final = "x-api-key"
+USAGE_WEBHOOK_ID: Final = "UsageWebhook"
 # With `-c alarmEmail`: threshold crossings to the alarm topic as well.
 EVENTS_TO_ALARM_TOPIC_RULE_ID: Final = "UsageThresholdsToAlarmTopic"
 EVENTS_LOG_RETENTION_DAYS: Final = 30

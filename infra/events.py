@@ -28,10 +28,12 @@ from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.config import FunctionEnvironment
 from infra import constants
 from infra.dead_letters import dead_letter_queue
+from infra.props import UsageWebhook
 from infra.python_function import SharedSettings, python_function
 
 # Every event the stack puts: what the stack's own rules match.
 USAGE_EVENTS = events.EventPattern(source=[SOURCE])
+THRESHOLD_CROSSINGS = events.EventPattern(source=[SOURCE], detail_type=[UsageThresholdCrossed.DETAIL_TYPE])
 # The events' dead-letter queue is the publisher's on-failure destination, which cdk-nag's SQS3
 # does not see (infra/nag.py keeps the stack's other findings).
 DLQ_FINDING = (
@@ -71,11 +73,13 @@ class UsageEvents(Construct):
         alarm_topic: sns.ITopic,
         event_bus: events.IEventBus | None,
         thresholds_to_alarm_topic: bool,
+        webhook: UsageWebhook | None,
         name_prefix: str,
     ) -> None:
         """`event_bus`: a bus of the deployer's to put the events on (None: the construct makes one).
         `thresholds_to_alarm_topic`: threshold crossings go to the alarm topic too (an alarm email
-        is subscribed to it). `name_prefix`: unique to the counter, for the log group's fixed name."""
+        is subscribed to it). `webhook`: an endpoint every threshold crossing is POSTed to.
+        `name_prefix`: unique to the counter, for the log group's fixed name."""
         super().__init__(scope, construct_id)
         self.bus = event_bus or events.EventBus(self, constants.EVENT_BUS_ID)
 
@@ -159,9 +163,40 @@ class UsageEvents(Construct):
                 self,
                 constants.EVENTS_TO_ALARM_TOPIC_RULE_ID,
                 event_bus=self.bus,
-                event_pattern=events.EventPattern(source=[SOURCE], detail_type=[UsageThresholdCrossed.DETAIL_TYPE]),
+                event_pattern=THRESHOLD_CROSSINGS,
                 targets=[targets.SnsTopic(alarm_topic)],
             )
+        if webhook is not None:
+            self._webhook(webhook)
         cdk.Validations.of(self.failure_queue).acknowledge(
             cdk.Acknowledgment(id="AwsSolutions-SQS3", reason=DLQ_FINDING)
+        )
+
+    def _webhook(self, webhook: UsageWebhook) -> None:
+        """An API destination POSTing each threshold crossing to the webhook, its connection's API
+        key a dynamic reference to the secret (CloudFormation resolves it at deploy time; the
+        template holds only the ARN). EventBridge retries a failed call for 24 hours (its default
+        retry policy) and sends the event as the request's JSON body."""
+        connection = events.Connection(
+            self,
+            f"{constants.USAGE_WEBHOOK_ID}Connection",
+            authorization=events.Authorization.api_key(
+                webhook.header, cdk.SecretValue.secrets_manager(webhook.secret_arn)
+            ),
+            description="The usage webhook's API key, from Secrets Manager",
+        )
+        destination = events.ApiDestination(
+            self,
+            constants.USAGE_WEBHOOK_ID,
+            connection=connection,
+            endpoint=webhook.url,
+            http_method=events.HttpMethod.POST,
+            description="Usage threshold crossings (docs/events.md)",
+        )
+        events.Rule(
+            self,
+            f"{constants.USAGE_WEBHOOK_ID}Rule",
+            event_bus=self.bus,
+            event_pattern=THRESHOLD_CROSSINGS,
+            targets=[targets.ApiDestination(destination)],
         )

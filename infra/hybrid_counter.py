@@ -48,6 +48,7 @@ from infra.props import (
     IamAuthorization,
     InvalidProps,
     JwtAuthorization,
+    UsageWebhook,
 )
 from infra.python_function import SharedSettings
 from infra.sweeper import Sweeper
@@ -60,6 +61,7 @@ __all__ = [
     "IamAuthorization",
     "InvalidProps",
     "JwtAuthorization",
+    "UsageWebhook",
 ]
 
 # CloudWatch's limit on a Contributor Insights rule's name.
@@ -161,6 +163,7 @@ class HybridCounter(Construct):
             event_bus=props.event_bus,
             # The address subscribed to the alarm topic hears of threshold crossings too.
             thresholds_to_alarm_topic=props.alarm_email is not None,
+            webhook=props.usage_webhook,
             name_prefix=self._name_prefix(),
         )
         explain_nag_findings(self, api, access)

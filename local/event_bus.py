@@ -1,5 +1,6 @@
 """EventBridge, where moto stops short: each event a bus of the stack carries is printed in the run
-log, and delivered to the targets moto leaves out (SNS topics), as EventBridge delivers them.
+log, and delivered to the targets moto leaves out (SNS topics, API destinations), as EventBridge
+delivers them.
 
 moto's PutEvents matches the bus's rules and delivers to log groups, SQS queues, archives and other
 buses itself (local/moto_patches/event_targets.py has it skip the rest). To see every event, the
@@ -8,7 +9,8 @@ its own as the target, and reads that queue. For each event read, every other ru
 pattern matches it (EventBridge's pattern syntax is the one Lambda's event filters use:
 local/filters.py) and whose target moto does not deliver to gets it: an SNS topic is published the
 event's JSON, as EventBridge does ("Amazon SNS" targets in the EventBridge user guide: the message
-is the event, without an input transformer). Other targets are logged as not delivered locally.
+is the event, without an input transformer); an API destination gets its HTTP request, made for
+real. Other targets are logged as not delivered locally.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +43,7 @@ class BusTap:
 class BusRouter:
     def __init__(self, client: Callable[[str], Any], stop: threading.Event, poll_seconds: float = 0.25) -> None:
         self._events, self._sqs, self._sns = client("events"), client("sqs"), client("sns")
+        self._secrets = client("secretsmanager")
         self._stop = stop
         self._poll_seconds = poll_seconds
         self.delivered = 0  # events printed (and routed)
@@ -84,5 +89,31 @@ class BusRouter:
         if arn.split(":")[2] == "sns":
             self._sns.publish(TopicArn=arn, Message=json.dumps(event))
             logger.info("%-16s rule %s -> %s", "event routed", rule, arn.rsplit(":", 1)[-1])
+        elif ":api-destination/" in arn:
+            status = self._call_api_destination(arn.split(":api-destination/", 1)[1].split("/", 1)[0], event)
+            logger.info("%-16s rule %s -> api destination, HTTP %s", "event routed", rule, status)
         else:
             logger.warning("%-16s rule %s: target %s is not delivered locally", "event", rule, arn)
+
+    def _call_api_destination(self, name: str, event: dict[str, Any]) -> int | str:
+        """The destination's HTTP request, as EventBridge makes it: its method to its endpoint, the
+        event as the JSON body, and the connection's API key header, whose value EventBridge keeps
+        in the connection's secret (EventBridge user guide, "API destinations"; "Connections")."""
+        destination = self._events.describe_api_destination(Name=name)
+        connection_name = destination["ConnectionArn"].split(":connection/", 1)[1].split("/", 1)[0]
+        connection = self._events.describe_connection(Name=connection_name)
+        headers = {"Content-Type": "application/json"}
+        if connection["AuthorizationType"] == "API_KEY":
+            secret = json.loads(self._secrets.get_secret_value(SecretId=connection["SecretArn"])["SecretString"])
+            headers[connection["AuthParameters"]["ApiKeyAuthParameters"]["ApiKeyName"]] = secret["api_key_value"]
+        request = urllib.request.Request(
+            destination["InvocationEndpoint"],
+            data=json.dumps(event).encode(),
+            headers=headers,
+            method=destination["HttpMethod"],
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                return int(answer.status)
+        except (urllib.error.URLError, TimeoutError) as error:
+            return f"failed: {error}"

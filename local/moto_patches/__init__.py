@@ -21,6 +21,7 @@ from local.moto_patches import (
     backend_per_host,
     conditions_lexed_once,
     event_bus_ref,
+    event_connections,
     event_targets,
     item_answers_as_json,
     no_event_source_polling,
@@ -55,6 +56,7 @@ def apply_corrections() -> None:
     check_version()
     no_event_source_polling.apply()
     event_bus_ref.apply()
+    event_connections.apply()
     event_targets.apply()
     transact_get_items_limit.apply()
     transaction_rollback.apply()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE
 from infra import constants
@@ -120,3 +122,41 @@ def test_an_alarm_email_hears_of_threshold_crossings_too() -> None:
 
 def test_without_an_alarm_email_no_event_goes_to_the_topic(template_json: dict[str, Any]) -> None:
     assert threshold_rules_to_the_topic(template_json) == []
+
+
+SECRET = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:usage-webhook-AbCdEf"
+
+
+def test_a_usage_webhook_is_an_api_destination_of_threshold_crossings_with_its_key_from_secrets_manager() -> None:
+    template_json = synthesize_stack_template(
+        {
+            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage",
+            constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: SECRET,
+        }
+    )
+    [destination] = resources_of_type(template_json, "AWS::Events::ApiDestination").values()
+    assert destination["Properties"]["InvocationEndpoint"] == "https://hooks.example.com/usage"
+    assert destination["Properties"]["HttpMethod"] == "POST"
+    [connection] = resources_of_type(template_json, "AWS::Events::Connection").values()
+    key = connection["Properties"]["AuthParameters"]["ApiKeyAuthParameters"]
+    assert key["ApiKeyName"] == "x-api-key"
+    assert key["ApiKeyValue"] == f"{{{{resolve:secretsmanager:{SECRET}:SecretString:::}}}}"  # resolved at deploy
+    [destination_id] = resources_of_type(template_json, "AWS::Events::ApiDestination")
+    [rule] = [
+        r["Properties"]
+        for r in resources_of_type(template_json, "AWS::Events::Rule").values()
+        if destination_id in json.dumps(r["Properties"].get("Targets", []))
+    ]
+    assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": ["Usage Threshold Crossed"]}
+
+
+def test_a_usage_webhook_needs_its_secret_and_an_https_url() -> None:
+    with pytest.raises(ValueError, match="go together"):
+        synthesize_stack_template({constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage"})
+    with pytest.raises(ValueError, match="usageWebhookUrl"):
+        synthesize_stack_template(
+            {
+                constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "http://hooks.example.com/usage",
+                constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: SECRET,
+            }
+        )

@@ -1,13 +1,15 @@
 """The local runtime's EventBridge delivery where moto stops short (local/event_bus.py): every event
-of a tapped bus in the run log, and a rule's SNS topic target published the event, on the emulator."""
+of a tapped bus in the run log, a rule's SNS topic target published the event, and an API
+destination's HTTP call made for real to a server on 127.0.0.1, on the emulator."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 import pytest
@@ -66,3 +68,63 @@ def test_a_rule_to_an_sns_topic_gets_the_event_published_and_each_event_is_logge
     logged = [record.getMessage() for record in caplog.records]
     assert any(line.startswith("event") and "Limit Changed" in line for line in logged)
     assert any("rule to-topic -> alarms" in line for line in logged)
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    """A webhook on 127.0.0.1: keeps each request's headers and body."""
+
+    received: ClassVar[list[tuple[dict[str, str], dict[str, Any]]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Hook.received.append(({name.lower(): value for name, value in self.headers.items()}, body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+@pytest.fixture
+def webhook() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    Hook.received.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}/usage"
+    server.shutdown()
+
+
+def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_api_key(aws: Any, webhook: str) -> None:
+    events = aws("events")
+    events.create_event_bus(Name="hooked")
+    connection = events.create_connection(
+        Name="hook-key",
+        AuthorizationType="API_KEY",
+        AuthParameters={"ApiKeyAuthParameters": {"ApiKeyName": "x-api-key", "ApiKeyValue": "s3cret"}},
+    )
+    destination = events.create_api_destination(
+        Name="hook", ConnectionArn=connection["ConnectionArn"], InvocationEndpoint=webhook, HttpMethod="POST"
+    )
+    pattern = json.dumps({"source": ["hybrid-counter.usage"]})
+    events.put_rule(Name="to-hook", EventBusName="hooked", EventPattern=pattern)
+    target = {"Id": "hook", "Arn": destination["ApiDestinationArn"], "RoleArn": "arn:aws:iam::000000000000:role/r"}
+    events.put_targets(Rule="to-hook", EventBusName="hooked", Targets=[target])
+    stop = threading.Event()
+    router = BusRouter(aws, stop, poll_seconds=0.05)
+    thread = threading.Thread(target=router.run, args=(router.tap("hooked"),), daemon=True)
+    thread.start()
+    try:
+        entry = {"EventBusName": "hooked", "Source": "hybrid-counter.usage", "DetailType": "Usage Threshold Crossed"}
+        assert events.put_events(Entries=[entry | {"Detail": '{"seq": 7}'}])["FailedEntryCount"] == 0
+        [(headers, body)] = poll(lambda: list(Hook.received), bool, 10)
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+    assert headers["x-api-key"] == "s3cret"
+    assert headers["content-type"] == "application/json"
+    assert (body["source"], body["detail-type"], body["detail"]) == (
+        "hybrid-counter.usage",
+        "Usage Threshold Crossed",
+        {"seq": 7},
+    )

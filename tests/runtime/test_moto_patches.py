@@ -27,7 +27,7 @@ from local.moto_patches.tables import MotoTables
 from local.moto_patches.transact_get_items_limit import UPSTREAM_TRANSACTION_MAX_ITEMS
 from tests.support.tables import create_table
 
-SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam", "cloudformation", "events")
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam", "cloudformation", "events", "secretsmanager")
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements-dev.txt"
 
 
@@ -837,3 +837,51 @@ def test_upstream_moto_fails_put_events_on_a_bus_with_a_rule_to_an_sns_topic(ups
     entry = {"EventBusName": "upstream-usage", "Source": "s", "DetailType": "d", "Detail": "{}"}
     with pytest.raises((ClientError, ResponseParserError)):  # NotImplementedError in moto: a 500
         events.put_events(Entries=[entry])
+
+
+# --- event_connections --------------------------------------------------------------------------
+
+
+def webhook_template(secret_arn: str) -> dict[str, Any]:
+    key = {"ApiKeyName": "x-api-key", "ApiKeyValue": f"{{{{resolve:secretsmanager:{secret_arn}:SecretString:::}}}}"}
+    return {
+        "Resources": {
+            "Key": {
+                "Type": "AWS::Events::Connection",
+                "Properties": {"AuthorizationType": "API_KEY", "AuthParameters": {"ApiKeyAuthParameters": key}},
+            },
+            "Hook": {
+                "Type": "AWS::Events::ApiDestination",
+                "Properties": {
+                    "ConnectionArn": {"Fn::GetAtt": ["Key", "Arn"]},
+                    "InvocationEndpoint": "https://hooks.example.com/usage",
+                    "HttpMethod": "POST",
+                },
+            },
+        },
+        "Outputs": {"Hook": {"Value": {"Fn::GetAtt": ["Hook", "Arn"]}}},
+    }
+
+
+def test_connections_and_api_destinations_deploy_with_the_secret_resolved(aws: dict[str, Any]) -> None:
+    """CloudFormation resolves a dynamic reference when it creates the resource (its user guide,
+    "Get values stored in other services using dynamic references")."""
+    secret_arn = aws["secretsmanager"].create_secret(Name=f"hook-{uuid.uuid4().hex[:6]}", SecretString="s3cret")["ARN"]
+    name = f"hook-{uuid.uuid4().hex[:8]}"
+    aws["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(webhook_template(secret_arn)))
+    [stack] = aws["cloudformation"].describe_stacks(StackName=name)["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    [output] = stack["Outputs"]
+    destination_name = output["OutputValue"].split(":api-destination/")[1].split("/")[0]
+    destination = aws["events"].describe_api_destination(Name=destination_name)
+    connection_name = destination["ConnectionArn"].split(":connection/")[1].split("/")[0]
+    connection = aws["events"].describe_connection(Name=connection_name)
+    stored = json.loads(aws["secretsmanager"].get_secret_value(SecretId=connection["SecretArn"])["SecretString"])
+    assert stored["api_key_value"] == "s3cret"
+
+
+def test_upstream_moto_has_no_cloudformation_model_of_a_connection() -> None:
+    from moto.cloudformation.parsing import get_model_map
+
+    assert "AWS::Events::Connection" not in get_model_map()
+    assert "AWS::Events::ApiDestination" not in get_model_map()
