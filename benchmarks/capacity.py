@@ -390,19 +390,24 @@ def threshold_report(emulator_url: str) -> str:
         return usage
 
     counted("the counter's first count")  # it decides its headroom
-    for _ in range(5):
-        nothing = counted("a record that crosses nothing")  # 2 .. 6 of 10
+    quiet = 5
+    for _ in range(quiet):
+        nothing = counted("a record that crosses nothing")  # 2 .. 6 of 10: the meter adds them up
     counted("7 of 10")
     crossing = counted("a record that crosses 80%")
 
-    def units(usage: Usage) -> str:
-        calls = ", ".join(f"{api} {count:g}" for api, count in sorted(usage.calls.items()))
-        return f"{sum(usage.calls.values()):.0f} calls ({calls}), {usage.total_wcu:.0f} WCU, {usage.total_rcu:.1f} RCU"
+    def units(usage: Usage, runs: int = 1) -> str:
+        calls = ", ".join(f"{api} {count / runs:g}" for api, count in sorted(usage.calls.items()))
+        counter = sum(wcu for place, wcu in usage.item_wcu.items() if str(place).endswith(keys.COUNTER_SORT_KEY))
+        return (
+            f"{sum(usage.calls.values()) / runs:g} calls ({calls}), {usage.total_wcu / runs:g} WCU "
+            f"({counter / runs:g} on the counter item), {usage.total_rcu / runs:g} RCU"
+        )
 
     return "\n".join(
         [
             "usage thresholds, one counted record (batch of 1) on an account of limit 10:",
-            f"  a record that crosses nothing: {units(nothing)}",
+            f"  a record that crosses nothing: {units(nothing, quiet)}",
             f"  a record that crosses 80% (7 -> 8): {units(crossing)}",
         ]
     )
