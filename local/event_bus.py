@@ -50,7 +50,8 @@ class BusRouter:
 
     def tap(self, bus: str) -> BusTap:
         """Add the runtime's rule and queue to `bus`."""
-        queue_url = self._sqs.create_queue(QueueName=f"{TAP_RULE}-{bus}"[:80])["QueueUrl"]
+        # A queue name takes letters, digits, hyphens and underscores, 80 at most; a bus name dots too.
+        queue_url = self._sqs.create_queue(QueueName=f"{TAP_RULE}-{bus}".replace(".", "-")[:80])["QueueUrl"]
         queue_arn = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
         self._events.put_rule(Name=TAP_RULE, EventBusName=bus, EventPattern=json.dumps(EVERY_EVENT))
         self._events.put_targets(
