@@ -10,7 +10,9 @@ per record, and a heal. Then projects, from the capacity per create+delete itera
   its table partition key is reported apart (DynamoDB may split a hot partition key by sort key);
 * **the whole table** with `--accounts` evenly loaded accounts: before any item or index key of
   the table reaches those limits, whatever the number of accounts;
-* **the on-demand cost** per million create+delete iterations (PRICES below).
+* **the on-demand cost** per million create+delete iterations (PRICES below);
+* **resource types**: one account with `--types` of them, quiet over all, then one busy beside
+  quiet ones: the hottest item and partition key per iteration, and each type's partition keys.
 
 Prints figures and asserts none; tests/handler/test_capacity_meter.py checks the meter itself.
 """
@@ -267,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=float, default=10_000, help="the busy account's projected iterations a second (its shards grow)"
     )
     parser.add_argument("--warmup", type=int, default=600, help="busy iterations before the meter starts")
+    parser.add_argument("--types", type=int, default=3, help="resource types of the one account of the types section")
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -303,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         limiter = rate_limit_report(emulator.url)
         print("running dead leases ...", flush=True)
         dead_leases = dead_lease_report(emulator.url)
+        print(f"running {args.types} resource types on one account ...", flush=True)
+        types = types_report(emulator.url, args)
         print("running usage thresholds ...", flush=True)
         thresholds = threshold_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
@@ -314,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     print(limiter)
     print()
     print(dead_leases)
+    print()
+    print(types)
     print()
     print(thresholds)
     return 0
@@ -517,6 +524,152 @@ def hot_report(meter: CapacityMeter, hot: Usage, iterations: int, batch: int, ra
     ]
     for label, (place, rate) in ceilings(hot).items():
         lines.append(f"    {rate:>10,.0f}/s  {label}: {place}")
+    return "\n".join(lines)
+
+
+def types_report(emulator_url: str, args: Any) -> str:
+    """One account with `args.types` resource types (its default type and others, each with its own
+    keys: docs/scaling.md). Spread: quiet creates and deletes over every type in turn, each record
+    counted alone. Busy: one type at the busy account's projected rate, its shards grown, its
+    records in batches, beside quiet siblings that each make one create+delete every 10 of its
+    iterations. Per iteration: the hottest item and table partition key, and the partition keys
+    each type writes."""
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.core import accounts
+    from functions.core.model import NewResource
+    from tests.support.stream import StreamTap, process_stream_records
+    from tests.support.tables import create_table
+
+    quotas = [Quota("acct-types")] + [Quota("acct-types", f"type-{number}") for number in range(1, args.types)]
+
+    def system(name: str) -> tuple[CapacityMeter, Any, Any, StreamTap]:
+        dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+        stream_arn = create_table(dynamodb, name)
+        meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+        the_table = DynamoTable(dynamodb, name)
+        tap = StreamTap(boto3.client("dynamodbstreams", endpoint_url=emulator_url), stream_arn)
+        api = DynamoApiStore(the_table)
+        for quota in quotas:
+            accounts.put_limit(api, quota, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
+        process_stream_records(DynamoCountingStore(the_table, WALL_CLOCK), tap.drain())
+        return meter, api, DynamoCountingStore(the_table, WALL_CLOCK), tap
+
+    def partition_keys(usage: Usage, quota: Quota) -> dict[str, float]:
+        """The table partition keys of `quota` written, with their WCU."""
+        return {
+            key: units for (place, key), units in usage.wcu.items() if " index " not in place and owner(key) == quota
+        }
+
+    def owner(partition_key: str) -> Quota | None:
+        return keys.quota_of(partition_key)
+
+    # Spread: one create+delete on each type in turn, each record counted alone.
+    meter, api, counting, tap = system("capacity-types-spread")
+    for _ in range(args.iterations):
+        for quota in quotas:
+            with meter.operation("create"):
+                created = accounts.create_resource(api, quota, NewResource("vm", {"size": 2}), None, now_text)
+            with meter.operation("consumer record"):
+                process_stream_records(counting, tap.drain())
+            with meter.operation("delete"):
+                accounts.delete_resource(api, quota, created.resource.resource_id, now_text)
+            with meter.operation("consumer record"):
+                process_stream_records(counting, tap.drain())
+    spread = per_iteration(meter, args.iterations * len(quotas))
+    item, item_units = hottest(spread.item_wcu)
+    table_keys = {key: units for (place, key), units in spread.wcu.items() if " index " not in place}
+    key, key_units = hottest(table_keys)
+    lines = [
+        f"{len(quotas)} resource types on one account ({', '.join(quota.resource_type for quota in quotas)}):",
+        f"  spread: {args.iterations} create+delete iterations on each type in turn, records counted alone; "
+        f"per iteration (one type's create+delete): {spread.total_wcu:.2f} WCU",
+        f"    hottest item {item_units:.2f} WCU ({item}); hottest table partition key {key_units:.2f} WCU ({key})",
+        f"    table partition keys written: {len(table_keys)}, "
+        + ", ".join(f"{name} {units * len(quotas):.2f}" for name, units in sorted(table_keys.items()))
+        + " WCU per iteration of its own type",
+    ]
+
+    # Busy: one type at the projected rate, its siblings quiet beside it.
+    meter, api, counting, tap = system("capacity-types-busy")
+    busy, quiet = quotas[1] if len(quotas) > 1 else quotas[0], [quota for quota in quotas if quota != quotas[1]]
+    clock = SimulatedClock(args.rate)
+    directory = Directory(ShardingSettings(min_window=SIMULATED_WINDOW), clock=clock, rng=random.Random(1))  # noqa: S311
+    waiting: list[dict[str, Any]] = []
+
+    def consume(operation: str, last: bool = False) -> None:
+        waiting.extend(tap.drain())
+        while waiting and (len(waiting) >= args.batch or last):
+            batch, waiting[:] = waiting[: args.batch], waiting[args.batch :]
+            with meter.operation(operation):
+                process_stream_records(counting, batch)
+
+    alive: list[str] = []
+
+    def busy_iteration(measured: bool) -> None:
+        clock.tick()
+        with meter.operation("busy create" if measured else "warm-up"):
+            created = accounts.create_resource(
+                api, busy, NewResource("vm", {"size": 2}), None, clock.text, directory=directory
+            )
+        alive.append(created.resource.resource_id)
+        if len(alive) > args.batch:
+            with meter.operation("busy delete" if measured else "warm-up"):
+                accounts.delete_resource(api, busy, alive.pop(0), clock.text, directory=directory)
+
+    for _ in range(args.warmup):
+        busy_iteration(measured=False)
+        consume("warm-up")
+    meter.usage.clear()
+    quiet_iterations = 0
+    for number in range(args.hot_iterations):
+        busy_iteration(measured=True)
+        if number % 10 == 0:
+            for quota in quiet:
+                with meter.operation("quiet create"):
+                    created = accounts.create_resource(api, quota, NewResource("vm"), None, clock.text)
+                with meter.operation("quiet delete"):
+                    accounts.delete_resource(api, quota, created.resource.resource_id, clock.text)
+            quiet_iterations += 1
+        consume("consumer batch")
+    consume("consumer batch", last=True)
+    total = Usage()
+    for name in ("busy create", "busy delete", "quiet create", "quiet delete", "consumer batch"):
+        usage = meter.usage.get(name)
+        if usage is None:
+            continue
+        for place, units in usage.wcu.items():
+            total.wcu[place] += units
+        for each, units in usage.item_wcu.items():
+            total.item_wcu[each] += units
+    busy_ops = [meter.usage[name] for name in ("busy create", "busy delete") if name in meter.usage]
+    strays = sorted(
+        {key for usage in busy_ops for (place, key) in usage.wcu if " index " not in place and owner(key) != busy}
+    )
+    busy_items = {each: units for each, units in total.item_wcu.items() if owner(each.split(" / ")[1]) == busy}
+    item, item_units = hottest({each: units / args.hot_iterations for each, units in busy_items.items()})
+    busy_keys = partition_keys(total, busy)
+    key, key_units = hottest(busy_keys)
+    lines += [
+        f"  busy: {busy.resource_type} at a projected {args.rate:,.0f} iterations/s ({args.hot_iterations} "
+        f"iterations after {args.warmup} of warm-up, records in batches of {args.batch}), "
+        f"{', '.join(quota.resource_type for quota in quiet)} one create+delete each every 10 of its iterations:",
+        f"    {busy.resource_type}: hottest item {item_units:.2f} WCU per busy iteration ({item}); "
+        f"hottest table partition key {key_units / args.hot_iterations:.2f} WCU ({key}); "
+        f"{len(busy_keys)} partition keys of its own written",
+        f"    table partition keys outside {busy.resource_type}'s own that its creates and deletes wrote: "
+        f"{len(strays)}{' (' + ', '.join(strays) + ')' if strays else ''}",
+    ]
+    for quota in quiet:
+        own = partition_keys(total, quota)
+        its_items = {each: units for each, units in total.item_wcu.items() if owner(each.split(" / ")[1]) == quota}
+        item, item_units = hottest(its_items)
+        lines.append(
+            f"    {quota.resource_type}: {len(own)} partition key(s) written, "
+            + ", ".join(f"{name} {units / quiet_iterations:.2f}" for name, units in sorted(own.items()))
+            + f" WCU per iteration of its own; hottest item {item_units / quiet_iterations:.2f} WCU ({item})"
+        )
     return "\n".join(lines)
 
 

@@ -6,11 +6,14 @@ answers 403 otherwise. Two roles hold the permissions:
 
 * **TenantRole**, assumed with a session tag `tenant=<account id>` (`sts:AssumeRole` with `Tags`;
   the trust policy refuses a session without it, or with a value that could name more than one
-  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>` and every
-  method under `/accounts/<tag>/resources`, where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
+  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>`, `GET` of its
+  types (`/accounts/<tag>/types`, `/accounts/<tag>/types/*`) and every method under
+  `/accounts/<tag>/resources` and `/accounts/<tag>/types/*/resources` (functions/core/
+  token_access.py's `tenant_paths`), where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
   the session's tag into the resource ARN, so one role serves every tenant (IAM's role quota is far
   below a SaaS's tenant count) and a session can reach its own account's paths only.
-* **AdminRole**: every method on every path, which includes `PUT /accounts/{id}` (set a limit).
+* **AdminRole**: every method on every path, which includes `PUT /accounts/{id}` and
+  `PUT /accounts/{id}/types/{type}` (set a limit).
 
 Both trust the deploying AWS account unless the deployer names whom each trusts
 (`IamAuthorization` in infra/props.py): who may assume them is then that account's own IAM
@@ -24,6 +27,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from functions.core.model import MAX_ID_LENGTH
+from functions.core.token_access import tenant_paths
 from infra import constants
 
 TENANT_TAG = f"${{aws:PrincipalTag/{constants.TENANT_TAG_KEY}}}"
@@ -42,16 +46,6 @@ TENANT_TAG_REFUSED = [
 ]
 
 
-# What a tenant may call, for one account: `{account}` is the session tag in the tenant role's
-# policy, `*` in a grant for a backend acting for every tenant (`HybridCounter.grant_tenant_access`).
-# Setting an account's limit (`PUT /accounts/{id}`) is not among them.
-TENANT_METHODS = (
-    ("GET", "/accounts/{account}"),
-    ("*", "/accounts/{account}/resources"),
-    ("*", "/accounts/{account}/resources/*"),
-)
-
-
 def invoke_arn(rest_api: apigateway.IRestApi, method: str, path: str) -> str:
     """The execute-api ARN of `method` on `path` of the API's stage."""
     # The stage by name, not by reference: the same ARN on AWS, and the emulator's CloudFormation
@@ -60,7 +54,10 @@ def invoke_arn(rest_api: apigateway.IRestApi, method: str, path: str) -> str:
 
 
 def tenant_invoke_arns(rest_api: apigateway.IRestApi, account: str) -> list[str]:
-    return [invoke_arn(rest_api, method, path.format(account=account)) for method, path in TENANT_METHODS]
+    """What a tenant may call (the JWT mode's rule too: token_access.tenant_paths): its account, its
+    types and their resources, never a limit. `account`: the session tag in the tenant role's policy,
+    `*` in a grant for a backend acting for every tenant (`HybridCounter.grant_tenant_access`)."""
+    return [invoke_arn(rest_api, method, f"/{path}") for method, path in tenant_paths(account)]
 
 
 class Access(Construct):

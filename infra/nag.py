@@ -63,14 +63,22 @@ def _explain_roles(api: Api, access: Access) -> None:
     stack_of = cdk.Stack.of(api.rest_api)
     rest_api = stack_of.resolve(stack_of.get_logical_id(api.rest_api.node.default_child))  # type: ignore[arg-type]
     execute_api = f"Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{rest_api}>/prod"
-    tenant = f"{execute_api}/*/accounts/<aws:PrincipalTag/{constants.TENANT_TAG_KEY}>/resources"
-    for finding in (tenant, f"{tenant}/*"):
+    account = f"accounts/<aws:PrincipalTag/{constants.TENANT_TAG_KEY}>"
+    resources = (f"{account}/resources", f"{account}/types/*/resources")
+    for finding in (*resources, *(f"{each}/*" for each in resources)):
         _acknowledge(
             access.tenant_role,
-            f"AwsSolutions-IAM5[{finding}]",
-            "Any method under the tenant's own resources, the tenant named by the session tag: the wildcards "
-            "are the method and the resource id, never another tenant (docs/security.md).",
+            f"AwsSolutions-IAM5[{execute_api}/*/{finding}]",
+            "Any method under the tenant's own resources (its default type's and each type's), the tenant named "
+            "by the session tag: the wildcards are the method, the type and the resource id, never another "
+            "tenant (docs/security.md).",
         )
+    _acknowledge(
+        access.tenant_role,
+        f"AwsSolutions-IAM5[{execute_api}/GET/{account}/types/*]",
+        "GET of the tenant's own types, the tenant named by the session tag: the wildcard is the type (and "
+        "its resources, which the tenant may read), never another tenant, never a PUT (docs/security.md).",
+    )
     _acknowledge(
         access.admin_role,
         f"AwsSolutions-IAM5[{execute_api}/*/*]",

@@ -35,9 +35,11 @@ from functions.adapters.shards import (
     RETIRED,
     ROOM,
     SPAN,
+    AccountItems,
     ShardStore,
     account_key,
     held_leases,
+    retry_conflicts,
     shard_key,
     shard_state,
 )
@@ -52,15 +54,26 @@ from functions.adapters.table_layout import (
     PENDING_SINCE,
     SORT_KEY,
 )
-from functions.core.accounts import LimitChange, epoch_seconds
+from functions.core.accounts import LimitChange, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
-from functions.core.model import Page, PageBudget, Quota, Resource, Usage
+from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
+# On the default type's account item: the names of the account's other types (a string set), so
+# a read of the account finds them with the read it always made (functions/core/accounts.py).
+RESOURCE_TYPES = "resource_types"
+
+
+def _types_update(resource_types: Sequence[str], values: dict[str, Any]) -> str:
+    """The SET clause (and its value) of an account item's first registered types, if any."""
+    if not resource_types:
+        return ""
+    values[":types"] = set(resource_types)
+    return f", {RESOURCE_TYPES} = :types"
 
 
 def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
@@ -102,8 +115,8 @@ class DynamoApiStore:
 
     # accounts ------------------------------------------------------------------------------
 
-    def create_account(self, quota: Quota, change: LimitChange, now: str) -> bool:
-        values = {
+    def create_account(self, quota: Quota, change: LimitChange, now: str, resource_types: Sequence[str] = ()) -> bool:
+        values: dict[str, Any] = {
             ":limit": change.limit,
             ":zero": 0,
             ":one": 1,
@@ -128,6 +141,7 @@ class DynamoApiStore:
                     f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
                     f"{LIMIT_VERSION} = :one, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
                     + _rate_update(change, values)
+                    + _types_update(resource_types, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PARTITION_KEY},
@@ -190,17 +204,44 @@ class DynamoApiStore:
         ]
         return self._shards.transact("set limit", [{"Update": update}, *checks])
 
+    def add_type(self, quota: Quota, most: int) -> Registered:
+        try:
+            retry_conflicts(
+                lambda: self._table.call(
+                    "register resource type",
+                    "update_item",
+                    TableName=self._table.name,
+                    Key=account_key(quota.default_quota),
+                    # Neither `version` nor a stamp: no counter moves, so a heal's reads stand.
+                    UpdateExpression="ADD #types :type",
+                    ConditionExpression=(
+                        "attribute_exists(#pk) AND (attribute_not_exists(#types) OR contains(#types, :name) "
+                        "OR size(#types) < :most)"
+                    ),
+                    ExpressionAttributeNames={"#pk": PARTITION_KEY, "#types": RESOURCE_TYPES},
+                    ExpressionAttributeValues=to_attributes(
+                        {":type": {quota.resource_type}, ":name": quota.resource_type, ":most": most}
+                    ),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            )
+        except ConditionFailed as failed:
+            return Registered.FULL if failed.item else Registered.NO_ACCOUNT
+        return Registered.ADDED
+
     def read_usage(self, quota: Quota) -> Usage | None:
         read = self._shards.read_account(quota)
+        return None if read is None else _usage(quota, read)
+
+    def read_account(self, account_id: str) -> AccountUsage | None:
+        account = Quota(account_id)
+        read = self._shards.read_account(account)
         if read is None:
             return None
-        return Usage(
-            quota=quota,
-            limit=shard_state(read.shards[0]).limit,
-            best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
-            eventual=read.eventual,
-            rate=rate_of_item(read.shards[0]),
-            limit_version=shard_state(read.shards[0]).limit_version,
+        types = [Quota(account_id, name) for name in sorted(read.shards[0].get(RESOURCE_TYPES, ()))]
+        found = self._shards.read_accounts(types) if types else {}
+        return AccountUsage(
+            default=_usage(account, read), types=tuple(_usage(quota, found[quota]) for quota in types if quota in found)
         )
 
     def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
@@ -311,6 +352,18 @@ class DynamoApiStore:
         if len(fitting) < len(items):  # the next page starts right after the last item that fits
             return Page(items=fitting, next_cursor=_encode_cursor(resource_key(quota, fitting[-1].resource_id)))
         return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
+
+
+def _usage(quota: Quota, read: AccountItems) -> Usage:
+    account = shard_state(read.shards[0])
+    return Usage(
+        quota=quota,
+        limit=account.limit,
+        best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
+        eventual=read.eventual,
+        rate=rate_of_item(read.shards[0]),
+        limit_version=account.limit_version,
+    )
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:

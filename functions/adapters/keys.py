@@ -1,21 +1,22 @@
 """The key layout of the single table: one function per item family builds its keys from the
 quota (functions/core/model.py) whose items they are, and one, `quota_of`, parses a quota back.
 
-A quota's items share its partition (`ACCOUNT#<id>`): its account item (`ACCOUNT`, admission shard
-0), its eventual counter (`COUNTER`, counter shard 0), its resources (`RESOURCE#<id>`) and its
-usage events' outbox items (`EVENT#<seq>`). A busy
-quota's other admission shards and counter shards each have a partition key of their own, so its
-writes spread over partitions (docs/scaling.md). Rate windows are the tenant's: keyed by account.
-
-Every quota today is an account's default type, whose keys are these, as they always were; a key
-of another type is issue 29's to lay out, and asking for one raises.
+Every key is built from the quota's *name*: the account id for the default type (so its keys are
+the ones the table held before types, unchanged), `<account>#<type>` for another type (account ids
+and type names never hold a `#`). A quota's items share its partition (`ACCOUNT#<name>`): its
+account item (`ACCOUNT`, admission shard 0), its eventual counter (`COUNTER`, counter shard 0), its
+resources (`RESOURCE#<id>`) and its usage events' outbox items (`EVENT#<seq>`). A busy quota's
+other admission shards and counter shards each have a partition key of their own, so its writes
+spread over partitions (docs/scaling.md). So each type of an account has partition keys of its
+own: a busy type never heats its siblings. Rate windows are the tenant's: keyed by account.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
-from functions.core.model import Quota, require_default_type
+from functions.core.model import RESOURCE_TYPE_PATTERN, Quota
 
 ACCOUNT_PREFIX = "ACCOUNT#"
 ACCOUNT_SORT_KEY = "ACCOUNT"
@@ -46,10 +47,31 @@ PENDING_BUCKET_COUNT = 1024
 ACTIVITY_BUCKET_COUNT = 128
 
 
+# Between the account id and the type in a typed quota's name.
+TYPE_SEPARATOR = "#"
+_RESOURCE_TYPE = re.compile(RESOURCE_TYPE_PATTERN)
+
+
 def _name(quota: Quota) -> str:
-    """What a quota's keys are built from."""
-    require_default_type(quota)
-    return quota.account_id
+    """What a quota's keys are built from: the account id, and for a type other than the default,
+    `#` and the type. A type outside the pattern could forge another quota's keys: refused."""
+    if quota.is_default:
+        return quota.account_id
+    if not _RESOURCE_TYPE.fullmatch(quota.resource_type):
+        raise ValueError(f"resource type {quota.resource_type!r} is not a type name")
+    return f"{quota.account_id}{TYPE_SEPARATOR}{quota.resource_type}"
+
+
+def _quota_named(name: str) -> Quota | None:
+    """The quota whose name is `name`; None if no quota has that name."""
+    account_id, separator, resource_type = name.partition(TYPE_SEPARATOR)
+    if not account_id or TYPE_SEPARATOR in account_id:
+        return None
+    if not separator:
+        return Quota(account_id)
+    if not _RESOURCE_TYPE.fullmatch(resource_type) or Quota(account_id, resource_type).is_default:
+        return None  # the default type's keys never name it
+    return Quota(account_id, resource_type)
 
 
 def account_pk(quota: Quota) -> str:
@@ -73,14 +95,14 @@ def resource_sk(resource_id: str) -> str:
 
 def quota_of(pk: str) -> Quota | None:
     """The quota whose item has partition key `pk` (its account item, shard, counter shard or
-    resource); None for any other key."""
+    resource: `ACCOUNT#<name>`, `SHARD#<name>#<i>`, `COUNTER#<name>#<j>`); None for any other key."""
     if pk.startswith(ACCOUNT_PREFIX):
-        account_id = pk[len(ACCOUNT_PREFIX) :]
-    elif pk.startswith((SHARD_PREFIX, COUNTER_PREFIX)):
-        account_id = pk.split("#")[1] if pk.count("#") == 2 else ""
-    else:
-        return None
-    return Quota(account_id) if account_id else None
+        return _quota_named(pk[len(ACCOUNT_PREFIX) :])
+    for prefix in (SHARD_PREFIX, COUNTER_PREFIX):
+        if pk.startswith(prefix):
+            name, separator, shard = pk[len(prefix) :].rpartition(TYPE_SEPARATOR)
+            return _quota_named(name) if separator and shard.isdigit() else None
+    return None
 
 
 def event_sk(seq: int) -> str:

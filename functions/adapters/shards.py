@@ -164,6 +164,28 @@ class AccountItems:
         return eventual_of(self.counters)
 
 
+def _has_account_item(items: Iterable[Mapping[str, Any]]) -> bool:
+    return any(item[SORT_KEY] == keys.ACCOUNT_SORT_KEY for item in items)
+
+
+def _span_of(items: Iterable[Mapping[str, Any]]) -> int:
+    """The shard span its account item (among `items`) records."""
+    return next(shard_state(item).span for item in items if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY)
+
+
+def _other_shard_keys(quota: Quota, span: int) -> list[dict[str, Any]]:
+    """A busy quota's admission and counter shards above 0: none while its span is 1."""
+    return [*(shard_key(quota, shard) for shard in range(1, span)), *other_counter_keys(quota, span)]
+
+
+def _account_items(found: list[dict[str, Any]]) -> AccountItems:
+    """One quota's items, read: its account item first, then its other shards in order."""
+    account = next(item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY)
+    shards = sorted((item for item in found if item[SORT_KEY] == keys.SHARD_SORT_KEY), key=shard_index)
+    counters = [item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY]
+    return AccountItems([account, *shards], counters)
+
+
 class ShardStore:
     """Every read and write of an account's admission shards (functions/core/admission.py): the
     leases the API's writes take and settle on them, and the moves of room between them."""
@@ -195,17 +217,29 @@ class ShardStore:
     def read_account(self, quota: Quota) -> AccountItems | None:
         """The account item and its eventual counter in one BatchGetItem, and for a busy account its
         other admission and counter shards in one more; None if there is no such account."""
-        found = self._table.read_keys("read shards", [account_key(quota), counter_key(quota)])
-        account = next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), None)
-        if account is None:
-            return None
-        span = shard_state(account).span
-        if span > 1:
-            others = [shard_key(quota, shard) for shard in range(1, span)]
-            found += self._table.read_keys("read shards", others + other_counter_keys(quota, span))
-        shards = sorted((item for item in found if item[SORT_KEY] == keys.SHARD_SORT_KEY), key=shard_index)
-        counters = [item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY]
-        return AccountItems([account, *shards], counters)
+        return self.read_accounts([quota]).get(quota)
+
+    def read_accounts(self, quotas: Sequence[Quota]) -> dict[Quota, AccountItems]:
+        """Each quota's account item and eventual counter, in one BatchGetItem (per 100 keys), and
+        the busy ones' other admission and counter shards in one more; a quota without an account
+        item is left out."""
+        wanted = [key for quota in quotas for key in (account_key(quota), counter_key(quota))]
+        found = self._by_quota(self._table.read_keys("read shards", wanted))
+        accounts = {quota: items for quota, items in found.items() if _has_account_item(items)}
+        others = [key for quota, items in accounts.items() for key in _other_shard_keys(quota, _span_of(items))]
+        if others:
+            for quota, items in self._by_quota(self._table.read_keys("read shards", others)).items():
+                accounts[quota] += items
+        return {quota: _account_items(items) for quota, items in accounts.items()}
+
+    @staticmethod
+    def _by_quota(items: Iterable[dict[str, Any]]) -> dict[Quota, list[dict[str, Any]]]:
+        grouped: dict[Quota, list[dict[str, Any]]] = {}
+        for item in items:
+            quota = keys.quota_of(str(item[PARTITION_KEY]))
+            if quota is not None:
+                grouped.setdefault(quota, []).append(item)
+        return grouped
 
     def _adopt(self, quota: Quota, account: Mapping[str, Any]) -> None:
         """Give an account item written before shards existed its room, in place: its limit less

@@ -14,9 +14,24 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 
 from functions.api.models import ErrorResponse
-from functions.core.model import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN
+from functions.core.model import (
+    DEFAULT_RESOURCE_TYPE,
+    ID_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
+    MAX_RESOURCE_TYPES,
+    RESOURCE_TYPE_PATTERN,
+)
 
 AccountId = Annotated[str, Path(pattern=ID_PATTERN, description="Account id: letters, digits, - and _.")]
+ResourceType = Annotated[
+    str,
+    Path(
+        pattern=RESOURCE_TYPE_PATTERN,
+        description=f"Resource type: a lowercase letter, then up to 31 lowercase letters, digits and -. "
+        f"`{DEFAULT_RESOURCE_TYPE}` is the type of the routes without one; an account has at most "
+        f"{MAX_RESOURCE_TYPES} others.",
+    ),
+]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
 IdempotencyKey = Annotated[
     str | None,
@@ -27,6 +42,9 @@ IdempotencyKey = Annotated[
 PUT_ACCOUNT, GET_ACCOUNT = "putAccount", "getAccount"
 LIST_RESOURCES, CREATE_RESOURCE = "listResources", "createResource"
 GET_RESOURCE, DELETE_RESOURCE = "getResource", "deleteResource"
+PUT_TYPE, GET_TYPE, LIST_TYPES = "putResourceType", "getResourceType", "listResourceTypes"
+LIST_TYPED_RESOURCES, CREATE_TYPED_RESOURCE = "listTypedResources", "createTypedResource"
+GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE = "getTypedResource", "deleteTypedResource"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -53,9 +71,41 @@ CREATE_RESOURCE_LINKS = {
     },
 }
 
+TYPE_OF_REQUEST = "$request.path.resourceType"
+# The same next steps on a type's routes, which also name the type.
+TYPE_READS = {
+    operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
+    for operation_id in (GET_TYPE, LIST_TYPED_RESOURCES)
+}
+PUT_TYPE_LINKS = {
+    **TYPE_READS,
+    CREATE_TYPED_RESOURCE: link(CREATE_TYPED_RESOURCE, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST),
+}
+GET_TYPE_LINKS = {
+    PUT_TYPE: link(
+        PUT_TYPE,
+        accountId=ACCOUNT_OF_REQUEST,
+        resourceType=TYPE_OF_REQUEST,
+        **{"header.If-Match": "$response.header.ETag"},
+    )
+}
+CREATE_TYPED_RESOURCE_LINKS = {
+    **TYPE_READS,
+    **{
+        operation_id: link(
+            operation_id,
+            accountId=ACCOUNT_OF_REQUEST,
+            resourceType=TYPE_OF_REQUEST,
+            resourceId="$response.body#/resourceId",
+        )
+        for operation_id in (GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE)
+    },
+}
+
 ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
     "ETag": {
-        "description": 'The version of the account\'s limit, as a strong entity tag ("3").',
+        "description": "The version of the limit (the account's default type's, or the type's on a type's "
+        'routes), as a strong entity tag ("3").',
         "schema": {"type": "string"},
     }
 }
@@ -69,9 +119,13 @@ ERRORS = {
     "not valid)",
     403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
     "InvalidSignature, ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
-    404: "AccountNotFound, ResourceNotFound",
-    409: "LimitExceeded (the account is at its limit), IdempotencyKeyReused (the key's resource was deleted)",
-    412: "PreconditionFailed: If-Match names another version of the account (or the account does not exist)",
+    404: "AccountNotFound (no such account; on a type's routes, the account has no limit of that type), "
+    "ResourceNotFound",
+    409: "LimitExceeded (the account, or the type, is at its limit), IdempotencyKeyReused (the key's resource was "
+    f"deleted), TooManyResourceTypes (a PUT of a new type when the account has {MAX_RESOURCE_TYPES} types besides "
+    "the default)",
+    412: "PreconditionFailed: If-Match names another version of the limit (or the account, or its type, does not "
+    "exist)",
     413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
     422: "IdempotencyKeyMismatch: the key was sent before with another body",
     429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "

@@ -25,6 +25,7 @@ from functions.core.errors import (
     PreconditionFailed,
     ResourceNotFound,
     StoreUnavailable,
+    TooManyResourceTypes,
 )
 from functions.shared.observability import logger, metrics
 
@@ -36,6 +37,7 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     IdempotencyKeyMismatch: HTTPStatus.UNPROCESSABLE_ENTITY,
     InvalidCursor: HTTPStatus.BAD_REQUEST,
     PreconditionFailed: HTTPStatus.PRECONDITION_FAILED,
+    TooManyResourceTypes: HTTPStatus.CONFLICT,
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
 }
 

@@ -9,8 +9,9 @@ the models, functions/api/contract.py.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -22,22 +23,44 @@ from functions.api import errors, gate
 from functions.api.contract import (
     CREATE_RESOURCE,
     CREATE_RESOURCE_LINKS,
+    CREATE_TYPED_RESOURCE,
+    CREATE_TYPED_RESOURCE_LINKS,
     DELETE_RESOURCE,
+    DELETE_TYPED_RESOURCE,
     ETAG_HEADER,
     GET_ACCOUNT,
     GET_ACCOUNT_LINKS,
     GET_RESOURCE,
+    GET_TYPE,
+    GET_TYPE_LINKS,
+    GET_TYPED_RESOURCE,
     LIST_RESOURCES,
+    LIST_TYPED_RESOURCES,
+    LIST_TYPES,
     PUT_ACCOUNT,
     PUT_ACCOUNT_LINKS,
+    PUT_TYPE,
+    PUT_TYPE_LINKS,
     AccountId,
     IdempotencyKey,
     ResourceId,
+    ResourceType,
     answers,
 )
 from functions.api.events import as_json_request
 from functions.api.json_body import escaped_size, parse_body, render
-from functions.api.models import AccountView, CreateResourceRequest, PutAccountRequest, ResourcePage, ResourceView
+from functions.api.models import (
+    AccountView,
+    CreateResourceRequest,
+    PutAccountRequest,
+    PutTypeRequest,
+    ResourcePage,
+    ResourceView,
+    TypedResourcePage,
+    TypedResourceView,
+    TypeList,
+    TypeView,
+)
 from functions.api.preconditions import IfMatch, parse_if_match
 from functions.api.routed import caller_waiting, now, received_ms, routing, wired
 from functions.core import accounts, leases
@@ -69,9 +92,23 @@ PAGE_ITEMS_BUDGET = 6_000_000
 # A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
 # that form the API did not return is refused 400 InvalidCursor.
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
+PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
+Cursor = Annotated[
+    str | None,
+    Query(
+        max_length=1024,
+        pattern=CURSOR_PATTERN,
+        description="Opaque: the nextCursor of the previous page, as returned (URL-safe base64, no padding).",
+    ),
+]
+View = TypeVar("View", bound=ResourceView)
 ACCOUNT_PATH = "/accounts/<accountId>"
 RESOURCES_PATH = f"{ACCOUNT_PATH}/resources"
 RESOURCE_PATH = f"{RESOURCES_PATH}/<resourceId>"
+TYPES_PATH = f"{ACCOUNT_PATH}/types"
+TYPE_PATH = f"{TYPES_PATH}/<resourceType>"
+TYPED_RESOURCES_PATH = f"{TYPE_PATH}/resources"
+TYPED_RESOURCE_PATH = f"{TYPED_RESOURCES_PATH}/<resourceId>"
 
 # Every body is read by the API's JSON rules (functions/api/json_body.py) before any route runs:
 # a body they refuse is a 400 that wrote nothing. Validation is the last of the gate's middlewares
@@ -86,7 +123,7 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=render(body.model_dump()),
+        body=render(body.answer() if isinstance(body, AccountView) else body.model_dump()),
         headers=headers,
     )
 
@@ -139,12 +176,83 @@ def put_account(
     ),
 )
 def get_account(accountId: AccountId) -> Response[str]:
-    return account_response(accounts.get_usage(wired().api_store, Quota(accountId)))
+    read = accounts.get_account(wired().api_store, accountId)
+    return account_response(read.default, read.types)
 
 
-def account_response(usage: Usage) -> Response[str]:
-    view = AccountView.of(usage, wired().settings.tenant_rate)
-    return json_response(HTTPStatus.OK, view, {"ETag": f'"{usage.limit_version}"'})
+def account_response(usage: Usage, types: Sequence[Usage] = ()) -> Response[str]:
+    view = AccountView.of(usage, wired().settings.tenant_rate, types)
+    return json_response(HTTPStatus.OK, view, etag(usage))
+
+
+def etag(usage: Usage) -> dict[str, str]:
+    return {"ETag": f'"{usage.limit_version}"'}
+
+
+@app.put(
+    TYPE_PATH,
+    operation_id=PUT_TYPE,
+    summary="Set the limit of one of an account's resource types, creating the account if it has none (admin only)",
+    responses=answers(
+        {
+            200: (
+                "The type, with its new limit. Its first PUT adds it to the account (created with a limit of 0 "
+                "for the routes without a type if it did not exist). A PUT overtaken by one received after it "
+                "changes nothing and answers the type as that later PUT left it",
+                TypeView,
+            )
+        },
+        409,
+        412,
+        413,
+        headers=ETAG_HEADER,
+        links=PUT_TYPE_LINKS,
+    ),
+)
+@gate.exempt_from_tenant_rate  # as the account's PUT
+def put_type(
+    accountId: AccountId,
+    resourceType: ResourceType,
+    request: Annotated[PutTypeRequest, Body()],
+    if_match: IfMatch = None,
+) -> Response[str]:
+    versions, must_exist = parse_if_match(if_match)
+    change = accounts.LimitChange(
+        limit=request.limit,
+        received_ms=received_ms(),
+        token=leases.new_token(),
+        if_match=versions,
+        must_exist=must_exist,
+    )
+    usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
+    return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
+
+
+@app.get(
+    TYPE_PATH,
+    operation_id=GET_TYPE,
+    summary="Read one resource type's limit and both counters",
+    responses=answers(
+        {200: ("The type; ETag names its limit's version, for If-Match", TypeView)},
+        404,
+        headers=ETAG_HEADER,
+        links=GET_TYPE_LINKS,
+    ),
+)
+def get_type(accountId: AccountId, resourceType: ResourceType) -> Response[str]:
+    usage = accounts.get_usage(wired().api_store, Quota(accountId, resourceType))
+    return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
+
+
+@app.get(
+    TYPES_PATH,
+    operation_id=LIST_TYPES,
+    summary="Read every resource type of an account, the default type included",
+    responses=answers({200: ("Every type's limit and counters", TypeList)}, 404),
+)
+def list_types(accountId: AccountId) -> Response[str]:
+    read = accounts.get_account(wired().api_store, accountId)
+    return json_response(HTTPStatus.OK, TypeList(items=[TypeView.of(usage) for usage in read.every_type]))
 
 
 @app.post(
@@ -166,9 +274,48 @@ def account_response(usage: Usage) -> Response[str]:
 def create_resource(
     accountId: AccountId, request: Annotated[CreateResourceRequest, Body()], idempotency_key: IdempotencyKey = None
 ) -> Response[str]:
+    return create(Quota(accountId), request, idempotency_key, ResourceView, f"/accounts/{accountId}/resources")
+
+
+@app.post(
+    TYPED_RESOURCES_PATH,
+    operation_id=CREATE_TYPED_RESOURCE,
+    summary="Create a resource of a type if the account is below that type's limit",
+    responses=answers(
+        {
+            201: ("Created; Location names it", TypedResourceView),
+            200: (
+                "A replay of an earlier call with the same Idempotency-Key on this type: the resource it created",
+                TypedResourceView,
+            ),
+        },
+        404,
+        409,
+        413,
+        422,
+        links=CREATE_TYPED_RESOURCE_LINKS,
+    ),
+)
+def create_typed_resource(
+    accountId: AccountId,
+    resourceType: ResourceType,
+    request: Annotated[CreateResourceRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[str]:
+    url = f"/accounts/{accountId}/types/{resourceType}/resources"
+    return create(Quota(accountId, resourceType), request, idempotency_key, TypedResourceView, url)
+
+
+def create(
+    quota: Quota,
+    request: CreateResourceRequest,
+    idempotency_key: str | None,
+    view: type[ResourceView],
+    resources_url: str,
+) -> Response[str]:
     created = accounts.create_resource(
         wired().api_store,
-        Quota(accountId),
+        quota,
         NewResource(name=request.name, attributes=request.attributes),
         idempotency_key,
         now,
@@ -177,10 +324,10 @@ def create_resource(
     )
     if created.replayed:
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
-        return json_response(HTTPStatus.OK, ResourceView.of(created.resource))
+        return json_response(HTTPStatus.OK, view.of(created.resource))
     metrics.add_metric(name="ResourcesCreated", unit=MetricUnit.Count, value=1)
-    location = f"/accounts/{accountId}/resources/{created.resource.resource_id}"
-    return json_response(HTTPStatus.CREATED, ResourceView.of(created.resource), {"Location": location})
+    location = f"{resources_url}/{created.resource.resource_id}"
+    return json_response(HTTPStatus.CREATED, view.of(created.resource), {"Location": location})
 
 
 @app.get(
@@ -189,27 +336,34 @@ def create_resource(
     summary="List live resources, newest pages by cursor",
     responses=answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
 )
-def list_resources(
-    accountId: AccountId,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    cursor: Annotated[
-        str | None,
-        Query(
-            max_length=1024,
-            pattern=CURSOR_PATTERN,
-            description="Opaque: the nextCursor of the previous page, as returned (URL-safe base64, no padding).",
-        ),
-    ] = None,
+def list_resources(accountId: AccountId, limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
+    items, next_cursor = list_page(Quota(accountId), limit, cursor, ResourceView)
+    return json_response(HTTPStatus.OK, ResourcePage(items=items, nextCursor=next_cursor))
+
+
+@app.get(
+    TYPED_RESOURCES_PATH,
+    operation_id=LIST_TYPED_RESOURCES,
+    summary="List a type's live resources, newest pages by cursor",
+    responses=answers({200: ("A page of the type's resources, and the cursor of the next", TypedResourcePage)}, 404),
+)
+def list_typed_resources(
+    accountId: AccountId, resourceType: ResourceType, limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None
 ) -> Response[str]:
+    items, next_cursor = list_page(Quota(accountId, resourceType), limit, cursor, TypedResourceView)
+    return json_response(HTTPStatus.OK, TypedResourcePage(items=items, nextCursor=next_cursor))
+
+
+def list_page(quota: Quota, limit: int, cursor: str | None, view: type[View]) -> tuple[list[View], str | None]:
+    """A page of the quota's resources as `view`s, and the cursor of the next page."""
+
+    def listed_size(resource: Resource) -> int:
+        """The bytes one item adds to a page's proxy response: its JSON escaped, and a comma."""
+        return escaped_size(render(view.of(resource).model_dump())) + 1
+
     budget = PageBudget(room=PAGE_ITEMS_BUDGET, size_of=listed_size)
-    page = accounts.list_resources(wired().api_store, Quota(accountId), limit, cursor, budget)
-    items = [ResourceView.of(item) for item in page.items]
-    return json_response(HTTPStatus.OK, ResourcePage(items=items, nextCursor=page.next_cursor))
-
-
-def listed_size(resource: Resource) -> int:
-    """The bytes one item adds to a page's proxy response: its JSON escaped, and a comma."""
-    return escaped_size(render(ResourceView.of(resource).model_dump())) + 1
+    page = accounts.list_resources(wired().api_store, quota, limit, cursor, budget)
+    return [view.of(item) for item in page.items], page.next_cursor
 
 
 @app.get(
@@ -223,6 +377,17 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
     return json_response(HTTPStatus.OK, ResourceView.of(resource))
 
 
+@app.get(
+    TYPED_RESOURCE_PATH,
+    operation_id=GET_TYPED_RESOURCE,
+    summary="Read one live resource of a type",
+    responses=answers({200: ("The resource", TypedResourceView)}, 404),
+)
+def get_typed_resource(accountId: AccountId, resourceType: ResourceType, resourceId: ResourceId) -> Response[str]:
+    resource = accounts.get_resource(wired().api_store, Quota(accountId, resourceType), resourceId)
+    return json_response(HTTPStatus.OK, TypedResourceView.of(resource))
+
+
 @app.delete(
     RESOURCE_PATH,
     operation_id=DELETE_RESOURCE,
@@ -230,8 +395,22 @@ def get_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
     responses=answers({204: ("Deleted; its slot is free", None)}, 404),
 )
 def delete_resource(accountId: AccountId, resourceId: ResourceId) -> Response[str]:
+    return delete(Quota(accountId), resourceId)
+
+
+@app.delete(
+    TYPED_RESOURCE_PATH,
+    operation_id=DELETE_TYPED_RESOURCE,
+    summary="Delete a resource of a type",
+    responses=answers({204: ("Deleted; its slot in the type's limit is free", None)}, 404),
+)
+def delete_typed_resource(accountId: AccountId, resourceType: ResourceType, resourceId: ResourceId) -> Response[str]:
+    return delete(Quota(accountId, resourceType), resourceId)
+
+
+def delete(quota: Quota, resource_id: str) -> Response[str]:
     accounts.delete_resource(
-        wired().api_store, Quota(accountId), resourceId, now, in_time=caller_waiting, directory=wired().shard_directory
+        wired().api_store, quota, resource_id, now, in_time=caller_waiting, directory=wired().shard_directory
     )
     metrics.add_metric(name="ResourcesDeleted", unit=MetricUnit.Count, value=1)
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
@@ -270,6 +449,26 @@ def resources_method_not_allowed(accountId: str) -> Response[str]:
 
 @app.route(RESOURCE_PATH, method=other_methods("DELETE", "GET"), include_in_schema=False)
 def resource_method_not_allowed(accountId: str, resourceId: str) -> Response[str]:
+    return method_not_allowed("DELETE", "GET")
+
+
+@app.route(TYPES_PATH, method=other_methods("GET"), include_in_schema=False)
+def types_method_not_allowed(accountId: str) -> Response[str]:
+    return method_not_allowed("GET")
+
+
+@app.route(TYPE_PATH, method=other_methods("GET", "PUT"), include_in_schema=False)
+def type_method_not_allowed(accountId: str, resourceType: str) -> Response[str]:
+    return method_not_allowed("GET", "PUT")
+
+
+@app.route(TYPED_RESOURCES_PATH, method=other_methods("GET", "POST"), include_in_schema=False)
+def typed_resources_method_not_allowed(accountId: str, resourceType: str) -> Response[str]:
+    return method_not_allowed("GET", "POST")
+
+
+@app.route(TYPED_RESOURCE_PATH, method=other_methods("DELETE", "GET"), include_in_schema=False)
+def typed_resource_method_not_allowed(accountId: str, resourceType: str, resourceId: str) -> Response[str]:
     return method_not_allowed("DELETE", "GET")
 
 

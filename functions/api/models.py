@@ -3,7 +3,8 @@ generated from them (docs/openapi.json)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
@@ -56,6 +57,12 @@ class PutAccountRequest(BaseModel):
     )
 
 
+class PutTypeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: WholeNumber = Field(ge=0, le=MAX_LIMIT, description="Most resources of this type the account may hold.")
+
+
 class CreateResourceRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +77,38 @@ class CreateResourceRequest(BaseModel):
     )
 
 
+class TypeView(BaseModel):
+    """One of an account's limits: its resource type's limit and counters (the rate limit is the
+    account's, in AccountView)."""
+
+    accountId: str
+    type: str
+    limit: int
+    bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
+    eventual: int = Field(description="Exact count of processed resources; lags the stream.")
+    used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
+    available: int
+
+    @classmethod
+    def of(cls, usage: Usage) -> TypeView:
+        return cls(
+            accountId=usage.account_id,
+            type=usage.quota.resource_type,
+            limit=usage.limit,
+            bestEffort=usage.best_effort,
+            eventual=usage.eventual,
+            used=usage.used,
+            available=usage.available,
+        )
+
+
+class TypeList(BaseModel):
+    items: list[TypeView] = Field(description="Every type of the account, the default type first, then by name.")
+
+
 class AccountView(BaseModel):
+    """The account's default type (the routes without a type), its rate limit, and its other types."""
+
     accountId: str
     limit: int
     bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
@@ -81,9 +119,13 @@ class AccountView(BaseModel):
     )
     available: int
     rateLimit: RateLimit = Field(description="The account's rate limit: its own, or the API's default.")
+    types: list[TypeView] | None = Field(
+        default=None,
+        description="The account's other resource types, by name; absent when it has none (never null).",
+    )
 
     @classmethod
-    def of(cls, usage: Usage, default_rate: TenantRate) -> AccountView:
+    def of(cls, usage: Usage, default_rate: TenantRate, types: Sequence[Usage] = ()) -> AccountView:
         return cls(
             accountId=usage.account_id,
             limit=usage.limit,
@@ -92,7 +134,12 @@ class AccountView(BaseModel):
             used=usage.used,
             available=usage.available,
             rateLimit=RateLimit.of(usage.rate or default_rate),
+            types=[TypeView.of(other) for other in types] or None,
         )
+
+    def answer(self) -> dict[str, Any]:
+        """The body: without `types` when the account has none, as before types."""
+        return self.model_dump(exclude={"types"} if self.types is None else set())
 
 
 class ResourceView(BaseModel):
@@ -103,7 +150,7 @@ class ResourceView(BaseModel):
     createdAt: str
 
     @classmethod
-    def of(cls, resource: Resource) -> ResourceView:
+    def of(cls, resource: Resource) -> Self:
         return cls(
             accountId=resource.account_id,
             resourceId=resource.resource_id,
@@ -113,8 +160,23 @@ class ResourceView(BaseModel):
         )
 
 
+class TypedResourceView(ResourceView):
+    """A resource, on its type's routes: the same fields and its type."""
+
+    type: str
+
+    @classmethod
+    def of(cls, resource: Resource) -> Self:
+        return cls(**ResourceView.of(resource).model_dump(), type=resource.quota.resource_type)
+
+
 class ResourcePage(BaseModel):
     items: list[ResourceView]
+    nextCursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class TypedResourcePage(BaseModel):
+    items: list[TypedResourceView]
     nextCursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 

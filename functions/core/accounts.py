@@ -27,6 +27,7 @@ never count) the resource. docs/admission.md has the argument and every write.
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ from functions.core.errors import (
     ResourceAlreadyExists,
     ResourceNotFound,
     StoreUnavailable,
+    TooManyResourceTypes,
 )
 from functions.core.leases import (
     COMMIT_RESERVATION,
@@ -57,6 +59,8 @@ from functions.core.leases import (
     Settlement,
 )
 from functions.core.model import (
+    MAX_RESOURCE_TYPES,
+    AccountUsage,
     NewResource,
     Page,
     PageBudget,
@@ -71,12 +75,31 @@ from functions.core.rate_limits import TenantRate
 logger = logging.getLogger(__name__)
 
 
+class Registered(enum.Enum):
+    """What adding a type to its account's registry found."""
+
+    ADDED = "added"  # now registered (or it was)
+    FULL = "full"  # the account has the most types it may have, and not this one
+    NO_ACCOUNT = "no_account"  # the account item does not exist: nothing written
+
+
 class ApiStore(AdmissionStore, Protocol):
     """What the API flows need from storage. Every method is one DynamoDB call, retried by the SDK:
     each write's condition makes its retry harmless (docs/admission.md)."""
 
-    def create_account(self, quota: Quota, change: LimitChange, now: str) -> bool:
-        """Create the account item with all its room on it, at limit version 1; False if it exists."""
+    def create_account(self, quota: Quota, change: LimitChange, now: str, resource_types: Sequence[str] = ()) -> bool:
+        """Create the quota's account item with all its room on it, at limit version 1 (carrying
+        `resource_types`, the default type's registry); False if it exists."""
+        ...
+
+    def add_type(self, quota: Quota, most: int) -> Registered:
+        """Add the quota's type to its account's registry (on the default type's account item),
+        if the account has fewer than `most` types besides the default or has this one already."""
+        ...
+
+    def read_account(self, account_id: str) -> AccountUsage | None:
+        """The account's default type's usage read as `read_usage` reads it, and when its account
+        item lists other types, each of theirs (those whose limit item exists) in one more read."""
         ...
 
     def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
@@ -142,9 +165,10 @@ PUT_ACCOUNT_ATTEMPTS = 8
 
 @dataclass(frozen=True)
 class LimitChange:
-    """What one `PUT /accounts/{id}` asks for, and what tells it apart from other PUTs.
+    """What one `PUT /accounts/{id}` (or `.../types/{type}`) asks for, and what tells it apart
+    from other PUTs.
 
-    Each change bumps the account's `limit_version` (its ETag) and stamps when API Gateway received
+    Each change bumps the quota's `limit_version` (its ETag) and stamps when API Gateway received
     the PUT: a PUT received earlier never overwrites one received later, however late it lands (docs/
     admission.md, "Limit changes"), and `token` lets a PUT recognise its own landed write."""
 
@@ -162,6 +186,11 @@ class LimitChange:
                 raise PreconditionFailed(quota, None)
         elif self.if_match is not None and account.limit_version not in self.if_match:
             raise PreconditionFailed(quota, account.limit_version)
+
+
+# The default type's limit when the account item is created by its first other type's PUT: 0, set
+# by no PUT (received at 0, no token), so a PUT of the account received at any time applies.
+IMPLICIT_ACCOUNT = LimitChange(limit=0, received_ms=0, token="")
 
 
 def limit_change(limit: int, received_ms: int, rate: TenantRate | None = None) -> LimitChange:
@@ -201,6 +230,43 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
         if store.set_limit(quota, account, change, now, retired_span=account.span):
             return get_usage(store, quota)
     raise StoreUnavailable(f"put account {quota}: the account kept changing", may_have_landed=False)
+
+
+def put_limit(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, in_time: Deadline = _always) -> Usage:
+    """Set a quota's limit. The default type's is the account's (`put_account`). Another type is
+    first added to its account's registry (the account item, created at limit 0 if missing), then
+    its limit is set on its own items exactly as the default type's is: its own version and ETag,
+    If-Match on its own, an older PUT never overwriting a newer one. A type is registered before
+    its limit lands, so the registry never misses a type that has a limit (a name whose limit never
+    landed is left out of reads, and the PUT's retry sets it)."""
+    if quota.is_default:
+        return put_account(store, quota, change, clock, in_time)
+    if not in_time():
+        raise CallerGaveUp()
+    if not store.read_shards(quota, [0]):
+        change.check(quota, None)  # If-Match on a type without a limit: refused before any write
+        _register(store, quota, clock())
+    return put_account(store, quota, change, clock, in_time)
+
+
+def _register(store: ApiStore, quota: Quota, now: str) -> None:
+    for _ in range(PUT_ACCOUNT_ATTEMPTS):
+        registered = store.add_type(quota, MAX_RESOURCE_TYPES)
+        if registered is Registered.ADDED:
+            return
+        if registered is Registered.FULL:
+            raise TooManyResourceTypes(quota, MAX_RESOURCE_TYPES)
+        if store.create_account(quota.default_quota, IMPLICIT_ACCOUNT, now, resource_types=[quota.resource_type]):
+            return
+    raise StoreUnavailable(f"register {quota}: the account kept changing", may_have_landed=False)
+
+
+def get_account(store: ApiStore, account_id: str) -> AccountUsage:
+    """The account's default type and every other type it has."""
+    read = store.read_account(account_id)
+    if read is None:
+        raise AccountNotFound(Quota(account_id))
+    return read
 
 
 def _retire_other_shards(store: ApiStore, quota: Quota, account: ShardState) -> None:

@@ -59,7 +59,7 @@ class Recount:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "account_id": self.quota.account_id,
+            **quota_fields(self.quota),
             "limit": self.limit,
             "best_effort": {"net": self.best_effort_net, "clamped": self.best_effort},
             "admitted": self.admitted,
@@ -83,6 +83,12 @@ class Recount:
         }
 
 
+def quota_fields(quota: Quota) -> dict[str, str]:
+    """How findings name a quota: its account, and its type unless it is the default (whose
+    findings read as they did before types)."""
+    return {"account_id": quota.account_id} | ({} if quota.is_default else {"resource_type": quota.resource_type})
+
+
 @dataclass(frozen=True)
 class AuditFinding:
     quota: Quota
@@ -93,7 +99,7 @@ class AuditFinding:
 
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {
-            "account_id": self.quota.account_id,
+            **quota_fields(self.quota),
             "verdict": self.verdict,
             "problems": list(self.problems),
         }

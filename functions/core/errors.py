@@ -14,26 +14,50 @@ class DomainError(Exception):
     code = "DomainError"
 
 
+def _of_type(quota: Quota) -> str:
+    """How a message names a quota's type after its account: nothing for the default type, whose
+    messages are as they were before types."""
+    return "" if quota.is_default else f" type {quota.resource_type!r} of"
+
+
 class AccountNotFound(DomainError):
+    """The account does not exist, or (on a type's routes) it has no limit of that type."""
+
     code = "AccountNotFound"
 
     def __init__(self, quota: Quota) -> None:
-        super().__init__(f"account {quota.account_id!r} does not exist")
+        if quota.is_default:
+            super().__init__(f"account {quota.account_id!r} does not exist")
+        else:
+            super().__init__(f"account {quota.account_id!r} has no limit of type {quota.resource_type!r}")
 
 
 class ResourceNotFound(DomainError):
     code = "ResourceNotFound"
 
     def __init__(self, quota: Quota, resource_id: str) -> None:
-        super().__init__(f"resource {resource_id!r} does not exist in account {quota.account_id!r}")
+        super().__init__(f"resource {resource_id!r} does not exist in{_of_type(quota)} account {quota.account_id!r}")
 
 
 class LimitExceeded(DomainError):
     code = "LimitExceeded"
 
     def __init__(self, quota: Quota, limit: int) -> None:
-        super().__init__(f"account {quota.account_id!r} has reached its limit of {limit} resources")
+        what = "resources" if quota.is_default else f"resources of type {quota.resource_type!r}"
+        super().__init__(f"account {quota.account_id!r} has reached its limit of {limit} {what}")
         self.limit = limit
+
+
+class TooManyResourceTypes(DomainError):
+    """A PUT of a type the account does not have yet, when it has the most types it may have."""
+
+    code = "TooManyResourceTypes"
+
+    def __init__(self, quota: Quota, most: int) -> None:
+        super().__init__(
+            f"account {quota.account_id!r} has {most} resource types besides the default, the most it may "
+            f"have: {quota.resource_type!r} is not one of them"
+        )
 
 
 class IdempotencyKeyMismatch(DomainError):
@@ -79,7 +103,12 @@ class PreconditionFailed(DomainError):
 
     def __init__(self, quota: Quota, version: int | None) -> None:
         now = "does not exist" if version is None else f'is at ETag "{version}"'
-        super().__init__(f"account {quota.account_id} {now}, not what If-Match asks for; read it and retry")
+        what = (
+            f"account {quota.account_id}"
+            if quota.is_default
+            else f"type {quota.resource_type} of account {quota.account_id}"
+        )
+        super().__init__(f"{what} {now}, not what If-Match asks for; read it and retry")
 
 
 class StoreUnavailable(Exception):

@@ -16,12 +16,19 @@ MAX_ID_LENGTH = 64
 ID_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spaces
 
-# Namespace for ids derived from Idempotency-Key: the same key in the same account always names
+# Namespace for ids derived from Idempotency-Key: the same key in the same quota always names
 # the same resource, so the resource's conditional create is itself the idempotency check.
 _IDEMPOTENT_ID_NAMESPACE = uuid.UUID("6f3c5d1e-2a4b-4c8d-9e0f-1a2b3c4d5e6f")
 
-# The resource type of every limit today: an account has one limit, of this type.
+# An account's limits, one per resource type (projects, seats, ...). The default type is the one the
+# routes without a type mean (`/accounts/{id}/resources`), and the only one an account had before
+# types: its keys are the table's as they always were.
 DEFAULT_RESOURCE_TYPE = "default"
+# Type names appear in keys (after the account id and a `#`, which neither may hold) and in URLs.
+RESOURCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
+# Types an account may have besides the default: each name is held in the account item, which the
+# default type writes on every create and delete, and a write is billed per KB (docs/scaling.md).
+MAX_RESOURCE_TYPES = 50
 
 
 @dataclass(frozen=True, order=True)
@@ -35,14 +42,16 @@ class Quota:
 
     def __str__(self) -> str:
         """As logs and operators name it: the account, and the type when it is not the default."""
-        default = self.resource_type == DEFAULT_RESOURCE_TYPE
-        return self.account_id if default else f"{self.account_id}/{self.resource_type}"
+        return self.account_id if self.is_default else f"{self.account_id}/{self.resource_type}"
 
+    @property
+    def is_default(self) -> bool:
+        return self.resource_type == DEFAULT_RESOURCE_TYPE
 
-def require_default_type(quota: Quota) -> None:
-    """Until an account has several limits (issue 29), every quota is of the default type."""
-    if quota.resource_type != DEFAULT_RESOURCE_TYPE:
-        raise NotImplementedError(f"resource type {quota.resource_type!r}: only the default type exists (issue 29)")
+    @property
+    def default_quota(self) -> Quota:
+        """The account's default type: its account item holds the account's rate limit and types."""
+        return Quota(self.account_id)
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,19 @@ class Usage:
     @property
     def available(self) -> int:
         return max(0, self.limit - self.used)
+
+
+@dataclass(frozen=True)
+class AccountUsage:
+    """An account's limits: its default type's usage (which carries the account's rate limit), and
+    each other type's, by type name."""
+
+    default: Usage
+    types: tuple[Usage, ...] = ()
+
+    @property
+    def every_type(self) -> tuple[Usage, ...]:
+        return (self.default, *self.types)
 
 
 @dataclass(frozen=True)
@@ -140,9 +162,11 @@ class PageBudget:
 
 
 def idempotent_resource_id(quota: Quota, idempotency_key: str) -> str:
-    """The resource an Idempotency-Key names in a quota: always the same one."""
-    require_default_type(quota)
-    return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{quota.account_id}\n{idempotency_key}"))
+    """The resource an Idempotency-Key names in a quota: always the same one, and another one in
+    each other type of the account (the same key on two types is two requests). The default type's
+    are the ids the key named before types, so a retry that spans the upgrade finds its resource."""
+    scope = quota.account_id if quota.is_default else f"{quota.account_id}\n{quota.resource_type}"
+    return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{scope}\n{idempotency_key}"))
 
 
 def random_resource_id() -> str:

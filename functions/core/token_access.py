@@ -1,8 +1,9 @@
 """What a verified JWT may call: the IAM policy a Lambda authorizer returns to API Gateway.
 
 The same rules as the tenant and admin roles of IAM authorization (infra/access.py, docs/security.md):
-a token whose tenant claim names an account may `GET` that account and call every method under its
-resources; a token with the admin scope may call everything. API Gateway caches the policy per
+a token whose tenant claim names an account may `GET` that account and its types and call every
+method under its resources, every type's included, but never `PUT` a limit; a token with the admin
+scope may call everything. API Gateway caches the policy per
 token and checks every later request of that token against it, so the policy covers all the
 token may do, not just the method that asked.
 """
@@ -36,11 +37,7 @@ def access_policy(claims: Mapping[str, Any], method_arn: str, rules: TokenRules)
     if admin:
         resources = [f"{api_and_stage}/*/*"]
     elif tenant is not None:
-        resources = [
-            f"{api_and_stage}/GET/accounts/{tenant}",
-            f"{api_and_stage}/*/accounts/{tenant}/resources",
-            f"{api_and_stage}/*/accounts/{tenant}/resources/*",
-        ]
+        resources = [f"{api_and_stage}/{method}/{path}" for method, path in tenant_paths(tenant)]
     else:
         resources = []
     statement = (
@@ -54,6 +51,22 @@ def access_policy(claims: Mapping[str, Any], method_arn: str, rules: TokenRules)
         # Passed to the function as requestContext.authorizer, and to the access log.
         "context": {"tenant": tenant or "", "admin": "true" if admin else "false"},
     }
+
+
+def tenant_paths(tenant: str) -> list[tuple[str, str]]:
+    """The (method, path) patterns a tenant may invoke, in IAM's wildcards (`*` spans `/`): the
+    tenant role's too (infra/access.py). A type's name has no `/`, and the function only routes
+    `types/<type>/resources...` to a type's resources; `GET` alone on `types/*`, so no limit is set."""
+    account = f"accounts/{tenant}"
+    return [
+        ("GET", account),
+        ("*", f"{account}/resources"),
+        ("*", f"{account}/resources/*"),
+        ("GET", f"{account}/types"),
+        ("GET", f"{account}/types/*"),
+        ("*", f"{account}/types/*/resources"),
+        ("*", f"{account}/types/*/resources/*"),
+    ]
 
 
 def _scopes(claims: Mapping[str, Any]) -> set[str]:

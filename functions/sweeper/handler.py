@@ -55,7 +55,12 @@ def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | No
     metrics.add_metric(name="AuditInconclusive", unit=MetricUnit.Count, value=report.audits["inconclusive"])
     for finding in report.drifted:
         logger.warning(
-            "audit found drift", extra={"account": finding.quota.account_id, "problems": list(finding.problems)}
+            "audit found drift",
+            extra={
+                "account": finding.quota.account_id,
+                "resource_type": finding.quota.resource_type,
+                "problems": list(finding.problems),
+            },
         )
     for outcome, count in report.heals.items():
         metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)

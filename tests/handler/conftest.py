@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import pytest
 
+from functions.adapters import keys
+from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 from tests.conftest import System, fresh_system, on_dynamodb_local
-from tests.support.api_events import ApiClient
+from tests.support.api_events import ApiClient, ApiResponse, resources_url
 from tests.support.faults import Faults
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
@@ -53,8 +57,10 @@ class Harness:
             assert self.deliver(records) == []
         raise AssertionError(f"stream still busy after {rounds} rounds")
 
-    def truth(self, account_id: str) -> AccountTruth:
-        return read_truth(self.system.dynamodb, self.system.table).get(f"ACCOUNT#{account_id}", AccountTruth())
+    def truth(self, account: str | Quota) -> AccountTruth:
+        """One quota's truth: an account id is its default type's."""
+        quota = account if isinstance(account, Quota) else Quota(account)
+        return read_truth(self.system.dynamodb, self.system.table).get(keys.account_pk(quota), AccountTruth())
 
     def check_invariants(self) -> None:
         assert_invariants(self.system.dynamodb, self.system.table)
@@ -63,3 +69,64 @@ class Harness:
 @pytest.fixture
 def harness(system: System) -> Iterator[Harness]:
     return Harness(system)
+
+
+class Kind:
+    """The quota of account `acme` a test of an invariant works on, through the API: its default
+    type (the routes without a type), or its type `seats`. Beside `seats`, the account's default
+    type holds a bystander resource, counted, which the test must leave exactly as it was: a
+    type's writes, heals and counts never take, free or heal another type's slot."""
+
+    ACCOUNT = "acme"
+    BYSTANDER = AccountTruth(live=1, processed=1, existing=1, best_effort_net=1, admitted=1, room=1, eventual=1)
+
+    def __init__(self, harness: Harness, resource_type: str | None) -> None:
+        self.harness = harness
+        self.resource_type = resource_type
+        self.quota = Quota(self.ACCOUNT, resource_type or DEFAULT_RESOURCE_TYPE)
+        self.resources_url = resources_url(self.ACCOUNT, resource_type)
+        self.url = f"/accounts/{self.ACCOUNT}" + (f"/types/{resource_type}" if resource_type else "")
+
+    def __repr__(self) -> str:
+        return self.resource_type or DEFAULT_RESOURCE_TYPE
+
+    def put(self, limit: int) -> ApiResponse:
+        api = self.harness.api
+        if self.resource_type is None:
+            return api.put_account(self.ACCOUNT, limit)
+        if api.request("GET", f"/accounts/{self.ACCOUNT}").status == 404:
+            assert api.put_account(self.ACCOUNT, 2).status == 200
+            assert api.create(self.ACCOUNT, "bystander").status == 201
+            self.harness.pump()
+        return api.put_type(self.ACCOUNT, self.resource_type, limit)
+
+    def create(self, name: str = "r", key: str | None = None, **attributes: Any) -> ApiResponse:
+        return self.harness.api.create(self.ACCOUNT, name, key, self.resource_type, **attributes)
+
+    def delete(self, resource_id: str) -> ApiResponse:
+        return self.harness.api.delete(self.ACCOUNT, resource_id, self.resource_type)
+
+    def read(self) -> dict[str, Any]:
+        """The quota's view: the account's, or the type's (the same counters)."""
+        response = self.harness.api.request("GET", self.url)
+        assert response.status == 200, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+    def truth(self) -> AccountTruth:
+        return self.harness.truth(self.quota)
+
+    def check_bystander(self) -> None:
+        if (
+            self.resource_type is not None
+            and self.harness.api.request("GET", f"/accounts/{self.ACCOUNT}").status == 200
+        ):
+            truth = self.harness.truth(Quota(self.ACCOUNT))
+            assert replace(truth, limit=0, shards=0, counters=0) == self.BYSTANDER, truth
+
+
+@pytest.fixture(params=[None, "seats"], ids=["default", "seats"])
+def kind(harness: Harness, request: pytest.FixtureRequest) -> Iterator[Kind]:
+    """Each test that asks for it runs on the default type and on a type beside it."""
+    chosen = Kind(harness, request.param)
+    yield chosen
+    chosen.check_bystander()

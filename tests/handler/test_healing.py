@@ -20,18 +20,20 @@ from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource, Quota
 from functions.core.sweeper import SweepReport, SweepSettings, sweep
 from functions.shared.clock import EPOCH
-from tests.handler.conftest import Harness
+from tests.handler.conftest import Harness, Kind
 from tests.support.faults import Faults, expression
 
 ACME = Quota("acme")
+SEATS = Quota("acme", "seats")
 BUSY = Quota("busy")
 
 QUIET_NOW = timedelta(0)  # every write counts as old: both counters may be healed
 NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort may be healed
 
 
-def heal(harness: Harness, account_id: str, quiet: timedelta) -> HealOutcome:
-    return heal_account(harness.clients.healing_store, Quota(account_id), harness.clock.now(), quiet).outcome
+def heal(harness: Harness, quota: str | Quota, quiet: timedelta) -> HealOutcome:
+    quota = quota if isinstance(quota, Quota) else Quota(quota)
+    return heal_account(harness.clients.healing_store, quota, harness.clock.now(), quiet).outcome
 
 
 def sweep_at(harness: Harness, now: datetime, settings: SweepSettings, audit: bool = False) -> SweepReport:
@@ -61,41 +63,40 @@ def once(matches: Any, action: Any) -> Any:
     return run
 
 
-def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness, faults: Faults) -> None:
-    api = harness.api
-    api.put_account("acme", 3)
+def test_heal_restores_a_lost_increment_and_a_held_slot(harness: Harness, kind: Kind, faults: Faults) -> None:
+    kind.put(3)
     faults.crash_after("PutItem")  # created, never counted by best-effort
     with pytest.raises(faults.SimulatedCrash):
-        api.create("acme")
+        kind.create()
     faults.crash_after_write("reserve")  # a slot held, no resource
     with pytest.raises(faults.SimulatedCrash):
-        api.create("acme")
+        kind.create()
     harness.pump()
-    before = harness.truth("acme")
+    before = kind.truth()
     assert (before.live, before.best_effort, before.admitted) == (1, 0, 2)
 
-    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.HEALED
-    after = harness.truth("acme")
+    assert heal(harness, kind.quota, QUIET_NOW) is HealOutcome.HEALED
+    after = kind.truth()
     assert (after.best_effort_net, after.admitted, after.eventual) == (1, 1, 1)
-    assert [api.create("acme").status for _ in range(3)] == [201, 201, 409]  # the held slot is free again
+    assert [kind.create().status for _ in range(3)] == [201, 201, 409]  # the held slot is free again
     harness.check_invariants()
 
 
-def test_a_recently_written_account_keeps_its_held_slots(harness: Harness, faults: Faults) -> None:
-    harness.api.put_account("acme", 3)
+def test_a_recently_written_account_keeps_its_held_slots(harness: Harness, kind: Kind, faults: Faults) -> None:
+    kind.put(3)
     faults.crash_after_write("reserve")
     with pytest.raises(faults.SimulatedCrash):
-        harness.api.create("acme")
-    assert heal(harness, "acme", NOT_QUIET) is HealOutcome.EXACT  # best-effort is right; admitted must wait
-    assert harness.truth("acme").admitted == 1
+        kind.create()
+    assert heal(harness, kind.quota, NOT_QUIET) is HealOutcome.EXACT  # best-effort is right; admitted must wait
+    assert kind.truth().admitted == 1
 
 
-def test_heal_waits_while_counting_work_is_pending(harness: Harness) -> None:
-    harness.api.put_account("acme", 3)
-    harness.api.create("acme")  # not yet applied by the consumer
-    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.PENDING_WORK
+def test_heal_waits_while_counting_work_is_pending(harness: Harness, kind: Kind) -> None:
+    kind.put(3)
+    kind.create()  # not yet applied by the consumer
+    assert heal(harness, kind.quota, QUIET_NOW) is HealOutcome.PENDING_WORK
     harness.pump()
-    assert heal(harness, "acme", QUIET_NOW) is HealOutcome.EXACT
+    assert heal(harness, kind.quota, QUIET_NOW) is HealOutcome.EXACT
 
 
 def test_heal_waits_for_a_delete_in_flight(harness: Harness, faults: Faults) -> None:
@@ -168,23 +169,33 @@ def test_a_removal_between_the_heals_reads_makes_it_retry(harness: Harness, faul
     assert harness.api.account("acme")["bestEffort"] == 0
 
 
-def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(harness: Harness, faults: Faults) -> None:
+@pytest.mark.parametrize("resource_type", [None, "seats"])
+def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(
+    harness: Harness, faults: Faults, resource_type: str | None
+) -> None:
+    """On the default type, or on a type of one account beside its default type: the sweeper finds
+    each quota from the activity index's keys, and heals each on its own."""
     api = harness.api
     api.put_account("acme", 5)
+    if resource_type:
+        api.put_type("acme", resource_type, 5)
     api.put_account("calm", 5)
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):
-        api.create("acme")  # the stream is never applied in this test: only the sweeper works
+        api.create("acme", resource_type=resource_type)  # the stream is never applied: only the sweeper works
     api.create("calm")
     settings = SweepSettings(pending_older_than=timedelta(0), quiet=timedelta(0), lookback=timedelta(hours=1))
 
     report = sweep_at(harness, harness.clock.now(), settings)
     assert sum(report.pending.outcomes.values()) == 2
     assert report.pending.failed == []
-    assert report.heals[HealOutcome.HEALED] == 1  # acme: best-effort 0 -> 1
-    assert report.heals[HealOutcome.EXACT] == 1  # calm: nothing to change, noted as checked
-    account = api.account("acme")
+    assert report.heals[HealOutcome.HEALED] == 1  # acme (or its type): best-effort 0 -> 1
+    # calm, and acme's default type beside its other type: nothing to change, noted as checked.
+    assert report.heals[HealOutcome.EXACT] == (2 if resource_type else 1)
+    url = f"/accounts/acme/types/{resource_type}" if resource_type else "/accounts/acme"
+    account = api.request("GET", url).json()
     assert (account["bestEffort"], account["eventual"]) == (1, 1)
+    assert api.account("acme")["bestEffort"] == (0 if resource_type else 1)
 
     again = sweep_at(harness, harness.clock.now(), settings)
     assert sum(again.pending.outcomes.values()) == 0
@@ -372,10 +383,15 @@ AUDIT_TEST_TIMES = [
 ]
 
 
-@pytest.mark.parametrize("written_at", AUDIT_TEST_TIMES)
-def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harness, written_at: str) -> None:
-    """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is an
-    account's activity bucket, the account is audited; a nudged eventual counter is reported."""
+@pytest.mark.parametrize(
+    ("written_at", "audited"), [(when, ACME) for when in AUDIT_TEST_TIMES] + [(AUDIT_TEST_TIMES[0], SEATS)]
+)
+def test_each_sweep_audits_one_activity_bucket_and_reports_drift(
+    harness: Harness, written_at: str, audited: Quota
+) -> None:
+    """The sweeper's audit slice (functions/core/sweeper.py): at the time whose slice is a
+    quota's activity bucket, the quota is audited; a nudged eventual counter is reported, for a
+    type of an account as for its default type (a type's bucket is its own)."""
     from functions.adapters.attributes import to_attributes
     from functions.core.leases import parse_timestamp
     from functions.core.sweeper import AUDIT_SLICE
@@ -384,8 +400,12 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     api = harness.api
     api.put_account("acme", 5)
     api.create("acme")
+    if not audited.is_default:
+        api.put_type("acme", audited.resource_type, 5)
+        api.create("acme", resource_type=audited.resource_type)
+        assert keys.activity_bucket(audited) != keys.activity_bucket(ACME)  # so the next slice is not acme's
     harness.pump()
-    key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
+    key = {table_layout.PARTITION_KEY: keys.account_pk(audited), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.update_item(
         TableName=harness.system.table,
         Key=to_attributes(key),
@@ -397,7 +417,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     # (128 x 5 min, 10 h 40 min) after the write, which a quiet period of two cycles keeps recent,
     # so the sweep only audits and never first heals the nudged counter into the other two (a
     # sweep a cycle later would heal it when the write came 2 h 25 min to 3 h 25 min into a cycle).
-    bucket = int(keys.activity_bucket(ACME).split("#")[1])
+    bucket = int(keys.activity_bucket(audited).split("#")[1])
     cycle = AUDIT_SLICE * keys.ACTIVITY_BUCKET_COUNT
     first_slice = EPOCH + bucket * AUDIT_SLICE  # acme's, in the epoch's cycle
     when = first_slice + ((harness.clock.now() - first_slice) // cycle + 1) * cycle + timedelta(seconds=1)
@@ -405,7 +425,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(harness: Harnes
     report = sweep_at(harness, when, settings, audit=True)
     assert report.audits["drift"] == 1
     [finding] = report.drifted
-    assert (finding.quota, finding.problems) == (ACME, ("eventual 2 but 1 counted resource items",))
+    assert (finding.quota, finding.problems) == (audited, ("eventual 2 but 1 counted resource items",))
     other = sweep_at(harness, when + AUDIT_SLICE, settings, audit=True)
     assert "drift" not in other.audits  # the next slice is another bucket
 

@@ -26,8 +26,13 @@ def test_document_describes_the_contract() -> None:
         "/accounts/{accountId}",
         "/accounts/{accountId}/resources",
         "/accounts/{accountId}/resources/{resourceId}",
+        "/accounts/{accountId}/types",
+        "/accounts/{accountId}/types/{resourceType}",
+        "/accounts/{accountId}/types/{resourceType}/resources",
+        "/accounts/{accountId}/types/{resourceType}/resources/{resourceId}",
     }
     assert set(paths["/accounts/{accountId}/resources"]) == {"get", "post"}
+    assert set(paths["/accounts/{accountId}/types/{resourceType}"]) == {"get", "put"}
     parameters = {p["name"] for p in paths["/accounts/{accountId}/resources"]["post"]["parameters"]}
     assert "idempotency-key" in {name.lower() for name in parameters}
 
@@ -60,7 +65,38 @@ def test_every_answer_the_api_gives_is_documented_with_its_schema(harness: Harne
     answer("GET", resource, f"/accounts/acme/resources/{created['resourceId']}")
     answer("DELETE", resource, f"/accounts/acme/resources/{created['resourceId']}")
     answer("DELETE", resource, f"/accounts/acme/resources/{created['resourceId']}")
-    assert {status for _, _, status in given} == {200, 201, 204, 400, 404, 409, 413, 422}
+    types, a_type = "/accounts/{accountId}/types", "/accounts/{accountId}/types/{resourceType}"
+    typed = f"{a_type}/resources"
+    answer("PUT", a_type, "/accounts/acme/types/seats", {"limit": 1})
+    answer("PUT", a_type, "/accounts/acme/types/seats", {"limit": 2}, {"If-Match": '"9"'})
+    answer("PUT", a_type, "/accounts/acme/types/Seats", {"limit": 1})
+    for number in range(50):
+        answer("PUT", a_type, f"/accounts/full/types/t{number}", {"limit": 1})
+    answer("PUT", a_type, "/accounts/full/types/seats", {"limit": 1})
+    answer("GET", a_type, "/accounts/acme/types/seats")
+    answer("GET", a_type, "/accounts/acme/types/projects")
+    answer("GET", types, "/accounts/acme/types")
+    answer("GET", types, "/accounts/nobody/types")
+    seat = answer("POST", typed, "/accounts/acme/types/seats/resources", {"name": "a"}, {"Idempotency-Key": "k"})
+    answer("POST", typed, "/accounts/acme/types/seats/resources", {"name": "a"}, {"Idempotency-Key": "k"})
+    answer("POST", typed, "/accounts/acme/types/seats/resources", {"name": "b"}, {"Idempotency-Key": "k"})
+    answer("POST", typed, "/accounts/acme/types/seats/resources", {"name": "c"})
+    answer("POST", typed, "/accounts/acme/types/seats/resources", {"name": "x", "attributes": {"b": "y" * 70000}})
+    answer("POST", typed, "/accounts/acme/types/projects/resources", {"name": "c"})
+    answer("GET", typed, "/accounts/acme/types/seats/resources")
+    answer("GET", typed, "/accounts/acme/types/projects/resources")
+    for _ in range(2):
+        answer("GET", f"{typed}/{{resourceId}}", f"/accounts/acme/types/seats/resources/{seat['resourceId']}")
+        answer("DELETE", f"{typed}/{{resourceId}}", f"/accounts/acme/types/seats/resources/{seat['resourceId']}")
+    assert {status for _, _, status in given} == {200, 201, 204, 400, 404, 409, 412, 413, 422}
+    assert {(template, status) for _, template, status in given if template.startswith(types)} >= {
+        (a_type, 409),
+        (a_type, 412),
+        (typed, 404),
+        (typed, 409),
+        (typed, 422),
+        (f"{typed}/{{resourceId}}", 404),
+    }
     for method, template, status in given:
         documented = document["paths"][template][method]["responses"]
         assert str(status) in documented, (method, template, status)
@@ -173,6 +209,16 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     replayed = api.create("linked", "r2", key="k2")  # a replay answers the resource it created
     assert follow("POST", resources, 200, where, replayed) == {*reads, ("GET", resource), ("DELETE", resource)}
 
+    # The same on a type's routes, which name the type too.
+    a_type = "/accounts/{accountId}/types/{resourceType}"
+    typed, typed_resource = f"{a_type}/resources", f"{a_type}/resources/{{resourceId}}"
+    where = {"accountId": "linked", "resourceType": "seats"}
+    reads = {("GET", a_type), ("GET", typed)}
+    assert follow("PUT", a_type, 200, where, api.put_type("linked", "seats", 5)) == {*reads, ("POST", typed)}
+    assert follow("GET", a_type, 200, where, api.request("GET", "/accounts/linked/types/seats")) == {("PUT", a_type)}
+    created = api.create("linked", "s1", resource_type="seats")
+    assert follow("POST", typed, 201, where, created) == {*reads, ("GET", typed_resource), ("DELETE", typed_resource)}
+
 
 GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  # what API Gateway's ANY takes
 
@@ -180,7 +226,7 @@ GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  
 def test_every_method_a_documented_path_does_not_take_is_405_with_the_documented_ones(harness: Harness) -> None:
     document = json.loads(render())
     for template, operations in document["paths"].items():
-        path = template.format(accountId="acme", resourceId="r1")
+        path = template.format(accountId="acme", resourceType="seats", resourceId="r1")
         documented = sorted(method.upper() for method in operations)
         for method in sorted(set(GATEWAY_METHODS) - set(documented)):
             answer = harness.api.request(method, path)

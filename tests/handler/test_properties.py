@@ -1,5 +1,7 @@
 """Stateful property tests: random interleavings of API calls, crashes, stream deliveries,
-duplicates, late replays, heals and sweeps, against a model of the truth.
+duplicates, late replays, heals and sweeps, against a model of the truth, on three types of one
+account (its default type and two others, each with its own limit): a step on one type must leave
+every other type's resources and counters exact.
 
 The flows run with the real adapters against the emulator, so what is explored is the system,
 not a fake of it. After every step the guarantees of README "Guarantees, and their limits" must hold, and the set of
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
+from functions.adapters import keys
 from functions.core import accounts
 from functions.core.counting import process_pending
 from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceNotFound
@@ -32,8 +35,8 @@ from tests.support.stream import StreamTap, process_stream_records
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
 ACCOUNT = "prop"
-QUOTA = Quota(ACCOUNT)
-LIMIT = 4
+LIMITS = {Quota(ACCOUNT): 4, Quota(ACCOUNT, "seats"): 2, Quota(ACCOUNT, "projects"): 3}
+QUOTAS = st.sampled_from(list(LIMITS))
 
 # Where a flow can crash: the write just landed, then the function died (self.faults.API_WRITES).
 CREATE_CRASHES = ("reserve", "put", "commit")
@@ -53,63 +56,70 @@ class CounterMachine(RuleBasedStateMachine):
         self.faults = Faults(self.clients)
         self.tap = StreamTap(self.system.streams, self.system.stream_arn)
         self.delivered: list[list[dict[str, Any]]] = []
-        self.live: set[str] = set()  # the model: resources a caller would find
-        self.maybe: set[str] = set()  # crashed creates and deletes: either outcome is correct
-        accounts.put_account(
-            self.clients.api_store,
-            QUOTA,
-            accounts.limit_change(LIMIT, self.clock.epoch_ms()),
-            self.clock.timestamp,
-        )
+        # The model, per quota: resources a caller would find, and crashed creates and deletes,
+        # whose either outcome is correct.
+        self.live: dict[Quota, set[str]] = {quota: set() for quota in LIMITS}
+        self.maybe: dict[Quota, set[str]] = {quota: set() for quota in LIMITS}
+        for quota, limit in LIMITS.items():
+            accounts.put_limit(
+                self.clients.api_store,
+                quota,
+                accounts.limit_change(limit, self.clock.epoch_ms()),
+                self.clock.timestamp,
+            )
 
     # -- API --------------------------------------------------------------------------------
 
-    @rule(key=st.integers(0, 9))
-    def create(self, key: int) -> None:
-        resource_id = idempotent_resource_id(QUOTA, f"k{key}")
+    @rule(quota=QUOTAS, key=st.integers(0, 9))
+    def create(self, quota: Quota, key: int) -> None:
+        """The same keys on every type: each names a resource of its own there."""
+        resource_id = idempotent_resource_id(quota, f"k{key}")
         try:
             created = accounts.create_resource(
-                self.clients.api_store, QUOTA, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.clients.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
             )
         except LimitExceeded:
-            assert resource_id not in self.live
+            assert resource_id not in self.live[quota]
             return
         except IdempotencyKeyReused:  # the key's resource was deleted: replaying must not resurrect it
-            assert resource_id not in self.live
+            assert resource_id not in self.live[quota]
             return
-        self.live.add(created.resource.resource_id)
-        self.maybe.discard(created.resource.resource_id)
+        self.live[quota].add(created.resource.resource_id)
+        self.maybe[quota].discard(created.resource.resource_id)
 
-    @rule(key=st.integers(0, 9), point=st.sampled_from(CREATE_CRASHES))
-    def create_and_crash(self, key: int, point: str) -> None:
+    @rule(quota=QUOTAS, key=st.integers(0, 9), point=st.sampled_from(CREATE_CRASHES))
+    def create_and_crash(self, quota: Quota, key: int, point: str) -> None:
         self.faults.crash_after_write(point)
-        resource_id = idempotent_resource_id(QUOTA, f"k{key}")
+        resource_id = idempotent_resource_id(quota, f"k{key}")
         with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
             accounts.create_resource(
-                self.clients.api_store, QUOTA, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.clients.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
             )
         self._disarm()
-        if resource_id not in self.live:
-            self.maybe.add(resource_id)  # landed or not, depending on where it crashed
+        if resource_id not in self.live[quota]:
+            self.maybe[quota].add(resource_id)  # landed or not, depending on where it crashed
 
-    @precondition(lambda self: bool(self.live))
+    @precondition(lambda self: any(self.live.values()))
     @rule(data=st.data())
     def delete(self, data: st.DataObject) -> None:
-        resource_id = data.draw(st.sampled_from(sorted(self.live)))
+        quota, resource_id = data.draw(st.sampled_from(self._live_pairs()))
         with contextlib.suppress(ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, QUOTA, resource_id, self.clock.timestamp)
-        self.live.discard(resource_id)
+            accounts.delete_resource(self.clients.api_store, quota, resource_id, self.clock.timestamp)
+        self.live[quota].discard(resource_id)
 
-    @precondition(lambda self: bool(self.live))
+    @precondition(lambda self: any(self.live.values()))
     @rule(data=st.data(), point=st.sampled_from(DELETE_CRASHES))
     def delete_and_crash(self, data: st.DataObject, point: str) -> None:
-        resource_id = data.draw(st.sampled_from(sorted(self.live)))
+        quota, resource_id = data.draw(st.sampled_from(self._live_pairs()))
         self.faults.crash_after_write(point)
         with contextlib.suppress(self.faults.SimulatedCrash, ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, QUOTA, resource_id, self.clock.timestamp)
+            accounts.delete_resource(self.clients.api_store, quota, resource_id, self.clock.timestamp)
         self._disarm()
-        self.live.discard(resource_id)
-        self.maybe.add(resource_id)
+        self.live[quota].discard(resource_id)
+        self.maybe[quota].add(resource_id)
+
+    def _live_pairs(self) -> list[tuple[Quota, str]]:
+        return sorted((quota, resource_id) for quota, live in self.live.items() for resource_id in live)
 
     # -- the stream --------------------------------------------------------------------------
 
@@ -133,37 +143,40 @@ class CounterMachine(RuleBasedStateMachine):
         store = self.clients.counting_store
         process_pending(store, store.pending_records(None))
 
-    @rule(quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
-    def heal(self, quiet: timedelta) -> None:
-        outcome = heal_account(self.clients.healing_store, QUOTA, self.clock.now(), quiet).outcome
+    @rule(quota=QUOTAS, quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
+    def heal(self, quota: Quota, quiet: timedelta) -> None:
+        outcome = heal_account(self.clients.healing_store, quota, self.clock.now(), quiet).outcome
         assert outcome is not HealOutcome.NOT_FOUND
 
     # -- invariants ----------------------------------------------------------------------------
 
-    def _truth(self) -> AccountTruth:
-        return read_truth(self.system.dynamodb, self.system.table).get(f"ACCOUNT#{ACCOUNT}", AccountTruth())
+    def _truth(self, quota: Quota) -> AccountTruth:
+        return read_truth(self.system.dynamodb, self.system.table).get(keys.account_pk(quota), AccountTruth())
 
     @invariant()
     def counters_keep_their_bounds(self) -> None:
         assert_invariants(self.system.dynamodb, self.system.table)
-        assert self._truth().live <= LIMIT
+        for quota, limit in LIMITS.items():
+            assert self._truth(quota).live <= limit, quota
 
     @invariant()
     def live_resources_are_the_models(self) -> None:
-        live = self._live_ids()
-        assert self.live <= live, f"missing: {self.live - live}"
-        assert live <= self.live | self.maybe, f"unexpected: {live - self.live - self.maybe}"
+        for quota in LIMITS:
+            live, model, maybe = self._live_ids(quota), self.live[quota], self.maybe[quota]
+            assert model <= live, f"{quota} missing: {model - live}"
+            assert live <= model | maybe, f"{quota} unexpected: {live - model - maybe}"
 
-    def _live_ids(self) -> set[str]:
-        page = self.clients.api_store.list_resources(QUOTA, 100, None)
+    def _live_ids(self, quota: Quota) -> set[str]:
+        page = self.clients.api_store.list_resources(quota, 100, None)
         return {resource.resource_id for resource in page.items}
 
     def teardown(self) -> None:
         # Quiescence: everything delivered (twice over, to settle the consumer's own writes).
         for _ in range(3):
             process_stream_records(self.clients.counting_store, self.tap.drain())
-        truth = self._truth()
-        assert truth.eventual == truth.live == truth.processed
+        for quota in LIMITS:
+            truth = self._truth(quota)
+            assert truth.eventual == truth.live == truth.processed, quota
         self._disarm()
 
     def _disarm(self) -> None:

@@ -12,6 +12,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from functions.adapters import keys
 from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
@@ -219,4 +220,64 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
     )
     assert not store.grant(ACME, 2, 5, donor=1)
     assert store.read_shards(ACME, [1])[0].room == 10
+    harness.check_invariants()
+
+
+def items_of(harness: Harness, *quotas: Quota) -> list[dict[str, Any]]:
+    """Every item of these quotas, as the table holds them (a scan: tests only)."""
+    found, request = [], {"TableName": harness.system.table, "ConsistentRead": True}
+    while True:
+        page = harness.system.dynamodb.scan(**request)
+        found += [item for item in page["Items"] if keys.quota_of(item["pk"]["S"]) in quotas]
+        if "LastEvaluatedKey" not in page:
+            return sorted(found, key=lambda item: (item["pk"]["S"], item["sk"]["S"]))
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def test_a_busy_type_grows_and_heals_without_touching_a_quiet_siblings_items(harness: Harness) -> None:
+    """Creates and deletes of one type, fast enough to grow its shards, counted on counter shards
+    and folded back by a heal: every item of the account's quiet types (the default one, whose
+    account item holds the registry, and another) is exactly as it was, and their heals do not
+    wait for the busy type's pending counting."""
+    seats, projects = Quota("acme", "seats"), Quota("acme", "projects")
+    api = harness.api
+    api.put_account("acme", 5)
+    api.put_type("acme", "projects", 5)
+    api.put_type("acme", "seats", 100)
+    api.create("acme")
+    api.create("acme", resource_type="projects")
+    harness.pump()
+    quiet = items_of(harness, ACME, projects)
+    clock = [0.0]
+    directory = Directory(ShardingSettings(grow_at=1, min_window=1), clock=lambda: clock[0], rng=random.Random(7))
+    made = []
+    for index in range(40):
+        made.append(
+            accounts.create_resource(
+                harness.clients.api_store,
+                seats,
+                NewResource(name=f"s{index}"),
+                None,
+                harness.clock.timestamp,
+                directory=directory,
+            ).resource
+        )
+        clock[0] += 0.5
+    assert harness.clients.api_store.read_shards(seats, [0])[0].active >= 4
+    # The busy type's counting is pending; its siblings' heals do not wait for it.
+    later = harness.clock.now() + timedelta(minutes=5)
+    for sibling in (ACME, projects):
+        outcome = heal_account(harness.clients.healing_store, sibling, later, timedelta(seconds=60)).outcome
+        assert outcome is HealOutcome.EXACT, (sibling, outcome)
+    deliver_in_small_batches(harness)
+    for resource in made[:25]:
+        accounts.delete_resource(harness.clients.api_store, seats, resource.resource_id, harness.clock.timestamp)
+    deliver_in_small_batches(harness)
+    result = heal_account(harness.clients.healing_store, seats, later, timedelta(seconds=60))
+    assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
+    truth = harness.truth(seats)
+    assert (truth.live, truth.admitted, truth.eventual) == (15, 15, 15)
+    assert truth.shards > 1
+    assert truth.counters > 1
+    assert items_of(harness, ACME, projects) == quiet
     harness.check_invariants()

@@ -103,7 +103,8 @@ def test_every_request_on_an_account_counts_bad_ones_too(harness: Harness) -> No
 
 def test_what_counts_is_the_route_the_request_matched(harness: Harness) -> None:
     """A tenant over its rate gets 429 on every route that names its account, a method the path
-    does not take (405) included, but an admin's PUT of the account; a path the API does not have
+    does not take (405) and every type's routes included, but an admin's PUT of the account or of
+    a type; a path the API does not have
     names no account and is 404. A body over 64 KiB or not UTF-8 is refused before the rate is asked."""
     api = harness.api
     harness.clock.set(datetime(2026, 11, 25, 13, 37, 0, 100_000, tzinfo=UTC))  # a 60 s window starts
@@ -116,6 +117,13 @@ def test_what_counts_is_the_route_the_request_matched(harness: Harness) -> None:
         ("PATCH", "/accounts/flood", None),
         ("DELETE", "/accounts/flood/resources/r1", None),
         ("OPTIONS", "/accounts/flood/resources/r1", None),
+        # Every type's routes count against the one account: a tenant's flood is the tenant's.
+        ("GET", "/accounts/flood/types", None),
+        ("GET", "/accounts/flood/types/seats", None),
+        ("POST", "/accounts/flood/types/seats/resources", {"name": "x"}),
+        ("GET", "/accounts/flood/types/seats/resources", None),
+        ("DELETE", "/accounts/flood/types/seats/resources/r1", None),
+        ("PATCH", "/accounts/flood/types/seats", None),
     ]:
         answer = api.request(method, url, body)
         assert (answer.status, answer.json()["error"]["code"]) == (429, "TenantThrottled"), (method, url)
@@ -132,3 +140,4 @@ def test_what_counts_is_the_route_the_request_matched(harness: Harness) -> None:
         answer = api.request(method, url, body)
         assert (answer.status, answer.json()["error"]["code"]) == refused, (method, url)
     assert api.request("PUT", "/accounts/flood", {"limit": 6}).status == 200
+    assert api.put_type("flood", "seats", 6).status == 200  # an admin's PUT of a type, as of the account

@@ -14,25 +14,25 @@ from functions.adapters.attributes import from_attributes
 from functions.adapters.counters import ABOVE, DOWN_ROOM, UP_ROOM, counter_key
 from functions.core.model import Quota
 from functions.core.thresholds import UNBOUNDED
-from tests.handler.conftest import Harness
+from tests.handler.conftest import Harness, Kind
 from tests.support.stream import deliver
 
 ACME = Quota("acme")
 
 
-def events(harness: Harness, account_id: str = "acme") -> list[dict[str, Any]]:
+def events(harness: Harness, quota: Quota = ACME) -> list[dict[str, Any]]:
     """The quota's outbox items' events, in seq order (a consistent Query of its partition)."""
     found = harness.system.dynamodb.query(
         TableName=harness.system.table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
-        ExpressionAttributeValues={":pk": {"S": keys.account_pk(Quota(account_id))}, ":events": {"S": "EVENT#"}},
+        ExpressionAttributeValues={":pk": {"S": keys.account_pk(quota)}, ":events": {"S": "EVENT#"}},
         ConsistentRead=True,
     )["Items"]
     return [json.loads(from_attributes(item)["detail"]) for item in found]
 
 
-def crossings(harness: Harness, account_id: str = "acme") -> list[tuple[int, str, int]]:
-    return [(event["threshold"], event["direction"], event["usage"]) for event in events(harness, account_id)]
+def crossings(harness: Harness, quota: Quota = ACME) -> list[tuple[int, str, int]]:
+    return [(event["threshold"], event["direction"], event["usage"]) for event in events(harness, quota)]
 
 
 def counter(harness: Harness, shard: int = 0) -> dict[str, Any]:
@@ -141,3 +141,16 @@ def test_a_busy_accounts_crossings_are_decided_over_every_counter_shard(harness:
     assert {int(item[DOWN_ROOM]) for item in shards} == {UNBOUNDED}  # below 32: nothing to cross down
     assert harness.truth("acme").eventual == 30
     harness.check_invariants()
+
+
+def test_a_resource_types_crossings_are_its_own_and_name_it(harness: Harness, kind: Kind) -> None:
+    """Per quota: a type's limit, counter and events are its own; the default type's crossing is
+    the bystander's business only."""
+    kind.put(5)  # 80% at 4
+    for index in range(4):
+        assert kind.create(f"r{index}").status == 201
+        harness.pump()
+    found = events(harness, kind.quota)
+    assert [(e["threshold"], e["direction"], e["usage"], e["seq"]) for e in found] == [(80, "up", 4, 1)]
+    assert {(e["accountId"], e["resourceType"], e["limit"]) for e in found} == {("acme", kind.quota.resource_type, 5)}
+    kind.check_bystander()

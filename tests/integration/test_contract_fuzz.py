@@ -5,8 +5,8 @@ numbers, odd ids, missing and extra fields), and checks every answer with all of
 Every request is signed (docs/security.md).
 
 The stateful phase chains calls as a client would, through the links the document declares (PUT an
-account, then read it and create in it; read it, then PUT it with its ETag in If-Match; create,
-then read and delete what was created), and checks what only a sequence shows: a resource just
+account or a type, then read it and create in it; read it, then PUT it with its ETag in If-Match;
+create, then read and delete what was created), and checks what only a sequence shows: a resource just
 created can be read, a deleted one is gone. Every operation must answer a 2xx somewhere in the
 sequences, so a link that breaks fails the test.
 
@@ -31,6 +31,8 @@ from scripts.openapi import OPENAPI_FILE
 from tests.integration.conftest import System
 
 EXAMPLES_PER_OPERATION = 30
+# The types the stateful phase's accounts have: a generated type name is mapped to one of them.
+TYPES = ["default", "seats"]
 STATEFUL_SEQUENCES, STATEFUL_STEPS = 25, 8
 
 
@@ -126,12 +128,17 @@ def test_sequences_of_calls_keep_the_contract(system: System) -> None:
             # sequence gets fresh ones, so the links it follows (read, delete what was created) run
             # against real resources, and a replayed sequence meets the same state it first met.
             self.accounts = [system.api.new_account(prefix="flow", limit=1000) for _ in range(2)]
+            # And a type of each (a create in a type needs one), beside the default type.
+            for account_id in self.accounts:
+                assert system.api.request("PUT", f"/accounts/{account_id}/types/seats", {"limit": 1000}).status == 200
 
         def call(self, case: schemathesis.Case, **kwargs: Any) -> Any:
-            accounts = self.accounts
-            generated = str((case.path_parameters or {}).get("accountId", accounts[0]))
-            if generated not in accounts:  # a linked call carries the account its source answered
-                case.path_parameters["accountId"] = accounts[sum(map(ord, generated)) % len(accounts)]
+            for name, known in (("accountId", self.accounts), ("resourceType", TYPES)):
+                if name not in (case.path_parameters or {}):
+                    continue
+                generated = str(case.path_parameters[name])
+                if generated not in known:  # a linked call carries the account (type) its source answered
+                    case.path_parameters[name] = known[sum(map(ord, generated)) % len(known)]
             return case.call(base_url=system.api.base_url, headers=signed(case, system), timeout=30)
 
         def validate_response(self, response: Any, case: schemathesis.Case, **kwargs: Any) -> None:

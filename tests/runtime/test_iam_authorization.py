@@ -27,6 +27,7 @@ from local.identities import main as identities_main
 from local.sessions import RENEWED_WITHIN, SESSION_DURATION
 from local.sigv4 import MAX_CLOCK_SKEW, sign, utc_now, verify
 from tests.runtime.test_apigateway import EchoFunction
+from tests.support.tenant_paths import TENANT_ACME_PATHS
 from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
 
 REGION, ACCOUNT, API_ID, STAGE = "us-east-1", "000000000000", "a1b2c3", "prod"
@@ -116,15 +117,11 @@ def test_the_stack_lets_a_tenant_session_reach_only_its_own_accounts_paths(polic
         arn = execute_api_arn(REGION, ACCOUNT, API_ID, STAGE, method, path)
         return allowed(policies[role], "execute-api:Invoke", arn, tags)
 
-    assert may(TENANT, "GET", "/accounts/acme")
-    assert may(TENANT, "POST", "/accounts/acme/resources")
-    assert may(TENANT, "GET", "/accounts/acme/resources/r1")
-    assert may(TENANT, "DELETE", "/accounts/acme/resources/r1")
-    assert not may(TENANT, "PUT", "/accounts/acme")  # only an admin sets a limit
-    assert not may(TENANT, "GET", "/accounts/acme2")  # a prefix is another tenant
-    assert not may(TENANT, "POST", "/accounts/globex/resources")
+    for method, path, tenant_may in TENANT_ACME_PATHS:  # every type of its own account, no limit
+        assert may(TENANT, method, path) is tenant_may, (method, path)
+        assert may(ADMIN, method, path), (method, path)
     assert not may(TENANT, "GET", "/accounts/acme", tenant=None)  # a session without the tag
-    assert may(ADMIN, "PUT", "/accounts/acme")
+    assert not may(TENANT, "GET", "/accounts/acme/types/seats", tenant=None)
     assert may(ADMIN, "DELETE", "/accounts/globex/resources/r9")
 
 
@@ -362,6 +359,8 @@ def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
     acme = HttpApi(api.url, credentials=identities.tenant("acme").credentials())
     refused(acme.request("POST", "/accounts/globex/resources", {"name": "x"}), function, 403, "is not authorized")
     refused(acme.request("PUT", "/accounts/acme", {"limit": 1000}), function, 403, "is not authorized")
+    refused(acme.request("PUT", "/accounts/acme/types/seats", {"limit": 1000}), function, 403, "is not authorized")
+    refused(acme.request("GET", "/accounts/globex/types/seats"), function, 403, "is not authorized")
     denied = acme.request("GET", "/accounts/globex")
     assert set(denied.body) == {"Message"}  # API Gateway's ACCESS_DENIED body says "Message"
     assert acme.request("POST", "/accounts/acme/resources", {"name": "x"}).status == 201
@@ -374,6 +373,9 @@ def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
         ("POST", "/accounts/acme/resources/../../globex/resources"),
         ("POST", "/accounts/acme/resources//..//..//globex/resources"),
         ("POST", "/accounts/acme/resources/%2e%2e/%2e%2e/globex/resources"),
+        ("POST", "/accounts/acme/types/seats/resources/../../../../globex/types/seats/resources"),
+        ("POST", "/accounts/acme/types/seats/resources/%2e%2e/%2e%2e/%2e%2e/%2e%2e/globex/resources"),
+        ("POST", "/accounts/acme/types/..%2F..%2Fglobex/resources"),
         ("POST", "/accounts/acme/resources/%2E%2E/%2e%2E/globex/resources"),
         ("POST", "/accounts/acme%2F..%2Fglobex/resources"),
         ("POST", "/accounts/acme/resources/..%2F..%2Fglobex/resources"),

@@ -88,16 +88,32 @@ class ApiClient:
     def put_account(self, account_id: str, limit: int) -> ApiResponse:
         return self.request("PUT", f"/accounts/{account_id}", {"limit": limit})
 
+    def put_type(self, account_id: str, resource_type: str, limit: int) -> ApiResponse:
+        return self.request("PUT", f"/accounts/{account_id}/types/{resource_type}", {"limit": limit})
+
     def account(self, account_id: str) -> dict[str, Any]:
         response = self.request("GET", f"/accounts/{account_id}")
         assert response.status == 200, response.text
         return response.json()  # type: ignore[no-any-return]
 
-    def create(self, account_id: str, name: str = "r", key: str | None = None, **attributes: Any) -> ApiResponse:
+    def create(
+        self,
+        account_id: str,
+        name: str = "r",
+        key: str | None = None,
+        resource_type: str | None = None,
+        **attributes: Any,
+    ) -> ApiResponse:
         headers = {"Idempotency-Key": key} if key else None
-        return self.request(
-            "POST", f"/accounts/{account_id}/resources", {"name": name, "attributes": attributes}, headers
-        )
+        body = {"name": name, "attributes": attributes}
+        return self.request("POST", resources_url(account_id, resource_type), body, headers)
 
-    def delete(self, account_id: str, resource_id: str) -> ApiResponse:
-        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
+    def delete(self, account_id: str, resource_id: str, resource_type: str | None = None) -> ApiResponse:
+        return self.request("DELETE", f"{resources_url(account_id, resource_type)}/{resource_id}")
+
+
+def resources_url(account_id: str, resource_type: str | None = None) -> str:
+    """An account's resources: its default type's (the routes without a type), or a type's."""
+    if resource_type is None:
+        return f"/accounts/{account_id}/resources"
+    return f"/accounts/{account_id}/types/{resource_type}/resources"

@@ -9,7 +9,6 @@ from typing import Any
 from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import held_leases, shard_state
-from functions.core.model import Quota
 
 
 @dataclass
@@ -33,6 +32,7 @@ class AccountTruth:
 
 
 def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
+    """Each quota's truth, by its partition key (`ACCOUNT#acme`, `ACCOUNT#acme#seats`)."""
     accounts: dict[str, AccountTruth] = defaultdict(AccountTruth)
     request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
@@ -42,10 +42,11 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
             sort_key = item[table_layout.SORT_KEY]
             if sort_key == keys.RATE_SORT_KEY:
                 continue  # a rate window counts requests, not the account's resources
-            if sort_key in (keys.SHARD_SORT_KEY, keys.COUNTER_SORT_KEY):  # summed per account
-                truth = accounts[keys.account_pk(Quota(item["account_id"]))]
-            else:
-                truth = accounts[item[table_layout.PARTITION_KEY]]
+            # Summed per quota, under its partition key (`ACCOUNT#acme`, `ACCOUNT#acme#seats`): a
+            # quota's shards and counter shards have keys of their own, which name it.
+            quota = keys.quota_of(item[table_layout.PARTITION_KEY])
+            assert quota is not None, f"an item of no quota: {item[table_layout.PARTITION_KEY]}"
+            truth = accounts[keys.account_pk(quota)]
             if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
                 shard = shard_state(item)
                 truth.best_effort_net += shard.best_effort
@@ -69,7 +70,8 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
 
 
 def assert_invariants(client: Any, table: str) -> dict[str, AccountTruth]:
-    """The invariants that hold at every instant (README "Guarantees": 1, 2 and 5, the admission bound)."""
+    """The invariants that hold at every instant (README "Guarantees": 1, 2 and 5, the admission
+    bound), for each quota: each type of an account on its own."""
     accounts = read_truth(client, table)
     for key, truth in accounts.items():
         assert truth.eventual == truth.processed, f"{key}: eventual {truth.eventual} != processed {truth.processed}"

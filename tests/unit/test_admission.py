@@ -230,6 +230,19 @@ def test_a_process_that_does_not_know_the_layout_starts_on_shard_0_and_learns_it
     assert known.layout(A1) == (4, 4)
 
 
+def test_a_process_knows_each_type_of_an_account_by_its_own_layout() -> None:
+    """A busy type's shards are its own: the account's other types still start on shard 0."""
+    known = Directory()
+    seats, projects = Quota(A1.account_id, "seats"), Quota(A1.account_id, "projects")
+    reserve(Shards.of(limit=40, rooms=[10, 10, 10, 10]), known, seats, lease())
+    assert known.layout(seats) == (4, 4)
+    assert known.layout(A1) is None
+    assert known.layout(projects) is None
+    store = Shards.of(limit=5, rooms=[5])
+    reserve(store, known, projects, lease())
+    assert (store.calls, known.layout(projects)) == (["reserve 0"], (1, 1))
+
+
 def test_a_process_with_an_older_layout_learns_the_newer_one_when_its_shards_run_hot() -> None:
     """Another process grew the account to 8 shards; this one still spreads over 2. When it sees
     one of them hot, its own growth loses the race, and it learns the layout from shard 0."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from functions.core.token_access import TokenRules, access_policy
+from local.iam_policy import allowed, execute_api_arn
+from tests.support.tenant_paths import TENANT_ACME_PATHS
 
 RULES = TokenRules(tenant_claim="tenant", admin_scope="counter/admin")
 METHOD = "arn:aws:execute-api:us-east-1:123456789012:a1b2c3/prod/POST/accounts/acme/resources"
@@ -24,8 +26,21 @@ def test_a_tenant_token_may_read_its_account_and_use_its_resources_only() -> Non
             f"{BASE}/GET/accounts/acme",
             f"{BASE}/*/accounts/acme/resources",
             f"{BASE}/*/accounts/acme/resources/*",
+            f"{BASE}/GET/accounts/acme/types",
+            f"{BASE}/GET/accounts/acme/types/*",
+            f"{BASE}/*/accounts/acme/types/*/resources",
+            f"{BASE}/*/accounts/acme/types/*/resources/*",
         ],
     }
+
+
+@pytest.mark.parametrize(("method", "path", "may"), TENANT_ACME_PATHS)
+def test_a_tenant_token_reaches_every_type_of_its_account_and_sets_no_limit(method: str, path: str, may: bool) -> None:
+    """The policy as API Gateway evaluates it (IAM's matching: local/iam_policy.py), as the tenant
+    role's (tests/runtime/test_iam_authorization.py)."""
+    policy = access_policy({"sub": "u1", "tenant": "acme"}, METHOD, RULES)["policyDocument"]
+    arn = execute_api_arn("us-east-1", "123456789012", "a1b2c3", "prod", method, path)
+    assert allowed([policy], "execute-api:Invoke", arn, {}) is may
 
 
 @pytest.mark.parametrize("claims", [{"scope": "openid counter/admin"}, {"cognito:groups": ["counter/admin"]}])

@@ -1,0 +1,31 @@
+"""What a tenant of account `acme` may call, as IAM authorization (infra/access.py) and the JWT
+authorizer (functions/core/token_access.py) both allow it: its own account's reads and resources,
+every type's included, never a limit, never another account's paths."""
+
+from __future__ import annotations
+
+# (method, path, whether acme's tenant may call it)
+TENANT_ACME_PATHS = [
+    ("GET", "/accounts/acme", True),
+    ("POST", "/accounts/acme/resources", True),
+    ("GET", "/accounts/acme/resources", True),
+    ("GET", "/accounts/acme/resources/r1", True),
+    ("DELETE", "/accounts/acme/resources/r1", True),
+    ("GET", "/accounts/acme/types", True),
+    ("GET", "/accounts/acme/types/seats", True),
+    ("GET", "/accounts/acme/types/default", True),
+    ("POST", "/accounts/acme/types/seats/resources", True),
+    ("GET", "/accounts/acme/types/seats/resources", True),
+    ("GET", "/accounts/acme/types/seats/resources/r1", True),
+    ("DELETE", "/accounts/acme/types/seats/resources/r1", True),
+    ("DELETE", "/accounts/acme/types/default/resources/r1", True),
+    ("PUT", "/accounts/acme", False),  # only an admin sets a limit
+    ("PUT", "/accounts/acme/types/seats", False),
+    ("PUT", "/accounts/acme/types/default", False),
+    ("GET", "/accounts/acme2", False),  # a prefix is another tenant
+    ("GET", "/accounts/acme2/types/seats", False),
+    ("POST", "/accounts/globex/resources", False),
+    ("GET", "/accounts/globex/types", False),
+    ("POST", "/accounts/globex/types/seats/resources", False),
+    ("DELETE", "/accounts/globex/types/seats/resources/r1", False),
+]
