@@ -80,6 +80,13 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
         for name in names:
             accounts.put_account(api, name, accounts.limit_change(1_000_000, WALL_CLOCK.epoch_ms()), now_text)
         process_stream_records(counting, tap.drain())
+        # A counter's first count decides its usage-threshold headroom (docs/events.md); the figures
+        # are a running counter's, so each account counts one resource in and out first.
+        for name in names:
+            first = accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text)
+            process_stream_records(counting, tap.drain())
+            accounts.delete_resource(api, name, first.resource.resource_id, now_text)
+            process_stream_records(counting, tap.drain())
 
     waiting: list[dict[str, Any]] = []
 
@@ -301,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         dead_leases = dead_lease_report(emulator.url)
         print(f"running {args.types} resource types on one account ...", flush=True)
         types = types_report(emulator.url, args)
+        print("running usage thresholds ...", flush=True)
+        thresholds = threshold_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -312,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     print(dead_leases)
     print()
     print(types)
+    print()
+    print(thresholds)
     return 0
 
 
@@ -355,6 +366,58 @@ def rate_limit_report(emulator_url: str) -> str:
     )
     lines.append(busiest_tenant_report(meter, store, clock_ms))
     return "\n".join(lines)
+
+
+def threshold_report(emulator_url: str) -> str:
+    """What the usage events cost the consumer (docs/events.md): a counted record that crosses no
+    threshold (its headroom moves with the count), and one that crosses 80% of the limit (a
+    decision: the failed transaction, a read of the account item, and the transaction again with
+    an outbox item)."""
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.core import accounts
+    from functions.core.model import NewResource
+    from tests.support.stream import StreamTap, process_stream_records
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    streams = boto3.client("dynamodbstreams", endpoint_url=emulator_url)
+    stream_arn = create_table(dynamodb, "capacity-thresholds")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    table = DynamoTable(dynamodb, "capacity-thresholds")
+    api, counting, tap = DynamoApiStore(table), DynamoCountingStore(table, WALL_CLOCK), StreamTap(streams, stream_arn)
+    name = Quota("thresholds")
+    accounts.put_account(api, name, accounts.limit_change(10, WALL_CLOCK.epoch_ms()), now_text)
+
+    def counted(operation: str) -> Usage:
+        accounts.create_resource(api, name, NewResource("vm", {"size": 2}), None, now_text)
+        with meter.operation(operation) as usage:
+            process_stream_records(counting, tap.drain())
+        return usage
+
+    counted("the counter's first count")  # it decides its headroom
+    quiet = 5
+    for _ in range(quiet):
+        nothing = counted("a record that crosses nothing")  # 2 .. 6 of 10: the meter adds them up
+    counted("7 of 10")
+    crossing = counted("a record that crosses 80%")
+
+    def units(usage: Usage, runs: int = 1) -> str:
+        calls = ", ".join(f"{api} {count / runs:g}" for api, count in sorted(usage.calls.items()))
+        counter = sum(wcu for place, wcu in usage.item_wcu.items() if str(place).endswith(keys.COUNTER_SORT_KEY))
+        return (
+            f"{sum(usage.calls.values()) / runs:g} calls ({calls}), {usage.total_wcu / runs:g} WCU "
+            f"({counter / runs:g} on the counter item), {usage.total_rcu / runs:g} RCU"
+        )
+
+    return "\n".join(
+        [
+            "usage thresholds, one counted record (batch of 1) on an account of limit 10:",
+            f"  a record that crosses nothing: {units(nothing, quiet)}",
+            f"  a record that crosses 80% (7 -> 8): {units(crossing)}",
+        ]
+    )
 
 
 def dead_lease_report(emulator_url: str, dead: int = 60) -> str:

@@ -5,6 +5,7 @@ Never used outside `python -m chaos --break NAME`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from functions.adapters import table_layout
@@ -16,7 +17,9 @@ def _consumer_ignores_counter_processed() -> None:
 
     original = DynamoCountingStore._transact
 
-    def transact(self: DynamoCountingStore, actions: list[dict[str, Any]]) -> Any:
+    def transact(
+        self: DynamoCountingStore, actions: list[dict[str, Any]], resources: int, counters: Sequence[int]
+    ) -> Any:
         update = actions[0].get("Update", {})
         if f"{table_layout.COUNTER_PROCESSED} = :false" in update.get("ConditionExpression", ""):
             update = {**update, "ConditionExpression": "attribute_exists(#pk)"}
@@ -24,12 +27,31 @@ def _consumer_ignores_counter_processed() -> None:
                 k: v for k, v in update["ExpressionAttributeValues"].items() if k == ":true"
             }
             actions = [{"Update": update}, *actions[1:]]
-        return original(self, actions)
+        return original(self, actions, resources, counters)
 
     DynamoCountingStore._transact = transact  # type: ignore[method-assign]
 
 
-MUTATIONS = {"consumer-ignores-counter-processed": _consumer_ignores_counter_processed}
+def _consumer_drops_downward_crossings() -> None:
+    """The consumer decides a crossing down but writes no outbox item for it."""
+    import dataclasses
+
+    from functions.core import counting, thresholds
+
+    original = thresholds.decide  # what counting.py calls, by the name it imported
+
+    def decide(*args: Any, **kwargs: Any) -> thresholds.Decision:
+        decision = original(*args, **kwargs)
+        kept = tuple(c for c in decision.crossings if c.direction is thresholds.Direction.UP)
+        return dataclasses.replace(decision, crossings=kept)
+
+    setattr(counting, "decide", decide)  # noqa: B010 - counting imported it by name: replace that name
+
+
+MUTATIONS = {
+    "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
+    "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
+}
 
 
 def apply(name: str) -> None:

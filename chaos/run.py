@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from chaos.checks import Check
+from chaos.events import Subscriber, event_checks, expected_crossings, stream_records
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, ClientOutcomes, create, run_clients
@@ -32,7 +34,7 @@ from functions.adapters.resources import resource_from_item
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
 from functions.core.model import Quota
-from infra.constants import HEAL_QUIET_SECONDS
+from infra.constants import HEAL_QUIET_SECONDS, OUTPUT_EVENT_BUS_NAME
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
 from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
@@ -41,6 +43,8 @@ from ops import commands
 from ops.stack import TryLater
 
 FATAL_PREFIX = "fatal"
+# How long the publisher gets, after quiescence, to deliver what the outbox holds.
+EVENTS_DELIVERY_TIMEOUT = 60.0
 FATAL_CREATES = 2
 DEFAULT_RATES = {
     "throttle": 0.02,
@@ -87,20 +91,6 @@ class ChaosSettings:
         """Every fault on is a write that lands and loses its answer: nothing may show at all."""
         ambiguous = {"land_then_500", "lands_answers_late"}
         return self.faults_on and all(rate == 0 for kind, rate in self.rates.items() if kind not in ambiguous)
-
-
-@dataclass
-class Check:
-    name: str
-    checked: int = 0
-    violations: list[str] = field(default_factory=list)
-
-    def expect(self, condition: bool, message: str) -> None:
-        self.checked += 1
-        if not condition and len(self.violations) < 20:
-            self.violations.append(message)
-        elif not condition:
-            self.violations.append("...")
 
 
 @dataclass
@@ -285,6 +275,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             for account in accounts:
                 _put_account(api, account)
 
+            subscriber = Subscriber(runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME])
             outcomes = ClientOutcomes()
             sampler = Sampler(dynamodb, table, accounts, settings.faults_on)
             sampler.start()
@@ -317,6 +308,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes)
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
+            report.checks += usage_event_checks(runtime, dynamodb, table, accounts, subscriber)
             report.checks.append(heal_check(dynamodb, table, accounts))
             if settings.only_ambiguous_writes:
                 report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
@@ -427,6 +419,21 @@ def end_state_checks(
                 f"{account.account_id}/{resource_id} exists but no client was told it was created",
             )
     return [exact, stored, answers, exists, gone, phantom]
+
+
+def usage_event_checks(
+    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], subscriber: Subscriber
+) -> list[Check]:
+    """The outbox against the counters' exact path (the stream), and the bus's deliveries against
+    the outbox, once the publisher delivered what the outbox holds (chaos/events.py)."""
+    outbox = {account.account_id: snapshot(dynamodb, table, account.account_id).events for account in accounts}
+    written = {event["eventId"] for events in outbox.values() for event in events}
+    deadline = time.monotonic() + EVENTS_DELIVERY_TIMEOUT
+    while not written <= {event["eventId"] for event in subscriber.receive()} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    records = stream_records(runtime.client("dynamodbstreams"), runtime.outputs["StreamArn"])
+    limits = {account.account_id: account.limit for account in accounts}
+    return event_checks(outbox, expected_crossings(records, limits), subscriber.received, limits)
 
 
 def slots_held_by_leases(shot: Snapshot) -> int:

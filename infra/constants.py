@@ -187,6 +187,36 @@ IDEMPOTENCY_WINDOW_CONTEXT_KEY: Final = "idempotencyWindowSeconds"
 MIN_IDEMPOTENCY_WINDOW_SECONDS: Final = 3600
 OUTPUT_SWEEPER_FUNCTION: Final = "SweeperFunctionName"
 
+# Usage events (infra/events.py, docs/events.md): the bus, the publisher that puts the outbox's events
+# on it, the dead-letter queue of the batches it gave up on, and the log group the bus's events are
+# kept in for `python -m ops events`.
+EVENTS_CONSTRUCT_ID: Final = "UsageEvents"
+EVENT_BUS_ID: Final = "UsageEventBus"
+EVENT_PUBLISHER_FUNCTION_ID: Final = "EventPublisherFunction"
+EVENT_PUBLISHER_HANDLER: Final = "functions.event_publisher.handler.handler"
+EVENT_PUBLISHER_TIMEOUT_SECONDS: Final = 30
+EVENT_PUBLISHER_MEMORY_MB: Final = 256
+EVENTS_DLQ_ID: Final = "EventsFailureQueue"
+EVENTS_DLQ_ALARM_ID: Final = "EventsFailureQueueNotEmpty"
+EVENTS_LOG_ID: Final = "UsageEventsLog"
+EVENTS_LOG_RULE_ID: Final = "UsageEventsToLog"
+# `-c usageWebhookUrl=https://... -c usageWebhookSecretArn=arn:aws:secretsmanager:...`: every usage
+# threshold crossing is POSTed to the URL by an EventBridge API destination, the secret's string
+# sent as the header `usageWebhookHeader` (default x-api-key).
+USAGE_WEBHOOK_URL_CONTEXT_KEY: Final = "usageWebhookUrl"
+USAGE_WEBHOOK_SECRET_CONTEXT_KEY: Final = "usageWebhookSecretArn"  # noqa: S105 - a context key
+USAGE_WEBHOOK_HEADER_CONTEXT_KEY: Final = "usageWebhookHeader"
+DEFAULT_USAGE_WEBHOOK_HEADER: Final = "x-api-key"
+USAGE_WEBHOOK_ID: Final = "UsageWebhook"
+# With `-c alarmEmail`: threshold crossings to the alarm topic as well.
+EVENTS_TO_ALARM_TOPIC_RULE_ID: Final = "UsageThresholdsToAlarmTopic"
+EVENTS_LOG_RETENTION_DAYS: Final = 30
+OUTPUT_EVENT_BUS_NAME: Final = "EventBusName"
+OUTPUT_EVENT_BUS_ARN: Final = "EventBusArn"
+OUTPUT_EVENTS_DLQ_URL: Final = "EventsDlqUrl"
+OUTPUT_EVENTS_DLQ_ALARM_NAME: Final = "EventsDlqAlarmName"
+OUTPUT_EVENTS_LOG_GROUP: Final = "EventsLogGroupName"
+
 
 @dataclass(frozen=True)
 class FunctionSettings:
@@ -223,6 +253,13 @@ SWEEPER_FUNCTION: Final = FunctionSettings(
     SWEEPER_TIMEOUT_SECONDS,
     SWEEPER_MEMORY_MB,
     "Applies resources pending too long and heals the counters of quiet accounts",
+)
+EVENT_PUBLISHER_FUNCTION: Final = FunctionSettings(
+    EVENT_PUBLISHER_FUNCTION_ID,
+    EVENT_PUBLISHER_HANDLER,
+    EVENT_PUBLISHER_TIMEOUT_SECONDS,
+    EVENT_PUBLISHER_MEMORY_MB,
+    "Puts the usage events the consumer wrote to the outbox on the event bus",
 )
 # Sized as the API function, in front of which it runs.
 AUTHORIZER_FUNCTION: Final = FunctionSettings(

@@ -19,7 +19,7 @@ from infra import constants, table_access
 from infra.python_function import SharedSettings, python_function
 
 
-def _dead_letter_queue(
+def dead_letter_queue(
     scope: Construct,
     construct_id: str,
     *,
@@ -44,8 +44,8 @@ class DeadLetters(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, shared: SharedSettings) -> None:
         super().__init__(scope, construct_id)
 
-        self.final_queue = _dead_letter_queue(self, constants.DLQ2_ID, removal_policy=shared.removal_policy)
-        self.stream_failure_queue = _dead_letter_queue(
+        self.final_queue = dead_letter_queue(self, constants.DLQ2_ID, removal_policy=shared.removal_policy)
+        self.stream_failure_queue = dead_letter_queue(
             self,
             constants.DLQ1_ID,
             removal_policy=shared.removal_policy,

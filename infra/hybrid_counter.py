@@ -1,5 +1,6 @@
 """The hybrid counter as one CDK construct: the table and its stream, the API and who may call it,
-the counting pipeline, the dead-letter queues and their redrive, the sweeper and the monitoring.
+the counting pipeline, the dead-letter queues and their redrive, the sweeper, the monitoring, and
+the usage events' bus and publisher (docs/events.md).
 
 The app's stack (infra/stack.py) is one use of it; a user adds it to their own CDK app:
 
@@ -21,8 +22,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -34,6 +37,7 @@ from infra.bundling import PipRunner, lambda_package, run_pip
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
+from infra.events import UsageEvents
 from infra.jwt_authorizer import JwtAuthorizer
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
@@ -44,6 +48,7 @@ from infra.props import (
     IamAuthorization,
     InvalidProps,
     JwtAuthorization,
+    UsageWebhook,
 )
 from infra.python_function import SharedSettings
 from infra.sweeper import Sweeper
@@ -56,6 +61,7 @@ __all__ = [
     "IamAuthorization",
     "InvalidProps",
     "JwtAuthorization",
+    "UsageWebhook",
 ]
 
 # CloudWatch's limit on a Contributor Insights rule's name.
@@ -148,6 +154,18 @@ class HybridCounter(Construct):
             alarm_email=props.alarm_email,
             name_prefix=self._name_prefix(),
         )
+        usage_events = UsageEvents(
+            self,
+            constants.EVENTS_CONSTRUCT_ID,
+            table=data.table,
+            shared=shared,
+            alarm_topic=monitoring.topic,
+            event_bus=props.event_bus,
+            # The address subscribed to the alarm topic hears of threshold crossings too.
+            thresholds_to_alarm_topic=props.alarm_email is not None,
+            webhook=props.usage_webhook,
+            name_prefix=self._name_prefix(),
+        )
         explain_nag_findings(self, api, access)
 
         self._api = api
@@ -156,6 +174,7 @@ class HybridCounter(Construct):
         self._access = access
         self._sweeper = sweeper
         self._monitoring = monitoring
+        self._usage_events = usage_events
 
     def _name_prefix(self) -> str:
         """The stack's name and this construct's path in it: unique in an account and region as
@@ -240,7 +259,28 @@ class HybridCounter(Construct):
     def dashboard(self) -> cloudwatch.Dashboard:
         return self._monitoring.dashboard
 
-    # `event_bus`, the bus usage events go to, comes with its prop (infra/props.py, issue 30).
+    @property
+    def event_bus(self) -> events.IEventBus:
+        """The bus usage events go on (docs/events.md): the `event_bus` prop's, or the counter's own."""
+        return self._usage_events.bus
+
+    @property
+    def events_dlq(self) -> sqs.IQueue:
+        """Batches of usage events the publisher gave up on (`python -m ops events replay`)."""
+        return self._usage_events.failure_queue
+
+    @property
+    def events_dlq_alarm(self) -> cloudwatch.IAlarm:
+        return self._usage_events.failure_queue_alarm
+
+    @property
+    def events_log_group(self) -> logs.ILogGroup:
+        """Every usage event the bus carried (`python -m ops events` reads it)."""
+        return self._usage_events.log_group
+
+    @property
+    def event_publisher_function(self) -> lambda_.IFunction:
+        return self._usage_events.publisher_function
 
     # --- grants for the user's own functions and roles ---------------------------------------------
 

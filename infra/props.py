@@ -13,6 +13,7 @@ from enum import StrEnum
 from urllib.parse import urlsplit
 
 import aws_cdk as cdk
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
@@ -103,6 +104,27 @@ class ExistingTable:
             )
 
 
+@dataclass(frozen=True)
+class UsageWebhook:
+    """An HTTPS endpoint that receives every usage threshold crossing, as an EventBridge API
+    destination POSTs it (the event as the JSON body), with the API key kept in Secrets Manager:
+    the secret's string is sent as header `header` (docs/events.md)."""
+
+    url: str
+    secret_arn: str
+    header: str = constants.DEFAULT_USAGE_WEBHOOK_HEADER
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        local = urlsplit(self.url).hostname in ("127.0.0.1", "localhost")
+        if not (self.url.startswith("https://") or (self.url.startswith("http://") and local)):
+            raise InvalidProps(owner, "url", f"must be an https:// URL, got {self.url!r}")
+        if not self.secret_arn.startswith("arn:") or ":secretsmanager:" not in self.secret_arn:
+            raise InvalidProps(owner, "secret_arn", f"must be a Secrets Manager secret ARN, got {self.secret_arn!r}")
+        if not self.header.strip():
+            raise InvalidProps(owner, "header", "must not be empty")
+
+
 _REMOVAL_POLICIES = (cdk.RemovalPolicy.RETAIN, cdk.RemovalPolicy.DESTROY)
 _ARCHITECTURES = (constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64)
 
@@ -122,8 +144,10 @@ class HybridCounterProps:
     # RETAIN (the table, queues and logs outlive the stack; the table has deletion protection) or
     # DESTROY (throw-away stacks).
     removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN
-    # An existing EventBridge bus for usage events comes with the events work (issue 30): its prop
-    # goes here, and the bus it names is exposed as `HybridCounter.event_bus`.
+    # The EventBridge bus usage events go on (docs/events.md). None: a bus of the counter's own.
+    event_bus: events.IEventBus | None = None
+    # An HTTPS endpoint that receives every usage threshold crossing. None: no webhook.
+    usage_webhook: UsageWebhook | None = None
     # The stage's throttle, every method together: requests a second, and the burst bucket.
     api_rate_limit: int = constants.DEFAULT_API_RATE_LIMIT
     api_burst_limit: int = constants.DEFAULT_API_BURST_LIMIT

@@ -22,6 +22,7 @@ from infra.props import (
     IamAuthorization,
     InvalidProps,
     JwtAuthorization,
+    UsageWebhook,
 )
 
 T = TypeVar("T")
@@ -52,6 +53,9 @@ _KEY_OF_PROP = {
     "audience": constants.JWT_AUDIENCE_CONTEXT_KEY,
     "tenant_claim": constants.JWT_TENANT_CLAIM_CONTEXT_KEY,
     "admin_scope": constants.JWT_ADMIN_SCOPE_CONTEXT_KEY,
+    "url": constants.USAGE_WEBHOOK_URL_CONTEXT_KEY,
+    "secret_arn": constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY,
+    "header": constants.USAGE_WEBHOOK_HEADER_CONTEXT_KEY,
 }
 
 
@@ -81,6 +85,7 @@ def props_from_context(scope: Construct) -> HybridCounterProps:
             ),
             tenant_rate=_tenant_rate(scope),
             existing_table=_existing_table(scope),
+            usage_webhook=_usage_webhook(scope),
             **given,
         )
     except InvalidProps as refused:
@@ -128,6 +133,19 @@ def _tenant_rate(scope: Construct) -> TenantRate:
     except ValueError as error:
         keys = f'"{constants.TENANT_RATE_LIMIT_CONTEXT_KEY}" and "{constants.TENANT_BURST_SECONDS_CONTEXT_KEY}"'
         raise ValueError(f"context {keys} ({rate}, {window}): {error}") from error
+
+
+def _usage_webhook(scope: Construct) -> UsageWebhook | None:
+    """The webhook of usage threshold crossings (`-c usageWebhookUrl -c usageWebhookSecretArn`), or None."""
+    url = scope.node.try_get_context(constants.USAGE_WEBHOOK_URL_CONTEXT_KEY)
+    secret = scope.node.try_get_context(constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY)
+    header = scope.node.try_get_context(constants.USAGE_WEBHOOK_HEADER_CONTEXT_KEY)
+    if url is None and secret is None:
+        return None
+    if not url or not secret:
+        keys = f'"{constants.USAGE_WEBHOOK_URL_CONTEXT_KEY}" and "{constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY}"'
+        raise ValueError(f"context {keys} go together: the endpoint and the secret holding its API key")
+    return UsageWebhook(str(url), str(secret), str(header or constants.DEFAULT_USAGE_WEBHOOK_HEADER))
 
 
 def _existing_table(scope: Construct) -> ExistingTable | None:

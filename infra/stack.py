@@ -63,6 +63,20 @@ class HybridCounterStack(cdk.Stack):
                 "Every alarm publishes here; subscribe to it",
             ),
             constants.OUTPUT_DASHBOARD_NAME: (counter.dashboard.dashboard_name, "CloudWatch dashboard"),
+            constants.OUTPUT_EVENT_BUS_NAME: (counter.event_bus.event_bus_name, "EventBridge bus of the usage events"),
+            constants.OUTPUT_EVENT_BUS_ARN: (counter.event_bus.event_bus_arn, "Usage events bus ARN"),
+            constants.OUTPUT_EVENTS_DLQ_URL: (
+                counter.events_dlq.queue_url,
+                "Usage events the publisher gave up on; ops events replay puts them again",
+            ),
+            constants.OUTPUT_EVENTS_DLQ_ALARM_NAME: (
+                counter.events_dlq_alarm.alarm_name,
+                "Alarm raised when the usage events' dead-letter queue holds a message",
+            ),
+            constants.OUTPUT_EVENTS_LOG_GROUP: (
+                counter.events_log_group.log_group_name,
+                "Every usage event put on the bus (ops events tails it)",
+            ),
         }
         if counter.tenant_role is not None and counter.admin_role is not None:
             outputs |= {

@@ -26,8 +26,9 @@ API = (
     "dynamodb:Query",
     "dynamodb:UpdateItem",
 )
-# Counting a batch: one conditional update, or one transaction of updates.
-COUNTING = ("dynamodb:UpdateItem",)
+# Counting a batch: one conditional update, or one transaction of updates; a usage-threshold
+# decision also reads the account item and the counter shards (batched).
+COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 # The sweeper: pending resources (the pending index), quiet accounts (the activity index), a heal's
 # reads (the account's items, its partition, the resources of dead leases, all batched) and writes
 # (updates, transactions of them).

@@ -19,12 +19,14 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import boto3
 
 from local.apigateway import ApiGateway, Route
 from local.deploy import CdkApp
+from local.event_bus import BusRouter
 from local.event_sources import (
     DeliveryFaults,
     QueueMapping,
@@ -96,6 +98,7 @@ class LocalRuntime:
         self.outputs: dict[str, str] = {}
         self.gateway: ApiGateway | None = None
         self._known_shards: set[tuple[str, str]] = set()
+        self.bus_router = BusRouter(self.client, self._stop)
 
     def client(self, service: str) -> Any:
         return boto3.client(
@@ -147,6 +150,7 @@ class LocalRuntime:
         for rule_arn, every_seconds, target_arn in schedules:
             if target_arn in self._pools:
                 self._start_schedule(rule_arn, every_seconds, self._pools[target_arn])
+        self._start_buses(stack_resources)
         for mapping in mappings:
             target = self._pools.get(mapping["FunctionArn"])
             if target is None or mapping.get("State", "Enabled") != "Enabled":
@@ -322,6 +326,13 @@ class LocalRuntime:
                 self._stop.wait(5)
 
         self._spawn("shard-watcher", watch_shards)
+
+    def _start_buses(self, stack_resources: list[dict[str, Any]]) -> None:
+        """Print each event of the stack's buses, and deliver it where moto does not (local/event_bus.py)."""
+        buses = [r["PhysicalResourceId"] for r in stack_resources if r.get("ResourceType") == "AWS::Events::EventBus"]
+        for bus in buses:
+            tap = self.bus_router.tap(bus)
+            self._spawn("bus-" + bus[-12:], partial(self.bus_router.run, tap))
 
     def _delivery_faults(self, shard_id: str) -> DeliveryFaults | None:
         make = self.settings.delivery_faults

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -25,13 +26,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.event_bus import EventBridgeBus
 from functions.core.audit import Recount
 from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
 from functions.core.model import Quota
 from functions.shared.clock import Clock
 from infra import constants
-from ops import commands
+from ops import commands, events
 from ops.stack import (
     EXIT_DRIFT,
     EXIT_ERROR,
@@ -43,6 +45,9 @@ from ops.stack import (
     StackOutputs,
     function_environment,
 )
+
+# How often `ops events --follow` reads the log group again.
+FOLLOW_POLL_SECONDS = 2.0
 
 
 def connection_options(defaults: dict[str, Any] | None) -> argparse.ArgumentParser:
@@ -178,6 +183,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.set_defaults(run=run_dlq2_replay)
 
+    events = commands_parser.add_parser(
+        "events",
+        parents=[connection],
+        help="tail the usage events on the stack's bus, or replay those the publisher gave up on",
+        description="Without an action: print the usage events the stack's bus carried (docs/events.md), oldest "
+        "first, from the log group a rule of the stack sends them to; --follow keeps printing new ones.",
+    )
+    events.add_argument("--since-minutes", type=int, default=60, help="from this long ago (default 60)")
+    events.add_argument("--follow", action="store_true", help="keep printing events as they come (Ctrl-C stops)")
+    events.set_defaults(run=run_events_tail)
+    events_commands = events.add_subparsers(dest="events_command", metavar="ACTION")
+    events_replay = events_commands.add_parser(
+        "replay",
+        parents=[connection],
+        help="put again the events of the batches in the events' dead-letter queue",
+        description="For each message of the usage events' dead-letter queue (a stream batch the publisher gave "
+        "up on), read the batch's records back from the stream (or, once the stream trimmed them, the outbox "
+        "items written in the batch's time) and put their events on the bus; the message is deleted once every "
+        "event is on the bus. Harmless to repeat: every copy of an event carries its id.",
+    )
+    events_replay.set_defaults(run=run_events_replay)
+
     sweep = commands_parser.add_parser(
         "sweep",
         parents=[connection],
@@ -304,6 +331,45 @@ def run_dlq2_replay(context: Context) -> int:
         emit_json(report.to_json())
     else:
         print(format_replay(report))
+    return report.exit_code
+
+
+def run_events_tail(context: Context) -> int:
+    logs = context.connection.client("logs")
+    log_group = context.outputs.events_log_group
+    start = context.clock.epoch_ms() - context.args.since_minutes * 60_000
+    seen: set[str] = set()
+    while True:
+        for timestamp, event in events.tail(logs, log_group, start):
+            start = max(start, timestamp)
+            if event.get("id") in seen:  # the window starts at the last one printed
+                continue
+            seen.add(str(event.get("id")))
+            print(json.dumps(event) if context.args.json else events.describe(event), flush=True)
+        if not context.args.follow:
+            return EXIT_OK
+        time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def run_events_replay(context: Context) -> int:
+    outputs = context.outputs
+    bus = EventBridgeBus(context.connection.client("events"), outputs.event_bus_name)
+    report = events.replay(
+        context.connection.client("sqs"),
+        outputs.events_dlq_url,
+        context.connection.client("dynamodbstreams"),
+        context.table,
+        bus,
+    )
+    if context.args.json:
+        emit_json(report.to_json())
+    else:
+        for message_id, count in report.replayed.items():
+            source = " (from the table)" if message_id in report.from_table else ""
+            print(f"{message_id}: {count} event(s) put again{source}")
+        for message_id, why in report.failed.items():
+            print(f"{message_id}: left in the queue: {why}")
+        print(f"replayed {len(report.replayed)} batch(es), {len(report.failed)} left")
     return report.exit_code
 
 

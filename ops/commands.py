@@ -183,7 +183,7 @@ LIST_VISIBILITY_SECONDS = 2
 # `replay` hides messages while it moves them (one send and one delete each), then releases the rest.
 REPLAY_VISIBILITY_SECONDS = 30
 _RECEIVE_WAIT_SECONDS = 1  # a short long-poll: an empty answer then means the queue is empty
-_SQS_BATCH = 10
+SQS_BATCH = 10
 
 
 @dataclass(frozen=True)
@@ -261,14 +261,15 @@ def list_dlq2(sqs: Any, dlq2_url: str, max_messages: int = 100) -> DlqListing:
     handles: dict[str, str] = {}
     try:
         while len(seen) < max_messages:
-            received = _receive(sqs, dlq2_url, min(_SQS_BATCH, max_messages - len(seen)), LIST_VISIBILITY_SECONDS)
+            wanted = min(SQS_BATCH, max_messages - len(seen))
+            received = receive_messages(sqs, dlq2_url, wanted, LIST_VISIBILITY_SECONDS)
             new = [message for message in received if message["MessageId"] not in seen]
             handles.update({message["MessageId"]: message["ReceiptHandle"] for message in received})
             if not new:  # empty, or only messages seen already (they reappeared): the end
                 break
             seen.update({message["MessageId"]: describe_message(message) for message in new})
     finally:
-        _release(sqs, dlq2_url, handles)
+        release_messages(sqs, dlq2_url, handles)
     return DlqListing(
         queue_url=dlq2_url,
         approximate_visible=int(counts.get("ApproximateNumberOfMessages", 0)),
@@ -318,12 +319,12 @@ def replay_dlq2(
     held: dict[str, str] = {}  # received and not moved: made visible again at the end
     try:
         while wanted is None or wanted - report.moved.keys() - report.skipped.keys() - report.failed.keys():
-            received = _receive(sqs, dlq2_url, _SQS_BATCH, REPLAY_VISIBILITY_SECONDS)
+            received = receive_messages(sqs, dlq2_url, SQS_BATCH, REPLAY_VISIBILITY_SECONDS)
             progress = False
             for message in received:
                 message_id, handle = message["MessageId"], message["ReceiptHandle"]
                 if message_id in report.moved:  # delivered again after we moved it: its body is in DLQ 1
-                    _delete(sqs, dlq2_url, handle)
+                    delete_message_quietly(sqs, dlq2_url, handle)
                     continue
                 progress |= message_id not in held
                 held[message_id] = handle
@@ -351,14 +352,14 @@ def replay_dlq2(
             if not progress:
                 break
     finally:
-        _release(sqs, dlq2_url, held)
+        release_messages(sqs, dlq2_url, held)
     if wanted is not None:
         done = report.moved.keys() | report.skipped.keys() | report.failed.keys()
         report.not_found = sorted(wanted - done)
     return report
 
 
-def _receive(sqs: Any, queue_url: str, count: int, visibility: int) -> list[dict[str, Any]]:
+def receive_messages(sqs: Any, queue_url: str, count: int, visibility: int) -> list[dict[str, Any]]:
     response = sqs.receive_message(
         QueueUrl=queue_url,
         MaxNumberOfMessages=count,
@@ -381,20 +382,20 @@ def _message_attributes(message: Mapping[str, Any]) -> dict[str, Any]:
     return {"MessageAttributes": copied}
 
 
-def _delete(sqs: Any, queue_url: str, handle: str) -> None:
+def delete_message_quietly(sqs: Any, queue_url: str, handle: str) -> None:
     with contextlib.suppress(ClientError, BotoCoreError):  # it stays in DLQ 2: replaying it again is harmless
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=handle)
 
 
-def _release(sqs: Any, queue_url: str, handles: Mapping[str, str]) -> None:
+def release_messages(sqs: Any, queue_url: str, handles: Mapping[str, str]) -> None:
     """Make received messages visible again now (best effort: they reappear on their own anyway)."""
     entries = [
         {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": 0}
         for index, handle in enumerate(handles.values())
     ]
-    for start in range(0, len(entries), _SQS_BATCH):
+    for start in range(0, len(entries), SQS_BATCH):
         with contextlib.suppress(ClientError, BotoCoreError):
-            sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries[start : start + _SQS_BATCH])
+            sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries[start : start + SQS_BATCH])
 
 
 def _iso_from_millis(value: str) -> str:

@@ -140,6 +140,18 @@ class StackOutputs:
     def sweeper_function(self) -> str:
         return self.require(constants.OUTPUT_SWEEPER_FUNCTION)
 
+    @property
+    def event_bus_name(self) -> str:
+        return self.require(constants.OUTPUT_EVENT_BUS_NAME)
+
+    @property
+    def events_dlq_url(self) -> str:
+        return self.require(constants.OUTPUT_EVENTS_DLQ_URL)
+
+    @property
+    def events_log_group(self) -> str:
+        return self.require(constants.OUTPUT_EVENTS_LOG_GROUP)
+
 
 def function_environment(lambda_client: Any, function_name: str) -> dict[str, str]:
     """The environment variables the deployed function runs with."""

@@ -4,6 +4,11 @@ Shard 0 is `COUNTER` in the account's partition; a busy account's shards j >= 1 
 partition key of their own (functions/adapters/keys.py). The consumer writes shards >= 1 only for
 resources an admission shard >= 1 admitted, so only an account whose `shard_span` is above 1 can
 have them (functions/core/counting.py, counter_shard).
+
+Each shard carries its headroom (`up_room`, `down_room`: functions/core/thresholds.py), and shard 0
+the quota's last event number (`event_seq`), the thresholds its usage was last decided to be at
+or above (`above`) and the number of decisions made (`decisions`), which every decision's
+condition names.
 """
 
 from __future__ import annotations
@@ -15,11 +20,17 @@ from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
-from functions.adapters.table_layout import item_key
+from functions.adapters.table_layout import PARTITION_KEY, item_key
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.model import Quota
+from functions.core.thresholds import CounterShard, CounterWrite, Decision
 
 COUNT = "count"
+UP_ROOM = "up_room"
+DOWN_ROOM = "down_room"
+EVENT_SEQ = "event_seq"
+ABOVE = "above"
+DECISIONS = "decisions"
 
 
 def counter_key(quota: Quota, shard: int = 0) -> dict[str, Any]:
@@ -38,15 +49,79 @@ def eventual_of(counters: Iterable[Mapping[str, Any]]) -> int:
     return sum(int(counter.get(COUNT, 0)) for counter in counters)
 
 
+def counter_of(item: Mapping[str, Any]) -> int:
+    """Which counter shard a decoded counter item is, from its partition key."""
+    pk = str(item.get(PARTITION_KEY, ""))
+    return int(pk.rsplit("#", 1)[1]) if pk.startswith(keys.COUNTER_PREFIX) else 0
+
+
+def counter_state(item: Mapping[str, Any], shard: int) -> CounterShard:
+    """A decoded counter shard item (empty: the shard has no item) as the thresholds core reads it."""
+    if not item:
+        return CounterShard(shard, exists=False)
+    above = item.get(ABOVE)
+    return CounterShard(
+        shard,
+        count=int(item.get(COUNT, 0)),
+        up_room=None if item.get(UP_ROOM) is None else int(item[UP_ROOM]),
+        down_room=None if item.get(DOWN_ROOM) is None else int(item[DOWN_ROOM]),
+        seq=int(item.get(EVENT_SEQ, 0)),
+        above=None if above is None else frozenset(int(p) for p in above),
+        version=int(item.get(DECISIONS, 0)),
+    )
+
+
 def counter_addition(table: str, quota: Quota, delta: int, shard: int) -> dict[str, Any]:
-    """A counting transaction's action on the eventual counter: add `delta` to counter shard `shard`."""
+    """A counting transaction's action on the eventual counter: add `delta` to counter shard
+    `shard`, and move its headroom by as much, on condition that the headroom allows it (the
+    change crosses no threshold). A shard without headroom fails the condition: its ALL_OLD then
+    tells the consumer what to decide from."""
     return {
         "Update": {
             "TableName": table,
             "Key": counter_key(quota, shard),
-            "UpdateExpression": "ADD #count :delta SET account_id = :id",
-            "ExpressionAttributeNames": {"#count": COUNT},
-            "ExpressionAttributeValues": to_attributes({":delta": delta, ":id": quota.account_id}),
+            "UpdateExpression": "ADD #count :delta, #up :opposite, #down :delta SET account_id = :id",
+            "ConditionExpression": "#up > :delta" if delta > 0 else "#down >= :opposite",
+            "ExpressionAttributeNames": {"#count": COUNT, "#up": UP_ROOM, "#down": DOWN_ROOM},
+            "ExpressionAttributeValues": to_attributes({":delta": delta, ":opposite": -delta, ":id": quota.account_id}),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+def counter_decision(table: str, quota: Quota, write: CounterWrite, decision: Decision) -> dict[str, Any]:
+    """A decision's action on one counter shard: its new count and headroom (shard 0: and the
+    quota's seq, above and decisions), on condition that the shard is as the decision read it."""
+    read = write.read
+    names = {"#count": COUNT, "#up": UP_ROOM, "#down": DOWN_ROOM}
+    values: dict[str, Any] = {
+        ":count": write.count,
+        ":up": write.up_room,
+        ":down": write.down_room,
+        ":id": quota.account_id,
+    }
+    sets = ["#count = :count", "#up = :up", "#down = :down", "account_id = :id"]
+    conditions = ["#count = :read" if read.exists else "attribute_not_exists(#count)"]
+    if read.exists:
+        values[":read"] = read.count
+    if read.shard == 0:
+        names |= {"#seq": EVENT_SEQ, "#above": ABOVE, "#decisions": DECISIONS}
+        values |= {":seq": decision.seq, ":above": sorted(decision.above), ":decisions": decision.version}
+        sets += ["#seq = :seq", "#above = :above", "#decisions = :decisions"]
+        if read.version:
+            conditions.append("#decisions = :decided")
+            values[":decided"] = read.version
+        else:
+            conditions.append("attribute_not_exists(#decisions)")
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": counter_key(quota, read.shard),
+            "UpdateExpression": "SET " + ", ".join(sets),
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": to_attributes(values),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
 
@@ -60,7 +135,9 @@ def read_counter(table: DynamoTable, quota: Quota) -> int | None:
 
 def correct_counter(table: DynamoTable, quota: Quota, by: int, read: int | None) -> bool:
     """Add `by` to counter shard 0 if its count is still `read` (None: it had no item); False if it
-    moved since. So a retry of a correction that landed is refused, not applied twice."""
+    moved since. So a retry of a correction that landed is refused, not applied twice. The shard's
+    headroom goes with it: the next batch on it decides, from the corrected count, what
+    subscribers must be told (functions/core/thresholds.py)."""
     values = {":fix": by} if read is None else {":fix": by, ":current": read}
     try:
         table.call(
@@ -68,9 +145,9 @@ def correct_counter(table: DynamoTable, quota: Quota, by: int, read: int | None)
             "update_item",
             TableName=table.name,
             Key=counter_key(quota),
-            UpdateExpression="ADD #count :fix",
+            UpdateExpression="ADD #count :fix REMOVE #up, #down",
             ConditionExpression="attribute_not_exists(#count)" if read is None else "#count = :current",
-            ExpressionAttributeNames={"#count": COUNT},
+            ExpressionAttributeNames={"#count": COUNT, "#up": UP_ROOM, "#down": DOWN_ROOM},
             ExpressionAttributeValues=to_attributes(values),
         )
     except ConditionFailed:

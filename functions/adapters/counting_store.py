@@ -6,17 +6,21 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
+from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
-from functions.adapters.counters import counter_addition
+from functions.adapters.counters import counter_addition, counter_decision, counter_key, counter_of, counter_state
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled
+from functions.adapters.outbox import crossing_item
 from functions.adapters.resource_records import pending_record
 from functions.adapters.resources import counted_update, resource_state, tombstone_update
-from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE
+from functions.adapters.shards import SPAN, account_key
+from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE, SORT_KEY
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
     DELTAS,
+    EVENTUAL_COUNTER_SHARDS,
     ActionKind,
     CancellationReason,
     ItemRecord,
@@ -27,12 +31,13 @@ from functions.core.counting import (
 from functions.core.errors import StoreUnavailable
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.model import Quota
+from functions.core.thresholds import Bands, CounterShard, Decision, thresholds_or_default
 from functions.shared.clock import Clock
 
 
 class DynamoCountingStore:
     """The eventual counter's storage: one transaction per batch of an account's counting actions,
-    plus the sweep's reads.
+    the reads and the transaction of a decision on usage thresholds, plus the sweep's reads.
 
     A counted delete turns the resource into a tombstone kept for `tombstone_retention`."""
 
@@ -48,8 +53,32 @@ class DynamoCountingStore:
         if delta == 0 and len(actions) == 1:
             return self._update_alone(self._action(quota, actions[0]))  # 1 WCU, not a transaction's 2
         items = [{"Update": self._action(quota, action)} for action in actions]
-        counter = [counter_addition(self._table.name, quota, delta, counter_shard(actions))] if delta else []
-        return self._transact(items + counter)
+        if not delta:
+            return self._transact(items, len(actions), [])
+        shard = counter_shard(actions)
+        return self._transact([*items, counter_addition(self._table.name, quota, delta, shard)], len(actions), [shard])
+
+    def read_for_decision(self, quota: Quota, seen: CounterShard, target: int) -> tuple[Bands, list[CounterShard]]:
+        spread = seen.shard > 0 or target > 0
+        counters = [counter_key(quota, shard) for shard in range(EVENTUAL_COUNTER_SHARDS)]
+        found = self._table.read_keys("read for a decision", [account_key(quota), *(counters if spread else [])])
+        account = next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), {})
+        if not spread and int(account.get(SPAN, 1)) > 1:  # a busy quota: its total is every shard's
+            spread = True
+            found += self._table.read_keys("read for a decision", counters)
+        # Per-quota thresholds come from the account item once a PUT can set them.
+        bands = Bands(int(account.get("limit", 0)), thresholds_or_default(None))
+        if not spread:
+            return bands, [seen if seen.shard == 0 else CounterShard(0, exists=False)]
+        read = {counter_of(item): item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY}
+        return bands, [counter_state(read.get(shard, {}), shard) for shard in range(EVENTUAL_COUNTER_SHARDS)]
+
+    def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
+        now = self._clock.now()
+        items = [{"Update": self._action(quota, action)} for action in actions]
+        items += [counter_decision(self._table.name, quota, write, decision) for write in decision.writes]
+        items += [crossing_item(self._table.name, crossing, now) for crossing in decision.crossings]
+        return self._transact(items, len(actions), [write.read.shard for write in decision.writes])
 
     def _action(self, quota: Quota, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
@@ -83,7 +112,9 @@ class DynamoCountingStore:
         for page in self._table.pages("scan pending index", request, "scan"):
             yield from map(pending_record, page.get("Items", []))
 
-    def _transact(self, actions: list[dict[str, Any]]) -> TransactionResult:
+    def _transact(self, actions: list[dict[str, Any]], resources: int, counters: Sequence[int]) -> TransactionResult:
+        """One transaction: `resources` resource actions first, then one action on each counter
+        shard of `counters`, then any others (outbox items)."""
         try:
             self._table.call("count resources", "transact_write_items", TransactItems=actions)
         except TransactionCancelled as cancelled:
@@ -92,5 +123,16 @@ class DynamoCountingStore:
                 raise StoreUnavailable(
                     "transaction cancelled without a reason per action", may_have_landed=False
                 ) from cancelled
-            return TransactionResult(tuple(CancellationReason(code, resource_state(item)) for code, item in reasons))
+            counter = next(
+                (
+                    counter_state(item, shard)
+                    for shard, (code, item) in zip(counters, reasons[resources:], strict=False)
+                    if code == CONDITIONAL_CHECK_FAILED
+                ),
+                None,
+            )
+            own = reasons[:resources]
+            return TransactionResult(
+                tuple(CancellationReason(code, resource_state(item)) for code, item in own), counter
+            )
         return COMMITTED

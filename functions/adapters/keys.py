@@ -4,11 +4,11 @@ quota (functions/core/model.py) whose items they are, and one, `quota_of`, parse
 Every key is built from the quota's *name*: the account id for the default type (so its keys are
 the ones the table held before types, unchanged), `<account>#<type>` for another type (account ids
 and type names never hold a `#`). A quota's items share its partition (`ACCOUNT#<name>`): its
-account item (`ACCOUNT`, admission shard 0), its eventual counter (`COUNTER`, counter shard 0) and
-its resources (`RESOURCE#<id>`). A busy quota's other admission shards and counter shards each have
-a partition key of their own, so its writes spread over partitions (docs/scaling.md). So each type
-of an account has partition keys of its own: a busy type never heats its siblings. Rate windows are
-the tenant's: keyed by account.
+account item (`ACCOUNT`, admission shard 0), its eventual counter (`COUNTER`, counter shard 0), its
+resources (`RESOURCE#<id>`) and its usage events' outbox items (`EVENT#<seq>`). A busy quota's
+other admission shards and counter shards each have a partition key of their own, so its writes
+spread over partitions (docs/scaling.md). So each type of an account has partition keys of its
+own: a busy type never heats its siblings. Rate windows are the tenant's: keyed by account.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ SHARD_SORT_KEY = "SHARD"
 COUNTER_PREFIX = "COUNTER#"
 COUNTER_SORT_KEY = "COUNTER"
 RESOURCE_PREFIX = "RESOURCE#"
+# A usage event's outbox item (functions/adapters/outbox.py): `EVENT#<seq>`, the seq zero-padded so
+# that a quota's events sort in their order.
+EVENT_PREFIX = "EVENT#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"
@@ -100,6 +103,10 @@ def quota_of(pk: str) -> Quota | None:
             name, separator, shard = pk[len(prefix) :].rpartition(TYPE_SEPARATOR)
             return _quota_named(name) if separator and shard.isdigit() else None
     return None
+
+
+def event_sk(seq: int) -> str:
+    return f"{EVENT_PREFIX}{seq:012d}"
 
 
 def resource_id_from_sk(sk: str) -> str | None:

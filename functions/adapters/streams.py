@@ -27,7 +27,11 @@ class DynamoStreamReader:
     def read_range(self, batch: StreamBatchInfo) -> list[ItemRecord]:
         """The range's records by sequence number. A GetRecords record has the fields of the record
         Lambda delivers that the codec reads, so Powertools' DynamoDBRecord reads both alike."""
-        return stream_records(map(DynamoDBRecord, self._records(batch)))
+        return stream_records(self.records(batch))
+
+    def records(self, batch: StreamBatchInfo) -> list[DynamoDBRecord]:
+        """The range's records as Powertools reads a Lambda event's."""
+        return list(map(DynamoDBRecord, self._records(batch)))
 
     def _records(self, batch: StreamBatchInfo) -> list[dict[str, Any]]:
         end = int(batch.end_sequence_number)

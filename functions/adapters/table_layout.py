@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from functions.adapters.keys import RESOURCE_PREFIX
+from functions.adapters.keys import EVENT_PREFIX, RESOURCE_PREFIX
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -79,4 +79,10 @@ STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
             "NewImage": {DELETED: {"BOOL": [True]}},
         },
     },
+)
+
+# The event publisher's filter: only the inserts of usage events' outbox items invoke it
+# (functions/adapters/outbox.py). Their TTL deletes are REMOVE records, which it never sees.
+OUTBOX_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
+    {"eventName": ["INSERT"], "dynamodb": {"Keys": {SORT_KEY: {"S": [{"prefix": EVENT_PREFIX}]}}}},
 )

@@ -14,11 +14,15 @@ adapters (functions/adapters/resource_records.py). Either way the same rules app
 
 Work is batched per quota (an account's limit, functions/core/model.py): a batch's tasks are folded
 to one action per resource, and one transaction per quota applies up to 99 of them with one ADD of
-their net change to the counter.
+their net change to the counter, and to its headroom, on condition that the headroom is there: the
+batch crosses no usage threshold (functions/core/thresholds.py).
 A cancelled transaction says, per action, why: a failed condition on an action's own item means
 that work is done already (or asks for the other removal), an action that was not the cause is
-sent again, and any other reason is retried later. Decisions read the structured
-CancellationReasons codes only.
+sent again, and any other reason is retried later. A failed condition on the counter alone means
+the batch may cross a threshold (or the counter has no headroom yet): the counter as it was (the
+cancellation's ALL_OLD) and the quota's limit decide its crossings, and one transaction writes the
+actions, the counter with its new headroom and one outbox item per crossing. Decisions read the
+structured CancellationReasons codes only.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Protocol
 
 from functions.core.errors import StoreUnavailable
 from functions.core.model import Quota
+from functions.core.thresholds import Bands, CounterShard, Decision, decide
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +48,8 @@ NO_FAILURE = "None"
 # counted concurrently); a few re-reads settle it, after that the record is retried later.
 MAX_REMOVAL_ATTEMPTS = 3
 # DynamoDB takes up to 100 items per TransactWriteItems; one of them is the counter.
-MAX_ACTIONS_PER_TRANSACTION = 99
+MAX_TRANSACTION_ITEMS = 100
+MAX_ACTIONS_PER_TRANSACTION = MAX_TRANSACTION_ITEMS - 1
 # Pending resources a sweep applies together (their accounts' actions batched).
 SWEEP_PAGE = 1000
 # Transactions one chunk of actions may take before what is left is retried later.
@@ -114,10 +120,12 @@ class CancellationReason:
 
 @dataclass(frozen=True)
 class TransactionResult:
-    """Committed, or cancelled with one reason per resource action, in action order (the counter's
-    own reason, when it had an action, after them)."""
+    """Committed, or cancelled with one reason per resource action, in action order. `counter`: a
+    counter shard whose condition failed, as it was: its headroom did not allow the batch, or it
+    moved since a decision read it (None: no counter condition failed)."""
 
     reasons: tuple[CancellationReason, ...] = ()
+    counter: CounterShard | None = None
 
     @property
     def committed(self) -> bool:
@@ -132,7 +140,22 @@ class CountingStore(Protocol):
         """In one transaction: each action on its resource, in order, and one ADD of their net
         change to one of the account's eventual counter shards (none when it is 0): shard 0,
         unless an action's resource was admitted by an admission shard above 0 (counter_shard).
+        The same ADD moves the shard's headroom, on condition that it allows the change.
         At most MAX_ACTIONS_PER_TRANSACTION actions, one per resource."""
+        ...
+
+    def read_for_decision(self, quota: Quota, seen: CounterShard, target: int) -> tuple[Bands, list[CounterShard]]:
+        """The quota's limit and thresholds, and the counter shards a decision on shard `target`
+        writes, shard 0 first: shard 0 alone (`seen`, if that is shard 0 as a failed condition
+        gave it) for a quota whose admission never spread, else every counter shard it may have,
+        read strongly consistent."""
+        ...
+
+    def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
+        """In one transaction: each action on its resource, each counter shard of the decision
+        (its count and headroom, and shard 0's seq, above and version) conditional on it being as
+        read, and one outbox item per crossing."""
+        ...
 
 
 def counter_shard(actions: Sequence[ResourceAction]) -> int:
@@ -246,25 +269,35 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
 def _apply_chunk(
     store: CountingStore, quota: Quota, pending: dict[str, ActionKind], admitted_by: Mapping[str, int]
 ) -> dict[str, Outcome]:
-    """One quota's actions, one transaction per round, until each has an outcome."""
+    """One quota's actions, one transaction per round, until each has an outcome. A round is the
+    usual transaction, or a decision when the last one's counter condition failed (`seen`)."""
     outcomes: dict[str, Outcome] = {}
     switches: Counter[str] = Counter()
+    seen: CounterShard | None = None
     for _ in range(MAX_ROUNDS):
         if not pending:
             break
         actions = [ResourceAction(kind, resource_id, admitted_by[resource_id]) for resource_id, kind in pending.items()]
         try:
-            result = store.apply_actions(quota, actions)
+            if seen is None:
+                result = store.apply_actions(quota, actions)
+            else:
+                actions, result = _decide(store, quota, actions, seen)
         except StoreUnavailable as error:  # the records are retried later
             logger.warning("store unavailable for %d action(s) of %s: %s", len(actions), quota, error)
             break
+        seen = None
         if result.committed:
-            outcomes.update((action.resource_id, Outcome.APPLIED) for action in actions)
-            pending = {}
-            break
+            for action in actions:  # a decision may have taken only the first of them
+                outcomes[action.resource_id] = Outcome.APPLIED
+                del pending[action.resource_id]
+            continue
         steps = [decide_action(action.kind, reason) for action, reason in zip(actions, result.reasons, strict=False)]
         if all(step is None for step in steps):
-            break  # the counter's own action failed (throttled, conflicting): retry them all later
+            if result.counter is None:
+                break  # the counter's own action failed (throttled, conflicting): retry them all later
+            seen = result.counter  # no headroom for this batch, or the counter moved: decide
+            continue
         for action, step in zip(actions, steps, strict=False):
             if isinstance(step, Outcome):
                 outcomes[action.resource_id] = step
@@ -278,6 +311,20 @@ def _apply_chunk(
                     pending[action.resource_id] = step
     outcomes.update((resource_id, Outcome.RETRY) for resource_id in pending)
     return outcomes
+
+
+def _decide(
+    store: CountingStore, quota: Quota, actions: list[ResourceAction], seen: CounterShard
+) -> tuple[list[ResourceAction], TransactionResult]:
+    """A decision's round (functions/core/thresholds.py): the crossings of the actions' net change
+    from the exact usage, written with them. A decision's transaction also holds every counter
+    shard and an outbox item per threshold at most, so it takes fewer actions when it must: the
+    rest go in the next round."""
+    bands, shards = store.read_for_decision(quota, seen, counter_shard(actions))
+    taken = actions[: MAX_TRANSACTION_ITEMS - len(shards) - len(bands.thresholds)]
+    delta = sum(DELTAS[action.kind] for action in taken)
+    decision = decide(quota, bands, shards, counter_shard(taken), delta)
+    return taken, store.apply_decision(quota, taken, decision)
 
 
 @dataclass

@@ -24,13 +24,14 @@ from functions.adapters.audit_reads import DynamoAuditReads
 from functions.adapters.counting_store import DynamoCountingStore
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import watch_attempts
+from functions.adapters.event_bus import EventBridgeBus
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
 from functions.core.rate_limits import TenantLimiter
 from functions.shared.clock import Clock
-from functions.shared.config import Settings
+from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
 
 # Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
 # Every write's condition makes its retry harmless (docs/admission.md), so all calls may retry.
@@ -123,6 +124,15 @@ class Clients:
     @property
     def audit_reads(self) -> DynamoAuditReads:
         return self._once("audit_reads", lambda: DynamoAuditReads(self.table))
+
+    @property
+    def event_bus(self) -> EventBridgeBus:
+        """The bus usage events go on (the publisher's: its environment names it)."""
+        if self.settings.event_bus_name is None:
+            variable = FunctionEnvironment.variable("event_bus_name")
+            raise ConfigurationError(f"environment variable {variable} must be set")
+        bus = self.settings.event_bus_name
+        return self._once("event_bus", lambda: EventBridgeBus(self._client("events"), bus))
 
     @property
     def stream_reader(self) -> DynamoStreamReader:

@@ -105,6 +105,8 @@ class FunctionEnvironment(BaseModel):
     jwt_audience: str | None = Field(default=None, validation_alias="JWT_AUDIENCE")
     jwt_tenant_claim: str | None = Field(default=None, validation_alias="JWT_TENANT_CLAIM")
     jwt_admin_scope: str | None = Field(default=None, validation_alias="JWT_ADMIN_SCOPE")
+    # The event publisher's: the EventBridge bus it puts usage events on (infra/events.py).
+    event_bus_name: str | None = Field(default=None, validation_alias="EVENT_BUS_NAME")
 
     @classmethod
     def variable(cls, field_name: str) -> str:
@@ -180,6 +182,7 @@ class Settings:
     sharding: ShardingSettings = field(default_factory=ShardingSettings)
     tenant_rate: TenantRate = DEFAULT_TENANT_RATE
     rate_part_requests: float = REQUESTS_PER_SECOND_PER_PART
+    event_bus_name: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -197,6 +200,7 @@ class Settings:
             sharding=sharding if read.shard_grow_at is None else replace(sharding, grow_at=read.shard_grow_at),
             tenant_rate=read.tenant_rate(),
             rate_part_requests=read.rate_part_requests or REQUESTS_PER_SECOND_PER_PART,  # None if not set; never 0
+            event_bus_name=read.event_bus_name,
         )
 
 

@@ -20,6 +20,9 @@ from importlib.metadata import version
 from local.moto_patches import (
     backend_per_host,
     conditions_lexed_once,
+    event_bus_ref,
+    event_connections,
+    event_targets,
     item_answers_as_json,
     no_event_source_polling,
     stream_records_as_json,
@@ -52,6 +55,9 @@ def apply_corrections() -> None:
     `client_request_tokens.ClientRequestTokens` and `empty_expression_maps.EmptyExpressionMaps`."""
     check_version()
     no_event_source_polling.apply()
+    event_bus_ref.apply()
+    event_connections.apply()
+    event_targets.apply()
     transact_get_items_limit.apply()
     transaction_rollback.apply()
 

@@ -31,6 +31,12 @@ def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed() -> N
     assert "eventual = existing counted resources at every sampled instant" in failed
 
 
+def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> None:
+    report = run(ChaosSettings(seed=11, operations=300, clients=4, mutation="consumer-drops-downward-crossings"))
+    failed = {check.name for check in report.checks if check.violations}
+    assert "usage events: each account's outbox holds exactly the crossings of its counter's path, in order" in failed
+
+
 def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None:
     """The only fault: a share of single-item writes land and answer 500 two seconds later, after
     the consumer has acted. Callers see no 5xx, no lease is left, the stored counters are exact

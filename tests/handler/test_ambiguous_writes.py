@@ -183,9 +183,17 @@ def test_a_losing_delete_gives_back_its_decrement_once(harness: Harness, kind: K
 # --- the consumer (the redrive and the sweeper apply records with the same code) ------------------
 
 
-def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness, kind: Kind, faults: Faults) -> None:
-    """Meanwhile the resource is deleted and its delete counted, so the retry finds a tombstone."""
+@pytest.mark.parametrize("counter", ["with headroom", "deciding"])
+def test_a_count_transaction_that_landed_is_not_applied_twice(
+    harness: Harness, kind: Kind, faults: Faults, counter: str
+) -> None:
+    """Meanwhile the resource is deleted and its delete counted, so the retry finds a tombstone.
+    With headroom the count is the usual transaction; on a counter without it (its first count),
+    the transaction that lands is the decision's (functions/core/thresholds.py)."""
     kind.put(5)
+    if counter == "with headroom":
+        kind.create("keep")
+        harness.pump()
     resource_id = kind.create().json()["resourceId"]
     records = harness.tap.drain()
 
@@ -193,9 +201,13 @@ def test_a_count_transaction_that_landed_is_not_applied_twice(harness: Harness, 
         assert kind.delete(resource_id).status == 204
         harness.pump()
 
-    faults.lands_then_500("TransactWriteItems", lambda p: True, delete_and_count)
+    deciding = counter == "deciding"
+    landed = faults.lands_then_500(
+        "TransactWriteItems", lambda p: ("#decisions" in str(p["TransactItems"])) == deciding, delete_and_count
+    )
     assert harness.deliver(records) == []
-    exact(harness, kind.quota, live=0)
+    assert landed == [1]
+    exact(harness, kind.quota, live=0 if deciding else 1)
 
 
 def test_a_removal_transaction_that_landed_is_not_applied_twice(harness: Harness, kind: Kind, faults: Faults) -> None:

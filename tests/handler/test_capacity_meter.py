@@ -147,6 +147,12 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
         store, ACME, accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
     )
     deliver()
+    # The counter's first count decides its usage thresholds' headroom (functions/core/thresholds.py):
+    # a quiet account's counts after that are one transaction each.
+    first = accounts.create_resource(store, ACME, NewResource("vm"), None, lambda: "2026-11-24T12:00:00.500Z")
+    deliver()
+    accounts.delete_resource(store, ACME, first.resource.resource_id, lambda: "2026-11-24T12:00:00.600Z")
+    deliver()
     with meter.operation("create") as create:
         created = accounts.create_resource(store, ACME, NewResource("vm"), None, lambda: "2026-11-24T12:00:01.000Z")
     with meter.operation("count") as count:

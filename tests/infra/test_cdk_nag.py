@@ -21,6 +21,12 @@ JWT = {
     constants.JWT_ISSUER_CONTEXT_KEY: "https://issuer.example.com",
     constants.JWT_AUDIENCE_CONTEXT_KEY: "counter",
 }
+# Every optional target of the usage events: the webhook's API destination and the alarm email.
+EVENT_TARGETS = {
+    constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage",
+    constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: "arn:aws:secretsmanager:eu-west-1:111122223333:secret:hook-AbCdEf",
+    constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com",
+}
 
 
 def the_app_s_stack(app: cdk.App) -> None:
@@ -39,8 +45,14 @@ def in_a_stage(app: cdk.App) -> None:
 
 @pytest.mark.parametrize(
     ("build", "context"),
-    [(the_app_s_stack, {}), (the_app_s_stack, JWT), (two_in_one_stack, {}), (in_a_stage, {})],
-    ids=["iam", "jwt", "two-in-one-stack", "in-a-stage"],
+    [
+        (the_app_s_stack, {}),
+        (the_app_s_stack, JWT),
+        (the_app_s_stack, EVENT_TARGETS),
+        (two_in_one_stack, {}),
+        (in_a_stage, {}),
+    ],
+    ids=["iam", "jwt", "event-targets", "two-in-one-stack", "in-a-stage"],
 )
 def test_the_awssolutions_rules_find_nothing_unexplained(
     tmp_path: Path, build: Callable[[cdk.App], None], context: dict[str, str]

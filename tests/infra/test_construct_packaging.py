@@ -114,7 +114,7 @@ def test_the_wheel_carries_the_construct_and_the_functions_it_bundles(tmp_path: 
     [command] = result["pip"]  # the functions' requirements, from the installed copy
     assert command[command.index("--requirement") + 1] == str(installed / "functions" / "requirements.txt")
     functions = [r for r in result["template"]["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 5  # the counter's four and the user's own
+    assert len(functions) == 6  # the counter's five and the user's own
     # The package the counter's functions run: the installed functions/, bundled.
     [asset] = {
         f["Properties"]["Code"]["S3Key"].removesuffix(".zip") for f in functions if "S3Key" in f["Properties"]["Code"]

@@ -10,6 +10,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
@@ -106,15 +107,19 @@ def test_each_instance_counts_its_own_tables_stream_into_its_own_dead_letter_que
     mappings = of_type(two.template, "AWS::Lambda::EventSourceMapping").values()
     for counter in counters(two):
         table_id = logical_id(counter.table)
-        [stream_source] = [
-            m["Properties"]
+        stream_sources = {
+            m["Properties"]["FunctionName"]["Ref"]: m["Properties"]
             for m in mappings
             if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
-        ]
-        consumer_id = stream_source["FunctionName"]["Ref"]
+        }
+        consumer_id, publisher_id = sorted(stream_sources)  # the consumer's and the event publisher's
         assert consumer_id.startswith(f"{counter.node.id}Counting"), consumer_id
-        assert stream_source["DestinationConfig"]["OnFailure"]["Destination"] == {
+        assert publisher_id.startswith(f"{counter.node.id}UsageEvents"), publisher_id
+        assert stream_sources[consumer_id]["DestinationConfig"]["OnFailure"]["Destination"] == {
             "Fn::GetAtt": [logical_id(counter.dlq1), "Arn"]
+        }
+        assert stream_sources[publisher_id]["DestinationConfig"]["OnFailure"]["Destination"] == {
+            "Fn::GetAtt": [logical_id(counter.events_dlq), "Arn"]
         }
         redrive_policy = two.template["Resources"][logical_id(counter.dlq1)]["Properties"]["RedrivePolicy"]
         assert redrive_policy["deadLetterTargetArn"] == {"Fn::GetAtt": [logical_id(counter.dlq2), "Arn"]}
@@ -133,7 +138,7 @@ def test_each_instance_s_settings_are_its_own(two: TwoCounters) -> None:
     stream_sources = [
         m["Properties"]
         for m in of_type(two.template, "AWS::Lambda::EventSourceMapping").values()
-        if "StartingPosition" in m["Properties"]
+        if "StartingPosition" in m["Properties"] and "Counting" in m["Properties"]["FunctionName"]["Ref"]
     ]
     windows = {
         counter.node.id: source["MaximumBatchingWindowInSeconds"]
@@ -185,6 +190,8 @@ def test_no_physical_name_is_fixed_but_those_unique_to_their_instance(two: TwoCo
         ]
         if resource_type == "AWS::CloudWatch::InsightRule":
             assert sorted(named) == ["Shop-Orders-throttled-tenants", "Shop-Projects-throttled-tenants"]
+        elif resource_type == "AWS::Logs::LogGroup":  # EventBridge writes to /aws/events/ log groups
+            assert sorted(named) == ["/aws/events/Shop-Orders-usage", "/aws/events/Shop-Projects-usage"]
         else:
             assert named == [], resource_type
     # No output is exported (an export name is account- and region-wide). The construct's only
@@ -434,7 +441,7 @@ def test_each_prop_reaches_the_template() -> None:
     [stream] = [
         m["Properties"]
         for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()
-        if "StartingPosition" in m["Properties"]
+        if "StartingPosition" in m["Properties"] and "Counting" in m["Properties"]["FunctionName"]["Ref"]
     ]
     assert (stream["MaximumBatchingWindowInSeconds"], stream["ParallelizationFactor"]) == (9, 4)
     [settings] = one(template, "AWS::ApiGateway::Stage")["Properties"]["MethodSettings"]
@@ -474,6 +481,20 @@ def test_an_existing_table_is_used_and_not_created() -> None:
     assert of_type(template, "AWS::DynamoDB::Table") == {}
     sources = [m["Properties"]["EventSourceArn"] for m in of_type(template, "AWS::Lambda::EventSourceMapping").values()]
     assert RESTORED_STREAM in sources
+
+
+def test_an_existing_event_bus_takes_the_usage_events_and_none_is_created() -> None:
+    app = new_app()
+    stack = cdk.Stack(app, "User")
+    mine = events.EventBus.from_event_bus_arn(stack, "Mine", "arn:aws:events:eu-west-1:111122223333:event-bus/mine")
+    counter = HybridCounter(stack, "Limits", HybridCounterProps(event_bus=mine))
+    assert counter.event_bus is mine
+    template = app.synth().get_stack_by_name("User").template
+    assert of_type(template, "AWS::Events::EventBus") == {}
+    [publisher] = [f for f in of_type(template, "AWS::Lambda::Function").values() if "EVENT_BUS_NAME" in json.dumps(f)]
+    assert publisher["Properties"]["Environment"]["Variables"]["EVENT_BUS_NAME"] == "mine"
+    rules = of_type(template, "AWS::Events::Rule").values()
+    assert any(rule["Properties"].get("EventBusName") == "mine" for rule in rules)
 
 
 @pytest.mark.parametrize(
@@ -526,7 +547,10 @@ def test_the_construct_in_two_stages_of_a_user_s_app_synthesizes_apart() -> None
     for name, template in templates.items():
         [rule] = of_type(template, "AWS::CloudWatch::InsightRule").values()
         assert rule["Properties"]["RuleName"] == f"{name}-Limits-Counter-throttled-tenants"
-        assert len(of_type(template, "AWS::Lambda::Function")) == 4
+        groups = of_type(template, "AWS::Logs::LogGroup").values()
+        [log_group] = [group for group in groups if "LogGroupName" in group["Properties"]]
+        assert log_group["Properties"]["LogGroupName"] == f"/aws/events/{name}-Limits-Counter-usage"
+        assert len(of_type(template, "AWS::Lambda::Function")) == 5
 
 
 # --- the app's stack is one use of it ---------------------------------------------------------------
@@ -556,9 +580,18 @@ DEPLOYED_IDS = {
 }
 
 
+# Added since: the usage events' (infra/events.py).
+ADDED_IDS = {
+    "AWS::SQS::Queue": {"UsageEventsEventsFailureQueueCBF9EB51"},
+    "AWS::Lambda::Function": {"UsageEventsEventPublisherFunction13156913"},
+    "AWS::IAM::Role": {"UsageEventsEventPublisherFunctionRole117186DE"},
+}
+
+
 @pytest.mark.parametrize("resource_type", sorted(DEPLOYED_IDS))
 def test_the_app_s_stack_keeps_the_logical_ids_of_the_deployed_stack(resource_type: str) -> None:
-    assert set(of_type(synth_template_json(), resource_type)) == DEPLOYED_IDS[resource_type]
+    added = ADDED_IDS.get(resource_type, set())
+    assert set(of_type(synth_template_json(), resource_type)) == DEPLOYED_IDS[resource_type] | added
 
 
 def test_the_app_s_stack_keeps_its_output_names_and_its_insight_rule_name(template_json: dict[str, Any]) -> None:

@@ -222,14 +222,17 @@ def test_dlq1_visibility_covers_six_redrive_timeouts(template_json: dict[str, An
     assert visibility_timeout >= 6 * redrive["Properties"]["Timeout"]
 
 
-@pytest.mark.parametrize("output_name", [constants.OUTPUT_DLQ1_URL, constants.OUTPUT_DLQ2_URL])
+DEAD_LETTER_QUEUES = [constants.OUTPUT_DLQ1_URL, constants.OUTPUT_DLQ2_URL, constants.OUTPUT_EVENTS_DLQ_URL]
+
+
+@pytest.mark.parametrize("output_name", DEAD_LETTER_QUEUES)
 def test_dead_letter_queues_are_encrypted_and_kept_two_weeks(template_json: dict[str, Any], output_name: str) -> None:
     queue = template_json["Resources"][queue_id_by_output(template_json, output_name)]["Properties"]
     assert queue["SqsManagedSseEnabled"] is True
     assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600 == 1209600
 
 
-@pytest.mark.parametrize("output_name", [constants.OUTPUT_DLQ1_URL, constants.OUTPUT_DLQ2_URL])
+@pytest.mark.parametrize("output_name", DEAD_LETTER_QUEUES)
 def test_dead_letter_queues_refuse_plain_http(template_json: dict[str, Any], output_name: str) -> None:
     queue_id = queue_id_by_output(template_json, output_name)
     policies = [
@@ -278,12 +281,14 @@ ALL_HANDLERS = (
     constants.STREAM_CONSUMER_HANDLER,
     constants.REDRIVE_HANDLER,
     constants.SWEEPER_HANDLER,
+    constants.EVENT_PUBLISHER_HANDLER,
 )
 EXPECTED_TIMEOUTS = {
     constants.API_HANDLER: 10,
     constants.STREAM_CONSUMER_HANDLER: 30,
     constants.REDRIVE_HANDLER: 60,
     constants.SWEEPER_HANDLER: 300,
+    constants.EVENT_PUBLISHER_HANDLER: 30,
 }
 SWEEPER_ENVIRONMENT = {
     FunctionEnvironment.variable("pending_older_than"): "300",
@@ -298,6 +303,12 @@ API_ENVIRONMENT = {
     FunctionEnvironment.variable("tenant_window_seconds"): "2",
     FunctionEnvironment.variable("quiet"): "60",
 }
+
+
+def publisher_environment(template_json: dict[str, Any]) -> dict[str, Any]:
+    """The bus the publisher puts events on: the stack's."""
+    [bus_id] = resources_of_type(template_json, "AWS::Events::EventBus")
+    return {FunctionEnvironment.variable("event_bus_name"): {"Ref": bus_id}}
 
 
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
@@ -321,6 +332,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         FunctionEnvironment.variable("tombstone_retention"): str(constants.TOMBSTONE_RETENTION_SECONDS),
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
         **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),
+        **(publisher_environment(template_json) if handler == constants.EVENT_PUBLISHER_HANDLER else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
@@ -784,6 +796,11 @@ def test_the_dashboard_ranks_the_tenants_throttled_most(template_json: dict[str,
         constants.OUTPUT_TENANT_ROLE_ARN,
         constants.OUTPUT_ADMIN_ROLE_ARN,
         constants.OUTPUT_TENANT_TAG_KEY,
+        constants.OUTPUT_EVENT_BUS_NAME,
+        constants.OUTPUT_EVENT_BUS_ARN,
+        constants.OUTPUT_EVENTS_DLQ_URL,
+        constants.OUTPUT_EVENTS_DLQ_ALARM_NAME,
+        constants.OUTPUT_EVENTS_LOG_GROUP,
     ],
 )
 def test_outputs_exist_under_their_constant_names(template_json: dict[str, Any], output_name: str) -> None:
@@ -836,7 +853,7 @@ def test_the_sweeper_runs_every_five_minutes_alone(template_json: dict[str, Any]
     sweeper_id, sweeper = function_by_handler(template_json, constants.SWEEPER_HANDLER)
     assert sweeper["Properties"]["ReservedConcurrentExecutions"] == 1
     rules = resources_of_type(template_json, "AWS::Events::Rule")
-    [rule] = rules.values()
+    [rule] = [rule for rule in rules.values() if "ScheduleExpression" in rule["Properties"]]
     assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
     assert rule["Properties"]["State"] == "ENABLED"
     [target] = rule["Properties"]["Targets"]

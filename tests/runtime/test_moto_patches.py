@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import datetime
 import inspect
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from local.moto_patches.tables import MotoTables
 from local.moto_patches.transact_get_items_limit import UPSTREAM_TRANSACTION_MAX_ITEMS
 from tests.support.tables import create_table
 
-SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam")
+SERVICES = ("dynamodb", "dynamodbstreams", "sqs", "lambda", "iam", "cloudformation", "events", "secretsmanager")
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements-dev.txt"
 
 
@@ -785,3 +786,102 @@ def test_upstream_moto_s_tables_read_in_place(upstream: dict[str, Any]) -> None:
     assert tables.item("us-east-1", "upstream-tables", {"pk": {"S": "P#1"}, "sk": {"S": "Z"}}) is None
     assert tables.partitions("us-east-1", "upstream-tables", ["P#1", "P#9"]) == [item]
     assert tables.shape("us-east-1", "no-such-table") is None
+
+
+# --- event_bus_ref ------------------------------------------------------------------------------
+
+BUS_AND_RULE = {
+    "Resources": {
+        "Bus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "usage"}},
+        "Rule": {
+            "Type": "AWS::Events::Rule",
+            "Properties": {"EventBusName": {"Ref": "Bus"}, "EventPattern": {"source": ["hybrid-counter.usage"]}},
+        },
+    },
+    "Outputs": {"BusName": {"Value": {"Ref": "Bus"}}},
+}
+
+
+def test_a_rule_on_a_bus_of_the_template_deploys_and_ref_names_the_bus(aws: dict[str, Any]) -> None:
+    """Ref of an AWS::Events::EventBus is its name (CloudFormation reference, Return values)."""
+    name = f"bus-{uuid.uuid4().hex[:8]}"
+    aws["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(BUS_AND_RULE))
+    [stack] = aws["cloudformation"].describe_stacks(StackName=name)["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    assert stack["Outputs"] == [{"OutputKey": "BusName", "OutputValue": "usage"}]
+    assert len(aws["events"].list_rules(EventBusName="usage")["Rules"]) == 1
+
+
+def test_upstream_moto_resolves_a_bus_ref_to_the_bus_object(upstream: dict[str, Any]) -> None:
+    from moto.events.models import EventBus
+
+    assert "physical_resource_id" not in vars(EventBus)
+    from botocore.parsers import ResponseParserError
+
+    with pytest.raises(ResponseParserError):  # the rule's EventBusName is the object: an AttributeError, a 500
+        upstream["cloudformation"].create_stack(StackName="upstream-bus", TemplateBody=json.dumps(BUS_AND_RULE))
+
+
+# --- event_targets ------------------------------------------------------------------------------
+
+
+def test_upstream_moto_fails_put_events_on_a_bus_with_a_rule_to_an_sns_topic(upstream: dict[str, Any]) -> None:
+    """The patched emulator's answer is in tests/runtime/test_event_bus.py (the runtime delivers it)."""
+    events = upstream["events"]
+    events.create_event_bus(Name="upstream-usage")
+    topic = "arn:aws:sns:us-east-1:123456789012:alarms"
+    events.put_rule(Name="to-topic", EventBusName="upstream-usage", EventPattern=json.dumps({"source": ["s"]}))
+    events.put_targets(Rule="to-topic", EventBusName="upstream-usage", Targets=[{"Id": "t", "Arn": topic}])
+    from botocore.parsers import ResponseParserError
+
+    entry = {"EventBusName": "upstream-usage", "Source": "s", "DetailType": "d", "Detail": "{}"}
+    with pytest.raises((ClientError, ResponseParserError)):  # NotImplementedError in moto: a 500
+        events.put_events(Entries=[entry])
+
+
+# --- event_connections --------------------------------------------------------------------------
+
+
+def webhook_template(secret_arn: str) -> dict[str, Any]:
+    key = {"ApiKeyName": "x-api-key", "ApiKeyValue": f"{{{{resolve:secretsmanager:{secret_arn}:SecretString:::}}}}"}
+    return {
+        "Resources": {
+            "Key": {
+                "Type": "AWS::Events::Connection",
+                "Properties": {"AuthorizationType": "API_KEY", "AuthParameters": {"ApiKeyAuthParameters": key}},
+            },
+            "Hook": {
+                "Type": "AWS::Events::ApiDestination",
+                "Properties": {
+                    "ConnectionArn": {"Fn::GetAtt": ["Key", "Arn"]},
+                    "InvocationEndpoint": "https://hooks.example.com/usage",
+                    "HttpMethod": "POST",
+                },
+            },
+        },
+        "Outputs": {"Hook": {"Value": {"Fn::GetAtt": ["Hook", "Arn"]}}},
+    }
+
+
+def test_connections_and_api_destinations_deploy_with_the_secret_resolved(aws: dict[str, Any]) -> None:
+    """CloudFormation resolves a dynamic reference when it creates the resource (its user guide,
+    "Get values stored in other services using dynamic references")."""
+    secret_arn = aws["secretsmanager"].create_secret(Name=f"hook-{uuid.uuid4().hex[:6]}", SecretString="s3cret")["ARN"]
+    name = f"hook-{uuid.uuid4().hex[:8]}"
+    aws["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(webhook_template(secret_arn)))
+    [stack] = aws["cloudformation"].describe_stacks(StackName=name)["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    [output] = stack["Outputs"]
+    destination_name = output["OutputValue"].split(":api-destination/")[1].split("/")[0]
+    destination = aws["events"].describe_api_destination(Name=destination_name)
+    connection_name = destination["ConnectionArn"].split(":connection/")[1].split("/")[0]
+    connection = aws["events"].describe_connection(Name=connection_name)
+    stored = json.loads(aws["secretsmanager"].get_secret_value(SecretId=connection["SecretArn"])["SecretString"])
+    assert stored["api_key_value"] == "s3cret"
+
+
+def test_upstream_moto_has_no_cloudformation_model_of_a_connection() -> None:
+    from moto.cloudformation.parsing import get_model_map
+
+    assert "AWS::Events::Connection" not in get_model_map()
+    assert "AWS::Events::ApiDestination" not in get_model_map()

@@ -33,6 +33,7 @@ from functions.core.counting import (
 )
 from functions.core.errors import StoreUnavailable
 from functions.core.model import Quota
+from functions.core.thresholds import DEFAULT_THRESHOLDS, UNBOUNDED, Bands, CounterShard, Decision, Direction
 
 A1, A2 = Quota("a1"), Quota("a2")
 
@@ -308,3 +309,76 @@ def test_folding_keeps_the_admission_shard_of_each_resource() -> None:
     store = BatchStore([COMMITTED])
     process_records(store, [insert("r1", "101", shard=2), deleted("r1", "102", shard=2)])
     assert store.calls == [[ResourceAction(ActionKind.REMOVE_COUNTED, "r1", shard=2)]]
+
+
+# --- usage thresholds: a failed headroom condition decides ----------------------------------------
+
+
+@dataclass
+class DecidingStore:
+    """Scripted answers to the usual transactions and to decisions; the counter shards and bands
+    a decision reads; the decisions written."""
+
+    results: list[TransactionResult]
+    decision_results: list[TransactionResult]
+    shards: list[CounterShard]
+    bands: Bands = field(default_factory=lambda: Bands(100, DEFAULT_THRESHOLDS))
+    calls: list[str] = field(default_factory=list)
+    decided: list[tuple[list[ResourceAction], Decision]] = field(default_factory=list)
+    reads: list[tuple[CounterShard, int]] = field(default_factory=list)
+
+    def apply_actions(self, quota: Quota, actions: Sequence[ResourceAction]) -> TransactionResult:
+        self.calls.append(f"transaction of {len(actions)}")
+        return self.results.pop(0)
+
+    def read_for_decision(self, quota: Quota, seen: CounterShard, target: int) -> tuple[Bands, list[CounterShard]]:
+        self.calls.append("read")
+        self.reads.append((seen, target))
+        return self.bands, self.shards
+
+    def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
+        self.calls.append(f"decision of {len(actions)}")
+        self.decided.append((list(actions), decision))
+        return self.decision_results.pop(0)
+
+
+def no_headroom(counter: CounterShard, actions: int = 1) -> TransactionResult:
+    """The counter's condition failed (its headroom does not allow the batch), nothing else did."""
+    return TransactionResult(tuple(reason("None") for _ in range(actions)), counter)
+
+
+def test_a_batch_that_may_cross_is_decided_from_the_counter_the_cancellation_gave() -> None:
+    at_79 = CounterShard(0, 79, up_room=1, down_room=UNBOUNDED)
+    store = DecidingStore([no_headroom(at_79)], [COMMITTED], [at_79])
+    report = process_records(store, [insert("r1", "101")])
+    assert report.outcomes == {Outcome.APPLIED: 1}
+    assert store.calls == ["transaction of 1", "read", "decision of 1"]
+    assert store.reads == [(at_79, 0)]
+    [(actions, decision)] = store.decided
+    assert actions == [ResourceAction(ActionKind.COUNT_CREATE, "r1")]
+    assert [(c.threshold, c.direction, c.usage, c.seq) for c in decision.crossings] == [(80, Direction.UP, 80, 1)]
+
+
+def test_a_decision_whose_counter_moved_decides_again_from_a_new_read() -> None:
+    at_79 = CounterShard(0, 79, up_room=1, down_room=UNBOUNDED)
+    moved = CounterShard(0, 80, up_room=20, down_room=0, version=1)
+    store = DecidingStore([no_headroom(at_79)], [no_headroom(moved), COMMITTED], [at_79])
+    assert process_records(store, [insert("r1", "101")]).outcomes == {Outcome.APPLIED: 1}
+    assert store.calls == ["transaction of 1", "read", "decision of 1", "read", "decision of 1"]
+    assert store.reads[1][0] == moved
+
+
+def test_a_decision_takes_fewer_actions_to_fit_its_shards_and_outbox_items_and_the_rest_go_on() -> None:
+    """100 items at most: 8 counter shards and 2 possible outbox items leave 90 actions."""
+    shards = [CounterShard(shard, 0) for shard in range(EVENTUAL_COUNTER_SHARDS)]
+    store = DecidingStore([no_headroom(CounterShard(3, exists=False), 99), COMMITTED], [COMMITTED], shards)
+    records = [insert(f"r{n}", str(n), shard=1) for n in range(99)]
+    report = process_records(store, records)
+    assert report.outcomes == {Outcome.APPLIED: 99}
+    assert store.calls == ["transaction of 99", "read", "decision of 90", "transaction of 9"]
+
+
+def test_a_counter_that_fails_for_another_reason_is_not_decided_but_retried_later() -> None:
+    store = DecidingStore([TransactionResult((reason("None"), reason("TransactionConflict")))], [], [])
+    assert process_records(store, [insert("r1", "101")]).failed == ["101"]
+    assert store.calls == ["transaction of 1"]

@@ -1,0 +1,86 @@
+"""The usage events' outbox item family: one item per event, written in the transaction that
+decides it (functions/core/counting.py), in the quota's partition (`EVENT#<seq>`), and read back
+from the table's stream by the publisher (functions/event_publisher/handler.py).
+
+An item holds the event as the bus carries it: its detail-type and its detail (the model's JSON,
+functions/events/models.py). It expires (TTL) after OUTBOX_RETENTION: long after the stream's 24 h
+and the events' dead-letter queue's 14 days, so an operator's replay can still find it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+    DynamoDBRecord,
+    DynamoDBRecordEventName,
+)
+
+from functions.adapters import keys
+from functions.adapters.attributes import to_attributes
+from functions.adapters.table_layout import EXPIRES_AT, ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
+from functions.core.leases import iso_timestamp
+from functions.core.publishing import BusEvent, OutboxRecord
+from functions.core.thresholds import Crossing
+from functions.events.models import UsageThresholdCrossed
+
+USAGE_EVENT = "usage_event"  # the item type
+DETAIL_TYPE = "detail_type"
+DETAIL = "detail"
+OUTBOX_RETENTION = timedelta(days=15)
+
+
+def crossing_item(table: str, crossing: Crossing, now: datetime) -> dict[str, Any]:
+    """A decision's action writing one crossing's outbox item: an Update that creates it (so the
+    consumer needs no PutItem), on condition that its key is new."""
+    event = UsageThresholdCrossed.of(crossing, iso_timestamp(now))
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": item_key(keys.account_pk(crossing.quota), keys.event_sk(crossing.seq)),
+            "UpdateExpression": "SET #type = :type, #detail_type = :detail_type, #detail = :detail, "
+            "#expires = :expires, account_id = :id",
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {
+                "#type": ITEM_TYPE,
+                "#detail_type": DETAIL_TYPE,
+                "#detail": DETAIL,
+                "#expires": EXPIRES_AT,
+                "#pk": PARTITION_KEY,
+            },
+            "ExpressionAttributeValues": to_attributes(
+                {
+                    ":type": USAGE_EVENT,
+                    ":detail_type": event.DETAIL_TYPE,
+                    ":detail": event.model_dump_json(),
+                    ":expires": int((now + OUTBOX_RETENTION).timestamp()),
+                    ":id": crossing.quota.account_id,
+                }
+            ),
+        }
+    }
+
+
+def outbox_event(values: Mapping[str, Any]) -> BusEvent | None:
+    """The event an item's plain values hold; None if the item is not an outbox item."""
+    sort_key = values.get(SORT_KEY)
+    if not isinstance(sort_key, str) or not sort_key.startswith(keys.EVENT_PREFIX):
+        return None
+    detail_type, detail = values.get(DETAIL_TYPE), values.get(DETAIL)
+    if not isinstance(detail_type, str) or not isinstance(detail, str):
+        return None
+    return BusEvent(detail_type, detail)
+
+
+def inserted_events(records: Iterable[DynamoDBRecord]) -> list[OutboxRecord]:
+    """Each stream record by its sequence number, with the event it inserted (None: the record is
+    not an outbox item's insert). Lambda's records and GetRecords' share the fields read here."""
+    found: list[OutboxRecord] = []
+    for record in records:
+        data = record.dynamodb
+        sequence = str(data.sequence_number if data else "")
+        inserted = data is not None and record.event_name is DynamoDBRecordEventName.INSERT
+        found.append((sequence, outbox_event({**data.new_image, **data.keys}) if inserted and data else None))
+    return found

@@ -1,0 +1,59 @@
+"""The usage events' contract: what the stack puts on its EventBridge bus, one model per event type.
+
+The publisher puts each event with `source` SOURCE, `detail-type` the model's DETAIL_TYPE and
+`detail` the model's JSON; docs/events.schema.json is generated from these models
+(scripts/event_schemas.py) and docs/events.md shows an example of each.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from functions.core.thresholds import Crossing
+
+SOURCE = "hybrid-counter.usage"
+
+
+class UsageThresholdCrossed(BaseModel):
+    """A quota's exact usage crossed a threshold, a percentage of its limit: up when it went from
+    below ceil(limit * threshold / 100) to at or above it, down the other way."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    DETAIL_TYPE: ClassVar[str] = "Usage Threshold Crossed"
+
+    eventId: str = Field(
+        description="Stable: every copy of this crossing carries it (delivery is at least once), and no other "
+        "crossing does. Deduplicate on it."
+    )
+    accountId: str
+    resourceType: str = Field(description="The type the limit is of (`default` for the account's one limit).")
+    threshold: int = Field(ge=1, description="The percentage of the limit crossed.")
+    direction: Literal["up", "down"]
+    usage: int = Field(ge=0, description="The exact (eventual) usage just after the crossing.")
+    limit: int = Field(ge=0, description="The limit the threshold is a percentage of.")
+    crossedAt: str = Field(description="When the crossing was counted: ISO 8601, UTC.")
+    seq: int = Field(
+        ge=1,
+        description="This quota's event number: 1, 2, 3... without gaps. Order a quota's events by it; a gap "
+        "means an event not received yet.",
+    )
+
+    @classmethod
+    def of(cls, crossing: Crossing, crossed_at: str) -> UsageThresholdCrossed:
+        return cls(
+            eventId=crossing.event_id,
+            accountId=crossing.quota.account_id,
+            resourceType=crossing.quota.resource_type,
+            threshold=crossing.threshold,
+            direction=crossing.direction.value,
+            usage=crossing.usage,
+            limit=crossing.limit,
+            crossedAt=crossed_at,
+            seq=crossing.seq,
+        )
+
+
+# Every event type, by the detail-type it is put with.
+EVENT_TYPES: dict[str, type[BaseModel]] = {UsageThresholdCrossed.DETAIL_TYPE: UsageThresholdCrossed}

@@ -1,0 +1,82 @@
+"""The usage webhook end to end on the local runtime: a stack deployed with `-c usageWebhookUrl` and
+`-c usageWebhookSecretArn` (the secret made in the emulator first, as a deployer makes it in their
+account), an account driven to 80%, and the API destination's HTTP call received by a server on
+127.0.0.1 with the secret as its API key (docs/events.md, "Targets without code")."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+
+from infra import constants
+from local.http_client import poll
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[dict[str, str], dict[str, Any]]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Hook.received.append(({name.lower(): value for name, value in self.headers.items()}, body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/usage"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def hooked(webhook: str) -> Iterator[Any]:
+    """The whole system, deployed with the webhook's context, on an emulator of its own."""
+    import boto3
+
+    from local.emulator import EmulatorProcess
+    from local.product import admin_api, runtime_settings
+    from local.runtime import LOCAL_CREDENTIALS, LocalRuntime
+
+    with EmulatorProcess() as emulator:
+        secrets = boto3.client(
+            "secretsmanager",
+            endpoint_url=emulator.url,
+            region_name="us-east-1",
+            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+        secret_arn = secrets.create_secret(Name="usage-webhook", SecretString="s3cret")["ARN"]
+        context = {
+            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: webhook,
+            constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: secret_arn,
+        }
+        runtime = LocalRuntime(runtime_settings(emulator.url, port=0, context=context))
+        runtime.deploy_and_start()
+        try:
+            yield admin_api(runtime)
+        finally:
+            runtime.stop()
+
+
+def test_a_crossing_is_posted_to_the_webhook_with_the_secret_as_its_api_key(hooked: Any) -> None:
+    account_id = hooked.new_account("hooked", limit=5)  # 80% at 4
+    for index in range(4):
+        assert hooked.create(account_id, f"r{index}").status == 201
+    [(headers, event)] = poll(lambda: list(Hook.received), bool, 60)
+    assert headers["x-api-key"] == "s3cret"
+    assert event["detail-type"] == "Usage Threshold Crossed"
+    assert (event["detail"]["accountId"], event["detail"]["threshold"], event["detail"]["direction"]) == (
+        account_id,
+        80,
+        "up",
+    )

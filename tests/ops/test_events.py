@@ -1,0 +1,151 @@
+"""`ops events` and `ops events replay`: the usage events an operator tails, and the batches the
+publisher gave up on put on the bus again (ops/events.py, docs/events.md)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+
+from functions.adapters import table_layout
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.event_bus import EventBridgeBus
+from functions.core.leases import iso_timestamp
+from functions.core.publishing import BusEvent
+from infra import constants
+from local.filters import matches_any
+from ops import events
+from ops.stack import Connection
+from tests.conftest import System
+from tests.handler.conftest import Harness
+from tests.handler.test_event_publisher import Subscriber
+from tests.ops.conftest import Cli, Queues, create_output_stack
+from tests.support.failure_messages import on_failure_message
+from tests.support.faults import answer_on_the_wire
+from tests.support.stream import StreamTap
+
+
+@pytest.fixture
+def subscriber(emulator_url: str, system: System) -> Subscriber:
+    return Subscriber(emulator_url)
+
+
+class EventsStack:
+    """The stack's usage events parts, made in the emulator: the bus (with a subscriber's queue), its
+    rule to a log group, and the events' dead-letter queue."""
+
+    def __init__(self, connection: Connection, subscriber: Subscriber, queues: Queues, system: System) -> None:
+        self.log_group = f"/aws/events/{subscriber.bus}"
+        logs, events = connection.client("logs"), connection.client("events")
+        logs.create_log_group(logGroupName=self.log_group)
+        account = connection.client("sts").get_caller_identity()["Account"]
+        events.put_rule(
+            Name="to-log", EventBusName=subscriber.bus, EventPattern=json.dumps({"source": [{"prefix": ""}]})
+        )
+        log_arn = f"arn:aws:logs:us-east-1:{account}:log-group:{self.log_group}"
+        events.put_targets(Rule="to-log", EventBusName=subscriber.bus, Targets=[{"Id": "log", "Arn": log_arn}])
+        self.dlq = queues.sqs.create_queue(QueueName=f"events-dlq-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+        self.name = create_output_stack(
+            connection,
+            {
+                constants.OUTPUT_TABLE_NAME: system.table,
+                constants.OUTPUT_EVENT_BUS_NAME: subscriber.bus,
+                constants.OUTPUT_EVENTS_DLQ_URL: self.dlq,
+                constants.OUTPUT_EVENTS_LOG_GROUP: self.log_group,
+            },
+        )
+
+
+@pytest.fixture
+def events_stack(connection: Connection, subscriber: Subscriber, queues: Queues, system: System) -> EventsStack:
+    return EventsStack(connection, subscriber, queues, system)
+
+
+@pytest.fixture
+def events_cli(emulator_url: str, events_stack: EventsStack, system: System, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(emulator_url, events_stack.name, system.clock, capsys)
+
+
+def crossings_written(harness: Harness) -> list[dict[str, Any]]:
+    """Drive acme to 80% and 100% of 5; the outbox items' inserts, as the publisher's filter passes them."""
+    tap = StreamTap(harness.system.streams, harness.system.stream_arn)
+    harness.api.put_account("acme", 5)
+    for index in range(5):
+        assert harness.api.create("acme", f"r{index}").status == 201
+        harness.pump()
+    return [record for record in tap.drain() if matches_any(table_layout.OUTBOX_FILTER_PATTERNS, record)]
+
+
+def given_up(records: list[dict[str, Any]], **overrides: Any) -> str:
+    """The on-failure record Lambda sends when the publisher's batch of `records` exhausts its retries."""
+    first, last = records[0], records[-1]
+    return on_failure_message(
+        first["eventSourceARN"],
+        overrides.pop("shard_id", "shardId-00000001700000000000-00000000"),
+        first["dynamodb"]["SequenceNumber"],
+        last["dynamodb"]["SequenceNumber"],
+        len(records),
+        **overrides,
+    )
+
+
+def test_replay_reads_the_batch_back_from_the_stream_and_puts_its_events(
+    harness: Harness, queues: Queues, events_stack: EventsStack, subscriber: Subscriber, events_cli: Cli
+) -> None:
+    records = crossings_written(harness)
+    streams = harness.system.streams
+    [shard] = streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]["Shards"]
+    queues.send(events_stack.dlq, given_up(records, shard_id=shard["ShardId"]))
+    result = events_cli("events", "replay", "--json")
+    assert result.code == 0, result.out + result.err
+    assert list(result.json()["replayed"].values()) == [2]
+    assert [(e["detail"]["threshold"], e["detail"]["seq"]) for e in subscriber.received()] == [(80, 1), (100, 2)]
+    assert queues.visible(events_stack.dlq) == 0
+    assert events_cli("events", "replay", "--json").json()["replayed"] == {}  # nothing left
+
+
+def test_replay_finds_the_outbox_items_in_the_table_once_the_stream_trimmed_the_batch(
+    harness: Harness, queues: Queues, events_stack: EventsStack, subscriber: Subscriber, connection: Connection
+) -> None:
+    """After 24 h the stream answers TrimmedDataAccessException (DynamoDB Streams API reference,
+    GetShardIterator); the outbox items, kept 15 days, are found by the time the batch arrived."""
+    records = crossings_written(harness)
+    written = iso_timestamp(harness.clock.now())
+    message = given_up(records, approximateArrivalOfFirstRecord=written, approximateArrivalOfLastRecord=written)
+    queues.send(events_stack.dlq, message)
+    streams = connection.client("dynamodbstreams")
+    trimmed = {"__type": "com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException", "message": "trimmed"}
+    answer_on_the_wire(streams.meta.events, "dynamodbstreams", "GetShardIterator", lambda _: True, 400, trimmed, 1)
+    bus = EventBridgeBus(connection.client("events"), subscriber.bus)
+    table = DynamoTable(connection.client("dynamodb"), harness.system.table)
+    report = events.replay(queues.sqs, events_stack.dlq, streams, table, bus)
+    assert (report.failed, len(report.from_table)) == ({}, 1)
+    assert [(e["detail"]["threshold"], e["detail"]["seq"]) for e in subscriber.received()] == [(80, 1), (100, 2)]
+
+
+def test_a_batch_the_bus_does_not_take_stays_in_the_queue(
+    harness: Harness, queues: Queues, events_stack: EventsStack, events_cli: Cli, emulator_url: str
+) -> None:
+    records = crossings_written(harness)
+    [shard] = harness.system.streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]["Shards"]
+    queues.send(events_stack.dlq, given_up(records, shard_id=shard["ShardId"]))
+    boto3.client("events", endpoint_url=emulator_url).delete_event_bus(Name=events_stack.log_group.rsplit("/", 1)[1])
+    result = events_cli("events", "replay")
+    assert result.code == 1
+    assert "left in the queue" in result.out
+    assert queues.visible(events_stack.dlq) == 1
+
+
+def test_events_prints_what_the_bus_carried_from_its_log_group(
+    events_stack: EventsStack, subscriber: Subscriber, events_cli: Cli, emulator_url: str
+) -> None:
+    bus = EventBridgeBus(boto3.client("events", endpoint_url=emulator_url), subscriber.bus)
+    detail = {"eventId": "e1", "accountId": "acme", "resourceType": "default", "threshold": 80}
+    detail |= {"direction": "up", "usage": 4, "limit": 5, "seq": 1}
+    assert bus.put([BusEvent("Usage Threshold Crossed", json.dumps(detail))]) == [True]
+    result = events_cli("events", "--since-minutes", "100000")
+    assert result.code == 0, result.err
+    assert "acme/default #1: up 80% (usage 4 of 5) id=e1" in result.out
