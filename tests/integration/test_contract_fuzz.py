@@ -33,7 +33,9 @@ from tests.integration.conftest import System
 EXAMPLES_PER_OPERATION = 30
 # The types the stateful phase's accounts have: a generated type name is mapped to one of them.
 TYPES = ["default", "seats"]
-STATEFUL_SEQUENCES, STATEFUL_STEPS = 25, 8
+# Sequences enough to reach each of the 14 operations with a 2xx (25 missed one in a CI run), drawn
+# from a fixed seed (derandomize): a run that misses one misses it every time, until the links mend.
+STATEFUL_SEQUENCES, STATEFUL_STEPS = 50, 8
 
 
 def signed(case: schemathesis.Case, system: System) -> dict[str, str]:
@@ -154,6 +156,7 @@ def test_sequences_of_calls_keep_the_contract(system: System) -> None:
             deadline=None,
             suppress_health_check=list(HealthCheck),
             database=None,
+            derandomize=True,
         ),
     )
     # The document's links carry real ids and versions from one answer to the next call: without
