@@ -274,7 +274,7 @@ def run_audit(context: Context) -> int:
     if context.args.account_option:  # kept for operators' scripts, as `account` and `heal` take it
         account_id = context.args.account_option
         print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
-    if not account_id and (context.args.all_types or not Quota("-", context.args.resource_type).is_default):
+    if not account_id and (context.args.all_types or context.args.resource_type != DEFAULT_RESOURCE_TYPE):
         raise OpsError("--type and --all-types name one account's types: `--all` audits every type already")
     quotas = account_quotas(context, account_id) if account_id else commands.all_quotas(context.table)
     verdicts: Counter[str] = Counter()

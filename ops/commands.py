@@ -272,8 +272,8 @@ def describe_message(message: Mapping[str, Any]) -> DlqMessage:
 
 
 def range_quotas(streams: Any, batch: StreamBatchInfo) -> tuple[Quota, ...]:
-    """The quotas (account and type) whose items the records of a stream range are, in key order,
-    read from the stream (a trimmed range raises ClientError TrimmedDataAccessException)."""
+    """The quotas (account and type) whose items the records of a stream range are, sorted, read
+    from the stream (a trimmed range raises ClientError TrimmedDataAccessException)."""
     iterator = streams.get_shard_iterator(
         StreamArn=batch.stream_arn,
         ShardId=batch.shard_id,
