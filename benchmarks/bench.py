@@ -18,6 +18,11 @@ For each approach, on a table of its own, one account holding `--standing` resou
 4. **contention**: the same workload on another account, with no faults and DynamoDB's
    transaction conflicts modelled (Wire); the errors callers saw are counted by kind.
 
+With `--types N` each of those accounts holds N limits (this project's resource types: the
+default and `type-1` ..; for the others, which have one limit per counter, a counter each, named
+`<account>/<type>`): the iterations go to each limit in turn and the callers race across them,
+and the count error is summed over the limits.
+
 Writes benchmarks/results/bench.json and three charts; prints the table. Asserts nothing:
 tests/handler/test_bench_approaches.py checks the approaches and the harness.
 """
@@ -148,11 +153,21 @@ def open_with_standing(approach: Approach, account: str, standing: int) -> None:
     settle(approach)
 
 
-def measure_capacity(approach: Approach, meter: CapacityMeter, iterations: int, standing: int) -> dict[str, Any]:
-    account = "capacity"
+def limits_of(account: str, types: int) -> list[str]:
+    """The limits of one account as the approaches name them: the account for its default type,
+    `<account>/<type>` for the others (benchmarks/approaches/this_project.py reads them as types)."""
+    return [account, *(f"{account}/type-{number}" for number in range(1, types))]
+
+
+def measure_capacity(
+    approach: Approach, meter: CapacityMeter, iterations: int, standing: int, types: int = 1
+) -> dict[str, Any]:
+    limits = limits_of("capacity", types)
     with meter.operation("setup"):
-        open_with_standing(approach, account, standing)
+        for limit in limits:
+            open_with_standing(approach, limit, standing)
     for number in range(iterations):
+        account = limits[number % len(limits)]
         with meter.operation("create"):
             approach.create(account, f"measured-{number:03d}")
         with meter.operation("consumer record"):
@@ -196,11 +211,13 @@ def _operation(meter: CapacityMeter, name: str) -> dict[str, float]:
     }
 
 
-def measure_latency(approach: Approach, iterations: int, standing: int) -> dict[str, dict[str, float]]:
-    account = "latency"
-    open_with_standing(approach, account, standing)
+def measure_latency(approach: Approach, iterations: int, standing: int, types: int = 1) -> dict[str, dict[str, float]]:
+    limits = limits_of("latency", types)
+    for limit in limits:
+        open_with_standing(approach, limit, standing)
     timings: dict[str, list[float]] = {"create": [], "delete": []}
     for number in range(iterations):
+        account = limits[number % len(limits)]
         for name, call in (("create", approach.create), ("delete", approach.delete)):
             started = time.perf_counter()
             call(account, f"timed-{number:03d}")
@@ -214,9 +231,11 @@ def _percentile(values: list[float], percent: int) -> float:
 
 
 def measure_failures(
-    approach: Approach, account: str, wire: Wire, workers: int, resources: int, standing: int
+    approach: Approach, account: str, wire: Wire, workers: int, resources: int, standing: int, types: int = 1
 ) -> dict[str, Any]:
-    open_with_standing(approach, account, standing)
+    limits = limits_of(account, types)
+    for limit in limits:
+        open_with_standing(approach, limit, standing)
     errors: Counter[str] = Counter()
     lock = threading.Lock()
     stop = threading.Event()
@@ -238,7 +257,8 @@ def measure_failures(
     def worker(number: int, kind: str) -> None:
         for index in range(resources):
             operation = approach.create if kind == "create" else approach.delete
-            call(functools.partial(operation, account, f"w{number}-{index:03d}"))
+            limit = limits[(number + index) % len(limits)]  # callers race across the limits
+            call(functools.partial(operation, limit, f"w{number}-{index:03d}"))
 
     def consume_meanwhile() -> None:
         while not stop.is_set():
@@ -256,7 +276,7 @@ def measure_failures(
             stop.set()
             consumer.join()
         settle(approach)
-        found[kind] = approach.count(account) - approach.live(account)
+        found[kind] = sum(approach.count(limit) - approach.live(limit) for limit in limits)
         if consumer and kind == "create":
             stop.clear()
             consumer = threading.Thread(target=consume_meanwhile, daemon=True)
@@ -270,7 +290,9 @@ def measure_failures(
         "caller_errors": dict(errors),
         "count_error_after_creates": found["create"],
         "count_error_after_deletes": found["delete"],
-        "best_effort_error_after_deletes": best_effort(account) - approach.live(account) if best_effort else None,
+        "best_effort_error_after_deletes": sum(best_effort(limit) - approach.live(limit) for limit in limits)
+        if best_effort
+        else None,
     }
 
 
@@ -295,16 +317,17 @@ def run_approach(kind: type[Approach], url: str, args: argparse.Namespace) -> di
     metered.connect()
     result: dict[str, Any] = {"name": kind.name, "title": kind.title, "source": kind.source}
     meter = CapacityMeter(metered.dynamodb, reader=client())
-    result["capacity"] = measure_capacity(metered, meter, args.iterations, args.standing)
+    types = getattr(args, "types", 1)
+    result["capacity"] = measure_capacity(metered, meter, args.iterations, args.standing, types)
     timed = kind(client(), streams, table)
     timed.connect(metered.tap)
-    result["latency_ms"] = measure_latency(timed, args.iterations, args.standing)
+    result["latency_ms"] = measure_latency(timed, args.iterations, args.standing, types)
     for phase, fault_every, conflicts in (("lost answers", args.fault_every, False), ("contention", 0, True)):
         caller = kind(client(), streams, table)
         caller.connect(metered.tap)
         wire = Wire(caller.dynamodb, fault_every, conflicts)
         account = phase.replace(" ", "-")
-        result[phase] = measure_failures(caller, account, wire, args.workers, args.resources, args.standing)
+        result[phase] = measure_failures(caller, account, wire, args.workers, args.resources, args.standing, types)
     return result
 
 
@@ -430,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4, help="concurrent callers in the failure phase")
     parser.add_argument("--resources", type=int, default=15, help="resources each caller creates, then deletes")
     parser.add_argument("--fault-every", type=int, default=10, help="every Nth write lands, then answers 500 (0: none)")
+    parser.add_argument(
+        "--types", type=int, default=1, help="limits per account (this project's resource types), used in turn"
+    )
     parser.add_argument("--only", default="", help="comma-separated approach names (default: all)")
     parser.add_argument("--output", default="bench", help="name of the JSON and charts under benchmarks/results/")
     args = parser.parse_args(argv)
@@ -450,7 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(results))
     print(
-        f"\ncapacity: {args.iterations} iterations with {args.standing} resources standing, metered "
+        f"\ncapacity: {args.iterations} iterations with {args.standing} resources standing"
+        + (f" per limit, over {args.types} limits per account used in turn" if args.types > 1 else "")
+        + ", metered "
         f"(benchmarks/capacity_meter.py); ceiling: AWS's 1,000 WCU/s and 3,000 RCU/s on the hottest item; "
         f"count error after "
         f"{args.workers} callers x {args.resources} creates / then as many deletes, every {args.fault_every}th "

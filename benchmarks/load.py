@@ -2,13 +2,15 @@
 
     make bench-load                                    # 20 s at 8 iterations/s on one shared account
     make bench-load ARGS='--rate 15 --duration 30 --accounts 10'
+    make bench-load ARGS='--types 3'                   # 3 resource types on the account, used in turn
 
 Each iteration starts on schedule (a constant arrival rate, whatever the answers take) and makes a
-POST then a DELETE of what it created, as the paper's k6 script does. It prints, and writes as JSON
-and PNG plots under benchmarks/results/:
+POST then a DELETE of what it created, as the paper's k6 script does; with `--types N` the
+iterations go to each account's N limits (its default type, `type-1`, ...) in turn. It prints, and
+writes as JSON and PNG plots under benchmarks/results/:
 
 * the achieved rate, p50/p95/p99 latency per operation, failures by status;
-* the time from the last answer until every account's eventual and best-effort counters equal
+* the time from the last answer until every limit's eventual and best-effort counters equal
   what exists (nothing after create-then-delete, but what a throttled delete left);
 * the **emulator ceiling** measured in the same run (raw conditional UpdateItems per second from
   4 client threads, divided by the DynamoDB calls one iteration makes, measured with
@@ -48,6 +50,7 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 # the consumer 2 TransactWriteItems; stream reads are not counted. tests/handler/test_capacity_meter.py
 # checks the sum against the real flows.
 CALLS_PER_ITERATION = 8
+LOAD_LIMIT = 1_000_000  # every limit's: the load measures throughput, never refusals
 
 
 @dataclass
@@ -63,6 +66,7 @@ class LoadReport:
     rate: float
     duration: float
     accounts: int
+    types: int = 1  # limits per account: its default type and `type-1` ..
     cold_starts: bool = False
     emulator_flavour: str = "tuned"
     partition_limits: str | None = None
@@ -124,11 +128,26 @@ def measure_emulator(client: Any, table: str, seconds: float = 4.0, threads: int
     return sum(done) / (time.monotonic() - started)
 
 
-Unsettled = tuple[str, str | None]  # (account, the resource whose delete had no definite answer, or None)
+# (a limit's route, the resource whose delete had no definite answer, or None)
+Unsettled = tuple[str, str | None]
+
+
+def limit_routes(api: CounterApi, accounts: int, types: int) -> list[str]:
+    """`accounts` fresh accounts, each with `types` limits (its default type, then `type-1` ..), as
+    the routes of their resources' parent: `/accounts/<id>` and `/accounts/<id>/types/<type>`."""
+    routes: list[str] = []
+    for _ in range(accounts):
+        account = f"/accounts/{api.new_account(prefix='load', limit=LOAD_LIMIT)}"
+        routes.append(account)
+        for number in range(1, types):
+            route = f"{account}/types/type-{number}"
+            assert api.request("PUT", route, {"limit": LOAD_LIMIT}).status == 200
+            routes.append(route)
+    return routes
 
 
 def run_load(
-    api: CounterApi, accounts: list[str], rate: float, duration: float
+    api: CounterApi, limits: list[str], rate: float, duration: float
 ) -> tuple[list[Sample], float, list[Unsettled]]:
     """Runs the load. Returns its samples, its length, and the iterations whose create or delete
     had no definite answer (a 5xx or none: it may or may not have landed), for `settle_all` once
@@ -150,17 +169,17 @@ def run_load(
         return reply
 
     def iteration(number: int) -> None:
-        account = accounts[number % len(accounts)]
-        created = timed("create", lambda: api.create(account, f"load-{number}"))
+        limit = limits[number % len(limits)]
+        created = timed("create", lambda: api.request("POST", f"{limit}/resources", {"name": f"load-{number}"}))
         if created is None or created.status >= 500:
             with lock:
-                unsettled.append((account, None))
+                unsettled.append((limit, None))
         elif created.status == 201:
             resource_id = created.body["resourceId"]
-            deleted = timed("delete", lambda: api.delete(account, resource_id))
+            deleted = timed("delete", lambda: api.request("DELETE", f"{limit}/resources/{resource_id}"))
             if deleted is None or deleted.status >= 500:
                 with lock:
-                    unsettled.append((account, resource_id))
+                    unsettled.append((limit, resource_id))
 
     total = int(rate * duration)
     with ThreadPoolExecutor(max_workers=512) as pool:
@@ -177,24 +196,24 @@ def run_load(
 def settle_all(api: CounterApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
     """Settles what the load left unknown, as a client would: each delete without a definite answer
     is retried until 204 or 404; then, if a create had none (the load sends no idempotency key, as
-    the paper's does not), every resource its account still lists is a leftover and is deleted.
-    Returns the resources left per account: none, unless a delete kept failing."""
+    the paper's does not), every resource its limit still lists is a leftover and is deleted.
+    Returns the resources left per limit: none, unless a delete kept failing."""
     left: Counter[str] = Counter()
-    for account, resource_id in unsettled:
-        if resource_id is not None and not delete_until_answered(api, account, resource_id, attempts):
-            left[account] += 1
-    for account in sorted({account for account, resource_id in unsettled if resource_id is None}):
-        for leftover in listed_resources(api, account):
-            if not delete_until_answered(api, account, leftover, attempts):
-                left[account] += 1
+    for limit, resource_id in unsettled:
+        if resource_id is not None and not delete_until_answered(api, limit, resource_id, attempts):
+            left[limit] += 1
+    for limit in sorted({limit for limit, resource_id in unsettled if resource_id is None}):
+        for leftover in listed_resources(api, limit):
+            if not delete_until_answered(api, limit, leftover, attempts):
+                left[limit] += 1
     return left
 
 
-def delete_until_answered(api: CounterApi, account: str, resource_id: str, attempts: int) -> bool:
+def delete_until_answered(api: CounterApi, limit: str, resource_id: str, attempts: int) -> bool:
     """True once a delete answers 204 or 404 (gone either way)."""
     for _ in range(attempts):
         try:
-            if api.delete(account, resource_id).status in (204, 404):
+            if api.request("DELETE", f"{limit}/resources/{resource_id}").status in (204, 404):
                 return True
         except OSError:
             pass  # no answer: ask again
@@ -202,14 +221,14 @@ def delete_until_answered(api: CounterApi, account: str, resource_id: str, attem
     return False
 
 
-def listed_resources(api: CounterApi, account: str, attempts: int = 30) -> list[str]:
-    """Every resource the account lists, page by page (a page refused under scaled partition
+def listed_resources(api: CounterApi, limit: str, attempts: int = 30) -> list[str]:
+    """Every resource a limit (`limit_routes`) lists, page by page (a page refused under scaled partition
     limits is read again)."""
     found: list[str] = []
     cursor: str | None = None
     for _ in range(attempts):
         query = f"?limit=100&cursor={urllib.parse.quote(cursor)}" if cursor else "?limit=100"
-        reply = api.request("GET", f"/accounts/{account}/resources{query}")
+        reply = api.request("GET", f"{limit}/resources{query}")
         if reply.status >= 500:
             time.sleep(1.0)
             continue
@@ -218,21 +237,21 @@ def listed_resources(api: CounterApi, account: str, attempts: int = 30) -> list[
         cursor = reply.body["nextCursor"]
         if cursor is None:
             return found
-    raise RuntimeError(f"could not list the resources of {account}")
+    raise RuntimeError(f"could not list the resources of {limit}")
 
 
 def wait_until_converged(
-    api: CounterApi, live: Counter[str], accounts: list[str], timeout: float = 120.0, every: float = 0.1
+    api: CounterApi, live: Counter[str], limits: list[str], timeout: float = 120.0, every: float = 0.1
 ) -> float | None:
-    """Seconds until every account's eventual and best-effort counters equal what exists, polled
+    """Seconds until every limit's eventual and best-effort counters equal what exists, polled
     `every` seconds."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
-        replies = {account: api.request("GET", f"/accounts/{account}") for account in accounts}
-        views = {account: reply.body for account, reply in replies.items() if reply.status == 200}
+        replies = {limit: api.request("GET", limit) for limit in limits}
+        views = {limit: reply.body for limit, reply in replies.items() if reply.status == 200}
         # A read refused under load (503 after the emulator's partition limits) is not an answer.
-        if len(views) == len(accounts) and all(
-            view["eventual"] == view["bestEffort"] == live[account] for account, view in views.items()
+        if len(views) == len(limits) and all(
+            view["eventual"] == view["bestEffort"] == live[limit] for limit, view in views.items()
         ):
             return time.monotonic() - started
         time.sleep(every)
@@ -315,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of load")
     parser.add_argument("--accounts", type=int, default=1, help="1: the paper's one shared account; more: a mix")
+    parser.add_argument(
+        "--types", type=int, default=1, help="limits per account (its default type, type-1, ..), used in turn"
+    )
     parser.add_argument("--name", default=None, help="file name under benchmarks/results/ (default from the rate)")
     parser.add_argument(
         "--account-concurrency",
@@ -368,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         rate=args.rate,
         duration=args.duration,
         accounts=args.accounts,
+        types=args.types,
         cold_starts=args.cold,
         emulator_flavour=args.emulator_flavour,
         partition_limits=args.partition_limits,
@@ -400,17 +423,17 @@ def main(argv: list[str] | None = None) -> int:
             report.ceiling_iterations_per_second = round(report.emulator_calls_per_second / CALLS_PER_ITERATION, 2)
             if args.ceiling_share is not None:
                 report.rate = round(args.ceiling_share * report.ceiling_iterations_per_second, 1)
-            accounts = [api.new_account(prefix="load", limit=1_000_000) for _ in range(args.accounts)]
+            limits = limit_routes(api, args.accounts, args.types)
             live: Counter[str] = Counter()
             before: dict[str, int] = {}
             if args.warmup:
                 print(f"warm-up: {report.rate}/s for {args.warmup} s")
-                live += settle_all(api, run_load(api, accounts, report.rate, args.warmup)[2])
+                live += settle_all(api, run_load(api, limits, report.rate, args.warmup)[2])
                 before = read_throttles(emulator.url) if args.partition_limits else {}
             print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
             requests_before, cpu_before = read_request_counts(emulator.url), emulator.cpu_seconds()
             cpu_by_request_before = read_request_cpu(emulator.url)
-            samples, elapsed, unsettled = run_load(api, accounts, report.rate, args.duration)
+            samples, elapsed, unsettled = run_load(api, limits, report.rate, args.duration)
             requests = read_request_counts(emulator.url) - requests_before
             emulator_cpu = emulator.cpu_seconds() - cpu_before
             cpu_by_request = read_request_cpu(emulator.url) - cpu_by_request_before
@@ -425,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
                 report.throttles_by_family = by_family(refusals)
             report.settled_after_the_load = len(unsettled)
             live += settle_all(api, unsettled)
-            converged = wait_until_converged(api, live, accounts, every=2.0 if args.partition_limits else 0.1)
+            converged = wait_until_converged(api, live, limits, every=2.0 if args.partition_limits else 0.1)
             report.seconds_to_converge = None if converged is None else round(converged, 2)
             if report.partition_throttles:
                 report.refused_item_bytes = item_sizes(runtime.client("dynamodb"), report.partition_throttles)
@@ -444,7 +467,9 @@ def main(argv: list[str] | None = None) -> int:
         if seconds * 1000 / completed >= 0.01
     }
 
-    name = args.name or f"load-{report.rate:g}-per-s-{args.accounts}-accounts"
+    name = args.name or f"load-{report.rate:g}-per-s-{args.accounts}-accounts" + (
+        f"-{args.types}-types" if args.types > 1 else ""
+    )
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{name}.json"), "w", encoding="utf-8") as output:
         json.dump({**asdict(report), "samples": [asdict(s) for s in samples]}, output)
@@ -472,6 +497,7 @@ def item_sizes(dynamodb: Any, places: Mapping[str, int]) -> dict[str, int]:
 def render(report: LoadReport) -> str:
     lines = [
         f"offered {report.rate}/s for {report.duration} s over {report.accounts} account(s)"
+        f"{f' of {report.types} types each' if report.types > 1 else ''}"
         f"{', sandboxes started on demand' if report.cold_starts else ''}, {report.emulator_flavour} emulator"
         f"{f', partition limits x{report.partition_limits}' if report.partition_limits else ''}"
         f"{f', stream batching window {w} s' if (w := report.stream_batching_window_seconds) else ''}; "

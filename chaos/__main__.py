@@ -61,6 +61,13 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "faults inject, and every check must still hold",
     )
     parser.add_argument(
+        "--types",
+        type=int,
+        default=1,
+        help="resource types per account, the default one included: the clients race across an account's "
+        "types and every check holds per (account, type)",
+    )
+    parser.add_argument(
         "-c",
         "--context",
         action="append",
@@ -95,6 +102,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         partition_burst_seconds=args.partition_burst_seconds,
         context=dict(args.context),
         audit_repair=args.audit_repair,
+        types=args.types,
     )
     return settings, args.report
 
@@ -102,12 +110,13 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
 def render(report: Report) -> str:
     lines = [
         f"chaos run: seed {report.settings['seed']}, {report.settings['operations']} operations, "
-        f"{report.settings['clients']} clients"
+        f"{report.settings['clients']} clients, {report.settings['types']} type(s) per account"
         + (f", broken: {report.settings['mutation']}" if report.settings["mutation"] else "")
     ]
     lines.append("\noperations (client view)")
     lines += [f"  {name:<28} {count:>7}" for name, count in report.operations.items()]
     lines.append(f"  {'client retries':<28} {report.client_retries:>7}")
+    lines += [f"  {'creates acknowledged, ' + kind:<28} {count:>7}" for kind, count in report.creates_per_type.items()]
     lines.append("\nfaults injected")
     lines += [f"  {kind:<28} {count:>7}" for kind, count in report.faults.items()] or ["  none"]
     lines.append("\nLambda and queues")

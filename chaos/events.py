@@ -23,6 +23,7 @@ from chaos.checks import Check
 from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
 from functions.adapters.table_layout import PARTITION_KEY, SORT_KEY
+from functions.core.model import Quota
 from functions.core.thresholds import DEFAULT_THRESHOLDS, Bands
 from functions.events.models import SOURCE
 
@@ -68,6 +69,10 @@ def stream_records(streams: Any, stream_arn: str) -> list[dict[str, Any]]:
 Crossings = list[tuple[int, str]]  # (threshold, direction), in order
 
 
+def event_quota(event: Mapping[str, Any]) -> Quota:
+    return Quota(str(event["accountId"]), str(event["resourceType"]))
+
+
 @dataclass
 class Path:
     """One quota's usage along the stream: its counter shards' counts, and the crossings so far."""
@@ -76,66 +81,67 @@ class Path:
     crossings: Crossings = field(default_factory=list)
 
 
-def expected_crossings(records: Iterable[Mapping[str, Any]], limits: Mapping[str, int]) -> dict[str, Crossings]:
-    """Each account's crossings along its exact usage path, from the counter items' writes."""
-    paths: dict[str, Path] = defaultdict(Path)
+def expected_crossings(records: Iterable[Mapping[str, Any]], limits: Mapping[Quota, int]) -> dict[Quota, Crossings]:
+    """Each quota's crossings along its exact usage path, from the counter items' writes (the
+    quota from the item's partition key: a type's counter shards are its own)."""
+    paths: dict[Quota, Path] = defaultdict(Path)
     for record in records:
         data = record["dynamodb"]
         key = from_attributes(data["Keys"])
         if key[SORT_KEY] != keys.COUNTER_SORT_KEY or record["eventName"] == "REMOVE":
             continue
         image = from_attributes(data.get("NewImage", {}))
-        account_id = str(image.get("account_id", ""))
-        if account_id not in limits:
+        quota = keys.quota_of(str(key[PARTITION_KEY]))
+        if quota is None or quota not in limits:
             continue
-        path = paths[account_id]
+        path = paths[quota]
         before = sum(path.counts.values())
         path.counts[str(key[PARTITION_KEY])] = int(image.get("count", 0))
         after = sum(path.counts.values())
-        bands = Bands(limits[account_id], DEFAULT_THRESHOLDS)
+        bands = Bands(limits[quota], DEFAULT_THRESHOLDS)
         for threshold in sorted(bands.thresholds, reverse=after < before):
             boundary = bands.boundary(threshold)
             if before < boundary <= after:
                 path.crossings.append((threshold, "up"))
             elif after < boundary <= before:
                 path.crossings.append((threshold, "down"))
-    return {account_id: path.crossings for account_id, path in paths.items()}
+    return {quota: path.crossings for quota, path in paths.items()}
 
 
 def event_checks(
-    outbox: Mapping[str, list[dict[str, Any]]],
-    expected: Mapping[str, Crossings],
+    outbox: Mapping[Quota, list[dict[str, Any]]],
+    expected: Mapping[Quota, Crossings],
     received: list[dict[str, Any]],
-    limits: Mapping[str, int],
+    limits: Mapping[Quota, int],
 ) -> list[Check]:
-    exact = Check("usage events: each account's outbox holds exactly the crossings of its counter's path, in order")
-    numbered = Check("usage events: each account's events are numbered 1, 2, 3... and no two share an id")
+    exact = Check("usage events: each quota's outbox holds exactly the crossings of its counter's path, in order")
+    numbered = Check("usage events: each quota's events are numbered 1, 2, 3... and no two share an id")
     sided = Check("usage events: each event's usage is on its direction's side of the boundary")
     delivered = Check("usage events: the bus delivered every event (by id), nothing else, first copies in seq order")
     ids: set[str] = set()
-    for account_id, limit in limits.items():
-        events = outbox.get(account_id, [])
+    for quota, limit in limits.items():
+        events = outbox.get(quota, [])
         found = [(event["threshold"], event["direction"]) for event in events]
         exact.expect(
-            found == expected.get(account_id, []),
-            f"{account_id}: outbox {found}, counter path {expected.get(account_id, [])}",
+            found == expected.get(quota, []),
+            f"{quota}: outbox {found}, counter path {expected.get(quota, [])}",
         )
         numbered.expect(
-            [event["seq"] for event in events] == list(range(1, len(events) + 1)), f"{account_id}: seqs not 1..n"
+            [event["seq"] for event in events] == list(range(1, len(events) + 1)), f"{quota}: seqs not 1..n"
         )
         bands = Bands(limit, DEFAULT_THRESHOLDS)
         for event in events:
-            numbered.expect(event["eventId"] not in ids, f"{account_id}: id {event['eventId']} twice")
+            numbered.expect(event["eventId"] not in ids, f"{quota}: id {event['eventId']} twice")
             ids.add(event["eventId"])
             above = event["usage"] >= bands.boundary(event["threshold"])
-            sided.expect(above == (event["direction"] == "up"), f"{account_id}: {event}")
+            sided.expect(above == (event["direction"] == "up"), f"{quota}: {event}")
         firsts: list[int] = []
         seen: set[str] = set()
         for event in received:
-            if event["accountId"] == account_id and event["eventId"] not in seen:
+            if event_quota(event) == quota and event["eventId"] not in seen:
                 seen.add(event["eventId"])
                 firsts.append(event["seq"])
-        delivered.expect(firsts == sorted(firsts), f"{account_id}: first copies in the order {firsts}")
-    got = {event["eventId"] for event in received if event["accountId"] in limits}
+        delivered.expect(firsts == sorted(firsts), f"{quota}: first copies in the order {firsts}")
+    got = {event["eventId"] for event in received if event_quota(event) in limits}
     delivered.expect(got == ids, f"missing {sorted(ids - got)[:5]}, unknown {sorted(got - ids)[:5]}")
     return [exact, numbered, sided, delivered]

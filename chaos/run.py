@@ -3,7 +3,7 @@
 `python -m chaos --help` lists the knobs. The run:
 
 1. starts the emulator and the local runtime with seeded faults;
-2. runs the clients while a sampler checks every account's snapshot again and again;
+2. runs the clients while a sampler checks every account's (and type's) snapshot again and again;
 3. waits for quiescence (DLQ 1 empty, nothing pending outside fatal accounts);
 4. checks the end state from outside (API) and inside (the table);
 5. heals every account and checks that both counters came back to the truth.
@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,7 +33,7 @@ from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.resources import resource_from_item
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
-from functions.core.model import Quota
+from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 from infra.constants import HEAL_QUIET_SECONDS, OUTPUT_EVENT_BUS_NAME
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
@@ -81,6 +81,9 @@ class ChaosSettings:
     context: dict[str, str] = field(default_factory=dict)
     # `ops audit --repair` on every account, over and over, beside the clients (docs/healing.md).
     audit_repair: bool = False
+    # Resource types per account, the default one included: each account's limits are this many
+    # quotas, the clients race across them and every check holds per (account, type).
+    types: int = 1
 
     @property
     def faults_on(self) -> bool:
@@ -97,6 +100,7 @@ class ChaosSettings:
 class Report:
     settings: dict[str, Any]
     operations: dict[str, int] = field(default_factory=dict)
+    creates_per_type: dict[str, int] = field(default_factory=dict)  # acknowledged creates by resource type
     client_retries: int = 0
     faults: dict[str, int] = field(default_factory=dict)
     lambda_traffic: dict[str, int] = field(default_factory=dict)
@@ -120,7 +124,7 @@ class Report:
 
 
 class Sampler(threading.Thread):
-    """Checks one account snapshot after another while the clients run."""
+    """Checks one snapshot after another, of each account's every type, while the clients run."""
 
     def __init__(self, dynamodb: Any, table: str, accounts: list[Account], faults_on: bool) -> None:
         super().__init__(name="chaos-sampler", daemon=True)
@@ -140,26 +144,24 @@ class Sampler(threading.Thread):
             for account in self._accounts:
                 if self.stop.is_set():
                     return
-                self.observe(snapshot(self._dynamodb, self._table, account.account_id))
+                self.observe(snapshot(self._dynamodb, self._table, account.quota))
                 self.stop.wait(0.02)
 
     def observe(self, shot: Snapshot) -> None:
         live = len(shot.live)
-        self.best_effort.expect(
-            shot.best_effort <= live, f"{shot.account_id}: best-effort {shot.best_effort} > live {live}"
-        )
+        self.best_effort.expect(shot.best_effort <= live, f"{shot.quota}: best-effort {shot.best_effort} > live {live}")
         self.eventual.expect(
-            shot.eventual == shot.processed, f"{shot.account_id}: eventual {shot.eventual} != counted {shot.processed}"
+            shot.eventual == shot.processed, f"{shot.quota}: eventual {shot.eventual} != counted {shot.processed}"
         )
-        self.admitted.expect(shot.admitted >= live, f"{shot.account_id}: admitted {shot.admitted} < live {live}")
+        self.admitted.expect(shot.admitted >= live, f"{shot.quota}: admitted {shot.admitted} < live {live}")
         self.held.expect(
             shot.room + shot.admitted == shot.limit,
-            f"{shot.account_id}: room {shot.room} + admitted {shot.admitted} != limit {shot.limit} "
+            f"{shot.quota}: room {shot.room} + admitted {shot.admitted} != limit {shot.limit} "
             f"over {shot.shards} shard(s)",
         )
         self.max_shards = max(self.max_shards, shot.shards)
         self.max_overshoot = max(self.max_overshoot, live - shot.limit)
-        self.limit.expect(live <= shot.limit, f"{shot.account_id}: live {live} > limit {shot.limit}")
+        self.limit.expect(live <= shot.limit, f"{shot.quota}: live {live} > limit {shot.limit}")
 
 
 # What faults inject and a repair may correct: slots held and increments lost by requests that died
@@ -184,11 +186,11 @@ class Auditor(threading.Thread):
             for account in self._accounts:
                 if self.stop.is_set():
                     return
-                finding = commands.audit_account(self._table, Quota(account.account_id))
+                finding = commands.audit_account(self._table, account.quota)
                 self.verdicts[finding.verdict] += 1
                 if finding.verdict != "inconclusive":
                     unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
-                    self.check.expect(not unexplained, f"{account.account_id}: {'; '.join(unexplained)}")
+                    self.check.expect(not unexplained, f"{account.name}: {'; '.join(unexplained)}")
                 if finding.verdict == "drift":
                     try:
                         commands.repair_account(
@@ -202,26 +204,34 @@ class Auditor(threading.Thread):
                         self.verdicts["repair deferred"] += 1
 
 
-def read_account(api: CounterApi, account_id: str, attempts: int = 20) -> dict[str, Any]:
-    """GET the account as a careful client does: a GET is safe, so a 429 or any 5xx is retried
-    after its Retry-After. Under scaled partition limits the end-state reads can drain an account's
-    read capacity (503 after the SDK's retries, as documented), and a GET writes its tenant's rate
-    lease, so an injected crash after that write answers API Gateway's 502."""
+def read_account(api: CounterApi, path: str, attempts: int = 20) -> dict[str, Any]:
+    """GET an account (or one of its types: `path`) as a careful client does: a GET is safe, so a
+    429 or any 5xx is retried after its Retry-After. Under scaled partition limits the end-state
+    reads can drain an account's read capacity (503 after the SDK's retries, as documented), and a
+    GET writes its tenant's rate lease, so an injected crash after that write answers API Gateway's
+    502."""
     for _ in range(attempts):
-        reply = api.request("GET", f"/accounts/{account_id}")
+        reply = api.request("GET", path)
         if reply.status != 429 and reply.status < 500:
             assert reply.status == 200, reply.body
             return dict(reply.body)
         time.sleep(float(reply.headers.get("Retry-After", "1")))
-    raise AssertionError(f"GET /accounts/{account_id}: still {reply.status} after {attempts} attempts")
+    raise AssertionError(f"GET {path}: still {reply.status} after {attempts} attempts")
+
+
+def resource_types(count: int) -> list[str]:
+    """The default type, then `type-1` .. `type-<count - 1>`."""
+    return [DEFAULT_RESOURCE_TYPE, *(f"type-{index}" for index in range(1, count))]
 
 
 def make_accounts(settings: ChaosSettings) -> list[Account]:
+    """Every limit the clients work on: each account's types, its default type first (a type's
+    first PUT needs no account, but the default type's limit is then 0 until the account's PUT)."""
     accounts = [Account(f"acct-{i}", limit=40) for i in range(settings.accounts)]
     accounts += [Account(f"hot-{i}", limit=5, hot=True) for i in range(settings.hot_accounts)]
     if settings.fatal and settings.faults_on:
         accounts.append(Account(f"{FATAL_PREFIX}-0", limit=10, fatal=True))
-    return accounts
+    return [replace(account, resource_type=kind) for account in accounts for kind in resource_types(settings.types)]
 
 
 def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
@@ -300,6 +310,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             report.seconds_to_quiescence = None if quiet is None else round(quiet - workload_done, 1)
 
             report.operations = dict(sorted(outcomes.statuses.items()))
+            report.creates_per_type = dict(sorted(outcomes.creates_per_type.items()))
             report.client_retries = outcomes.retries
             report.checks = [sampler.best_effort, sampler.eventual, sampler.admitted]
             if auditor is not None:
@@ -334,12 +345,12 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
 def _put_account(api: CounterApi, account: Account) -> None:
     for _ in range(20):
         try:
-            if api.request("PUT", f"/accounts/{account.account_id}", {"limit": account.limit}).status == 200:
+            if api.request("PUT", account.path, {"limit": account.limit}).status == 200:
                 return
         except OSError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"could not create account {account.account_id}")
+    raise RuntimeError(f"could not set the limit of {account.name}")
 
 
 def wait_for_quiescence(
@@ -358,7 +369,7 @@ def wait_for_quiescence(
             attributes["ApproximateNumberOfMessagesNotVisible"]
         )
         settled = in_flight == 0 and all(
-            snapshot(dynamodb, table, a.account_id).pending == 0 for a in accounts if not a.fatal
+            snapshot(dynamodb, table, a.quota).pending == 0 for a in accounts if not a.fatal
         )
         if settled:
             if calm_since is not None and time.monotonic() - calm_since >= 1.0:
@@ -379,7 +390,7 @@ def quiescence_check(quiet: float | None) -> Check:
 def end_state_checks(
     api: CounterApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
-    exact = Check("eventual = live for every account (API and table)")
+    exact = Check("eventual = live for every account and type (API and table)")
     stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
     answers = Check("no delete of a live resource was answered 404 unless another client deleted it")
     answers.expect(not outcomes.wrong_404s, f"wrong 404s: {outcomes.wrong_404s[:5]}")
@@ -387,36 +398,36 @@ def end_state_checks(
     gone = Check("no deleted resource survives")
     phantom = Check("every resource in the table was acknowledged (or its create's outcome was unknown)")
     for account in accounts:
-        shot = snapshot(dynamodb, table, account.account_id)
-        acknowledged = outcomes.acknowledged.get(account.account_id, set())
-        unresolved = outcomes.unresolved.get(account.account_id, set())
-        deleted = outcomes.deleted.get(account.account_id, set())
+        shot = snapshot(dynamodb, table, account.quota)
+        acknowledged = outcomes.acknowledged.get(account.name, set())
+        unresolved = outcomes.unresolved.get(account.name, set())
+        deleted = outcomes.deleted.get(account.name, set())
         if not account.fatal:
             held = slots_held_by_leases(shot)
             stored.expect(
                 shot.admitted == len(shot.live) + held,
-                f"{account.account_id}: admitted {shot.admitted}, live {len(shot.live)}, "
+                f"{account.name}: admitted {shot.admitted}, live {len(shot.live)}, "
                 f"{len(shot.leases)} lease(s) holding {held} slot(s)",
             )
-            view = read_account(api, account.account_id)
+            view = read_account(api, account.path)
             exact.expect(
                 view["eventual"] == len(shot.live) == shot.eventual,
-                f"{account.account_id}: API eventual {view['eventual']}, table eventual {shot.eventual}, "
+                f"{account.name}: API eventual {view['eventual']}, table eventual {shot.eventual}, "
                 f"live {len(shot.live)}",
             )
         for resource_id in acknowledged - unresolved:
             exists.expect(
                 resource_id in shot.live,
-                f"{account.account_id}/{resource_id} acknowledged but missing (item: {_describe(shot, resource_id)})",
+                f"{account.name}/{resource_id} acknowledged but missing (item: {_describe(shot, resource_id)})",
             )
         if account.fatal:
             continue  # its counting never succeeds, so its soft-deleted resources are never removed
         for resource_id in deleted - unresolved:
-            gone.expect(resource_id not in shot.existing, f"{account.account_id}/{resource_id} deleted but present")
+            gone.expect(resource_id not in shot.existing, f"{account.name}/{resource_id} deleted but present")
         for resource_id in shot.existing | set(shot.tombstones):
             phantom.expect(
                 resource_id in acknowledged | unresolved | deleted,
-                f"{account.account_id}/{resource_id} exists but no client was told it was created",
+                f"{account.name}/{resource_id} exists but no client was told it was created",
             )
     return [exact, stored, answers, exists, gone, phantom]
 
@@ -426,13 +437,13 @@ def usage_event_checks(
 ) -> list[Check]:
     """The outbox against the counters' exact path (the stream), and the bus's deliveries against
     the outbox, once the publisher delivered what the outbox holds (chaos/events.py)."""
-    outbox = {account.account_id: snapshot(dynamodb, table, account.account_id).events for account in accounts}
+    outbox = {account.quota: snapshot(dynamodb, table, account.quota).events for account in accounts}
     written = {event["eventId"] for events in outbox.values() for event in events}
     deadline = time.monotonic() + EVENTS_DELIVERY_TIMEOUT
     while not written <= {event["eventId"] for event in subscriber.receive()} and time.monotonic() < deadline:
         time.sleep(0.2)
     records = stream_records(runtime.client("dynamodbstreams"), runtime.outputs["StreamArn"])
-    limits = {account.account_id: account.limit for account in accounts}
+    limits = {account.quota: account.limit for account in accounts}
     return event_checks(outbox, expected_crossings(records, limits), subscriber.received, limits)
 
 
@@ -460,7 +471,7 @@ def dlq2_check(runtime: LocalRuntime, accounts: list[Account]) -> Check:
     reached DLQ 2."""
     check = Check("DLQ 2 holds only what was injected as fatal")
     sqs, streams = runtime.client("sqs"), runtime.client("dynamodbstreams")
-    fatal_pks = {keys.account_pk(Quota(a.account_id)) for a in accounts if a.fatal}
+    fatal_pks = {keys.account_pk(a.quota) for a in accounts if a.fatal}
     messages: list[dict[str, Any]] = []
     for _ in range(10):
         batch = sqs.receive_message(QueueUrl=runtime.outputs["Dlq2Url"], MaxNumberOfMessages=10, VisibilityTimeout=30)
@@ -495,10 +506,10 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ou
     for account in accounts:
         if not account.fatal:
             continue
-        shot = snapshot(dynamodb, table, account.account_id)
-        for resource_id in outcomes.acknowledged.get(account.account_id, set()):
-            check.expect(resource_id in shot.existing, f"{account.account_id}/{resource_id} was lost")
-        check.expect(shot.eventual == 0, f"{account.account_id}: counted although every count was made to fail")
+        shot = snapshot(dynamodb, table, account.quota)
+        for resource_id in outcomes.acknowledged.get(account.name, set()):
+            check.expect(resource_id in shot.existing, f"{account.name}/{resource_id} was lost")
+        check.expect(shot.eventual == 0, f"{account.name}: counted although every count was made to fail")
     return check
 
 
@@ -509,12 +520,12 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
     for account in accounts:
         if account.fatal:
             continue
-        outcome = heal_account(store, Quota(account.account_id), datetime.now(UTC), timedelta(0)).outcome
-        shot = snapshot(dynamodb, table, account.account_id)
+        outcome = heal_account(store, account.quota, datetime.now(UTC), timedelta(0)).outcome
+        shot = snapshot(dynamodb, table, account.quota)
         check.expect(
             outcome in (HealOutcome.HEALED, HealOutcome.EXACT)
             and shot.best_effort_net == shot.admitted == len(shot.live),
-            f"{account.account_id}: heal {outcome.value}, best-effort {shot.best_effort_net}, "
+            f"{account.name}: heal {outcome.value}, best-effort {shot.best_effort_net}, "
             f"admitted {shot.admitted}, live {len(shot.live)}",
         )
     return check
@@ -535,16 +546,18 @@ def unseen_ambiguity_checks(
     stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
     admits = Check("only ambiguous writes injected: with its limit raised by 3, each account admits exactly 3")
     for account in accounts:
-        shot = snapshot(dynamodb, table, account.account_id)
+        shot = snapshot(dynamodb, table, account.quota)
         live = len(shot.live)
         stored.expect(
             not shot.leases and shot.admitted == shot.eventual == live,
-            f"{account.account_id}: leases {len(shot.leases)}, admitted {shot.admitted}, "
+            f"{account.name}: leases {len(shot.leases)}, admitted {shot.admitted}, "
             f"eventual {shot.eventual}, live {live}",
         )
-        api.request("PUT", f"/accounts/{account.account_id}", {"limit": live + 3})
-        statuses = [api.create(account.account_id, f"after-{index}").status for index in range(4)]
-        admits.expect(statuses == [201, 201, 201, 409], f"{account.account_id}: {statuses}")
+        api.request("PUT", account.path, {"limit": live + 3})
+        statuses = [
+            api.request("POST", f"{account.path}/resources", {"name": f"after-{index}"}).status for index in range(4)
+        ]
+        admits.expect(statuses == [201, 201, 201, 409], f"{account.name}: {statuses}")
     return [answers, stored, admits]
 
 

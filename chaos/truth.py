@@ -1,6 +1,7 @@
-"""What the table holds for an account, read from inside at one instant.
+"""What the table holds for one limit of an account (a quota: the account and a type), read from
+inside at one instant.
 
-An account's resources, account item and first counter share its partition; a busy account's
+A quota's resources, account item and first counter share its partition; a busy quota's
 admission shards and counter shards have partitions of their own. The embedded emulator reads them
 all in one request inside its one-request-at-a-time lock (local/partition_reads.py): a true instant
 to check the invariants at, however the account is spread.
@@ -24,7 +25,7 @@ from local.partition_reads import read_partitions
 
 @dataclass
 class Snapshot:
-    account_id: str
+    quota: Quota
     limit: int = 0
     best_effort_net: int = 0  # over every admission shard
     admitted: int = 0  # over every admission shard
@@ -45,18 +46,17 @@ class Snapshot:
         return max(0, self.best_effort_net)
 
 
-def account_partitions(account_id: str) -> list[str]:
-    """Every partition key an account's items can have."""
-    quota = Quota(account_id)
+def quota_partitions(quota: Quota) -> list[str]:
+    """Every partition key a quota's items can have."""
     shards = [keys.shard_pk(quota, shard) for shard in range(1, MAX_SHARDS)]
     counters = [keys.counter_pk(quota, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
     return [keys.account_pk(quota), *shards, *counters]
 
 
-def snapshot(dynamodb: Any, table: str, account_id: str) -> Snapshot:
-    """The account at one instant, read through `dynamodb`'s endpoint: the embedded emulator."""
-    shot = Snapshot(account_id)
-    items = read_partitions(dynamodb.meta.endpoint_url, table, account_partitions(account_id))
+def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
+    """The quota at one instant, read through `dynamodb`'s endpoint: the embedded emulator."""
+    shot = Snapshot(quota)
+    items = read_partitions(dynamodb.meta.endpoint_url, table, quota_partitions(quota))
     leases: list[Lease] = []
     for item in map(from_attributes, items):
         sort_key = item[table_layout.SORT_KEY]

@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from functions.core.model import Quota, idempotent_resource_id
+from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, idempotent_resource_id
 from local.http_client import HttpApi, Reply
 
 RETRIES = 8
@@ -22,16 +22,35 @@ RETRIES = 8
 
 @dataclass
 class Account:
+    """What the clients work on: one limit of an account, its default type's unless named. An
+    account with several types is several of these, which the clients race across."""
+
     account_id: str
     limit: int
     hot: bool = False
     fatal: bool = False  # every transaction on it is made to fail: its records must end in DLQ 2
+    resource_type: str = DEFAULT_RESOURCE_TYPE
+
+    @property
+    def quota(self) -> Quota:
+        return Quota(self.account_id, self.resource_type)
+
+    @property
+    def name(self) -> str:
+        """How outcomes and reports name it: the account, and its type when not the default."""
+        return str(self.quota)
+
+    @property
+    def path(self) -> str:
+        """Its route: the account's for the default type, the type's otherwise."""
+        account = f"/accounts/{self.account_id}"
+        return account if self.quota.is_default else f"{account}/types/{self.resource_type}"
 
 
 @dataclass
 class ClientOutcomes:
-    """What the API answered the clients: the creates and deletes it acknowledged per account, what
-    stayed unknown, every status; shared by the client threads."""
+    """What the API answered the clients: the creates and deletes it acknowledged per account (and
+    type: keyed by `Account.name`), what stayed unknown, every status; shared by the client threads."""
 
     acknowledged: dict[str, set[str]] = field(default_factory=dict)  # created (201/200), not deleted
     deleted: dict[str, set[str]] = field(default_factory=dict)  # deletes acknowledged (204 or 404 on retry)
@@ -41,6 +60,7 @@ class ClientOutcomes:
     # deleting and that no earlier attempt of its own may have deleted: the answer hid what happened.
     wrong_404s: list[str] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
+    creates_per_type: Counter[str] = field(default_factory=Counter)  # acknowledged creates by resource type
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -77,7 +97,7 @@ def run_clients(
             hot = [a for a in accounts if a.hot]
             account = rng.choice(hot) if hot and rng.random() < 0.4 else rng.choice(accounts)
             with outcomes.lock:
-                live = sorted(outcomes.acknowledged.get(account.account_id, set()))
+                live = sorted(outcomes.acknowledged.get(account.name, set()))
             if live and rng.random() < 0.4:
                 delete(api, account, rng.choice(live), outcomes)
             else:
@@ -91,30 +111,31 @@ def run_clients(
 
 
 def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -> None:
-    path = f"/accounts/{account.account_id}/resources"
-    resource_id = idempotent_resource_id(Quota(account.account_id), key)
+    path = f"{account.path}/resources"
+    resource_id = idempotent_resource_id(account.quota, key)
     for attempt_number in range(RETRIES):
         reply = attempt(api, "POST", path, {"name": key}, {"Idempotency-Key": key})
         status = reply.status if reply else "no-answer"
         outcomes.note("create", status)
         if reply is not None and reply.status in (200, 201):
             with outcomes.lock:
-                outcomes.acknowledged.setdefault(account.account_id, set()).add(resource_id)
-                outcomes.unresolved.get(account.account_id, set()).discard(resource_id)
+                outcomes.acknowledged.setdefault(account.name, set()).add(resource_id)
+                outcomes.unresolved.get(account.name, set()).discard(resource_id)
+                outcomes.creates_per_type[account.resource_type] += 1
             return
         if reply is not None and reply.status < 500:
             if attempt_number:  # an earlier try may have created it before failing
                 with outcomes.lock:
-                    outcomes.unresolved.setdefault(account.account_id, set()).add(resource_id)
+                    outcomes.unresolved.setdefault(account.name, set()).add(resource_id)
             return  # 409 at the limit, or another answer that a retry would not change
         with outcomes.lock:
             outcomes.retries += 1
-            outcomes.unresolved.setdefault(account.account_id, set()).add(resource_id)
+            outcomes.unresolved.setdefault(account.name, set()).add(resource_id)
         time.sleep(0.02 * (attempt_number + 1))
 
 
 def delete(api: HttpApi, account: Account, resource_id: str, outcomes: ClientOutcomes) -> None:
-    path = f"/accounts/{account.account_id}/resources/{resource_id}"
+    path = f"{account.path}/resources/{resource_id}"
     with outcomes.lock:
         others = outcomes.deleting[resource_id] > 0  # another client may win the race: its 404 is fair
         outcomes.deleting[resource_id] += 1
@@ -127,8 +148,8 @@ def delete(api: HttpApi, account: Account, resource_id: str, outcomes: ClientOut
                 _judge_404(outcomes, account, resource_id, others, earlier_attempts=attempt_number)
             if reply is not None and (reply.status == 204 or (reply.status == 404 and attempt_number > 0)):
                 with outcomes.lock:
-                    outcomes.acknowledged[account.account_id].discard(resource_id)
-                    outcomes.deleted.setdefault(account.account_id, set()).add(resource_id)
+                    outcomes.acknowledged[account.name].discard(resource_id)
+                    outcomes.deleted.setdefault(account.name, set()).add(resource_id)
                 return
             if reply is not None and reply.status < 500:
                 return  # 404 on the first try: another client deleted it first
@@ -136,8 +157,8 @@ def delete(api: HttpApi, account: Account, resource_id: str, outcomes: ClientOut
                 outcomes.retries += 1
             time.sleep(0.02 * (attempt_number + 1))
         with outcomes.lock:  # gave up: it may or may not be deleted
-            outcomes.acknowledged[account.account_id].discard(resource_id)
-            outcomes.unresolved.setdefault(account.account_id, set()).add(resource_id)
+            outcomes.acknowledged[account.name].discard(resource_id)
+            outcomes.unresolved.setdefault(account.name, set()).add(resource_id)
     finally:
         with outcomes.lock:
             outcomes.deleting[resource_id] -= 1
@@ -149,7 +170,7 @@ def _judge_404(
     """A 404 is legitimate when the resource was not live: another client deleted it (or was
     deleting it), or an earlier attempt of this delete (answered 5xx or not at all) landed."""
     with outcomes.lock:
-        deleted_by_someone = resource_id in outcomes.deleted.get(account.account_id, set())
+        deleted_by_someone = resource_id in outcomes.deleted.get(account.name, set())
         racing = others or outcomes.deleting[resource_id] > 1
         if not (earlier_attempts or racing or deleted_by_someone):
-            outcomes.wrong_404s.append(f"{account.account_id}/{resource_id}")
+            outcomes.wrong_404s.append(f"{account.name}/{resource_id}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -30,7 +31,7 @@ from functions.adapters.event_bus import EventBridgeBus
 from functions.core.audit import Recount
 from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
-from functions.core.model import Quota
+from functions.core.model import DEFAULT_RESOURCE_TYPE, RESOURCE_TYPE_PATTERN, Quota
 from functions.shared.clock import Clock
 from infra import constants
 from ops import commands, events
@@ -104,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(a Query, never a scan).",
     )
     account.add_argument("account_id")
+    add_type_option(
+        account,
+        "the type whose limit and counters to show; without it, the default type's, and the account's types listed",
+    )
     account.set_defaults(run=run_account)
 
     audit = commands_parser.add_parser(
@@ -119,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("account_id", nargs="?", metavar="ACCOUNT", help="one account")
     target.add_argument("--all", action="store_true", help="every account (the activity index, never a scan)")
     target.add_argument("--account", dest="account_option", metavar="ACCOUNT", help="deprecated: ops audit ACCOUNT")
+    add_types_options(audit, "audit")
     audit.add_argument(
         "--repair",
         action="store_true",
@@ -136,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "exact; 3: counting work pending or an API write came in between, try again later; 4: no such account.",
     )
     heal.add_argument("account_id")
+    add_types_options(heal, "heal")
     heal.add_argument(
         "--quiet-seconds",
         type=int,
@@ -225,6 +232,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def resource_type_name(value: str) -> str:
+    if not re.fullmatch(RESOURCE_TYPE_PATTERN, value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a type name ({RESOURCE_TYPE_PATTERN})")
+    return value
+
+
+def add_type_option(parser: argparse._ActionsContainer, help_text: str) -> None:
+    parser.add_argument(
+        "--type",
+        dest="resource_type",
+        type=resource_type_name,
+        default=DEFAULT_RESOURCE_TYPE,
+        metavar="TYPE",
+        help=help_text,
+    )
+
+
+def add_types_options(parser: argparse.ArgumentParser, verb: str) -> None:
+    """`--type TYPE` or `--all-types`: which of the account's quotas to work on."""
+    which = parser.add_mutually_exclusive_group()
+    add_type_option(which, f"the type to {verb} (default: the default type)")
+    which.add_argument("--all-types", action="store_true", help=f"{verb} every type of the account, the default first")
+
+
 # -- commands ----------------------------------------------------------------------------------
 
 
@@ -247,11 +278,22 @@ class Context:
 
 
 def run_account(context: Context) -> int:
-    view = commands.recount(context.table, Quota(context.args.account_id))
+    quota = Quota(context.args.account_id, context.args.resource_type)
+    view = commands.recount(context.table, quota)
+    # As the API's GET of an account: its types only once it has another than the default.
+    types = commands.account_types(context.table, quota.account_id) if quota.is_default else []
+    types = types if len(types) > 1 else []
     if context.args.json:
-        return emit_json(view.to_json())
-    print(format_account(view))
+        return emit_json(view.to_json() | ({"types": types} if types else {}))
+    print(format_account(view, types))
     return EXIT_OK
+
+
+def account_quotas(context: Context, account_id: str) -> list[Quota]:
+    """The quotas `--type` or `--all-types` name of one account (the default type's if neither)."""
+    if context.args.all_types:
+        return commands.account_quotas(context.table, account_id)
+    return [Quota(account_id, context.args.resource_type)]
 
 
 def run_audit(context: Context) -> int:
@@ -259,7 +301,9 @@ def run_audit(context: Context) -> int:
     if context.args.account_option:  # kept for operators' scripts, as `account` and `heal` take it
         account_id = context.args.account_option
         print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
-    quotas = [Quota(account_id)] if account_id else commands.all_quotas(context.table)
+    if not account_id and (context.args.all_types or context.args.resource_type != DEFAULT_RESOURCE_TYPE):
+        raise OpsError("--type and --all-types name one account's types: `--all` audits every type already")
+    quotas = account_quotas(context, account_id) if account_id else commands.all_quotas(context.table)
     verdicts: Counter[str] = Counter()
     progress = len(quotas) > 1 and sys.stderr.isatty()
     for done, quota in enumerate(quotas, start=1):
@@ -298,20 +342,28 @@ def run_heal(context: Context) -> int:
             "create still in flight could lose the slot it holds and the account could exceed its limit "
             "(docs/healing.md); pass --force if no API call for the account can be in flight"
         )
-    report = commands.heal(context.table, Quota(context.args.account_id), timedelta(seconds=quiet), context.clock.now())
-    if context.args.json:
-        emit_json(report.to_json())
-    elif report.outcome is HealOutcome.NOT_FOUND:
-        print(f"error: account {report.quota} not found in table {context.outputs.table_name}", file=sys.stderr)
-    else:
-        print(format_heal(report))
-    return report.exit_code
+    exit_code = EXIT_OK
+    for quota in account_quotas(context, context.args.account_id):
+        report = commands.heal(context.table, quota, timedelta(seconds=quiet), context.clock.now())
+        if context.args.json:
+            emit_json(report.to_json())
+        elif report.outcome is HealOutcome.NOT_FOUND:
+            print(f"error: account {report.quota} not found in table {context.outputs.table_name}", file=sys.stderr)
+        else:
+            print(format_heal(report))
+        exit_code = max(exit_code, report.exit_code)  # not found (4) over try later (3) over done (0)
+    return exit_code
 
 
 def run_dlq2_list(context: Context) -> int:
     if context.args.max < 1:
         raise OpsError("--max must be at least 1")
-    listing = commands.list_dlq2(context.connection.client("sqs"), context.outputs.dlq2_url, context.args.max)
+    listing = commands.list_dlq2(
+        context.connection.client("sqs"),
+        context.outputs.dlq2_url,
+        context.args.max,
+        streams=context.connection.client("dynamodbstreams"),
+    )
     if context.args.json:
         return emit_json(listing.to_json())
     print(format_listing(listing))
@@ -404,7 +456,7 @@ def _signed(value: int) -> str:
     return f"{value:+d}" if value else "0"
 
 
-def format_account(view: Recount) -> str:
+def format_account(view: Recount, types: Sequence[str] = ()) -> str:
     lines = [
         f"account {view.quota}",
         f"  limit          {view.limit}",
@@ -422,6 +474,8 @@ def format_account(view: Recount) -> str:
         f"  account item   writes {view.version}, heal epoch {view.heal_epoch}, "
         f"last write {view.last_write_at or '-'}, last healed or checked {view.healed_at or '-'}",
     ]
+    if types:
+        lines.append(f"  types          {', '.join(types)}  (ops account {view.quota.account_id} --type TYPE)")
     if view.pending:
         lines.append("  counting work is pending: the stream, the redrive or the sweeper will apply it")
     elif view.best_effort_drift or view.admitted_drift:
@@ -474,6 +528,10 @@ def format_listing(listing: commands.DlqListing) -> str:
                 f"    shard {batch.shard_id}  sequence {batch.start_sequence_number}..{batch.end_sequence_number}"
                 f"  batch size {batch.batch_size}"
             )
+            if message.quotas is not None:
+                lines.append(f"    records of {', '.join(map(str, message.quotas)) or 'no account'}")
+            elif message.records_error:
+                lines.append(f"    records not read: {message.records_error}")
     return "\n".join(lines)
 
 

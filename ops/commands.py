@@ -9,19 +9,21 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.adapters import keys
 from functions.adapters.audit_reads import DynamoAuditReads
 from functions.adapters.counters import correct_counter, read_counter
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
-from functions.core.audit import AuditFinding, Recount, audit
+from functions.adapters.table_layout import PARTITION_KEY
+from functions.core.audit import AuditFinding, Recount, audit, quota_fields
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
 from functions.core.model import Quota
 from functions.core.redrive import StreamBatchInfo
@@ -67,6 +69,19 @@ def all_quotas(table: DynamoTable) -> list[Quota]:
     return DynamoAuditReads(table).all_quotas()
 
 
+def account_types(table: DynamoTable, account_id: str) -> list[str]:
+    """The types an account has limits of: the default first, then the others by name."""
+    found = DynamoAuditReads(table).account_types(account_id)
+    if found is None:
+        raise AccountNotInTable(f"account {account_id} not found in table {table.name}")
+    return found
+
+
+def account_quotas(table: DynamoTable, account_id: str) -> list[Quota]:
+    """Every quota of an account: one per type, the default first."""
+    return [Quota(account_id, resource_type) for resource_type in account_types(table, account_id)]
+
+
 @dataclass(frozen=True)
 class Repair:
     quota: Quota
@@ -75,7 +90,7 @@ class Repair:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "account_id": self.quota.account_id,
+            **quota_fields(self.quota),
             "eventual_fixed_by": self.eventual_fixed_by,
             "heal": self.heal.value if self.heal else None,
         }
@@ -139,7 +154,7 @@ class HealReport:
             }
 
         return {
-            "account_id": self.quota.account_id,
+            **quota_fields(self.quota),
             "outcome": self.outcome.value,
             "quiet_seconds": self.quiet_seconds,
             "eventual": self.eventual,
@@ -194,6 +209,10 @@ class DlqMessage:
     body: str
     batch: StreamBatchInfo | None  # None: the body is not an on-failure record
     parse_error: str | None = None
+    # The quotas (account and type) of the range's records, as the stream still holds them; None:
+    # not read (`records_error` says why, when a read was tried).
+    quotas: tuple[Quota, ...] | None = None
+    records_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         batch = self.batch
@@ -212,6 +231,8 @@ class DlqMessage:
             },
             "unparseable": self.parse_error,
             "body": self.body if batch is None else None,
+            "quotas": None if self.quotas is None else [quota_fields(quota) for quota in self.quotas],
+            "records_error": self.records_error,
         }
 
 
@@ -250,10 +271,44 @@ def describe_message(message: Mapping[str, Any]) -> DlqMessage:
     )
 
 
-def list_dlq2(sqs: Any, dlq2_url: str, max_messages: int = 100) -> DlqListing:
+def range_quotas(streams: Any, batch: StreamBatchInfo) -> tuple[Quota, ...]:
+    """The quotas (account and type) whose items the records of a stream range are, sorted, read
+    from the stream (a trimmed range raises ClientError TrimmedDataAccessException)."""
+    iterator = streams.get_shard_iterator(
+        StreamArn=batch.stream_arn,
+        ShardId=batch.shard_id,
+        ShardIteratorType="AT_SEQUENCE_NUMBER",
+        SequenceNumber=batch.start_sequence_number,
+    )["ShardIterator"]
+    end = int(batch.end_sequence_number)
+    found: set[Quota] = set()
+    while iterator:
+        page = streams.get_records(ShardIterator=iterator, Limit=1000)
+        records = page.get("Records", [])
+        in_range = [r for r in records if int(r["dynamodb"]["SequenceNumber"]) <= end]
+        found.update(
+            quota for r in in_range if (quota := keys.quota_of(r["dynamodb"]["Keys"][PARTITION_KEY]["S"])) is not None
+        )
+        if not records or len(in_range) < len(records):
+            break
+        iterator = page.get("NextShardIterator")
+    return tuple(sorted(found))
+
+
+def _with_quotas(streams: Any, message: DlqMessage) -> DlqMessage:
+    if message.batch is None:
+        return message
+    try:
+        return replace(message, quotas=range_quotas(streams, message.batch))
+    except (ClientError, BotoCoreError) as error:
+        return replace(message, records_error=str(error))
+
+
+def list_dlq2(sqs: Any, dlq2_url: str, max_messages: int = 100, streams: Any = None) -> DlqListing:
     """Up to `max_messages` messages of DLQ 2, without consuming them: each is received with a
     visibility timeout of LIST_VISIBILITY_SECONDS, never deleted, and made visible again at once
-    when the listing ends. Receiving raises each message's ApproximateReceiveCount by one."""
+    when the listing ends. Receiving raises each message's ApproximateReceiveCount by one. With a
+    DynamoDB Streams client, each range's records are read for the quotas they are of."""
     counts = sqs.get_queue_attributes(
         QueueUrl=dlq2_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
     )["Attributes"]
@@ -274,7 +329,7 @@ def list_dlq2(sqs: Any, dlq2_url: str, max_messages: int = 100) -> DlqListing:
         queue_url=dlq2_url,
         approximate_visible=int(counts.get("ApproximateNumberOfMessages", 0)),
         approximate_in_flight=int(counts.get("ApproximateNumberOfMessagesNotVisible", 0)),
-        messages=list(seen.values()),
+        messages=[message if streams is None else _with_quotas(streams, message) for message in seen.values()],
     )
 
 

@@ -8,10 +8,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from functions.adapters import keys
+from functions.adapters.api_store import RESOURCE_TYPES
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.resources import TOMBSTONE, resources_query
-from functions.adapters.shards import LIMIT_VERSION, ShardStore, held_leases, latest_write, shard_state
+from functions.adapters.shards import (
+    LIMIT_VERSION,
+    ShardStore,
+    account_key,
+    held_leases,
+    latest_write,
+    shard_state,
+)
 from functions.adapters.table_layout import (
     ACTIVITY_BUCKET,
     ACTIVITY_INDEX,
@@ -22,7 +30,7 @@ from functions.adapters.table_layout import (
 )
 from functions.core.audit import Recount
 from functions.core.leases import LeaseKind
-from functions.core.model import Quota
+from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 
 
 class DynamoAuditReads:
@@ -92,6 +100,22 @@ class DynamoAuditReads:
         )
         for page in self._table.pages("recount resources", request):
             yield from map(from_attributes, page.get("Items", []))
+
+    def account_types(self, account_id: str) -> list[str] | None:
+        """The types an account has limits of, as the API lists them: the default first, then its
+        registry (on its default type's account item) by name. None: no such account."""
+        found = self._table.call(
+            "read resource types",
+            "get_item",
+            TableName=self._table.name,
+            Key=account_key(Quota(account_id)),
+            ProjectionExpression="#types, #pk",
+            ExpressionAttributeNames={"#types": RESOURCE_TYPES, "#pk": PARTITION_KEY},
+            ConsistentRead=True,
+        ).get("Item")
+        if found is None:
+            return None
+        return [DEFAULT_RESOURCE_TYPE, *sorted(from_attributes(found).get(RESOURCE_TYPES, ()))]
 
     def all_quotas(self) -> list[Quota]:
         """Every quota, from the activity index (every account item and shard item has an entry):

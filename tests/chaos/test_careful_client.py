@@ -38,12 +38,12 @@ GATEWAY_500 = {"error": {"code": "InternalError", "message": "Internal server er
 def test_an_end_state_read_is_retried_after_a_transient_answer(status: int) -> None:
     account = {"accountId": "a", "limit": 3}
     api = ScriptedApi(Reply(status, {"Retry-After": "0"}, GATEWAY_500), Reply(200, {}, account))
-    assert read_account(api, "a") == account  # type: ignore[arg-type]
+    assert read_account(api, "/accounts/a") == account  # type: ignore[arg-type]
     assert api.calls == 2
 
 
 def test_an_end_state_read_fails_at_once_on_an_answer_a_retry_would_not_change() -> None:
     api = ScriptedApi(Reply(404, {}, {"error": {"code": "AccountNotFound"}}))
     with pytest.raises(AssertionError, match="AccountNotFound"):
-        read_account(api, "a")  # type: ignore[arg-type]
+        read_account(api, "/accounts/a")  # type: ignore[arg-type]
     assert api.calls == 1

@@ -34,7 +34,7 @@ def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed() -> N
 def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> None:
     report = run(ChaosSettings(seed=11, operations=300, clients=4, mutation="consumer-drops-downward-crossings"))
     failed = {check.name for check in report.checks if check.violations}
-    assert "usage events: each account's outbox holds exactly the crossings of its counter's path, in order" in failed
+    assert "usage events: each quota's outbox holds exactly the crossings of its counter's path, in order" in failed
 
 
 def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None:
@@ -48,3 +48,19 @@ def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None
     assert report.client_retries == 0
     assert {check.name: check.violations for check in report.checks if check.violations} == {}
     assert any(check.name.startswith("only ambiguous writes injected") for check in report.checks)
+
+
+def test_a_short_chaos_run_with_three_types_per_account_holds_every_invariant_per_type() -> None:
+    """Each account holds three limits (the default type and two others) and the clients race
+    creates and deletes across them: every check (sampled, end state, DLQ 2, heal) holds per
+    (account, type), so no type's write takes, frees or heals another's slot."""
+    report = run(ChaosSettings(seed=5, operations=150, clients=6, accounts=2, hot_accounts=1, types=3))
+    print(report.to_json())
+    assert report.seconds_to_quiescence is not None
+    assert {check.name: check.violations for check in report.checks if check.violations} == {}
+    assert sum(report.faults.values()) > 0
+    assert set(report.creates_per_type) == {"default", "type-1", "type-2"}
+    assert all(count > 0 for count in report.creates_per_type.values())
+    # The usage events were checked per (account, type) too, and there were crossings to check.
+    [sided] = [check for check in report.checks if check.name.startswith("usage events: each event's usage")]
+    assert sided.checked > 0

@@ -35,35 +35,12 @@ SECURITY = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
 CLIENTS = (LimitsClient, AsyncLimitsClient)
 BY_ID = {operation.operation_id: operation for operation in OPERATIONS}
 
-# Resource types (issue 29) are in the API and its document; the client learns them in a change of
-# its own. Until then exactly these are missing from it, and the tests below check that they still
-# are: once the client has one, a test fails until it is taken out of here.
-NOT_YET_IN_THE_CLIENT_OPERATIONS = {
-    "putResourceType",
-    "getResourceType",
-    "listResourceTypes",
-    "createTypedResource",
-    "listTypedResources",
-    "getTypedResource",
-    "deleteTypedResource",
-}
-NOT_YET_IN_THE_CLIENT_PROPERTIES = {"AccountView": {"types"}}
-NOT_YET_IN_THE_CLIENT_CODES = {"TooManyResourceTypes"}
-
-
-def test_what_the_client_does_not_have_yet_is_still_missing_from_it() -> None:
-    documented = {operation["operationId"] for methods in DOCUMENT["paths"].values() for operation in methods.values()}
-    assert documented >= NOT_YET_IN_THE_CLIENT_OPERATIONS
-    assert not NOT_YET_IN_THE_CLIENT_OPERATIONS & set(BY_ID), "the client has it now: take it out of the list"
-    assert not NOT_YET_IN_THE_CLIENT_CODES & set(ERRORS_BY_CODE), "the client has it now: take it out of the list"
-
 
 def documented_operations() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
-    """The document's operations the client has (all but NOT_YET_IN_THE_CLIENT_OPERATIONS)."""
+    """Every operation of the document."""
     for path, methods in DOCUMENT["paths"].items():
         for method, operation in methods.items():
-            if operation["operationId"] not in NOT_YET_IN_THE_CLIENT_OPERATIONS:
-                yield operation["operationId"], method.upper(), path, operation
+            yield operation["operationId"], method.upper(), path, operation
 
 
 def resolved(schema: dict[str, Any]) -> dict[str, Any]:
@@ -124,9 +101,7 @@ def dataclass_matches(model: Any, schema: dict[str, Any], headers: dict[str, Any
     fields = dataclasses.fields(model)
     body_fields = {json_name(each.name): each for each in fields if "header" not in each.metadata}
     header_fields = {each.metadata["header"]: each for each in fields if "header" in each.metadata}
-    pending = NOT_YET_IN_THE_CLIENT_PROPERTIES.get(schema["title"], set())
-    assert not pending & set(body_fields), f"{where}: {model.__name__} has {pending} now: take it out of the list"
-    properties = {name: each for name, each in schema["properties"].items() if name not in pending}
+    properties = schema["properties"]
     assert set(body_fields) == set(properties), f"{where}: {model.__name__} vs {schema['title']}"
     assert set(header_fields) == set(headers), f"{where}: {model.__name__}'s headers"
     for name, each in body_fields.items():
@@ -237,13 +212,11 @@ def test_every_error_code_is_an_exception_class_of_its_status_family() -> None:
         else:
             for code in row.codes:
                 documented[code].update(row.statuses)
-    missing = sorted(set(documented) - set(ERRORS_BY_CODE) - NOT_YET_IN_THE_CLIENT_CODES)
+    missing = sorted(set(documented) - set(ERRORS_BY_CODE))
     assert not missing, f"codes the documents list without an exception class: {missing}"
     unlisted = sorted(set(ERRORS_BY_CODE) - set(documented))
     assert not unlisted, f"exception classes of codes neither document lists: {unlisted}"
     for code, statuses in documented.items():
-        if code in NOT_YET_IN_THE_CLIENT_CODES:
-            continue
         for status in statuses:
             family = expected_family(status)
             assert issubclass(ERRORS_BY_CODE[code], family), f"{code} answered {status} is not a {family.__name__}"
@@ -264,7 +237,7 @@ def test_the_client_retries_exactly_what_the_table_says_to_retry(row: Row) -> No
         return
     retried = row.retry.startswith(RETRIED_BY_THE_CLIENT)
     assert retried or row.retry.startswith(LEFT_TO_THE_CALLER), f"new wording in the Retry column: {row.retry!r}"
-    for code in set(row.codes) - NOT_YET_IN_THE_CLIENT_CODES:
+    for code in row.codes:
         assert ERRORS_BY_CODE[code].retryable == retried, f"{code}: the table says {row.retry!r}"
     for status in row.statuses:  # an unknown code of the same status is retried alike
         assert family_of(status).retryable == retried or status == 400, status

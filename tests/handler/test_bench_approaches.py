@@ -17,7 +17,12 @@ from botocore.exceptions import ClientError
 
 from benchmarks.approaches import APPROACHES
 from benchmarks.approaches.base import SDK_CONFIG
-from benchmarks.bench import Wire, run_approach
+from benchmarks.approaches.this_project import ThisProject
+from benchmarks.bench import Wire, measure_failures, run_approach
+from functions.adapters.api_store import DynamoApiStore
+from functions.adapters.dynamo_table import DynamoTable
+from functions.core.accounts import get_account
+from functions.core.model import Quota
 from tests.conftest import System
 
 EXACT = ("transaction-marker", "item-collection", "set", "paper", "this-project")
@@ -103,3 +108,19 @@ def test_a_transaction_on_an_item_another_caller_is_writing_is_cancelled_and_a_w
     holder.join()
     assert refused.value.response["Error"]["Code"] == "TransactionConflictException"
     assert wire.conflicts == 2
+
+
+def test_with_three_types_this_projects_limits_are_the_accounts_types_each_kept_exact(system: System) -> None:
+    """`make bench --types 3`: `acme`, `acme/type-1` and `acme/type-2` are the three types of one
+    account, which the callers race across while every third write loses its answer."""
+    dynamodb = boto3.client("dynamodb", endpoint_url=system.endpoint_url, config=SDK_CONFIG)
+    approach = ThisProject(dynamodb, boto3.client("dynamodbstreams", endpoint_url=system.endpoint_url), "bench-types")
+    approach.create_table()
+    approach.connect()
+    wire = Wire(dynamodb, fault_every=3, conflicts=False)
+    found = measure_failures(approach, "acme", wire, workers=2, resources=3, standing=1, types=3)
+    assert found["faults_injected"] > 0
+    assert (found["count_error_after_creates"], found["count_error_after_deletes"]) == (0, 0)
+    account = get_account(DynamoApiStore(DynamoTable(dynamodb, "bench-types")), "acme")
+    assert [usage.quota for usage in account.types] == [Quota("acme", "type-1"), Quota("acme", "type-2")]
+    assert [usage.eventual for usage in (account.default, *account.types)] == [1, 1, 1]  # the standing one each

@@ -116,6 +116,47 @@ def test_every_operation_as_an_admin_and_as_a_tenant(system: System, admin: Limi
     counted(admin, account_id, 0)
 
 
+def test_every_typed_operation_as_an_admin_and_as_a_tenant(system: System, admin: LimitsClient) -> None:
+    """An account's types through the client: a type's own limit and ETag, its resources apart from
+    the default type's (a tenant's calls), the account's and the type list's views of it."""
+    account_id = new_account(admin, limit=1)
+    seats = admin.put_type_limit(account_id, "seats", limit=2)
+    assert (seats.type, seats.limit, seats.available) == ("seats", 2, 2)
+    raised = admin.put_type_limit(account_id, "seats", limit=3, if_match=seats.etag)
+    assert raised.etag != seats.etag
+    with pytest.raises(PreconditionFailed):
+        admin.put_type_limit(account_id, "seats", limit=4, if_match=seats.etag)
+
+    tenant = tenant_of(system, account_id)
+    alice = tenant.create_typed_resource(account_id, "seats", "alice", idempotency_key="k-1")
+    again = tenant.create_typed_resource(account_id, "seats", "alice", idempotency_key="k-1")
+    project = tenant.create_resource(account_id, "project", idempotency_key="k-1")  # another type: another request
+    assert again == alice
+    assert alice.type == "seats"
+    assert project.resource_id != alice.resource_id
+    assert tenant.get_typed_resource(account_id, "seats", alice.resource_id) == alice
+    assert [r.resource_id for r in tenant.list_typed_resources(account_id, "seats")] == [alice.resource_id]
+    assert tenant.list_typed_resources_page(account_id, "seats").next_cursor is None
+    with pytest.raises(ResourceNotFound):  # a resource is reached under its own type only
+        tenant.get_typed_resource(account_id, "seats", project.resource_id)
+    with pytest.raises(LimitExceeded):  # the default type's limit of 1 is taken; the type's is not
+        tenant.create_resource(account_id, "project-2")
+
+    seats_view = poll(lambda: tenant.get_type(account_id, "seats"), lambda t: t.eventual == 1, timeout=60)
+    assert (seats_view.best_effort, seats_view.used, seats_view.available) == (1, 1, 2)
+    assert [t.type for t in tenant.list_types(account_id).items] == ["default", "seats"]
+    account = admin.get_account(account_id)
+    assert account.types is not None
+    assert [(t.type, t.limit) for t in account.types] == [("seats", 3)]
+    with pytest.raises(AccountNotFound):
+        tenant.get_type(account_id, "rooms")
+
+    tenant.delete_typed_resource(account_id, "seats", alice.resource_id)
+    with pytest.raises(ResourceNotFound):
+        tenant.get_typed_resource(account_id, "seats", alice.resource_id)
+    poll(lambda: admin.get_type(account_id, "seats"), lambda t: t.eventual == 0, timeout=60)
+
+
 def test_the_async_client_against_the_system(system: System, admin: LimitsClient) -> None:
     account_id = new_account(admin, limit=2)
 

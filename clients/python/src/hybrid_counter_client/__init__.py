@@ -29,11 +29,22 @@ from hybrid_counter_client.errors import (
     TenantThrottled,
     Throttled,
     TooManyRequests,
+    TooManyResourceTypes,
     Unauthorized,
     UnexpectedResponse,
     ValidationError,
 )
-from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage
+from hybrid_counter_client.models import (
+    Account,
+    RateLimit,
+    Resource,
+    ResourcePage,
+    ResourceType,
+    TypedResource,
+    TypedResourcePage,
+    TypeList,
+    TypeUsage,
+)
 from hybrid_counter_client.retries import RetryPolicy
 
 __all__ = [
@@ -63,6 +74,7 @@ __all__ = [
     "Resource",
     "ResourceNotFound",
     "ResourcePage",
+    "ResourceType",
     "RetryPolicy",
     "RouteNotFound",
     "ServerError",
@@ -70,6 +82,11 @@ __all__ = [
     "TenantThrottled",
     "Throttled",
     "TooManyRequests",
+    "TooManyResourceTypes",
+    "TypeList",
+    "TypeUsage",
+    "TypedResource",
+    "TypedResourcePage",
     "Unauthorized",
     "UnexpectedResponse",
     "ValidationError",

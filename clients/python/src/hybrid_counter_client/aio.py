@@ -17,7 +17,16 @@ from typing import Any, TypeVar
 from hybrid_counter_client import operations
 from hybrid_counter_client.client import DEFAULT_TIMEOUT_SECONDS, ClientBase
 from hybrid_counter_client.errors import HybridCounterError
-from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage
+from hybrid_counter_client.models import (
+    Account,
+    RateLimit,
+    Resource,
+    ResourcePage,
+    ResourceType,
+    TypedResource,
+    TypedResourcePage,
+    TypeList,
+)
 from hybrid_counter_client.operations import Call
 from hybrid_counter_client.retries import RetryPolicy
 from hybrid_counter_client.transport import Session
@@ -90,6 +99,53 @@ class AsyncLimitsClient(ClientBase):
         cursor: str | None = None
         while True:
             page = await self.list_resources_page(account_id, limit=page_size, cursor=cursor)
+            for resource in page.items:
+                yield resource
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def put_type_limit(
+        self, account_id: str, resource_type: str, *, limit: int, if_match: str | None = None
+    ) -> ResourceType:
+        return await self._call(operations.put_type_limit(account_id, resource_type, limit, if_match))
+
+    async def get_type(self, account_id: str, resource_type: str) -> ResourceType:
+        return await self._call(operations.get_type(account_id, resource_type))
+
+    async def list_types(self, account_id: str) -> TypeList:
+        return await self._call(operations.list_types(account_id))
+
+    async def create_typed_resource(
+        self,
+        account_id: str,
+        resource_type: str,
+        name: str,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> TypedResource:
+        return await self._call(
+            operations.create_typed_resource(account_id, resource_type, name, attributes, idempotency_key)
+        )
+
+    async def get_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> TypedResource:
+        return await self._call(operations.get_typed_resource(account_id, resource_type, resource_id))
+
+    async def delete_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> None:
+        await self._call(operations.delete_typed_resource(account_id, resource_type, resource_id))
+
+    async def list_typed_resources_page(
+        self, account_id: str, resource_type: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> TypedResourcePage:
+        return await self._call(operations.list_typed_resources_page(account_id, resource_type, limit, cursor))
+
+    async def list_typed_resources(
+        self, account_id: str, resource_type: str, *, page_size: int | None = None
+    ) -> AsyncIterator[TypedResource]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_typed_resources_page(account_id, resource_type, limit=page_size, cursor=cursor)
             for resource in page.items:
                 yield resource
             if page.next_cursor is None:

@@ -11,7 +11,16 @@ import boto3
 
 from hybrid_counter_client import operations
 from hybrid_counter_client.errors import HybridCounterError
-from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage
+from hybrid_counter_client.models import (
+    Account,
+    RateLimit,
+    Resource,
+    ResourcePage,
+    ResourceType,
+    TypedResource,
+    TypedResourcePage,
+    TypeList,
+)
 from hybrid_counter_client.operations import Call
 from hybrid_counter_client.retries import Attempts, RetryPolicy
 from hybrid_counter_client.transport import Session, Transport
@@ -137,6 +146,64 @@ class LimitsClient(ClientBase):
         cursor: str | None = None
         while True:
             page = self.list_resources_page(account_id, limit=page_size, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # -- resource types (README, "Resource types"): the calls above are the default type's --------
+
+    def put_type_limit(
+        self, account_id: str, resource_type: str, *, limit: int, if_match: str | None = None
+    ) -> ResourceType:
+        """Set a type's limit (an admin session only), adding the type to the account (and the
+        account, at a default-type limit of 0, if it has none yet; TooManyResourceTypes past the
+        most types an account may have). `if_match`: change it only if the type's `etag` is still
+        this one (PreconditionFailed otherwise)."""
+        return self._call(operations.put_type_limit(account_id, resource_type, limit, if_match))
+
+    def get_type(self, account_id: str, resource_type: str) -> ResourceType:
+        """A type's limit and counts (AccountNotFound when the account has no limit of that type)."""
+        return self._call(operations.get_type(account_id, resource_type))
+
+    def list_types(self, account_id: str) -> TypeList:
+        """Every type of the account, the default type first, then by name."""
+        return self._call(operations.list_types(account_id))
+
+    def create_typed_resource(
+        self,
+        account_id: str,
+        resource_type: str,
+        name: str,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> TypedResource:
+        """Take a slot of the type's limit, as `create_resource` does of the account's. The same
+        `idempotency_key` on two types is two requests."""
+        return self._call(
+            operations.create_typed_resource(account_id, resource_type, name, attributes, idempotency_key)
+        )
+
+    def get_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> TypedResource:
+        return self._call(operations.get_typed_resource(account_id, resource_type, resource_id))
+
+    def delete_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> None:
+        """Delete it and free its type's slot, as `delete_resource` does."""
+        self._call(operations.delete_typed_resource(account_id, resource_type, resource_id))
+
+    def list_typed_resources_page(
+        self, account_id: str, resource_type: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> TypedResourcePage:
+        return self._call(operations.list_typed_resources_page(account_id, resource_type, limit, cursor))
+
+    def list_typed_resources(
+        self, account_id: str, resource_type: str, *, page_size: int | None = None
+    ) -> Iterator[TypedResource]:
+        """Every live resource of the type, page after page, each exactly once."""
+        cursor: str | None = None
+        while True:
+            page = self.list_typed_resources_page(account_id, resource_type, limit=page_size, cursor=cursor)
             yield from page.items
             if page.next_cursor is None:
                 return

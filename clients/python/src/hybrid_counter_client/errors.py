@@ -129,6 +129,10 @@ class IdempotencyKeyReused(ClientError):
     """The key's resource was deleted: a new key makes a new resource."""
 
 
+class TooManyResourceTypes(ClientError):
+    """A PUT of a new type when the account has the most types it may have (50 besides the default)."""
+
+
 class PreconditionFailed(ClientError):
     """`If-Match` names another version of the account: read it again for its new `etag`."""
 

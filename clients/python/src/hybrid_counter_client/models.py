@@ -1,6 +1,7 @@
 """What the API answers, as dataclasses: one per response schema of docs/openapi.json, each field
 the schema's property of the same name in camelCase (`best_effort` is `bestEffort`), of the type
-the schema gives it. A field with `header` in its metadata comes from that response header instead.
+the schema gives it. A field with `header` in its metadata comes from that response header instead;
+a field with a default is a property the API may leave out.
 tests/client/test_openapi_drift.py fails when these and the document part ways.
 
 Decoding checks every value's type against the field's annotation, so an answer that is not what
@@ -38,8 +39,38 @@ class RateLimit:
 
 
 @dataclass(frozen=True)
+class TypeUsage:
+    """One of an account's limits: its resource type's limit and counts (README, "Resource types")."""
+
+    account_id: str
+    type: str
+    limit: int
+    best_effort: int  # immediate; may undercount, never overcounts
+    eventual: int  # exact once the stream is applied; lags it
+    used: int  # max(best_effort, eventual)
+    available: int
+
+
+@dataclass(frozen=True)
+class ResourceType(TypeUsage):
+    """A type's limit and counts as its own routes answer them. `etag` is its limit's version, for
+    `put_type_limit(if_match=)`: each type's own, apart from the account's and other types'."""
+
+    etag: str = field(metadata={"header": "ETag"})
+
+
+@dataclass(frozen=True)
+class TypeList:
+    """Every type of an account, the default type first, then by name."""
+
+    items: list[TypeUsage]
+
+
+@dataclass(frozen=True)
 class Account:
-    """An account's limit and counts. `etag` is its limit's version, for `put_account(if_match=)`."""
+    """An account's limit and counts: its default type's (the routes without a type). `etag` is its
+    limit's version, for `put_account(if_match=)`. `types`: its other types, by name; None when it
+    has none."""
 
     account_id: str
     limit: int
@@ -49,6 +80,7 @@ class Account:
     available: int
     rate_limit: RateLimit  # its own, or the API's default
     etag: str = field(metadata={"header": "ETag"})
+    types: list[TypeUsage] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +97,26 @@ class ResourcePage:
     """One page of an account's resources; `next_cursor` is None on the last."""
 
     items: list[Resource]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class TypedResource:
+    """A resource of a type other than the default, as its type's routes answer it."""
+
+    account_id: str
+    resource_id: str
+    name: str
+    attributes: dict[str, Any]
+    created_at: str  # ISO 8601, as the API wrote it
+    type: str
+
+
+@dataclass(frozen=True)
+class TypedResourcePage:
+    """One page of a type's resources; `next_cursor` is None on the last."""
+
+    items: list[TypedResource]
     next_cursor: str | None
 
 
@@ -114,6 +166,8 @@ def decode(model: type[M], body: Any, headers: Mapping[str, str] | None = None, 
             found, place = lowered.get(header.lower(), dataclasses.MISSING), f"header {header}"
         else:
             found, place = body.get(json_name(each.name), dataclasses.MISSING), f"{where}.{json_name(each.name)}"
+        if found is dataclasses.MISSING and each.default is not dataclasses.MISSING:
+            continue  # a property the API leaves out when it has nothing to say: the field's default
         if found is dataclasses.MISSING:
             raise Undecodable(f"{place}: missing")
         values[each.name] = _value(hints[each.name], found, place)

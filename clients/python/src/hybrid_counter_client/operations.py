@@ -14,7 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-from hybrid_counter_client.models import Account, RateLimit, Resource, ResourcePage, decode
+from hybrid_counter_client.models import (
+    Account,
+    RateLimit,
+    Resource,
+    ResourcePage,
+    ResourceType,
+    TypedResource,
+    TypedResourcePage,
+    TypeList,
+    decode,
+)
 
 T = TypeVar("T")
 
@@ -45,7 +55,38 @@ GET_RESOURCE = Operation(
 DELETE_RESOURCE = Operation(
     "deleteResource", "DELETE", "/accounts/{accountId}/resources/{resourceId}", frozenset({204}), "delete_resource"
 )
-OPERATIONS = (GET_ACCOUNT, PUT_ACCOUNT, LIST_RESOURCES, CREATE_RESOURCE, GET_RESOURCE, DELETE_RESOURCE)
+# A type's routes (README, "Resource types"): its limit, and its resources as the default type's.
+TYPE_PATH = "/accounts/{accountId}/types/{resourceType}"
+LIST_TYPES = Operation("listResourceTypes", "GET", "/accounts/{accountId}/types", frozenset({200}), "list_types")
+GET_TYPE = Operation("getResourceType", "GET", TYPE_PATH, frozenset({200}), "get_type")
+PUT_TYPE = Operation("putResourceType", "PUT", TYPE_PATH, frozenset({200}), "put_type_limit")
+LIST_TYPED_RESOURCES = Operation(
+    "listTypedResources", "GET", f"{TYPE_PATH}/resources", frozenset({200}), "list_typed_resources_page"
+)
+CREATE_TYPED_RESOURCE = Operation(
+    "createTypedResource", "POST", f"{TYPE_PATH}/resources", frozenset({200, 201}), "create_typed_resource"
+)
+GET_TYPED_RESOURCE = Operation(
+    "getTypedResource", "GET", f"{TYPE_PATH}/resources/{{resourceId}}", frozenset({200}), "get_typed_resource"
+)
+DELETE_TYPED_RESOURCE = Operation(
+    "deleteTypedResource", "DELETE", f"{TYPE_PATH}/resources/{{resourceId}}", frozenset({204}), "delete_typed_resource"
+)
+OPERATIONS = (
+    GET_ACCOUNT,
+    PUT_ACCOUNT,
+    LIST_RESOURCES,
+    CREATE_RESOURCE,
+    GET_RESOURCE,
+    DELETE_RESOURCE,
+    LIST_TYPES,
+    GET_TYPE,
+    PUT_TYPE,
+    LIST_TYPED_RESOURCES,
+    CREATE_TYPED_RESOURCE,
+    GET_TYPED_RESOURCE,
+    DELETE_TYPED_RESOURCE,
+)
 
 
 @dataclass(frozen=True)
@@ -101,6 +142,11 @@ def _nothing(answer: Answer) -> None:
     return None
 
 
+def _decoder(model: type[T]) -> Callable[[Answer], T]:
+    """An answer's reader: its body (and header fields) as `model`."""
+    return lambda answer: decode(model, answer.json(), answer.headers)
+
+
 def get_account(account_id: str) -> Call[Account]:
     return Call(GET_ACCOUNT, {"accountId": account_id}, _account)
 
@@ -118,15 +164,19 @@ def list_resources_page(account_id: str, limit: int | None, cursor: str | None) 
     return Call(LIST_RESOURCES, {"accountId": account_id}, _page, query=query)
 
 
-def create_resource(
-    account_id: str, name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None
-) -> Call[Resource]:
-    """The key is made once per call, here, so that every attempt of the call sends it."""
+def _creation(name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None) -> dict[str, Any]:
+    """A create's headers and body. The key is made once per call, here, so that every attempt of
+    the call sends it."""
     body: dict[str, Any] = {"name": name}
     if attributes is not None:
         body["attributes"] = dict(attributes)
-    headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
-    return Call(CREATE_RESOURCE, {"accountId": account_id}, _resource, headers=headers, body=_json_body(body))
+    return {"headers": {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}, "body": _json_body(body)}
+
+
+def create_resource(
+    account_id: str, name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None
+) -> Call[Resource]:
+    return Call(CREATE_RESOURCE, {"accountId": account_id}, _resource, **_creation(name, attributes, idempotency_key))
 
 
 def get_resource(account_id: str, resource_id: str) -> Call[Resource]:
@@ -135,3 +185,42 @@ def get_resource(account_id: str, resource_id: str) -> Call[Resource]:
 
 def delete_resource(account_id: str, resource_id: str) -> Call[None]:
     return Call(DELETE_RESOURCE, {"accountId": account_id, "resourceId": resource_id}, _nothing, when_gone=lambda: None)
+
+
+def list_types(account_id: str) -> Call[TypeList]:
+    return Call(LIST_TYPES, {"accountId": account_id}, _decoder(TypeList))
+
+
+def get_type(account_id: str, resource_type: str) -> Call[ResourceType]:
+    return Call(GET_TYPE, {"accountId": account_id, "resourceType": resource_type}, _decoder(ResourceType))
+
+
+def put_type_limit(account_id: str, resource_type: str, limit: int, if_match: str | None) -> Call[ResourceType]:
+    headers = {} if if_match is None else {"If-Match": if_match}
+    where = {"accountId": account_id, "resourceType": resource_type}
+    return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body({"limit": limit}))
+
+
+def list_typed_resources_page(
+    account_id: str, resource_type: str, limit: int | None, cursor: str | None
+) -> Call[TypedResourcePage]:
+    query = {name: str(value) for name, value in (("limit", limit), ("cursor", cursor)) if value is not None}
+    where = {"accountId": account_id, "resourceType": resource_type}
+    return Call(LIST_TYPED_RESOURCES, where, _decoder(TypedResourcePage), query=query)
+
+
+def create_typed_resource(
+    account_id: str, resource_type: str, name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None
+) -> Call[TypedResource]:
+    where = {"accountId": account_id, "resourceType": resource_type}
+    return Call(CREATE_TYPED_RESOURCE, where, _decoder(TypedResource), **_creation(name, attributes, idempotency_key))
+
+
+def get_typed_resource(account_id: str, resource_type: str, resource_id: str) -> Call[TypedResource]:
+    where = {"accountId": account_id, "resourceType": resource_type, "resourceId": resource_id}
+    return Call(GET_TYPED_RESOURCE, where, _decoder(TypedResource))
+
+
+def delete_typed_resource(account_id: str, resource_type: str, resource_id: str) -> Call[None]:
+    where = {"accountId": account_id, "resourceType": resource_type, "resourceId": resource_id}
+    return Call(DELETE_TYPED_RESOURCE, where, _nothing, when_gone=lambda: None)

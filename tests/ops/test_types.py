@@ -1,0 +1,154 @@
+"""`ops` speaks resource types: `account`, `audit` and `heal` take `--type` (the default type when
+absent), `account` lists an account's types, `audit` and `heal` take `--all-types`, and DLQ 2's
+listing names the quota (account and type) of each record in a range."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from functions.adapters import keys, table_layout
+from functions.adapters.attributes import to_attributes
+from functions.core.model import Quota
+from ops import commands
+from ops.stack import EXIT_DRIFT, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK
+from tests.handler.conftest import Harness
+from tests.ops.conftest import Cli, Queues
+from tests.support.failure_messages import on_failure_message
+
+SEATS = Quota("acme", "seats")
+
+
+def acme_with_seats(harness: Harness) -> None:
+    """acme: 1 default-type resource (limit 5) and 2 seats (limit 3), all counted."""
+    api = harness.api
+    assert api.put_account("acme", 5).status == 200
+    assert api.put_type("acme", "seats", 3).status == 200
+    assert api.put_type("acme", "api-keys", 4).status == 200
+    assert api.create("acme", "project").status == 201
+    for name in ("alice", "bob"):
+        assert api.create("acme", name, resource_type="seats").status == 201
+    harness.pump()
+
+
+def drop_counter(harness: Harness, quota: Quota) -> None:
+    """Drift no fault makes: the quota's eventual counter deleted behind the system's back."""
+    key = {table_layout.PARTITION_KEY: keys.account_pk(quota), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
+    harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
+
+
+def test_account_lists_the_types_and_shows_one_with_type(harness: Harness, cli: Cli) -> None:
+    acme_with_seats(harness)
+
+    default = cli("account", "acme")
+    assert default.code == EXIT_OK, default.err
+    assert default.out.splitlines()[0] == "account acme"
+    assert "  limit          5" in default.out
+    assert "  types          default, api-keys, seats  (ops account acme --type TYPE)" in default.out
+    assert cli("account", "acme", "--json").json()["types"] == ["default", "api-keys", "seats"]
+
+    seats = cli("account", "acme", "--type", "seats")
+    assert seats.code == EXIT_OK, seats.err
+    assert seats.out.splitlines()[0] == "account acme/seats"
+    assert "  limit          3" in seats.out
+    assert "  live           2" in seats.out
+    assert "types" not in seats.out
+    as_json = cli("account", "acme", "--type", "seats", "--json").json()
+    assert (as_json["account_id"], as_json["resource_type"], as_json["live"]) == ("acme", "seats", 2)
+    assert "types" not in as_json
+    assert cli("account", "acme", "--type", "default").out == default.out
+
+
+def test_a_type_the_account_lacks_is_not_found_and_a_bad_name_is_bad_usage(harness: Harness, cli: Cli) -> None:
+    acme_with_seats(harness)
+    missing = cli("account", "acme", "--type", "rooms")
+    assert missing.code == EXIT_NOT_FOUND
+    assert "acme/rooms not found" in missing.err
+    assert cli("heal", "acme", "--type", "rooms").code == EXIT_NOT_FOUND
+    for command in (["account", "acme"], ["audit", "acme"], ["heal", "acme"]):
+        with pytest.raises(SystemExit) as usage:
+            cli(*command, "--type", "Not A Type")
+        assert usage.value.code == 2
+
+
+def test_audit_judges_one_type_or_every_type_of_the_account(harness: Harness, cli: Cli) -> None:
+    acme_with_seats(harness)
+    drop_counter(harness, SEATS)
+
+    assert cli("audit", "acme").code == EXIT_OK  # the default type: exact
+    seats = cli("audit", "acme", "--type", "seats")
+    assert seats.code == EXIT_DRIFT
+    assert seats.out.splitlines()[0] == "acme/seats: drift"
+
+    every = cli("audit", "acme", "--all-types", "--json")
+    assert every.code == EXIT_DRIFT
+    lines = [json.loads(line) for line in every.out.splitlines()]
+    assert [(line.get("resource_type", "default"), line["verdict"]) for line in lines] == [
+        ("default", "exact"),
+        ("api-keys", "exact"),
+        ("seats", "drift"),
+    ]
+
+    repaired = cli("audit", "acme", "--all-types", "--repair", "--json")
+    assert repaired.code == EXIT_OK, repaired.out + repaired.err
+    (repair,) = [json.loads(line)["repair"] for line in repaired.out.splitlines() if "repair" in json.loads(line)]
+    assert (repair["account_id"], repair["resource_type"], repair["eventual_fixed_by"]) == ("acme", "seats", 2)
+    assert cli("audit", "--all").code == EXIT_OK
+    assert cli("audit", "--all", "--all-types").code == EXIT_ERROR  # --all covers every type already
+    harness.check_invariants()
+
+
+def test_heal_heals_one_type_or_every_type_and_leaves_the_others_alone(harness: Harness, cli: Cli) -> None:
+    acme_with_seats(harness)
+    faults = harness.faults
+    faults.crash_after("PutItem")  # a seat's create dies after its reservation and its put
+    with pytest.raises(faults.SimulatedCrash):
+        harness.api.create("acme", "carol", resource_type="seats")
+    harness.pump()
+    default_before = harness.truth(Quota("acme"))
+
+    healed = cli("heal", "acme", "--type", "seats", "--quiet-seconds", "0", "--force", "--json")
+    assert healed.code == EXIT_OK, healed.err
+    assert (healed.json()["resource_type"], healed.json()["outcome"]) == ("seats", "healed")
+    assert harness.truth(SEATS).best_effort_net == 3
+    assert harness.truth(Quota("acme")) == default_before
+
+    every = cli("heal", "acme", "--all-types", "--quiet-seconds", "0", "--force")
+    assert every.code == EXIT_OK, every.err
+    assert [line for line in every.out.splitlines() if line.startswith("heal ")] == [
+        "heal acme: exact: nothing to change",
+        "heal acme/api-keys: exact: nothing to change",
+        "heal acme/seats: exact: nothing to change",
+    ]
+    harness.check_invariants()
+
+
+def test_dlq2_list_names_the_quotas_of_a_ranges_records(harness: Harness, queues: Queues, cli: Cli) -> None:
+    api = harness.api
+    api.put_account("acme", 5)
+    api.put_type("acme", "seats", 3)
+    harness.pump()
+    api.create("acme", "project")
+    api.create("acme", "alice", resource_type="seats")
+    records = harness.tap.drain()  # never delivered: the batch "exhausted its retries"
+    stream = harness.system.streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]
+    body = on_failure_message(
+        harness.system.stream_arn,
+        stream["Shards"][0]["ShardId"],
+        records[0]["dynamodb"]["SequenceNumber"],
+        records[-1]["dynamodb"]["SequenceNumber"],
+        len(records),
+    )
+    queues.send(queues.dlq2, body)
+
+    listing = commands.list_dlq2(queues.sqs, queues.dlq2, streams=harness.system.streams)
+    (message,) = listing.messages
+    assert message.quotas == (Quota("acme"), SEATS)
+    listed = cli("dlq2", "list")
+    assert listed.code == EXIT_OK, listed.err
+    assert "    records of acme, acme/seats" in listed.out
+    assert cli("dlq2", "list", "--json").json()["messages"][0]["quotas"] == [
+        {"account_id": "acme"},
+        {"account_id": "acme", "resource_type": "seats"},
+    ]
