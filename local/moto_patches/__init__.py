@@ -29,6 +29,7 @@ from local.moto_patches import (
     transact_get_items_limit,
     transaction_rollback,
     tree_walks_dispatched_once,
+    update_creates_one_record,
     update_expressions_parsed_once,
     update_structure_checked_once,
 )
@@ -60,6 +61,7 @@ def apply_corrections() -> None:
     event_targets.apply()
     transact_get_items_limit.apply()
     transaction_rollback.apply()
+    update_creates_one_record.apply()
 
 
 def apply_speed_ups() -> None:

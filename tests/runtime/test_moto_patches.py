@@ -885,3 +885,46 @@ def test_upstream_moto_has_no_cloudformation_model_of_a_connection() -> None:
 
     assert "AWS::Events::Connection" not in get_model_map()
     assert "AWS::Events::ApiDestination" not in get_model_map()
+
+
+# --- update_creates_one_record ------------------------------------------------------------------
+
+
+def records_of_an_update_that_creates_its_item(aws: dict[str, Any], table: str) -> list[tuple[str, dict[str, Any]]]:
+    """The stream records of an UpdateItem on a new key, then of a PutItem: (event, new image)."""
+    dynamodb, streams = aws["dynamodb"], aws["dynamodbstreams"]
+    stream_arn = create_table(dynamodb, table)
+    shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
+    key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
+    dynamodb.update_item(
+        TableName=table,
+        Key=key,
+        UpdateExpression="SET #n = :n",
+        ExpressionAttributeNames={"#n": "n"},
+        ExpressionAttributeValues={":n": {"N": "1"}},
+    )
+    dynamodb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "2"}})
+    records, _ = read_all(streams, iterator)
+    sequence_numbers = [int(record["dynamodb"]["SequenceNumber"]) for record in records]
+    assert sequence_numbers == sorted(set(sequence_numbers))  # increasing, none twice
+    return [(record["eventName"], record["dynamodb"].get("NewImage", {})) for record in records]
+
+
+def test_an_update_that_creates_its_item_is_one_insert_of_the_whole_item(aws: dict[str, Any]) -> None:
+    """DynamoDB writes one stream record per item changed, with the item as the write left it
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Streams.html)."""
+    assert records_of_an_update_that_creates_its_item(aws, "update-insert") == [
+        ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "1"}, "n": {"N": "1"}}),
+        ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "2"}}),
+    ]
+
+
+def test_upstream_moto_streams_a_keys_only_insert_before_an_update_s_new_item(upstream: dict[str, Any]) -> None:
+    assert records_of_an_update_that_creates_its_item(upstream, "upstream-update-insert") == [
+        ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "1"}}),
+        ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "1"}, "n": {"N": "1"}}),
+        ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "2"}}),
+    ]
