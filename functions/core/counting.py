@@ -22,7 +22,8 @@ sent again, and any other reason is retried later. A failed condition on the cou
 the batch may cross a threshold (or the counter has no headroom yet): the counter as it was (the
 cancellation's ALL_OLD) and the quota's limit decide its crossings, and one transaction writes the
 actions, the counter with its new headroom and one outbox item per crossing. Decisions read the
-structured CancellationReasons codes only.
+structured CancellationReasons codes only. A limit change's outbox item (`LimitChangedRecord`)
+asks for a decision with no count moving (`redecide`): the headroom was measured to the old limit.
 """
 
 from __future__ import annotations
