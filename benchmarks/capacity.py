@@ -372,7 +372,7 @@ def threshold_report(emulator_url: str) -> str:
     """What the usage events cost the consumer (docs/events.md): a counted record that crosses no
     threshold (its headroom moves with the count), and one that crosses 80% of the limit (a
     decision: the failed transaction, a read of the account item, and the transaction again with
-    an outbox item)."""
+    an outbox item); a PUT that changes the limit (with its event) and the decision it asks for."""
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.counting_store import DynamoCountingStore
     from functions.adapters.dynamo_table import DynamoTable
@@ -402,6 +402,12 @@ def threshold_report(emulator_url: str) -> str:
         nothing = counted("a record that crosses nothing")  # 2 .. 6 of 10: the meter adds them up
     counted("7 of 10")
     crossing = counted("a record that crosses 80%")
+    with meter.operation("a PUT that changes the limit") as changed:  # 8 of 10 -> 8 of 20
+        accounts.put_account(api, name, accounts.limit_change(20, WALL_CLOCK.epoch_ms()), now_text)
+    with meter.operation("the consumer's decision on the new limit") as redecided:
+        process_stream_records(counting, tap.drain())
+    with meter.operation("a PUT that leaves the limit as it was") as unchanged:
+        accounts.put_account(api, name, accounts.limit_change(20, WALL_CLOCK.epoch_ms()), now_text)
 
     def units(usage: Usage, runs: int = 1) -> str:
         calls = ", ".join(f"{api} {count / runs:g}" for api, count in sorted(usage.calls.items()))
@@ -416,6 +422,9 @@ def threshold_report(emulator_url: str) -> str:
             "usage thresholds, one counted record (batch of 1) on an account of limit 10:",
             f"  a record that crosses nothing: {units(nothing, quiet)}",
             f"  a record that crosses 80% (7 -> 8): {units(crossing)}",
+            f"  a PUT that changes the limit (10 -> 20, with its event): {units(changed)}",
+            f"  the consumer's decision on the new limit (80% crossed down): {units(redecided)}",
+            f"  a PUT that leaves the limit as it was: {units(unchanged)}",
         ]
     )
 

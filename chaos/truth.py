@@ -39,7 +39,8 @@ class Snapshot:
     leases: tuple[Lease, ...] = ()  # on the shard items: writes in flight, or dead and not yet settled
     tombstones: dict[str, dict[str, Any]] = field(default_factory=dict)  # counted deletes, by resource id
     items: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource id -> its attributes
-    events: list[dict[str, Any]] = field(default_factory=list)  # its usage events' details, by seq
+    events: list[dict[str, Any]] = field(default_factory=list)  # its threshold crossings' details, by seq
+    limit_changes: list[dict[str, Any]] = field(default_factory=list)  # its limit changes', by limit version
 
     @property
     def best_effort(self) -> int:
@@ -71,7 +72,9 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
             leases += held_leases(item)
         elif sort_key == keys.COUNTER_SORT_KEY:
             shot.eventual += int(item.get("count", 0))
-        elif sort_key.startswith(keys.EVENT_PREFIX):  # a usage event's outbox item, in seq order
+        elif sort_key.startswith(keys.LIMIT_CHANGE_PREFIX):  # in limit version order
+            shot.limit_changes.append(json.loads(item["detail"]))
+        elif sort_key.startswith(keys.EVENT_PREFIX):  # a threshold crossing's outbox item, in seq order
             shot.events.append(json.loads(item["detail"]))
         elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
             shot.tombstones[keys.resource_id_from_sk(sort_key) or sort_key] = item

@@ -16,8 +16,9 @@ from aws_cdk import aws_iam as iam
 
 from functions.adapters.table_layout import ACTIVITY_INDEX, PENDING_INDEX
 
-# The API: admission (conditional updates, room moves in transactions, the limit lowered with
-# condition checks), resources (put, get, list), usage (batch reads), and a snapshot (TransactGetItems).
+# The API: admission (conditional updates, room moves in transactions, a limit changed with its
+# event's outbox item put and, lowered, condition checks), resources (put, get, list), usage (batch
+# reads), and a snapshot (TransactGetItems).
 API = (
     "dynamodb:BatchGetItem",
     "dynamodb:ConditionCheckItem",

@@ -13,6 +13,7 @@ from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
+from functions.adapters.outbox import limit_change_item
 from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.resources import (
     ADMITTED_BY,
@@ -181,12 +182,17 @@ class DynamoApiStore:
             "ExpressionAttributeNames": {"#limit": "limit"},
             "ExpressionAttributeValues": to_attributes(values),
         }
-        if not retired_span:
+        # A changed limit's event is written with it, never by a second, separately failing write.
+        changed = change.limit != account.limit
+        event = [limit_change_item(self._table.name, quota, account, change, now)] if changed else []
+        if not retired_span and not event:
             try:
                 self._table.call("set limit", "update_item", **update)
             except ConditionFailed:
                 return False  # another change came first (or ours, retried): the caller re-reads
             return True
+        if not retired_span:
+            return self._shards.transact("set limit", [{"Update": update}, *event])
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
         update["ConditionExpression"] += f" AND {ACTIVE} = :single"
         update["ExpressionAttributeValues"][":single"] = {"N": "1"}
@@ -202,7 +208,7 @@ class DynamoApiStore:
             }
             for shard in range(1, retired_span)
         ]
-        return self._shards.transact("set limit", [{"Update": update}, *checks])
+        return self._shards.transact("set limit", [{"Update": update}, *event, *checks])
 
     def add_type(self, quota: Quota, most: int) -> Registered:
         try:

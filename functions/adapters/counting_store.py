@@ -58,19 +58,22 @@ class DynamoCountingStore:
         shard = counter_shard(actions)
         return self._transact([*items, counter_addition(self._table.name, quota, delta, shard)], len(actions), [shard])
 
-    def read_for_decision(self, quota: Quota, seen: CounterShard, target: int) -> tuple[Bands, list[CounterShard]]:
-        spread = seen.shard > 0 or target > 0
+    def read_for_decision(
+        self, quota: Quota, seen: CounterShard | None, target: int
+    ) -> tuple[Bands, list[CounterShard]]:
+        spread = (seen is not None and seen.shard > 0) or target > 0
         counters = [counter_key(quota, shard) for shard in range(EVENTUAL_COUNTER_SHARDS)]
-        found = self._table.read_keys("read for a decision", [account_key(quota), *(counters if spread else [])])
+        to_read = counters if spread else counters[:1] if seen is None else []
+        found = self._table.read_keys("read for a decision", [account_key(quota), *to_read])
         account = next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), {})
         if not spread and int(account.get(SPAN, 1)) > 1:  # a busy quota: its total is every shard's
             spread = True
-            found += self._table.read_keys("read for a decision", counters)
+            found += self._table.read_keys("read for a decision", counters[len(to_read) :])
         # Per-quota thresholds come from the account item once a PUT can set them.
         bands = Bands(int(account.get("limit", 0)), thresholds_or_default(None))
-        if not spread:
-            return bands, [seen if seen.shard == 0 else CounterShard(0, exists=False)]
         read = {counter_of(item): item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY}
+        if not spread:
+            return bands, [seen if seen is not None else counter_state(read.get(0, {}), 0)]
         return bands, [counter_state(read.get(shard, {}), shard) for shard in range(EVENTUAL_COUNTER_SHARDS)]
 
     def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:

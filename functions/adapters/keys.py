@@ -31,6 +31,9 @@ RESOURCE_PREFIX = "RESOURCE#"
 # A usage event's outbox item (functions/adapters/outbox.py): `EVENT#<seq>`, the seq zero-padded so
 # that a quota's events sort in their order.
 EVENT_PREFIX = "EVENT#"
+# A limit change's outbox item, `EVENT#LIMIT#<limit version>`: written by the PUT that changes the
+# limit, under EVENT# so the publisher and `ops events replay` take it as they take crossings.
+LIMIT_CHANGE_PREFIX = f"{EVENT_PREFIX}LIMIT#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"
@@ -107,6 +110,10 @@ def quota_of(pk: str) -> Quota | None:
 
 def event_sk(seq: int) -> str:
     return f"{EVENT_PREFIX}{seq:012d}"
+
+
+def limit_change_sk(limit_version: int) -> str:
+    return f"{LIMIT_CHANGE_PREFIX}{limit_version:012d}"
 
 
 def resource_id_from_sk(sk: str) -> str | None:

@@ -21,10 +21,13 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.adapters.table_layout import EXPIRES_AT, ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
-from functions.core.leases import iso_timestamp
+from functions.core.accounts import LimitChange
+from functions.core.admission import ShardState
+from functions.core.leases import iso_timestamp, parse_timestamp
+from functions.core.model import Quota
 from functions.core.publishing import BusEvent, OutboxRecord
-from functions.core.thresholds import Crossing
-from functions.events.models import UsageThresholdCrossed
+from functions.core.thresholds import Crossing, limit_change_id
+from functions.events.models import LimitChanged, UsageThresholdCrossed
 
 USAGE_EVENT = "usage_event"  # the item type
 DETAIL_TYPE = "detail_type"
@@ -59,6 +62,40 @@ def crossing_item(table: str, crossing: Crossing, now: datetime) -> dict[str, An
                     ":id": crossing.quota.account_id,
                 }
             ),
+        }
+    }
+
+
+def limit_change_item(table: str, quota: Quota, account: ShardState, change: LimitChange, now: str) -> dict[str, Any]:
+    """A limit change's outbox item, a Put for the PUT's transaction: the account item as the PUT
+    read it (`account`) to `change`, at the limit version that change makes."""
+    version = account.limit_version + 1
+    event = LimitChanged(
+        eventId=limit_change_id(quota, version),
+        accountId=quota.account_id,
+        resourceType=quota.resource_type,
+        oldLimit=account.limit,
+        newLimit=change.limit,
+        usage=account.admitted,
+        changedBy=change.changed_by,
+        changedAt=now,
+        limitVersion=version,
+    )
+    values = {
+        PARTITION_KEY: keys.account_pk(quota),
+        SORT_KEY: keys.limit_change_sk(version),
+        ITEM_TYPE: USAGE_EVENT,
+        DETAIL_TYPE: event.DETAIL_TYPE,
+        DETAIL: event.model_dump_json(),
+        EXPIRES_AT: int((parse_timestamp(now) + OUTBOX_RETENTION).timestamp()),
+        "account_id": quota.account_id,
+    }
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": to_attributes(values),
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
         }
     }
 

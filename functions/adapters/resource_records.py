@@ -21,7 +21,7 @@ from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
 from functions.adapters.resources import ADMITTED_BY
 from functions.adapters.table_layout import COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
-from functions.core.counting import ItemRecord, ResourceRecord
+from functions.core.counting import ItemRecord, LimitChangedRecord, ResourceRecord
 from functions.core.model import Quota
 
 # A stream record's new image is a resource's state only for these: a REMOVE record has none.
@@ -60,13 +60,20 @@ def sequence_number(record: DynamoDBRecord) -> str:
     return str(record.dynamodb.sequence_number if record.dynamodb else "")
 
 
-def from_stream_record(record: DynamoDBRecord) -> ResourceRecord | None:
-    """What a stream record's new image says of a resource: Lambda's records and GetRecords'
-    share the fields read here (eventName, dynamodb.Keys, dynamodb.NewImage)."""
+def from_stream_record(record: DynamoDBRecord) -> ResourceRecord | LimitChangedRecord | None:
+    """What a stream record's new image says of a resource, or the limit change whose outbox item
+    it inserted: Lambda's records and GetRecords' share the fields read here (eventName,
+    dynamodb.Keys, dynamodb.NewImage)."""
     data = record.dynamodb
     if data is None or record.event_name not in _WRITES:
         return None
-    return from_values({**data.new_image, **data.keys})
+    values = {**data.new_image, **data.keys}
+    pk, sk = values.get(PARTITION_KEY), values.get(SORT_KEY)
+    if isinstance(sk, str) and sk.startswith(keys.LIMIT_CHANGE_PREFIX) and isinstance(pk, str):
+        quota = keys.quota_of(pk)
+        inserted = record.event_name is DynamoDBRecordEventName.INSERT
+        return LimitChangedRecord(quota) if inserted and quota is not None else None
+    return from_values(values)
 
 
 def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:

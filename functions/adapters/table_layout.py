@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from functions.adapters.keys import EVENT_PREFIX, RESOURCE_PREFIX
+from functions.adapters.keys import EVENT_PREFIX, LIMIT_CHANGE_PREFIX, RESOURCE_PREFIX
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -79,6 +79,8 @@ STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
             "NewImage": {DELETED: {"BOOL": [True]}},
         },
     },
+    # A limit change's outbox item: the consumer decides the quota's crossings on the new limit.
+    {"eventName": ["INSERT"], "dynamodb": {"Keys": {SORT_KEY: {"S": [{"prefix": LIMIT_CHANGE_PREFIX}]}}}},
 )
 
 # The event publisher's filter: only the inserts of usage events' outbox items invoke it

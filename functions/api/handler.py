@@ -62,7 +62,7 @@ from functions.api.models import (
     TypeView,
 )
 from functions.api.preconditions import IfMatch, parse_if_match
-from functions.api.routed import caller_waiting, now, received_ms, routing, wired
+from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.core import accounts, leases
 from functions.core.model import NewResource, PageBudget, Quota, Resource, Usage
 from functions.shared.clients import Clients
@@ -158,6 +158,7 @@ def put_account(
         token=leases.new_token(),
         if_match=versions,
         must_exist=must_exist,
+        changed_by=caller(),
     )
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
@@ -223,6 +224,7 @@ def put_type(
         token=leases.new_token(),
         if_match=versions,
         must_exist=must_exist,
+        changed_by=caller(),
     )
     usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))

@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import APIGatewayEventRequestContext
+
 from functions.core import leases
 from functions.shared.clients import Clients
 
@@ -27,6 +29,7 @@ INTEGRATION_TIMEOUT_MS = 29_000
 class Routed:
     clients: Clients
     received_ms: int | None  # API Gateway's requestTimeEpoch; None in an event without one
+    caller: str = ""  # who API Gateway says is calling (`caller_of`)
 
 
 _routed: ContextVar[Routed] = ContextVar("routed")
@@ -35,12 +38,26 @@ _routed: ContextVar[Routed] = ContextVar("routed")
 @contextmanager
 def routing(event: Mapping[str, Any], clients: Clients) -> Iterator[None]:
     """Route `event` with `clients` while the block runs."""
-    received = (event.get("requestContext") or {}).get("requestTimeEpoch")
-    token = _routed.set(Routed(clients, received if isinstance(received, int) else None))
+    context = event.get("requestContext") or {}
+    received = context.get("requestTimeEpoch")
+    token = _routed.set(Routed(clients, received if isinstance(received, int) else None, caller_of(context)))
     try:
         yield
     finally:
         _routed.reset(token)
+
+
+def caller_of(request_context: Mapping[str, Any]) -> str:
+    """The caller as API Gateway identified it: a token authorizer's principal id, else the IAM
+    principal of a signed request (`userArn`); empty when it identified neither."""
+    context = APIGatewayEventRequestContext(dict(request_context))
+    authorizer = context.authorizer.principal_id if context.get("authorizer") else None
+    signed = context.identity.user_arn if context.get("identity") else None
+    return authorizer or signed or ""
+
+
+def caller() -> str:
+    return _routed.get().caller
 
 
 def wired() -> Clients:

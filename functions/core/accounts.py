@@ -178,6 +178,7 @@ class LimitChange:
     rate: TenantRate | None = None  # None: the account keeps its rate limit
     if_match: frozenset[int] | None = None  # the versions the caller allows (If-Match); None: any
     must_exist: bool = False  # If-Match: *
+    changed_by: str = ""  # the caller, as the limit changed event names it
 
     def check(self, quota: Quota, account: ShardState | None) -> None:
         """Raise PreconditionFailed unless the account is as the caller's If-Match says."""

@@ -22,7 +22,8 @@ sent again, and any other reason is retried later. A failed condition on the cou
 the batch may cross a threshold (or the counter has no headroom yet): the counter as it was (the
 cancellation's ALL_OLD) and the quota's limit decide its crossings, and one transaction writes the
 actions, the counter with its new headroom and one outbox item per crossing. Decisions read the
-structured CancellationReasons codes only.
+structured CancellationReasons codes only. A limit change's outbox item (`LimitChangedRecord`)
+asks for a decision with no count moving (`redecide`): the headroom was measured to the old limit.
 """
 
 from __future__ import annotations
@@ -144,11 +145,13 @@ class CountingStore(Protocol):
         At most MAX_ACTIONS_PER_TRANSACTION actions, one per resource."""
         ...
 
-    def read_for_decision(self, quota: Quota, seen: CounterShard, target: int) -> tuple[Bands, list[CounterShard]]:
+    def read_for_decision(
+        self, quota: Quota, seen: CounterShard | None, target: int
+    ) -> tuple[Bands, list[CounterShard]]:
         """The quota's limit and thresholds, and the counter shards a decision on shard `target`
         writes, shard 0 first: shard 0 alone (`seen`, if that is shard 0 as a failed condition
-        gave it) for a quota whose admission never spread, else every counter shard it may have,
-        read strongly consistent."""
+        gave it, else read) for a quota whose admission never spread, else every counter shard it
+        may have, read strongly consistent."""
         ...
 
     def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
@@ -185,9 +188,17 @@ class ResourceRecord:
     created_at: str | None = None  # when the API created the resource (the consumer's counting lag)
 
 
+@dataclass(frozen=True)
+class LimitChangedRecord:
+    """A limit change's outbox item was inserted: the quota's headroom is for the old limit, so
+    its crossings are decided again now, with no count moving (`redecide`)."""
+
+    quota: Quota
+
+
 # An item of a batch: its id, as failures are reported (a stream record's sequence number, a pending
-# entry's key), and what it says of a resource (None: it is not a resource's record).
-ItemRecord = tuple[str, ResourceRecord | None]
+# entry's key), and what it says (None: neither a resource's record nor a limit change).
+ItemRecord = tuple[str, ResourceRecord | LimitChangedRecord | None]
 
 
 def plan_record(record: ResourceRecord) -> CountingTask | None:
@@ -327,6 +338,24 @@ def _decide(
     return taken, store.apply_decision(quota, taken, decision)
 
 
+def redecide(store: CountingStore, quota: Quota) -> Outcome:
+    """Decide a quota's crossings with no count moving: after its limit changed, from what was
+    last decided to where its exact usage stands against the new limit, with new headroom. A
+    replay finds nothing left to cross and writes the same headroom."""
+    for _ in range(MAX_ROUNDS):
+        try:
+            bands, shards = store.read_for_decision(quota, None, 0)
+            result = store.apply_decision(quota, [], decide(quota, bands, shards, 0, 0))
+        except StoreUnavailable as error:
+            logger.warning("store unavailable deciding %s after its limit changed: %s", quota, error)
+            return Outcome.RETRY
+        if result.committed:
+            return Outcome.APPLIED
+        if result.counter is None:
+            return Outcome.RETRY  # throttled or conflicting: the record is retried later
+    return Outcome.RETRY
+
+
 @dataclass
 class BatchReport:
     """What a batch of records or a sweep did. `failed` holds the ids to report for retry;
@@ -353,10 +382,16 @@ def process_records(store: CountingStore, records: Sequence[ItemRecord]) -> Batc
 
     Records are independent: each action's condition makes order and duplicates harmless.
     """
-    tasks = [None if record is None else plan_record(record) for _, record in records]
+    tasks = [plan_record(record) if isinstance(record, ResourceRecord) else None for _, record in records]
     outcomes = iter(apply_tasks(store, [task for task in tasks if task is not None]))
+    # After the counts: a decision on the new limit then also takes in what this batch counted.
+    changed = {record.quota for _, record in records if isinstance(record, LimitChangedRecord)}
+    redecided = {quota: redecide(store, quota) for quota in changed}
     report = BatchReport()
     for (item_id, record), task in zip(records, tasks, strict=True):
+        if isinstance(record, LimitChangedRecord):
+            report.record(item_id, redecided[record.quota])
+            continue
         outcome = Outcome.SKIPPED if task is None else next(outcomes)
         report.record(item_id, outcome)
         if record and task and task.kind is TaskKind.COUNT_CREATE and outcome is not Outcome.RETRY:

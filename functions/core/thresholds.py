@@ -50,6 +50,12 @@ def thresholds_or_default(configured: Iterable[int] | None) -> tuple[int, ...]:
     return DEFAULT_THRESHOLDS if configured is None else tuple(sorted(set(configured)))
 
 
+def limit_change_id(quota: Quota, limit_version: int) -> str:
+    """The stable id of the change that gave a quota its `limit_version`: one PUT's change, once."""
+    name = "\n".join(map(str, (quota.account_id, quota.resource_type, "limit", limit_version)))
+    return str(uuid.uuid5(_EVENT_ID_NAMESPACE, name))
+
+
 class Direction(enum.Enum):
     UP = "up"
     DOWN = "down"

@@ -55,5 +55,35 @@ class UsageThresholdCrossed(BaseModel):
         )
 
 
+class LimitChanged(BaseModel):
+    """An admin's PUT changed a quota's limit. The crossings the change makes (usage 9 of 10, limit
+    lowered to 8: 100% up) follow as Usage Threshold Crossed events, decided from the exact usage."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    DETAIL_TYPE: ClassVar[str] = "Limit Changed"
+
+    eventId: str = Field(description="Stable: every copy of this change carries it, and no other change does.")
+    accountId: str
+    resourceType: str = Field(description="The type the limit is of (`default` for the account's one limit).")
+    oldLimit: int = Field(ge=0)
+    newLimit: int = Field(ge=0)
+    usage: int = Field(
+        description="The usage as the PUT read it: the resources admitted on the quota's account item (created, "
+        "or being created), an upper bound of the exact usage; a busy quota's other admission shards are not "
+        "read by a PUT, so for one it is shard 0's share."
+    )
+    changedBy: str = Field(
+        description="The caller as API Gateway identified it: the IAM principal's ARN (`userArn`), or a token "
+        "authorizer's principal id; empty when neither is known."
+    )
+    changedAt: str = Field(description="When the change was written: ISO 8601, UTC.")
+    limitVersion: int = Field(
+        ge=2, description="The quota's limit version (its ETag) after the change: a quota's changes in order."
+    )
+
+
 # Every event type, by the detail-type it is put with.
-EVENT_TYPES: dict[str, type[BaseModel]] = {UsageThresholdCrossed.DETAIL_TYPE: UsageThresholdCrossed}
+EVENT_TYPES: dict[str, type[BaseModel]] = {
+    UsageThresholdCrossed.DETAIL_TYPE: UsageThresholdCrossed,
+    LimitChanged.DETAIL_TYPE: LimitChanged,
+}

@@ -21,14 +21,15 @@ ACME = Quota("acme")
 
 
 def events(harness: Harness, quota: Quota = ACME) -> list[dict[str, Any]]:
-    """The quota's outbox items' events, in seq order (a consistent Query of its partition)."""
+    """The quota's threshold crossings, in seq order (a consistent Query of its partition's outbox)."""
     found = harness.system.dynamodb.query(
         TableName=harness.system.table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
         ExpressionAttributeValues={":pk": {"S": keys.account_pk(quota)}, ":events": {"S": "EVENT#"}},
         ConsistentRead=True,
     )["Items"]
-    return [json.loads(from_attributes(item)["detail"]) for item in found]
+    details = [from_attributes(item) for item in found]
+    return [json.loads(item["detail"]) for item in details if item["detail_type"] == "Usage Threshold Crossed"]
 
 
 def crossings(harness: Harness, quota: Quota = ACME) -> list[tuple[int, str, int]]:

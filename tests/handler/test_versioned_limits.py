@@ -4,6 +4,8 @@ limit, whether it lands late or is retried by the SDK. Through the real handler 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.handler.conftest import Harness
@@ -71,12 +73,20 @@ def test_a_put_received_earlier_never_overwrites_one_received_later(harness: Har
     assert harness.api.account("acme")["limit"] == 7
 
 
-def test_a_limit_change_retried_by_the_sdk_after_it_landed_is_not_a_412(harness: Harness, faults: Faults) -> None:
+@pytest.mark.parametrize(
+    ("limit", "call"),
+    [(3, "UpdateItem"), (9, "TransactWriteItems")],
+    ids=["same-limit-update", "changed-limit-with-its-event"],
+)
+def test_a_limit_change_retried_by_the_sdk_after_it_landed_is_not_a_412(
+    harness: Harness, faults: Faults, limit: int, call: str
+) -> None:
     """The change lands, the answer is lost, the SDK's retry fails its condition (the version
-    moved): the PUT recognises its own write by its token instead of refusing its own If-Match."""
+    moved): the PUT recognises its own write by its token instead of refusing its own If-Match.
+    A PUT that changes the limit writes its event with it, in one transaction."""
     harness.api.put_account("acme", 3)
-    landed = faults.lands_then_500("UpdateItem", lambda params: ":token" in params.get("ExpressionAttributeValues", {}))
-    answer = put(harness, 9, if_match='"1"')
+    landed = faults.lands_then_500(call, lambda params: ":token" in json.dumps(params))
+    answer = put(harness, limit, if_match='"1"')
     assert landed == [1]
-    assert (answer.status, answer.json()["limit"], answer.headers["ETag"]) == (200, 9, '"2"')
-    assert harness.api.account("acme")["available"] == 9
+    assert (answer.status, answer.json()["limit"], answer.headers["ETag"]) == (200, limit, '"2"')
+    assert harness.api.account("acme")["available"] == limit

@@ -13,11 +13,13 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.events.models import SOURCE, UsageThresholdCrossed
+from functions.events.models import SOURCE, LimitChanged, UsageThresholdCrossed
 from infra import constants
 from local.http_client import poll
 from tests.integration.conftest import System
 from tests.integration.test_system import eventual_reaches
+
+CROSSED = UsageThresholdCrossed.DETAIL_TYPE
 
 
 class Subscription:
@@ -59,10 +61,11 @@ def subscription(system: System) -> Iterator[Subscription]:
 
 
 def crossings_of(subscription: Subscription, account_id: str, count: int) -> list[UsageThresholdCrossed]:
-    """The account's events once `count` have come, in seq order (a subscriber orders by it)."""
+    """The account's crossings once `count` have come, in seq order (a subscriber orders by it)."""
 
     def mine() -> list[UsageThresholdCrossed]:
-        details = [UsageThresholdCrossed.model_validate(event["detail"]) for event in subscription.receive()]
+        received = subscription.receive()
+        details = [UsageThresholdCrossed.model_validate(e["detail"]) for e in received if e["detail-type"] == CROSSED]
         return sorted((d for d in details if d.accountId == account_id), key=lambda d: d.seq)
 
     return poll(mine, lambda found: len(found) >= count, 60)
@@ -94,3 +97,17 @@ def test_an_account_driven_to_its_limit_to_half_and_back_receives_each_crossing_
     assert [d.seq for d in found] == [1, 2, 3, 4, 5, 6]
     assert len({d.eventId for d in found}) == 6  # none twice
     assert {(d.limit, d.resourceType) for d in found} == {(10, "default")}
+
+    # A limit raised above the usage: its change, then the crossings it makes, with no count moving.
+    assert api.request("PUT", f"/accounts/{account_id}", {"limit": 20}).status == 200  # 80% at 16
+    found = crossings_of(subscription, account_id, 8)
+    assert [(d.threshold, d.direction, d.usage, d.limit, d.seq) for d in found[6:]] == [
+        (100, "down", 10, 20, 7),
+        (80, "down", 10, 20, 8),
+    ]
+    changes = [
+        LimitChanged.model_validate(event["detail"])
+        for event in subscription.received
+        if event["detail-type"] == LimitChanged.DETAIL_TYPE and event["detail"]["accountId"] == account_id
+    ]
+    assert [(c.oldLimit, c.newLimit, c.usage) for c in changes] == [(10, 20, 10)]

@@ -11,6 +11,8 @@ from urllib.parse import parse_qsl, urlsplit
 from functions.shared.clock import Clock
 from tests.support.lambda_context import FakeLambdaContext
 
+ADMIN_ARN = "arn:aws:iam::123456789012:user/admin"
+
 
 def proxy_event(
     method: str, url: str, received_ms: int, body: Any = None, headers: dict[str, str] | None = None
@@ -45,7 +47,8 @@ def proxy_event(
             "stage": "prod",
             "requestId": "test-request",
             "requestTimeEpoch": received_ms,
-            "identity": {"sourceIp": "127.0.0.1"},
+            # An IAM-signed admin call: API Gateway names the caller in `userArn`.
+            "identity": {"sourceIp": "127.0.0.1", "userArn": ADMIN_ARN},
         },
         "body": text,
         "isBase64Encoded": encoded,

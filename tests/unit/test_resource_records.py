@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from functions.adapters import keys, resources, table_layout
 from functions.adapters.attributes import to_attributes
 from functions.adapters.resource_records import from_stream_record, pending_record, stream_records
-from functions.core.counting import CountingTask, TaskKind, plan_record, process_pending
+from functions.core.counting import CountingTask, LimitChangedRecord, TaskKind, plan_record, process_pending
 from functions.core.model import Quota
 from local.event_sources import lambda_shaped
 from local.filters import matches_any
@@ -161,3 +161,19 @@ def test_sweep_reports_failed_items_by_key() -> None:
     store = ScriptedStore(count_results=[cancelled("ThrottlingError")])
     item = {"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": False}
     assert process_pending(store, [pending_record(to_attributes(item))]).failed == ["ACCOUNT#a1/RESOURCE#r1"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "decoded"),
+    [
+        (record("INSERT", sk=keys.limit_change_sk(2)), LimitChangedRecord(A1)),
+        (record("MODIFY", sk=keys.limit_change_sk(2)), None),  # not an insert: no new change
+        (record("REMOVE", sk=keys.limit_change_sk(2)), None),  # its TTL
+        (record("INSERT", sk=keys.event_sk(1)), None),  # a crossing: the publisher's, not the consumer's
+    ],
+)
+def test_a_limit_changes_insert_and_only_it_asks_the_consumer_for_a_decision(
+    raw: dict[str, Any], decoded: LimitChangedRecord | None
+) -> None:
+    assert from_stream_record(DynamoDBRecord(raw)) == decoded
+    assert matches_any(table_layout.STREAM_FILTER_PATTERNS, raw) == (decoded is not None)
