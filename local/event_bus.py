@@ -82,7 +82,10 @@ class BusRouter:
             for rule in page.get("Rules", []):
                 if rule["Name"] == TAP_RULE or "EventPattern" not in rule or rule.get("State") != "ENABLED":
                     continue
-                targets = self._events.list_targets_by_rule(Rule=rule["Name"], EventBusName=bus)["Targets"]
+                try:
+                    targets = self._events.list_targets_by_rule(Rule=rule["Name"], EventBusName=bus)["Targets"]
+                except self._events.exceptions.ResourceNotFoundException:
+                    continue  # deleted since it was listed: no longer the bus's rule
                 yield rule, [target for target in targets if not delivered_by_moto(target["Arn"])]
 
     def _deliver(self, rule: str, target: dict[str, Any], event: dict[str, Any]) -> None:

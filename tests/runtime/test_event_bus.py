@@ -128,3 +128,20 @@ def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_a
         "Usage Threshold Crossed",
         {"seq": 7},
     )
+
+
+def test_a_rule_deleted_while_an_event_is_routed_is_passed_over(aws: Any) -> None:
+    """A rule listed and then deleted before its targets are read (a test's subscriber cleaning up,
+    an operator's change) is no longer the bus's: the router passes over it and keeps routing."""
+    other = aws("events")
+    other.create_event_bus(Name="changing")
+    other.put_rule(Name="short-lived", EventBusName="changing", EventPattern=json.dumps({"source": ["x"]}))
+    routers_events = aws("events")
+
+    def delete_the_rule_first(params: dict[str, Any], **_: Any) -> None:
+        other.delete_rule(Name=params["Rule"], EventBusName="changing")
+
+    routers_events.meta.events.register("before-parameter-build.events.ListTargetsByRule", delete_the_rule_first)
+    router = BusRouter(lambda service: routers_events if service == "events" else aws(service), threading.Event())
+    router.route("changing", {"source": "x", "detail-type": "t", "detail": {}})
+    assert router.delivered == 1
