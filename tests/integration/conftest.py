@@ -114,3 +114,10 @@ def local_runtime(system: System) -> object:
     if system.runtime is None:
         pytest.skip("needs faults injected by the local runtime; API_URL points at a deployment")
     return system.runtime
+
+
+@pytest.fixture
+def iam_enforced() -> None:
+    """For tests of IAM's answers: skipped against an endpoint whose API Gateway does not enforce IAM."""
+    if os.environ.get("API_ENFORCES_IAM", "true").lower() == "false":
+        pytest.skip("this endpoint does not enforce IAM on API Gateway (LocalStack's community edition)")

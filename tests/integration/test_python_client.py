@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import http.client
 import logging
-import os
 import threading
 import time
 import uuid
@@ -189,12 +188,6 @@ def test_paging_through_every_page(system: System, admin: LimitsClient) -> None:
 
 
 # --- every error code these operations can get from the system -----------------------------------
-
-
-@pytest.fixture
-def iam_enforced() -> None:
-    if os.environ.get("API_ENFORCES_IAM", "true").lower() == "false":
-        pytest.skip("this endpoint does not enforce IAM on API Gateway (LocalStack's community edition)")
 
 
 @pytest.mark.usefixtures("iam_enforced")

@@ -59,10 +59,7 @@ def refused(reply: Any, message: str) -> None:
     assert error["requestId"]
 
 
-@pytest.fixture(autouse=True)
-def enforced() -> None:
-    if os.environ.get("API_ENFORCES_IAM", "true").lower() == "false":
-        pytest.skip("this endpoint does not enforce IAM on API Gateway (LocalStack's community edition)")
+pytestmark = pytest.mark.usefixtures("iam_enforced")
 
 
 def test_an_unsigned_request_is_refused_and_writes_nothing(system: System) -> None:
