@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import zipfile
-from email.parser import Parser
 from pathlib import Path
 
 from tests.client.conftest import RESOURCE, Reply, ScriptedServer, account_reply, envelope
+from tests.support.wheels import build_wheel
 
 CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
 
@@ -36,30 +35,8 @@ print(hybrid_counter_client.__file__)
 
 
 def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedServer, tmp_path: Path) -> None:
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",  # the pinned hatchling of requirements-dev.txt, not one fetched now
-            "--wheel-dir",
-            str(tmp_path),
-            str(CLIENT),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = tmp_path.glob("hybrid_counter_client-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
-        metadata = Parser().parsestr(
-            archive.read(next(name for name in names if name.endswith(".dist-info/METADATA"))).decode()
-        )
+    built = build_wheel(CLIENT, tmp_path, "hybrid_counter_client")
+    wheel, names, metadata = built.path, built.names, built.metadata
     modules = {f"hybrid_counter_client/{path.name}" for path in (CLIENT / "src" / "hybrid_counter_client").iterdir()}
     assert modules - {"hybrid_counter_client/__pycache__"} <= names
     assert metadata["Name"] == "hybrid-counter-client"

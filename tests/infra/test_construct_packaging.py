@@ -9,11 +9,11 @@ import json
 import re
 import subprocess
 import sys
-import zipfile
-from email.parser import Parser
 from pathlib import Path
 
 import pytest
+
+from tests.support.wheels import build_wheel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,30 +48,8 @@ print(json.dumps({"infra": infra.__file__, "pip": commands, "template": template
 
 @pytest.mark.slow
 def test_the_wheel_carries_the_construct_and_the_functions_it_bundles(tmp_path: Path) -> None:
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",  # the pinned hatchling of requirements-dev.txt, not one fetched now
-            "--wheel-dir",
-            str(tmp_path),
-            str(REPO_ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = tmp_path.glob("hybrid_counter-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
-        metadata = Parser().parsestr(
-            archive.read(next(name for name in names if name.endswith(".dist-info/METADATA"))).decode()
-        )
+    built = build_wheel(REPO_ROOT, tmp_path, "hybrid_counter")
+    wheel, names, metadata = built.path, built.names, built.metadata
     sources = {
         path.relative_to(REPO_ROOT).as_posix()
         for folder in ("infra", "functions")
