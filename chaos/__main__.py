@@ -68,6 +68,13 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "types and every check holds per (account, type)",
     )
     parser.add_argument(
+        "--limit-changes",
+        type=int,
+        default=6,
+        help="limit changes an admin makes while the clients work (lowered to the usage or below, raised, set "
+        "back): each must be one Limit Changed event and the crossings it makes decided once",
+    )
+    parser.add_argument(
         "-c",
         "--context",
         action="append",
@@ -103,6 +110,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         context=dict(args.context),
         audit_repair=args.audit_repair,
         types=args.types,
+        limit_changes=args.limit_changes,
     )
     return settings, args.report
 
@@ -117,6 +125,8 @@ def render(report: Report) -> str:
     lines += [f"  {name:<28} {count:>7}" for name, count in report.operations.items()]
     lines.append(f"  {'client retries':<28} {report.client_retries:>7}")
     lines += [f"  {'creates acknowledged, ' + kind:<28} {count:>7}" for kind, count in report.creates_per_type.items()]
+    lines.append(f"\nlimit changes made while the clients worked: {len(report.limit_changes)}")
+    lines += [f"  {change}" for change in report.limit_changes]
     lines.append("\nfaults injected")
     lines += [f"  {kind:<28} {count:>7}" for kind, count in report.faults.items()] or ["  none"]
     lines.append("\nLambda and queues")

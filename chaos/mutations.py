@@ -48,9 +48,20 @@ def _consumer_drops_downward_crossings() -> None:
     setattr(counting, "decide", decide)  # noqa: B010 - counting imported it by name: replace that name
 
 
+def _consumer_ignores_limit_changes() -> None:
+    """The consumer takes a limit change's record as done without deciding on the new limit."""
+    from functions.core import counting
+
+    def redecide(store: Any, quota: Any) -> counting.Outcome:
+        return counting.Outcome.APPLIED
+
+    setattr(counting, "redecide", redecide)  # noqa: B010 - process_records calls it by this module's name
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
+    "consumer-ignores-limit-changes": _consumer_ignores_limit_changes,
 }
 
 

@@ -21,10 +21,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chaos.checks import Check
-from chaos.events import Subscriber, event_checks, expected_crossings, stream_records
+from chaos.events import QuotaEvents, StreamTruth, Subscriber, event_checks, replay, stream_records
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
-from chaos.workload import Account, ClientOutcomes, create, run_clients
+from chaos.workload import Account, ClientOutcomes, LimitChanger, create, run_clients
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
@@ -43,8 +43,6 @@ from ops import commands
 from ops.stack import TryLater
 
 FATAL_PREFIX = "fatal"
-# How long the publisher gets, after quiescence, to deliver what the outbox holds.
-EVENTS_DELIVERY_TIMEOUT = 60.0
 FATAL_CREATES = 2
 DEFAULT_RATES = {
     "throttle": 0.02,
@@ -84,6 +82,11 @@ class ChaosSettings:
     # Resource types per account, the default one included: each account's limits are this many
     # quotas, the clients race across them and every check holds per (account, type).
     types: int = 1
+    # Limit changes an admin makes (chaos/workload.py LimitChanger): while the clients work,
+    # lowered to the usage or below, raised well above, set back; the last once they stopped.
+    limit_changes: int = 6
+    # How long the checks wait for the crossings and deliveries still due once the run is quiet.
+    events_timeout: float = 60.0
 
     @property
     def faults_on(self) -> bool:
@@ -112,6 +115,7 @@ class Report:
     seconds_to_quiescence: float | None = None
     seconds_total: float = 0.0
     audits: dict[str, int] = field(default_factory=dict)  # verdicts of the audit beside the clients
+    limit_changes: list[str] = field(default_factory=list)  # "<quota> <old> -> <new>", as the admin made them
 
     @property
     def violations(self) -> int:
@@ -134,9 +138,11 @@ class Sampler(threading.Thread):
         self.best_effort = Check("best-effort <= live at every sampled instant")
         self.eventual = Check("eventual = existing counted resources at every sampled instant")
         self.admitted = Check("admitted >= live at every sampled instant")
-        self.limit = Check("live <= limit at every sampled instant")
         self.held = Check("room + admitted = limit over every admission shard at every sampled instant")
-        self.max_overshoot = 0
+        self.samples = 0
+        # (quota, limit version, live, limit) whenever live > limit: a lowered limit leaves that
+        # much, which only the stream tells (limit_check)
+        self.over_limit: list[tuple[Quota, int, int, int]] = []
         self.max_shards = 0
 
     def run(self) -> None:
@@ -160,8 +166,25 @@ class Sampler(threading.Thread):
             f"over {shot.shards} shard(s)",
         )
         self.max_shards = max(self.max_shards, shot.shards)
-        self.max_overshoot = max(self.max_overshoot, live - shot.limit)
-        self.limit.expect(live <= shot.limit, f"{shot.quota}: live {live} > limit {shot.limit}")
+        self.samples += 1
+        if live > shot.limit:
+            self.over_limit.append((shot.quota, shot.limit_version, live, shot.limit))
+
+
+def limit_check(sampler: Sampler, truth: StreamTruth, bound: int) -> tuple[Check, int]:
+    """Live <= limit at every sampled instant, or, under a limit lowered below the usage, <= the
+    usage it found; and the largest overshoot past that."""
+    check = Check(
+        "live <= limit at every sampled instant (under a lowered limit: <= the usage it found; "
+        f"documented overshoot bound: {bound})"
+    )
+    check.checked = sampler.samples - len(sampler.over_limit)
+    overshoot = 0
+    for quota, version, live, limit in sampler.over_limit:
+        ceiling = truth.ceiling(quota, version, limit)
+        overshoot = max(overshoot, live - ceiling)
+        check.expect(live <= ceiling, f"{quota}: live {live} > limit {limit} (version {version} allows {ceiling})")
+    return check, overshoot
 
 
 # What faults inject and a repair may correct: slots held and increments lost by requests that died
@@ -297,7 +320,11 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                     for index in range(FATAL_CREATES):
                         create(api, account, f"fatal-{index}", outcomes)
             ordinary = [account for account in accounts if not account.fatal]
+            changer = LimitChanger(api, ordinary, outcomes, settings.operations, settings.limit_changes, settings.seed)
+            changer.start()
             run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes)
+            changer.finish()
+            report.limit_changes = changer.made
             workload_done = time.monotonic()
 
             quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout)
@@ -319,20 +346,19 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes)
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
-            report.checks += usage_event_checks(runtime, dynamodb, table, accounts, subscriber)
+            quotas, truth = settled_usage_events(
+                runtime, dynamodb, table, accounts, subscriber, settings.events_timeout
+            )
+            report.checks += event_checks(quotas, truth, subscriber.received)
             report.checks.append(heal_check(dynamodb, table, accounts))
             if settings.only_ambiguous_writes:
                 report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
-            report.max_limit_overshoot = max(0, sampler.max_overshoot)
             report.most_admission_shards = sampler.max_shards
             report.checks.append(sampler.held)
             if settings.partition_limits:
                 report.partition_throttles = by_family(read_throttles(emulator.url))
-            limit_check = sampler.limit
-            limit_check.name = (
-                f"live <= limit at every sampled instant (documented overshoot bound: {report.overshoot_bound})"
-            )
-            report.checks.append(limit_check)
+            within_limits, report.max_limit_overshoot = limit_check(sampler, truth, report.overshoot_bound)
+            report.checks.append(within_limits)
             report.lambda_traffic = lambda_traffic(runtime)
         finally:
             runtime.stop()
@@ -432,19 +458,26 @@ def end_state_checks(
     return [exact, stored, answers, exists, gone, phantom]
 
 
-def usage_event_checks(
-    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], subscriber: Subscriber
-) -> list[Check]:
-    """The outbox against the counters' exact path (the stream), and the bus's deliveries against
-    the outbox, once the publisher delivered what the outbox holds (chaos/events.py)."""
-    outbox = {account.quota: snapshot(dynamodb, table, account.quota).events for account in accounts}
-    written = {event["eventId"] for events in outbox.values() for event in events}
-    deadline = time.monotonic() + EVENTS_DELIVERY_TIMEOUT
-    while not written <= {event["eventId"] for event in subscriber.receive()} and time.monotonic() < deadline:
+def settled_usage_events(
+    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], subscriber: Subscriber, timeout: float
+) -> tuple[dict[Quota, QuotaEvents], StreamTruth]:
+    """Each quota's outbox, once every crossing a limit change makes is decided (the consumer
+    decides it after the change's record) and the publisher delivered what the outbox holds (or
+    the timeout passed: the checks then say what is missing); and the stream's truth to check them
+    against (chaos/events.py)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        quotas = {}
+        for account in accounts:
+            shot = snapshot(dynamodb, table, account.quota)
+            quotas[account.quota] = QuotaEvents(shot.events, shot.limit_changes, shot.eventual, shot.limit)
+        written = {event["eventId"] for q in quotas.values() for event in [*q.crossings, *q.limit_changes]}
+        received = {str(event["detail"]["eventId"]) for event in subscriber.receive()}
+        if time.monotonic() > deadline or (written <= received and all(q.settled for q in quotas.values())):
+            break
         time.sleep(0.2)
     records = stream_records(runtime.client("dynamodbstreams"), runtime.outputs["StreamArn"])
-    limits = {account.quota: account.limit for account in accounts}
-    return event_checks(outbox, expected_crossings(records, limits), subscriber.received, limits)
+    return quotas, replay(records, quotas)
 
 
 def slots_held_by_leases(shot: Snapshot) -> int:

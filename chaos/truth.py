@@ -13,13 +13,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.adapters import keys, resources, table_layout
+from functions.adapters import keys, outbox, resources, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import held_leases, shard_state
 from functions.core.admission import MAX_SHARDS
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.leases import Lease
 from functions.core.model import Quota
+from functions.events.models import LimitChanged, UsageThresholdCrossed
 from local.partition_reads import read_partitions
 
 
@@ -41,6 +42,8 @@ class Snapshot:
     items: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource id -> its attributes
     events: list[dict[str, Any]] = field(default_factory=list)  # its threshold crossings' details, by seq
     limit_changes: list[dict[str, Any]] = field(default_factory=list)  # its limit changes', by limit version
+    other_events: list[dict[str, Any]] = field(default_factory=list)  # its outbox's events of other types
+    limit_version: int = 0
 
     @property
     def best_effort(self) -> int:
@@ -64,7 +67,7 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
         if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
             state = shard_state(item)
             if sort_key == keys.ACCOUNT_SORT_KEY:
-                shot.limit = state.limit
+                shot.limit, shot.limit_version = state.limit, state.limit_version
             shot.best_effort_net += state.best_effort
             shot.admitted += state.admitted
             shot.room += state.room
@@ -72,10 +75,9 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
             leases += held_leases(item)
         elif sort_key == keys.COUNTER_SORT_KEY:
             shot.eventual += int(item.get("count", 0))
-        elif sort_key.startswith(keys.LIMIT_CHANGE_PREFIX):  # in limit version order
-            shot.limit_changes.append(json.loads(item["detail"]))
-        elif sort_key.startswith(keys.EVENT_PREFIX):  # a threshold crossing's outbox item, in seq order
-            shot.events.append(json.loads(item["detail"]))
+        elif sort_key.startswith(keys.EVENT_PREFIX):  # an outbox item: by its event type, in key order
+            kinds = {UsageThresholdCrossed.DETAIL_TYPE: shot.events, LimitChanged.DETAIL_TYPE: shot.limit_changes}
+            kinds.get(str(item[outbox.DETAIL_TYPE]), shot.other_events).append(json.loads(item[outbox.DETAIL]))
         elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
             shot.tombstones[keys.resource_id_from_sk(sort_key) or sort_key] = item
         else:

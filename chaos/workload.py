@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, idempotent_resource_id
 from local.http_client import HttpApi, Reply
@@ -108,6 +109,80 @@ def run_clients(
         thread.start()
     for thread in threads:
         thread.join()
+
+
+class LimitChanger(threading.Thread):
+    """An admin beside the clients who changes limits: while they work, at even steps of their
+    progress, in turn, lowers a quota below its limit to its usage or under it (100% crossed with
+    no count moving), raises one well above its usage, sets one back to what it was; and once they
+    stopped (`finish`), lowers one more, whose crossing no later count can announce instead
+    (docs/events.md, "Limit Changed")."""
+
+    KINDS = ("lower", "raise", "restore")
+
+    def __init__(
+        self, api: HttpApi, accounts: list[Account], outcomes: ClientOutcomes, operations: int, changes: int, seed: int
+    ) -> None:
+        super().__init__(name="chaos-limit-changer", daemon=True)
+        self._api, self._accounts, self._outcomes, self._changes = api, accounts, outcomes, changes
+        self._marks = [operations * (index + 1) // changes for index in range(changes - 1)]
+        self._rng = random.Random(f"{seed}/limits")  # noqa: S311 - a reproducible workload
+        self.stop = threading.Event()
+        self.made: list[str] = []  # "<quota> <old> -> <new>", as the admin asked
+
+    def run(self) -> None:
+        for index, mark in enumerate(self._marks):
+            while self._progress() < mark:
+                if self.stop.wait(0.05):
+                    return
+            self._change(self.KINDS[index % len(self.KINDS)])
+
+    def finish(self) -> None:
+        """Once the clients stopped: the last change, a lowering."""
+        self.stop.set()
+        self.join()
+        if self._changes:
+            self._change("lower")
+
+    def _progress(self) -> int:
+        with self._outcomes.lock:
+            return sum(self._outcomes.statuses.values())
+
+    def _change(self, kind: str) -> None:
+        for account in self._rng.sample(self._accounts, len(self._accounts)):
+            view = self._get(account)
+            if view is None:
+                continue
+            used, limit = int(view["used"]), int(view["limit"])
+            if kind == "lower" and 0 < used < limit:
+                new = max(1, used - self._rng.randint(0, 2))
+            elif kind == "raise":
+                new = used + self._rng.randint(4, 20)
+            elif kind == "restore":
+                new = account.limit
+            else:
+                continue
+            if new != limit and self._put(account, new):
+                self.made.append(f"{account.name} {limit} -> {new}")
+                return
+
+    def _get(self, account: Account) -> dict[str, Any] | None:
+        for _ in range(RETRIES):
+            reply = attempt(self._api, "GET", account.path)
+            if reply is not None and reply.status == 200:
+                return dict(reply.body)
+            time.sleep(0.05)
+        return None
+
+    def _put(self, account: Account, limit: int) -> bool:
+        """Retried on a 5xx or no answer, as the careful clients do: a PUT that landed and lost its
+        answer is found as the limit it set, and its retry changes nothing."""
+        for _ in range(RETRIES):
+            reply = attempt(self._api, "PUT", account.path, {"limit": limit})
+            if reply is not None and reply.status < 500:
+                return reply.status == 200
+            time.sleep(0.05)
+        return False
 
 
 def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -> None:

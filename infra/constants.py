@@ -201,7 +201,7 @@ EVENTS_DLQ_ALARM_ID: Final = "EventsFailureQueueNotEmpty"
 EVENTS_LOG_ID: Final = "UsageEventsLog"
 EVENTS_LOG_RULE_ID: Final = "UsageEventsToLog"
 # `-c usageWebhookUrl=https://... -c usageWebhookSecretArn=arn:aws:secretsmanager:...`: every usage
-# threshold crossing is POSTed to the URL by an EventBridge API destination, the secret's string
+# event is POSTed to the URL by an EventBridge API destination, the secret's string
 # sent as the header `usageWebhookHeader` (default x-api-key).
 USAGE_WEBHOOK_URL_CONTEXT_KEY: Final = "usageWebhookUrl"
 USAGE_WEBHOOK_SECRET_CONTEXT_KEY: Final = "usageWebhookSecretArn"  # noqa: S105 - a context key

@@ -78,7 +78,7 @@ class UsageEvents(Construct):
     ) -> None:
         """`event_bus`: a bus of the deployer's to put the events on (None: the construct makes one).
         `thresholds_to_alarm_topic`: threshold crossings go to the alarm topic too (an alarm email
-        is subscribed to it). `webhook`: an endpoint every threshold crossing is POSTed to.
+        is subscribed to it). `webhook`: an endpoint every usage event is POSTed to.
         `name_prefix`: unique to the counter, for the log group's fixed name."""
         super().__init__(scope, construct_id)
         self.bus = event_bus or events.EventBus(self, constants.EVENT_BUS_ID)
@@ -173,10 +173,11 @@ class UsageEvents(Construct):
         )
 
     def _webhook(self, webhook: UsageWebhook) -> None:
-        """An API destination POSTing each threshold crossing to the webhook, its connection's API
-        key a dynamic reference to the secret (CloudFormation resolves it at deploy time; the
-        template holds only the ARN). EventBridge retries a failed call for 24 hours (its default
-        retry policy) and sends the event as the request's JSON body."""
+        """An API destination POSTing each usage event to the webhook (every type: a receiver tells
+        them apart by `detail-type`), its connection's API key a dynamic reference to the secret
+        (CloudFormation resolves it at deploy time; the template holds only the ARN). EventBridge
+        retries a failed call for 24 hours (its default retry policy) and sends the event as the
+        request's JSON body."""
         connection = events.Connection(
             self,
             f"{constants.USAGE_WEBHOOK_ID}Connection",
@@ -191,12 +192,12 @@ class UsageEvents(Construct):
             connection=connection,
             endpoint=webhook.url,
             http_method=events.HttpMethod.POST,
-            description="Usage threshold crossings (docs/events.md)",
+            description="Usage events (docs/events.md)",
         )
         events.Rule(
             self,
             f"{constants.USAGE_WEBHOOK_ID}Rule",
             event_bus=self.bus,
-            event_pattern=THRESHOLD_CROSSINGS,
+            event_pattern=USAGE_EVENTS,
             targets=[targets.ApiDestination(destination)],
         )

@@ -106,7 +106,7 @@ class ExistingTable:
 
 @dataclass(frozen=True)
 class UsageWebhook:
-    """An HTTPS endpoint that receives every usage threshold crossing, as an EventBridge API
+    """An HTTPS endpoint that receives every usage event, of each type, as an EventBridge API
     destination POSTs it (the event as the JSON body), with the API key kept in Secrets Manager:
     the secret's string is sent as header `header` (docs/events.md)."""
 
@@ -146,7 +146,7 @@ class HybridCounterProps:
     removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN
     # The EventBridge bus usage events go on (docs/events.md). None: a bus of the counter's own.
     event_bus: events.IEventBus | None = None
-    # An HTTPS endpoint that receives every usage threshold crossing. None: no webhook.
+    # An HTTPS endpoint that receives every usage event. None: no webhook.
     usage_webhook: UsageWebhook | None = None
     # The stage's throttle, every method together: requests a second, and the burst bucket.
     api_rate_limit: int = constants.DEFAULT_API_RATE_LIMIT

@@ -136,7 +136,7 @@ def _tenant_rate(scope: Construct) -> TenantRate:
 
 
 def _usage_webhook(scope: Construct) -> UsageWebhook | None:
-    """The webhook of usage threshold crossings (`-c usageWebhookUrl -c usageWebhookSecretArn`), or None."""
+    """The webhook of usage events (`-c usageWebhookUrl -c usageWebhookSecretArn`), or None."""
     url = scope.node.try_get_context(constants.USAGE_WEBHOOK_URL_CONTEXT_KEY)
     secret = scope.node.try_get_context(constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY)
     header = scope.node.try_get_context(constants.USAGE_WEBHOOK_HEADER_CONTEXT_KEY)

@@ -68,7 +68,7 @@ def hooked(webhook: str) -> Iterator[Any]:
             runtime.stop()
 
 
-def test_a_crossing_is_posted_to_the_webhook_with_the_secret_as_its_api_key(hooked: Any) -> None:
+def test_every_usage_event_is_posted_to_the_webhook_with_the_secret_as_its_api_key(hooked: Any) -> None:
     account_id = hooked.new_account("hooked", limit=5)  # 80% at 4
     for index in range(4):
         assert hooked.create(account_id, f"r{index}").status == 201
@@ -80,3 +80,7 @@ def test_a_crossing_is_posted_to_the_webhook_with_the_secret_as_its_api_key(hook
         80,
         "up",
     )
+    assert hooked.request("PUT", f"/accounts/{account_id}", {"limit": 4}).status == 200  # 4 of 4: 100% up
+    received = poll(lambda: [event for _, event in Hook.received], lambda events: len(events) >= 3, 60)
+    later = {(event["detail-type"], event["detail"].get("threshold")) for event in received[1:]}
+    assert later == {("Limit Changed", None), ("Usage Threshold Crossed", 100)}
