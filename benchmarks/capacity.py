@@ -372,7 +372,8 @@ def threshold_report(emulator_url: str) -> str:
     """What the usage events cost the consumer (docs/events.md): a counted record that crosses no
     threshold (its headroom moves with the count), and one that crosses 80% of the limit (a
     decision: the failed transaction, a read of the account item, and the transaction again with
-    an outbox item); a PUT that changes the limit (with its event) and the decision it asks for."""
+    an outbox item); a PUT that changes the limit (with its event) and the decision it asks for;
+    the same for a PUT that changes only the quota's thresholds."""
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.counting_store import DynamoCountingStore
     from functions.adapters.dynamo_table import DynamoTable
@@ -408,6 +409,13 @@ def threshold_report(emulator_url: str) -> str:
         process_stream_records(counting, tap.drain())
     with meter.operation("a PUT that leaves the limit as it was") as unchanged:
         accounts.put_account(api, name, accounts.limit_change(20, WALL_CLOCK.epoch_ms()), now_text)
+    own = accounts.limit_change(20, WALL_CLOCK.epoch_ms(), thresholds=(25, 90))
+    with meter.operation("a PUT that changes only the thresholds") as rethresholded:  # 8 of 20: 25% is 5
+        accounts.put_account(api, name, own, now_text)
+    with meter.operation("the consumer's decision on the new thresholds") as redecided_own:
+        process_stream_records(counting, tap.drain())
+    with meter.operation("a PUT that leaves limit and thresholds as they were") as unchanged_own:
+        accounts.put_account(api, name, accounts.limit_change(20, WALL_CLOCK.epoch_ms()), now_text)
 
     def units(usage: Usage, runs: int = 1) -> str:
         calls = ", ".join(f"{api} {count / runs:g}" for api, count in sorted(usage.calls.items()))
@@ -425,6 +433,9 @@ def threshold_report(emulator_url: str) -> str:
             f"  a PUT that changes the limit (10 -> 20, with its event): {units(changed)}",
             f"  the consumer's decision on the new limit (80% crossed down): {units(redecided)}",
             f"  a PUT that leaves the limit as it was: {units(unchanged)}",
+            f"  a PUT that changes only the thresholds (80, 100 -> 25, 90, with its event): {units(rethresholded)}",
+            f"  the consumer's decision on the new thresholds (25% crossed up): {units(redecided_own)}",
+            f"  a PUT that leaves limit and thresholds (its own) as they were: {units(unchanged_own)}",
         ]
     )
 

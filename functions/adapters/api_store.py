@@ -36,6 +36,7 @@ from functions.adapters.shards import (
     RETIRED,
     ROOM,
     SPAN,
+    THRESHOLDS,
     AccountItems,
     ShardStore,
     account_key,
@@ -61,12 +62,21 @@ from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
+from functions.core.thresholds import thresholds_or_default
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
 # On the default type's account item: the names of the account's other types (a string set), so
 # a read of the account finds them with the read it always made (functions/core/accounts.py).
 RESOURCE_TYPES = "resource_types"
+
+
+def _thresholds_update(change: LimitChange, values: dict[str, Any]) -> str:
+    """The SET clause (and its value) of a change's thresholds, if it gives the quota its own."""
+    if change.thresholds is None:
+        return ""
+    values[":thresholds"] = list(thresholds_or_default(change.thresholds))  # ascending, each once
+    return f", {THRESHOLDS} = :thresholds"
 
 
 def _types_update(resource_types: Sequence[str], values: dict[str, Any]) -> str:
@@ -142,6 +152,7 @@ class DynamoApiStore:
                     f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
                     f"{LIMIT_VERSION} = :one, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
                     + _rate_update(change, values)
+                    + _thresholds_update(change, values)
                     + _types_update(resource_types, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
@@ -176,15 +187,16 @@ class DynamoApiStore:
                 f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
                 f"{LIMIT_VERSION} = :next, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
                 + _rate_update(change, values)
+                + _thresholds_update(change, values)
                 + f" ADD {ROOM} :change, version :one"
             ),
             "ConditionExpression": unchanged,
             "ExpressionAttributeNames": {"#limit": "limit"},
             "ExpressionAttributeValues": to_attributes(values),
         }
-        # A changed limit's event is written with it, never by a second, separately failing write.
-        changed = change.limit != account.limit
-        event = [limit_change_item(self._table.name, quota, account, change, now)] if changed else []
+        # A change's event is written with it, never by a second, separately failing write.
+        announced = change.announced(account)
+        event = [limit_change_item(self._table.name, quota, account, change, now)] if announced else []
         if not retired_span and not event:
             try:
                 self._table.call("set limit", "update_item", **update)
@@ -369,6 +381,7 @@ def _usage(quota: Quota, read: AccountItems) -> Usage:
         eventual=read.eventual,
         rate=rate_of_item(read.shards[0]),
         limit_version=account.limit_version,
+        thresholds=account.thresholds,
     )
 
 

@@ -14,7 +14,7 @@ from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.outbox import crossing_item
 from functions.adapters.resource_records import pending_record
 from functions.adapters.resources import counted_update, resource_state, tombstone_update
-from functions.adapters.shards import SPAN, account_key
+from functions.adapters.shards import SPAN, account_key, thresholds_of
 from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE, SORT_KEY
 from functions.core.counting import (
     COMMITTED,
@@ -69,8 +69,7 @@ class DynamoCountingStore:
         if not spread and int(account.get(SPAN, 1)) > 1:  # a busy quota: its total is every shard's
             spread = True
             found += self._table.read_keys("read for a decision", counters[len(to_read) :])
-        # Per-quota thresholds come from the account item once a PUT can set them.
-        bands = Bands(int(account.get("limit", 0)), thresholds_or_default(None))
+        bands = Bands(int(account.get("limit", 0)), thresholds_or_default(thresholds_of(account)))
         read = {counter_of(item): item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY}
         if not spread:
             return bands, [seen if seen is not None else counter_state(read.get(0, {}), 0)]

@@ -26,7 +26,7 @@ from functions.core.admission import ShardState
 from functions.core.leases import iso_timestamp, parse_timestamp
 from functions.core.model import Quota
 from functions.core.publishing import BusEvent, OutboxRecord
-from functions.core.thresholds import Crossing, limit_change_id
+from functions.core.thresholds import Crossing, limit_change_id, thresholds_or_default
 from functions.events.models import LimitChanged, UsageThresholdCrossed
 
 USAGE_EVENT = "usage_event"  # the item type
@@ -68,7 +68,8 @@ def crossing_item(table: str, crossing: Crossing, now: datetime) -> dict[str, An
 
 def limit_change_item(table: str, quota: Quota, account: ShardState, change: LimitChange, now: str) -> dict[str, Any]:
     """A limit change's outbox item, a Put for the PUT's transaction: the account item as the PUT
-    read it (`account`) to `change`, at the limit version that change makes."""
+    read it (`account`) to `change` (its limit, its thresholds or both), at the limit version that
+    change makes."""
     version = account.limit_version + 1
     event = LimitChanged(
         eventId=limit_change_id(quota, version),
@@ -77,6 +78,8 @@ def limit_change_item(table: str, quota: Quota, account: ShardState, change: Lim
         oldLimit=account.limit,
         newLimit=change.limit,
         usage=account.admitted,
+        oldThresholds=list(thresholds_or_default(account.thresholds)),
+        newThresholds=list(change.new_thresholds(account)),
         changedBy=change.changed_by,
         changedAt=now,
         limitVersion=version,

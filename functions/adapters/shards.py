@@ -36,6 +36,9 @@ SPAN = "shard_span"  # on the account item: every shard ever used is below it
 LIMIT_VERSION = "limit_version"
 LIMIT_SET_AT = "limit_set_at"
 LIMIT_REQUEST = "limit_request"
+# On the account item, when an admin gave the quota its own: its usage thresholds, a list of
+# percentages, ascending (functions/core/thresholds.py). Absent: the defaults.
+THRESHOLDS = "thresholds"
 # The exact time of the last API write (LAST_WRITE, the activity index's sort key, is rounded up to
 # the minute), for a heal's quiet check.
 LAST_WRITE_EXACT = "last_write_exact"
@@ -86,8 +89,14 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         limit_version=int(item.get(LIMIT_VERSION, 0)),
         limit_set_at=int(item.get(LIMIT_SET_AT, 0)),
         limit_request=str(item.get(LIMIT_REQUEST, "")),
+        thresholds=thresholds_of(item),
         leases=held_leases(item),
     )
+
+
+def thresholds_of(item: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """A decoded account item's own usage thresholds (None: it has none, the defaults apply)."""
+    return tuple(map(int, item[THRESHOLDS])) if THRESHOLDS in item else None
 
 
 def lease_attribute(lease: Lease) -> str:

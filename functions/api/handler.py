@@ -54,6 +54,7 @@ from functions.api.models import (
     CreateResourceRequest,
     PutAccountRequest,
     PutTypeRequest,
+    QuotaAnswer,
     ResourcePage,
     ResourceView,
     TypedResourcePage,
@@ -123,7 +124,7 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=render(body.answer() if isinstance(body, AccountView) else body.model_dump()),
+        body=render(body.answer() if isinstance(body, QuotaAnswer) else body.model_dump()),
         headers=headers,
     )
 
@@ -159,6 +160,7 @@ def put_account(
         if_match=versions,
         must_exist=must_exist,
         changed_by=caller(),
+        thresholds=own_thresholds(request.thresholds),
     )
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
@@ -179,6 +181,11 @@ def put_account(
 def get_account(accountId: AccountId) -> Response[str]:
     read = accounts.get_account(wired().api_store, accountId)
     return account_response(read.default, read.types)
+
+
+def own_thresholds(given: list[int] | None) -> tuple[int, ...] | None:
+    """A PUT's thresholds (validated, ascending), or None: the quota keeps what it has."""
+    return None if given is None else tuple(given)
 
 
 def account_response(usage: Usage, types: Sequence[Usage] = ()) -> Response[str]:
@@ -225,6 +232,7 @@ def put_type(
         if_match=versions,
         must_exist=must_exist,
         changed_by=caller(),
+        thresholds=own_thresholds(request.thresholds),
     )
     usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
 from functions.core.model import Resource, Usage
 from functions.core.rate_limits import MAX_REQUESTS_PER_SECOND, MAX_WINDOW_SECONDS, TenantRate
+from functions.core.thresholds import MAX_THRESHOLDS
 
 MAX_LIMIT = 1_000_000
 MAX_NAME_LENGTH = 256
@@ -27,6 +28,45 @@ def _whole_number(value: Any) -> Any:
 
 
 WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+
+
+def _each_once_ascending(thresholds: list[int]) -> list[int]:
+    if len(set(thresholds)) != len(thresholds):
+        raise ValueError("each threshold at most once")
+    return sorted(thresholds)
+
+
+def _not_null(value: Any) -> Any:
+    """Omitted, a quota keeps its thresholds; null would say nothing more, so it is refused."""
+    if value is None:
+        raise ValueError("must be a list of percentages (omit it to keep the quota's thresholds)")
+    return value
+
+
+def _without_null(schema: dict[str, Any]) -> None:
+    """The field's schema without its `null` branch: the body may leave it out, never send null."""
+    schema.update(next(branch for branch in schema.pop("anyOf") if branch.get("type") != "null"))
+
+
+# A percentage of the limit: 0 would be crossed by no usage (every usage is at or above it), and
+# usage never rises past 100% by creates (only a lowered limit puts it there). At most
+# MAX_THRESHOLDS, so a decision's transaction holds an outbox item for each (docs/events.md).
+Thresholds = Annotated[
+    Annotated[
+        list[Annotated[int, Field(ge=1, le=100), BeforeValidator(_whole_number)]],
+        Field(min_length=1, max_length=MAX_THRESHOLDS),
+        AfterValidator(_each_once_ascending),
+    ]
+    | None,
+    BeforeValidator(_not_null),
+    Field(
+        description="The quota's own usage thresholds: 1 to 10 percentages of its limit (whole numbers 1 to "
+        "100), each once, in any order (kept ascending). A Usage Threshold Crossed event is put each time "
+        "the quota's usage crosses one (docs/events.md). Omitted, the quota keeps the ones it has (80 and "
+        "100 if it never had its own); `[80, 100]` gives it the defaults again.",
+        json_schema_extra=_without_null,
+    ),
+]
 
 
 class RateLimit(BaseModel):
@@ -55,12 +95,14 @@ class PutAccountRequest(BaseModel):
     rateLimit: RateLimit | None = Field(
         default=None, description="The account's own rate limit; omitted, the account keeps the one it has."
     )
+    thresholds: Thresholds = None
 
 
 class PutTypeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     limit: WholeNumber = Field(ge=0, le=MAX_LIMIT, description="Most resources of this type the account may hold.")
+    thresholds: Thresholds = None
 
 
 class CreateResourceRequest(BaseModel):
@@ -77,7 +119,21 @@ class CreateResourceRequest(BaseModel):
     )
 
 
-class TypeView(BaseModel):
+class QuotaAnswer(BaseModel):
+    """An answer whose optional fields are left out when absent (never null), so a quota without
+    them answers exactly as before they existed."""
+
+    def answer(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+OWN_THRESHOLDS = (
+    "The quota's own usage thresholds (percentages of its limit, ascending), set by its PUT; absent when it has "
+    "none of its own (never null): then 80 and 100."
+)
+
+
+class TypeView(QuotaAnswer):
     """One of an account's limits: its resource type's limit and counters (the rate limit is the
     account's, in AccountView)."""
 
@@ -88,6 +144,7 @@ class TypeView(BaseModel):
     eventual: int = Field(description="Exact count of processed resources; lags the stream.")
     used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
     available: int
+    thresholds: list[int] | None = Field(default=None, description=OWN_THRESHOLDS)
 
     @classmethod
     def of(cls, usage: Usage) -> TypeView:
@@ -99,14 +156,19 @@ class TypeView(BaseModel):
             eventual=usage.eventual,
             used=usage.used,
             available=usage.available,
+            thresholds=_listed(usage.thresholds),
         )
 
 
-class TypeList(BaseModel):
+def _listed(thresholds: tuple[int, ...] | None) -> list[int] | None:
+    return None if thresholds is None else list(thresholds)
+
+
+class TypeList(QuotaAnswer):
     items: list[TypeView] = Field(description="Every type of the account, the default type first, then by name.")
 
 
-class AccountView(BaseModel):
+class AccountView(QuotaAnswer):
     """The account's default type (the routes without a type), its rate limit, and its other types."""
 
     accountId: str
@@ -119,6 +181,7 @@ class AccountView(BaseModel):
     )
     available: int
     rateLimit: RateLimit = Field(description="The account's rate limit: its own, or the API's default.")
+    thresholds: list[int] | None = Field(default=None, description=OWN_THRESHOLDS)
     types: list[TypeView] | None = Field(
         default=None,
         description="The account's other resource types, by name; absent when it has none (never null).",
@@ -134,12 +197,9 @@ class AccountView(BaseModel):
             used=usage.used,
             available=usage.available,
             rateLimit=RateLimit.of(usage.rate or default_rate),
+            thresholds=_listed(usage.thresholds),
             types=[TypeView.of(other) for other in types] or None,
         )
-
-    def answer(self) -> dict[str, Any]:
-        """The body: without `types` when the account has none, as before types."""
-        return self.model_dump(exclude={"types"} if self.types is None else set())
 
 
 class ResourceView(BaseModel):

@@ -71,6 +71,7 @@ from functions.core.model import (
     random_resource_id,
 )
 from functions.core.rate_limits import TenantRate
+from functions.core.thresholds import thresholds_or_default
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,8 @@ class ApiStore(AdmissionStore, Protocol):
 
     def create_account(self, quota: Quota, change: LimitChange, now: str, resource_types: Sequence[str] = ()) -> bool:
         """Create the quota's account item with all its room on it, at limit version 1 (carrying
-        `resource_types`, the default type's registry); False if it exists."""
+        the change's rate and thresholds if any, and `resource_types`, the default type's
+        registry); False if it exists."""
         ...
 
     def add_type(self, quota: Quota, most: int) -> Registered:
@@ -103,9 +105,10 @@ class ApiStore(AdmissionStore, Protocol):
         ...
 
     def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
-        """Apply `change` (the limit, shard 0's room by the difference, the rate if any; the next
-        limit version, the change's time and token) if the limit version is still the one read;
-        with `retired_span`, only if every shard below it but 0 is retired and empty."""
+        """Apply `change` (the limit, shard 0's room by the difference, the rate and thresholds if
+        any; the next limit version, the change's time and token) if the limit version is still the
+        one read; with `retired_span`, only if every shard below it but 0 is retired and empty. A
+        change that is `announced` writes its outbox item in the same transaction."""
         ...
 
     def read_usage(self, quota: Quota) -> Usage | None: ...
@@ -179,6 +182,17 @@ class LimitChange:
     if_match: frozenset[int] | None = None  # the versions the caller allows (If-Match); None: any
     must_exist: bool = False  # If-Match: *
     changed_by: str = ""  # the caller, as the limit changed event names it
+    thresholds: tuple[int, ...] | None = None  # the quota's own, ascending; None: it keeps what it has
+
+    def announced(self, account: ShardState) -> bool:
+        """Whether this change, applied to `account` as read, is one subscribers are told of (and
+        the consumer decides again): its limit, or its effective thresholds, differ."""
+        return self.limit != account.limit or self.new_thresholds(account) != thresholds_or_default(account.thresholds)
+
+    def new_thresholds(self, account: ShardState) -> tuple[int, ...]:
+        """The quota's effective thresholds after this change: the ones it gives, else the ones
+        `account` has."""
+        return thresholds_or_default(account.thresholds if self.thresholds is None else self.thresholds)
 
     def check(self, quota: Quota, account: ShardState | None) -> None:
         """Raise PreconditionFailed unless the account is as the caller's If-Match says."""
@@ -194,15 +208,17 @@ class LimitChange:
 IMPLICIT_ACCOUNT = LimitChange(limit=0, received_ms=0, token="")
 
 
-def limit_change(limit: int, received_ms: int, rate: TenantRate | None = None) -> LimitChange:
+def limit_change(
+    limit: int, received_ms: int, rate: TenantRate | None = None, thresholds: tuple[int, ...] | None = None
+) -> LimitChange:
     """A change received at `received_ms` (epoch ms), for callers other than the API (operators'
     tools, benchmarks)."""
-    return LimitChange(limit=limit, rate=rate, received_ms=received_ms, token=leases.new_token())
+    return LimitChange(limit=limit, rate=rate, received_ms=received_ms, token=leases.new_token(), thresholds=thresholds)
 
 
 def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, in_time: Deadline = _always) -> Usage:
     """Create the account, or change its limit by moving the difference into shard 0's room (and
-    its rate limit, if the change has one).
+    its rate limit and thresholds, if the change has them).
 
     A limit lowered by more than shard 0's room first folds every other shard into shard 0
     (retiring them), so the usage above the new limit shows as shard 0's negative room and nothing

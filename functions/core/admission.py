@@ -86,6 +86,7 @@ class ShardState:
     limit_version: int = 0  # shard 0 only: bumped by each limit change (the account's ETag)
     limit_set_at: int = 0  # shard 0 only: when the PUT that set the limit was received, epoch ms
     limit_request: str = ""  # shard 0 only: the token of that PUT
+    thresholds: tuple[int, ...] | None = None  # shard 0 only: the quota's own usage thresholds, if any
     leases: tuple[Lease, ...] = ()  # held on it, oldest first
 
 

@@ -329,19 +329,21 @@ def _decide(
 ) -> tuple[list[ResourceAction], TransactionResult]:
     """A decision's round (functions/core/thresholds.py): the crossings of the actions' net change
     from the exact usage, written with them. A decision's transaction also holds every counter
-    shard and an outbox item per threshold at most, so it takes fewer actions when it must: the
-    rest go in the next round."""
+    shard and an outbox item per threshold it may cross (each of the quota's, and each announced
+    one the quota no longer has), so it takes fewer actions when it must: the rest go in the next
+    round."""
     bands, shards = store.read_for_decision(quota, seen, counter_shard(actions))
-    taken = actions[: MAX_TRANSACTION_ITEMS - len(shards) - len(bands.thresholds)]
+    crossable = set(bands.thresholds) | (shards[0].above or frozenset())
+    taken = actions[: MAX_TRANSACTION_ITEMS - len(shards) - len(crossable)]
     delta = sum(DELTAS[action.kind] for action in taken)
     decision = decide(quota, bands, shards, counter_shard(taken), delta)
     return taken, store.apply_decision(quota, taken, decision)
 
 
 def redecide(store: CountingStore, quota: Quota) -> Outcome:
-    """Decide a quota's crossings with no count moving: after its limit changed, from what was
-    last decided to where its exact usage stands against the new limit, with new headroom. A
-    replay finds nothing left to cross and writes the same headroom."""
+    """Decide a quota's crossings with no count moving: after its limit or thresholds changed,
+    from what was last decided to where its exact usage stands against the new ones, with new
+    headroom. A replay finds nothing left to cross and writes the same headroom."""
     for _ in range(MAX_ROUNDS):
         try:
             bands, shards = store.read_for_decision(quota, None, 0)

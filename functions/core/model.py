@@ -64,6 +64,7 @@ class Usage:
     eventual: int
     rate: TenantRate | None = None  # the account's own rate limit; None: the stack's default
     limit_version: int = 0  # bumped by each limit change: the account's ETag
+    thresholds: tuple[int, ...] | None = None  # the quota's own usage thresholds; None: the defaults
 
     @property
     def account_id(self) -> str:

@@ -1,9 +1,9 @@
 """Usage thresholds: when a quota's exact (eventual) usage crosses a percentage of its limit.
 
-A quota's thresholds are percentages of its limit (80 and 100 by default). Threshold p's boundary
-is the least usage at or above p% of the limit, ceil(limit * p / 100); usage *crosses p up* when it
-goes from below the boundary to at or above it, and *down* the other way. 79% -> 81% -> 79% -> 81%
-is three crossings: up, down, up.
+A quota's thresholds are percentages of its limit: its own, set by its PUT, or 80 and 100 (the
+defaults). Threshold p's boundary is the least usage at or above p% of the limit,
+ceil(limit * p / 100); usage *crosses p up* when it goes from below the boundary to at or above it,
+and *down* the other way. 79% -> 81% -> 79% -> 81% is three crossings: up, down, up.
 
 The counter that knows the usage exactly is the eventual counter, and only its transactions move
 it (functions/core/counting.py). So each counter shard item carries its *headroom*: `up_room`, how
@@ -21,8 +21,9 @@ decision reads and writes every shard, so a crossing is decided only where the t
 
 Subscribers' state is the counter's: shard 0 keeps the thresholds its usage was last decided to be
 at or above (`above`), and each decision crosses from that to what the usage is now. So each
-threshold's crossings alternate up and down, and a count moved without a decision (an operator's
-repair) is crossed back to the truth by the next decision.
+threshold's crossings alternate up and down, a count moved without a decision (an operator's
+repair) is crossed back to the truth by the next decision, and a threshold announced above that
+the quota no longer has (its thresholds changed) is crossed down, whatever the usage.
 """
 
 from __future__ import annotations

@@ -56,8 +56,9 @@ class UsageThresholdCrossed(BaseModel):
 
 
 class LimitChanged(BaseModel):
-    """An admin's PUT changed a quota's limit. The crossings the change makes (usage 9 of 10, limit
-    lowered to 8: 100% up) follow as Usage Threshold Crossed events, decided from the exact usage."""
+    """An admin's PUT changed a quota's limit, its usage thresholds, or both. The crossings the
+    change makes (usage 9 of 10, limit lowered to 8: 100% up) follow as Usage Threshold Crossed
+    events, decided from the exact usage."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     DETAIL_TYPE: ClassVar[str] = "Limit Changed"
@@ -71,6 +72,13 @@ class LimitChanged(BaseModel):
         description="The usage as the PUT read it: the resources admitted on the quota's account item (created, "
         "or being created), an upper bound of the exact usage; a busy quota's other admission shards are not "
         "read by a PUT, so for one it is shard 0's share."
+    )
+    oldThresholds: list[int] = Field(
+        description="The quota's thresholds before the change, ascending: its own, or the defaults (80 and 100)."
+    )
+    newThresholds: list[int] = Field(
+        description="The quota's thresholds after the change, ascending (equal to oldThresholds when only the "
+        "limit changed)."
     )
     changedBy: str = Field(
         description="The caller as API Gateway identified it: the IAM principal's ARN (`userArn`), or a token "

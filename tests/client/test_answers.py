@@ -159,3 +159,16 @@ def test_a_page_s_items_are_checked_one_by_one(server: ScriptedServer, waits: Wa
     server.answers(Reply(200, {"items": [RESOURCE, {**RESOURCE, "attributes": []}], "nextCursor": None}))
     with pytest.raises(UnexpectedResponse, match=r"items\[1\]\.attributes"):
         client_of(server, waits).list_resources_page("acme")
+
+
+def test_thresholds_are_sent_only_when_given_and_read_back_when_answered(server: ScriptedServer, waits: Waits) -> None:
+    own = {**ACCOUNT, "thresholds": [50, 90]}
+    seats = {"accountId": "acme", "type": "seats", "limit": 5, "bestEffort": 0, "eventual": 0, "used": 0}
+    seats |= {"available": 5, "thresholds": [25]}
+    server.answers(Reply(200, own, {"ETag": '"2"'}), account_reply(), Reply(200, seats, {"ETag": '"1"'}))
+    client = client_of(server, waits)
+    assert client.put_account("acme", limit=3, thresholds=[90, 50]).thresholds == [50, 90]
+    assert client.put_account("acme", limit=3).thresholds is None
+    assert client.put_type_limit("acme", "seats", limit=5, thresholds=[25]).thresholds == [25]
+    bodies = [json.loads(request.body) for request in server.received]
+    assert bodies == [{"limit": 3, "thresholds": [90, 50]}, {"limit": 3}, {"limit": 5, "thresholds": [25]}]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 from hybrid_counter_client import AsyncLimitsClient, LimitExceeded, RateLimit, RetryPolicy
 
 from tests.client.conftest import (
+    ACCOUNT,
     DROP,
     RESOURCE,
     Reply,
@@ -18,6 +20,8 @@ from tests.client.conftest import (
     envelope,
     static_session,
 )
+
+SEATS = {"accountId": "acme", "type": "seats", "limit": 5, "bestEffort": 0, "eventual": 0, "used": 0, "available": 5}
 
 
 def async_client(server: ScriptedServer, waits: Waits, retry: RetryPolicy | None = None) -> AsyncLimitsClient:
@@ -75,3 +79,20 @@ def test_list_resources_iterates_every_page(server: ScriptedServer, waits: Waits
 
     assert asyncio.run(every()) == ["a", "b"]
     assert server.received[1].query == {"cursor": ["c1"]}
+
+
+def test_thresholds_are_sent_when_given(server: ScriptedServer, waits: Waits) -> None:
+    server.answers(Reply(200, {**ACCOUNT, "thresholds": [50]}, {"ETag": '"2"'}), Reply(200, SEATS, {"ETag": '"1"'}))
+
+    async def calls() -> list[Any]:
+        async with async_client(server, waits) as client:
+            return [
+                await client.put_account("acme", limit=3, thresholds=[50]),
+                await client.put_type_limit("acme", "seats", limit=5, thresholds=[25]),
+            ]
+
+    account, seats = asyncio.run(calls())
+    assert account.thresholds == [50]
+    assert seats.thresholds is None
+    bodies = [json.loads(request.body) for request in server.received]
+    assert bodies == [{"limit": 3, "thresholds": [50]}, {"limit": 5, "thresholds": [25]}]

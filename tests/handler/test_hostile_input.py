@@ -66,6 +66,8 @@ def test_a_lone_surrogate_is_refused_before_any_write(harness: Harness, body: st
         ("POST", RESOURCES, '{"name": "x", "attributes": {"k": 1e309}}', "attributes.k"),
         ("PUT", "/accounts/acme", '{"limit": NaN}', "limit"),
         ("PUT", "/accounts/acme", '{"limit": 1e400}', "limit"),
+        ("PUT", "/accounts/acme", '{"limit": 5, "thresholds": [50, NaN]}', "thresholds.1"),
+        ("PUT", "/accounts/acme", '{"limit": 5, "thresholds": [1e400]}', "thresholds.0"),
     ],
 )
 def test_nan_and_infinities_are_refused_not_stored_as_null(
@@ -82,6 +84,7 @@ def test_nan_and_infinities_are_refused_not_stored_as_null(
         ("POST", RESOURCES, '{"name": "x", "attributes": {"k": 1, "k": 2}}', "attributes.k"),
         ("POST", RESOURCES, '{"name": "x", "attributes": {}, "attributes": {"k": 1}}', "attributes"),
         ("PUT", "/accounts/acme", '{"limit": 9, "limit": 1}', "limit"),
+        ("PUT", "/accounts/acme", '{"limit": 9, "thresholds": [50], "thresholds": [60]}', "thresholds"),
     ],
 )
 def test_duplicate_names_are_refused_rather_than_one_value_dropped(

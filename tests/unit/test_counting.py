@@ -378,6 +378,18 @@ def test_a_decision_takes_fewer_actions_to_fit_its_shards_and_outbox_items_and_t
     assert store.calls == ["transaction of 99", "read", "decision of 90", "transaction of 9"]
 
 
+def test_a_decision_also_leaves_room_for_announced_thresholds_the_quota_no_longer_has() -> None:
+    """Thresholds changed from 80 and 100 (both announced) to 10 of its own: up to 12 crossings
+    (its 10, and 80 and 100 down), so 8 counter shards leave 80 actions."""
+    above = frozenset({80, 100})
+    shards = [CounterShard(0, 0, above=above), *(CounterShard(shard, 0) for shard in range(1, EVENTUAL_COUNTER_SHARDS))]
+    own = Bands(100, tuple(range(5, 55, 5)))
+    store = DecidingStore([no_headroom(CounterShard(3, exists=False), 99), COMMITTED], [COMMITTED], shards, own)
+    report = process_records(store, [insert(f"r{n}", str(n), shard=1) for n in range(99)])
+    assert report.outcomes == {Outcome.APPLIED: 99}
+    assert store.calls == ["transaction of 99", "read", "decision of 80", "transaction of 19"]
+
+
 def test_a_counter_that_fails_for_another_reason_is_not_decided_but_retried_later() -> None:
     store = DecidingStore([TransactionResult((reason("None"), reason("TransactionConflict")))], [], [])
     assert process_records(store, [insert("r1", "101")]).failed == ["101"]

@@ -91,6 +91,19 @@ def test_announced_state_that_disagrees_with_the_count_is_crossed_back_to_the_tr
     assert [(c.threshold, c.direction) for c in decision.crossings] == [(80, Direction.DOWN)]
 
 
+def test_new_thresholds_are_crossed_from_what_was_announced_and_a_removed_one_down() -> None:
+    """The quota's thresholds changed from 80 and 100 to 50 and 70 at usage 9 of 10, 80 announced:
+    the walk to the new truth crosses 50 and 70 up, and 80 (no longer one of them) down."""
+    decision = decide(ACME, Bands(10, (50, 70)), one_shard(9, seq=1, above=frozenset({80})), 0, 0)
+    assert [(c.threshold, c.direction, c.seq, c.usage) for c in decision.crossings] == [
+        (50, Direction.UP, 2, 9),
+        (70, Direction.UP, 3, 9),
+        (80, Direction.DOWN, 4, 9),
+    ]
+    assert decision.above == frozenset({50, 70})
+    assert (decision.writes[0].up_room, decision.writes[0].down_room) == (UNBOUNDED, 2)
+
+
 def test_a_decision_conditions_on_what_it_read_and_bumps_the_version() -> None:
     decision = decide(ACME, Bands(100, DEFAULT_THRESHOLDS), one_shard(10, version=4), 0, 3)
     [write] = decision.writes

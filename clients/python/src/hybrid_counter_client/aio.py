@@ -67,9 +67,15 @@ class AsyncLimitsClient(ClientBase):
                 await self._sleep(wait)
 
     async def put_account(
-        self, account_id: str, *, limit: int, rate_limit: RateLimit | None = None, if_match: str | None = None
+        self,
+        account_id: str,
+        *,
+        limit: int,
+        rate_limit: RateLimit | None = None,
+        thresholds: list[int] | None = None,
+        if_match: str | None = None,
     ) -> Account:
-        return await self._call(operations.put_account(account_id, limit, rate_limit, if_match))
+        return await self._call(operations.put_account(account_id, limit, rate_limit, thresholds, if_match))
 
     async def get_account(self, account_id: str) -> Account:
         return await self._call(operations.get_account(account_id))
@@ -106,9 +112,15 @@ class AsyncLimitsClient(ClientBase):
             cursor = page.next_cursor
 
     async def put_type_limit(
-        self, account_id: str, resource_type: str, *, limit: int, if_match: str | None = None
+        self,
+        account_id: str,
+        resource_type: str,
+        *,
+        limit: int,
+        thresholds: list[int] | None = None,
+        if_match: str | None = None,
     ) -> ResourceType:
-        return await self._call(operations.put_type_limit(account_id, resource_type, limit, if_match))
+        return await self._call(operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match))
 
     async def get_type(self, account_id: str, resource_type: str) -> ResourceType:
         return await self._call(operations.get_type(account_id, resource_type))

@@ -40,7 +40,8 @@ class RateLimit:
 
 @dataclass(frozen=True)
 class TypeUsage:
-    """One of an account's limits: its resource type's limit and counts (README, "Resource types")."""
+    """One of an account's limits: its resource type's limit and counts (README, "Resource types").
+    `thresholds`: its own usage thresholds, ascending; None when it has none (80 and 100 apply)."""
 
     account_id: str
     type: str
@@ -49,6 +50,7 @@ class TypeUsage:
     eventual: int  # exact once the stream is applied; lags it
     used: int  # max(best_effort, eventual)
     available: int
+    thresholds: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class ResourceType(TypeUsage):
     """A type's limit and counts as its own routes answer them. `etag` is its limit's version, for
     `put_type_limit(if_match=)`: each type's own, apart from the account's and other types'."""
 
-    etag: str = field(metadata={"header": "ETag"})
+    etag: str = field(metadata={"header": "ETag"}, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,9 @@ class TypeList:
 @dataclass(frozen=True)
 class Account:
     """An account's limit and counts: its default type's (the routes without a type). `etag` is its
-    limit's version, for `put_account(if_match=)`. `types`: its other types, by name; None when it
-    has none."""
+    limit's version, for `put_account(if_match=)`. `thresholds`: its own usage thresholds,
+    ascending; None when it has none (80 and 100 apply). `types`: its other types, by name; None
+    when it has none."""
 
     account_id: str
     limit: int
@@ -80,6 +83,7 @@ class Account:
     available: int
     rate_limit: RateLimit  # its own, or the API's default
     etag: str = field(metadata={"header": "ETag"})
+    thresholds: list[int] | None = None
     types: list[TypeUsage] | None = None
 
 

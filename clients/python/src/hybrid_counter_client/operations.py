@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -151,10 +151,14 @@ def get_account(account_id: str) -> Call[Account]:
     return Call(GET_ACCOUNT, {"accountId": account_id}, _account)
 
 
-def put_account(account_id: str, limit: int, rate_limit: RateLimit | None, if_match: str | None) -> Call[Account]:
+def put_account(
+    account_id: str, limit: int, rate_limit: RateLimit | None, thresholds: Sequence[int] | None, if_match: str | None
+) -> Call[Account]:
     body: dict[str, Any] = {"limit": limit}
     if rate_limit is not None:
         body["rateLimit"] = rate_limit.to_json()
+    if thresholds is not None:
+        body["thresholds"] = list(thresholds)
     headers = {} if if_match is None else {"If-Match": if_match}
     return Call(PUT_ACCOUNT, {"accountId": account_id}, _account, headers=headers, body=_json_body(body))
 
@@ -195,10 +199,15 @@ def get_type(account_id: str, resource_type: str) -> Call[ResourceType]:
     return Call(GET_TYPE, {"accountId": account_id, "resourceType": resource_type}, _decoder(ResourceType))
 
 
-def put_type_limit(account_id: str, resource_type: str, limit: int, if_match: str | None) -> Call[ResourceType]:
+def put_type_limit(
+    account_id: str, resource_type: str, limit: int, thresholds: Sequence[int] | None, if_match: str | None
+) -> Call[ResourceType]:
     headers = {} if if_match is None else {"If-Match": if_match}
     where = {"accountId": account_id, "resourceType": resource_type}
-    return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body({"limit": limit}))
+    body: dict[str, Any] = {"limit": limit}
+    if thresholds is not None:
+        body["thresholds"] = list(thresholds)
+    return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body(body))
 
 
 def list_typed_resources_page(
