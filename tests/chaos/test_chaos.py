@@ -26,14 +26,22 @@ def test_a_short_chaos_run_holds_every_invariant_with_hot_accounts_spread_over_s
 
 
 def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed() -> None:
-    report = run(ChaosSettings(seed=11, operations=60, clients=4, mutation="consumer-ignores-counter-processed"))
+    settings = ChaosSettings(
+        seed=11, operations=60, clients=4, mutation="consumer-ignores-counter-processed", events_timeout=5
+    )
+    report = run(settings)
     failed = {check.name for check in report.checks if check.violations}
     assert "eventual = existing counted resources at every sampled instant" in failed
 
 
 def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> None:
     settings = ChaosSettings(
-        seed=11, operations=300, clients=4, mutation="consumer-drops-downward-crossings", limit_changes=0
+        seed=11,
+        operations=300,
+        clients=4,
+        mutation="consumer-drops-downward-crossings",
+        limit_changes=0,
+        events_timeout=5,  # the crossings dropped never come: no need to wait the minute a correct run may take
     )
     failed = {check.name for check in run(settings).checks if check.violations}
     assert (
