@@ -25,7 +25,7 @@ from functions.adapters.attributes import from_attributes
 from functions.adapters.table_layout import PARTITION_KEY, SORT_KEY
 from functions.core.model import Quota
 from functions.core.thresholds import DEFAULT_THRESHOLDS, Bands
-from functions.events.models import SOURCE
+from functions.events.models import SOURCE, UsageThresholdCrossed
 
 
 class Subscriber:
@@ -36,7 +36,9 @@ class Subscriber:
         name = f"chaos-subscriber-{uuid.uuid4().hex[:8]}"
         self._queue_url = self._sqs.create_queue(QueueName=name)["QueueUrl"]
         arn = self._sqs.get_queue_attributes(QueueUrl=self._queue_url, AttributeNames=["QueueArn"])["Attributes"]
-        self._events.put_rule(Name=name, EventBusName=bus, EventPattern=json.dumps({"source": [SOURCE]}))
+        # The crossings: what the checks are of (Limit Refused events come from the API's logs).
+        pattern = {"source": [SOURCE], "detail-type": [UsageThresholdCrossed.DETAIL_TYPE]}
+        self._events.put_rule(Name=name, EventBusName=bus, EventPattern=json.dumps(pattern))
         self._events.put_targets(Rule=name, EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn["QueueArn"]}])
         self.received: list[dict[str, Any]] = []  # every copy, in arrival order
 

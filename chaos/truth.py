@@ -74,6 +74,8 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
             shot.eventual += int(item.get("count", 0))
         elif sort_key.startswith(keys.LIMIT_CHANGE_PREFIX):  # in limit version order
             shot.limit_changes.append(json.loads(item["detail"]))
+        elif sort_key.startswith((keys.REFUSED_WINDOW_PREFIX, keys.LIMIT_REFUSED_PREFIX)):
+            continue  # refused creates' windows and their events: from the API's logs, not the counters
         elif sort_key.startswith(keys.EVENT_PREFIX):  # a threshold crossing's outbox item, in seq order
             shot.events.append(json.loads(item["detail"]))
         elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
