@@ -2,7 +2,7 @@
 
 A window is an item in its quota's partition (`REFUSED#<minute>`): `refused` (the count), `batches`
 (a string set of the batch ids counted into it, so a retried invocation adds nothing), the last
-refusal's `limit`, and `announced_at` once announced; it expires (TTL) a day after its minute. The
+refusal's `limit`, and `announced_at` once announced; it expires (TTL) 16 days after its minute. The
 announcement writes, in one transaction with `announced_at`, the Limit Refused event's outbox item
 (`EVENT#REFUSED#<minute>`), which the publisher puts on the bus as it does every `EVENT#` item.
 """
@@ -28,9 +28,10 @@ REFUSED = "refused"
 BATCHES = "batches"
 LIMIT = "limit"
 ANNOUNCED_AT = "announced_at"
-# Long past the announcement (the minute's end plus the grace, at most 15 minutes): a late line of
-# a day-old minute finds no window and opens a new one, announced with that line alone.
-WINDOW_RETENTION = timedelta(days=1)
+# A window outlives its event's outbox item (OUTBOX_RETENTION), and so every message of the refusals'
+# dead-letter queue (14 days): a line replayed from there finds its minute announced and is counted
+# in no event, rather than opening the minute again and announcing it a second time.
+WINDOW_RETENTION = OUTBOX_RETENTION + timedelta(days=1)
 
 
 def _key(window: Window) -> dict[str, Any]:

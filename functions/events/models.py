@@ -99,7 +99,7 @@ class LimitRefused(BaseModel):
         description="How many creates were refused in the minute: those whose log lines reached the aggregator "
         "before the minute was announced (docs/events.md).",
     )
-    limit: int = Field(ge=0, description="The limit the last counted refusal met.")
+    limit: int = Field(ge=0, description="The limit the refusals of the last batch counted met.")
     windowStart: str = Field(description="The minute's start: ISO 8601, UTC.")
     windowEnd: str = Field(description="The minute's end (exclusive): ISO 8601, UTC.")
 
