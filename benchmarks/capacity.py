@@ -310,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         types = types_report(emulator.url, args)
         print("running usage thresholds ...", flush=True)
         thresholds = threshold_report(emulator.url)
+        print("running refused creates ...", flush=True)
+        refusals = refusal_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -323,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     print(types)
     print()
     print(thresholds)
+    print()
+    print(refusals)
     return 0
 
 
@@ -436,6 +440,61 @@ def threshold_report(emulator_url: str) -> str:
             f"  a PUT that changes only the thresholds (80, 100 -> 25, 90, with its event): {units(rethresholded)}",
             f"  the consumer's decision on the new thresholds (25% crossed up): {units(redecided_own)}",
             f"  a PUT that leaves limit and thresholds (its own) as they were: {units(unchanged_own)}",
+        ]
+    )
+
+
+def refusal_report(emulator_url: str, flood: int = 50) -> str:
+    """What Limit Refused events cost (docs/events.md, "Refused creates"): a refused create (the
+    calls it made before them; it only logs a line more), and per quota and minute the aggregator's
+    update of the window (one per batch of lines; a flood of `flood` refusals in one batch here) and
+    the emitter's announcement. Their SQS message is not DynamoDB's, so not metered here."""
+    from datetime import UTC, datetime
+
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.adapters.refused_windows import DynamoRefusedWindows
+    from functions.core import accounts
+    from functions.core.errors import LimitExceeded
+    from functions.core.model import NewResource
+    from functions.core.refusals import Refusal, announce, windows_of
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    create_table(dynamodb, "capacity-refusals")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    table = DynamoTable(dynamodb, "capacity-refusals")
+    api, windows = DynamoApiStore(table), DynamoRefusedWindows(table)
+    quota = Quota("refused")
+    accounts.put_account(api, quota, accounts.limit_change(1, WALL_CLOCK.epoch_ms()), now_text)
+    accounts.create_resource(api, quota, NewResource("vm", {}), None, now_text)
+    with meter.operation("a refused create") as refused:
+        for _ in range(flood):
+            try:
+                accounts.create_resource(api, quota, NewResource("vm", {}), None, now_text)
+            except LimitExceeded:
+                continue
+            raise AssertionError("a create at the limit was admitted")
+    minute = datetime(2026, 11, 25, 13, 37, tzinfo=UTC)
+    [count] = windows_of(Refusal(quota, 1, minute, str(index)) for index in range(flood))
+    with meter.operation("the aggregator's batch") as aggregated:
+        windows.add(count, minute)
+    with meter.operation("the emitter's announcement") as announced:
+        announce(count.window, windows, minute)
+
+    def units(usage: Usage, runs: int = 1) -> str:
+        calls = ", ".join(f"{api} {number / runs:g}" for api, number in sorted(usage.calls.items()))
+        return (
+            f"{sum(usage.calls.values()) / runs:g} calls ({calls}), {usage.total_wcu / runs:g} WCU, "
+            f"{usage.total_rcu / runs:g} RCU"
+        )
+
+    return "\n".join(
+        [
+            f"refused creates (Limit Refused events), {flood} refused in one minute on one quota:",
+            f"  a refused create: {units(refused, flood)} (as before the events: it logs a line more)",
+            f"  the aggregator, one batch of the minute's lines: {units(aggregated)} (and one SQS message)",
+            f"  the emitter, once per minute: {units(announced)} (all on partition key {keys.account_pk(quota)})",
         ]
     )
 

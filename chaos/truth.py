@@ -75,6 +75,8 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
             leases += held_leases(item)
         elif sort_key == keys.COUNTER_SORT_KEY:
             shot.eventual += int(item.get("count", 0))
+        elif sort_key.startswith(keys.REFUSED_WINDOW_PREFIX):
+            continue  # a minute's refused creates, counted from the API's logs (functions/core/refusals.py)
         elif sort_key.startswith(keys.EVENT_PREFIX):  # an outbox item: by its event type, in key order
             kinds = {UsageThresholdCrossed.DETAIL_TYPE: shot.events, LimitChanged.DETAIL_TYPE: shot.limit_changes}
             kinds.get(str(item[outbox.DETAIL_TYPE]), shot.other_events).append(json.loads(item[outbox.DETAIL]))

@@ -217,6 +217,24 @@ OUTPUT_EVENTS_DLQ_URL: Final = "EventsDlqUrl"
 OUTPUT_EVENTS_DLQ_ALARM_NAME: Final = "EventsDlqAlarmName"
 OUTPUT_EVENTS_LOG_GROUP: Final = "EventsLogGroupName"
 
+# Limit Refused events (infra/refusals.py, docs/events.md): the subscription filter on the API's log
+# group, the aggregator it invokes, the queue of windows to announce, the emitter reading it, and the
+# dead-letter queue of both.
+REFUSALS_CONSTRUCT_ID: Final = "LimitRefusals"
+REFUSAL_FILTER_ID: Final = "RefusalLines"
+REFUSAL_AGGREGATOR_FUNCTION_ID: Final = "RefusalAggregatorFunction"
+REFUSAL_AGGREGATOR_HANDLER: Final = "functions.refusal_aggregator.handler.handler"
+REFUSAL_EMITTER_FUNCTION_ID: Final = "RefusalEmitterFunction"
+REFUSAL_EMITTER_HANDLER: Final = "functions.refusal_emitter.handler.handler"
+REFUSAL_TIMEOUT_SECONDS: Final = 30
+REFUSAL_MEMORY_MB: Final = 256
+REFUSED_WINDOWS_QUEUE_ID: Final = "RefusedWindowsQueue"
+REFUSED_WINDOWS_MAX_RECEIVE_COUNT: Final = 5
+REFUSAL_EMITTER_BATCH_SIZE: Final = 10
+REFUSALS_DLQ_ID: Final = "RefusalsFailureQueue"
+REFUSALS_DLQ_ALARM_ID: Final = "RefusalsFailureQueueNotEmpty"
+OUTPUT_REFUSALS_DLQ_URL: Final = "RefusalsDlqUrl"
+
 
 @dataclass(frozen=True)
 class FunctionSettings:
@@ -260,6 +278,20 @@ EVENT_PUBLISHER_FUNCTION: Final = FunctionSettings(
     EVENT_PUBLISHER_TIMEOUT_SECONDS,
     EVENT_PUBLISHER_MEMORY_MB,
     "Puts the usage events the consumer wrote to the outbox on the event bus",
+)
+REFUSAL_AGGREGATOR_FUNCTION: Final = FunctionSettings(
+    REFUSAL_AGGREGATOR_FUNCTION_ID,
+    REFUSAL_AGGREGATOR_HANDLER,
+    REFUSAL_TIMEOUT_SECONDS,
+    REFUSAL_MEMORY_MB,
+    "Counts the API's refused creates, from its log lines, per quota and minute",
+)
+REFUSAL_EMITTER_FUNCTION: Final = FunctionSettings(
+    REFUSAL_EMITTER_FUNCTION_ID,
+    REFUSAL_EMITTER_HANDLER,
+    REFUSAL_TIMEOUT_SECONDS,
+    REFUSAL_MEMORY_MB,
+    "Writes each minute's Limit Refused event to the outbox once the minute is over",
 )
 # Sized as the API function, in front of which it runs.
 AUTHORIZER_FUNCTION: Final = FunctionSettings(

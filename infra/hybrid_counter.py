@@ -51,6 +51,7 @@ from infra.props import (
     UsageWebhook,
 )
 from infra.python_function import SharedSettings
+from infra.refusals import LimitRefusals
 from infra.sweeper import Sweeper
 
 __all__ = [
@@ -166,6 +167,14 @@ class HybridCounter(Construct):
             webhook=props.usage_webhook,
             name_prefix=self._name_prefix(),
         )
+        limit_refusals = LimitRefusals(
+            self,
+            constants.REFUSALS_CONSTRUCT_ID,
+            table=data.table,
+            shared=shared,
+            api_function=api.function,
+            alarm_topic=monitoring.topic,
+        )
         explain_nag_findings(self, api, access)
 
         self._api = api
@@ -175,6 +184,7 @@ class HybridCounter(Construct):
         self._sweeper = sweeper
         self._monitoring = monitoring
         self._usage_events = usage_events
+        self._limit_refusals = limit_refusals
 
     def _name_prefix(self) -> str:
         """The stack's name and this construct's path in it: unique in an account and region as
@@ -268,6 +278,15 @@ class HybridCounter(Construct):
     def events_dlq(self) -> sqs.IQueue:
         """Batches of usage events the publisher gave up on (`python -m ops events replay`)."""
         return self._usage_events.failure_queue
+
+    @property
+    def refusals_dlq(self) -> sqs.IQueue:
+        """Refusal lines the aggregator could not count, and minutes the emitter could not announce."""
+        return self._limit_refusals.failure_queue
+
+    @property
+    def refusals_dlq_alarm(self) -> cloudwatch.IAlarm:
+        return self._limit_refusals.failure_queue_alarm
 
     @property
     def events_dlq_alarm(self) -> cloudwatch.IAlarm:

@@ -9,6 +9,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment
@@ -33,9 +34,11 @@ def python_function(
     *,
     shared: SharedSettings,
     environment: FunctionEnvironment,
+    dead_letter_queue: sqs.IQueue | None = None,
 ) -> lambda_.Function:
     """A function of the counter. `environment`: what its code reads (functions/shared/config.py);
-    every function also gets the counter's tombstone retention and Powertools' settings."""
+    every function also gets the counter's tombstone retention and Powertools' settings.
+    `dead_letter_queue`: where Lambda puts an asynchronous invocation's event that failed every try."""
     construct_id = function.construct_id
     # An explicit log group (instead of `log_retention`) sets the retention without the custom
     # resource Lambda that `log_retention` deploys, and lets the removal policy cover the logs.
@@ -81,4 +84,5 @@ def python_function(
         log_group=log_group,
         environment=variables,
         description=function.description,
+        dead_letter_queue=dead_letter_queue,
     )

@@ -73,6 +73,10 @@ class HybridCounterStack(cdk.Stack):
                 counter.events_dlq_alarm.alarm_name,
                 "Alarm raised when the usage events' dead-letter queue holds a message",
             ),
+            constants.OUTPUT_REFUSALS_DLQ_URL: (
+                counter.refusals_dlq.queue_url,
+                "Refused creates not counted, or minutes not announced, as Limit Refused events",
+            ),
             constants.OUTPUT_EVENTS_LOG_GROUP: (
                 counter.events_log_group.log_group_name,
                 "Every usage event put on the bus (ops events tails it)",

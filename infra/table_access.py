@@ -38,6 +38,10 @@ SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem")
 SWEEPER_INDEXES = {PENDING_INDEX.name: ("dynamodb:Scan",), ACTIVITY_INDEX.name: ("dynamodb:Query",)}
 # The redrive, when a range's records are gone: the pending index, as a sweep reads it.
 REDRIVE_INDEXES = {PENDING_INDEX.name: ("dynamodb:Scan",)}
+# Limit Refused events (infra/refusals.py): the aggregator's one conditional update per window; the
+# emitter's consistent read of a window and its transaction (the window updated, the event put).
+REFUSAL_AGGREGATOR = ("dynamodb:UpdateItem",)
+REFUSAL_EMITTER = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 # The redrive's re-read of a stream range.
 STREAM_READS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator")
 

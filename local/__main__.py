@@ -61,6 +61,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds a failed DLQ message stays invisible (default: the queue's own visibility timeout)",
     )
     parser.add_argument(
+        "--refusal-grace",
+        type=int,
+        default=None,
+        help="seconds after its minute a minute's refused creates are announced as a Limit Refused event "
+        "(default: the functions' own, 90)",
+    )
+    parser.add_argument(
         "--account-concurrency",
         type=int,
         default=10,
@@ -96,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     from local.emulator import EmulatorProcess
-    from local.product import APP, runtime_settings, scaled_environment
+    from local.product import APP, refusal_environment, runtime_settings, scaled_environment
     from local.runtime import LocalRuntime
 
     emulator = None
@@ -120,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             faults=faults,
             sqs_retry_visibility_seconds=args.sqs_retry_visibility,
             account_concurrency=args.account_concurrency,
-            environment=scaled_environment(args.partition_limits),
+            environment={**scaled_environment(args.partition_limits), **refusal_environment(args.refusal_grace)},
             context=args.context,
         )
     )

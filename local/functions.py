@@ -114,6 +114,11 @@ class _Context:
         return max(0, int((self.deadline - time.time()) * 1000))
 
 
+def log_path(log_dir: str, function: DeployedFunction) -> str:
+    """The file a function's sandboxes write their output to: its CloudWatch Logs log group, locally."""
+    return os.path.join(log_dir, f"{function.short_name}.log")
+
+
 # --- inside a sandbox process -------------------------------------------------------------------
 
 _handler: Callable[[Any, Any], Any] | None = None
@@ -130,7 +135,7 @@ def _start_sandbox(function: DeployedFunction, base_environment: Mapping[str, st
     os.environ["AWS_LAMBDA_FUNCTION_NAME"] = function.name
     os.environ["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(function.memory_mb)
     if os.environ.get(LOG_DIR_ENV):
-        log = open(os.path.join(os.environ[LOG_DIR_ENV], f"{function.short_name}.log"), "a", buffering=1)  # noqa: SIM115
+        log = open(log_path(os.environ[LOG_DIR_ENV], function), "a", buffering=1)  # noqa: SIM115
         sys.stdout = sys.stderr = log
     if os.environ.get(FAULTS_ENV):
         from local import faults

@@ -106,6 +106,12 @@ def scaled_environment(partition_limits: str | None) -> dict[str, str]:
     }
 
 
+def refusal_environment(grace_seconds: int | None) -> dict[str, str]:
+    """How long after its minute a minute's refused creates are announced (functions/core/refusals.py
+    DEFAULT_GRACE, 90 s, unless given): the integration tests wait a second, not a minute and a half."""
+    return {} if grace_seconds is None else {FunctionEnvironment.variable("refusal_grace"): str(grace_seconds)}
+
+
 def by_family(refusals: Mapping[str, int]) -> dict[str, int]:
     """The emulator's partition-limit refusals (local/partition_throttling.py `read_throttles`)
     added up per kind of place: "write SHARD" for every admission shard item, "read ACCOUNT" for

@@ -36,9 +36,18 @@ from local.event_sources import (
     StreamShardPoller,
     log_invocation,
 )
-from local.functions import FAULTS_ENV, LOG_DIR_ENV, SANDBOX_HOOK_ENV, DeployedFunction, FunctionPool, SandboxHook
+from local.functions import (
+    FAULTS_ENV,
+    LOG_DIR_ENV,
+    SANDBOX_HOOK_ENV,
+    DeployedFunction,
+    FunctionPool,
+    SandboxHook,
+    log_path,
+)
 from local.gateway_responses import GatewayResponses
 from local.iam_authorizer import IamAuthorizer
+from local.log_subscriptions import LogSubscription, SubscriptionSpec
 from local.sessions import Sessions
 from local.stage_throttle import StageThrottle
 from local.token_authorizer import LambdaTokenAuthorizer, LambdaTokenAuthorizerSpec
@@ -95,6 +104,7 @@ class LocalRuntime:
         self.stream_stats = SourceStats()
         self.queue_stats = SourceStats()
         self.schedule_stats = SourceStats()
+        self.subscription_stats = SourceStats()
         self.outputs: dict[str, str] = {}
         self.gateway: ApiGateway | None = None
         self._known_shards: set[tuple[str, str]] = set()
@@ -151,6 +161,7 @@ class LocalRuntime:
             if target_arn in self._pools:
                 self._start_schedule(rule_arn, every_seconds, self._pools[target_arn])
         self._start_buses(stack_resources)
+        self._start_log_subscriptions(stack_resources)
         for mapping in mappings:
             target = self._pools.get(mapping["FunctionArn"])
             if target is None or mapping.get("State", "Enabled") != "Enabled":
@@ -334,6 +345,43 @@ class LocalRuntime:
             tap = self.bus_router.tap(bus)
             self._spawn("bus-" + bus[-12:], partial(self.bus_router.run, tap))
 
+    def _start_log_subscriptions(self, stack_resources: list[dict[str, Any]]) -> None:
+        """Send the log lines each subscription filter selects to its function (local/log_subscriptions.py)."""
+        specs = SubscriptionSpec.all_in(self._deployed_template())
+        if not specs:
+            return
+        physical = {
+            r["LogicalResourceId"]: r.get("PhysicalResourceId", "") for r in stack_resources if "LogicalResourceId" in r
+        }
+        pools = {pool.function.name: pool for pool in self._pools.values()}
+        owner = self.client("sts").get_caller_identity()["Account"]
+        sqs = self.client("sqs")
+        for spec in specs:
+            source, destination = pools[physical[spec.source_function]], pools[physical[spec.destination_function]]
+
+            def invoke(event: Any, pool: FunctionPool = destination) -> bool:
+                invocation = pool.invoke(event)
+                self.subscription_stats.add(invocations=1, failed_invocations=int(not invocation.ok))
+                log_invocation(pool.function.short_name, 1, invocation, "(log subscription)")
+                return invocation.ok
+
+            dead_letter = None
+            if spec.dead_letter_queue is not None:
+                queue = physical[spec.dead_letter_queue]
+                url = queue if queue.startswith("http") else sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+                dead_letter = partial(_send_message, sqs, url)
+            subscription = LogSubscription(
+                spec,
+                log_path(self.settings.log_dir, source.function),
+                owner,
+                physical[spec.log_group],
+                invoke,
+                dead_letter,
+                self._stop,
+                retry_seconds=self.settings.retry_backoff_seconds,
+            )
+            self._spawn("logs-" + spec.name[-12:], subscription.run)
+
     def _delivery_faults(self, shard_id: str) -> DeliveryFaults | None:
         make = self.settings.delivery_faults
         return None if make is None else make(shard_id)
@@ -394,6 +442,10 @@ def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
         "resources": [rule_arn],
         "detail": {},
     }
+
+
+def _send_message(sqs: Any, queue_url: str, body: str) -> None:
+    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
 
 
 def _function_arn_of(integration_uri: str) -> str:

@@ -34,6 +34,11 @@ EVENT_PREFIX = "EVENT#"
 # A limit change's outbox item, `EVENT#LIMIT#<limit version>`: written by the PUT that changes the
 # limit, under EVENT# so the publisher and `ops events replay` take it as they take crossings.
 LIMIT_CHANGE_PREFIX = f"{EVENT_PREFIX}LIMIT#"
+# A quota's refused creates in one minute (functions/core/refusals.py): `REFUSED#<minute>`, and the
+# Limit Refused event announcing them, `EVENT#REFUSED#<minute>`, taken by the publisher as any
+# `EVENT#` item (and by no filter of the consumer's).
+REFUSED_WINDOW_PREFIX = "REFUSED#"
+LIMIT_REFUSED_PREFIX = f"{EVENT_PREFIX}REFUSED#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"
@@ -114,6 +119,14 @@ def event_sk(seq: int) -> str:
 
 def limit_change_sk(limit_version: int) -> str:
     return f"{LIMIT_CHANGE_PREFIX}{limit_version:012d}"
+
+
+def refused_window_sk(minute: str) -> str:
+    return f"{REFUSED_WINDOW_PREFIX}{minute}"
+
+
+def limit_refused_sk(minute: str) -> str:
+    return f"{LIMIT_REFUSED_PREFIX}{minute}"
 
 
 def resource_id_from_sk(sk: str) -> str | None:

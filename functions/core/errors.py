@@ -45,6 +45,7 @@ class LimitExceeded(DomainError):
     def __init__(self, quota: Quota, limit: int) -> None:
         what = "resources" if quota.is_default else f"resources of type {quota.resource_type!r}"
         super().__init__(f"account {quota.account_id!r} has reached its limit of {limit} {what}")
+        self.quota = quota
         self.limit = limit
 
 

@@ -90,8 +90,31 @@ class LimitChanged(BaseModel):
     )
 
 
+class LimitRefused(BaseModel):
+    """Creates of a quota were refused with 409 LimitExceeded in one minute: at most one event per
+    quota and minute, however many were refused in it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    DETAIL_TYPE: ClassVar[str] = "Limit Refused"
+
+    eventId: str = Field(
+        description="Stable: every copy of this quota's event for this minute carries it, and no other event does."
+    )
+    accountId: str
+    resourceType: str = Field(description="The type the limit is of (`default` for the account's one limit).")
+    refused: int = Field(
+        ge=1,
+        description="How many creates were refused in the minute: those whose log lines reached the aggregator "
+        "before the minute was announced (docs/events.md).",
+    )
+    limit: int = Field(ge=0, description="The limit the refusals of the last batch counted met.")
+    windowStart: str = Field(description="The minute's start: ISO 8601, UTC.")
+    windowEnd: str = Field(description="The minute's end (exclusive): ISO 8601, UTC.")
+
+
 # Every event type, by the detail-type it is put with.
 EVENT_TYPES: dict[str, type[BaseModel]] = {
     UsageThresholdCrossed.DETAIL_TYPE: UsageThresholdCrossed,
     LimitChanged.DETAIL_TYPE: LimitChanged,
+    LimitRefused.DETAIL_TYPE: LimitRefused,
 }

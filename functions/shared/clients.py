@@ -12,7 +12,7 @@ LocalStack or to the local emulator.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from functions.adapters.errors import watch_attempts
 from functions.adapters.event_bus import EventBridgeBus
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.rate_windows import DynamoWindowStore
+from functions.adapters.refused_windows import DynamoRefusedWindows, SqsAnnouncementQueue
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
 from functions.core.rate_limits import TenantLimiter
@@ -48,7 +49,8 @@ class Clients:
     (functions/shared/clock.py), which every handler and store tells the time by. Clients are
     thread-safe and each one built costs start-up time, so every store shares one DynamoDB client;
     the shard directory and the rate limiter hold what this environment has learnt, so there is one
-    of each."""
+    of each. `service_endpoints` overrides `endpoint_url` per service (a test's DynamoDB may be
+    DynamoDB Local while its queues are the emulator's)."""
 
     def __init__(
         self,
@@ -56,11 +58,13 @@ class Clients:
         session: boto3.Session | None = None,
         endpoint_url: str | None = None,
         clock: Clock | None = None,
+        service_endpoints: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.session = session
         self.endpoint_url = endpoint_url
         self.clock = clock or Clock()
+        self.service_endpoints = dict(service_endpoints or {})
         self._built: dict[str, Any] = {}
         self._lock = threading.RLock()  # tests call handlers from several threads
 
@@ -72,7 +76,7 @@ class Clients:
 
     def _client(self, service: str) -> Any:
         make = boto3.client if self.session is None else self.session.client
-        return make(service, config=_STANDARD, endpoint_url=self.endpoint_url)
+        return make(service, config=_STANDARD, endpoint_url=self.service_endpoints.get(service, self.endpoint_url))
 
     @property
     def dynamodb(self) -> Any:
@@ -133,6 +137,19 @@ class Clients:
             raise ConfigurationError(f"environment variable {variable} must be set")
         bus = self.settings.event_bus_name
         return self._once("event_bus", lambda: EventBridgeBus(self._client("events"), bus))
+
+    @property
+    def refused_windows(self) -> DynamoRefusedWindows:
+        return self._once("refused_windows", lambda: DynamoRefusedWindows(self.table))
+
+    @property
+    def announcement_queue(self) -> SqsAnnouncementQueue:
+        """The queue that has refused windows announced (the aggregator's: its environment names it)."""
+        if self.settings.refusal_queue_url is None:
+            variable = FunctionEnvironment.variable("refusal_queue_url")
+            raise ConfigurationError(f"environment variable {variable} must be set")
+        url = self.settings.refusal_queue_url
+        return self._once("announcement_queue", lambda: SqsAnnouncementQueue(self._client("sqs"), url))
 
     @property
     def stream_reader(self) -> DynamoStreamReader:

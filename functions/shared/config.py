@@ -24,6 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from functions.core.admission import ShardingSettings
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.rate_limits import DEFAULT_TENANT_RATE, REQUESTS_PER_SECOND_PER_PART, TenantRate
+from functions.core.refusals import DEFAULT_GRACE
 from functions.core.sweeper import SweepSettings
 
 
@@ -107,6 +108,10 @@ class FunctionEnvironment(BaseModel):
     jwt_admin_scope: str | None = Field(default=None, validation_alias="JWT_ADMIN_SCOPE")
     # The event publisher's: the EventBridge bus it puts usage events on (infra/events.py).
     event_bus_name: str | None = Field(default=None, validation_alias="EVENT_BUS_NAME")
+    # The refusal aggregator's (infra/refusals.py): the queue that has refused windows announced, and
+    # how long after its minute a window is announced (functions/core/refusals.py, DEFAULT_GRACE).
+    refusal_queue_url: str | None = Field(default=None, validation_alias="REFUSAL_QUEUE_URL")
+    refusal_grace: WholeSeconds = Field(default=None, validation_alias="REFUSAL_GRACE_SECONDS")
 
     @classmethod
     def variable(cls, field_name: str) -> str:
@@ -183,6 +188,8 @@ class Settings:
     tenant_rate: TenantRate = DEFAULT_TENANT_RATE
     rate_part_requests: float = REQUESTS_PER_SECOND_PER_PART
     event_bus_name: str | None = None
+    refusal_queue_url: str | None = None
+    refusal_grace: timedelta = DEFAULT_GRACE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -201,6 +208,8 @@ class Settings:
             tenant_rate=read.tenant_rate(),
             rate_part_requests=read.rate_part_requests or REQUESTS_PER_SECOND_PER_PART,  # None if not set; never 0
             event_bus_name=read.event_bus_name,
+            refusal_queue_url=read.refusal_queue_url,
+            refusal_grace=_or(read.refusal_grace, DEFAULT_GRACE),
         )
 
 

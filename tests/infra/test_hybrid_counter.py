@@ -550,7 +550,7 @@ def test_the_construct_in_two_stages_of_a_user_s_app_synthesizes_apart() -> None
         groups = of_type(template, "AWS::Logs::LogGroup").values()
         [log_group] = [group for group in groups if "LogGroupName" in group["Properties"]]
         assert log_group["Properties"]["LogGroupName"] == f"/aws/events/{name}-Limits-Counter-usage"
-        assert len(of_type(template, "AWS::Lambda::Function")) == 5
+        assert len(of_type(template, "AWS::Lambda::Function")) == 7
 
 
 # --- the app's stack is one use of it ---------------------------------------------------------------
@@ -582,9 +582,21 @@ DEPLOYED_IDS = {
 
 # Added since: the usage events' (infra/events.py).
 ADDED_IDS = {
-    "AWS::SQS::Queue": {"UsageEventsEventsFailureQueueCBF9EB51"},
-    "AWS::Lambda::Function": {"UsageEventsEventPublisherFunction13156913"},
-    "AWS::IAM::Role": {"UsageEventsEventPublisherFunctionRole117186DE"},
+    "AWS::SQS::Queue": {
+        "UsageEventsEventsFailureQueueCBF9EB51",
+        "LimitRefusalsRefusedWindowsQueue552B6065",
+        "LimitRefusalsRefusalsFailureQueueF5ECED86",
+    },
+    "AWS::Lambda::Function": {
+        "UsageEventsEventPublisherFunction13156913",
+        "LimitRefusalsRefusalAggregatorFunction1AF43950",
+        "LimitRefusalsRefusalEmitterFunctionD95BFBE9",
+    },
+    "AWS::IAM::Role": {
+        "UsageEventsEventPublisherFunctionRole117186DE",
+        "LimitRefusalsRefusalAggregatorFunctionRole656F28BC",
+        "LimitRefusalsRefusalEmitterFunctionRole664B4D56",
+    },
 }
 
 

@@ -109,7 +109,7 @@ def test_synth_bundles_for_the_context_architecture(tmp_path: Path, pip: Recorde
     (command,) = pip.commands  # one shared package, bundled once
     assert flag_values(command, "--platform") == [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}"]
     functions = lambda_functions(template)
-    assert len(functions) == 5  # api, stream consumer, redrive, sweeper, event publisher
+    assert len(functions) == 7  # api, stream consumer, redrive, sweeper, event publisher, refusal aggregator, emitter
     assert all(function["Architectures"] == [architecture] for function in functions)
 
 

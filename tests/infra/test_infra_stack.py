@@ -282,6 +282,8 @@ ALL_HANDLERS = (
     constants.REDRIVE_HANDLER,
     constants.SWEEPER_HANDLER,
     constants.EVENT_PUBLISHER_HANDLER,
+    constants.REFUSAL_AGGREGATOR_HANDLER,
+    constants.REFUSAL_EMITTER_HANDLER,
 )
 EXPECTED_TIMEOUTS = {
     constants.API_HANDLER: 10,
@@ -289,6 +291,8 @@ EXPECTED_TIMEOUTS = {
     constants.REDRIVE_HANDLER: 60,
     constants.SWEEPER_HANDLER: 300,
     constants.EVENT_PUBLISHER_HANDLER: 30,
+    constants.REFUSAL_AGGREGATOR_HANDLER: 30,
+    constants.REFUSAL_EMITTER_HANDLER: 30,
 }
 SWEEPER_ENVIRONMENT = {
     FunctionEnvironment.variable("pending_older_than"): "300",
@@ -309,6 +313,11 @@ def publisher_environment(template_json: dict[str, Any]) -> dict[str, Any]:
     """The bus the publisher puts events on: the stack's."""
     [bus_id] = resources_of_type(template_json, "AWS::Events::EventBus")
     return {FunctionEnvironment.variable("event_bus_name"): {"Ref": bus_id}}
+
+
+def aggregator_environment(template_json: dict[str, Any]) -> dict[str, Any]:
+    [queue_id] = [q for q in resources_of_type(template_json, "AWS::SQS::Queue") if "RefusedWindows" in q]
+    return {FunctionEnvironment.variable("refusal_queue_url"): {"Ref": queue_id}}
 
 
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
@@ -333,6 +342,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
         **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),
         **(publisher_environment(template_json) if handler == constants.EVENT_PUBLISHER_HANDLER else {}),
+        **(aggregator_environment(template_json) if handler == constants.REFUSAL_AGGREGATOR_HANDLER else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30

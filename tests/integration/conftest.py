@@ -67,6 +67,9 @@ FAULTS = [
 ]
 
 
+REFUSAL_GRACE_SECONDS = 1
+
+
 @dataclass
 class System:
     api: CounterApi
@@ -88,7 +91,7 @@ def system() -> Iterator[System]:
         return
 
     from local.emulator import EmulatorProcess
-    from local.product import admin_api, runtime_settings
+    from local.product import admin_api, refusal_environment, runtime_settings
     from local.runtime import LocalRuntime
 
     with EmulatorProcess() as emulator:
@@ -100,6 +103,8 @@ def system() -> Iterator[System]:
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
                 retry_backoff_seconds=0.05,
                 schedule_period_seconds=1,  # the sweeper every second, not every 5 minutes
+                # A minute's refused creates announced a second after it, not a minute and a half.
+                environment=refusal_environment(REFUSAL_GRACE_SECONDS),
             )
         )
         runtime.deploy_and_start()

@@ -149,3 +149,16 @@ def test_events_prints_what_the_bus_carried_from_its_log_group(
     result = events_cli("events", "--since-minutes", "100000")
     assert result.code == 0, result.err
     assert "acme/default #1: up 80% (usage 4 of 5) id=e1" in result.out
+
+
+def test_events_prints_a_limit_refused_event_as_its_count_and_minute(
+    events_stack: EventsStack, subscriber: Subscriber, events_cli: Cli, emulator_url: str
+) -> None:
+    bus = EventBridgeBus(boto3.client("events", endpoint_url=emulator_url), subscriber.bus)
+    window = {"windowStart": "2026-11-25T13:37:00.000Z", "windowEnd": "2026-11-25T13:38:00.000Z"}
+    detail = {"eventId": "e2", "accountId": "acme", "resourceType": "seats", "refused": 3, "limit": 5, **window}
+    assert bus.put([BusEvent("Limit Refused", json.dumps(detail))]) == [True]
+    result = events_cli("events", "--since-minutes", "100000")
+    assert result.code == 0, result.err
+    refused = "Limit Refused acme/seats: 3 refused at limit 5"
+    assert f"{refused} from 2026-11-25T13:37:00.000Z to 2026-11-25T13:38:00.000Z id=e2" in result.out

@@ -1,0 +1,55 @@
+"""Refusal aggregator: counts the API's refusal lines, which CloudWatch Logs' subscription filter
+sends it, into their quota's refused windows, one update per window, and schedules each window's
+announcement when it opens (functions/core/refusals.py, docs/events.md).
+
+Lambda invokes it asynchronously: a failed invocation is retried (twice), then goes to the
+refusals' dead-letter queue. A retry counts nothing twice (each window remembers the batches it
+counted).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.core.refusals import Refusal, aggregate, parse_refusal
+from functions.shared.clients import Clients
+from functions.shared.clients import default as default_clients
+from functions.shared.observability import logger, metrics, tracer
+
+
+def refusals_of(event: dict[str, Any]) -> list[Refusal]:
+    """The refusals a subscription's payload tells of, each at its log event's time."""
+    found = []
+    for log_event in CloudWatchLogsEvent(event).parse_logs_data().log_events:
+        at = datetime.fromtimestamp(log_event.timestamp / 1000, UTC)
+        refusal = parse_refusal(log_event.message, at, log_event.get_id)
+        if refusal is not None:
+            found.append(refusal)
+    return found
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> None:
+    clients = clients or default_clients()
+    report = aggregate(
+        refusals_of(event),
+        clients.refused_windows,
+        clients.announcement_queue,
+        clients.clock.now(),
+        clients.settings.refusal_grace,
+    )
+    metrics.add_metric(name="RefusalsCounted", unit=MetricUnit.Count, value=report.counted)
+    if report.late:  # their minute was announced already: in no event (docs/events.md)
+        metrics.add_metric(name="RefusalsNotAnnounced", unit=MetricUnit.Count, value=report.late)
+        logger.warning("refusals arrived after their minute was announced", extra={"refusals": report.late})
+    logger.info(
+        "refusals counted",
+        extra={"counted": report.counted, "late": report.late, "repeated": report.repeated},
+    )
