@@ -75,6 +75,11 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "back): each must be one Limit Changed event and the crossings it makes decided once",
     )
     parser.add_argument(
+        "--no-refusal-events",
+        action="store_true",
+        help="do not check the Limit Refused events (the check waits up to a minute for the last minute's)",
+    )
+    parser.add_argument(
         "-c",
         "--context",
         action="append",
@@ -111,6 +116,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         audit_repair=args.audit_repair,
         types=args.types,
         limit_changes=args.limit_changes,
+        refusal_events=not args.no_refusal_events,
     )
     return settings, args.report
 
@@ -136,6 +142,8 @@ def render(report: Report) -> str:
         verdict = "ok" if not check.violations else f"{len(check.violations)} VIOLATION(S)"
         lines.append(f"  {check.name:<88} {check.checked:>7} checked  {verdict}")
         lines += [f"      {violation}" for violation in check.violations[:5]]
+    if report.refusals:
+        lines.append("refused creates: " + ", ".join(f"{k} {v}" for k, v in report.refusals.items()))
     lines.append(f"\nmax limit overshoot observed: {report.max_limit_overshoot} (bound: {report.overshoot_bound})")
     lines.append(f"most admission shards of one account: {report.most_admission_shards}")
     if report.audits:

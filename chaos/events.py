@@ -14,15 +14,19 @@ crossing is numbered 1, 2, 3... without gaps with its usage on its direction's s
 boundary of the limit it names; each landed change of a limit is one Limit Changed event with the
 old and new limits; and a queue subscribed to the bus must have received every event (by id;
 at-least-once delivery may bring copies), the first copies of a quota's crossings in seq order.
+
+Limit Refused events are checked against the API's own refusal lines (its log file: what
+CloudWatch Logs sends the aggregator): every line counted in its quota's events, once.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from chaos.checks import Check
@@ -31,8 +35,9 @@ from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import shard_state
 from functions.adapters.table_layout import PARTITION_KEY, SORT_KEY
 from functions.core.model import Quota
+from functions.core.refusals import parse_refusal
 from functions.core.thresholds import DEFAULT_THRESHOLDS, Bands
-from functions.events.models import SOURCE, LimitChanged, UsageThresholdCrossed
+from functions.events.models import SOURCE, LimitChanged, LimitRefused, UsageThresholdCrossed
 
 
 class Subscriber:
@@ -86,6 +91,7 @@ class Path:
     that limit stood as first set."""
 
     counts: dict[str, int] = field(default_factory=dict)  # counter item key -> count
+    admitted: dict[str, int] = field(default_factory=dict)  # admission shard item key -> admitted
     limit: int | None = None
     changed: bool = False  # its limit was changed: the crossings past that are not replayed
     crossings: Crossings = field(default_factory=list)
@@ -100,7 +106,8 @@ class StreamTruth:
     changed: set[Quota] = field(default_factory=set)
     changes: dict[Quota, list[tuple[int, int, int]]] = field(default_factory=dict)  # (version, old, new)
     # The most a quota may hold under each limit version: its limit, or, when a change lowered the
-    # limit below what was admitted, that (no create is admitted until the usage is below the limit).
+    # limit below what was admitted over its admission shards (a retired shard keeps its admitted
+    # until its resources go), that: no create is admitted until the usage is below the limit.
     ceilings: dict[tuple[Quota, int], int] = field(default_factory=dict)
 
     def ceiling(self, quota: Quota, limit_version: int, limit: int) -> int:
@@ -117,18 +124,27 @@ def replay(records: Iterable[Mapping[str, Any]], quotas: Iterable[Quota]) -> Str
         data = record["dynamodb"]
         key = from_attributes(data["Keys"])
         quota = keys.quota_of(str(key[PARTITION_KEY]))
-        if quota is None or quota not in wanted or record["eventName"] == "REMOVE":
+        if quota is None or quota not in wanted:
             continue
         path = paths[quota]
-        if key[SORT_KEY] == keys.ACCOUNT_SORT_KEY:
+        if key[SORT_KEY] in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
+            if record["eventName"] == "REMOVE":
+                path.admitted.pop(str(key[PARTITION_KEY]), None)
+                continue
             new = shard_state(from_attributes(data["NewImage"]))
+            path.admitted[str(key[PARTITION_KEY])] = new.admitted
+        if record["eventName"] == "REMOVE":
+            continue
+        if key[SORT_KEY] == keys.ACCOUNT_SORT_KEY:
             old = shard_state(from_attributes(data["OldImage"])) if "OldImage" in data else None
-            ceiling = max(new.limit, new.admitted)
-            if old is not None and old.limit != new.limit:
+            if old is None:
+                ceiling = new.limit
+            elif old.limit != new.limit:
                 path.changed = True
                 truth.changes.setdefault(quota, []).append((new.limit_version, old.limit, new.limit))
-            elif old is not None:  # the limit stood: so does what it allowed
-                ceiling = max(ceiling, truth.ceiling(quota, old.limit_version, old.limit))
+                ceiling = max(new.limit, sum(path.admitted.values()))
+            else:  # the limit stood (a new version or not): so does what it allowed
+                ceiling = truth.ceiling(quota, old.limit_version, old.limit)
             truth.ceilings[(quota, new.limit_version)] = ceiling
             path.limit = new.limit
             continue
@@ -244,3 +260,50 @@ def event_checks(
     }
     complete.expect(got == ids, f"missing {sorted(ids - got)[:5]}, unknown {sorted(got - ids)[:5]}")
     return [exact, walked, settled, numbered, sided, changes, complete]
+
+
+def refusal_lines(api_log: str) -> Counter[Quota]:
+    """The creates the API refused, per quota, as its log lines tell them: what CloudWatch Logs
+    sends the aggregator (functions/core/refusals.py)."""
+    lines: Counter[Quota] = Counter()
+    with open(api_log, encoding="utf-8") as log:
+        for line in log:
+            refusal = parse_refusal(line, datetime.now(UTC), "")
+            if refusal is not None:
+                lines[refusal.quota] += 1
+    return lines
+
+
+def refusals_announced(events: Iterable[Mapping[str, Any]]) -> int:
+    return sum(int(event["refused"]) for event in events)
+
+
+def refusal_checks(
+    announced: Mapping[Quota, list[dict[str, Any]]],
+    lines: Counter[Quota],
+    answered: Mapping[Quota, int],
+    received: list[dict[str, Any]],
+) -> list[Check]:
+    """Limit Refused events (docs/events.md, "Refused creates"): every refusal line of the API is
+    counted in its quota's events, once; one event per quota and minute; each delivered; and every
+    409 LimitExceeded a client was answered is a refusal line."""
+    counted = Check("limit refused: each quota's events count every refusal line of the API, once")
+    once = Check("limit refused: at most one event per quota and minute, no two sharing an id, each delivered")
+    logged = Check("limit refused: every 409 LimitExceeded a client was answered is a refusal line of the API")
+    delivered_ids = {str(event["eventId"]) for event in delivered(received, LimitRefused.DETAIL_TYPE)}
+    ids: set[str] = set()
+    for quota, events in announced.items():
+        counted.expect(
+            refusals_announced(events) == lines[quota],
+            f"{quota}: {refusals_announced(events)} refusals announced, {lines[quota]} logged",
+        )
+        minutes = [event["windowStart"] for event in events]
+        once.expect(len(set(minutes)) == len(minutes), f"{quota}: minutes {minutes}")
+        for event in events:
+            once.expect(event["eventId"] not in ids, f"{quota}: id {event['eventId']} twice")
+            once.expect(event["eventId"] in delivered_ids, f"{quota}: {event['eventId']} not delivered")
+            ids.add(event["eventId"])
+        logged.expect(
+            answered.get(quota, 0) <= lines[quota], f"{quota}: {answered.get(quota, 0)} answered, {lines[quota]} logged"
+        )
+    return [counted, once, logged]

@@ -58,10 +58,25 @@ def _consumer_ignores_limit_changes() -> None:
     setattr(counting, "redecide", redecide)  # noqa: B010 - process_records calls it by this module's name
 
 
+def _aggregator_counts_each_window_once_per_batch() -> None:
+    """The aggregator adds one refusal to a window per batch, however many the batch holds."""
+    import dataclasses
+
+    from functions.core import refusals
+
+    original = refusals.windows_of
+
+    def windows_of(*args: Any, **kwargs: Any) -> list[refusals.WindowCount]:
+        return [dataclasses.replace(count, refused=1) for count in original(*args, **kwargs)]
+
+    setattr(refusals, "windows_of", windows_of)  # noqa: B010 - aggregate() calls it by this module's name
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
     "consumer-ignores-limit-changes": _consumer_ignores_limit_changes,
+    "aggregator-counts-each-window-once-per-batch": _aggregator_counts_each_window_once_per_batch,
 }
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import threading
 import time
@@ -21,7 +22,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chaos.checks import Check
-from chaos.events import QuotaEvents, StreamTruth, Subscriber, event_checks, replay, stream_records
+from chaos.events import (
+    QuotaEvents,
+    StreamTruth,
+    Subscriber,
+    event_checks,
+    refusal_checks,
+    refusal_lines,
+    refusals_announced,
+    replay,
+    stream_records,
+)
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, ClientOutcomes, LimitChanger, create, run_clients
@@ -37,12 +48,24 @@ from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 from infra.constants import HEAL_QUIET_SECONDS, OUTPUT_EVENT_BUS_NAME
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
-from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
+from local.product import (
+    CounterApi,
+    admin_api,
+    by_family,
+    refusal_environment,
+    runtime_settings,
+    scaled_environment,
+)
 from local.runtime import LocalRuntime
 from ops import commands
 from ops.stack import TryLater
 
 FATAL_PREFIX = "fatal"
+# A minute's refused creates are announced this long after it ends (the deployed default: 90 s),
+# after the local runtime's retries of a failed aggregator invocation (1 s, then 2 s).
+REFUSAL_GRACE_SECONDS = 5
+# How long past that the checks wait for the last minute's Limit Refused events.
+REFUSALS_ANNOUNCED_TIMEOUT = 30.0
 FATAL_CREATES = 2
 DEFAULT_RATES = {
     "throttle": 0.02,
@@ -87,6 +110,9 @@ class ChaosSettings:
     limit_changes: int = 6
     # How long the checks wait for the crossings and deliveries still due once the run is quiet.
     events_timeout: float = 60.0
+    # Check the Limit Refused events: the run then waits for the minute of the last refusal to end
+    # and be announced (up to a minute more). `python -m chaos` does unless told not to.
+    refusal_events: bool = False
 
     @property
     def faults_on(self) -> bool:
@@ -116,6 +142,8 @@ class Report:
     seconds_total: float = 0.0
     audits: dict[str, int] = field(default_factory=dict)  # verdicts of the audit beside the clients
     limit_changes: list[str] = field(default_factory=list)  # "<quota> <old> -> <new>", as the admin made them
+    # Creates the API refused (its log lines), and the Limit Refused events announcing them.
+    refusals: dict[str, int] = field(default_factory=dict)
 
     @property
     def violations(self) -> int:
@@ -289,7 +317,10 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         runtime = LocalRuntime(
             runtime_settings(
                 emulator.url,
-                environment=scaled_environment(settings.partition_limits),
+                environment={
+                    **scaled_environment(settings.partition_limits),
+                    **refusal_environment(REFUSAL_GRACE_SECONDS),
+                },
                 port=0,
                 faults=[fatal_rule] if any(a.fatal for a in accounts) else [],
                 sandbox_hook=None if chaos is None else chaos.sandbox_hook(),
@@ -350,6 +381,12 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 runtime, dynamodb, table, accounts, subscriber, settings.events_timeout
             )
             report.checks += event_checks(quotas, truth, subscriber.received)
+            if settings.refusal_events:
+                refusal_report, refusal_checks_made = announced_refusal_checks(
+                    dynamodb, table, accounts, subscriber, log_dir, outcomes
+                )
+                report.refusals = refusal_report
+                report.checks += refusal_checks_made
             report.checks.append(heal_check(dynamodb, table, accounts))
             if settings.only_ambiguous_writes:
                 report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
@@ -366,6 +403,34 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     report.faults = {kind: counts.get(kind, 0) for kind in ALL_KINDS} if settings.faults_on else {}
     report.seconds_total = round(time.monotonic() - started, 1)
     return report
+
+
+def announced_refusal_checks(
+    dynamodb: Any, table: str, accounts: list[Account], subscriber: Subscriber, log_dir: str, outcomes: ClientOutcomes
+) -> tuple[dict[str, int], list[Check]]:
+    """The Limit Refused events against the API's refusal lines, once the minute of the last one
+    has ended and been announced and the bus delivered them (or the deadline passed: the checks
+    then say what is missing)."""
+    now = datetime.now(UTC)
+    minute_left = 60 - now.second - now.microsecond / 1e6
+    deadline = time.monotonic() + minute_left + REFUSAL_GRACE_SECONDS + REFUSALS_ANNOUNCED_TIMEOUT
+    api_log = os.path.join(log_dir, "api.log")  # local/functions.py log_path: the API function's file
+    while True:
+        lines = refusal_lines(api_log)
+        announced = {account.quota: snapshot(dynamodb, table, account.quota).refusals for account in accounts}
+        ids = {event["eventId"] for events in announced.values() for event in events}
+        received = {str(event["detail"]["eventId"]) for event in subscriber.receive()}
+        done = all(refusals_announced(announced[quota]) == lines[quota] for quota in announced) and ids <= received
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    answered = {account.quota: outcomes.refused[account.name] for account in accounts}
+    figures = {
+        "refusal lines": sum(lines.values()),
+        "Limit Refused events": len(ids),
+        "refusals announced": sum(refusals_announced(events) for events in announced.values()),
+    }
+    return figures, refusal_checks(announced, lines, answered, subscriber.received)
 
 
 def _put_account(api: CounterApi, account: Account) -> None:

@@ -20,7 +20,7 @@ from functions.core.admission import MAX_SHARDS
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.leases import Lease
 from functions.core.model import Quota
-from functions.events.models import LimitChanged, UsageThresholdCrossed
+from functions.events.models import LimitChanged, LimitRefused, UsageThresholdCrossed
 from local.partition_reads import read_partitions
 
 
@@ -42,7 +42,7 @@ class Snapshot:
     items: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource id -> its attributes
     events: list[dict[str, Any]] = field(default_factory=list)  # its threshold crossings' details, by seq
     limit_changes: list[dict[str, Any]] = field(default_factory=list)  # its limit changes', by limit version
-    other_events: list[dict[str, Any]] = field(default_factory=list)  # its outbox's events of other types
+    refusals: list[dict[str, Any]] = field(default_factory=list)  # its Limit Refused events', by minute
     limit_version: int = 0
 
     @property
@@ -78,8 +78,12 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
         elif sort_key.startswith(keys.REFUSED_WINDOW_PREFIX):
             continue  # a minute's refused creates, counted from the API's logs (functions/core/refusals.py)
         elif sort_key.startswith(keys.EVENT_PREFIX):  # an outbox item: by its event type, in key order
-            kinds = {UsageThresholdCrossed.DETAIL_TYPE: shot.events, LimitChanged.DETAIL_TYPE: shot.limit_changes}
-            kinds.get(str(item[outbox.DETAIL_TYPE]), shot.other_events).append(json.loads(item[outbox.DETAIL]))
+            kinds = {
+                UsageThresholdCrossed.DETAIL_TYPE: shot.events,
+                LimitChanged.DETAIL_TYPE: shot.limit_changes,
+                LimitRefused.DETAIL_TYPE: shot.refusals,
+            }
+            kinds[str(item[outbox.DETAIL_TYPE])].append(json.loads(item[outbox.DETAIL]))
         elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
             shot.tombstones[keys.resource_id_from_sk(sort_key) or sort_key] = item
         else:

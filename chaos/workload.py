@@ -62,6 +62,7 @@ class ClientOutcomes:
     wrong_404s: list[str] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
     creates_per_type: Counter[str] = field(default_factory=Counter)  # acknowledged creates by resource type
+    refused: Counter[str] = field(default_factory=Counter)  # creates answered 409 LimitExceeded, by quota
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -198,6 +199,9 @@ def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -
                 outcomes.unresolved.get(account.name, set()).discard(resource_id)
                 outcomes.creates_per_type[account.resource_type] += 1
             return
+        if reply is not None and reply.status == 409 and _code(reply) == "LimitExceeded":
+            with outcomes.lock:
+                outcomes.refused[account.name] += 1
         if reply is not None and reply.status < 500:
             if attempt_number:  # an earlier try may have created it before failing
                 with outcomes.lock:
@@ -207,6 +211,12 @@ def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -
             outcomes.retries += 1
             outcomes.unresolved.setdefault(account.name, set()).add(resource_id)
         time.sleep(0.02 * (attempt_number + 1))
+
+
+def _code(reply: Reply) -> str:
+    """The error envelope's code."""
+    error = reply.body.get("error") if isinstance(reply.body, dict) else None
+    return str(error.get("code", "")) if isinstance(error, dict) else ""
 
 
 def delete(api: HttpApi, account: Account, resource_id: str, outcomes: ClientOutcomes) -> None:

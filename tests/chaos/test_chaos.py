@@ -78,9 +78,13 @@ def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None
 
 def test_a_short_chaos_run_with_three_types_per_account_holds_every_invariant_per_type() -> None:
     """Each account holds three limits (the default type and two others) and the clients race
-    creates and deletes across them: every check (sampled, end state, DLQ 2, heal) holds per
-    (account, type), so no type's write takes, frees or heals another's slot."""
-    report = run(ChaosSettings(seed=5, operations=150, clients=6, accounts=2, hot_accounts=1, types=3))
+    creates and deletes across them: every check (sampled, end state, DLQ 2, heal, usage events,
+    Limit Refused events against the API's refusal lines) holds per (account, type), so no type's
+    write takes, frees or heals another's slot, nor counts another's refusals."""
+    report = run(
+        ChaosSettings(seed=5, operations=150, clients=6, accounts=2, hot_accounts=1, types=3, refusal_events=True)
+    )
+    assert report.refusals["refusals announced"] > 0
     print(report.to_json())
     assert report.seconds_to_quiescence is not None
     assert {check.name: check.violations for check in report.checks if check.violations} == {}
