@@ -234,6 +234,7 @@ REFUSAL_EMITTER_BATCH_SIZE: Final = 10
 REFUSALS_DLQ_ID: Final = "RefusalsFailureQueue"
 REFUSALS_DLQ_ALARM_ID: Final = "RefusalsFailureQueueNotEmpty"
 OUTPUT_REFUSALS_DLQ_URL: Final = "RefusalsDlqUrl"
+OUTPUT_REFUSAL_AGGREGATOR_FUNCTION: Final = "RefusalAggregatorFunctionName"
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,12 @@ class HybridCounter(Construct):
         return self._limit_refusals.failure_queue_alarm
 
     @property
+    def refusal_aggregator_function(self) -> lambda_.IFunction:
+        """Counts the API's refusal lines per quota and minute (`python -m ops events refusals replay`
+        reads its settings)."""
+        return self._limit_refusals.aggregator
+
+    @property
     def events_dlq_alarm(self) -> cloudwatch.IAlarm:
         return self._usage_events.failure_queue_alarm
 

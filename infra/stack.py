@@ -77,6 +77,10 @@ class HybridCounterStack(cdk.Stack):
                 counter.refusals_dlq.queue_url,
                 "Refused creates not counted, or minutes not announced, as Limit Refused events",
             ),
+            constants.OUTPUT_REFUSAL_AGGREGATOR_FUNCTION: (
+                counter.refusal_aggregator_function.function_name,
+                "Counts refused creates per minute (ops events refusals replay reads its settings)",
+            ),
             constants.OUTPUT_EVENTS_LOG_GROUP: (
                 counter.events_log_group.log_group_name,
                 "Every usage event put on the bus (ops events tails it)",

@@ -28,13 +28,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.event_bus import EventBridgeBus
+from functions.adapters.refused_windows import DynamoRefusedWindows, SqsAnnouncementQueue
 from functions.core.audit import Recount
 from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
 from functions.core.model import DEFAULT_RESOURCE_TYPE, RESOURCE_TYPE_PATTERN, Quota
 from functions.shared.clock import Clock
 from infra import constants
-from ops import commands, events
+from ops import commands, events, refusals
 from ops.stack import (
     EXIT_DRIFT,
     EXIT_ERROR,
@@ -211,6 +212,27 @@ def build_parser() -> argparse.ArgumentParser:
         "event is on the bus. Harmless to repeat: every copy of an event carries its id.",
     )
     events_replay.set_defaults(run=run_events_replay)
+    events_refusals = events_commands.add_parser(
+        "refusals", help="the Limit Refused events' dead-letter queue (refusals not counted, minutes not announced)"
+    )
+    refusals_commands = events_refusals.add_subparsers(dest="refusals_command", required=True, metavar="ACTION")
+    refusals_replay = refusals_commands.add_parser(
+        "replay",
+        parents=[connection],
+        help="count the refusal lines and announce the minutes of the refusals' dead-letter queue",
+        description="For each message of the Limit Refused events' dead-letter queue (output RefusalsDlqUrl): "
+        "CloudWatch Logs' payload of refusal lines the aggregator failed is counted as the aggregator counts it "
+        "(a minute it opens has its announcement scheduled on the windows queue, read from the deployed "
+        "aggregator's environment), and a minute the emitter failed is announced as the emitter announces it. "
+        "Each message is deleted once handled; one of neither shape is left in the queue and reported (exit 1). "
+        "Harmless to repeat: a batch counted before adds nothing, and a minute is announced once.",
+    )
+    refusals_replay.add_argument(
+        "--grace-seconds",
+        type=int,
+        help="announce a minute this long after its end (default: the deployed aggregator's grace)",
+    )
+    refusals_replay.set_defaults(run=run_refusals_replay)
 
     sweep = commands_parser.add_parser(
         "sweep",
@@ -425,6 +447,29 @@ def run_events_replay(context: Context) -> int:
     return report.exit_code
 
 
+def run_refusals_replay(context: Context) -> int:
+    grace_seconds = context.args.grace_seconds
+    if grace_seconds is not None and grace_seconds < 0:
+        raise OpsError("--grace-seconds must not be negative")
+    outputs = context.outputs
+    lambda_client = context.connection.client("lambda")
+    aggregator = refusals.aggregator_settings(function_environment(lambda_client, outputs.refusal_aggregator_function))
+    sqs = context.connection.client("sqs")
+    report = refusals.replay(
+        sqs,
+        outputs.refusals_dlq_url,
+        DynamoRefusedWindows(context.table),
+        SqsAnnouncementQueue(sqs, aggregator.windows_queue_url),
+        context.clock,
+        aggregator.grace if grace_seconds is None else timedelta(seconds=grace_seconds),
+    )
+    if context.args.json:
+        emit_json(report.to_json())
+    else:
+        print(format_refusals_replay(report))
+    return report.exit_code
+
+
 def run_sweep(context: Context) -> int:
     mode = context.args.mode or ("in-process" if context.connection.endpoint_url else "invoke")
     function_name = context.outputs.sweeper_function
@@ -547,6 +592,24 @@ def format_replay(report: commands.ReplayReport) -> str:
     if report.not_found:
         lines.append("not found in DLQ 2 (or held by another reader right now):")
         lines += [f"  {message_id}" for message_id in report.not_found]
+    return "\n".join(lines)
+
+
+def format_refusals_replay(report: refusals.RefusalsReplay) -> str:
+    lines = []
+    for message_id, counted in report.payloads.items():
+        lines.append(
+            f"{message_id}: refusal lines: counted {counted.counted}, late {counted.late}, repeated "
+            f"{counted.repeated}; {counted.scheduled} announcement(s) scheduled"
+        )
+    for message_id, outcome in report.windows.items():
+        window = f"window {outcome.window.quota} {outcome.window.name}"
+        if outcome.announced is None:
+            lines.append(f"{message_id}: {window}: nothing to announce (announced already, or never opened)")
+        else:
+            lines.append(f"{message_id}: {window}: announced, {outcome.announced.refused} refused")
+    lines += [f"{message_id}: left in the queue: {why}" for message_id, why in report.left.items()]
+    lines.append(f"replayed {len(report.payloads) + len(report.windows)} message(s), {len(report.left)} left")
     return "\n".join(lines)
 
 

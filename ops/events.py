@@ -29,7 +29,7 @@ from functions.adapters.streams import DynamoStreamReader
 from functions.adapters.table_layout import EXPIRES_AT, SORT_KEY
 from functions.core.publishing import OutboxRecord, publish
 from functions.core.redrive import StreamRecordsGone
-from functions.events.models import LimitRefused
+from functions.events.models import LimitChanged, LimitRefused
 from ops.commands import (
     REPLAY_VISIBILITY_SECONDS,
     SQS_BATCH,
@@ -56,14 +56,25 @@ def tail(logs: Any, log_group: str, start_ms: int | None = None) -> Iterator[tup
 def describe(event: Mapping[str, Any]) -> str:
     """One line for a usage event: when, what, and its detail."""
     d = event.get("detail", {})
+    quota = f"{d.get('accountId')}/{d.get('resourceType')}"
+    if event.get("detail-type") == LimitChanged.DETAIL_TYPE:  # an admin's change, no seq
+        old, new = d.get("oldThresholds"), d.get("newThresholds")
+        thresholds = f", thresholds {_percentages(old)} -> {_percentages(new)}" if old != new else ""
+        change = f"limit {d.get('oldLimit')} -> {d.get('newLimit')}{thresholds}"
+        who = f"by {d.get('changedBy') or 'unknown'}, version {d.get('limitVersion')}"
+        return f"{event.get('time')} {LimitChanged.DETAIL_TYPE} {quota}: {change} {who} id={d.get('eventId')}"
     if event.get("detail-type") == LimitRefused.DETAIL_TYPE:  # a minute's count, no seq
-        quota = f"{d.get('accountId')}/{d.get('resourceType')}"
         minute = f"from {d.get('windowStart')} to {d.get('windowEnd')}"
         refused = f"{d.get('refused')} refused at limit {d.get('limit')} {minute}"
         return f"{event.get('time')} {LimitRefused.DETAIL_TYPE} {quota}: {refused} id={d.get('eventId')}"
     crossing = f"{d.get('direction')} {d.get('threshold')}% (usage {d.get('usage')} of {d.get('limit')})"
-    where = f"{d.get('accountId')}/{d.get('resourceType')} #{d.get('seq')}"
-    return f"{event.get('time')} {event.get('detail-type')} {where}: {crossing} id={d.get('eventId')}"
+    return f"{event.get('time')} {event.get('detail-type')} {quota} #{d.get('seq')}: {crossing} id={d.get('eventId')}"
+
+
+def _percentages(values: Any) -> str:
+    if not isinstance(values, list):
+        return str(values)
+    return ",".join(map(str, values)) + "%" if values else "none"
 
 
 @dataclass

@@ -152,6 +152,14 @@ class StackOutputs:
     def events_log_group(self) -> str:
         return self.require(constants.OUTPUT_EVENTS_LOG_GROUP)
 
+    @property
+    def refusals_dlq_url(self) -> str:
+        return self.require(constants.OUTPUT_REFUSALS_DLQ_URL)
+
+    @property
+    def refusal_aggregator_function(self) -> str:
+        return self.require(constants.OUTPUT_REFUSAL_AGGREGATOR_FUNCTION)
+
 
 def function_environment(lambda_client: Any, function_name: str) -> dict[str, str]:
     """The environment variables the deployed function runs with."""

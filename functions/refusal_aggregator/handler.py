@@ -9,28 +9,16 @@ counted).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.core.refusals import Refusal, aggregate, parse_refusal
+from functions.adapters.refusal_payloads import refusals_of
+from functions.core.refusals import aggregate
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
-
-
-def refusals_of(event: dict[str, Any]) -> list[Refusal]:
-    """The refusals a subscription's payload tells of, each at its log event's time."""
-    found = []
-    for log_event in CloudWatchLogsEvent(event).parse_logs_data().log_events:
-        at = datetime.fromtimestamp(log_event.timestamp / 1000, UTC)
-        refusal = parse_refusal(log_event.message, at, log_event.get_id)
-        if refusal is not None:
-            found.append(refusal)
-    return found
 
 
 @logger.inject_lambda_context

@@ -91,3 +91,9 @@ def test_each_function_may_make_the_table_calls_its_code_makes_and_no_other(temp
     emitter = dynamodb_actions(template_json, constants.REFUSAL_EMITTER_HANDLER)
     assert emitter == set(table_access.REFUSAL_EMITTER)
     assert emitter == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+
+
+def test_an_output_names_the_aggregator_whose_settings_ops_replays_with(template_json: dict[str, Any]) -> None:
+    aggregator_id, _ = function_by_handler(template_json, constants.REFUSAL_AGGREGATOR_HANDLER)
+    output = template_json["Outputs"][constants.OUTPUT_REFUSAL_AGGREGATOR_FUNCTION]
+    assert output["Value"] == {"Ref": aggregator_id}

@@ -162,3 +162,27 @@ def test_events_prints_a_limit_refused_event_as_its_count_and_minute(
     assert result.code == 0, result.err
     refused = "Limit Refused acme/seats: 3 refused at limit 5"
     assert f"{refused} from 2026-11-25T13:37:00.000Z to 2026-11-25T13:38:00.000Z id=e2" in result.out
+
+
+@pytest.mark.parametrize(
+    ("new_thresholds", "thresholds"),
+    [([80, 100], ""), ([50, 70], ", thresholds 80,100% -> 50,70%")],
+    ids=["limit only", "thresholds too"],
+)
+def test_events_prints_a_limit_changed_event_as_its_limits_who_and_version(
+    events_stack: EventsStack,
+    subscriber: Subscriber,
+    events_cli: Cli,
+    emulator_url: str,
+    new_thresholds: list[int],
+    thresholds: str,
+) -> None:
+    bus = EventBridgeBus(boto3.client("events", endpoint_url=emulator_url), subscriber.bus)
+    detail = {"eventId": "e3", "accountId": "acme", "resourceType": "seats", "oldLimit": 10, "newLimit": 8}
+    detail |= {"usage": 9, "oldThresholds": [80, 100], "newThresholds": new_thresholds}
+    detail |= {"changedBy": "arn:aws:iam::123456789012:user/admin", "changedAt": "2026-11-25T13:09:02.310Z"}
+    assert bus.put([BusEvent("Limit Changed", json.dumps(detail | {"limitVersion": 2}))]) == [True]
+    result = events_cli("events", "--since-minutes", "100000")
+    assert result.code == 0, result.err
+    changed = f"Limit Changed acme/seats: limit 10 -> 8{thresholds}"
+    assert f"{changed} by arn:aws:iam::123456789012:user/admin, version 2 id=e3" in result.out
