@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -38,6 +40,33 @@ def dead_letter_queue(
         dead_letter_queue=dead_letter_queue,
         removal_policy=removal_policy,
     )
+
+
+def queue_not_empty_alarm(
+    scope: Construct, construct_id: str, queue: sqs.IQueue, description: str, topic: sns.ITopic | None = None
+) -> cloudwatch.Alarm:
+    """An alarm raised by a dead-letter queue's first message (the most visible over a minute), and
+    cleared when it is empty again; notifying `topic` of both, when given."""
+    alarm = cloudwatch.Alarm(
+        scope,
+        construct_id,
+        alarm_description=description,
+        metric=queue.metric_approximate_number_of_messages_visible(
+            period=cdk.Duration.minutes(constants.DLQ2_ALARM_PERIOD_MINUTES),
+            statistic=cloudwatch.Stats.MAXIMUM,
+        ),
+        threshold=constants.DLQ2_ALARM_THRESHOLD,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        # SQS publishes no datapoints for an idle queue; silence is the healthy state.
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+    )
+    if topic is not None:
+        action = cloudwatch_actions.SnsAction(topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+    return alarm
 
 
 class DeadLetters(Construct):
@@ -75,21 +104,10 @@ class DeadLetters(Construct):
         # this stream (CDK's grant_stream_read would add DescribeStream, and ListStreams on "*").
         table_access.grant_stream(table, self.redrive_function, table_access.STREAM_READS)
 
-        self.final_queue_alarm = cloudwatch.Alarm(
+        self.final_queue_alarm = queue_not_empty_alarm(
             self,
             constants.DLQ2_ALARM_ID,
-            alarm_description=(
-                "Stream records the redrive could not apply reached the final dead-letter queue: "
-                "counters are not exact until an operator replays them"
-            ),
-            metric=self.final_queue.metric_approximate_number_of_messages_visible(
-                period=cdk.Duration.minutes(constants.DLQ2_ALARM_PERIOD_MINUTES),
-                statistic=cloudwatch.Stats.MAXIMUM,
-            ),
-            threshold=constants.DLQ2_ALARM_THRESHOLD,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            # SQS publishes no datapoints for an idle queue; silence is the healthy state.
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            self.final_queue,
+            "Stream records the redrive could not apply reached the final dead-letter queue: "
+            "counters are not exact until an operator replays them",
         )

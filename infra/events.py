@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -27,7 +25,7 @@ from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.config import FunctionEnvironment
 from infra import constants
-from infra.dead_letters import dead_letter_queue
+from infra.dead_letters import dead_letter_queue, queue_not_empty_alarm
 from infra.props import UsageWebhook
 from infra.python_function import SharedSettings, python_function
 
@@ -106,25 +104,14 @@ class UsageEvents(Construct):
         )
         self.bus.grant_put_events_to(self.publisher_function)
 
-        self.failure_queue_alarm = cloudwatch.Alarm(
+        self.failure_queue_alarm = queue_not_empty_alarm(
             self,
             constants.EVENTS_DLQ_ALARM_ID,
-            alarm_description=(
-                "Usage events the publisher could not put on the bus reached their dead-letter queue: "
-                "subscribers miss them until an operator runs `python -m ops events replay`"
-            ),
-            metric=self.failure_queue.metric_approximate_number_of_messages_visible(
-                period=cdk.Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
-            ),
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            self.failure_queue,
+            "Usage events the publisher could not put on the bus reached their dead-letter queue: "
+            "subscribers miss them until an operator runs `python -m ops events replay`",
+            alarm_topic,
         )
-        action = cloudwatch_actions.SnsAction(alarm_topic)
-        self.failure_queue_alarm.add_alarm_action(action)
-        self.failure_queue_alarm.add_ok_action(action)
 
         # EventBridge writes to log groups named /aws/events/... (EventBridge user guide, "Amazon
         # CloudWatch Logs" targets); the counter's name prefix keeps two counters of a region apart.

@@ -13,8 +13,6 @@ queue, whose first message raises an alarm.
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -27,7 +25,7 @@ from constructs import Construct
 from functions.core.refusals import filter_pattern
 from functions.shared.config import FunctionEnvironment
 from infra import constants, table_access
-from infra.dead_letters import dead_letter_queue
+from infra.dead_letters import dead_letter_queue, queue_not_empty_alarm
 from infra.python_function import SharedSettings, python_function
 
 DLQ_FINDING = (
@@ -102,25 +100,14 @@ class LimitRefusals(Construct):
             filter_pattern=logs.FilterPattern.literal(filter_pattern()),
         )
 
-        self.failure_queue_alarm = cloudwatch.Alarm(
+        self.failure_queue_alarm = queue_not_empty_alarm(
             self,
             constants.REFUSALS_DLQ_ALARM_ID,
-            alarm_description=(
-                "Refused creates the aggregator could not count, or minutes the emitter could not announce, reached "
-                "their dead-letter queue: some Limit Refused events are missing (docs/operations.md)"
-            ),
-            metric=self.failure_queue.metric_approximate_number_of_messages_visible(
-                period=cdk.Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
-            ),
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            self.failure_queue,
+            "Refused creates the aggregator could not count, or minutes the emitter could not announce, reached "
+            "their dead-letter queue: some Limit Refused events are missing (docs/operations.md)",
+            alarm_topic,
         )
-        action = cloudwatch_actions.SnsAction(alarm_topic)
-        self.failure_queue_alarm.add_alarm_action(action)
-        self.failure_queue_alarm.add_ok_action(action)
         cdk.Validations.of(self.failure_queue).acknowledge(
             cdk.Acknowledgment(id="AwsSolutions-SQS3", reason=DLQ_FINDING)
         )
