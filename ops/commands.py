@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -412,6 +412,27 @@ def replay_dlq2(
         done = report.moved.keys() | report.skipped.keys() | report.failed.keys()
         report.not_found = sorted(wanted - done)
     return report
+
+
+def handle_each_message(sqs: Any, queue_url: str, handle: Callable[[str, str], bool]) -> None:
+    """Hand every message of a queue to `handle(message id, body)` once, each hidden from other
+    readers meanwhile; delete those it handled (True), and make the others visible again at the
+    end, left for another run."""
+    held: dict[str, str] = {}
+    try:
+        while True:
+            received = receive_messages(sqs, queue_url, SQS_BATCH, REPLAY_VISIBILITY_SECONDS)
+            new = [message for message in received if message["MessageId"] not in held]
+            if not new:  # empty, or only the messages left for another run: done
+                break
+            for message in new:
+                message_id, receipt = message["MessageId"], message["ReceiptHandle"]
+                held[message_id] = receipt
+                if handle(message_id, message["Body"]):
+                    delete_message_quietly(sqs, queue_url, receipt)
+                    del held[message_id]
+    finally:
+        release_messages(sqs, queue_url, held)
 
 
 def receive_messages(sqs: Any, queue_url: str, count: int, visibility: int) -> list[dict[str, Any]]:

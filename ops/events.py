@@ -30,13 +30,7 @@ from functions.adapters.table_layout import EXPIRES_AT, SORT_KEY
 from functions.core.publishing import OutboxRecord, publish
 from functions.core.redrive import StreamRecordsGone
 from functions.events.models import LimitChanged, LimitRefused
-from ops.commands import (
-    REPLAY_VISIBILITY_SECONDS,
-    SQS_BATCH,
-    delete_message_quietly,
-    receive_messages,
-    release_messages,
-)
+from ops.commands import handle_each_message
 from ops.stack import EXIT_ERROR, EXIT_OK
 
 # A batch's records were written a little before they reached the stream.
@@ -96,32 +90,23 @@ def replay(sqs: Any, queue_url: str, streams: Any, table: DynamoTable, bus: Even
     is deleted once all of its events are on the bus, and left for another run otherwise."""
     report = EventsReplay()
     reader = DynamoStreamReader(streams)
-    held: dict[str, str] = {}
-    try:
-        while True:
-            received = receive_messages(sqs, queue_url, SQS_BATCH, REPLAY_VISIBILITY_SECONDS)
-            new = [message for message in received if message["MessageId"] not in held]
-            if not new:  # empty, or only the messages left for another run: done
-                break
-            for message in new:
-                message_id, handle = message["MessageId"], message["ReceiptHandle"]
-                held[message_id] = handle
-                try:
-                    records = _records_of(message["Body"], reader, table)
-                except (InvalidFailureMessage, StreamRecordsGone) as error:
-                    report.failed[message_id] = str(error)
-                    continue
-                if records.from_table:
-                    report.from_table.append(message_id)
-                outcome = publish(bus, records.events)
-                if outcome.failed:
-                    report.failed[message_id] = f"{len(outcome.failed)} event(s) not taken by the bus"
-                    continue
-                report.replayed[message_id] = len(outcome.published)
-                delete_message_quietly(sqs, queue_url, handle)
-                del held[message_id]
-    finally:
-        release_messages(sqs, queue_url, held)
+
+    def put_again(message_id: str, body: str) -> bool:
+        try:
+            records = _records_of(body, reader, table)
+        except (InvalidFailureMessage, StreamRecordsGone) as error:
+            report.failed[message_id] = str(error)
+            return False
+        if records.from_table:
+            report.from_table.append(message_id)
+        outcome = publish(bus, records.events)
+        if outcome.failed:
+            report.failed[message_id] = f"{len(outcome.failed)} event(s) not taken by the bus"
+            return False
+        report.replayed[message_id] = len(outcome.published)
+        return True
+
+    handle_each_message(sqs, queue_url, put_again)
     return report
 
 

@@ -37,13 +37,7 @@ from functions.core.refusals import (
 )
 from functions.shared.clock import Clock
 from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
-from ops.commands import (
-    REPLAY_VISIBILITY_SECONDS,
-    SQS_BATCH,
-    delete_message_quietly,
-    receive_messages,
-    release_messages,
-)
+from ops.commands import handle_each_message
 from ops.stack import EXIT_ERROR, EXIT_OK, OpsError
 
 _WINDOW_FIELDS = {"accountId", "resourceType", "start"}
@@ -118,32 +112,23 @@ def replay(
     """Handle every message of the refusals' dead-letter queue; delete each once handled, and leave
     one that is neither shape, or whose handling failed, for another run."""
     report = RefusalsReplay()
-    held: dict[str, str] = {}
-    try:
-        while True:
-            received = receive_messages(sqs, queue_url, SQS_BATCH, REPLAY_VISIBILITY_SECONDS)
-            new = [message for message in received if message["MessageId"] not in held]
-            if not new:  # empty, or only the messages left for another run: done
-                break
-            for message in new:
-                message_id, handle = message["MessageId"], message["ReceiptHandle"]
-                held[message_id] = handle
-                try:
-                    handled = _handle(message["Body"], store, windows_queue, clock, grace)
-                except NeitherShape as error:
-                    report.left[message_id] = str(error)
-                    continue
-                except (StoreUnavailable, ClientError, BotoCoreError) as error:
-                    report.left[message_id] = f"failed, harmless to replay again: {error}"
-                    continue
-                if isinstance(handled, WindowOutcome):
-                    report.windows[message_id] = handled
-                else:
-                    report.payloads[message_id] = handled
-                delete_message_quietly(sqs, queue_url, handle)
-                del held[message_id]
-    finally:
-        release_messages(sqs, queue_url, held)
+
+    def count_or_announce(message_id: str, body: str) -> bool:
+        try:
+            handled = _handle(body, store, windows_queue, clock, grace)
+        except NeitherShape as error:
+            report.left[message_id] = str(error)
+            return False
+        except (StoreUnavailable, ClientError, BotoCoreError) as error:
+            report.left[message_id] = f"failed, harmless to replay again: {error}"
+            return False
+        if isinstance(handled, WindowOutcome):
+            report.windows[message_id] = handled
+        else:
+            report.payloads[message_id] = handled
+        return True
+
+    handle_each_message(sqs, queue_url, count_or_announce)
     return report
 
 
