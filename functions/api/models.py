@@ -54,7 +54,7 @@ def _without_null(schema: dict[str, Any]) -> None:
 Thresholds = Annotated[
     Annotated[
         list[Annotated[int, Field(ge=1, le=100), BeforeValidator(_whole_number)]],
-        Field(min_length=1, max_length=MAX_THRESHOLDS),
+        Field(min_length=1, max_length=MAX_THRESHOLDS, json_schema_extra={"uniqueItems": True}),
         AfterValidator(_each_once_ascending),
     ]
     | None,
