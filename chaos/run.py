@@ -43,8 +43,17 @@ from functions.adapters.failure_messages import InvalidFailureMessage, parse_fai
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.resources import resource_from_item
 from functions.core.healing import HealOutcome, heal_account
-from functions.core.leases import FINISH_DELETION, RELEASE_RESERVATION, resolution
-from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
+from functions.core.leases import (
+    DROP,
+    FINISH_DELETION,
+    RELEASE_RESERVATION,
+    UNDO_DELETION,
+    Lease,
+    LeaseKind,
+    Settlement,
+    resolution,
+)
+from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, Resource
 from infra.constants import HEAL_QUIET_SECONDS, OUTPUT_EVENT_BUS_NAME
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
@@ -498,7 +507,7 @@ def end_state_checks(
             stored.expect(
                 shot.admitted == len(shot.live) + held,
                 f"{account.name}: admitted {shot.admitted}, live {len(shot.live)}, "
-                f"{len(shot.leases)} lease(s) holding {held} slot(s)",
+                f"{len(shot.leases)} lease(s) holding {held} slot(s): {describe_leases(shot)}",
             )
             view = read_account(api, account.path)
             exact.expect(
@@ -545,15 +554,53 @@ def settled_usage_events(
     return quotas, replay(records, quotas)
 
 
+def lease_resolutions(shot: Snapshot) -> list[tuple[Lease, Settlement]]:
+    """Each of the account's leases with how a heal would settle it now, from its resource item."""
+    return [(lease, resolution(lease, _lease_resource(shot, lease), expired=False)) for lease in shot.leases]
+
+
 def slots_held_by_leases(shot: Snapshot) -> int:
     """How many slots the account's leases hold beyond its live resources: a reservation whose put
     never landed, a deletion whose soft delete landed. A heal would release exactly these."""
-    held = 0
-    for lease in shot.leases:
-        item = shot.items.get(lease.resource_id) or shot.tombstones.get(lease.resource_id)
-        resource = resource_from_item(to_attributes(item)) if item else None
-        held += resolution(lease, resource, expired=False) in (RELEASE_RESERVATION, FINISH_DELETION)
-    return held
+    return sum(settlement in (RELEASE_RESERVATION, FINISH_DELETION) for _, settlement in lease_resolutions(shot))
+
+
+def describe_leases(shot: Snapshot) -> str:
+    """Every lease as the stored-admitted check judged it, and each shard item's admitted: what a
+    violation needs to be told apart (a write in flight, a dead lease, a slot held by none)."""
+    lines = []
+    for lease, settlement in lease_resolutions(shot):
+        resource = _lease_resource(shot, lease)
+        if resource is None:
+            item = "no item"
+        else:
+            state = "tombstone" if resource.tombstone else "deleted" if resource.deleted else "exists"
+            item = (
+                f"item {state}, request token {'matches' if resource.request_token == lease.token else 'differs'}, "
+                f"delete token {'matches' if resource.delete_token == lease.token else 'differs'}"
+            )
+        lines.append(
+            f"{lease.kind.value} {lease.resource_id} on shard {lease.shard}, token {lease.token[:6]}, "
+            f"taken {lease.taken_at}: {item} -> {_settlement_name(lease, settlement)}"
+        )
+    shards = ", ".join(f"shard {shard}: {admitted}" for shard, admitted in sorted(shot.admitted_by_shard.items()))
+    return "; ".join([*lines, f"admitted by shard: {shards}"])
+
+
+def _settlement_name(lease: Lease, settlement: Settlement) -> str:
+    # Settlements are compared by value (a release and a finished deletion are the same change).
+    if settlement == DROP:
+        return "drop (holds no slot)"
+    if lease.kind is LeaseKind.RESERVATION:
+        return "release reservation (holds a slot)" if settlement == RELEASE_RESERVATION else str(settlement)
+    if settlement == FINISH_DELETION:
+        return "finish deletion (holds a slot)"
+    return "undo deletion (holds no slot)" if settlement == UNDO_DELETION else str(settlement)
+
+
+def _lease_resource(shot: Snapshot, lease: Lease) -> Resource | None:
+    item = shot.items.get(lease.resource_id) or shot.tombstones.get(lease.resource_id)
+    return resource_from_item(to_attributes(item)) if item else None
 
 
 def _describe(shot: Snapshot, resource_id: str) -> str:

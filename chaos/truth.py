@@ -30,6 +30,7 @@ class Snapshot:
     limit: int = 0
     best_effort_net: int = 0  # over every admission shard
     admitted: int = 0  # over every admission shard
+    admitted_by_shard: dict[int, int] = field(default_factory=dict)  # each admission shard item's own
     room: int = 0  # over every admission shard: room + admitted = limit, always
     shards: int = 0  # admission shard items
     eventual: int = 0  # over every counter shard
@@ -70,6 +71,7 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
                 shot.limit, shot.limit_version = state.limit, state.limit_version
             shot.best_effort_net += state.best_effort
             shot.admitted += state.admitted
+            shot.admitted_by_shard[state.shard] = state.admitted
             shot.room += state.room
             shot.shards += 1
             leases += held_leases(item)
