@@ -241,11 +241,13 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
     shard = directory.pick(quota)
     throttled: StoreUnavailable | None = None
     looked_again = False
+    landed_maybe = False  # a take on `shard` may have landed: stay there
     for _ in range(directory.settings.attempts):
         placed = replace(lease, shard=shard)
         try:
             reserved = store.reserve_on(quota, placed)
-            if reserved is None:
+            if reserved is None:  # refused, and the shard does not hold this lease: it never landed
+                landed_maybe = False
                 shard = find_room(store, directory, quota, shard)
                 continue
         except AccountFull as full:
@@ -259,11 +261,18 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
         except StoreUnavailable as failure:
             if not failure.throttled:
                 raise
+            throttled = failure
+            if failure.may_have_landed or landed_maybe:
+                # An earlier attempt may have taken the lease here, holding a slot: only another
+                # take on this shard tells (it finds its own lease), and a take on another shard
+                # would hold a second slot for the same resource. Grow for the next creates.
+                landed_maybe = True
+                _grow(store, directory, quota, shard, "throttled")
+                continue
             # The shard (or, finding room, the one it asked) is hotter than a partition takes. A
             # process that did not know the layout reads it first: the account may have grown
             # already. Otherwise grow now, without waiting to measure a rate from writes that no
             # longer land; then try a shard of the new layout (never shard 0 on a grown account).
-            throttled = failure
             known = directory.layout(quota)
             if known is None:
                 known = learn_layout(store, directory, quota)

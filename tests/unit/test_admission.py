@@ -543,6 +543,29 @@ def test_a_throttled_shard_grows_the_account_at_once_and_the_create_goes_on() ->
     assert placed.shard in (0, 1)
 
 
+def test_a_throttled_reserve_that_may_have_landed_stays_on_its_shard() -> None:
+    """A 500, then throttles: the take may hold a slot on its shard, and only another take there
+    tells (it finds its own lease). One on another shard would hold a second slot for the same
+    resource (chaos, seed 1: admitted one above the live resources and their leases). It stays
+    even when its next call's throttles alone say nothing landed, and the account still grows."""
+    store = Shards.of(limit=400, rooms=[100, 100, 100, 100])
+    landed_maybe = iter([True, False])
+
+    def throttled_twice(account_id: str, placed: Lease) -> Reserved | None:
+        may_have_landed = next(landed_maybe, None)
+        if may_have_landed is None:
+            return Shards.reserve_on(store, account_id, placed)
+        store.calls.append(f"reserve {placed.shard} throttled")
+        raise StoreUnavailable("throttled", may_have_landed=may_have_landed, throttled=True)
+
+    store.reserve_on = throttled_twice  # type: ignore[method-assign]
+    placed, _ = reserve(store, directory(store, seed=4), A1, lease())
+    reserves = [call for call in store.calls if call.startswith("reserve")]
+    assert reserves == [f"reserve {placed.shard} throttled"] * 2 + [f"reserve {placed.shard}"]
+    assert "active 4 -> 8" in store.calls
+    assert store.admitted == 1
+
+
 def test_other_failures_are_not_taken_for_heat() -> None:
     store = Shards.of(limit=100, rooms=[100])
 
