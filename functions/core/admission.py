@@ -265,9 +265,10 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
             if failure.may_have_landed or landed_maybe:
                 # An earlier attempt may have taken the lease here, holding a slot: only another
                 # take on this shard tells (it finds its own lease), and a take on another shard
-                # would hold a second slot for the same resource. Grow for the next creates.
+                # would hold a second slot for the same resource. Grow (once) for the next creates.
+                if not landed_maybe:
+                    _grow(store, directory, quota, shard, "throttled")
                 landed_maybe = True
-                _grow(store, directory, quota, shard, "throttled")
                 continue
             # The shard (or, finding room, the one it asked) is hotter than a partition takes. A
             # process that did not know the layout reads it first: the account may have grown
