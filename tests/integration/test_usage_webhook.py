@@ -5,41 +5,24 @@ account), an account driven to 80%, and the API destination's HTTP call received
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from infra import constants
 from local.http_client import poll
-
-
-class Hook(http.server.BaseHTTPRequestHandler):
-    received: ClassVar[list[tuple[dict[str, str], dict[str, Any]]]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Hook.received.append(({name.lower(): value for name, value in self.headers.items()}, body))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *_: Any) -> None:
-        return
+from tests.support.webhook import Webhook
 
 
 @pytest.fixture(scope="module")
-def webhook() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/usage"
-    server.shutdown()
+def webhook() -> Iterator[Webhook]:
+    with Webhook() as hook:
+        yield hook
 
 
 @pytest.fixture(scope="module")
-def hooked(webhook: str) -> Iterator[Any]:
+def hooked(webhook: Webhook) -> Iterator[Any]:
     """The whole system, deployed with the webhook's context, on an emulator of its own."""
     import boto3
 
@@ -57,7 +40,7 @@ def hooked(webhook: str) -> Iterator[Any]:
         )
         secret_arn = secrets.create_secret(Name="usage-webhook", SecretString="s3cret")["ARN"]
         context = {
-            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: webhook,
+            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: webhook.url,
             constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: secret_arn,
         }
         runtime = LocalRuntime(runtime_settings(emulator.url, port=0, context=context))
@@ -68,11 +51,13 @@ def hooked(webhook: str) -> Iterator[Any]:
             runtime.stop()
 
 
-def test_every_usage_event_is_posted_to_the_webhook_with_the_secret_as_its_api_key(hooked: Any) -> None:
+def test_every_usage_event_is_posted_to_the_webhook_with_the_secret_as_its_api_key(
+    hooked: Any, webhook: Webhook
+) -> None:
     account_id = hooked.new_account("hooked", limit=5)  # 80% at 4
     for index in range(4):
         assert hooked.create(account_id, f"r{index}").status == 201
-    [(headers, event)] = poll(lambda: list(Hook.received), bool, 60)
+    [(headers, event)] = poll(lambda: list(webhook.received), bool, 60)
     assert headers["x-api-key"] == "s3cret"
     assert event["detail-type"] == "Usage Threshold Crossed"
     assert (event["detail"]["accountId"], event["detail"]["threshold"], event["detail"]["direction"]) == (
@@ -81,6 +66,6 @@ def test_every_usage_event_is_posted_to_the_webhook_with_the_secret_as_its_api_k
         "up",
     )
     assert hooked.request("PUT", f"/accounts/{account_id}", {"limit": 4}).status == 200  # 4 of 4: 100% up
-    received = poll(lambda: [event for _, event in Hook.received], lambda events: len(events) >= 3, 60)
+    received = poll(lambda: [event for _, event in webhook.received], lambda events: len(events) >= 3, 60)
     later = {(event["detail-type"], event["detail"].get("threshold")) for event in received[1:]}
     assert later == {("Limit Changed", None), ("Usage Threshold Crossed", 100)}

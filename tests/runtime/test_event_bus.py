@@ -4,12 +4,11 @@ destination's HTTP call made for real to a server on 127.0.0.1, on the emulator.
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
 import threading
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import boto3
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from local.emulator import EmulatorProcess
 from local.event_bus import BusRouter
 from local.http_client import poll
+from tests.support.webhook import Webhook
 
 
 @pytest.fixture(scope="module")
@@ -70,32 +70,15 @@ def test_a_rule_to_an_sns_topic_gets_the_event_published_and_each_event_is_logge
     assert any("rule to-topic -> alarms" in line for line in logged)
 
 
-class Hook(http.server.BaseHTTPRequestHandler):
-    """A webhook on 127.0.0.1: keeps each request's headers and body."""
-
-    received: ClassVar[list[tuple[dict[str, str], dict[str, Any]]]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Hook.received.append(({name.lower(): value for name, value in self.headers.items()}, body))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *_: Any) -> None:
-        return
-
-
 @pytest.fixture
-def webhook() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    Hook.received.clear()
-    yield f"http://127.0.0.1:{server.server_address[1]}/usage"
-    server.shutdown()
+def webhook() -> Iterator[Webhook]:
+    with Webhook() as hook:
+        yield hook
 
 
-def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_api_key(aws: Any, webhook: str) -> None:
+def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_api_key(
+    aws: Any, webhook: Webhook
+) -> None:
     events = aws("events")
     events.create_event_bus(Name="hooked")
     connection = events.create_connection(
@@ -104,7 +87,7 @@ def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_a
         AuthParameters={"ApiKeyAuthParameters": {"ApiKeyName": "x-api-key", "ApiKeyValue": "s3cret"}},
     )
     destination = events.create_api_destination(
-        Name="hook", ConnectionArn=connection["ConnectionArn"], InvocationEndpoint=webhook, HttpMethod="POST"
+        Name="hook", ConnectionArn=connection["ConnectionArn"], InvocationEndpoint=webhook.url, HttpMethod="POST"
     )
     pattern = json.dumps({"source": ["hybrid-counter.usage"]})
     events.put_rule(Name="to-hook", EventBusName="hooked", EventPattern=pattern)
@@ -117,7 +100,7 @@ def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_a
     try:
         entry = {"EventBusName": "hooked", "Source": "hybrid-counter.usage", "DetailType": "Usage Threshold Crossed"}
         assert events.put_events(Entries=[entry | {"Detail": '{"seq": 7}'}])["FailedEntryCount"] == 0
-        [(headers, body)] = poll(lambda: list(Hook.received), bool, 10)
+        [(headers, body)] = poll(lambda: list(webhook.received), bool, 10)
     finally:
         stop.set()
         thread.join(timeout=5)
