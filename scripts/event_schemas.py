@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from scripts.generated import write_or_check
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "events.schema.json"
 
@@ -32,17 +33,7 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail if the committed document is stale")
-    args = parser.parse_args()
-    document = render()
-    if args.check:
-        if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text(encoding="utf-8") != document:
-            print(f"{SCHEMA_FILE} is stale: run `make event-schemas`", file=sys.stderr)
-            return 1
-        return 0
-    SCHEMA_FILE.write_text(document, encoding="utf-8")
-    return 0
+    return write_or_check(__doc__, SCHEMA_FILE, render, "event-schemas")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from scripts.generated import write_or_check
 
 OPENAPI_FILE = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 
@@ -66,17 +67,7 @@ def as_answered(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail if the committed document is stale")
-    args = parser.parse_args()
-    document = render()
-    if args.check:
-        if OPENAPI_FILE.read_text(encoding="utf-8") != document:
-            print(f"{OPENAPI_FILE} is stale: run `make openapi`", file=sys.stderr)
-            return 1
-        return 0
-    OPENAPI_FILE.write_text(document, encoding="utf-8")
-    return 0
+    return write_or_check(__doc__, OPENAPI_FILE, render, "openapi")
 
 
 if __name__ == "__main__":
