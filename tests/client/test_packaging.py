@@ -8,10 +8,12 @@ builds the wheel (about 2 s) and installs it without dependencies next to the pr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+from local.identities import Identities
 from tests.client.conftest import RESOURCE, Reply, ScriptedServer, account_reply, envelope
 from tests.support.wheels import build_wheel
 
@@ -33,6 +35,17 @@ import hybrid_counter_client
 print(hybrid_counter_client.__file__)
 """
 
+# The local form, from a folder below the one holding `.local/` (as `make run` leaves it), in a
+# process where the repository's `local` package cannot be imported.
+LOCAL_LINES = """
+import os, sys
+from hybrid_counter_client import LimitsClient
+
+os.chdir("examples/projects")
+print(LimitsClient.local("acme").get_account("acme").limit)
+print("local" in sys.modules)
+"""
+
 
 def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedServer, tmp_path: Path) -> None:
     built = build_wheel(CLIENT, tmp_path, "hybrid_counter_client")
@@ -52,8 +65,13 @@ def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedSe
         check=True,
     )
     server.answers(account_reply(), Reply(201, RESOURCE), envelope(409, "LimitExceeded", request_id="r-1"))
+    server.answers(account_reply())
+    (tmp_path / "examples" / "projects").mkdir(parents=True)
+    (tmp_path / ".local").mkdir()
+    (tmp_path / ".local" / "endpoints.json").write_text(json.dumps({"apiUrl": server.url, "region": "us-east-1"}))
+    Identities.load(tmp_path / ".local" / "identities.json")
     ran = subprocess.run(
-        [sys.executable, "-c", f"API_URL = {server.url!r}\n{FIRST_LINES}"],
+        [sys.executable, "-c", f"API_URL = {server.url!r}\n{FIRST_LINES}\n{LOCAL_LINES}"],
         capture_output=True,
         text=True,
         check=False,
@@ -61,7 +79,8 @@ def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedSe
         cwd=tmp_path,
     )
     assert ran.returncode == 0, ran.stderr
-    refused, location = ran.stdout.splitlines()
+    refused, location, limit, imported_local = ran.stdout.splitlines()
     assert refused == "refused LimitExceeded r-1"
     assert location.startswith(str(installed))
-    assert [request.method for request in server.received] == ["PUT", "POST", "POST"]
+    assert (limit, imported_local) == ("3", "False")
+    assert [request.method for request in server.received] == ["PUT", "POST", "POST", "GET"]

@@ -35,6 +35,7 @@ from hybrid_counter_client.errors import (
     UnexpectedResponse,
     ValidationError,
 )
+from hybrid_counter_client.local_run import LocalSystemError
 from hybrid_counter_client.models import (
     Account,
     RateLimit,
@@ -65,6 +66,7 @@ __all__ = [
     "InvalidSignature",
     "LimitExceeded",
     "LimitsClient",
+    "LocalSystemError",
     "MethodNotAllowed",
     "MissingAuthenticationToken",
     "NoResponse",
