@@ -1,6 +1,7 @@
 """clients/python as a user installs it: the wheel pip builds from the folder holds every module
-and declares boto3 and botocore as its only dependencies, and the README's first lines run from
-the installed copy (not this source tree) against a scripted server.
+and declares boto3 and botocore as its only dependencies, and the README's first lines and its
+local form (`LimitsClient.local`, reading `.local/` as `make run` writes it) run from the installed
+copy (not this source tree, nor the repository's `local` package) against a scripted server.
 
 The full `python -m venv /tmp/x && /tmp/x/bin/pip install ./clients/python` (dependencies from
 the package index, about 11 s here) is the manual check the client's README describes; this test
@@ -35,14 +36,21 @@ import hybrid_counter_client
 print(hybrid_counter_client.__file__)
 """
 
-# The local form, from a folder below the one holding `.local/` (as `make run` leaves it), in a
-# process where the repository's `local` package cannot be imported.
-LOCAL_LINES = """
-import os, sys
-from hybrid_counter_client import LimitsClient
 
+def readme_local_form() -> str:
+    """The README's local form: the python block after its `local-form` marker."""
+    readme = (CLIENT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- local-form", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert "LimitsClient.local(" in block
+    return block
+
+
+# The README's local form, from a folder below the one holding `.local/` (as `make run` leaves it),
+# in a process where the repository's `local` package cannot be imported.
+LOCAL_LINES = f"""
+import os, sys
 os.chdir("examples/projects")
-print(LimitsClient.local("acme").get_account("acme").limit)
+{readme_local_form()}
 print("local" in sys.modules)
 """
 
@@ -65,7 +73,7 @@ def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedSe
         check=True,
     )
     server.answers(account_reply(), Reply(201, RESOURCE), envelope(409, "LimitExceeded", request_id="r-1"))
-    server.answers(account_reply())
+    server.answers(account_reply(), Reply(201, RESOURCE), account_reply())
     (tmp_path / "examples" / "projects").mkdir(parents=True)
     (tmp_path / ".local").mkdir()
     (tmp_path / ".local" / "endpoints.json").write_text(json.dumps({"apiUrl": server.url, "region": "us-east-1"}))
@@ -79,8 +87,12 @@ def test_the_wheel_installs_and_runs_the_readme_s_first_lines(server: ScriptedSe
         cwd=tmp_path,
     )
     assert ran.returncode == 0, ran.stderr
-    refused, location, limit, imported_local = ran.stdout.splitlines()
+    refused, location, created, account, imported_local = ran.stdout.splitlines()
     assert refused == "refused LimitExceeded r-1"
     assert location.startswith(str(installed))
-    assert (limit, imported_local) == ("3", "False")
-    assert [request.method for request in server.received] == ["PUT", "POST", "POST", "GET"]
+    assert (created, imported_local) == ("created r-1", "False")
+    assert account.startswith("Account(account_id='acme', limit=3")
+    assert [request.method for request in server.received] == ["PUT", "POST", "POST", "PUT", "POST", "GET"]
+    identities = Identities.load(tmp_path / ".local" / "identities.json")
+    signers = [request.headers["x-amz-security-token"] for request in server.received[3:]]
+    assert signers == [identities.admin.session_token] + [identities.tenant("acme").session_token] * 2
