@@ -1,8 +1,9 @@
 """A path value the API would not take is refused by the client before it sends anything, by every
-method that takes one, sync and async: `..` or `.` would otherwise reach another quota's path (API
-Gateway and the local gateway remove dot segments before routing, `%2E` included, so
-`put_type_limit("acme", "..", ...)` was `PUT /accounts/acme`), and anything else off the pattern
-would only be refused by the API after a request, or retried."""
+method that takes one, sync and async: `..` or `.` would otherwise reach another quota's path (the
+local gateway removes dot segments before routing, `%2E` included, so against `make run`
+`put_type_limit("acme", "..", ...)` was `PUT /accounts/acme`; API Gateway's handling is not
+documented), and anything else off the pattern would only be refused by the API after a request,
+or retried."""
 
 from __future__ import annotations
 

@@ -33,8 +33,9 @@ T = TypeVar("T")
 # Every path parameter of the API, as docs/openapi.json states it (a test compares the two): a
 # value is refused before anything is sent unless it matches. Matching is what keeps a call on its
 # own path: a value the API would take is one segment of letters, digits, `-` and `_`, never `.`
-# or `..`, which API Gateway (and the local gateway) remove from a path before routing it, `%2E`
-# included, so that `put_type_limit("acme", "..", ...)` would otherwise be `PUT /accounts/acme`.
+# or `..`, which the local gateway removes from a path before routing it, `%2E` included
+# (docs/local-runtime.md; API Gateway's handling is not documented), so that
+# `put_type_limit("acme", "..", ...)` would otherwise be `PUT /accounts/acme`.
 PATH_PATTERNS: Mapping[str, str] = {
     "accountId": r"^[A-Za-z0-9_-]{1,64}$",
     "resourceType": r"^[a-z][a-z0-9-]{0,31}$",
