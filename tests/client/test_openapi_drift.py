@@ -27,7 +27,7 @@ from hybrid_counter_client.errors import (
     family_of,
 )
 from hybrid_counter_client.models import json_name
-from hybrid_counter_client.operations import OPERATIONS
+from hybrid_counter_client.operations import ARGUMENT_NAMES, OPERATIONS, PATH_PATTERNS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = json.loads((ROOT / "docs" / "openapi.json").read_text(encoding="utf-8"))
@@ -248,3 +248,17 @@ def test_a_5xx_is_a_server_error_and_a_429_too_many_requests() -> None:
     assert ServerError.retryable
     assert TooManyRequests.retryable
     assert not ClientError.retryable
+
+
+def test_the_client_s_path_patterns_are_the_document_s() -> None:
+    """The client refuses a path value its own table's pattern does not take (operations.py,
+    PATH_PATTERNS): that table is every path parameter's pattern in the document, exactly."""
+    documented: dict[str, set[str]] = {}
+    for _, _, path, operation in documented_operations():
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "path":
+                documented.setdefault(parameter["name"], set()).add(parameter["schema"]["pattern"])
+                assert f"{{{parameter['name']}}}" in path, (path, parameter["name"])
+    assert documented == {name: {pattern} for name, pattern in PATH_PATTERNS.items()}
+    assert set(ARGUMENT_NAMES) == set(PATH_PATTERNS)
+    assert all(snake(name) == argument for name, argument in ARGUMENT_NAMES.items())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import logging
 import threading
 import time
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +30,7 @@ from hybrid_counter_client import (
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
     InvalidCursor,
+    InvalidPathValue,
     InvalidSignature,
     LimitExceeded,
     LimitsClient,
@@ -170,6 +173,33 @@ def test_the_async_client_against_the_system(system: System, admin: LimitsClient
 
     resource_id, listed, best_effort = asyncio.run(calls())
     assert (listed, best_effort) == ([resource_id], 0)
+
+
+def test_the_local_form_signs_as_the_admin_and_as_a_tenant(system: System, local_runtime: Any, tmp_path: Path) -> None:
+    """`LimitsClient.local(...)` against the system, from the files `make run` leaves in `.local/`
+    (its endpoints, and its callers' sessions as it saves them); a `..` type is refused before it
+    could reach the default type's quota."""
+    identities = local_runtime.settings.identities
+    account_id = f"py-{uuid.uuid4().hex[:12]}"
+    identities.tenant(account_id)
+    folder = tmp_path / ".local"
+    identities.save(folder / "identities.json")
+    endpoints = {"apiUrl": system.api.base_url, "region": system.api.region, "stackName": "HybridCounter"}
+    (folder / "endpoints.json").write_text(json.dumps(endpoints), encoding="utf-8")
+
+    admin = LimitsClient.local(admin=True, directory=folder)
+    admin.put_account(account_id, limit=1)
+    tenant = LimitsClient.local(account_id, directory=folder)
+    created = tenant.create_resource(account_id, "vm-1")
+    with pytest.raises(AccessDenied):
+        tenant.put_account(account_id, limit=5)
+    with pytest.raises(InvalidPathValue):
+        tenant.delete_typed_resource(account_id, "..", created.resource_id)
+    with pytest.raises(InvalidPathValue):
+        admin.put_type_limit(account_id, "..", limit=999)
+    account = admin.get_account(account_id)
+    assert (account.limit, account.best_effort, account.used) == (1, 1, 1)
+    assert tenant.get_resource(account_id, created.resource_id) == created
 
 
 def test_paging_through_every_page(system: System, admin: LimitsClient) -> None:

@@ -13,6 +13,7 @@ from hybrid_counter_client.errors import (
     IntegrationTimeout,
     InternalError,
     InvalidCursor,
+    InvalidPathValue,
     InvalidSignature,
     LimitExceeded,
     MethodNotAllowed,
@@ -34,6 +35,7 @@ from hybrid_counter_client.errors import (
     UnexpectedResponse,
     ValidationError,
 )
+from hybrid_counter_client.local_run import LocalSystemError
 from hybrid_counter_client.models import (
     Account,
     RateLimit,
@@ -60,9 +62,11 @@ __all__ = [
     "IntegrationTimeout",
     "InternalError",
     "InvalidCursor",
+    "InvalidPathValue",
     "InvalidSignature",
     "LimitExceeded",
     "LimitsClient",
+    "LocalSystemError",
     "MethodNotAllowed",
     "MissingAuthenticationToken",
     "NoResponse",

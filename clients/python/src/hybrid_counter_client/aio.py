@@ -9,6 +9,7 @@ min(32, CPUs + 4) of them). The waits between attempts are `await`ed, never slep
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from hybrid_counter_client import operations
 from hybrid_counter_client.client import DEFAULT_TIMEOUT_SECONDS, ClientBase
 from hybrid_counter_client.errors import HybridCounterError
+from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
     RateLimit,
@@ -52,6 +54,20 @@ class AsyncLimitsClient(ClientBase):
     ) -> None:
         super().__init__(api_url, session, region, timeout, retry, clock, random)
         self._sleep = sleep
+
+    @classmethod
+    def local(
+        cls,
+        account_id: str | None = None,
+        *,
+        admin: bool = False,
+        directory: str | os.PathLike[str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        retry: RetryPolicy | None = None,
+    ) -> AsyncLimitsClient:
+        """`LimitsClient.local`'s twin: the system `make run` serves, as a tenant or the admin."""
+        system = local_system(account_id, admin, directory)
+        return cls(system.api_url, system.session, region=system.region, timeout=timeout, retry=retry)
 
     async def _call(self, call: Call[T]) -> T:
         attempts = self._attempts(call)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -11,6 +12,7 @@ import boto3
 
 from hybrid_counter_client import operations
 from hybrid_counter_client.errors import HybridCounterError
+from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
     RateLimit,
@@ -88,6 +90,27 @@ class LimitsClient(ClientBase):
     ) -> None:
         super().__init__(api_url, session, region, timeout, retry, clock, random)
         self._sleep = sleep
+
+    @classmethod
+    def local(
+        cls,
+        account_id: str | None = None,
+        *,
+        admin: bool = False,
+        directory: str | os.PathLike[str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        retry: RetryPolicy | None = None,
+    ) -> LimitsClient:
+        """A client of the system `make run` serves in this checkout, signed as `account_id`'s tenant
+        (`LimitsClient.local("acme")`) or as the admin (`LimitsClient.local(admin=True)`), with the
+        keys `make run` keeps in `.local/identities.json`. `directory`: the `.local` folder (default:
+        HYBRID_COUNTER_LOCAL_DIR, else the first `.local` holding endpoints.json in the current
+        folder or one above it, so it works from any folder of the repository). LocalSystemError
+        when `make run` has not written its endpoints (or holds no session for `account_id`:
+        `python -m local.identities ACCOUNT` makes one). `timeout` and `retry` as for the
+        constructor."""
+        system = local_system(account_id, admin, directory)
+        return cls(system.api_url, system.session, region=system.region, timeout=timeout, retry=retry)
 
     def _call(self, call: Call[T]) -> T:
         attempts = self._attempts(call)

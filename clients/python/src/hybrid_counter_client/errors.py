@@ -175,6 +175,19 @@ class IntegrationTimeout(ServerError):
     """The function did not answer within API Gateway's 29 s."""
 
 
+class InvalidPathValue(ValueError):
+    """A path value (an account id, resource type or resource id) the API's own pattern does not
+    take, refused before anything is sent: no request, no retry. Not an answer of the API, so not
+    a HybridCounterError; a ValueError, as for any argument of the wrong value. `parameter` is the
+    argument's name (`resource_type`), `value` what was passed, `pattern` the API's pattern for it."""
+
+    def __init__(self, parameter: str, value: object, pattern: str) -> None:
+        super().__init__(f"{parameter}={value!r} is not one the API takes (it must match {pattern}); nothing was sent")
+        self.parameter = parameter
+        self.value = value
+        self.pattern = pattern
+
+
 def _codes() -> dict[str, type[HybridCounterError]]:
     families = {HybridCounterError, ClientError, TooManyRequests, ServerError, NoResponse, UnexpectedResponse}
     found: dict[str, type[HybridCounterError]] = {}

@@ -8,12 +8,14 @@ existing callers' code as it is.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
+from hybrid_counter_client.errors import InvalidPathValue
 from hybrid_counter_client.models import (
     Account,
     RateLimit,
@@ -27,6 +29,34 @@ from hybrid_counter_client.models import (
 )
 
 T = TypeVar("T")
+
+# Every path parameter of the API, as docs/openapi.json states it (a test compares the two): a
+# value is refused before anything is sent unless it matches. Matching is what keeps a call on its
+# own path: a value the API would take is one segment of letters, digits, `-` and `_`, never `.`
+# or `..`, which the local gateway removes from a path before routing it, `%2E` included
+# (docs/local-runtime.md; API Gateway's handling is not documented), so that
+# `put_type_limit("acme", "..", ...)` would otherwise be `PUT /accounts/acme`.
+PATH_PATTERNS: Mapping[str, str] = {
+    "accountId": r"^[A-Za-z0-9_-]{1,64}$",
+    "resourceType": r"^[a-z][a-z0-9-]{0,31}$",
+    "resourceId": r"^[A-Za-z0-9_-]{1,64}$",
+}
+# The client's name of each: the argument a caller passed it as.
+ARGUMENT_NAMES: Mapping[str, str] = {
+    "accountId": "account_id",
+    "resourceType": "resource_type",
+    "resourceId": "resource_id",
+}
+_COMPILED = {name: re.compile(pattern) for name, pattern in PATH_PATTERNS.items()}
+
+
+def checked_path_value(name: str, value: object) -> str:
+    """`value` if the API's pattern for the path parameter `name` takes it (the whole of it: JSON
+    Schema's `$` is the end of the value, Python's also matches before a final newline), else
+    InvalidPathValue."""
+    if not isinstance(value, str) or _COMPILED[name].fullmatch(value) is None:
+        raise InvalidPathValue(ARGUMENT_NAMES[name], value, PATH_PATTERNS[name])
+    return value
 
 
 @dataclass(frozen=True)
@@ -115,9 +145,15 @@ class Call(Generic[T]):
     body: bytes | None = None
     when_gone: Callable[[], T] | None = None
 
+    def __post_init__(self) -> None:
+        # Made before the first attempt: a value the API would not take is refused here, with
+        # nothing sent.
+        for name, value in self.path_parameters.items():
+            checked_path_value(name, value)
+
     @property
     def path(self) -> str:
-        # Each value is one path segment whatever it holds: a "/" or ".." cannot reach another path.
+        # Each value matched its pattern (__post_init__); quoted all the same, as one segment.
         segments = {name: quote(value, safe="") for name, value in self.path_parameters.items()}
         return self.operation.path.format_map(segments)
 
