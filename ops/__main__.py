@@ -100,15 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     account = commands_parser.add_parser(
         "account",
         parents=[connection],
-        help="an account's limit, counters, live resources, pending work and drift",
-        description="An account's limit, best-effort counter (signed and clamped), admitted slots, eventual "
-        "counter, live resources, pending counting work and drift. Reads the account's own partition "
-        "(a Query, never a scan).",
+        help="an account's limits, counters, live resources, pending work and drift, one row per type",
+        description="Every type of the account in one table, the default first (as GET /accounts/{id} lists "
+        "them): its limit, best-effort counter, admitted slots, eventual counter, live resources, pending "
+        "counting work, drift and ETag; then the details of each type with pending work or drift. Reads the "
+        "account's own partition (a Query, never a scan).",
     )
     account.add_argument("account_id")
     add_type_option(
         account,
-        "the type whose limit and counters to show; without it, the default type's, and the account's types listed",
+        "show this type alone, with its details (default: every type of the account)",
+        default=None,
     )
     account.set_defaults(run=run_account)
 
@@ -260,12 +262,14 @@ def resource_type_name(value: str) -> str:
     return value
 
 
-def add_type_option(parser: argparse._ActionsContainer, help_text: str) -> None:
+def add_type_option(
+    parser: argparse._ActionsContainer, help_text: str, default: str | None = DEFAULT_RESOURCE_TYPE
+) -> None:
     parser.add_argument(
         "--type",
         dest="resource_type",
         type=resource_type_name,
-        default=DEFAULT_RESOURCE_TYPE,
+        default=default,
         metavar="TYPE",
         help=help_text,
     )
@@ -300,14 +304,23 @@ class Context:
 
 
 def run_account(context: Context) -> int:
-    quota = Quota(context.args.account_id, context.args.resource_type)
-    view = commands.recount(context.table, quota)
-    # As the API's GET of an account: its types only once it has another than the default.
-    types = commands.account_types(context.table, quota.account_id) if quota.is_default else []
-    types = types if len(types) > 1 else []
+    account_id, narrowed_to = context.args.account_id, context.args.resource_type
+    # Every type of the account, the default first, as the API's GET of the account lists them;
+    # or the one `--type` names.
+    quotas = (
+        [Quota(account_id, narrowed_to)]
+        if narrowed_to is not None
+        else commands.account_quotas(context.table, account_id)
+    )
+    views = [commands.recount(context.table, quota) for quota in quotas]
     if context.args.json:
-        return emit_json(view.to_json() | ({"types": types} if types else {}))
-    print(format_account(view, types))
+        # One type's view; without --type, the default type's with `types` beside it once the
+        # account has another type, as the API's GET of the account answers.
+        first = views[0].to_json()
+        if narrowed_to is None and len(views) > 1:
+            first["types"] = [view.to_json() | {"resource_type": view.quota.resource_type} for view in views]
+        return emit_json(first)
+    print(format_account(account_id, views, detailed=narrowed_to is not None))
     return EXIT_OK
 
 
@@ -348,7 +361,9 @@ def run_audit(context: Context) -> int:
     if progress:
         print(file=sys.stderr)
     if not context.args.json:
-        print(f"audited {len(quotas)} account(s): {_counts(dict(verdicts))}")
+        # A verdict per quota (an account's type): so many quotas, of so many accounts.
+        accounts = len({quota.account_id for quota in quotas})
+        print(f"audited {_many(len(quotas), 'quota')} of {_many(accounts, 'account')}: {_counts(dict(verdicts))}")
     if verdicts["drift"] > verdicts["repaired"]:
         return EXIT_DRIFT
     return EXIT_TRY_LATER if verdicts["inconclusive"] else EXIT_OK
@@ -501,13 +516,55 @@ def _signed(value: int) -> str:
     return f"{value:+d}" if value else "0"
 
 
-def format_account(view: Recount, types: Sequence[str] = ()) -> str:
+# `ops account`'s table: a column's heading and its value for a type's view.
+ACCOUNT_COLUMNS: tuple[tuple[str, Callable[[Recount], object]], ...] = (
+    ("type", lambda view: view.quota.resource_type),
+    ("limit", lambda view: view.limit),
+    ("best_effort", lambda view: view.best_effort),
+    ("admitted", lambda view: view.admitted),
+    ("eventual", lambda view: view.eventual),
+    ("live", lambda view: view.live),
+    ("pending", lambda view: view.pending),
+    ("best_effort-live", lambda view: _signed(view.best_effort_drift)),
+    ("admitted-live", lambda view: _signed(view.admitted_drift)),
+    ("etag", lambda view: f'"{view.limit_version}"'),
+)
+
+
+def needs_a_look(view: Recount) -> bool:
+    """Pending counting work, drift, a negative best effort, or creates in flight: what its details tell."""
+    return bool(
+        view.pending
+        or view.best_effort_drift
+        or view.admitted_drift
+        or view.best_effort_net < 0
+        or view.creates_in_flight
+    )
+
+
+def format_account(account_id: str, views: Sequence[Recount], detailed: bool = False) -> str:
+    """A table of the types' views, one row each, then the details of each type that needs a look
+    (of every type shown, when `detailed`)."""
+    rows = [[heading for heading, _ in ACCOUNT_COLUMNS]]
+    rows += [[str(value(view)) for _, value in ACCOUNT_COLUMNS] for view in views]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(ACCOUNT_COLUMNS))]
+    lines = [f"account {account_id}"]
+    for row in rows:
+        # The type's name to the left, the numbers to the right.
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  " + "  ".join(cells).rstrip())
+    for view in views:
+        if detailed or needs_a_look(view):
+            lines += ["", *format_type_details(view)]
+    if not detailed and len(views) > 1:
+        lines += ["", f"one type alone, with its details: python -m ops account {account_id} --type TYPE"]
+    return "\n".join(lines)
+
+
+def format_type_details(view: Recount) -> list[str]:
     lines = [
-        f"account {view.quota}",
-        f"  limit          {view.limit}",
+        f"{view.quota}",
         f"  best_effort    {view.best_effort}  (signed net {view.best_effort_net})",
-        f"  admitted       {view.admitted}  (slots held)",
-        f"  eventual       {view.eventual}",
         f"  live           {view.live}  (resource items {view.resource_items}, counted {view.counted})",
         f"  pending work   uncounted {view.uncounted}, soft-deleted {view.soft_deleted}, "
         f"deletes in flight {view.deletes_in_flight}",
@@ -519,16 +576,17 @@ def format_account(view: Recount, types: Sequence[str] = ()) -> str:
         f"  account item   writes {view.version}, heal epoch {view.heal_epoch}, "
         f"last write {view.last_write_at or '-'}, last healed or checked {view.healed_at or '-'}",
     ]
-    if types:
-        lines.append(f"  types          {', '.join(types)}  (ops account {view.quota.account_id} --type TYPE)")
     if view.pending:
         lines.append("  counting work is pending: the stream, the redrive or the sweeper will apply it")
     elif view.best_effort_drift or view.admitted_drift:
+        heal = f"python -m ops heal {view.quota.account_id}" + (
+            "" if view.quota.is_default else f" --type {view.quota.resource_type}"
+        )
         lines.append(
-            f"  drift with no pending work: `python -m ops heal {view.quota}` heals it (held slots only "
+            f"  drift with no pending work: `{heal}` heals it (held slots only "
             f"once the account has had no write for {constants.HEAL_QUIET_SECONDS} s); the sweeper does it too"
         )
-    return "\n".join(lines)
+    return lines
 
 
 _HEAL_MESSAGES = {
@@ -632,6 +690,10 @@ def format_sweep(result: commands.SweepResult) -> str:
     else:
         lines.append(f"  {json.dumps(summary)}")
     return "\n".join(lines)
+
+
+def _many(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _counts(values: dict[str, int]) -> str:

@@ -2,8 +2,10 @@
 a DynamoDB table of its own, and the hybrid counter's client guarding how many projects each
 tenant may hold.
 
-Each project holds one slot of its tenant's limit: a resource in the limits service, whose id the
-project item keeps (`slot_id`). What this code keeps true: every project has a live slot, so the
+Each project holds one slot of its tenant's `projects` limit: a resource of the resource type
+`projects` of the tenant's account in the limits service, whose id the project item keeps
+(`slot_id`). The tenant's other limits (its account's other types: seats, API keys, ...) are
+other services' own. What this code keeps true: every project has a live slot, so the
 limits service never counts fewer projects than exist, and a tenant never holds more projects
 than its limit. A slot can be left for a while without a project (a create that crashed half-way, a
 release that failed); `Projects.reconcile` gives those back.
@@ -56,6 +58,9 @@ IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,200}$"
 # This service's mark in the limits service: before each key (an account's keys are shared by every
 # service that reserves slots in it) and in each slot's attributes (reconcile touches these only).
 SERVICE = "projects"
+# The resource type whose limit holds a tenant to its plan's projects ("10 projects per plan"): the
+# control plane sets it per tenant, `put_type_limit(tenant, RESOURCE_TYPE, limit=10)`.
+RESOURCE_TYPE = "projects"
 # How long a tombstone keeps its slot's project from being written: far longer than a request that
 # still holds that slot can run (the function's timeout, 29 s), and shorter than the limits API's
 # 24 h Idempotency-Key window, after which the same key reserves a slot of the same id again.
@@ -101,8 +106,12 @@ class Projects:
         #    never holds more than its limit. LimitExceeded is raised here, with nothing written.
         #    The key comes from the caller's, so a retry of this request (after a timeout, a 503,
         #    a crash of this function) is given the same slot back, never a second one.
-        slot = self.limits.create_resource(
-            tenant_id, name, attributes={"service": SERVICE}, idempotency_key=f"{SERVICE}:{request_key}"
+        slot = self.limits.create_typed_resource(
+            tenant_id,
+            RESOURCE_TYPE,
+            name,
+            attributes={"service": SERVICE},
+            idempotency_key=f"{SERVICE}:{request_key}",
         )
         project = {"tenant_id": tenant_id, "name": name, "slot_id": slot.resource_id, "created_at": slot.created_at}
         # 2. Write the project where no project is: a free name, or another slot's tombstone (a
@@ -168,7 +177,7 @@ class Projects:
         earlier attempt released it (this call's, or an earlier request's), so a give-back repeated
         after any failure frees that slot once and never another."""
         try:
-            self.limits.delete_resource(tenant_id, slot_id)
+            self.limits.delete_typed_resource(tenant_id, RESOURCE_TYPE, slot_id)
         except ResourceNotFound:
             logger.info("slot already given back", extra={"slot_id": slot_id})
 
@@ -227,7 +236,7 @@ class Projects:
         not retried. Safe at any time, next to running requests. Returns the slots given back."""
         held = {project["slot_id"] for project in self.all_of(tenant_id)}
         given_back = []
-        for slot in self.limits.list_resources(tenant_id):
+        for slot in self.limits.list_typed_resources(tenant_id, RESOURCE_TYPE):
             reserved = datetime.fromisoformat(slot.created_at)
             if slot.attributes.get("service") != SERVICE or slot.resource_id in held or now - reserved < ORPHAN_AFTER:
                 continue

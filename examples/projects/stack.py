@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # the construct's package is needed only by an app that has o
     from infra.hybrid_counter import HybridCounter
 
 HERE = Path(__file__).resolve().parent
+# handler.py's RESOURCE_TYPE (not imported: the handler's own packages need not be installed to synthesize).
+RESOURCE_TYPE = "projects"
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
@@ -102,19 +104,14 @@ class ProjectsService(Construct):
         )
         self.table.grant(self.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         # The limits API authorizes each call by IAM (SigV4): the function's own role may reserve
-        # and release slots of any tenant, and not set a limit. Which tenant a request acts for is
-        # this service's own check (handler.py, tenant()).
+        # and release slots of the `projects` type of any tenant, and not set a limit. Which tenant
+        # a request acts for is this service's own check (handler.py, tenant()).
         if limits is not None:
-            limits.grant_tenant_access(self.function)  # reading an account's usage too
+            limits.grant_tenant_access(self.function)  # reading an account's usage too, and every type's slots
         else:
+            projects = f"{limits_api_arn}/*/accounts/*/types/{RESOURCE_TYPE}/resources"
             self.function.add_to_role_policy(
-                iam.PolicyStatement(
-                    actions=["execute-api:Invoke"],
-                    resources=[
-                        f"{limits_api_arn}/*/accounts/*/resources",
-                        f"{limits_api_arn}/*/accounts/*/resources/*",
-                    ],
-                )
+                iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[projects, f"{projects}/*"])
             )
         self.api = apigateway.LambdaRestApi(
             self,

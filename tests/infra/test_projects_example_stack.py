@@ -17,6 +17,7 @@ from tests.support.projects_example import (
     LIMITS_API_URL,
     synthesized_app_template,
     synthesized_template,
+    table_definition,
 )
 
 
@@ -67,11 +68,28 @@ def test_the_function_may_reserve_and_release_slots_and_nothing_else_on_the_limi
         # IAM's `*` matches any characters, `/` included, as fnmatch's does.
         return any(fnmatchcase(f"{LIMITS_API_ARN}/{method}{path}", pattern) for pattern in allowed)
 
-    assert may("POST", "/accounts/acme/resources")
-    assert may("DELETE", "/accounts/acme/resources/r-1")
-    assert may("GET", "/accounts/acme/resources")
-    assert not may("PUT", "/accounts/acme")  # setting a limit is the admin's
+    assert may("POST", "/accounts/acme/types/projects/resources")
+    assert may("DELETE", "/accounts/acme/types/projects/resources/r-1")
+    assert may("GET", "/accounts/acme/types/projects/resources")  # reconcile lists the slots
+    assert not may("PUT", "/accounts/acme/types/projects")  # setting a limit is the admin's
+    assert not may("PUT", "/accounts/acme")
     assert not may("GET", "/accounts/acme")
+    assert not may("POST", "/accounts/acme/resources")  # the default type's slots are another's
+    assert not may("DELETE", "/accounts/acme/types/seats/resources/r-1")  # and so are other types'
+
+
+def test_the_stack_grants_the_type_the_handler_reserves() -> None:
+    from examples.projects import handler, stack
+
+    assert stack.RESOURCE_TYPE == handler.RESOURCE_TYPE
+
+
+def test_the_table_try_locally_creates_is_the_stack_s(template: Template) -> None:
+    """examples/projects/try_locally.py creates the service's table in the local emulator without
+    synthesizing the stack (seconds a newcomer would wait): its definition is the stack's."""
+    from examples.projects.try_locally import TABLE_DEFINITION
+
+    assert table_definition(template.to_json()) == TABLE_DEFINITION
 
 
 def test_the_function_reads_and_writes_its_table_items_only(template: Template) -> None:
@@ -143,9 +161,10 @@ def test_the_app_gives_the_projects_function_the_counter_s_url_and_tenant_access
         arn = f"arn:aws:execute-api:eu-west-1:111122223333:abc123/prod/{method}{path}"
         return allowed([{"Statement": statements}], "execute-api:Invoke", arn, {})
 
-    assert may("POST", "/accounts/acme/resources")
-    assert may("DELETE", "/accounts/acme/resources/r-1")
-    assert not may("PUT", "/accounts/acme")  # setting a limit is the admin's
+    assert may("POST", "/accounts/acme/types/projects/resources")
+    assert may("DELETE", "/accounts/acme/types/projects/resources/r-1")
+    assert not may("PUT", "/accounts/acme/types/projects")  # setting a limit is the admin's
+    assert not may("PUT", "/accounts/acme")
 
 
 @pytest.mark.parametrize(

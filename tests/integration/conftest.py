@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import boto3
 import pytest
@@ -69,6 +70,11 @@ FAULTS = [
 
 REFUSAL_GRACE_SECONDS = 1
 
+# The local system's callers are kept in a file, as `make run` keeps its own in .local/: a session
+# another process saves there (the worked example's documented commands mint their tenant's) is
+# accepted at once.
+LOCAL_DIR = Path(_ONCE) / ".local"
+
 
 @dataclass
 class System:
@@ -91,6 +97,7 @@ def system() -> Iterator[System]:
         return
 
     from local.emulator import EmulatorProcess
+    from local.identities import Identities
     from local.product import admin_api, refusal_environment, runtime_settings
     from local.runtime import LocalRuntime
 
@@ -98,6 +105,7 @@ def system() -> Iterator[System]:
         runtime = LocalRuntime(
             runtime_settings(
                 emulator.url,
+                identities=Identities.load(LOCAL_DIR / "identities.json"),
                 port=0,
                 faults=FAULTS,
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes

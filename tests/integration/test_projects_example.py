@@ -1,20 +1,25 @@
 """The worked example (examples/projects): a SaaS's projects service guarding its projects with the
-limits API. Its handler runs here, in the test process, on API Gateway proxy events as Lambda would
-give them; its table is created in the running system's emulator from the example's own stack; its
-limits client calls the running system through the local API Gateway, signed as the tenant (the
-local gateway knows the stack's tenant and admin sessions, not the example function's role, which
-stack.py grants the same paths to). Failures are injected on the example's own DynamoDB client."""
+limits API, each project a slot of its tenant's `projects` type. Its handler runs here, in the test
+process, on API Gateway proxy events as Lambda would give them; its table is created in the running
+system's emulator from the example's own stack; its limits client calls the running system through
+the local API Gateway, signed as the tenant (the local gateway knows the stack's tenant and admin
+sessions, not the example function's role, which stack.py grants the same paths to). Failures are
+injected on the example's own DynamoDB client."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -22,12 +27,14 @@ import pytest
 from botocore.httpsession import URLLib3Session
 from hybrid_counter_client import LimitsClient, ResourceNotFound, RetryPolicy
 
-from examples.projects import handler
-from examples.projects.handler import ORPHAN_AFTER, Projects
+from examples.projects import handler, try_locally
+from examples.projects.handler import ORPHAN_AFTER, RESOURCE_TYPE, Projects
+from examples.projects.try_locally import LOCAL_DIR_ENV
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, on_matching_send
-from tests.integration.conftest import System
-from tests.integration.test_python_client import admin_of, counted, new_account, tenant_of
+from local.http_client import poll
+from tests.integration.conftest import LOCAL_DIR, System
+from tests.integration.test_python_client import admin_of, new_account, tenant_of
 from tests.support.api_events import proxy_event
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.projects_example import synthesized_template, table_definition
@@ -87,12 +94,17 @@ class Tenant:
         return self.call("POST", "/projects", {"name": name}, key or f"create-{name}", via)
 
     def slots(self) -> list[str]:
-        """The tenant's slots, as the limits service lists them."""
-        return sorted(resource.resource_id for resource in self.admin.list_resources(self.account_id))
+        """The tenant's `projects` slots, as the limits service lists them."""
+        return sorted(r.resource_id for r in self.admin.list_typed_resources(self.account_id, RESOURCE_TYPE))
 
     def counted(self, expected: int) -> None:
-        """The limits service counts `expected` (at once, and in its eventual counter too)."""
-        counted(self.admin, self.account_id, expected)
+        """The limits service counts `expected` projects (at once, and in its eventual counter too),
+        and nothing of the account's default type, whose limit is another's."""
+        usage = poll(
+            lambda: self.admin.get_type(self.account_id, RESOURCE_TYPE), lambda t: t.eventual == expected, timeout=60
+        )
+        assert (usage.best_effort, usage.used) == (expected, expected)
+        assert self.admin.get_account(self.account_id).used == 0
 
 
 @pytest.fixture
@@ -102,7 +114,10 @@ def new_tenant(system: System, projects_table: str, admin: LimitsClient) -> Call
         return Projects(table, tenant_of(system, account_id, api_url=limits_url, retry=retry))
 
     def make(limit: int) -> Tenant:
-        account_id = new_account(admin, limit=limit)
+        """A tenant whose plan allows `limit` projects; its account's default type has a limit of
+        its own (10), which the example must not spend."""
+        account_id = new_account(admin, limit=10)
+        admin.put_type_limit(account_id, RESOURCE_TYPE, limit=limit)
         return Tenant(account_id, service(account_id), admin, lambda **options: service(account_id, **options))
 
     return make
@@ -387,4 +402,81 @@ def test_a_release_that_failed_is_given_back_by_reconcile(new_tenant: Callable[[
     assert tenant.slots() == [kept]
     tenant.counted(1)
     with pytest.raises(ResourceNotFound):
-        tenant.admin.get_resource(tenant.account_id, slot)
+        tenant.admin.get_typed_resource(tenant.account_id, RESOURCE_TYPE, slot)
+
+
+# --- README.md's commands, as written, twice in a row ---------------------------------------------
+
+README = Path(handler.__file__).with_name("README.md")
+REPO_ROOT = README.parent.parent.parent
+TRY_IT = "## Try it against `make run`"
+
+
+def documented_commands() -> list[str]:
+    """The commands of README.md's "Try it against `make run`": each line of its `sh` blocks."""
+    section = README.read_text(encoding="utf-8").split(TRY_IT, 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+@pytest.fixture
+def local_dir(system: System) -> Path:
+    """The running system's `.local` folder, as `make run` writes it: its callers' sessions (the
+    system reads them there: tests/integration/conftest.py) and `endpoints.json`, in the shape
+    `make run` writes it."""
+    if system.runtime is None:
+        pytest.skip("runs the example's commands against the local system; API_URL points at a deployment")
+    runtime: Any = system.runtime
+    endpoints = {
+        "apiUrl": runtime.api_url,
+        "emulatorUrl": runtime.settings.endpoint_url,
+        "stackName": runtime.settings.app.stack_name,
+        "region": runtime.settings.region,
+        "logDirectory": str(Path(runtime.settings.log_dir).resolve()),
+    }
+    (LOCAL_DIR / "endpoints.json").write_text(json.dumps(endpoints), encoding="utf-8")
+    return LOCAL_DIR
+
+
+def test_the_readme_commands_run_as_written_twice_in_a_row(local_dir: Path) -> None:
+    """A newcomer's try: the README's commands after `make run`, then the same again. Each run is
+    a new tenant that gets every answer README.md promises; the second finds the first's table."""
+    commands = documented_commands()
+    assert commands, f"no commands under {TRY_IT!r} in {README}"
+    # Found as a newcomer's shell finds it: by the variable, as `make run` run elsewhere would be.
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment[LOCAL_DIR_ENV] = str(local_dir)
+    tenants = []
+    for _ in range(2):
+        for command in commands:
+            done = subprocess.run(
+                ["bash", "-c", command], cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
+        lines = done.stdout.splitlines()
+        tenant = re.fullmatch(r"tenant (demo-[0-9a-f]{8}): may hold 2 projects .*", lines[0])
+        assert tenant, done.stdout
+        tenants.append(tenant[1])
+        answers = [re.search(r" -> (\d{3})", line) for line in lines[1:-1]]
+        assert [int(answer[1]) for answer in answers if answer] == [201, 201, 201, 409, 204, 201, 200]
+        assert '"ProjectLimitReached"' in lines[4]
+        assert [p["name"] for p in json.loads(lines[-2].split(" -> 200 ", 1)[1].split("  [")[0])["items"]] == [
+            "api",
+            "etl",
+        ]
+        assert lines[-1] == f"the limits service counts 2 of 2 projects for {tenant[1]}"
+    assert tenants[0] != tenants[1]
+
+
+def test_without_a_running_system_the_commands_say_to_start_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(LOCAL_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .local here nor above
+    assert try_locally.main([]) == 2
+    assert try_locally.main(["--local-dir", str(tmp_path)]) == 2
+    monkeypatch.setenv(LOCAL_DIR_ENV, str(tmp_path))
+    assert try_locally.main([]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 3
+    assert all(line.endswith("start the system with `make run` first") for line in errors), errors

@@ -147,8 +147,14 @@ def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli, fa
 
     text = cli("account", "acme")
     assert text.code == 0, text.err
-    assert "best_effort - live = -1, admitted - live = 0" in text.out
-    assert "python -m ops heal acme" in text.out  # drift with nothing pending: the hint to heal
+    assert text.out.splitlines()[:3] == [
+        "account acme",
+        "  type     limit  best_effort  admitted  eventual  live  pending  best_effort-live  admitted-live  etag",
+        '  default      5            0         1         1     1        0                -1              0   "1"',
+    ]
+    assert "best_effort - live = -1, admitted - live = 0" in text.out  # the type's details: it drifted
+    assert "`python -m ops heal acme` heals it" in text.out  # drift with nothing pending: the hint to heal
+    assert "--type TYPE" not in text.out  # one type: nothing to narrow
 
     as_json = cli("account", "acme", "--json")
     assert as_json.code == 0
@@ -174,7 +180,8 @@ def test_the_version_shown_is_the_one_the_apis_etag_names(harness: Harness, cli:
     account = view(harness)
     assert f'"{account.limit_version}"' == etag
     assert account.version > account.limit_version  # the item's writes: not what If-Match names
-    text = cli("account", "acme")
+    assert f'  "{account.limit_version}"' in cli("account", "acme").out  # the table's etag column
+    text = cli("account", "acme", "--type", "default")  # one type: its details too
     assert f"limit version  {account.limit_version}  (the API's ETag {etag})" in text.out
     assert f"writes {account.version}" in text.out
     assert cli("account", "acme", "--json").json()["limit_version"] == account.limit_version

@@ -77,7 +77,7 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
     settled_account(harness, "acme", 2)
     clean = cli("audit", "--all")
     assert clean.code == EXIT_OK, clean.err
-    assert "audited 2 account(s): exact 2" in clean.out
+    assert "audited 2 quotas of 2 accounts: exact 2" in clean.out
 
     key = {table_layout.PARTITION_KEY: keys.account_pk(ACME), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
@@ -87,11 +87,24 @@ def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(h
     assert (lines["acme"]["verdict"], lines["calm"]["verdict"]) == ("drift", "exact")
     assert lines["acme"]["account"]["eventual"] == 0
     one = cli("audit", "calm")  # the account positional, as `ops account ACCOUNT` and `ops heal ACCOUNT`
-    assert (one.code, one.out.strip()) == (EXIT_OK, "audited 1 account(s): exact 1")
+    assert (one.code, one.out.strip()) == (EXIT_OK, "audited 1 quota of 1 account: exact 1")
     repaired = cli("audit", "acme", "--repair")
     assert repaired.code == EXIT_OK, repaired.out + repaired.err
     assert "repaired: eventual +2" in repaired.out
     assert cli("audit", "--all").code == EXIT_OK
+
+
+def test_the_summary_counts_quotas_and_the_accounts_they_are_of(harness: Harness, cli: Cli) -> None:
+    """Three types of one account are three quotas of one account, not three accounts."""
+    settled_account(harness, "acme", 1)
+    for resource_type in ("seats", "api-keys"):
+        assert harness.api.put_type("acme", resource_type, 3).status == 200
+    settled_account(harness, "calm", 1)
+
+    every_type = cli("audit", "acme", "--all-types")
+    assert (every_type.code, every_type.out.strip()) == (EXIT_OK, "audited 3 quotas of 1 account: exact 3")
+    every_account = cli("audit", "--all")
+    assert (every_account.code, every_account.out.strip()) == (EXIT_OK, "audited 4 quotas of 2 accounts: exact 4")
 
 
 def nudge_eventual(harness: Harness, account_id: str, by: int) -> None:
@@ -156,7 +169,7 @@ def test_repair_while_writes_continue_fixes_exactly_the_injected_drift(harness: 
 def test_the_old_account_option_still_works_and_says_it_is_deprecated(harness: Harness, cli: Cli) -> None:
     settled_account(harness, "calm", 1)
     old = cli("audit", "--account", "calm")
-    assert (old.code, old.out.strip()) == (EXIT_OK, "audited 1 account(s): exact 1")
+    assert (old.code, old.out.strip()) == (EXIT_OK, "audited 1 quota of 1 account: exact 1")
     assert "deprecated" in old.err
     assert "ops audit calm" in old.err
     for neither_or_both in ([], ["calm", "--all"], ["calm", "--account", "calm"]):

@@ -1,5 +1,5 @@
-"""`ops` speaks resource types: `account`, `audit` and `heal` take `--type` (the default type when
-absent), `account` lists an account's types, `audit` and `heal` take `--all-types`, and DLQ 2's
+"""`ops` speaks resource types: `account` shows every type of an account in one table (`--type`: one),
+`audit` and `heal` take `--type` (the default type when absent) and `--all-types`, and DLQ 2's
 listing names the quota (account and type) of each record in a range."""
 
 from __future__ import annotations
@@ -38,26 +38,70 @@ def drop_counter(harness: Harness, quota: Quota) -> None:
     harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
 
 
-def test_account_lists_the_types_and_shows_one_with_type(harness: Harness, cli: Cli) -> None:
-    acme_with_seats(harness)
+def table_rows(out: str) -> dict[str, list[str]]:
+    """`ops account`'s table: each type's row, by type (the heading's row under "type")."""
+    rows = {}
+    for line in out.splitlines()[1:]:
+        if not line.startswith("  "):
+            break
+        cells = line.split()
+        rows[cells[0]] = cells[1:]
+    return rows
 
-    default = cli("account", "acme")
-    assert default.code == EXIT_OK, default.err
-    assert default.out.splitlines()[0] == "account acme"
-    assert "  limit          5" in default.out
-    assert "  types          default, api-keys, seats  (ops account acme --type TYPE)" in default.out
-    assert cli("account", "acme", "--json").json()["types"] == ["default", "api-keys", "seats"]
+
+def test_account_shows_every_type_in_one_table_and_one_with_type(harness: Harness, cli: Cli) -> None:
+    acme_with_seats(harness)
+    etag = harness.api.request("GET", "/accounts/acme/types/seats").headers["ETag"]
+
+    every = cli("account", "acme")
+    assert every.code == EXIT_OK, every.err
+    assert every.out.splitlines()[0] == "account acme"
+    rows = table_rows(every.out)
+    # The types as GET /accounts/acme lists them: the default first, then by name.
+    assert list(rows) == ["type", "default", "api-keys", "seats"]
+    assert rows["type"] == [
+        "limit", "best_effort", "admitted", "eventual", "live", "pending", "best_effort-live", "admitted-live", "etag"
+    ]  # fmt: skip
+    assert rows["default"][:6] == ["5", "1", "1", "1", "1", "0"]
+    assert rows["api-keys"][:6] == ["4", "0", "0", "0", "0", "0"]
+    assert rows["seats"] == ["3", "2", "2", "2", "2", "0", "0", "0", etag]
+    assert "python -m ops account acme --type TYPE" in every.out
+    assert "limit version" not in every.out  # nothing to look at: no details
+
+    as_json = cli("account", "acme", "--json").json()
+    assert (as_json["limit"], as_json["live"]) == (5, 1)  # the default type's, as before types
+    assert [(t.get("resource_type"), t["limit"], t["live"]) for t in as_json["types"]] == [
+        ("default", 5, 1),
+        ("api-keys", 4, 0),
+        ("seats", 3, 2),
+    ]
 
     seats = cli("account", "acme", "--type", "seats")
     assert seats.code == EXIT_OK, seats.err
-    assert seats.out.splitlines()[0] == "account acme/seats"
-    assert "  limit          3" in seats.out
-    assert "  live           2" in seats.out
-    assert "types" not in seats.out
+    assert list(table_rows(seats.out)) == ["type", "seats"]
+    assert table_rows(seats.out)["seats"] == rows["seats"]
+    assert f"  limit version  {etag.strip(chr(34))}  (the API's ETag {etag})" in seats.out  # its details
+    assert "api-keys" not in seats.out
     as_json = cli("account", "acme", "--type", "seats", "--json").json()
     assert (as_json["account_id"], as_json["resource_type"], as_json["live"]) == ("acme", "seats", 2)
     assert "types" not in as_json
-    assert cli("account", "acme", "--type", "default").out == default.out
+    default = cli("account", "acme", "--type", "default")
+    assert list(table_rows(default.out)) == ["type", "default"]
+
+
+def test_account_shows_the_details_of_a_type_with_drift_and_how_to_heal_that_type(harness: Harness, cli: Cli) -> None:
+    acme_with_seats(harness)
+    faults = harness.faults
+    faults.crash_after("PutItem")  # a seat's create dies after its reservation and its put
+    with pytest.raises(faults.SimulatedCrash):
+        harness.api.create("acme", "carol", resource_type="seats")
+    harness.pump()
+
+    every = cli("account", "acme")
+    assert table_rows(every.out)["seats"][6:8] == ["-1", "0"]
+    assert "\nacme/seats\n" in every.out  # its details, and the other types' not
+    assert "\nacme\n" not in every.out
+    assert "`python -m ops heal acme --type seats` heals it" in every.out
 
 
 def test_a_type_the_account_lacks_is_not_found_and_a_bad_name_is_bad_usage(harness: Harness, cli: Cli) -> None:
