@@ -8,7 +8,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from infra import constants, settings
+from infra import constants, options, settings
 from infra.bundling import PipRunner, run_pip
 from infra.hybrid_counter import HybridCounter
 
@@ -26,7 +26,7 @@ class HybridCounterStack(cdk.Stack):
         if settings.skip_bundling(self):
             # Must happen before any child exists (CDK refuses context changes after that); assets
             # then point at the unbuilt source folder, which is fine for synth-only use.
-            self.node.set_context(constants.CDK_BUNDLING_STACKS_CONTEXT_KEY, [])
+            self.node.set_context(options.CDK_BUNDLING_STACKS_CONTEXT_KEY, [])
 
         # `Default`: CDK leaves the id out of the logical ids, so the counter's resources keep the
         # ids they had when the stack built them itself, and a deployed stack updates in place.

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import aws_cdk as cdk
 
-from infra import constants
+from infra import constants, options
 from infra.stack import HybridCounterStack
 
 CDK_JSON: Final = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -34,7 +34,7 @@ def synthesize_stack_template(
         context={
             **cdk_json_context(),
             **(context or {}),
-            constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
+            options.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
         }
     )
     stack = HybridCounterStack(app, stack_name)

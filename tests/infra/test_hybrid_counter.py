@@ -14,7 +14,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
-from infra import constants
+from infra import constants, options
 from infra.hybrid_counter import (
     ApiLogsRole,
     ExistingTable,
@@ -31,7 +31,7 @@ Resources = dict[str, dict[str, Any]]
 
 
 def new_app() -> cdk.App:
-    return cdk.App(context={**cdk_json_context(), constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: []})
+    return cdk.App(context={**cdk_json_context(), options.CDK_BUNDLING_STACKS_CONTEXT_KEY: []})
 
 
 def of_type(template: dict[str, Any], resource_type: str) -> Resources:

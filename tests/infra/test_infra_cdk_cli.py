@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import constants
+from infra import constants, options
 
 pytestmark = [pytest.mark.infra, pytest.mark.slow]
 
@@ -37,7 +37,7 @@ def test_cdk_synth_from_the_repo_root(tmp_path: Path) -> None:
         str(tmp_path),
         # The bundler needs PyPI; it has its own test. This one checks the CLI, app and cdk.json.
         "--context",
-        f"{constants.SKIP_BUNDLING_CONTEXT_KEY}=true",
+        f"{options.SKIP_BUNDLING.key}=true",
     ]
 
     started = time.monotonic()

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Template
 from functions.adapters import table_layout
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from functions.shared.config import FunctionEnvironment
-from infra import constants
+from infra import constants, options
 from infra.bundling import LAMBDA_RUNTIME
 from infra.synth import synth_template_json, synthesize_stack_template
 from local.iam_policy import string_like
@@ -129,7 +129,7 @@ def test_stateful_resources_are_retained_by_default(template_json: dict[str, Any
 
 @pytest.mark.parametrize("value", ["destroy", "DESTROY"])
 def test_removal_policy_destroy_deletes_stateful_resources(value: str) -> None:
-    template_json = synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: value})
+    template_json = synthesize_stack_template({options.REMOVAL_POLICY.key: value})
     _, resource = table(template_json)
     assert resource["DeletionPolicy"] == "Delete"
     assert resource["Properties"].get("DeletionProtectionEnabled") is False
@@ -140,7 +140,7 @@ def test_removal_policy_destroy_deletes_stateful_resources(value: str) -> None:
 
 def test_unknown_removal_policy_is_rejected_with_the_allowed_values() -> None:
     with pytest.raises(ValueError, match=r'"retain", "destroy".*snapshot'):
-        synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: "snapshot"})
+        synthesize_stack_template({options.REMOVAL_POLICY.key: "snapshot"})
 
 
 # --- stream consumer ---------------------------------------------------------------------------
@@ -167,24 +167,24 @@ def test_stream_event_source_settings(template_json: dict[str, Any]) -> None:
 def test_the_stream_batching_window_is_off_by_default_and_set_by_context(template_json: dict[str, Any]) -> None:
     consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
     assert event_source_mapping_of(template_json, consumer_id).get("MaximumBatchingWindowInSeconds", 0) == 0
-    windowed = synthesize_stack_template({constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: "2"})
+    windowed = synthesize_stack_template({options.STREAM_BATCHING_WINDOW.key: "2"})
     consumer_id, _ = function_by_handler(windowed, constants.STREAM_CONSUMER_HANDLER)
     assert event_source_mapping_of(windowed, consumer_id)["MaximumBatchingWindowInSeconds"] == 2
 
 
 def test_the_consumers_parallelization_factor_is_one_unless_the_deployer_sets_it() -> None:
-    chosen = synthesize_stack_template({constants.STREAM_PARALLELIZATION_CONTEXT_KEY: "4"})
+    chosen = synthesize_stack_template({options.STREAM_PARALLELIZATION.key: "4"})
     consumer_id, _ = function_by_handler(chosen, constants.STREAM_CONSUMER_HANDLER)
     assert event_source_mapping_of(chosen, consumer_id)["ParallelizationFactor"] == 4
     for value in ("0", "11"):
         with pytest.raises(ValueError, match="streamParallelizationFactor"):
-            synthesize_stack_template({constants.STREAM_PARALLELIZATION_CONTEXT_KEY: value})
+            synthesize_stack_template({options.STREAM_PARALLELIZATION.key: value})
 
 
 @pytest.mark.parametrize("value", ["-1", "301", "1.5", "soon"])
 def test_a_stream_batching_window_outside_lambdas_range_is_rejected(value: str) -> None:
     with pytest.raises(ValueError, match=r"streamBatchingWindowSeconds.*0 to 300"):
-        synthesize_stack_template({constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: value})
+        synthesize_stack_template({options.STREAM_BATCHING_WINDOW.key: value})
 
 
 def test_stream_filters_are_the_schema_patterns(template_json: dict[str, Any]) -> None:
@@ -327,7 +327,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
     properties = function["Properties"]
 
     assert properties["Runtime"] == LAMBDA_RUNTIME.name == "python3.12"
-    assert properties["Architectures"] == [constants.DEFAULT_ARCHITECTURE] == ["arm64"]
+    assert properties["Architectures"] == [options.ARCHITECTURE.default] == ["arm64"]
     assert properties["Timeout"] == EXPECTED_TIMEOUTS[handler]
     assert properties["TracingConfig"] == {"Mode": "Active"}
     assert properties["Environment"]["Variables"] == {
@@ -338,7 +338,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         # Answers, records and errors carry tenants' data: none in X-Ray's metadata (docs/security.md).
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
-        FunctionEnvironment.variable("tombstone_retention"): str(constants.TOMBSTONE_RETENTION_SECONDS),
+        FunctionEnvironment.variable("tombstone_retention"): str(options.IDEMPOTENCY_WINDOW.default),
         **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
         **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),
         **(publisher_environment(template_json) if handler == constants.EVENT_PUBLISHER_HANDLER else {}),
@@ -361,7 +361,7 @@ def test_all_functions_default_to_arm64(template_json: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("value", ["x86_64", " X86_64 "])
 def test_architecture_context_switches_every_function(value: str) -> None:
-    template_json = synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: value})
+    template_json = synthesize_stack_template({options.ARCHITECTURE.key: value})
     architectures = function_architectures(template_json)
     assert set(map(tuple, architectures.values())) == {("x86_64",)}, architectures
     # Only the architecture changes: still one runtime and one shared package.
@@ -371,14 +371,14 @@ def test_architecture_context_switches_every_function(value: str) -> None:
 
 
 def test_explicit_arm64_context_matches_the_default(template_json: dict[str, Any]) -> None:
-    template_arm64 = synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: constants.ARCHITECTURE_ARM64})
+    template_arm64 = synthesize_stack_template({options.ARCHITECTURE.key: "arm64"})
     assert function_architectures(template_arm64) == function_architectures(template_json)
 
 
 @pytest.mark.parametrize("value", ["amd64", "aarch64", "x86-64", ""])
 def test_unknown_architecture_is_rejected_with_the_allowed_values(value: str) -> None:
     with pytest.raises(ValueError, match=re.escape(f'"architecture" must be one of "arm64", "x86_64", got {value!r}')):
-        synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: value})
+        synthesize_stack_template({options.ARCHITECTURE.key: value})
 
 
 def test_all_functions_share_one_code_asset(template_json: dict[str, Any]) -> None:
@@ -466,14 +466,14 @@ def test_the_stage_writes_json_access_logs_and_error_execution_logs(template_jso
 
 
 def test_an_account_with_its_own_api_gateway_role_or_no_logs_gets_no_role() -> None:
-    existing = synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "existing"})
+    existing = synthesize_stack_template({options.API_LOGS_ROLE.key: "existing"})
     assert resources_of_type(existing, "AWS::ApiGateway::Account") == {}
     assert "AccessLogSetting" in stage(existing)["Properties"]
-    silent = synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "none"})
+    silent = synthesize_stack_template({options.API_LOGS_ROLE.key: "none"})
     assert resources_of_type(silent, "AWS::ApiGateway::Account") == {}
     assert "AccessLogSetting" not in stage(silent)["Properties"]
     with pytest.raises(ValueError, match="apiGatewayCloudWatchRole"):
-        synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "mine"})
+        synthesize_stack_template({options.API_LOGS_ROLE.key: "mine"})
 
 
 # --- authorization (docs/security.md) -------------------------------------------------------------
@@ -505,9 +505,9 @@ def resource_paths(statement: dict[str, Any]) -> list[str]:
 
 
 JWT = {
-    constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
-    constants.JWT_ISSUER_CONTEXT_KEY: "https://issuer.example.com/pool/",
-    constants.JWT_AUDIENCE_CONTEXT_KEY: "counter",
+    options.AUTHORIZER.key: options.Authorizer.JWT.value,
+    options.JWT_ISSUER.key: "https://issuer.example.com/pool/",
+    options.JWT_AUDIENCE.key: "counter",
 }
 
 
@@ -540,9 +540,9 @@ def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({constants.JWT_ISSUER_CONTEXT_KEY: "http://issuer.example.com"}, "https://"),
-        ({constants.JWT_AUDIENCE_CONTEXT_KEY: ""}, "jwtAudience"),
-        ({constants.JWT_ISSUER_CONTEXT_KEY: None}, "jwtIssuer"),
+        ({options.JWT_ISSUER.key: "http://issuer.example.com"}, "https://"),
+        ({options.JWT_AUDIENCE.key: ""}, "jwtAudience"),
+        ({options.JWT_ISSUER.key: None}, "jwtIssuer"),
     ],
 )
 def test_the_jwt_authorizer_needs_an_https_issuer_and_an_audience(change: dict[str, Any], problem: str) -> None:
@@ -628,9 +628,7 @@ def test_a_throttled_or_failed_invocation_is_answered_503_retryable_as_the_funct
 def test_the_table_has_no_throughput_maximum_unless_the_deployer_sets_one(template_json: dict[str, Any]) -> None:
     _, resource = table(template_json)
     assert "OnDemandThroughput" not in resource["Properties"]
-    guarded = synthesize_stack_template(
-        {constants.TABLE_MAX_WRITES_CONTEXT_KEY: "40000", constants.TABLE_MAX_READS_CONTEXT_KEY: "80000"}
-    )
+    guarded = synthesize_stack_template({options.TABLE_MAX_WRITES.key: "40000", options.TABLE_MAX_READS.key: "80000"})
     _, resource = table(guarded)
     assert resource["Properties"]["OnDemandThroughput"] == {"MaxReadRequestUnits": 80000, "MaxWriteRequestUnits": 40000}
 
@@ -644,16 +642,14 @@ def stage_throttle(template_json: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_stage_throttles_every_method_together(template_json: dict[str, Any]) -> None:
     assert stage_throttle(template_json) == {"ThrottlingRateLimit": 10_000, "ThrottlingBurstLimit": 5_000}
-    chosen = synthesize_stack_template(
-        {constants.API_RATE_LIMIT_CONTEXT_KEY: "200", constants.API_BURST_LIMIT_CONTEXT_KEY: "50"}
-    )
+    chosen = synthesize_stack_template({options.API_RATE_LIMIT.key: "200", options.API_BURST_LIMIT.key: "50"})
     assert stage_throttle(chosen) == {"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 50}
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "fast"])
 def test_a_stage_rate_that_is_not_a_positive_whole_number_is_rejected(value: str) -> None:
     with pytest.raises(ValueError, match=r"apiRateLimit.*at least 1"):
-        synthesize_stack_template({constants.API_RATE_LIMIT_CONTEXT_KEY: value})
+        synthesize_stack_template({options.API_RATE_LIMIT.key: value})
 
 
 def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
@@ -665,9 +661,9 @@ def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
         }
 
     assert retention(synth_template_json()) == {"86400"}
-    assert retention(synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "172800"})) == {"172800"}
+    assert retention(synthesize_stack_template({options.IDEMPOTENCY_WINDOW.key: "172800"})) == {"172800"}
     with pytest.raises(ValueError, match=r"idempotencyWindowSeconds.*at least 3600"):
-        synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "60"})
+        synthesize_stack_template({options.IDEMPOTENCY_WINDOW.key: "60"})
 
 
 def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
@@ -680,18 +676,14 @@ def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
 
 def test_every_tenants_default_rate_limit_is_set_by_context(template_json: dict[str, Any]) -> None:
     assert api_tenant_rate(template_json) == ("1000", "2")
-    chosen = synthesize_stack_template(
-        {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: "50", constants.TENANT_BURST_SECONDS_CONTEXT_KEY: "3"}
-    )
+    chosen = synthesize_stack_template({options.TENANT_RATE_LIMIT.key: "50", options.TENANT_BURST_SECONDS.key: "3"})
     assert api_tenant_rate(chosen) == ("50", "3")
 
 
 @pytest.mark.parametrize(("rate", "window"), [("50", "61"), ("100001", "1"), ("0", "10")])
 def test_a_tenant_rate_limit_outside_one_to_sixty_second_windows_is_rejected(rate: str, window: str) -> None:
     with pytest.raises(ValueError, match="tenantRateLimit"):
-        synthesize_stack_template(
-            {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: rate, constants.TENANT_BURST_SECONDS_CONTEXT_KEY: window}
-        )
+        synthesize_stack_template({options.TENANT_RATE_LIMIT.key: rate, options.TENANT_BURST_SECONDS.key: window})
 
 
 # --- monitoring (docs/operations.md) ------------------------------------------------------------
@@ -748,7 +740,7 @@ def test_a_missed_sweep_is_an_alarm_even_when_no_datapoint_arrives(template_json
 
 
 def test_an_alarm_email_is_subscribed_when_given() -> None:
-    template = synthesize_stack_template({constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com"})
+    template = synthesize_stack_template({options.ALARM_EMAIL.key: "ops@example.com"})
     [subscription] = resources_of_type(template, "AWS::SNS::Subscription").values()
     assert (subscription["Properties"]["Protocol"], subscription["Properties"]["Endpoint"]) == (
         "email",
@@ -837,8 +829,8 @@ def test_stack_name_comes_from_context() -> None:
 
     assembly = cdk_app.build_app(
         context={
-            constants.STACK_NAME_CONTEXT_KEY: "HybridCounterTest",
-            constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
+            options.STACK_NAME.key: "HybridCounterTest",
+            options.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
         }
     ).synth()
     assert [stack.stack_name for stack in assembly.stacks] == ["HybridCounterTest"]

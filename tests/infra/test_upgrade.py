@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra import constants
+from infra import constants, options
 from infra.layout_guard import layout_of, upgrade_problems
 from infra.synth import synth_template_json, synthesize_stack_template
 from scripts.released_layout import RELEASED_LAYOUT
@@ -49,8 +49,8 @@ RESTORED_STREAM = f"arn:aws:dynamodb:us-east-1:123456789012:table/{RESTORED}/str
 def test_the_stack_runs_on_a_restored_table_it_does_not_own() -> None:
     template = synthesize_stack_template(
         {
-            constants.EXISTING_TABLE_NAME_CONTEXT_KEY: RESTORED,
-            constants.EXISTING_TABLE_STREAM_CONTEXT_KEY: RESTORED_STREAM,
+            options.EXISTING_TABLE_NAME.key: RESTORED,
+            options.EXISTING_TABLE_STREAM.key: RESTORED_STREAM,
         }
     )
     assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]

@@ -11,7 +11,7 @@ import pytest
 
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE
-from infra import constants
+from infra import constants, options
 from infra.synth import synthesize_stack_template
 from tests.infra.test_infra_stack import (
     event_source_mapping_of,
@@ -110,7 +110,7 @@ def threshold_rules_to_the_topic(template_json: dict[str, Any]) -> list[dict[str
 
 
 def test_an_alarm_email_hears_of_threshold_crossings_too() -> None:
-    template_json = synthesize_stack_template({constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com"})
+    template_json = synthesize_stack_template({options.ALARM_EMAIL.key: "ops@example.com"})
     [rule] = threshold_rules_to_the_topic(template_json)
     assert rule["EventBusName"] == {"Ref": only_bus(template_json)}
     assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": ["Usage Threshold Crossed"]}
@@ -130,8 +130,8 @@ SECRET = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:usage-webhook-AbC
 def test_a_usage_webhook_is_an_api_destination_of_every_usage_event_with_its_key_from_secrets_manager() -> None:
     template_json = synthesize_stack_template(
         {
-            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage",
-            constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: SECRET,
+            options.USAGE_WEBHOOK_URL.key: "https://hooks.example.com/usage",
+            options.USAGE_WEBHOOK_SECRET.key: SECRET,
         }
     )
     [destination] = resources_of_type(template_json, "AWS::Events::ApiDestination").values()
@@ -152,11 +152,11 @@ def test_a_usage_webhook_is_an_api_destination_of_every_usage_event_with_its_key
 
 def test_a_usage_webhook_needs_its_secret_and_an_https_url() -> None:
     with pytest.raises(ValueError, match="go together"):
-        synthesize_stack_template({constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage"})
+        synthesize_stack_template({options.USAGE_WEBHOOK_URL.key: "https://hooks.example.com/usage"})
     with pytest.raises(ValueError, match="usageWebhookUrl"):
         synthesize_stack_template(
             {
-                constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "http://hooks.example.com/usage",
-                constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: SECRET,
+                options.USAGE_WEBHOOK_URL.key: "http://hooks.example.com/usage",
+                options.USAGE_WEBHOOK_SECRET.key: SECRET,
             }
         )
