@@ -17,7 +17,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 
 from functions.core.rate_limits import DEFAULT_TENANT_RATE
-from infra.constants import DEFAULT_STACK_NAME
+from infra.outputs import DEFAULT_STACK_NAME
 
 
 class Named(Protocol):

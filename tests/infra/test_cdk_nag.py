@@ -11,8 +11,9 @@ import aws_cdk as cdk
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from infra import constants, options
+from infra import options
 from infra.hybrid_counter import ApiLogsRole, HybridCounter, HybridCounterProps
+from infra.outputs import DEFAULT_STACK_NAME
 from infra.stack import HybridCounterStack
 from infra.synth import cdk_json_context
 
@@ -30,7 +31,7 @@ EVENT_TARGETS = {
 
 
 def the_app_s_stack(app: cdk.App) -> None:
-    HybridCounterStack(app, constants.DEFAULT_STACK_NAME)
+    HybridCounterStack(app, DEFAULT_STACK_NAME)
 
 
 def two_in_one_stack(app: cdk.App) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
-from infra import bundling, constants, options
+from infra import bundling, options
+from infra.outputs import DEFAULT_STACK_NAME
 from infra.synth import cdk_json_context
 
 pytestmark = pytest.mark.infra
@@ -96,7 +97,7 @@ def synth_with_bundling(outdir: Path, architecture: str, pip: RecordedPip) -> di
 
     context = {**cdk_json_context(), options.ARCHITECTURE.key: architecture}
     assembly = cdk_app.build_app(pip, outdir=str(outdir), context=context).synth()
-    template: dict[str, Any] = assembly.get_stack_by_name(constants.DEFAULT_STACK_NAME).template
+    template: dict[str, Any] = assembly.get_stack_by_name(DEFAULT_STACK_NAME).template
     return template
 
 

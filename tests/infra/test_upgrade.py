@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from infra import constants, options
+from infra import options
 from infra.layout_guard import layout_of, upgrade_problems
+from infra.outputs import OUTPUT_TABLE_NAME
 from infra.synth import synth_template_json, synthesize_stack_template
 from scripts.released_layout import RELEASED_LAYOUT
 
@@ -54,7 +55,7 @@ def test_the_stack_runs_on_a_restored_table_it_does_not_own() -> None:
         }
     )
     assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
-    assert template["Outputs"][constants.OUTPUT_TABLE_NAME]["Value"] == RESTORED
+    assert template["Outputs"][OUTPUT_TABLE_NAME]["Value"] == RESTORED
     mappings = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert RESTORED_STREAM in [mapping["Properties"]["EventSourceArn"] for mapping in mappings]
     # The functions reach the restored table and its indexes by name, and nothing else.
