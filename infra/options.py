@@ -21,6 +21,8 @@ from infra.outputs import DEFAULT_STACK_NAME
 
 
 class Named(Protocol):
+    """A choice's value: an enum member, or CDK's `Architecture`."""
+
     @property
     def name(self) -> str: ...
 
@@ -33,7 +35,8 @@ S = TypeVar("S", bound=str | None, covariant=True)
 
 @dataclass(frozen=True)
 class WholeNumber(Generic[N]):
-    """A whole number from `least` to `most` (None: no most)."""
+    """A whole number from `least` to `most` (None: no most). Every option's `prop` is the field it
+    sets: of `HybridCounterProps`, or of its prop's own type for a `PropOfSeveral`'s key."""
 
     key: str
     prop: str
@@ -44,9 +47,12 @@ class WholeNumber(Generic[N]):
 
     def refusal(self, value: object) -> str | None:
         """Why the prop refuses `value`, or None if it takes it."""
-        if isinstance(value, bool) or not isinstance(value, int):
-            pass
-        elif value >= self.least and (self.most is None or value <= self.most):
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and value >= self.least
+            and (self.most is None or value <= self.most)
+        ):
             return None
         bounds = f"at least {self.least}" if self.most is None else f"from {self.least} to {self.most}"
         return f"must be a whole number {bounds}, got {value!r}"
@@ -90,6 +96,8 @@ class Text(Generic[S]):
 
 @dataclass(frozen=True)
 class EmailAddress:
+    """An address to send mail to (None: none)."""
+
     key: str
     prop: str
     doc: str
