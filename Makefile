@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install run test test-dynamodb-local unit handler runtime integration ops infra client lint typecheck openapi event-schemas released-layout synth deploy destroy \
+.PHONY: help install run test test-dynamodb-local unit handler runtime integration ops infra client lint typecheck openapi event-schemas construct-docs released-layout synth deploy destroy \
 	test-deployed hooks localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
@@ -33,6 +33,7 @@ help:
 	@echo "make deploy    cdk deploy to the AWS account of your credentials"
 	@echo "make openapi   regenerate docs/openapi.json from the api models"
 	@echo "make event-schemas   regenerate docs/events.schema.json from the usage events' models"
+	@echo "make construct-docs  regenerate docs/construct.md's tables of props and context keys from infra/options.py"
 
 # The virtualenv is rebuilt when a requirements file changes. Bytecode is compiled on every core
 # and not for aws-cdk-lib, whose ~300 generated service modules are mostly never imported (the
@@ -133,6 +134,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/openapi.py --check
 	$(BIN)/python scripts/event_schemas.py --check
+	$(BIN)/python scripts/construct_docs.py --check
 	$(BIN)/python scripts/cfn_lint.py
 
 typecheck: $(BIN)/.installed
@@ -143,6 +145,9 @@ openapi: $(BIN)/.installed
 
 event-schemas: $(BIN)/.installed
 	$(BIN)/python scripts/event_schemas.py
+
+construct-docs: $(BIN)/.installed
+	$(BIN)/python scripts/construct_docs.py
 
 released-layout: $(BIN)/.installed
 	$(BIN)/python scripts/released_layout.py

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from functions.adapters import table_layout
-from infra import constants
+from infra import options
 from local.capacity.billing import item_size
 from local.capacity.limits import item_of_place
 from local.emulator import FLAVOURS, EmulatorProcess
@@ -320,7 +320,7 @@ def plot(samples: list[Sample], report: LoadReport, path: str) -> None:
 
 
 def window_context(seconds: int | None) -> dict[str, str]:
-    return {} if seconds is None else {constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: str(seconds)}
+    return {} if seconds is None else {options.STREAM_BATCHING_WINDOW.key: str(seconds)}
 
 
 def main(argv: list[str] | None = None) -> int:

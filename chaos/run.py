@@ -54,7 +54,8 @@ from functions.core.leases import (
     resolution,
 )
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, Resource
-from infra.constants import HEAL_QUIET_SECONDS, OUTPUT_EVENT_BUS_NAME
+from infra.function_settings import HEAL_QUIET_SECONDS
+from infra.outputs import OUTPUT_EVENT_BUS_NAME
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
 from local.product import (

@@ -22,15 +22,22 @@ policies' decision, as for any role. The tenant role's session-tag conditions ho
 
 from __future__ import annotations
 
+from typing import Final
+
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from functions.core.model import MAX_ID_LENGTH
 from functions.core.token_access import tenant_paths
-from infra import constants
+from infra.api import API_STAGE_NAME
+from infra.outputs import TENANT_TAG_KEY
 
-TENANT_TAG = f"${{aws:PrincipalTag/{constants.TENANT_TAG_KEY}}}"
+# Construct ids (stable: they feed the CloudFormation logical ids).
+TENANT_ROLE_ID: Final = "TenantRole"
+ADMIN_ROLE_ID: Final = "AdminRole"
+
+TENANT_TAG = f"${{aws:PrincipalTag/{TENANT_TAG_KEY}}}"
 # Tag values a tenant session may not carry (StringNotLike: none may match). IAM puts the tag into
 # the resource ARNs as it is, so a `/` would reach other paths (`globex/resources/r1` is globex's
 # resource r1 under `GET /accounts/${tag}`), and `.` makes dot segments. IAM has no regex, so these
@@ -50,7 +57,7 @@ def invoke_arn(rest_api: apigateway.IRestApi, method: str, path: str) -> str:
     """The execute-api ARN of `method` on `path` of the API's stage."""
     # The stage by name, not by reference: the same ARN on AWS, and the emulator's CloudFormation
     # resolves a Stage's Ref to "None" (the local gateway reads these back).
-    return rest_api.arn_for_execute_api(method, path, constants.API_STAGE_NAME)
+    return rest_api.arn_for_execute_api(method, path, API_STAGE_NAME)
 
 
 def tenant_invoke_arns(rest_api: apigateway.IRestApi, account: str) -> list[str]:
@@ -78,16 +85,16 @@ class Access(Construct):
             tenant_role_trusted_by or iam.AccountRootPrincipal(),
             {
                 # A tenant session names exactly one tenant, and only with this tag key.
-                "Null": {f"aws:RequestTag/{constants.TENANT_TAG_KEY}": "false"},
-                "ForAllValues:StringEquals": {"aws:TagKeys": [constants.TENANT_TAG_KEY]},
-                "StringNotLike": {f"aws:RequestTag/{constants.TENANT_TAG_KEY}": TENANT_TAG_REFUSED},
+                "Null": {f"aws:RequestTag/{TENANT_TAG_KEY}": "false"},
+                "ForAllValues:StringEquals": {"aws:TagKeys": [TENANT_TAG_KEY]},
+                "StringNotLike": {f"aws:RequestTag/{TENANT_TAG_KEY}": TENANT_TAG_REFUSED},
             },
         ).with_session_tags()
         self.tenant_role = iam.Role(
             self,
-            constants.TENANT_ROLE_ID,
+            TENANT_ROLE_ID,
             assumed_by=tagged_session,
-            description=f"Calls the API for one tenant: the session tag {constants.TENANT_TAG_KEY} names its account",
+            description=f"Calls the API for one tenant: the session tag {TENANT_TAG_KEY} names its account",
         )
         self.tenant_role.add_to_policy(
             iam.PolicyStatement(
@@ -97,7 +104,7 @@ class Access(Construct):
         )
         self.admin_role = iam.Role(
             self,
-            constants.ADMIN_ROLE_ID,
+            ADMIN_ROLE_ID,
             assumed_by=admin_role_trusted_by or iam.AccountRootPrincipal(),
             description="Calls every method of the API, including setting an account's limit",
         )

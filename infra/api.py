@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
@@ -13,10 +14,14 @@ from constructs import Construct
 
 from functions.core.rate_limits import TenantRate
 from functions.shared.config import FunctionEnvironment
-from infra import constants, table_access
+from infra import table_access
+from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS
 from infra.gateway_errors import add_error_envelopes
 from infra.props import ApiLogsRole
 from infra.python_function import SharedSettings, python_function
+
+REST_API_ID: Final = "RestApi"  # stable: it feeds the logical ids
+API_STAGE_NAME: Final = "prod"
 
 # One JSON line per request (API Gateway's $context variables). A tenant's session can reach only
 # its own account's paths (infra/access.py), so `path` names the tenant; `principal` is the caller.
@@ -57,7 +62,7 @@ class Api(Construct):
 
         self.function = python_function(
             self,
-            constants.API_FUNCTION,
+            API_FUNCTION,
             shared=shared,
             environment=FunctionEnvironment(
                 table_name=table.table_name,
@@ -65,7 +70,7 @@ class Api(Construct):
                 tenant_window_seconds=tenant_rate.window_seconds,
                 # The age at which a lease is dead, as the sweeper judges it: a write that sees
                 # many dead leases on its shard settles them (functions/core/accounts.py).
-                quiet=timedelta(seconds=constants.HEAL_QUIET_SECONDS),
+                quiet=timedelta(seconds=HEAL_QUIET_SECONDS),
             ),
         )
         table_access.grant_table(table, self.function, table_access.API)
@@ -80,7 +85,7 @@ class Api(Construct):
         )
         self.rest_api = apigateway.LambdaRestApi(
             self,
-            constants.REST_API_ID,
+            REST_API_ID,
             handler=self.function,
             # The function routes itself, so every path and method goes to it.
             proxy=True,
@@ -96,7 +101,7 @@ class Api(Construct):
                 else apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.IAM)
             ),
             deploy_options=apigateway.StageOptions(
-                stage_name=constants.API_STAGE_NAME,
+                stage_name=API_STAGE_NAME,
                 tracing_enabled=True,
                 # The outer guard: every method of the stage together; beyond it API Gateway answers 429.
                 throttling_rate_limit=rate_limit,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from functions.adapters.table_layout import ACTIVITY_INDEX, EXPIRES_AT, PARTITION_KEY, PENDING_INDEX, SORT_KEY, Index
-from infra import constants
 from infra.props import ExistingTable
+
+TABLE_ID: Final = "Table"  # stable: it feeds the table's logical id
 
 
 class DataStore(Construct):
@@ -32,7 +35,7 @@ class DataStore(Construct):
             # restored table"): the deployer set its stream, TTL and indexes as below.
             self.table = dynamodb.Table.from_table_attributes(
                 self,
-                constants.TABLE_ID,
+                TABLE_ID,
                 table_name=existing_table.name,
                 table_stream_arn=existing_table.stream_arn,
                 global_indexes=[PENDING_INDEX.name, ACTIVITY_INDEX.name],
@@ -41,7 +44,7 @@ class DataStore(Construct):
 
         table = dynamodb.Table(
             self,
-            constants.TABLE_ID,
+            TABLE_ID,
             partition_key=_string(PARTITION_KEY),
             sort_key=_string(SORT_KEY),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,

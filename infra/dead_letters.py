@@ -7,6 +7,8 @@ DLQ 2, which is final and alarmed for operators.
 
 from __future__ import annotations
 
+from typing import Final
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
@@ -17,8 +19,23 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment
-from infra import constants, table_access
+from infra import table_access
+from infra.function_settings import REDRIVE_FUNCTION
 from infra.python_function import SharedSettings, python_function
+
+# Construct ids (stable: they feed the CloudFormation logical ids).
+DLQ1_ID: Final = "StreamFailureQueue"
+DLQ2_ID: Final = "RedriveFailureQueue"
+DLQ2_ALARM_ID: Final = "RedriveFailureQueueNotEmpty"
+
+DLQ_RETENTION_DAYS: Final = 14
+DLQ1_MAX_RECEIVE_COUNT: Final = 5
+# AWS recommends a queue visibility timeout of at least 6x the consuming function's timeout, so a
+# message is not handed out again while an invocation (plus its throttling retries) may still run.
+DLQ1_VISIBILITY_TIMEOUT_FACTOR: Final = 6
+REDRIVE_BATCH_SIZE: Final = 10
+DLQ2_ALARM_THRESHOLD: Final = 1
+DLQ2_ALARM_PERIOD_MINUTES: Final = 1
 
 
 def dead_letter_queue(
@@ -35,7 +52,7 @@ def dead_letter_queue(
         encryption=sqs.QueueEncryption.SQS_MANAGED,
         enforce_ssl=True,
         # The maximum: operators get two weeks to look at a failure before it is gone.
-        retention_period=cdk.Duration.days(constants.DLQ_RETENTION_DAYS),
+        retention_period=cdk.Duration.days(DLQ_RETENTION_DAYS),
         visibility_timeout=visibility_timeout,
         dead_letter_queue=dead_letter_queue,
         removal_policy=removal_policy,
@@ -52,10 +69,10 @@ def queue_not_empty_alarm(
         construct_id,
         alarm_description=description,
         metric=queue.metric_approximate_number_of_messages_visible(
-            period=cdk.Duration.minutes(constants.DLQ2_ALARM_PERIOD_MINUTES),
+            period=cdk.Duration.minutes(DLQ2_ALARM_PERIOD_MINUTES),
             statistic=cloudwatch.Stats.MAXIMUM,
         ),
-        threshold=constants.DLQ2_ALARM_THRESHOLD,
+        threshold=DLQ2_ALARM_THRESHOLD,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluation_periods=1,
         datapoints_to_alarm=1,
@@ -73,29 +90,25 @@ class DeadLetters(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, shared: SharedSettings) -> None:
         super().__init__(scope, construct_id)
 
-        self.final_queue = dead_letter_queue(self, constants.DLQ2_ID, removal_policy=shared.removal_policy)
+        self.final_queue = dead_letter_queue(self, DLQ2_ID, removal_policy=shared.removal_policy)
         self.stream_failure_queue = dead_letter_queue(
             self,
-            constants.DLQ1_ID,
+            DLQ1_ID,
             removal_policy=shared.removal_policy,
-            visibility_timeout=cdk.Duration.seconds(
-                constants.DLQ1_VISIBILITY_TIMEOUT_FACTOR * constants.REDRIVE_TIMEOUT_SECONDS
-            ),
-            dead_letter_queue=sqs.DeadLetterQueue(
-                queue=self.final_queue, max_receive_count=constants.DLQ1_MAX_RECEIVE_COUNT
-            ),
+            visibility_timeout=cdk.Duration.seconds(DLQ1_VISIBILITY_TIMEOUT_FACTOR * REDRIVE_FUNCTION.timeout_seconds),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.final_queue, max_receive_count=DLQ1_MAX_RECEIVE_COUNT),
         )
 
         self.redrive_function = python_function(
             self,
-            constants.REDRIVE_FUNCTION,
+            REDRIVE_FUNCTION,
             shared=shared,
             environment=FunctionEnvironment(table_name=table.table_name),
         )
         self.redrive_function.add_event_source(
             event_sources.SqsEventSource(
                 self.stream_failure_queue,
-                batch_size=constants.REDRIVE_BATCH_SIZE,
+                batch_size=REDRIVE_BATCH_SIZE,
                 report_batch_item_failures=True,
             )
         )
@@ -106,7 +119,7 @@ class DeadLetters(Construct):
 
         self.final_queue_alarm = queue_not_empty_alarm(
             self,
-            constants.DLQ2_ALARM_ID,
+            DLQ2_ALARM_ID,
             self.final_queue,
             "Stream records the redrive could not apply reached the final dead-letter queue: "
             "counters are not exact until an operator replays them",

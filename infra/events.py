@@ -9,6 +9,8 @@ again). A rule of the bus keeps every event in a log group, which `python -m ops
 
 from __future__ import annotations
 
+from typing import Final
+
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_dynamodb as dynamodb
@@ -24,10 +26,23 @@ from constructs import Construct
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.config import FunctionEnvironment
-from infra import constants
+from infra.counting import STREAM_BATCH_SIZE, STREAM_MAX_RECORD_AGE_SECONDS, STREAM_MAX_RETRY_ATTEMPTS
 from infra.dead_letters import dead_letter_queue, queue_not_empty_alarm
+from infra.function_settings import EVENT_PUBLISHER_FUNCTION
 from infra.props import UsageWebhook
 from infra.python_function import SharedSettings, python_function
+
+# Construct ids (stable: they feed the CloudFormation logical ids): the bus, the dead-letter queue of
+# the batches the publisher gave up on, the log group the bus's events are kept in for
+# `python -m ops events`, and its rule, the webhook's and the alarm topic's (with `-c alarmEmail`:
+# threshold crossings go there as well).
+EVENT_BUS_ID: Final = "UsageEventBus"
+EVENTS_DLQ_ID: Final = "EventsFailureQueue"
+EVENTS_DLQ_ALARM_ID: Final = "EventsFailureQueueNotEmpty"
+EVENTS_LOG_ID: Final = "UsageEventsLog"
+EVENTS_LOG_RULE_ID: Final = "UsageEventsToLog"
+USAGE_WEBHOOK_ID: Final = "UsageWebhook"
+EVENTS_TO_ALARM_TOPIC_RULE_ID: Final = "UsageThresholdsToAlarmTopic"
 
 # Every event the stack puts: what the stack's own rules match.
 USAGE_EVENTS = events.EventPattern(source=[SOURCE])
@@ -79,12 +94,12 @@ class UsageEvents(Construct):
         is subscribed to it). `webhook`: an endpoint every usage event is POSTed to.
         `name_prefix`: unique to the counter, for the log group's fixed name."""
         super().__init__(scope, construct_id)
-        self.bus = event_bus or events.EventBus(self, constants.EVENT_BUS_ID)
+        self.bus = event_bus or events.EventBus(self, EVENT_BUS_ID)
 
-        self.failure_queue = dead_letter_queue(self, constants.EVENTS_DLQ_ID, removal_policy=shared.removal_policy)
+        self.failure_queue = dead_letter_queue(self, EVENTS_DLQ_ID, removal_policy=shared.removal_policy)
         self.publisher_function = python_function(
             self,
-            constants.EVENT_PUBLISHER_FUNCTION,
+            EVENT_PUBLISHER_FUNCTION,
             shared=shared,
             environment=FunctionEnvironment(table_name=table.table_name, event_bus_name=self.bus.event_bus_name),
         )
@@ -93,12 +108,12 @@ class UsageEvents(Construct):
                 table,
                 # Every outbox item still in the stream is an event to put.
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=constants.STREAM_BATCH_SIZE,
+                batch_size=STREAM_BATCH_SIZE,
                 filters=[lambda_.FilterCriteria.filter(dict(pattern)) for pattern in OUTBOX_FILTER_PATTERNS],
                 report_batch_item_failures=True,
                 bisect_batch_on_error=True,
-                retry_attempts=constants.STREAM_MAX_RETRY_ATTEMPTS,
-                max_record_age=cdk.Duration.seconds(constants.STREAM_MAX_RECORD_AGE_SECONDS),
+                retry_attempts=STREAM_MAX_RETRY_ATTEMPTS,
+                max_record_age=cdk.Duration.seconds(STREAM_MAX_RECORD_AGE_SECONDS),
                 on_failure=event_sources.SqsDlq(self.failure_queue),
             )
         )
@@ -106,7 +121,7 @@ class UsageEvents(Construct):
 
         self.failure_queue_alarm = queue_not_empty_alarm(
             self,
-            constants.EVENTS_DLQ_ALARM_ID,
+            EVENTS_DLQ_ALARM_ID,
             self.failure_queue,
             "Usage events the publisher could not put on the bus reached their dead-letter queue: "
             "subscribers miss them until an operator runs `python -m ops events replay`",
@@ -117,7 +132,7 @@ class UsageEvents(Construct):
         # CloudWatch Logs" targets); the counter's name prefix keeps two counters of a region apart.
         self.log_group = logs.LogGroup(
             self,
-            constants.EVENTS_LOG_ID,
+            EVENTS_LOG_ID,
             log_group_name=f"/aws/events/{name_prefix}-usage",
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=shared.removal_policy,
@@ -140,7 +155,7 @@ class UsageEvents(Construct):
         )
         events.Rule(
             self,
-            constants.EVENTS_LOG_RULE_ID,
+            EVENTS_LOG_RULE_ID,
             event_bus=self.bus,
             event_pattern=USAGE_EVENTS,
             targets=[LogGroupTarget(self.log_group)],
@@ -148,7 +163,7 @@ class UsageEvents(Construct):
         if thresholds_to_alarm_topic:
             events.Rule(
                 self,
-                constants.EVENTS_TO_ALARM_TOPIC_RULE_ID,
+                EVENTS_TO_ALARM_TOPIC_RULE_ID,
                 event_bus=self.bus,
                 event_pattern=THRESHOLD_CROSSINGS,
                 targets=[targets.SnsTopic(alarm_topic)],
@@ -167,7 +182,7 @@ class UsageEvents(Construct):
         request's JSON body."""
         connection = events.Connection(
             self,
-            f"{constants.USAGE_WEBHOOK_ID}Connection",
+            f"{USAGE_WEBHOOK_ID}Connection",
             authorization=events.Authorization.api_key(
                 webhook.header, cdk.SecretValue.secrets_manager(webhook.secret_arn)
             ),
@@ -175,7 +190,7 @@ class UsageEvents(Construct):
         )
         destination = events.ApiDestination(
             self,
-            constants.USAGE_WEBHOOK_ID,
+            USAGE_WEBHOOK_ID,
             connection=connection,
             endpoint=webhook.url,
             http_method=events.HttpMethod.POST,
@@ -183,7 +198,7 @@ class UsageEvents(Construct):
         )
         events.Rule(
             self,
-            f"{constants.USAGE_WEBHOOK_ID}Rule",
+            f"{USAGE_WEBHOOK_ID}Rule",
             event_bus=self.bus,
             event_pattern=USAGE_EVENTS,
             targets=[targets.ApiDestination(destination)],

@@ -17,6 +17,7 @@ them under fixed names).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
@@ -30,7 +31,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import constants
 from infra.access import Access, invoke_arn, tenant_invoke_arns
 from infra.api import Api
 from infra.bundling import PipRunner, lambda_package, run_pip
@@ -41,6 +41,7 @@ from infra.events import UsageEvents
 from infra.jwt_authorizer import JwtAuthorizer
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
+from infra.outputs import TENANT_TAG_KEY
 from infra.props import (
     ApiLogsRole,
     ExistingTable,
@@ -53,6 +54,18 @@ from infra.props import (
 from infra.python_function import SharedSettings
 from infra.refusals import LimitRefusals
 from infra.sweeper import Sweeper
+
+# The ids of the counter's parts (stable: they feed the CloudFormation logical ids).
+DATA_CONSTRUCT_ID: Final = "Data"
+DEAD_LETTERS_CONSTRUCT_ID: Final = "DeadLetters"
+COUNTING_CONSTRUCT_ID: Final = "Counting"
+API_CONSTRUCT_ID: Final = "Api"
+ACCESS_CONSTRUCT_ID: Final = "Access"
+TOKEN_AUTHORIZER_CONSTRUCT_ID: Final = "TokenAuthorizer"  # noqa: S105 - a construct id
+MONITORING_CONSTRUCT_ID: Final = "Monitoring"
+SWEEPER_CONSTRUCT_ID: Final = "Sweeper"
+EVENTS_CONSTRUCT_ID: Final = "UsageEvents"
+REFUSALS_CONSTRUCT_ID: Final = "LimitRefusals"
 
 __all__ = [
     "ApiLogsRole",
@@ -93,17 +106,17 @@ class HybridCounter(Construct):
         )
         data = DataStore(
             self,
-            constants.DATA_CONSTRUCT_ID,
+            DATA_CONSTRUCT_ID,
             removal_policy=props.removal_policy,
             existing_table=props.existing_table,
             max_reads=props.table_max_read_request_units,
             max_writes=props.table_max_write_request_units,
         )
         # Before counting: the consumer's on-failure destination is DLQ 1.
-        dead_letters = DeadLetters(self, constants.DEAD_LETTERS_CONSTRUCT_ID, table=data.table, shared=shared)
+        dead_letters = DeadLetters(self, DEAD_LETTERS_CONSTRUCT_ID, table=data.table, shared=shared)
         counting = Counting(
             self,
-            constants.COUNTING_CONSTRUCT_ID,
+            COUNTING_CONSTRUCT_ID,
             table=data.table,
             stream_failure_queue=dead_letters.stream_failure_queue,
             shared=shared,
@@ -114,7 +127,7 @@ class HybridCounter(Construct):
         jwt_authorizer = (
             JwtAuthorizer(
                 self,
-                constants.TOKEN_AUTHORIZER_CONSTRUCT_ID,
+                TOKEN_AUTHORIZER_CONSTRUCT_ID,
                 shared=shared,
                 table_name=data.table.table_name,
                 jwt=authorization,
@@ -124,7 +137,7 @@ class HybridCounter(Construct):
         )
         api = Api(
             self,
-            constants.API_CONSTRUCT_ID,
+            API_CONSTRUCT_ID,
             table=data.table,
             shared=shared,
             tenant_rate=props.tenant_rate,
@@ -138,15 +151,15 @@ class HybridCounter(Construct):
         if isinstance(authorization, IamAuthorization):
             access = Access(
                 self,
-                constants.ACCESS_CONSTRUCT_ID,
+                ACCESS_CONSTRUCT_ID,
                 rest_api=api.rest_api,
                 tenant_role_trusted_by=authorization.tenant_role_trusted_by,
                 admin_role_trusted_by=authorization.admin_role_trusted_by,
             )
-        sweeper = Sweeper(self, constants.SWEEPER_CONSTRUCT_ID, table=data.table, shared=shared)
+        sweeper = Sweeper(self, SWEEPER_CONSTRUCT_ID, table=data.table, shared=shared)
         monitoring = Monitoring(
             self,
-            constants.MONITORING_CONSTRUCT_ID,
+            MONITORING_CONSTRUCT_ID,
             table=data.table,
             api=api,
             counting=counting,
@@ -157,7 +170,7 @@ class HybridCounter(Construct):
         )
         usage_events = UsageEvents(
             self,
-            constants.EVENTS_CONSTRUCT_ID,
+            EVENTS_CONSTRUCT_ID,
             table=data.table,
             shared=shared,
             alarm_topic=monitoring.topic,
@@ -169,7 +182,7 @@ class HybridCounter(Construct):
         )
         limit_refusals = LimitRefusals(
             self,
-            constants.REFUSALS_CONSTRUCT_ID,
+            REFUSALS_CONSTRUCT_ID,
             table=data.table,
             shared=shared,
             api_function=api.function,
@@ -239,7 +252,7 @@ class HybridCounter(Construct):
     @property
     def tenant_tag_key(self) -> str:
         """The session tag naming a tenant role session's account."""
-        return constants.TENANT_TAG_KEY
+        return TENANT_TAG_KEY
 
     @property
     def dlq1(self) -> sqs.IQueue:

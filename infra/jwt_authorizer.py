@@ -3,13 +3,18 @@ an OIDC issuer (functions/authorizer/), whose policy API Gateway caches per toke
 
 from __future__ import annotations
 
+from typing import Final
+
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment, JwtSettings
-from infra import constants
+from infra.function_settings import AUTHORIZER_FUNCTION
 from infra.python_function import SharedSettings, python_function
+
+# API Gateway caches an authorizer's policy per token this long (0 to 3600 s).
+AUTHORIZER_CACHE_SECONDS: Final = 300
 
 
 class JwtAuthorizer(Construct):
@@ -21,7 +26,7 @@ class JwtAuthorizer(Construct):
         super().__init__(scope, construct_id)
         self.function = python_function(
             self,
-            constants.AUTHORIZER_FUNCTION,
+            AUTHORIZER_FUNCTION,
             shared=shared,
             environment=FunctionEnvironment(
                 table_name=table_name,  # every function gets it; this one calls no AWS API at all
@@ -36,5 +41,5 @@ class JwtAuthorizer(Construct):
             "Authorizer",
             handler=self.function,
             identity_source=apigateway.IdentitySource.header("Authorization"),
-            results_cache_ttl=cdk.Duration.seconds(constants.AUTHORIZER_CACHE_SECONDS),
+            results_cache_ttl=cdk.Duration.seconds(AUTHORIZER_CACHE_SECONDS),
         )

@@ -9,7 +9,7 @@ default (Amazon SNS developer guide, "Encryption at rest": AWS managed keys do n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -21,11 +21,14 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
-from infra import constants
 from infra.api import Api
 from infra.counting import Counting
 from infra.dead_letters import DeadLetters
+from infra.function_settings import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
 from infra.sweeper import Sweeper
+
+ALARM_TOPIC_ID: Final = "AlarmTopic"
+DASHBOARD_ID: Final = "Dashboard"
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
 
@@ -35,9 +38,9 @@ def _service_metric(
 ) -> cloudwatch.Metric:
     """A metric the functions publish with Powertools (functions/shared/observability.py)."""
     return cloudwatch.Metric(
-        namespace=constants.POWERTOOLS_METRICS_NAMESPACE,
+        namespace=POWERTOOLS_METRICS_NAMESPACE,
         metric_name=name,
-        dimensions_map={"service": constants.POWERTOOLS_SERVICE_NAME},
+        dimensions_map={"service": POWERTOOLS_SERVICE_NAME},
         statistic=statistic,
         period=period,
     )
@@ -59,7 +62,7 @@ class Monitoring(Construct):
     ) -> None:
         """`name_prefix`: unique to the counter in its account and region, for what has a fixed name."""
         super().__init__(scope, construct_id)
-        self.topic = sns.Topic(self, constants.ALARM_TOPIC_ID, display_name="Hybrid counter alarms", enforce_ssl=True)
+        self.topic = sns.Topic(self, ALARM_TOPIC_ID, display_name="Hybrid counter alarms", enforce_ssl=True)
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: list[cloudwatch.Alarm] = [dead_letters.final_queue_alarm]
@@ -192,7 +195,7 @@ class Monitoring(Construct):
             )
 
         throttled_tenants = self._throttled_tenants_rule(api, name_prefix)
-        dashboard = cloudwatch.Dashboard(self, constants.DASHBOARD_ID)
+        dashboard = cloudwatch.Dashboard(self, DASHBOARD_ID)
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Creates and deletes per second", left=[rate("ResourcesCreated"), rate("ResourcesDeleted")]

@@ -8,10 +8,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra import constants
 from infra.access import Access
 from infra.api import Api
 from infra.bundling import LAMBDA_RUNTIME
+from infra.outputs import TENANT_TAG_KEY
 
 XRAY = (
     "Resource::* is X-Ray's PutTraceSegments and PutTelemetryRecords (and, for the stream consumer, "
@@ -63,7 +63,7 @@ def _explain_roles(api: Api, access: Access) -> None:
     stack_of = cdk.Stack.of(api.rest_api)
     rest_api = stack_of.resolve(stack_of.get_logical_id(api.rest_api.node.default_child))  # type: ignore[arg-type]
     execute_api = f"Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{rest_api}>/prod"
-    account = f"accounts/<aws:PrincipalTag/{constants.TENANT_TAG_KEY}>"
+    account = f"accounts/<aws:PrincipalTag/{TENANT_TAG_KEY}>"
     resources = (f"{account}/resources", f"{account}/types/*/resources")
     for finding in (*resources, *(f"{each}/*" for each in resources)):
         _acknowledge(

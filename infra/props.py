@@ -1,6 +1,7 @@
 """What a `HybridCounter` (infra/hybrid_counter.py) is built from: typed, checked when made, with the
-defaults of the app's stack. The app reads them from CDK context (infra/settings.py); a user's own
-CDK app writes them out.
+defaults of the app's stack. Each option, its default and its bounds are declared once in
+infra/options.py; the app reads them from CDK context (infra/settings.py); a user's own CDK app
+writes them out.
 
 A prop outside what AWS or the design allows is refused when the props are made, with its name
 (`InvalidProps`), before any construct exists.
@@ -9,7 +10,6 @@ A prop outside what AWS or the design allows is refused when the props are made,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from urllib.parse import urlsplit
 
 import aws_cdk as cdk
@@ -19,7 +19,8 @@ from aws_cdk import aws_lambda as lambda_
 
 from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
 from functions.shared.config import JwtSettings
-from infra import constants
+from infra import options
+from infra.options import ApiLogsRole as ApiLogsRole  # part of the props' API: `from infra.props import ApiLogsRole`
 
 
 class InvalidProps(ValueError):
@@ -29,26 +30,6 @@ class InvalidProps(ValueError):
         super().__init__(f"{owner}.{field_name} {reason}")
         self.field_name = field_name
         self.reason = reason
-
-
-def _whole(owner: str, field_name: str, value: object, least: int, most: int | None = None) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= least and (most is None or value <= most):
-        return
-    bounds = f"at least {least}" if most is None else f"from {least} to {most}"
-    raise InvalidProps(owner, field_name, f"must be a whole number {bounds}, got {value!r}")
-
-
-class ApiLogsRole(StrEnum):
-    """API Gateway writes access and execution logs only through the region's CloudWatch role, one
-    account-level setting (AWS::ApiGateway::Account) per region."""
-
-    CREATE = constants.API_LOGS_ROLE_CREATE
-    """Set it, with the role AWS prescribes, kept when the stack is deleted. One counter per region
-    sets it: a second counter in the same account and region takes EXISTING."""
-    EXISTING = constants.API_LOGS_ROLE_EXISTING
-    """The account already has one."""
-    NONE = constants.API_LOGS_ROLE_NONE
-    """No API Gateway logs (the functions still log)."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +54,8 @@ class JwtAuthorization(JwtSettings):
     `tenant_claim` names the caller's account; `admin_scope` is a scope or Cognito group that may
     do everything (docs/security.md)."""
 
-    tenant_claim: str = constants.DEFAULT_JWT_TENANT_CLAIM
-    admin_scope: str = constants.DEFAULT_JWT_ADMIN_SCOPE
+    tenant_claim: str = options.JWT_TENANT_CLAIM.default
+    admin_scope: str = options.JWT_ADMIN_SCOPE.default
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -112,7 +93,7 @@ class UsageWebhook:
 
     url: str
     secret_arn: str
-    header: str = constants.DEFAULT_USAGE_WEBHOOK_HEADER
+    header: str = options.USAGE_WEBHOOK_HEADER.default
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -125,75 +106,35 @@ class UsageWebhook:
             raise InvalidProps(owner, "header", "must not be empty")
 
 
-_REMOVAL_POLICIES = (cdk.RemovalPolicy.RETAIN, cdk.RemovalPolicy.DESTROY)
-_ARCHITECTURES = (constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64)
-
-
 @dataclass(frozen=True)
 class HybridCounterProps:
-    """Every choice a deployer makes; each default is the app's (README, "Deploy to AWS")."""
+    """Every choice a deployer makes; each default is the app's (infra/options.py says what each is,
+    docs/construct.md shows it)."""
 
     authorization: IamAuthorization | JwtAuthorization = field(default_factory=IamAuthorization)
-    # Subscribed to every alarm (the address must confirm). None: no subscription.
     alarm_email: str | None = None
-    # Seconds the consumer's event source gathers stream records before it invokes (0-300): larger
-    # batches fold more creates and deletes into each counter write; the eventual count lags as much.
-    stream_batching_window_seconds: int = constants.DEFAULT_STREAM_BATCHING_WINDOW_SECONDS
-    # Batches of one stream shard the consumer runs at once (1-10); each account's records stay in order.
-    stream_parallelization_factor: int = constants.DEFAULT_STREAM_PARALLELIZATION_FACTOR
-    # RETAIN (the table, queues and logs outlive the stack; the table has deletion protection) or
-    # DESTROY (throw-away stacks).
-    removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN
-    # The EventBridge bus usage events go on (docs/events.md). None: a bus of the counter's own.
+    stream_batching_window_seconds: int = options.STREAM_BATCHING_WINDOW.default
+    stream_parallelization_factor: int = options.STREAM_PARALLELIZATION.default
+    removal_policy: cdk.RemovalPolicy = options.REMOVAL_POLICY.default_value
     event_bus: events.IEventBus | None = None
-    # An HTTPS endpoint that receives every usage event. None: no webhook.
     usage_webhook: UsageWebhook | None = None
-    # The stage's throttle, every method together: requests a second, and the burst bucket.
-    api_rate_limit: int = constants.DEFAULT_API_RATE_LIMIT
-    api_burst_limit: int = constants.DEFAULT_API_BURST_LIMIT
-    # Every tenant's rate limit unless an admin gives it its own (functions/core/rate_limits.py).
+    api_rate_limit: int = options.API_RATE_LIMIT.default
+    api_burst_limit: int = options.API_BURST_LIMIT.default
     tenant_rate: TenantRate = DEFAULT_TENANT_RATE
-    # How long a deleted resource's tombstone keeps its Idempotency-Key, at least an hour.
-    idempotency_window_seconds: int = constants.TOMBSTONE_RETENTION_SECONDS
-    # A cost guard on the on-demand table: DynamoDB throttles beyond it. None: no maximum.
-    table_max_read_request_units: int | None = None
-    table_max_write_request_units: int | None = None
-    api_logs_role: ApiLogsRole = ApiLogsRole.CREATE
-    # The functions' CPU, and the wheels bundled for it.
-    architecture: lambda_.Architecture = field(default_factory=lambda: lambda_.Architecture.ARM_64)
-    # None: a table of the counter's own.
+    idempotency_window_seconds: int = options.IDEMPOTENCY_WINDOW.default
+    table_max_read_request_units: int | None = options.TABLE_MAX_READS.default
+    table_max_write_request_units: int | None = options.TABLE_MAX_WRITES.default
+    api_logs_role: ApiLogsRole = options.API_LOGS_ROLE.default_value
+    architecture: lambda_.Architecture = field(default_factory=lambda: options.ARCHITECTURE.default_value)
     existing_table: ExistingTable | None = None
 
     def __post_init__(self) -> None:
-        owner = type(self).__name__
-        _whole(
-            owner,
-            "stream_batching_window_seconds",
-            self.stream_batching_window_seconds,
-            0,
-            constants.MAX_STREAM_BATCHING_WINDOW_SECONDS,
-        )
-        _whole(
-            owner,
-            "stream_parallelization_factor",
-            self.stream_parallelization_factor,
-            1,
-            constants.MAX_STREAM_PARALLELIZATION_FACTOR,
-        )
-        _whole(owner, "api_rate_limit", self.api_rate_limit, 1)
-        _whole(owner, "api_burst_limit", self.api_burst_limit, 0)
-        _whole(
-            owner,
-            "idempotency_window_seconds",
-            self.idempotency_window_seconds,
-            constants.MIN_IDEMPOTENCY_WINDOW_SECONDS,
-        )
-        for name in ("table_max_read_request_units", "table_max_write_request_units"):
-            if getattr(self, name) is not None:
-                _whole(owner, name, getattr(self, name), 1)
-        if self.removal_policy not in _REMOVAL_POLICIES:
-            raise InvalidProps(owner, "removal_policy", f"must be RETAIN or DESTROY, got {self.removal_policy}")
-        if self.architecture.name not in _ARCHITECTURES:
-            raise InvalidProps(owner, "architecture", f"must be ARM_64 or X86_64, got {self.architecture.name!r}")
-        if self.alarm_email is not None and "@" not in self.alarm_email:
-            raise InvalidProps(owner, "alarm_email", f"must be an email address, got {self.alarm_email!r}")
+        for option in options.WHOLE_NUMBERS:
+            value = getattr(self, option.prop)
+            if value is None and option.default is None:
+                continue
+            if (refusal := option.refusal(value)) is not None:
+                raise InvalidProps(type(self).__name__, option.prop, refusal)
+        for check in (*options.CHOICES, options.ALARM_EMAIL):
+            if (refusal := check.refusal(getattr(self, check.prop))) is not None:
+                raise InvalidProps(type(self).__name__, check.prop, refusal)

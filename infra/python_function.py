@@ -13,8 +13,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.shared.config import FunctionEnvironment
-from infra import constants
 from infra.bundling import LAMBDA_RUNTIME, LambdaPackage
+from infra.function_settings import LOG_LEVEL, POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME, FunctionSettings
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class SharedSettings:
 
 def python_function(
     scope: Construct,
-    function: constants.FunctionSettings,
+    function: FunctionSettings,
     *,
     shared: SharedSettings,
     environment: FunctionEnvironment,
@@ -50,9 +50,9 @@ def python_function(
     )
     variables = {
         **environment.model_copy(update={"tombstone_retention": shared.tombstone_retention}).variables(),
-        "POWERTOOLS_SERVICE_NAME": constants.POWERTOOLS_SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": constants.POWERTOOLS_METRICS_NAMESPACE,
-        "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+        "POWERTOOLS_LOG_LEVEL": LOG_LEVEL,
         # Tracing is active, and Powertools would put each traced handler's and method's response
         # and exception in X-Ray's metadata: API answers, stream records and their errors carry
         # tenants' data (docs/security.md). The API handler's decorator says so too.

@@ -12,6 +12,8 @@ queue, whose first message raises an alarm.
 
 from __future__ import annotations
 
+from typing import Final
+
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
@@ -24,9 +26,20 @@ from constructs import Construct
 
 from functions.core.refusals import filter_pattern
 from functions.shared.config import FunctionEnvironment
-from infra import constants, table_access
+from infra import table_access
 from infra.dead_letters import dead_letter_queue, queue_not_empty_alarm
+from infra.function_settings import REFUSAL_AGGREGATOR_FUNCTION, REFUSAL_EMITTER_FUNCTION
 from infra.python_function import SharedSettings, python_function
+
+# Construct ids (stable: they feed the CloudFormation logical ids): the subscription filter on the
+# API's log group, the queue of windows to announce, and the dead-letter queue of both functions.
+REFUSAL_FILTER_ID: Final = "RefusalLines"
+REFUSED_WINDOWS_QUEUE_ID: Final = "RefusedWindowsQueue"
+REFUSALS_DLQ_ID: Final = "RefusalsFailureQueue"
+REFUSALS_DLQ_ALARM_ID: Final = "RefusalsFailureQueueNotEmpty"
+
+REFUSED_WINDOWS_MAX_RECEIVE_COUNT: Final = 5
+REFUSAL_EMITTER_BATCH_SIZE: Final = 10
 
 DLQ_FINDING = (
     "The queue is the dead-letter queue of the refusal aggregator's asynchronous invocations and of the windows "
@@ -46,24 +59,24 @@ class LimitRefusals(Construct):
         alarm_topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.failure_queue = dead_letter_queue(self, constants.REFUSALS_DLQ_ID, removal_policy=shared.removal_policy)
-        emitter_timeout = constants.REFUSAL_EMITTER_FUNCTION.timeout_seconds
+        self.failure_queue = dead_letter_queue(self, REFUSALS_DLQ_ID, removal_policy=shared.removal_policy)
+        emitter_timeout = REFUSAL_EMITTER_FUNCTION.timeout_seconds
         self.windows_queue = sqs.Queue(
             self,
-            constants.REFUSED_WINDOWS_QUEUE_ID,
+            REFUSED_WINDOWS_QUEUE_ID,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             # Six times the emitter's timeout, as Lambda advises for an SQS event source.
             visibility_timeout=cdk.Duration.seconds(6 * emitter_timeout),
             dead_letter_queue=sqs.DeadLetterQueue(
-                queue=self.failure_queue, max_receive_count=constants.REFUSED_WINDOWS_MAX_RECEIVE_COUNT
+                queue=self.failure_queue, max_receive_count=REFUSED_WINDOWS_MAX_RECEIVE_COUNT
             ),
             removal_policy=shared.removal_policy,
         )
 
         self.aggregator = python_function(
             self,
-            constants.REFUSAL_AGGREGATOR_FUNCTION,
+            REFUSAL_AGGREGATOR_FUNCTION,
             shared=shared,
             environment=FunctionEnvironment(
                 table_name=table.table_name, refusal_queue_url=self.windows_queue.queue_url
@@ -75,7 +88,7 @@ class LimitRefusals(Construct):
 
         self.emitter = python_function(
             self,
-            constants.REFUSAL_EMITTER_FUNCTION,
+            REFUSAL_EMITTER_FUNCTION,
             shared=shared,
             environment=FunctionEnvironment(table_name=table.table_name),
         )
@@ -83,7 +96,7 @@ class LimitRefusals(Construct):
         self.emitter.add_event_source(
             event_sources.SqsEventSource(
                 self.windows_queue,
-                batch_size=constants.REFUSAL_EMITTER_BATCH_SIZE,
+                batch_size=REFUSAL_EMITTER_BATCH_SIZE,
                 report_batch_item_failures=True,
             )
         )
@@ -94,7 +107,7 @@ class LimitRefusals(Construct):
             raise AssertionError("the API function has no log group of its own")
         logs.SubscriptionFilter(
             self,
-            constants.REFUSAL_FILTER_ID,
+            REFUSAL_FILTER_ID,
             log_group=api_function.log_group,
             destination=log_destinations.LambdaDestination(self.aggregator),
             filter_pattern=logs.FilterPattern.literal(filter_pattern()),
@@ -102,7 +115,7 @@ class LimitRefusals(Construct):
 
         self.failure_queue_alarm = queue_not_empty_alarm(
             self,
-            constants.REFUSALS_DLQ_ALARM_ID,
+            REFUSALS_DLQ_ALARM_ID,
             self.failure_queue,
             "Refused creates the aggregator could not count, or minutes the emitter could not announce, reached "
             "their dead-letter queue: some Limit Refused events are missing (docs/operations.md)",

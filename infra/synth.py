@@ -15,7 +15,8 @@ from typing import Any, Final
 
 import aws_cdk as cdk
 
-from infra import constants
+from infra import options
+from infra.outputs import DEFAULT_STACK_NAME
 from infra.stack import HybridCounterStack
 
 CDK_JSON: Final = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -27,14 +28,14 @@ def cdk_json_context() -> dict[str, Any]:
 
 
 def synthesize_stack_template(
-    context: Mapping[str, Any] | None = None, stack_name: str = constants.DEFAULT_STACK_NAME
+    context: Mapping[str, Any] | None = None, stack_name: str = DEFAULT_STACK_NAME
 ) -> dict[str, Any]:
     """Template of a fresh synth with cdk.json's context plus `context` (bundling always off)."""
     app = cdk.App(
         context={
             **cdk_json_context(),
             **(context or {}),
-            constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
+            options.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
         }
     )
     stack = HybridCounterStack(app, stack_name)

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from infra import constants
+from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_DLQ1_URL, OUTPUT_DLQ2_URL, OUTPUT_STREAM_ARN, OUTPUT_TABLE_NAME
 from local.deploy import context_entry
 from local.identities import DEFAULT_TENANT, IDENTITIES_FILE, Identities
 
@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=300.0,
         help="unused capacity a partition keeps for bursts, as DynamoDB does (default 300; 0 shows throttles at once)",
     )
-    parser.add_argument("--stack-name", default=constants.DEFAULT_STACK_NAME)
+    parser.add_argument("--stack-name", default=DEFAULT_STACK_NAME)
     parser.add_argument("--faults", help="JSON file of fault rules to inject (see local/faults.py)")
     parser.add_argument(
         "--sqs-retry-visibility",
@@ -182,10 +182,10 @@ def print_summary(runtime: Any, identities: Identities, endpoint: str, emulator_
                 f"  API           {runtime.api_url}  (every request signed with SigV4: docs/security.md)",
                 *callers(runtime, identities),
                 f"  emulator      {endpoint}{f'  (embedded moto, {emulator_flavour})' if emulator_flavour else ''}",
-                f"  table         {outputs.get(constants.OUTPUT_TABLE_NAME)}",
-                f"  stream        {outputs.get(constants.OUTPUT_STREAM_ARN)}",
-                f"  DLQ 1         {outputs.get(constants.OUTPUT_DLQ1_URL)}",
-                f"  DLQ 2         {outputs.get(constants.OUTPUT_DLQ2_URL)}",
+                f"  table         {outputs.get(OUTPUT_TABLE_NAME)}",
+                f"  stream        {outputs.get(OUTPUT_STREAM_ARN)}",
+                f"  DLQ 1         {outputs.get(OUTPUT_DLQ1_URL)}",
+                f"  DLQ 2         {outputs.get(OUTPUT_DLQ2_URL)}",
                 f"  function logs {runtime.settings.log_dir}",
                 f"  ready in {seconds:.1f} s; one line per invocation below; Ctrl-C stops everything",
                 "",

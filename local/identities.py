@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Self
 
 from functions.core.model import ID_PATTERN, MAX_ID_LENGTH
-from infra import constants
+from infra.outputs import OUTPUT_ADMIN_ROLE_ARN, OUTPUT_TENANT_ROLE_ARN, TENANT_TAG_KEY
 from local.sessions import Clock, Session, Sessions
 from local.sigv4 import utc_now
 
 ADMIN, TENANT = "admin", "tenant"
 IDENTITIES_FILE = Path(__file__).resolve().parent.parent / ".local" / "identities.json"
 # The stack output naming each kind of session's role.
-ROLE_OUTPUTS = {ADMIN: constants.OUTPUT_ADMIN_ROLE_ARN, TENANT: constants.OUTPUT_TENANT_ROLE_ARN}
+ROLE_OUTPUTS = {ADMIN: OUTPUT_ADMIN_ROLE_ARN, TENANT: OUTPUT_TENANT_ROLE_ARN}
 DEFAULT_TENANT = "acme"
 
 
@@ -35,7 +35,7 @@ def tenant_tags(account_id: str) -> dict[str, str]:
     (docs/security.md)."""
     if not re.fullmatch(ID_PATTERN, account_id):
         raise ValueError(f"{account_id!r} is not an account id (letters, digits, - and _, at most {MAX_ID_LENGTH})")
-    return {constants.TENANT_TAG_KEY: account_id}
+    return {TENANT_TAG_KEY: account_id}
 
 
 class Identities(Sessions):
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None, path: Path = IDENTITIES_FILE) -> None:
     print(f"ADMIN={admin.access_key_id}:{admin.secret_access_key}")
     print(f"ADMIN_TOKEN={admin.session_token}")
     for tenant in tenants:
-        name = shell_name(tenant.tags[constants.TENANT_TAG_KEY])
+        name = shell_name(tenant.tags[TENANT_TAG_KEY])
         print(f"{name}={tenant.access_key_id}:{tenant.secret_access_key}")
         print(f"{name}_TOKEN={tenant.session_token}")
     print("SIGV4=aws:amz:us-east-1:execute-api")

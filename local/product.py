@@ -17,8 +17,8 @@ from typing import Any
 from functions.core.admission import ShardingSettings
 from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
 from functions.shared.config import FunctionEnvironment
-from infra import constants
 from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_PACKAGE, REPO_ROOT
+from infra.outputs import DEFAULT_STACK_NAME
 from local.capacity.limits import parse_factor
 from local.deploy import CdkApp
 from local.http_client import HttpApi, Reply
@@ -27,7 +27,7 @@ from local.runtime import LocalRuntime, RuntimeSettings
 
 APP = CdkApp(
     root=REPO_ROOT,
-    stack_name=constants.DEFAULT_STACK_NAME,
+    stack_name=DEFAULT_STACK_NAME,
     synth_script=(
         "import json, sys; from infra.synth import synthesize_stack_template; "
         "json.dump(synthesize_stack_template(json.loads(sys.argv[1])), sys.stdout)"

@@ -34,7 +34,8 @@ from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
 from functions.core.model import DEFAULT_RESOURCE_TYPE, RESOURCE_TYPE_PATTERN, Quota
 from functions.shared.clock import Clock
-from infra import constants
+from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS
+from infra.outputs import DEFAULT_STACK_NAME
 from ops import commands, events, refusals
 from ops.stack import (
     EXIT_DRIFT,
@@ -72,7 +73,7 @@ def connection_options(defaults: dict[str, Any] | None) -> argparse.ArgumentPars
     options.add_argument(
         "--stack-name",
         default=default("stack_name"),
-        help=f"stack to read the outputs of (default {constants.DEFAULT_STACK_NAME})",
+        help=f"stack to read the outputs of (default {DEFAULT_STACK_NAME})",
     )
     options.add_argument("--json", action="store_true", default=default("json"), help="print JSON")
     return options
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                 {
                     "endpoint_url": os.environ.get("AWS_ENDPOINT_URL") or None,
                     "region": None,
-                    "stack_name": constants.DEFAULT_STACK_NAME,
+                    "stack_name": DEFAULT_STACK_NAME,
                     "json": False,
                 }
             )
@@ -132,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair",
         action="store_true",
         help="correct what drifted, safely while writes continue: the eventual counter by the drift measured, "
-        f"then best effort and held slots by the sweeper's heal (quiet {constants.HEAL_QUIET_SECONDS} s)",
+        f"then best effort and held slots by the sweeper's heal (quiet {HEAL_QUIET_SECONDS} s)",
     )
     audit.set_defaults(run=run_audit)
 
@@ -149,14 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
     heal.add_argument(
         "--quiet-seconds",
         type=int,
-        default=constants.HEAL_QUIET_SECONDS,
+        default=HEAL_QUIET_SECONDS,
         help="lower held slots only if the account had no API write for this long, and settle leases taken "
-        f"longer ago than this as dead (default {constants.HEAL_QUIET_SECONDS}, as deployed)",
+        f"longer ago than this as dead (default {HEAL_QUIET_SECONDS}, as deployed)",
     )
     heal.add_argument(
         "--force",
         action="store_true",
-        help=f"allow --quiet-seconds below the API function's timeout ({constants.API_TIMEOUT_SECONDS} s): "
+        help=f"allow --quiet-seconds below the API function's timeout ({API_FUNCTION.timeout_seconds} s): "
         "safe only while no API call for the account can be in flight (docs/healing.md)",
     )
     heal.set_defaults(run=run_heal)
@@ -346,7 +347,7 @@ def run_audit(context: Context) -> int:
         verdicts[finding.verdict] += 1
         repair = None
         if context.args.repair and finding.verdict == "drift":
-            quiet = timedelta(seconds=constants.HEAL_QUIET_SECONDS)
+            quiet = timedelta(seconds=HEAL_QUIET_SECONDS)
             repair = commands.repair_account(context.table, finding, quiet, context.clock.now())
             verdicts["repaired"] += 1
         if context.args.json:
@@ -373,9 +374,9 @@ def run_heal(context: Context) -> int:
     quiet = context.args.quiet_seconds
     if quiet < 0:
         raise OpsError("--quiet-seconds must not be negative")
-    if quiet < constants.API_TIMEOUT_SECONDS and not context.args.force:
+    if quiet < API_FUNCTION.timeout_seconds and not context.args.force:
         raise OpsError(
-            f"--quiet-seconds {quiet} is below the API function's timeout ({constants.API_TIMEOUT_SECONDS} s): a "
+            f"--quiet-seconds {quiet} is below the API function's timeout ({API_FUNCTION.timeout_seconds} s): a "
             "create still in flight could lose the slot it holds and the account could exceed its limit "
             "(docs/healing.md); pass --force if no API call for the account can be in flight"
         )
@@ -584,7 +585,7 @@ def format_type_details(view: Recount) -> list[str]:
         )
         lines.append(
             f"  drift with no pending work: `{heal}` heals it (held slots only "
-            f"once the account has had no write for {constants.HEAL_QUIET_SECONDS} s); the sweeper does it too"
+            f"once the account has had no write for {HEAL_QUIET_SECONDS} s); the sweeper does it too"
         )
     return lines
 

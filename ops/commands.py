@@ -28,7 +28,7 @@ from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_acc
 from functions.core.model import Quota
 from functions.core.redrive import StreamBatchInfo
 from functions.shared.clock import Clock
-from infra import constants
+from infra.function_settings import SWEEPER_FUNCTION
 from ops.stack import (
     EXIT_ERROR,
     EXIT_NOT_FOUND,
@@ -497,7 +497,7 @@ class SweepResult:
 
 # For the Lambda client that invokes the sweeper: it may run for its whole timeout, and one attempt
 # only (a retried invocation would just queue a second sweep behind the first).
-INVOKE_CONFIG = Config(read_timeout=constants.SWEEPER_TIMEOUT_SECONDS + 30, retries={"total_max_attempts": 1})
+INVOKE_CONFIG = Config(read_timeout=SWEEPER_FUNCTION.timeout_seconds + 30, retries={"total_max_attempts": 1})
 
 
 def sweep_invoke(lambda_client: Any, function_name: str) -> SweepResult:

@@ -3,7 +3,7 @@
 The same code talks to AWS (default credentials and region) and to an emulator (`--endpoint-url`,
 or AWS_ENDPOINT_URL): the local runtime's moto server, or LocalStack. The table, the queues and
 the sweeper function are found from the CloudFormation stack's outputs, whose keys are the
-constants in infra/constants.py.
+names in infra/outputs.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,17 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from infra import constants
+from infra.outputs import (
+    OUTPUT_DLQ1_URL,
+    OUTPUT_DLQ2_URL,
+    OUTPUT_EVENT_BUS_NAME,
+    OUTPUT_EVENTS_DLQ_URL,
+    OUTPUT_EVENTS_LOG_GROUP,
+    OUTPUT_REFUSAL_AGGREGATOR_FUNCTION,
+    OUTPUT_REFUSALS_DLQ_URL,
+    OUTPUT_SWEEPER_FUNCTION,
+    OUTPUT_TABLE_NAME,
+)
 
 # Exit codes of `python -m ops` (argparse itself exits 2 for bad usage).
 EXIT_OK = 0
@@ -126,39 +136,39 @@ class StackOutputs:
 
     @property
     def table_name(self) -> str:
-        return self.require(constants.OUTPUT_TABLE_NAME)
+        return self.require(OUTPUT_TABLE_NAME)
 
     @property
     def dlq1_url(self) -> str:
-        return self.require(constants.OUTPUT_DLQ1_URL)
+        return self.require(OUTPUT_DLQ1_URL)
 
     @property
     def dlq2_url(self) -> str:
-        return self.require(constants.OUTPUT_DLQ2_URL)
+        return self.require(OUTPUT_DLQ2_URL)
 
     @property
     def sweeper_function(self) -> str:
-        return self.require(constants.OUTPUT_SWEEPER_FUNCTION)
+        return self.require(OUTPUT_SWEEPER_FUNCTION)
 
     @property
     def event_bus_name(self) -> str:
-        return self.require(constants.OUTPUT_EVENT_BUS_NAME)
+        return self.require(OUTPUT_EVENT_BUS_NAME)
 
     @property
     def events_dlq_url(self) -> str:
-        return self.require(constants.OUTPUT_EVENTS_DLQ_URL)
+        return self.require(OUTPUT_EVENTS_DLQ_URL)
 
     @property
     def events_log_group(self) -> str:
-        return self.require(constants.OUTPUT_EVENTS_LOG_GROUP)
+        return self.require(OUTPUT_EVENTS_LOG_GROUP)
 
     @property
     def refusals_dlq_url(self) -> str:
-        return self.require(constants.OUTPUT_REFUSALS_DLQ_URL)
+        return self.require(OUTPUT_REFUSALS_DLQ_URL)
 
     @property
     def refusal_aggregator_function(self) -> str:
-        return self.require(constants.OUTPUT_REFUSAL_AGGREGATOR_FUNCTION)
+        return self.require(OUTPUT_REFUSAL_AGGREGATOR_FUNCTION)
 
 
 def function_environment(lambda_client: Any, function_name: str) -> dict[str, str]:

@@ -10,13 +10,13 @@ import sys
 
 import boto3
 
-from infra import constants
+from infra.outputs import DEFAULT_STACK_NAME
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output", help="output key, e.g. ApiUrl")
-    parser.add_argument("--stack-name", default=constants.DEFAULT_STACK_NAME)
+    parser.add_argument("--stack-name", default=DEFAULT_STACK_NAME)
     args = parser.parse_args()
     stack = boto3.client("cloudformation").describe_stacks(StackName=args.stack_name)["Stacks"][0]
     for output in stack.get("Outputs", []):

@@ -111,7 +111,7 @@ class TenantRate:
         )
 
 
-# A tenth of the stage's default 10,000 requests a second (infra/constants.py), in 2 s windows.
+# A tenth of the stage's default 10,000 requests a second (infra/options.py), in 2 s windows.
 DEFAULT_TENANT_RATE = TenantRate(requests_per_second=1000, window_seconds=2)
 
 

@@ -11,7 +11,7 @@ import pytest
 from functions.core.model import Quota
 from functions.shared.clients import Clients
 from functions.shared.config import FunctionEnvironment, Settings
-from infra import constants
+from infra.function_settings import API_FUNCTION, REDRIVE_FUNCTION, STREAM_CONSUMER_FUNCTION, SWEEPER_FUNCTION
 from infra.synth import synthesize_stack_template
 from tests.handler.conftest import Harness
 from tests.handler.test_redrive import failed_range, redrive  # noqa: F401 - failed_range is a fixture
@@ -29,10 +29,10 @@ STREAM_POLLER: Needed = {
     ("dynamodb:ListStreams", "*"),
 }
 HANDLERS = {
-    "api": constants.API_HANDLER,
-    "consumer": constants.STREAM_CONSUMER_HANDLER,
-    "redrive": constants.REDRIVE_HANDLER,
-    "sweeper": constants.SWEEPER_HANDLER,
+    "api": API_FUNCTION.handler,
+    "consumer": STREAM_CONSUMER_FUNCTION.handler,
+    "redrive": REDRIVE_FUNCTION.handler,
+    "sweeper": SWEEPER_FUNCTION.handler,
 }
 
 

@@ -135,7 +135,7 @@ class Lines(logging.Handler):
 def api_lines() -> Iterator[list[str]]:
     lines = Lines()
     previous = logger.log_level
-    logger.setLevel("INFO")  # the stack's level (infra/constants.py LOG_LEVEL); the tests run at WARNING
+    logger.setLevel("INFO")  # the stack's level (infra/function_settings.py LOG_LEVEL); the tests run at WARNING
     logger.addHandler(lines)
     yield lines.lines
     logger.removeHandler(lines)

@@ -11,26 +11,27 @@ import aws_cdk as cdk
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from infra import constants
+from infra import options
 from infra.hybrid_counter import ApiLogsRole, HybridCounter, HybridCounterProps
+from infra.outputs import DEFAULT_STACK_NAME
 from infra.stack import HybridCounterStack
 from infra.synth import cdk_json_context
 
 JWT = {
-    constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
-    constants.JWT_ISSUER_CONTEXT_KEY: "https://issuer.example.com",
-    constants.JWT_AUDIENCE_CONTEXT_KEY: "counter",
+    options.AUTHORIZER.key: options.Authorizer.JWT.value,
+    options.JWT_ISSUER.key: "https://issuer.example.com",
+    options.JWT_AUDIENCE.key: "counter",
 }
 # Every optional target of the usage events: the webhook's API destination and the alarm email.
 EVENT_TARGETS = {
-    constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage",
-    constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: "arn:aws:secretsmanager:eu-west-1:111122223333:secret:hook-AbCdEf",
-    constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com",
+    options.USAGE_WEBHOOK_URL.key: "https://hooks.example.com/usage",
+    options.USAGE_WEBHOOK_SECRET.key: "arn:aws:secretsmanager:eu-west-1:111122223333:secret:hook-AbCdEf",
+    options.ALARM_EMAIL.key: "ops@example.com",
 }
 
 
 def the_app_s_stack(app: cdk.App) -> None:
-    HybridCounterStack(app, constants.DEFAULT_STACK_NAME)
+    HybridCounterStack(app, DEFAULT_STACK_NAME)
 
 
 def two_in_one_stack(app: cdk.App) -> None:
@@ -59,7 +60,7 @@ def test_the_awssolutions_rules_find_nothing_unexplained(
 ) -> None:
     app = cdk.App(
         outdir=str(tmp_path),
-        context={**cdk_json_context(), constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [], **context},
+        context={**cdk_json_context(), options.CDK_BUNDLING_STACKS_CONTEXT_KEY: [], **context},
     )
     build(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))

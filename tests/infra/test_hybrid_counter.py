@@ -14,7 +14,8 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
-from infra import constants
+from infra import options
+from infra.api import API_STAGE_NAME
 from infra.hybrid_counter import (
     ApiLogsRole,
     ExistingTable,
@@ -23,6 +24,7 @@ from infra.hybrid_counter import (
     IamAuthorization,
     JwtAuthorization,
 )
+from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_API_URL
 from infra.synth import cdk_json_context, synth_template_json
 from local.iam_policy import allowed, execute_api_arn
 from tests.support.tenant_paths import TENANT_ACME_PATHS
@@ -31,7 +33,7 @@ Resources = dict[str, dict[str, Any]]
 
 
 def new_app() -> cdk.App:
-    return cdk.App(context={**cdk_json_context(), constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: []})
+    return cdk.App(context={**cdk_json_context(), options.CDK_BUNDLING_STACKS_CONTEXT_KEY: []})
 
 
 def of_type(template: dict[str, Any], resource_type: str) -> Resources:
@@ -235,7 +237,7 @@ def may_invoke(template: dict[str, Any], function: lambda_.Function, method: str
     (local/iam_policy.py) over the role's policies as synthesized."""
     role = function.role.node.default_child  # type: ignore[union-attr]
     policies = [{"Statement": resolved(template, statements_of_role(template, logical_id(role)))}]
-    arn = execute_api_arn(REGION, ACCOUNT, API_ID, constants.API_STAGE_NAME, method, path)
+    arn = execute_api_arn(REGION, ACCOUNT, API_ID, API_STAGE_NAME, method, path)
     return allowed(policies, "execute-api:Invoke", arn, {})
 
 
@@ -608,5 +610,5 @@ def test_the_app_s_stack_keeps_the_logical_ids_of_the_deployed_stack(resource_ty
 
 def test_the_app_s_stack_keeps_its_output_names_and_its_insight_rule_name(template_json: dict[str, Any]) -> None:
     [rule] = of_type(template_json, "AWS::CloudWatch::InsightRule").values()
-    assert rule["Properties"]["RuleName"] == f"{constants.DEFAULT_STACK_NAME}-throttled-tenants"
-    assert constants.OUTPUT_API_URL in template_json["Outputs"]
+    assert rule["Properties"]["RuleName"] == f"{DEFAULT_STACK_NAME}-throttled-tenants"
+    assert OUTPUT_API_URL in template_json["Outputs"]

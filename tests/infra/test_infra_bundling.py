@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
-from infra import bundling, constants
+from infra import bundling, options
+from infra.outputs import DEFAULT_STACK_NAME
 from infra.synth import cdk_json_context
 
 pytestmark = pytest.mark.infra
@@ -94,18 +95,18 @@ def pip() -> RecordedPip:
 def synth_with_bundling(outdir: Path, architecture: str, pip: RecordedPip) -> dict[str, Any]:
     import app as cdk_app
 
-    context = {**cdk_json_context(), constants.ARCHITECTURE_CONTEXT_KEY: architecture}
+    context = {**cdk_json_context(), options.ARCHITECTURE.key: architecture}
     assembly = cdk_app.build_app(pip, outdir=str(outdir), context=context).synth()
-    template: dict[str, Any] = assembly.get_stack_by_name(constants.DEFAULT_STACK_NAME).template
+    template: dict[str, Any] = assembly.get_stack_by_name(DEFAULT_STACK_NAME).template
     return template
 
 
-@pytest.mark.parametrize("architecture", [constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64])
+@pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
 def test_synth_bundles_for_the_context_architecture(tmp_path: Path, pip: RecordedPip, architecture: str) -> None:
     """Real synth and bundler callback with pip recorded: the functions and the wheels agree."""
     template = synth_with_bundling(tmp_path, architecture, pip)
 
-    machine = {constants.ARCHITECTURE_ARM64: "aarch64", constants.ARCHITECTURE_X86_64: "x86_64"}[architecture]
+    machine = {"arm64": "aarch64", "x86_64": "x86_64"}[architecture]
     (command,) = pip.commands  # one shared package, bundled once
     assert flag_values(command, "--platform") == [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}"]
     functions = lambda_functions(template)
@@ -120,10 +121,10 @@ def test_asset_hash_depends_on_the_architecture(tmp_path: Path, pip: RecordedPip
             f["Code"]["S3Key"]
             for f in lambda_functions(synth_with_bundling(tmp_path / architecture, architecture, pip))
         }
-        for architecture in (constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64)
+        for architecture in ("arm64", "x86_64")
     }
     assert all(len(keys) == 1 for keys in asset_keys.values()), asset_keys
-    assert asset_keys[constants.ARCHITECTURE_ARM64].isdisjoint(asset_keys[constants.ARCHITECTURE_X86_64])
+    assert asset_keys["arm64"].isdisjoint(asset_keys["x86_64"])
 
 
 def test_non_python_runtime_is_rejected() -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from infra import constants
+from infra import options
+from infra.outputs import DEFAULT_STACK_NAME
 
 pytestmark = [pytest.mark.infra, pytest.mark.slow]
 
@@ -37,7 +38,7 @@ def test_cdk_synth_from_the_repo_root(tmp_path: Path) -> None:
         str(tmp_path),
         # The bundler needs PyPI; it has its own test. This one checks the CLI, app and cdk.json.
         "--context",
-        f"{constants.SKIP_BUNDLING_CONTEXT_KEY}=true",
+        f"{options.SKIP_BUNDLING.key}=true",
     ]
 
     started = time.monotonic()
@@ -47,4 +48,4 @@ def test_cdk_synth_from_the_repo_root(tmp_path: Path) -> None:
     print(f"cdk synth: {time.monotonic() - started:.1f} s")
 
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert (tmp_path / f"{constants.DEFAULT_STACK_NAME}.template.json").is_file()
+    assert (tmp_path / f"{DEFAULT_STACK_NAME}.template.json").is_file()

@@ -12,8 +12,43 @@ from aws_cdk.assertions import Template
 from functions.adapters import table_layout
 from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from functions.shared.config import FunctionEnvironment
-from infra import constants
+from infra import options
+from infra.access import ADMIN_ROLE_ID, TENANT_ROLE_ID
+from infra.api import API_STAGE_NAME
 from infra.bundling import LAMBDA_RUNTIME
+from infra.counting import STREAM_BATCH_SIZE, STREAM_MAX_RECORD_AGE_SECONDS, STREAM_MAX_RETRY_ATTEMPTS
+from infra.dead_letters import DLQ1_MAX_RECEIVE_COUNT, REDRIVE_BATCH_SIZE
+from infra.function_settings import (
+    API_FUNCTION,
+    AUTHORIZER_FUNCTION,
+    EVENT_PUBLISHER_FUNCTION,
+    LOG_LEVEL,
+    POWERTOOLS_METRICS_NAMESPACE,
+    REDRIVE_FUNCTION,
+    REFUSAL_AGGREGATOR_FUNCTION,
+    REFUSAL_EMITTER_FUNCTION,
+    STREAM_CONSUMER_FUNCTION,
+    SWEEPER_FUNCTION,
+)
+from infra.jwt_authorizer import AUTHORIZER_CACHE_SECONDS
+from infra.outputs import (
+    OUTPUT_ADMIN_ROLE_ARN,
+    OUTPUT_ALARM_TOPIC_ARN,
+    OUTPUT_API_URL,
+    OUTPUT_DLQ1_URL,
+    OUTPUT_DLQ2_ALARM_NAME,
+    OUTPUT_DLQ2_URL,
+    OUTPUT_EVENT_BUS_ARN,
+    OUTPUT_EVENT_BUS_NAME,
+    OUTPUT_EVENTS_DLQ_ALARM_NAME,
+    OUTPUT_EVENTS_DLQ_URL,
+    OUTPUT_EVENTS_LOG_GROUP,
+    OUTPUT_STREAM_ARN,
+    OUTPUT_TABLE_NAME,
+    OUTPUT_TENANT_ROLE_ARN,
+    OUTPUT_TENANT_TAG_KEY,
+    TENANT_TAG_KEY,
+)
 from infra.synth import synth_template_json, synthesize_stack_template
 from local.iam_policy import string_like
 from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
@@ -129,7 +164,7 @@ def test_stateful_resources_are_retained_by_default(template_json: dict[str, Any
 
 @pytest.mark.parametrize("value", ["destroy", "DESTROY"])
 def test_removal_policy_destroy_deletes_stateful_resources(value: str) -> None:
-    template_json = synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: value})
+    template_json = synthesize_stack_template({options.REMOVAL_POLICY.key: value})
     _, resource = table(template_json)
     assert resource["DeletionPolicy"] == "Delete"
     assert resource["Properties"].get("DeletionProtectionEnabled") is False
@@ -140,55 +175,55 @@ def test_removal_policy_destroy_deletes_stateful_resources(value: str) -> None:
 
 def test_unknown_removal_policy_is_rejected_with_the_allowed_values() -> None:
     with pytest.raises(ValueError, match=r'"retain", "destroy".*snapshot'):
-        synthesize_stack_template({constants.REMOVAL_POLICY_CONTEXT_KEY: "snapshot"})
+        synthesize_stack_template({options.REMOVAL_POLICY.key: "snapshot"})
 
 
 # --- stream consumer ---------------------------------------------------------------------------
 
 
 def test_stream_event_source_settings(template_json: dict[str, Any]) -> None:
-    consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
+    consumer_id, _ = function_by_handler(template_json, STREAM_CONSUMER_FUNCTION.handler)
     table_id, _ = table(template_json)
-    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
+    dlq1_id = queue_id_by_output(template_json, OUTPUT_DLQ1_URL)
 
     mapping = event_source_mapping_of(template_json, consumer_id)
 
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
-    assert mapping["BatchSize"] == constants.STREAM_BATCH_SIZE == 100
+    assert mapping["BatchSize"] == STREAM_BATCH_SIZE == 100
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BisectBatchOnFunctionError"] is True
-    assert mapping["MaximumRetryAttempts"] == constants.STREAM_MAX_RETRY_ATTEMPTS == 5
-    assert mapping["MaximumRecordAgeInSeconds"] == constants.STREAM_MAX_RECORD_AGE_SECONDS == 3600
+    assert mapping["MaximumRetryAttempts"] == STREAM_MAX_RETRY_ATTEMPTS == 5
+    assert mapping["MaximumRecordAgeInSeconds"] == STREAM_MAX_RECORD_AGE_SECONDS == 3600
     assert mapping["ParallelizationFactor"] == 1
     assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq1_id, "Arn"]}}}
 
 
 def test_the_stream_batching_window_is_off_by_default_and_set_by_context(template_json: dict[str, Any]) -> None:
-    consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
+    consumer_id, _ = function_by_handler(template_json, STREAM_CONSUMER_FUNCTION.handler)
     assert event_source_mapping_of(template_json, consumer_id).get("MaximumBatchingWindowInSeconds", 0) == 0
-    windowed = synthesize_stack_template({constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: "2"})
-    consumer_id, _ = function_by_handler(windowed, constants.STREAM_CONSUMER_HANDLER)
+    windowed = synthesize_stack_template({options.STREAM_BATCHING_WINDOW.key: "2"})
+    consumer_id, _ = function_by_handler(windowed, STREAM_CONSUMER_FUNCTION.handler)
     assert event_source_mapping_of(windowed, consumer_id)["MaximumBatchingWindowInSeconds"] == 2
 
 
 def test_the_consumers_parallelization_factor_is_one_unless_the_deployer_sets_it() -> None:
-    chosen = synthesize_stack_template({constants.STREAM_PARALLELIZATION_CONTEXT_KEY: "4"})
-    consumer_id, _ = function_by_handler(chosen, constants.STREAM_CONSUMER_HANDLER)
+    chosen = synthesize_stack_template({options.STREAM_PARALLELIZATION.key: "4"})
+    consumer_id, _ = function_by_handler(chosen, STREAM_CONSUMER_FUNCTION.handler)
     assert event_source_mapping_of(chosen, consumer_id)["ParallelizationFactor"] == 4
     for value in ("0", "11"):
         with pytest.raises(ValueError, match="streamParallelizationFactor"):
-            synthesize_stack_template({constants.STREAM_PARALLELIZATION_CONTEXT_KEY: value})
+            synthesize_stack_template({options.STREAM_PARALLELIZATION.key: value})
 
 
 @pytest.mark.parametrize("value", ["-1", "301", "1.5", "soon"])
 def test_a_stream_batching_window_outside_lambdas_range_is_rejected(value: str) -> None:
     with pytest.raises(ValueError, match=r"streamBatchingWindowSeconds.*0 to 300"):
-        synthesize_stack_template({constants.STREAM_BATCHING_WINDOW_CONTEXT_KEY: value})
+        synthesize_stack_template({options.STREAM_BATCHING_WINDOW.key: value})
 
 
 def test_stream_filters_are_the_schema_patterns(template_json: dict[str, Any]) -> None:
-    consumer_id, _ = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)
+    consumer_id, _ = function_by_handler(template_json, STREAM_CONSUMER_FUNCTION.handler)
     mapping = event_source_mapping_of(template_json, consumer_id)
 
     patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
@@ -201,28 +236,28 @@ def test_stream_filters_are_the_schema_patterns(template_json: dict[str, Any]) -
 
 
 def test_dlq1_redrives_to_dlq2_after_bounded_receives(template_json: dict[str, Any]) -> None:
-    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
-    dlq2_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ2_URL)
+    dlq1_id = queue_id_by_output(template_json, OUTPUT_DLQ1_URL)
+    dlq2_id = queue_id_by_output(template_json, OUTPUT_DLQ2_URL)
     dlq1 = template_json["Resources"][dlq1_id]["Properties"]
 
     assert dlq1["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq2_id, "Arn"]},
-        "maxReceiveCount": constants.DLQ1_MAX_RECEIVE_COUNT,
+        "maxReceiveCount": DLQ1_MAX_RECEIVE_COUNT,
     }
-    assert constants.DLQ1_MAX_RECEIVE_COUNT == 5
+    assert DLQ1_MAX_RECEIVE_COUNT == 5
 
 
 def test_dlq1_visibility_covers_six_redrive_timeouts(template_json: dict[str, Any]) -> None:
-    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
-    _, redrive = function_by_handler(template_json, constants.REDRIVE_HANDLER)
+    dlq1_id = queue_id_by_output(template_json, OUTPUT_DLQ1_URL)
+    _, redrive = function_by_handler(template_json, REDRIVE_FUNCTION.handler)
 
     visibility_timeout = template_json["Resources"][dlq1_id]["Properties"]["VisibilityTimeout"]
 
-    assert redrive["Properties"]["Timeout"] == constants.REDRIVE_TIMEOUT_SECONDS
+    assert redrive["Properties"]["Timeout"] == REDRIVE_FUNCTION.timeout_seconds
     assert visibility_timeout >= 6 * redrive["Properties"]["Timeout"]
 
 
-DEAD_LETTER_QUEUES = [constants.OUTPUT_DLQ1_URL, constants.OUTPUT_DLQ2_URL, constants.OUTPUT_EVENTS_DLQ_URL]
+DEAD_LETTER_QUEUES = [OUTPUT_DLQ1_URL, OUTPUT_DLQ2_URL, OUTPUT_EVENTS_DLQ_URL]
 
 
 @pytest.mark.parametrize("output_name", DEAD_LETTER_QUEUES)
@@ -247,11 +282,11 @@ def test_dead_letter_queues_refuse_plain_http(template_json: dict[str, Any], out
 
 
 def test_alarm_fires_on_first_message_in_dlq2(template_json: dict[str, Any]) -> None:
-    dlq2_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ2_URL)
-    alarm_id = template_json["Outputs"][constants.OUTPUT_DLQ2_ALARM_NAME]["Value"]["Ref"]
+    dlq2_id = queue_id_by_output(template_json, OUTPUT_DLQ2_URL)
+    alarm_id = template_json["Outputs"][OUTPUT_DLQ2_ALARM_NAME]["Value"]["Ref"]
     properties = resources_of_type(template_json, "AWS::CloudWatch::Alarm")[alarm_id]["Properties"]
 
-    assert template_json["Outputs"][constants.OUTPUT_DLQ2_ALARM_NAME]["Value"] == {"Ref": alarm_id}
+    assert template_json["Outputs"][OUTPUT_DLQ2_ALARM_NAME]["Value"] == {"Ref": alarm_id}
     assert properties["Namespace"] == "AWS/SQS"
     assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
     assert properties["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq2_id, "QueueName"]}}]
@@ -264,35 +299,35 @@ def test_alarm_fires_on_first_message_in_dlq2(template_json: dict[str, Any]) -> 
 
 
 def test_redrive_consumes_dlq1_reporting_item_failures(template_json: dict[str, Any]) -> None:
-    redrive_id, _ = function_by_handler(template_json, constants.REDRIVE_HANDLER)
-    dlq1_id = queue_id_by_output(template_json, constants.OUTPUT_DLQ1_URL)
+    redrive_id, _ = function_by_handler(template_json, REDRIVE_FUNCTION.handler)
+    dlq1_id = queue_id_by_output(template_json, OUTPUT_DLQ1_URL)
 
     mapping = event_source_mapping_of(template_json, redrive_id)
 
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [dlq1_id, "Arn"]}
-    assert mapping["BatchSize"] == constants.REDRIVE_BATCH_SIZE
+    assert mapping["BatchSize"] == REDRIVE_BATCH_SIZE
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
 # --- functions ---------------------------------------------------------------------------------
 
 ALL_HANDLERS = (
-    constants.API_HANDLER,
-    constants.STREAM_CONSUMER_HANDLER,
-    constants.REDRIVE_HANDLER,
-    constants.SWEEPER_HANDLER,
-    constants.EVENT_PUBLISHER_HANDLER,
-    constants.REFUSAL_AGGREGATOR_HANDLER,
-    constants.REFUSAL_EMITTER_HANDLER,
+    API_FUNCTION.handler,
+    STREAM_CONSUMER_FUNCTION.handler,
+    REDRIVE_FUNCTION.handler,
+    SWEEPER_FUNCTION.handler,
+    EVENT_PUBLISHER_FUNCTION.handler,
+    REFUSAL_AGGREGATOR_FUNCTION.handler,
+    REFUSAL_EMITTER_FUNCTION.handler,
 )
 EXPECTED_TIMEOUTS = {
-    constants.API_HANDLER: 10,
-    constants.STREAM_CONSUMER_HANDLER: 30,
-    constants.REDRIVE_HANDLER: 60,
-    constants.SWEEPER_HANDLER: 300,
-    constants.EVENT_PUBLISHER_HANDLER: 30,
-    constants.REFUSAL_AGGREGATOR_HANDLER: 30,
-    constants.REFUSAL_EMITTER_HANDLER: 30,
+    API_FUNCTION.handler: 10,
+    STREAM_CONSUMER_FUNCTION.handler: 30,
+    REDRIVE_FUNCTION.handler: 60,
+    SWEEPER_FUNCTION.handler: 300,
+    EVENT_PUBLISHER_FUNCTION.handler: 30,
+    REFUSAL_AGGREGATOR_FUNCTION.handler: 30,
+    REFUSAL_EMITTER_FUNCTION.handler: 30,
 }
 SWEEPER_ENVIRONMENT = {
     FunctionEnvironment.variable("pending_older_than"): "300",
@@ -327,22 +362,22 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
     properties = function["Properties"]
 
     assert properties["Runtime"] == LAMBDA_RUNTIME.name == "python3.12"
-    assert properties["Architectures"] == [constants.DEFAULT_ARCHITECTURE] == ["arm64"]
+    assert properties["Architectures"] == [options.ARCHITECTURE.default] == ["arm64"]
     assert properties["Timeout"] == EXPECTED_TIMEOUTS[handler]
     assert properties["TracingConfig"] == {"Mode": "Active"}
     assert properties["Environment"]["Variables"] == {
         FunctionEnvironment.variable("table_name"): {"Ref": table_id},
         "POWERTOOLS_SERVICE_NAME": "hybrid-counter",
         "POWERTOOLS_METRICS_NAMESPACE": "HybridCounter",
-        "POWERTOOLS_LOG_LEVEL": constants.LOG_LEVEL,
+        "POWERTOOLS_LOG_LEVEL": LOG_LEVEL,
         # Answers, records and errors carry tenants' data: none in X-Ray's metadata (docs/security.md).
         "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
-        FunctionEnvironment.variable("tombstone_retention"): str(constants.TOMBSTONE_RETENTION_SECONDS),
-        **(SWEEPER_ENVIRONMENT if handler == constants.SWEEPER_HANDLER else {}),
-        **(API_ENVIRONMENT if handler == constants.API_HANDLER else {}),
-        **(publisher_environment(template_json) if handler == constants.EVENT_PUBLISHER_HANDLER else {}),
-        **(aggregator_environment(template_json) if handler == constants.REFUSAL_AGGREGATOR_HANDLER else {}),
+        FunctionEnvironment.variable("tombstone_retention"): str(options.IDEMPOTENCY_WINDOW.default),
+        **(SWEEPER_ENVIRONMENT if handler == SWEEPER_FUNCTION.handler else {}),
+        **(API_ENVIRONMENT if handler == API_FUNCTION.handler else {}),
+        **(publisher_environment(template_json) if handler == EVENT_PUBLISHER_FUNCTION.handler else {}),
+        **(aggregator_environment(template_json) if handler == REFUSAL_AGGREGATOR_FUNCTION.handler else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
@@ -361,7 +396,7 @@ def test_all_functions_default_to_arm64(template_json: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("value", ["x86_64", " X86_64 "])
 def test_architecture_context_switches_every_function(value: str) -> None:
-    template_json = synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: value})
+    template_json = synthesize_stack_template({options.ARCHITECTURE.key: value})
     architectures = function_architectures(template_json)
     assert set(map(tuple, architectures.values())) == {("x86_64",)}, architectures
     # Only the architecture changes: still one runtime and one shared package.
@@ -371,14 +406,14 @@ def test_architecture_context_switches_every_function(value: str) -> None:
 
 
 def test_explicit_arm64_context_matches_the_default(template_json: dict[str, Any]) -> None:
-    template_arm64 = synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: constants.ARCHITECTURE_ARM64})
+    template_arm64 = synthesize_stack_template({options.ARCHITECTURE.key: "arm64"})
     assert function_architectures(template_arm64) == function_architectures(template_json)
 
 
 @pytest.mark.parametrize("value", ["amd64", "aarch64", "x86-64", ""])
 def test_unknown_architecture_is_rejected_with_the_allowed_values(value: str) -> None:
     with pytest.raises(ValueError, match=re.escape(f'"architecture" must be one of "arm64", "x86_64", got {value!r}')):
-        synthesize_stack_template({constants.ARCHITECTURE_CONTEXT_KEY: value})
+        synthesize_stack_template({options.ARCHITECTURE.key: value})
 
 
 def test_all_functions_share_one_code_asset(template_json: dict[str, Any]) -> None:
@@ -414,7 +449,7 @@ def test_no_wildcard_dynamodb_actions(template_json: dict[str, Any]) -> None:
 
 
 def test_api_function_gets_table_access_but_not_stream_access(template_json: dict[str, Any]) -> None:
-    _, api = function_by_handler(template_json, constants.API_HANDLER)
+    _, api = function_by_handler(template_json, API_FUNCTION.handler)
     api_role = api["Properties"]["Role"]["Fn::GetAtt"][0]
     api_statements = [
         s
@@ -428,14 +463,14 @@ def test_api_function_gets_table_access_but_not_stream_access(template_json: dic
 
 
 def test_api_proxies_every_route_to_the_api_function_on_stage_prod(template_json: dict[str, Any]) -> None:
-    api_function_id, _ = function_by_handler(template_json, constants.API_HANDLER)
+    api_function_id, _ = function_by_handler(template_json, API_FUNCTION.handler)
     methods = [m["Properties"] for m in resources_of_type(template_json, "AWS::ApiGateway::Method").values()]
     proxy_resources = [
         r["Properties"]["PathPart"] for r in resources_of_type(template_json, "AWS::ApiGateway::Resource").values()
     ]
     stages = [s["Properties"]["StageName"] for s in resources_of_type(template_json, "AWS::ApiGateway::Stage").values()]
 
-    assert stages == [constants.API_STAGE_NAME]
+    assert stages == [API_STAGE_NAME]
     assert proxy_resources == ["{proxy+}"]
     assert methods, "the root and the proxy resource need a method"
     for method in methods:
@@ -466,14 +501,14 @@ def test_the_stage_writes_json_access_logs_and_error_execution_logs(template_jso
 
 
 def test_an_account_with_its_own_api_gateway_role_or_no_logs_gets_no_role() -> None:
-    existing = synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "existing"})
+    existing = synthesize_stack_template({options.API_LOGS_ROLE.key: "existing"})
     assert resources_of_type(existing, "AWS::ApiGateway::Account") == {}
     assert "AccessLogSetting" in stage(existing)["Properties"]
-    silent = synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "none"})
+    silent = synthesize_stack_template({options.API_LOGS_ROLE.key: "none"})
     assert resources_of_type(silent, "AWS::ApiGateway::Account") == {}
     assert "AccessLogSetting" not in stage(silent)["Properties"]
     with pytest.raises(ValueError, match="apiGatewayCloudWatchRole"):
-        synthesize_stack_template({constants.API_LOGS_ROLE_CONTEXT_KEY: "mine"})
+        synthesize_stack_template({options.API_LOGS_ROLE.key: "mine"})
 
 
 # --- authorization (docs/security.md) -------------------------------------------------------------
@@ -500,14 +535,14 @@ def role_and_policy(template_json: dict[str, Any], role_id: str) -> tuple[dict[s
 def resource_paths(statement: dict[str, Any]) -> list[str]:
     """The part of each execute-api ARN after the stage: METHOD/PATH."""
     resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-    prefix = f"/{constants.API_STAGE_NAME}/"
+    prefix = f"/{API_STAGE_NAME}/"
     return [str(resource["Fn::Join"][1][-1]).removeprefix(prefix) for resource in resources]
 
 
 JWT = {
-    constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
-    constants.JWT_ISSUER_CONTEXT_KEY: "https://issuer.example.com/pool/",
-    constants.JWT_AUDIENCE_CONTEXT_KEY: "counter",
+    options.AUTHORIZER.key: options.Authorizer.JWT.value,
+    options.JWT_ISSUER.key: "https://issuer.example.com/pool/",
+    options.JWT_AUDIENCE.key: "counter",
 }
 
 
@@ -516,13 +551,13 @@ def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer
     [(authorizer_id, authorizer)] = resources_of_type(template_json, "AWS::ApiGateway::Authorizer").items()
     properties = authorizer["Properties"]
     assert (properties["Type"], properties["IdentitySource"]) == ("TOKEN", "method.request.header.Authorization")
-    assert properties["AuthorizerResultTtlInSeconds"] == constants.AUTHORIZER_CACHE_SECONDS
+    assert properties["AuthorizerResultTtlInSeconds"] == AUTHORIZER_CACHE_SECONDS
     methods = resources_of_type(template_json, "AWS::ApiGateway::Method").values()
     assert methods
     for method in methods:
         assert method["Properties"]["AuthorizationType"] == "CUSTOM"
         assert method["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
-    _, function = function_by_handler(template_json, constants.AUTHORIZER_HANDLER)
+    _, function = function_by_handler(template_json, AUTHORIZER_FUNCTION.handler)
     environment = function["Properties"]["Environment"]["Variables"]
     assert (
         environment[FunctionEnvironment.variable("jwt_issuer")] == "https://issuer.example.com/pool/"
@@ -532,17 +567,17 @@ def test_with_the_jwt_authorizer_every_method_is_checked_by_the_token_authorizer
         environment[FunctionEnvironment.variable("jwt_tenant_claim")],
     ) == ("counter", "tenant")
     # Tokens take the place of the SigV4 roles: none is deployed, none is an output.
-    assert constants.OUTPUT_TENANT_ROLE_ARN not in template_json["Outputs"]
+    assert OUTPUT_TENANT_ROLE_ARN not in template_json["Outputs"]
     roles = resources_of_type(template_json, "AWS::IAM::Role")
-    assert not any(constants.TENANT_ROLE_ID in name or constants.ADMIN_ROLE_ID in name for name in roles)
+    assert not any(TENANT_ROLE_ID in name or ADMIN_ROLE_ID in name for name in roles)
 
 
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({constants.JWT_ISSUER_CONTEXT_KEY: "http://issuer.example.com"}, "https://"),
-        ({constants.JWT_AUDIENCE_CONTEXT_KEY: ""}, "jwtAudience"),
-        ({constants.JWT_ISSUER_CONTEXT_KEY: None}, "jwtIssuer"),
+        ({options.JWT_ISSUER.key: "http://issuer.example.com"}, "https://"),
+        ({options.JWT_AUDIENCE.key: ""}, "jwtAudience"),
+        ({options.JWT_ISSUER.key: None}, "jwtIssuer"),
     ],
 )
 def test_the_jwt_authorizer_needs_an_https_issuer_and_an_audience(change: dict[str, Any], problem: str) -> None:
@@ -552,7 +587,7 @@ def test_the_jwt_authorizer_needs_an_https_issuer_and_an_audience(change: dict[s
 
 
 def test_one_tenant_role_serves_every_tenant_through_its_session_tag(template_json: dict[str, Any]) -> None:
-    role, statements = role_and_policy(template_json, constants.TENANT_ROLE_ID)
+    role, statements = role_and_policy(template_json, TENANT_ROLE_ID)
     [trust] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
     assert trust["Condition"]["Null"] == {"aws:RequestTag/tenant": "false"}  # no session without a tenant
@@ -573,10 +608,10 @@ def test_one_tenant_role_serves_every_tenant_through_its_session_tag(template_js
 def test_the_tenant_role_refuses_a_session_whose_tag_could_widen_its_paths(template_json: dict[str, Any]) -> None:
     """IAM puts the tenant tag into the role's resource ARNs, so the trust policy refuses (for
     AssumeRole and TagSession alike) every tag value it can tell is not an account id."""
-    role, _ = role_and_policy(template_json, constants.TENANT_ROLE_ID)
+    role, _ = role_and_policy(template_json, TENANT_ROLE_ID)
     [trust] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Effect"] == "Allow"
-    refused = trust["Condition"]["StringNotLike"][f"aws:RequestTag/{constants.TENANT_TAG_KEY}"]
+    refused = trust["Condition"]["StringNotLike"][f"aws:RequestTag/{TENANT_TAG_KEY}"]
 
     def may_carry(value: str) -> bool:  # StringNotLike of several values: none may match
         return not any(string_like(pattern, value) for pattern in refused)
@@ -588,7 +623,7 @@ def test_the_tenant_role_refuses_a_session_whose_tag_could_widen_its_paths(templ
 
 
 def test_the_admin_role_may_call_every_method(template_json: dict[str, Any]) -> None:
-    _, statements = role_and_policy(template_json, constants.ADMIN_ROLE_ID)
+    _, statements = role_and_policy(template_json, ADMIN_ROLE_ID)
     [statement] = statements
     assert resource_paths(statement) == ["*/*"]
 
@@ -628,9 +663,7 @@ def test_a_throttled_or_failed_invocation_is_answered_503_retryable_as_the_funct
 def test_the_table_has_no_throughput_maximum_unless_the_deployer_sets_one(template_json: dict[str, Any]) -> None:
     _, resource = table(template_json)
     assert "OnDemandThroughput" not in resource["Properties"]
-    guarded = synthesize_stack_template(
-        {constants.TABLE_MAX_WRITES_CONTEXT_KEY: "40000", constants.TABLE_MAX_READS_CONTEXT_KEY: "80000"}
-    )
+    guarded = synthesize_stack_template({options.TABLE_MAX_WRITES.key: "40000", options.TABLE_MAX_READS.key: "80000"})
     _, resource = table(guarded)
     assert resource["Properties"]["OnDemandThroughput"] == {"MaxReadRequestUnits": 80000, "MaxWriteRequestUnits": 40000}
 
@@ -644,16 +677,14 @@ def stage_throttle(template_json: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_stage_throttles_every_method_together(template_json: dict[str, Any]) -> None:
     assert stage_throttle(template_json) == {"ThrottlingRateLimit": 10_000, "ThrottlingBurstLimit": 5_000}
-    chosen = synthesize_stack_template(
-        {constants.API_RATE_LIMIT_CONTEXT_KEY: "200", constants.API_BURST_LIMIT_CONTEXT_KEY: "50"}
-    )
+    chosen = synthesize_stack_template({options.API_RATE_LIMIT.key: "200", options.API_BURST_LIMIT.key: "50"})
     assert stage_throttle(chosen) == {"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 50}
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "fast"])
 def test_a_stage_rate_that_is_not_a_positive_whole_number_is_rejected(value: str) -> None:
     with pytest.raises(ValueError, match=r"apiRateLimit.*at least 1"):
-        synthesize_stack_template({constants.API_RATE_LIMIT_CONTEXT_KEY: value})
+        synthesize_stack_template({options.API_RATE_LIMIT.key: value})
 
 
 def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
@@ -665,13 +696,13 @@ def test_the_idempotency_window_is_a_day_unless_the_deployer_sets_it() -> None:
         }
 
     assert retention(synth_template_json()) == {"86400"}
-    assert retention(synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "172800"})) == {"172800"}
+    assert retention(synthesize_stack_template({options.IDEMPOTENCY_WINDOW.key: "172800"})) == {"172800"}
     with pytest.raises(ValueError, match=r"idempotencyWindowSeconds.*at least 3600"):
-        synthesize_stack_template({constants.IDEMPOTENCY_WINDOW_CONTEXT_KEY: "60"})
+        synthesize_stack_template({options.IDEMPOTENCY_WINDOW.key: "60"})
 
 
 def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
-    _, function = function_by_handler(template_json, constants.API_HANDLER)
+    _, function = function_by_handler(template_json, API_FUNCTION.handler)
     environment = function["Properties"]["Environment"]["Variables"]
     return environment[FunctionEnvironment.variable("tenant_rate_limit")], environment[
         FunctionEnvironment.variable("tenant_window_seconds")
@@ -680,18 +711,14 @@ def api_tenant_rate(template_json: dict[str, Any]) -> tuple[str, str]:
 
 def test_every_tenants_default_rate_limit_is_set_by_context(template_json: dict[str, Any]) -> None:
     assert api_tenant_rate(template_json) == ("1000", "2")
-    chosen = synthesize_stack_template(
-        {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: "50", constants.TENANT_BURST_SECONDS_CONTEXT_KEY: "3"}
-    )
+    chosen = synthesize_stack_template({options.TENANT_RATE_LIMIT.key: "50", options.TENANT_BURST_SECONDS.key: "3"})
     assert api_tenant_rate(chosen) == ("50", "3")
 
 
 @pytest.mark.parametrize(("rate", "window"), [("50", "61"), ("100001", "1"), ("0", "10")])
 def test_a_tenant_rate_limit_outside_one_to_sixty_second_windows_is_rejected(rate: str, window: str) -> None:
     with pytest.raises(ValueError, match="tenantRateLimit"):
-        synthesize_stack_template(
-            {constants.TENANT_RATE_LIMIT_CONTEXT_KEY: rate, constants.TENANT_BURST_SECONDS_CONTEXT_KEY: window}
-        )
+        synthesize_stack_template({options.TENANT_RATE_LIMIT.key: rate, options.TENANT_BURST_SECONDS.key: window})
 
 
 # --- monitoring (docs/operations.md) ------------------------------------------------------------
@@ -704,7 +731,7 @@ def test_every_alarm_tells_the_topic_when_it_fires_and_when_it_is_over(template_
     for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], name
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}], name
-    assert template_json["Outputs"][constants.OUTPUT_ALARM_TOPIC_ARN]["Value"] == {"Ref": topic_id}
+    assert template_json["Outputs"][OUTPUT_ALARM_TOPIC_ARN]["Value"] == {"Ref": topic_id}
 
 
 def alarmed_metrics(template_json: dict[str, Any]) -> set[str]:
@@ -732,8 +759,8 @@ def test_the_alarms_watch_what_an_operator_must_hear_about(template_json: dict[s
         "AWS/ApiGateway/Count",
         "AWS/ApiGateway/Latency",
         "AWS/DynamoDB/WriteThrottleEvents",
-        f"{constants.POWERTOOLS_METRICS_NAMESPACE}/HealHealed",  # counters drifted
-        f"{constants.POWERTOOLS_METRICS_NAMESPACE}/AuditDrift",  # counters apart from the items
+        f"{POWERTOOLS_METRICS_NAMESPACE}/HealHealed",  # counters drifted
+        f"{POWERTOOLS_METRICS_NAMESPACE}/AuditDrift",  # counters apart from the items
     } <= alarmed_metrics(template_json)
 
 
@@ -748,7 +775,7 @@ def test_a_missed_sweep_is_an_alarm_even_when_no_datapoint_arrives(template_json
 
 
 def test_an_alarm_email_is_subscribed_when_given() -> None:
-    template = synthesize_stack_template({constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com"})
+    template = synthesize_stack_template({options.ALARM_EMAIL.key: "ops@example.com"})
     [subscription] = resources_of_type(template, "AWS::SNS::Subscription").values()
     assert (subscription["Properties"]["Protocol"], subscription["Properties"]["Endpoint"]) == (
         "email",
@@ -779,7 +806,7 @@ def test_a_dashboard_shows_the_counters_at_work(template_json: dict[str, Any]) -
 def test_the_dashboard_ranks_the_tenants_throttled_most(template_json: dict[str, Any]) -> None:
     [rule] = resources_of_type(template_json, "AWS::CloudWatch::InsightRule").values()
     parts = rule["Properties"]["RuleBody"]["Fn::Join"][1]
-    api_logs = function_by_handler(template_json, constants.API_HANDLER)[1]["Properties"]["LoggingConfig"]["LogGroup"]
+    api_logs = function_by_handler(template_json, API_FUNCTION.handler)[1]["Properties"]["LoggingConfig"]["LogGroup"]
     assert {"Ref": api_logs["Ref"]} in parts  # the API function's own log group
     rule_body = json.loads("".join(part if isinstance(part, str) else "LOG_GROUP" for part in parts))
     # The message and key the API function logs for each refusal (functions/api/gate.py).
@@ -798,19 +825,19 @@ def test_the_dashboard_ranks_the_tenants_throttled_most(template_json: dict[str,
 @pytest.mark.parametrize(
     "output_name",
     [
-        constants.OUTPUT_API_URL,
-        constants.OUTPUT_TABLE_NAME,
-        constants.OUTPUT_STREAM_ARN,
-        constants.OUTPUT_DLQ1_URL,
-        constants.OUTPUT_DLQ2_URL,
-        constants.OUTPUT_TENANT_ROLE_ARN,
-        constants.OUTPUT_ADMIN_ROLE_ARN,
-        constants.OUTPUT_TENANT_TAG_KEY,
-        constants.OUTPUT_EVENT_BUS_NAME,
-        constants.OUTPUT_EVENT_BUS_ARN,
-        constants.OUTPUT_EVENTS_DLQ_URL,
-        constants.OUTPUT_EVENTS_DLQ_ALARM_NAME,
-        constants.OUTPUT_EVENTS_LOG_GROUP,
+        OUTPUT_API_URL,
+        OUTPUT_TABLE_NAME,
+        OUTPUT_STREAM_ARN,
+        OUTPUT_DLQ1_URL,
+        OUTPUT_DLQ2_URL,
+        OUTPUT_TENANT_ROLE_ARN,
+        OUTPUT_ADMIN_ROLE_ARN,
+        OUTPUT_TENANT_TAG_KEY,
+        OUTPUT_EVENT_BUS_NAME,
+        OUTPUT_EVENT_BUS_ARN,
+        OUTPUT_EVENTS_DLQ_URL,
+        OUTPUT_EVENTS_DLQ_ALARM_NAME,
+        OUTPUT_EVENTS_LOG_GROUP,
     ],
 )
 def test_outputs_exist_under_their_constant_names(template_json: dict[str, Any], output_name: str) -> None:
@@ -820,9 +847,9 @@ def test_outputs_exist_under_their_constant_names(template_json: dict[str, Any],
 def test_outputs_point_at_the_right_resources(template_json: dict[str, Any]) -> None:
     table_id, _ = table(template_json)
     outputs = template_json["Outputs"]
-    assert outputs[constants.OUTPUT_TABLE_NAME]["Value"] == {"Ref": table_id}
-    assert outputs[constants.OUTPUT_STREAM_ARN]["Value"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
-    api_url = json.dumps(outputs[constants.OUTPUT_API_URL]["Value"])
+    assert outputs[OUTPUT_TABLE_NAME]["Value"] == {"Ref": table_id}
+    assert outputs[OUTPUT_STREAM_ARN]["Value"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    api_url = json.dumps(outputs[OUTPUT_API_URL]["Value"])
     assert "execute-api" in api_url
 
 
@@ -837,8 +864,8 @@ def test_stack_name_comes_from_context() -> None:
 
     assembly = cdk_app.build_app(
         context={
-            constants.STACK_NAME_CONTEXT_KEY: "HybridCounterTest",
-            constants.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
+            options.STACK_NAME.key: "HybridCounterTest",
+            options.CDK_BUNDLING_STACKS_CONTEXT_KEY: [],
         }
     ).synth()
     assert [stack.stack_name for stack in assembly.stacks] == ["HybridCounterTest"]
@@ -846,7 +873,7 @@ def test_stack_name_comes_from_context() -> None:
 
 def test_redrive_may_read_the_table_stream(template_json: dict[str, Any]) -> None:
     table_id, _ = table(template_json)
-    _, redrive = function_by_handler(template_json, constants.REDRIVE_HANDLER)
+    _, redrive = function_by_handler(template_json, REDRIVE_FUNCTION.handler)
     role_id = redrive["Properties"]["Role"]["Fn::GetAtt"][0]
     stream_statements = [
         s
@@ -860,7 +887,7 @@ def test_redrive_may_read_the_table_stream(template_json: dict[str, Any]) -> Non
 
 
 def test_the_sweeper_runs_every_five_minutes_alone(template_json: dict[str, Any]) -> None:
-    sweeper_id, sweeper = function_by_handler(template_json, constants.SWEEPER_HANDLER)
+    sweeper_id, sweeper = function_by_handler(template_json, SWEEPER_FUNCTION.handler)
     assert sweeper["Properties"]["ReservedConcurrentExecutions"] == 1
     rules = resources_of_type(template_json, "AWS::Events::Rule")
     [rule] = [rule for rule in rules.values() if "ScheduleExpression" in rule["Properties"]]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import bundling, constants
+from infra import bundling, options
 from infra.synth import cdk_json_context
 
 # pyenv's own interpreter first: its `python3.12` shim refuses to run unless 3.12 is selected.
@@ -59,7 +59,7 @@ def build_and_smoke(tmp_path: Path, pip: bundling.PipRunner = bundling.run_pip) 
     """Build the package as `cdk deploy` would (x86_64, this machine's), then run SMOKE on it."""
     import app as cdk_app
 
-    context = {**cdk_json_context(), constants.ARCHITECTURE_CONTEXT_KEY: constants.ARCHITECTURE_X86_64}
+    context = {**cdk_json_context(), options.ARCHITECTURE.key: "x86_64"}
     assembly = cdk_app.build_app(pip, outdir=str(tmp_path), context=context).synth()
     template = assembly.get_stack_by_name("HybridCounter").template
     (asset_key,) = {

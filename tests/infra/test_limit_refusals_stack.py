@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from functions.core.refusals import filter_pattern
-from infra import constants, table_access
+from infra import table_access
+from infra.function_settings import API_FUNCTION, REFUSAL_AGGREGATOR_FUNCTION, REFUSAL_EMITTER_FUNCTION
+from infra.outputs import OUTPUT_REFUSAL_AGGREGATOR_FUNCTION, OUTPUT_REFUSALS_DLQ_URL
+from infra.refusals import REFUSED_WINDOWS_MAX_RECEIVE_COUNT
 from tests.infra.test_infra_stack import (
     event_source_mapping_of,
     function_by_handler,
@@ -20,8 +23,8 @@ from tests.infra.test_infra_stack import (
 
 
 def test_the_api_s_refusal_lines_are_sent_to_the_aggregator(template_json: dict[str, Any]) -> None:
-    _, api = function_by_handler(template_json, constants.API_HANDLER)
-    aggregator_id, _ = function_by_handler(template_json, constants.REFUSAL_AGGREGATOR_HANDLER)
+    _, api = function_by_handler(template_json, API_FUNCTION.handler)
+    aggregator_id, _ = function_by_handler(template_json, REFUSAL_AGGREGATOR_FUNCTION.handler)
     [subscription] = resources_of_type(template_json, "AWS::Logs::SubscriptionFilter").values()
     log_group = api["Properties"]["LoggingConfig"]["LogGroup"]
     assert subscription["Properties"] == {
@@ -46,19 +49,19 @@ def test_the_api_s_refusal_lines_are_sent_to_the_aggregator(template_json: dict[
 
 
 def test_failures_of_both_functions_reach_one_alarmed_dead_letter_queue(template_json: dict[str, Any]) -> None:
-    dlq_id = queue_id_by_output(template_json, constants.OUTPUT_REFUSALS_DLQ_URL)
-    _, aggregator = function_by_handler(template_json, constants.REFUSAL_AGGREGATOR_HANDLER)
+    dlq_id = queue_id_by_output(template_json, OUTPUT_REFUSALS_DLQ_URL)
+    _, aggregator = function_by_handler(template_json, REFUSAL_AGGREGATOR_FUNCTION.handler)
     assert aggregator["Properties"]["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}}
-    emitter_id, _ = function_by_handler(template_json, constants.REFUSAL_EMITTER_HANDLER)
+    emitter_id, _ = function_by_handler(template_json, REFUSAL_EMITTER_FUNCTION.handler)
     mapping = event_source_mapping_of(template_json, emitter_id)
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     windows_id = mapping["EventSourceArn"]["Fn::GetAtt"][0]
     windows = template_json["Resources"][windows_id]["Properties"]
     assert windows["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
-        "maxReceiveCount": constants.REFUSED_WINDOWS_MAX_RECEIVE_COUNT,
+        "maxReceiveCount": REFUSED_WINDOWS_MAX_RECEIVE_COUNT,
     }
-    assert windows["VisibilityTimeout"] == 6 * constants.REFUSAL_TIMEOUT_SECONDS
+    assert windows["VisibilityTimeout"] == 6 * REFUSAL_EMITTER_FUNCTION.timeout_seconds
     dimension = {"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}
     alarms = [
         a["Properties"]
@@ -86,14 +89,14 @@ def dynamodb_actions(template_json: dict[str, Any], handler: str) -> set[str]:
 
 
 def test_each_function_may_make_the_table_calls_its_code_makes_and_no_other(template_json: dict[str, Any]) -> None:
-    assert dynamodb_actions(template_json, constants.REFUSAL_AGGREGATOR_HANDLER) == {"dynamodb:UpdateItem"}
+    assert dynamodb_actions(template_json, REFUSAL_AGGREGATOR_FUNCTION.handler) == {"dynamodb:UpdateItem"}
     # GetItem, and a transaction of an Update and a Put (authorized per action).
-    emitter = dynamodb_actions(template_json, constants.REFUSAL_EMITTER_HANDLER)
+    emitter = dynamodb_actions(template_json, REFUSAL_EMITTER_FUNCTION.handler)
     assert emitter == set(table_access.REFUSAL_EMITTER)
     assert emitter == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 
 
 def test_an_output_names_the_aggregator_whose_settings_ops_replays_with(template_json: dict[str, Any]) -> None:
-    aggregator_id, _ = function_by_handler(template_json, constants.REFUSAL_AGGREGATOR_HANDLER)
-    output = template_json["Outputs"][constants.OUTPUT_REFUSAL_AGGREGATOR_FUNCTION]
+    aggregator_id, _ = function_by_handler(template_json, REFUSAL_AGGREGATOR_FUNCTION.handler)
+    output = template_json["Outputs"][OUTPUT_REFUSAL_AGGREGATOR_FUNCTION]
     assert output["Value"] == {"Ref": aggregator_id}

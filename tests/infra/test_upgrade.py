@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from infra import constants
+from infra import options
 from infra.layout_guard import layout_of, upgrade_problems
+from infra.outputs import OUTPUT_TABLE_NAME
 from infra.synth import synth_template_json, synthesize_stack_template
 from scripts.released_layout import RELEASED_LAYOUT
 
@@ -49,12 +50,12 @@ RESTORED_STREAM = f"arn:aws:dynamodb:us-east-1:123456789012:table/{RESTORED}/str
 def test_the_stack_runs_on_a_restored_table_it_does_not_own() -> None:
     template = synthesize_stack_template(
         {
-            constants.EXISTING_TABLE_NAME_CONTEXT_KEY: RESTORED,
-            constants.EXISTING_TABLE_STREAM_CONTEXT_KEY: RESTORED_STREAM,
+            options.EXISTING_TABLE_NAME.key: RESTORED,
+            options.EXISTING_TABLE_STREAM.key: RESTORED_STREAM,
         }
     )
     assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
-    assert template["Outputs"][constants.OUTPUT_TABLE_NAME]["Value"] == RESTORED
+    assert template["Outputs"][OUTPUT_TABLE_NAME]["Value"] == RESTORED
     mappings = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert RESTORED_STREAM in [mapping["Properties"]["EventSourceArn"] for mapping in mappings]
     # The functions reach the restored table and its indexes by name, and nothing else.

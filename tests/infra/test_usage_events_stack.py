@@ -11,7 +11,16 @@ import pytest
 
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
 from functions.events.models import SOURCE
-from infra import constants
+from infra import options
+from infra.counting import STREAM_MAX_RETRY_ATTEMPTS
+from infra.function_settings import EVENT_PUBLISHER_FUNCTION
+from infra.outputs import (
+    OUTPUT_EVENT_BUS_ARN,
+    OUTPUT_EVENT_BUS_NAME,
+    OUTPUT_EVENTS_DLQ_ALARM_NAME,
+    OUTPUT_EVENTS_DLQ_URL,
+    OUTPUT_EVENTS_LOG_GROUP,
+)
 from infra.synth import synthesize_stack_template
 from tests.infra.test_infra_stack import (
     event_source_mapping_of,
@@ -30,14 +39,14 @@ def only_bus(template_json: dict[str, Any]) -> str:
 def test_the_bus_is_the_stacks_and_its_name_and_arn_are_outputs(template_json: dict[str, Any]) -> None:
     bus_id = only_bus(template_json)
     outputs = template_json["Outputs"]
-    assert outputs[constants.OUTPUT_EVENT_BUS_NAME]["Value"] == {"Ref": bus_id}
-    assert outputs[constants.OUTPUT_EVENT_BUS_ARN]["Value"] == {"Fn::GetAtt": [bus_id, "Arn"]}
+    assert outputs[OUTPUT_EVENT_BUS_NAME]["Value"] == {"Ref": bus_id}
+    assert outputs[OUTPUT_EVENT_BUS_ARN]["Value"] == {"Fn::GetAtt": [bus_id, "Arn"]}
 
 
 def test_the_publisher_reads_the_outbox_inserts_with_bounded_retries_and_a_dead_letter_queue(
     template_json: dict[str, Any],
 ) -> None:
-    publisher_id, _ = function_by_handler(template_json, constants.EVENT_PUBLISHER_HANDLER)
+    publisher_id, _ = function_by_handler(template_json, EVENT_PUBLISHER_FUNCTION.handler)
     table_id, _ = table(template_json)
     mapping = event_source_mapping_of(template_json, publisher_id)
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
@@ -45,13 +54,13 @@ def test_the_publisher_reads_the_outbox_inserts_with_bounded_retries_and_a_dead_
     assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == list(OUTBOX_FILTER_PATTERNS)
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BisectBatchOnFunctionError"] is True
-    assert mapping["MaximumRetryAttempts"] == constants.STREAM_MAX_RETRY_ATTEMPTS
-    dlq_id = queue_id_by_output(template_json, constants.OUTPUT_EVENTS_DLQ_URL)
+    assert mapping["MaximumRetryAttempts"] == STREAM_MAX_RETRY_ATTEMPTS
+    dlq_id = queue_id_by_output(template_json, OUTPUT_EVENTS_DLQ_URL)
     assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq_id, "Arn"]}}}
 
 
 def test_the_publisher_may_put_events_on_the_bus_and_nothing_else_on_the_table(template_json: dict[str, Any]) -> None:
-    _, publisher = function_by_handler(template_json, constants.EVENT_PUBLISHER_HANDLER)
+    _, publisher = function_by_handler(template_json, EVENT_PUBLISHER_FUNCTION.handler)
     role = publisher["Properties"]["Role"]["Fn::GetAtt"][0]
     statements = [
         statement
@@ -77,8 +86,8 @@ def test_the_publisher_may_put_events_on_the_bus_and_nothing_else_on_the_table(t
 
 
 def test_a_message_in_the_events_dead_letter_queue_raises_an_alarm_to_the_topic(template_json: dict[str, Any]) -> None:
-    dlq_id = queue_id_by_output(template_json, constants.OUTPUT_EVENTS_DLQ_URL)
-    alarm_id = template_json["Outputs"][constants.OUTPUT_EVENTS_DLQ_ALARM_NAME]["Value"]["Ref"]
+    dlq_id = queue_id_by_output(template_json, OUTPUT_EVENTS_DLQ_URL)
+    alarm_id = template_json["Outputs"][OUTPUT_EVENTS_DLQ_ALARM_NAME]["Value"]["Ref"]
     properties = resources_of_type(template_json, "AWS::CloudWatch::Alarm")[alarm_id]["Properties"]
     assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
     assert properties["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
@@ -88,7 +97,7 @@ def test_a_message_in_the_events_dead_letter_queue_raises_an_alarm_to_the_topic(
 
 
 def test_every_usage_event_is_kept_in_the_log_group_ops_events_tails(template_json: dict[str, Any]) -> None:
-    log_group_id = template_json["Outputs"][constants.OUTPUT_EVENTS_LOG_GROUP]["Value"]["Ref"]
+    log_group_id = template_json["Outputs"][OUTPUT_EVENTS_LOG_GROUP]["Value"]["Ref"]
     rules = [
         rule["Properties"]
         for rule in resources_of_type(template_json, "AWS::Events::Rule").values()
@@ -110,7 +119,7 @@ def threshold_rules_to_the_topic(template_json: dict[str, Any]) -> list[dict[str
 
 
 def test_an_alarm_email_hears_of_threshold_crossings_too() -> None:
-    template_json = synthesize_stack_template({constants.ALARM_EMAIL_CONTEXT_KEY: "ops@example.com"})
+    template_json = synthesize_stack_template({options.ALARM_EMAIL.key: "ops@example.com"})
     [rule] = threshold_rules_to_the_topic(template_json)
     assert rule["EventBusName"] == {"Ref": only_bus(template_json)}
     assert rule["EventPattern"] == {"source": [SOURCE], "detail-type": ["Usage Threshold Crossed"]}
@@ -130,8 +139,8 @@ SECRET = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:usage-webhook-AbC
 def test_a_usage_webhook_is_an_api_destination_of_every_usage_event_with_its_key_from_secrets_manager() -> None:
     template_json = synthesize_stack_template(
         {
-            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage",
-            constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: SECRET,
+            options.USAGE_WEBHOOK_URL.key: "https://hooks.example.com/usage",
+            options.USAGE_WEBHOOK_SECRET.key: SECRET,
         }
     )
     [destination] = resources_of_type(template_json, "AWS::Events::ApiDestination").values()
@@ -152,11 +161,11 @@ def test_a_usage_webhook_is_an_api_destination_of_every_usage_event_with_its_key
 
 def test_a_usage_webhook_needs_its_secret_and_an_https_url() -> None:
     with pytest.raises(ValueError, match="go together"):
-        synthesize_stack_template({constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "https://hooks.example.com/usage"})
+        synthesize_stack_template({options.USAGE_WEBHOOK_URL.key: "https://hooks.example.com/usage"})
     with pytest.raises(ValueError, match="usageWebhookUrl"):
         synthesize_stack_template(
             {
-                constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: "http://hooks.example.com/usage",
-                constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: SECRET,
+                options.USAGE_WEBHOOK_URL.key: "http://hooks.example.com/usage",
+                options.USAGE_WEBHOOK_SECRET.key: SECRET,
             }
         )

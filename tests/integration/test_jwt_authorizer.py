@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from functions.adapters.jwt_tokens import InvalidToken, JwtVerifier
-from infra import constants
+from infra import options
 from local.http_client import HttpApi, Reply
 from tests.support.oidc import OidcIssuer, new_key
 
@@ -36,7 +36,7 @@ class JwtSystem:
         return self.issuer.token(AUDIENCE, tenant=account_id)
 
     def admin(self) -> str:
-        return self.issuer.token(AUDIENCE, scope=f"openid {constants.DEFAULT_JWT_ADMIN_SCOPE}")
+        return self.issuer.token(AUDIENCE, scope=f"openid {options.JWT_ADMIN_SCOPE.default}")
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +48,9 @@ def system() -> Iterator[JwtSystem]:
     # Auth0's form of issuer, ending in "/": compared as configured, never trimmed.
     with OidcIssuer(path="/") as issuer, EmulatorProcess() as emulator:
         context = {
-            constants.AUTHORIZER_CONTEXT_KEY: constants.AUTHORIZER_JWT,
-            constants.JWT_ISSUER_CONTEXT_KEY: issuer.url,
-            constants.JWT_AUDIENCE_CONTEXT_KEY: AUDIENCE,
+            options.AUTHORIZER.key: options.Authorizer.JWT.value,
+            options.JWT_ISSUER.key: issuer.url,
+            options.JWT_AUDIENCE.key: AUDIENCE,
         }
         runtime = LocalRuntime(runtime_settings(emulator.url, port=0, context=context))
         runtime.deploy_and_start()

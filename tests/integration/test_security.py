@@ -16,7 +16,7 @@ import boto3
 import pytest
 from botocore.credentials import Credentials
 
-from infra import constants
+from infra.outputs import TENANT_TAG_KEY
 from local.http_client import HttpApi
 from local.sigv4 import MAX_CLOCK_SKEW, sign
 from tests.integration.conftest import System
@@ -34,7 +34,7 @@ def tenant_api(system: System, account_id: str) -> HttpApi:
     session = boto3.client("sts").assume_role(
         RoleArn=role_arn,
         RoleSessionName=f"it-{account_id}"[:64],
-        Tags=[{"Key": constants.TENANT_TAG_KEY, "Value": account_id}],
+        Tags=[{"Key": TENANT_TAG_KEY, "Value": account_id}],
     )["Credentials"]
     credentials = Credentials(session["AccessKeyId"], session["SecretAccessKey"], session["SessionToken"])
     return system.api.signed_as(credentials)

@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from functions.events.models import SOURCE, LimitChanged, UsageThresholdCrossed
-from infra import constants
+from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_EVENT_BUS_NAME
 from local.http_client import poll
 from tests.integration.conftest import System
 from tests.integration.test_system import eventual_reaches
@@ -50,11 +50,11 @@ class Subscription:
 def subscription(system: System) -> Iterator[Subscription]:
     if system.runtime is not None:
         runtime: Any = system.runtime
-        client, bus = runtime.client, runtime.outputs[constants.OUTPUT_EVENT_BUS_NAME]
+        client, bus = runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME]
     else:  # a deployment: its outputs, with the caller's credentials
-        stack = boto3.client("cloudformation").describe_stacks(StackName=constants.DEFAULT_STACK_NAME)["Stacks"][0]
+        stack = boto3.client("cloudformation").describe_stacks(StackName=DEFAULT_STACK_NAME)["Stacks"][0]
         outputs = {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
-        client, bus = boto3.client, outputs[constants.OUTPUT_EVENT_BUS_NAME]
+        client, bus = boto3.client, outputs[OUTPUT_EVENT_BUS_NAME]
     subscribed = Subscription(client, bus)
     yield subscribed
     subscribed.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra import constants
+from infra import options
 from local.http_client import poll
 from tests.support.webhook import Webhook
 
@@ -40,8 +40,8 @@ def hooked(webhook: Webhook) -> Iterator[Any]:
         )
         secret_arn = secrets.create_secret(Name="usage-webhook", SecretString="s3cret")["ARN"]
         context = {
-            constants.USAGE_WEBHOOK_URL_CONTEXT_KEY: webhook.url,
-            constants.USAGE_WEBHOOK_SECRET_CONTEXT_KEY: secret_arn,
+            options.USAGE_WEBHOOK_URL.key: webhook.url,
+            options.USAGE_WEBHOOK_SECRET.key: secret_arn,
         }
         runtime = LocalRuntime(runtime_settings(emulator.url, port=0, context=context))
         runtime.deploy_and_start()

@@ -14,7 +14,7 @@ import pytest
 
 from functions.shared.clock import Clock
 from functions.shared.config import FunctionEnvironment
-from infra import constants
+from infra.outputs import OUTPUT_DLQ1_URL, OUTPUT_DLQ2_URL, OUTPUT_SWEEPER_FUNCTION, OUTPUT_TABLE_NAME
 from ops.__main__ import main
 from ops.stack import Connection
 from tests.conftest import System
@@ -124,10 +124,10 @@ def stack(system: System, queues: Queues, connection: Connection) -> str:
     return create_output_stack(
         connection,
         {
-            constants.OUTPUT_TABLE_NAME: system.table,
-            constants.OUTPUT_DLQ1_URL: queues.dlq1,
-            constants.OUTPUT_DLQ2_URL: queues.dlq2,
-            constants.OUTPUT_SWEEPER_FUNCTION: create_sweeper_function(connection, SWEEPER_ENVIRONMENT),
+            OUTPUT_TABLE_NAME: system.table,
+            OUTPUT_DLQ1_URL: queues.dlq1,
+            OUTPUT_DLQ2_URL: queues.dlq2,
+            OUTPUT_SWEEPER_FUNCTION: create_sweeper_function(connection, SWEEPER_ENVIRONMENT),
         },
     )
 

@@ -15,7 +15,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.event_bus import EventBridgeBus
 from functions.core.leases import iso_timestamp
 from functions.core.publishing import BusEvent
-from infra import constants
+from infra.outputs import OUTPUT_EVENT_BUS_NAME, OUTPUT_EVENTS_DLQ_URL, OUTPUT_EVENTS_LOG_GROUP, OUTPUT_TABLE_NAME
 from local.filters import matches_any
 from ops import events
 from ops.stack import Connection
@@ -51,10 +51,10 @@ class EventsStack:
         self.name = create_output_stack(
             connection,
             {
-                constants.OUTPUT_TABLE_NAME: system.table,
-                constants.OUTPUT_EVENT_BUS_NAME: subscriber.bus,
-                constants.OUTPUT_EVENTS_DLQ_URL: self.dlq,
-                constants.OUTPUT_EVENTS_LOG_GROUP: self.log_group,
+                OUTPUT_TABLE_NAME: system.table,
+                OUTPUT_EVENT_BUS_NAME: subscriber.bus,
+                OUTPUT_EVENTS_DLQ_URL: self.dlq,
+                OUTPUT_EVENTS_LOG_GROUP: self.log_group,
             },
         )
 

@@ -15,7 +15,7 @@ from functions.adapters.refused_windows import DynamoRefusedWindows
 from functions.core.model import Quota
 from functions.core.refusals import Window, WindowCount, parse_window_message, window_message
 from functions.shared.config import FunctionEnvironment
-from infra import constants
+from infra.outputs import OUTPUT_REFUSAL_AGGREGATOR_FUNCTION, OUTPUT_REFUSALS_DLQ_URL, OUTPUT_TABLE_NAME
 from local.log_subscriptions import subscription_payload
 from ops.stack import Connection
 from tests.conftest import System
@@ -41,9 +41,9 @@ class RefusalsStack:
         self.name = create_output_stack(
             connection,
             {
-                constants.OUTPUT_TABLE_NAME: system.table,
-                constants.OUTPUT_REFUSALS_DLQ_URL: self.dlq,
-                constants.OUTPUT_REFUSAL_AGGREGATOR_FUNCTION: create_sweeper_function(connection, environment),
+                OUTPUT_TABLE_NAME: system.table,
+                OUTPUT_REFUSALS_DLQ_URL: self.dlq,
+                OUTPUT_REFUSAL_AGGREGATOR_FUNCTION: create_sweeper_function(connection, environment),
             },
         )
 

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from infra import constants
+from infra.outputs import (
+    DEFAULT_STACK_NAME,
+    OUTPUT_API_URL,
+    OUTPUT_DLQ1_URL,
+    OUTPUT_DLQ2_URL,
+    OUTPUT_SWEEPER_FUNCTION,
+    OUTPUT_TABLE_NAME,
+)
 from ops.__main__ import main
 from ops.stack import EXIT_ERROR, Connection, MissingOutput, StackNotFound, StackOutputs
 from tests.conftest import System
@@ -17,11 +24,11 @@ def test_the_outputs_name_the_table_the_queues_and_the_sweeper(system: System, c
     name = create_output_stack(
         connection,
         {
-            constants.OUTPUT_TABLE_NAME: "counter-table",
-            constants.OUTPUT_DLQ1_URL: "http://queue/dlq1",
-            constants.OUTPUT_DLQ2_URL: "http://queue/dlq2",
-            constants.OUTPUT_SWEEPER_FUNCTION: "sweeper-function",
-            constants.OUTPUT_API_URL: "http://api/",
+            OUTPUT_TABLE_NAME: "counter-table",
+            OUTPUT_DLQ1_URL: "http://queue/dlq1",
+            OUTPUT_DLQ2_URL: "http://queue/dlq2",
+            OUTPUT_SWEEPER_FUNCTION: "sweeper-function",
+            OUTPUT_API_URL: "http://api/",
         },
     )
     outputs = StackOutputs.resolve(connection, name)
@@ -34,9 +41,9 @@ def test_the_outputs_name_the_table_the_queues_and_the_sweeper(system: System, c
 
 
 def test_a_missing_output_is_named(system: System, connection: Connection) -> None:
-    name = create_output_stack(connection, {constants.OUTPUT_TABLE_NAME: "counter-table"})
+    name = create_output_stack(connection, {OUTPUT_TABLE_NAME: "counter-table"})
     outputs = StackOutputs.resolve(connection, name)
-    with pytest.raises(MissingOutput, match=f"stack {name} has no output {constants.OUTPUT_DLQ2_URL}"):
+    with pytest.raises(MissingOutput, match=f"stack {name} has no output {OUTPUT_DLQ2_URL}"):
         _ = outputs.dlq2_url
 
 
@@ -57,7 +64,7 @@ def test_the_default_stack_name_is_the_deployed_one(
     system: System, emulator_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(["--endpoint-url", emulator_url, "account", "acme"])
-    assert f"stack {constants.DEFAULT_STACK_NAME} not found" in capsys.readouterr().err
+    assert f"stack {DEFAULT_STACK_NAME} not found" in capsys.readouterr().err
 
 
 def test_an_emulator_needs_no_configured_credentials_or_region(

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from botocore.credentials import Credentials
 
-from infra import constants
+from infra.access import ADMIN_ROLE_ID, TENANT_ROLE_ID
+from infra.outputs import TENANT_TAG_KEY
 from infra.synth import synthesize_stack_template
 from local.apigateway import ApiGateway, Route
 from local.gateway_responses import GatewayResponses
@@ -59,7 +60,7 @@ def deployed_policies() -> dict[str, list[dict[str, Any]]]:
         return value
 
     policies: dict[str, list[dict[str, Any]]] = {ADMIN: [], TENANT: []}
-    kinds = {constants.ADMIN_ROLE_ID: ADMIN, constants.TENANT_ROLE_ID: TENANT}
+    kinds = {ADMIN_ROLE_ID: ADMIN, TENANT_ROLE_ID: TENANT}
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::IAM::Policy":
             continue
@@ -113,7 +114,7 @@ def gateway(policies: dict[str, list[dict[str, Any]]], identities_file: Path) ->
 
 def test_the_stack_lets_a_tenant_session_reach_only_its_own_accounts_paths(policies: dict[str, Any]) -> None:
     def may(role: str, method: str, path: str, tenant: str | None = "acme") -> bool:
-        tags = {constants.TENANT_TAG_KEY: tenant} if tenant else {}
+        tags = {TENANT_TAG_KEY: tenant} if tenant else {}
         arn = execute_api_arn(REGION, ACCOUNT, API_ID, STAGE, method, path)
         return allowed(policies[role], "execute-api:Invoke", arn, tags)
 
@@ -140,13 +141,13 @@ def test_a_tag_with_a_slash_would_reach_another_tenant_so_no_session_is_minted_w
     session tagged `globex/resources/r1` would read globex's resource r1. The deployed trust policy
     refuses such a session (tests/infra); the local runtime never mints one."""
     arn = execute_api_arn(REGION, ACCOUNT, API_ID, STAGE, "GET", "/accounts/globex/resources/r1")
-    assert allowed(policies[TENANT], "execute-api:Invoke", arn, {constants.TENANT_TAG_KEY: "globex/resources/r1"})
+    assert allowed(policies[TENANT], "execute-api:Invoke", arn, {TENANT_TAG_KEY: "globex/resources/r1"})
     identities = Identities()
     for hostile in HOSTILE_TENANT_TAGS:
         with pytest.raises(ValueError, match="not an account id"):
             identities.tenant(hostile)
     for account_id in ACCOUNT_ID_TAGS:
-        assert identities.tenant(account_id).tags == {constants.TENANT_TAG_KEY: account_id}
+        assert identities.tenant(account_id).tags == {TENANT_TAG_KEY: account_id}
 
 
 def test_the_special_variables_stand_for_their_characters() -> None:

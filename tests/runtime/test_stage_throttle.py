@@ -3,7 +3,7 @@ read from the deployed template, answering 429 in the API's error envelope with 
 
 from __future__ import annotations
 
-from infra import constants
+from infra import options
 from infra.synth import synthesize_stack_template
 from local.apigateway import ApiGateway, Route
 from local.gateway_responses import GatewayResponses
@@ -33,11 +33,9 @@ def test_a_burst_is_absorbed_then_requests_pass_at_the_rate() -> None:
 def test_the_limits_come_from_the_stage_the_stack_deploys() -> None:
     default = StageThrottle.from_template(synthesize_stack_template())
     assert default is not None
-    assert (default.rate, default.burst) == (constants.DEFAULT_API_RATE_LIMIT, constants.DEFAULT_API_BURST_LIMIT)
+    assert (default.rate, default.burst) == (options.API_RATE_LIMIT.default, options.API_BURST_LIMIT.default)
     chosen = StageThrottle.from_template(
-        synthesize_stack_template(
-            {constants.API_RATE_LIMIT_CONTEXT_KEY: "3", constants.API_BURST_LIMIT_CONTEXT_KEY: "2"}
-        )
+        synthesize_stack_template({options.API_RATE_LIMIT.key: "3", options.API_BURST_LIMIT.key: "2"})
     )
     assert chosen is not None
     assert (chosen.rate, chosen.burst) == (3, 2)
