@@ -68,7 +68,8 @@ API_LOGS_ROLE_CREATE: Final = "create"
 API_LOGS_ROLE_EXISTING: Final = "existing"
 API_LOGS_ROLE_NONE: Final = "none"
 # Run on a table the stack does not own, such as one restored from point-in-time recovery
-# (`-c tableName=NAME -c tableStreamArn=ARN`, both together; README "Running on a restored table").
+# (`-c tableName=NAME -c tableStreamArn=ARN`, both together; docs/upgrade.md, "Running on a table restored
+# from point-in-time recovery").
 EXISTING_TABLE_NAME_CONTEXT_KEY: Final = "tableName"
 EXISTING_TABLE_STREAM_CONTEXT_KEY: Final = "tableStreamArn"
 # A cost guard on the on-demand table (`-c tableMaxWriteRequestUnits=40000`): DynamoDB throttles the

@@ -90,7 +90,7 @@ class JwtAuthorization(JwtSettings):
 @dataclass(frozen=True)
 class ExistingTable:
     """A table the counter uses without owning it, such as one restored from point-in-time recovery
-    (README, "Running on a restored table"): its stream, TTL and indexes set as the counter's own."""
+    (docs/upgrade.md): its stream, TTL and indexes set as the counter's own."""
 
     name: str
     stream_arn: str
@@ -131,7 +131,7 @@ _ARCHITECTURES = (constants.ARCHITECTURE_ARM64, constants.ARCHITECTURE_X86_64)
 
 @dataclass(frozen=True)
 class HybridCounterProps:
-    """Every choice a deployer makes; each default is the app's (README, "Deploy to AWS")."""
+    """Every choice a deployer makes; each default is the app's (docs/deploy.md)."""
 
     authorization: IamAuthorization | JwtAuthorization = field(default_factory=IamAuthorization)
     # Subscribed to every alarm (the address must confirm). None: no subscription.

@@ -22,7 +22,7 @@ from typing import Any
 
 from infra import constants
 from local.deploy import context_entry
-from local.endpoints import IDENTITIES_FILE_NAME, Endpoints, remove_endpoints, write_endpoints, writer_dir
+from local.endpoints import IDENTITIES_FILE_NAME, remove_endpoints, write_endpoints, writer_dir
 from local.identities import DEFAULT_TENANT, Identities
 
 HOST = "127.0.0.1"  # the API's address: loopback only
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     from local.emulator import EmulatorProcess
-    from local.product import APP, refusal_environment, runtime_settings, scaled_environment
+    from local.product import APP, refusal_environment, runtime_settings, scaled_environment, serving_endpoints
     from local.runtime import LocalRuntime
 
     emulator = None
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     endpoints = None
     try:
         runtime.deploy_and_start()
-        endpoints = serving_endpoints(runtime, endpoint, args.stack_name)
+        endpoints = serving_endpoints(runtime, endpoint)
         written = write_endpoints(local_dir, endpoints)
         flavour = emulator.flavour if emulator else ""
         print_summary(
@@ -156,17 +156,6 @@ def main(argv: list[str] | None = None) -> int:
         if emulator is not None:
             emulator.stop()
     return 0
-
-
-def serving_endpoints(runtime: Any, emulator_url: str, stack_name: str) -> Endpoints:
-    """What `.local/endpoints.json` says of a runtime that serves (local/endpoints.py)."""
-    return Endpoints(
-        api_url=runtime.api_url,
-        emulator_url=emulator_url,
-        stack_name=stack_name,
-        region=runtime.settings.region,
-        log_directory=str(Path(runtime.settings.log_dir).resolve()),
-    )
 
 
 def callers(identities: Identities, identities_file: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""The HTTP contract (docs/openapi.json, README "Call the API") through the real api handler."""
+"""The HTTP contract (docs/openapi.json, docs/api.md) through the real api handler."""
 
 from __future__ import annotations
 
