@@ -17,7 +17,7 @@ LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://
 HOST_ARCHITECTURE := $(if $(filter arm64 aarch64,$(shell uname -m)),arm64,x86_64)
 
 help:
-	@echo "make run       the whole system on http://127.0.0.1:3000 (embedded emulator, local Lambda service)"
+	@echo "make run       the whole system on http://127.0.0.1:3000 (embedded emulator, local Lambda service); PORT=3100, ARGS='--refusal-grace 5'"
 	@echo "make test      install everything, lint, type-check and run every test tier"
 	@echo "make chaos     the system under concurrent clients and every kind of fault; ARGS='--seed 3 --operations 2000'"
 	@echo "make bench     the blog's seven counters, the paper's design and this project side by side (capacity, ceiling, count error)"
@@ -51,8 +51,10 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(BIN)/.installed node_modules/.installed
 
+# The API's port (PORT=3100) and any other option of `python -m local` (ARGS='--refusal-grace 5').
+PORT ?= 3000
 run: install
-	$(BIN)/python -m local --port 3000
+	$(BIN)/python -m local --port $(PORT) $(ARGS)
 
 # Every tier on TEST_WORKERS processes (pytest-xdist, tests dealt one by one: tests/conftest.py),
 # with the coverage of the product's code and its floor (pyproject.toml). The handler tier runs on

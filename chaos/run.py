@@ -652,7 +652,7 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ou
 
 
 def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
-    """Once quiet, a heal brings both API-path counters to the live count (README "Guarantees", 6: self-healing)."""
+    """Once quiet, a heal brings both API-path counters to the live count (docs/guarantees.md, 6: self-healing)."""
     check = Check("after healing, best-effort = admitted = live")
     store = DynamoHealingStore(DynamoTable(dynamodb, table))
     for account in accounts:

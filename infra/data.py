@@ -31,7 +31,7 @@ class DataStore(Construct):
 
         self.table: dynamodb.ITable
         if existing_table is not None:
-            # A table the stack does not own (one restored from a backup: README, "Running on a
+            # A table the stack does not own (one restored from a backup: docs/upgrade.md, "Running on a
             # restored table"): the deployer set its stream, TTL and indexes as below.
             self.table = dynamodb.Table.from_table_attributes(
                 self,

@@ -305,7 +305,7 @@ EXISTING_TABLE: Final = PropOfSeveral(
     "existing_table",
     "None",
     "`ExistingTable(name, stream_arn)`: a table the counter uses without owning it, such as one restored "
-    'from point-in-time recovery (README, "Running on a table restored from point-in-time recovery")',
+    "from point-in-time recovery ([upgrade.md](upgrade.md#running-on-a-table-restored-from-point-in-time-recovery))",
     (EXISTING_TABLE_NAME, EXISTING_TABLE_STREAM),
 )
 

@@ -71,7 +71,7 @@ class JwtAuthorization(JwtSettings):
 @dataclass(frozen=True)
 class ExistingTable:
     """A table the counter uses without owning it, such as one restored from point-in-time recovery
-    (README, "Running on a restored table"): its stream, TTL and indexes set as the counter's own."""
+    (docs/upgrade.md): its stream, TTL and indexes set as the counter's own."""
 
     name: str
     stream_arn: str

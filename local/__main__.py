@@ -17,13 +17,16 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_DLQ1_URL, OUTPUT_DLQ2_URL, OUTPUT_STREAM_ARN, OUTPUT_TABLE_NAME
 from local.deploy import context_entry
-from local.identities import DEFAULT_TENANT, IDENTITIES_FILE, Identities
+from local.endpoints import IDENTITIES_FILE_NAME, remove_endpoints, write_endpoints, writer_dir
+from local.identities import DEFAULT_TENANT, Identities
 
 HOST = "127.0.0.1"  # the API's address: loopback only
+PYTHON = ".venv/bin/python"  # as the banner's commands are typed, from the repository's root
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
 
     from local.emulator import EmulatorProcess
-    from local.product import APP, refusal_environment, runtime_settings, scaled_environment
+    from local.product import APP, refusal_environment, runtime_settings, scaled_environment, serving_endpoints
     from local.runtime import LocalRuntime
 
     emulator = None
@@ -116,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         endpoint = emulator.start()
     faults: list[dict[str, Any]] = json.loads(open(args.faults).read()) if args.faults else []  # noqa: SIM115
-    identities = Identities.load(IDENTITIES_FILE)
+    local_dir = writer_dir()
+    identities = Identities.load(local_dir / IDENTITIES_FILE_NAME)
     runtime = LocalRuntime(
         runtime_settings(
             endpoint,
@@ -131,63 +135,75 @@ def main(argv: list[str] | None = None) -> int:
             context=args.context,
         )
     )
+    endpoints = None
     try:
         runtime.deploy_and_start()
+        endpoints = serving_endpoints(runtime, endpoint)
+        written = write_endpoints(local_dir, endpoints)
         flavour = emulator.flavour if emulator else ""
-        print_summary(runtime, identities, endpoint, flavour, time.perf_counter() - started)
+        print_summary(
+            runtime, identities, endpoint, flavour, written, args.refusal_grace, time.perf_counter() - started
+        )
         wait_for_interrupt()
     except PortInUse as error:  # taken while the stack deployed
         print(f"python -m local: {error.strerror}", file=sys.stderr)
         return 1
     finally:
         print("shutting down...", flush=True)
+        if endpoints is not None:  # readers must not take a stopped system for a running one
+            remove_endpoints(local_dir, endpoints)
         runtime.stop()
         if emulator is not None:
             emulator.stop()
     return 0
 
 
-def callers(runtime: Any, identities: Identities) -> list[str]:
-    """Who may call, and a call each can make (curl signs SigV4 itself with --aws-sigv4; a session's
-    keys go with its session token)."""
+def callers(identities: Identities, identities_file: Path) -> list[str]:
+    """Who may call, and how to call as each (curl signs SigV4 itself with --aws-sigv4; a session's
+    keys go with its session token, which SIGN_ADMIN and SIGN_ACME carry)."""
     admin, tenant = identities.admin, identities.tenant(DEFAULT_TENANT)
-    sign = f"--aws-sigv4 aws:amz:{runtime.settings.region}:execute-api"
-
-    def signed_as(identity: Any) -> str:
-        return (
-            f"{sign} --user {identity.access_key_id}:{identity.secret_access_key} "
-            f"-H 'x-amz-security-token: {identity.session_token}'"
-        )
-
-    json_body = "-H 'Content-Type: application/json'"
     expiry = admin.expiration.strftime("%Y-%m-%d %H:%M UTC")
     return [
         f"  admin         --user {admin.access_key_id}:{admin.secret_access_key}   (may set limits)",
         f"  tenant acme   --user {tenant.access_key_id}:{tenant.secret_access_key}   (acme's paths only)",
-        f"                with their session tokens, kept in {IDENTITIES_FILE} (valid until {expiry}; "
-        '`eval "$(python -m local.identities)"` sets ADMIN, ADMIN_TOKEN, ACME, ACME_TOKEN)',
-        f"                try: curl {signed_as(admin)} {json_body} -X PUT {runtime.api_url}/accounts/acme "
-        f"-d '{{\"limit\": 5}}'",
-        f"                     curl {signed_as(tenant)} {json_body} -X POST {runtime.api_url}/accounts/acme/resources "
-        f'-d \'{{"name": "vm-1"}}\'',
+        f"                with their session tokens, kept in {identities_file} (valid until {expiry})",
+        f'  curl          eval "$({PYTHON} -m local.identities)"    # API, SIGN_ADMIN, SIGN_ACME: every curl flag',
+        "                curl $SIGN_ADMIN -X PUT $API/accounts/acme -d '{\"limit\": 5}'",
+        '                curl $SIGN_ACME -X POST $API/accounts/acme/resources -d \'{"name": "vm-1"}\'',
     ]
 
 
-def print_summary(runtime: Any, identities: Identities, endpoint: str, emulator_flavour: str, seconds: float) -> None:
+def print_summary(
+    runtime: Any,
+    identities: Identities,
+    endpoint: str,
+    emulator_flavour: str,
+    endpoints_file: Path,
+    refusal_grace: int | None,
+    seconds: float,
+) -> None:
     outputs = runtime.outputs
+    grace = (
+        f"{refusal_grace} s after its minute"
+        if refusal_grace is not None
+        else "90 s after its minute; ARGS='--refusal-grace 5' for 5 s"
+    )
     print(
         "\n".join(
             [
                 "",
                 f"  API           {runtime.api_url}  (every request signed with SigV4: docs/security.md)",
-                *callers(runtime, identities),
+                *callers(identities, endpoints_file.parent / IDENTITIES_FILE_NAME),
+                f"  operate       {PYTHON} -m ops account acme    (finds this system in {endpoints_file})",
+                f"  usage events  {PYTHON} -m ops events --follow    (and in this log; Limit Refused {grace})",
                 f"  emulator      {endpoint}{f'  (embedded moto, {emulator_flavour})' if emulator_flavour else ''}",
                 f"  table         {outputs.get(OUTPUT_TABLE_NAME)}",
                 f"  stream        {outputs.get(OUTPUT_STREAM_ARN)}",
                 f"  DLQ 1         {outputs.get(OUTPUT_DLQ1_URL)}",
                 f"  DLQ 2         {outputs.get(OUTPUT_DLQ2_URL)}",
                 f"  function logs {runtime.settings.log_dir}",
-                f"  ready in {seconds:.1f} s; one line per invocation below; Ctrl-C stops everything",
+                f"  ready in {seconds:.1f} s; one line per invocation below; Ctrl-C stops everything "
+                f"(and removes {endpoints_file.name})",
                 "",
             ]
         ),

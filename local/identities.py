@@ -4,14 +4,17 @@ stack deploys (docs/security.md). AWS would issue them from `sts:AssumeRole`; lo
 mints them locally, with the same meaning.
 
 `make run` keeps them in `.local/identities.json` (created on first run, never committed) and prints
-how to use them; `python -m local.identities ACCOUNT` mints a tenant session for another account
-there, which a running `make run` accepts at once. Tests and benchmarks mint their own in memory.
+how to use them; `python -m local.identities [ACCOUNT]` prints the running system's API URL and, for
+the admin and each tenant, every curl flag that signs as it (SIGN_ADMIN, SIGN_ACME), minting a
+tenant session for another account there the first time, which the running `make run` accepts at
+once. Tests and benchmarks mint their own in memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,11 +22,20 @@ from typing import Self
 
 from functions.core.model import ID_PATTERN, MAX_ID_LENGTH
 from infra.outputs import OUTPUT_ADMIN_ROLE_ARN, OUTPUT_TENANT_ROLE_ARN, TENANT_TAG_KEY
+from local.endpoints import (
+    IDENTITIES_FILE_NAME,
+    LOCAL_DIR_ENV,
+    REPO_LOCAL_DIR,
+    NotRunning,
+    check_answers,
+    find_local_dir,
+    read_endpoints,
+)
 from local.sessions import Clock, Session, Sessions
 from local.sigv4 import utc_now
 
 ADMIN, TENANT = "admin", "tenant"
-IDENTITIES_FILE = Path(__file__).resolve().parent.parent / ".local" / "identities.json"
+IDENTITIES_FILE = REPO_LOCAL_DIR / IDENTITIES_FILE_NAME  # `make run`'s, unless HYBRID_COUNTER_LOCAL_DIR moves it
 # The stack output naming each kind of session's role.
 ROLE_OUTPUTS = {ADMIN: OUTPUT_ADMIN_ROLE_ARN, TENANT: OUTPUT_TENANT_ROLE_ARN}
 DEFAULT_TENANT = "acme"
@@ -72,38 +84,78 @@ def mint_tenant(account_id: str, path: Path = IDENTITIES_FILE) -> Session:
 
 
 def shell_name(account_id: str) -> str:
-    """The shell variable a tenant's key is printed as: `acme` -> ACME, `globex-2` -> GLOBEX_2."""
+    """The shell variable a tenant's key is printed as: `acme` -> ACME, `globex-2` -> GLOBEX_2
+    (TENANT_ in front where it would start with a digit or be one of the other variables)."""
     name = account_id.upper().replace("-", "_")
-    return f"TENANT_{name}" if name[0].isdigit() or name in ("ADMIN", "SIGV4") else name
+    taken = name in ("ADMIN", "SIGV4", "API") or name.startswith("SIGN_")
+    return f"TENANT_{name}" if name[0].isdigit() or taken else name
 
 
-def main(argv: list[str] | None = None, path: Path = IDENTITIES_FILE) -> None:
-    """`python -m local.identities [ACCOUNT ...]`: shell assignments of the `make run` callers' keys
-    and session tokens, for `eval "$(python -m local.identities)"` then
-    `curl --aws-sigv4 "$SIGV4" --user "$ADMIN" -H "x-amz-security-token: $ADMIN_TOKEN" ...`."""
+def signing_variables(name: str, session: Session, region: str) -> list[str]:
+    """`NAME` (key:secret), `NAME_TOKEN`, and `SIGN_NAME`: every flag curl needs to sign as this
+    session, the session token's header included, for `curl $SIGN_NAME ...`."""
+    sign = (
+        f"--aws-sigv4 {sigv4_scope(region)} --user {session.access_key_id}:{session.secret_access_key} "
+        f"-H x-amz-security-token:{session.session_token}"
+    )
+    return [
+        f"{name}={shlex.quote(f'{session.access_key_id}:{session.secret_access_key}')}",
+        f"{name}_TOKEN={shlex.quote(session.session_token)}",
+        f"SIGN_{name}={shlex.quote(sign)}",
+    ]
+
+
+def sigv4_scope(region: str) -> str:
+    """curl's --aws-sigv4 argument for API Gateway in `region`."""
+    return f"aws:amz:{region}:execute-api"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m local.identities [ACCOUNT ...]`: shell assignments of the running `make run`'s API
+    URL and its callers' signing flags, for `eval "$(python -m local.identities)"` then
+    `curl $SIGN_ADMIN $API/accounts/acme`."""
     parser = argparse.ArgumentParser(
         prog="python -m local.identities",
-        description="Print the keys and session tokens of the local API's callers (the admin and tenant "
-        f"sessions) as shell assignments. Each ACCOUNT gets a tenant session, minted and saved in {path} the "
-        "first time: a running `make run` accepts it at once.",
+        description="Print, as shell assignments, the running `make run`'s API URL (API) and how to sign as "
+        "each of its callers: SIGN_ADMIN, SIGN_<ACCOUNT> (every flag curl needs: --aws-sigv4, --user and the "
+        "session token's header), and each one's key (ADMIN, ACME) and token (ADMIN_TOKEN, ACME_TOKEN). Each "
+        "ACCOUNT gets a tenant session, minted the first time and saved in .local/identities.json: the running "
+        "`make run` accepts it at once.",
     )
     parser.add_argument("accounts", nargs="*", metavar="ACCOUNT", help="a tenant's account id (default: acme)")
+    parser.add_argument(
+        "--local-dir",
+        help=f"the .local folder of the running `make run` (default: {LOCAL_DIR_ENV}, else the first .local "
+        "holding endpoints.json here or in a parent folder)",
+    )
     args = parser.parse_args(argv)
+    for account_id in args.accounts:
+        try:
+            tenant_tags(account_id)
+        except ValueError as error:
+            parser.error(str(error))
     try:
-        tenants = [mint_tenant(account_id, path) for account_id in args.accounts or [DEFAULT_TENANT]]
-    except ValueError as error:
-        parser.error(str(error))
-    admin = Identities.load(path).admin
-    print(f"ADMIN={admin.access_key_id}:{admin.secret_access_key}")
-    print(f"ADMIN_TOKEN={admin.session_token}")
+        local_dir = find_local_dir(args.local_dir)
+        endpoints = read_endpoints(local_dir)
+        check_answers(local_dir, endpoints.api_url)
+    except NotRunning as error:
+        print(f"python -m local.identities: {error}", file=sys.stderr)
+        return 1
+    path = local_dir / IDENTITIES_FILE_NAME
+    tenants = [mint_tenant(account_id, path) for account_id in args.accounts or [DEFAULT_TENANT]]
+    print(f"API={shlex.quote(endpoints.api_url)}")
+    print(f"SIGV4={sigv4_scope(endpoints.region)}")
+    for line in signing_variables("ADMIN", Identities.load(path).admin, endpoints.region):
+        print(line)
     for tenant in tenants:
-        name = shell_name(tenant.tags[TENANT_TAG_KEY])
-        print(f"{name}={tenant.access_key_id}:{tenant.secret_access_key}")
-        print(f"{name}_TOKEN={tenant.session_token}")
-    print("SIGV4=aws:amz:us-east-1:execute-api")
+        for line in signing_variables(shell_name(tenant.tags[TENANT_TAG_KEY]), tenant, endpoints.region):
+            print(line)
     if args.accounts:
-        print(f"# kept in {path}; `make run` accepts them now, for each account's own paths", file=sys.stderr)
+        print(
+            f"# kept in {path}; the running `make run` accepts them now, for each account's own paths", file=sys.stderr
+        )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

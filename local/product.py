@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from functions.core.admission import ShardingSettings
@@ -21,6 +22,7 @@ from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_PACKAGE, REPO_ROOT
 from infra.outputs import DEFAULT_STACK_NAME
 from local.capacity.limits import parse_factor
 from local.deploy import CdkApp
+from local.endpoints import Endpoints
 from local.http_client import HttpApi, Reply
 from local.identities import ADMIN, ROLE_OUTPUTS, Identities
 from local.runtime import LocalRuntime, RuntimeSettings
@@ -77,6 +79,18 @@ class CounterApi(HttpApi):
 
     def delete(self, account_id: str, resource_id: str) -> Reply:
         return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
+
+
+def serving_endpoints(runtime: LocalRuntime, emulator_url: str) -> Endpoints:
+    """What `.local/endpoints.json` says of a runtime that serves (local/endpoints.py): `make run`
+    writes it, and the integration tier for the README's commands."""
+    return Endpoints(
+        api_url=runtime.api_url,
+        emulator_url=emulator_url,
+        stack_name=runtime.settings.app.stack_name,
+        region=runtime.settings.region,
+        log_directory=str(Path(runtime.settings.log_dir).resolve()),
+    )
 
 
 def admin_api(runtime: LocalRuntime, timeout: float = 30) -> CounterApi:

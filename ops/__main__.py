@@ -1,9 +1,10 @@
 """`python -m ops`: operate the hybrid counter, on AWS or on the local runtime.
 
-Against a deployed stack it uses your default AWS credentials and region. Against `make run`, pass
-the emulator URL it prints: `python -m ops --endpoint-url http://127.0.0.1:PORT account acme`
-(or set AWS_ENDPOINT_URL). The table, the queues and the sweeper are found from the stack's
-outputs (--stack-name).
+Where it points, first found: --endpoint-url (or AWS_ENDPOINT_URL); AWS with --aws; a running
+`make run`, from the .local/endpoints.json it writes (its emulator, stack name and region:
+`python -m ops account acme` needs nothing more; --local-dir or HYBRID_COUNTER_LOCAL_DIR names
+the folder); else AWS, with your default credentials and region. The table, the queues and the
+sweeper are found from the stack's outputs (--stack-name).
 
 Exit codes: 0 done; 1 error; 2 bad usage; 3 try again later (heal: pending work or busy; audit:
 an account was written between every pair of reads; sweep: already running); 4 not found
@@ -36,6 +37,7 @@ from functions.core.model import DEFAULT_RESOURCE_TYPE, RESOURCE_TYPE_PATTERN, Q
 from functions.shared.clock import Clock
 from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS
 from infra.outputs import DEFAULT_STACK_NAME
+from local.endpoints import LOCAL_DIR_ENV, NotRunning, check_answers, find_local_dir, read_endpoints
 from ops import commands, events, refusals
 from ops.stack import (
     EXIT_DRIFT,
@@ -67,13 +69,28 @@ def connection_options(defaults: dict[str, Any] | None) -> argparse.ArgumentPars
     options.add_argument(
         "--endpoint-url",
         default=default("endpoint_url"),
-        help="AWS endpoint: the emulator URL `make run` prints, or LocalStack (default: AWS_ENDPOINT_URL, else AWS)",
+        help="AWS endpoint: an emulator, or LocalStack (default: AWS_ENDPOINT_URL, else the running `make run`'s "
+        "emulator, else AWS)",
     )
-    options.add_argument("--region", default=default("region"), help="AWS region (default: your configuration)")
+    options.add_argument(
+        "--aws",
+        action="store_true",
+        default=default("aws"),
+        help="AWS itself, even while a `make run` is running here",
+    )
+    options.add_argument(
+        "--local-dir",
+        default=default("local_dir"),
+        help=f"the .local folder of the `make run` to operate (default: {LOCAL_DIR_ENV}, else the first .local "
+        "holding endpoints.json here or in a parent folder)",
+    )
+    options.add_argument(
+        "--region", default=default("region"), help="AWS region (default: the `make run`'s, else your configuration)"
+    )
     options.add_argument(
         "--stack-name",
         default=default("stack_name"),
-        help=f"stack to read the outputs of (default {DEFAULT_STACK_NAME})",
+        help=f"stack to read the outputs of (default: the `make run`'s, else {DEFAULT_STACK_NAME})",
     )
     options.add_argument("--json", action="store_true", default=default("json"), help="print JSON")
     return options
@@ -89,8 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
             connection_options(
                 {
                     "endpoint_url": os.environ.get("AWS_ENDPOINT_URL") or None,
+                    "aws": False,
+                    "local_dir": None,
                     "region": None,
-                    "stack_name": DEFAULT_STACK_NAME,
+                    "stack_name": None,
                     "json": False,
                 }
             )
@@ -704,11 +723,35 @@ def _counts(values: dict[str, int]) -> str:
 # -- entry point -------------------------------------------------------------------------------
 
 
+def point(args: argparse.Namespace) -> None:
+    """Where the command points (the module's docstring says the order): a running `make run`'s
+    emulator, stack and region unless an endpoint or --aws is given; a `.local/endpoints.json` whose
+    emulator no longer answers is an error, never silently used."""
+    if not (args.endpoint_url or args.aws):
+        try:
+            local_dir = find_local_dir(args.local_dir)
+        except NotRunning as error:
+            if args.local_dir or os.environ.get(LOCAL_DIR_ENV):
+                raise OpsError(str(error)) from None
+            local_dir = None  # no `make run` here: AWS
+        if local_dir is not None:
+            try:
+                endpoints = read_endpoints(local_dir)
+                check_answers(local_dir, endpoints.emulator_url)
+            except NotRunning as error:
+                raise OpsError(f"{error} (or pass --aws for AWS)") from None
+            args.endpoint_url = endpoints.emulator_url
+            args.region = args.region or endpoints.region
+            args.stack_name = args.stack_name or endpoints.stack_name
+    args.stack_name = args.stack_name or DEFAULT_STACK_NAME
+
+
 def main(argv: Sequence[str] | None = None, clock: Clock | None = None) -> int:
     """`clock` None: the system clock (tests pass theirs)."""
     args = build_parser().parse_args(argv)
     run: Callable[[Context], int] = args.run
     try:
+        point(args)
         return run(Context(args, clock or Clock()))
     except OpsError as error:
         print(f"error: {error}", file=sys.stderr)

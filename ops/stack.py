@@ -117,7 +117,11 @@ class StackOutputs:
         except ClientError as error:
             # CloudFormation has no error code of its own for a missing stack.
             if error.response.get("Error", {}).get("Code") == "ValidationError" and "does not exist" in str(error):
-                hint = "" if connection.endpoint_url else "; against `make run`, pass --endpoint-url"
+                hint = (
+                    ""
+                    if connection.endpoint_url
+                    else "; against `make run`, start it first (ops reads .local/endpoints.json)"
+                )
                 raise StackNotFound(
                     f"stack {stack_name} not found in {connection.describe()}: deploy it, "
                     f"or name another with --stack-name{hint}"

@@ -340,10 +340,19 @@ def create(
     return json_response(HTTPStatus.CREATED, view.of(created.resource), {"Location": location})
 
 
+# The order of a list page (docs/api.md, "Pages, and their order"): the sort key's, RESOURCE#<id>.
+LIST_ORDER = (
+    "Live resources in resource-id order, not creation order (an id is a random UUID, or one derived from the "
+    "create's Idempotency-Key): one created later may come on an earlier page. Pass nextCursor on until it is "
+    "null and every live resource comes exactly once."
+)
+
+
 @app.get(
     RESOURCES_PATH,
     operation_id=LIST_RESOURCES,
-    summary="List live resources, newest pages by cursor",
+    summary="List live resources, a page at a time by cursor",
+    description=LIST_ORDER,
     responses=answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
 )
 def list_resources(accountId: AccountId, limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
@@ -354,7 +363,8 @@ def list_resources(accountId: AccountId, limit: PageSize = DEFAULT_PAGE_SIZE, cu
 @app.get(
     TYPED_RESOURCES_PATH,
     operation_id=LIST_TYPED_RESOURCES,
-    summary="List a type's live resources, newest pages by cursor",
+    summary="List a type's live resources, a page at a time by cursor",
+    description=LIST_ORDER,
     responses=answers({200: ("A page of the type's resources, and the cursor of the next", TypedResourcePage)}, 404),
 )
 def list_typed_resources(

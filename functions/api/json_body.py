@@ -1,7 +1,7 @@
 """The API's JSON bodies: requests read strictly, responses written so that they cannot fail.
 
 A request body must be JSON as RFC 8259 defines it, holding only what the service keeps exactly
-(README "Call the API" lists the rules for clients):
+(docs/api.md, "Request bodies", lists the rules for clients):
 
 * no `NaN`, `Infinity` or `-Infinity` (Python's parser takes them; JSON has no such numbers);
 * no name twice in one object (RFC 8259 4: names SHOULD be unique; keeping one value would

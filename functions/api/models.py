@@ -111,7 +111,7 @@ class CreateResourceRequest(BaseModel):
     name: StrictStr = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     attributes: dict[str, Any] = Field(
         default_factory=dict,
-        description="Any JSON object within the API's JSON rules (README, 'Call the API'), else a 400 "
+        description="Any JSON object within the API's JSON rules (docs/api.md, 'Request bodies'), else a 400 "
         "ValidationError: integers of at most 38 digits; other numbers 0 or 1E-130 to "
         "9.9999999999999999999999999999999999999E+125 in magnitude, held exactly by a 64-bit double; "
         "at most 32 levels of objects and arrays in the body (this object is level 2); no lone UTF-16 "

@@ -1,4 +1,4 @@
-"""The HTTP contract (docs/openapi.json, README "Call the API") through the real api handler."""
+"""The HTTP contract (docs/openapi.json, docs/api.md) through the real api handler."""
 
 from __future__ import annotations
 
@@ -77,6 +77,7 @@ def test_list_pages_through_live_resources_only(harness: Harness) -> None:
         if cursor is None:
             break
     assert sorted(seen) == sorted(set(ids) - {ids[0], ids[3]})
+    assert seen == sorted(seen)  # resource-id order, as docs/api.md and the OpenAPI description say
     assert pages >= 3
 
 

@@ -1,4 +1,4 @@
-"""Healing against the emulator, through the interleavings docs/healing.md names (README "Guarantees", 6).
+"""Healing against the emulator, through the interleavings docs/healing.md names (docs/guarantees.md, 6).
 
 Each adversarial test lines an API call or a consumer step up inside the heal with a botocore
 hook, and would fail (best-effort above the live count, or admitted below it) without the guard

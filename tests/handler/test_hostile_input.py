@@ -1,7 +1,7 @@
 """Hostile but valid-looking bodies through the real api handler: refused before any write (400
 `ValidationError`, naming the place), or accepted and read back exactly. Never a 5xx.
 
-The rules are README "Call the API" and functions/api/json_body.py; the byte-bounded list page is
+The rules are docs/api.md ("Request bodies") and functions/api/json_body.py; the byte-bounded list page is
 docs/security.md "Answers within Lambda's limits"."""
 
 from __future__ import annotations

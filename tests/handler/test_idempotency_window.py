@@ -1,4 +1,4 @@
-"""The Idempotency-Key window (README "Call the API", docs/admission.md): a key is remembered while
+"""The Idempotency-Key window (docs/api.md, docs/admission.md): a key is remembered while
 its resource lives and, once its delete is counted, by the tombstone for the retention
 (TOMBSTONE_RETENTION_SECONDS, 24 h by default); after that the key is free. DynamoDB's TTL removes
 an expired tombstone within days, not at once, so an expired one that is still there frees the key

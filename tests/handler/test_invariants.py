@@ -1,4 +1,4 @@
-"""One test (or family) per guarantee of README "Guarantees, and their limits", each able to fail.
+"""One test (or family) per guarantee of docs/guarantees.md, each able to fail.
 
 Races are lined up with barriers inside botocore hooks, never with sleeps. Concurrent callers
 call the same flows the handlers call (functions.core + the real adapters): a Lambda sandbox runs

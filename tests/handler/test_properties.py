@@ -4,7 +4,7 @@ account (its default type and two others, each with its own limit): a step on on
 every other type's resources and counters exact.
 
 The flows run with the real adapters against the emulator, so what is explored is the system,
-not a fake of it. After every step the guarantees of README "Guarantees, and their limits" must hold, and the set of
+not a fake of it. After every step the guarantees of docs/guarantees.md must hold, and the set of
 live resources must be exactly the model's. At the end everything is delivered, and eventual must
 equal the live count.
 """

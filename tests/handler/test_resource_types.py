@@ -1,4 +1,4 @@
-"""Several limits per account (README "Call the API", "Resource types"): each type's limit is set
+"""Several limits per account (docs/api.md, "Resource types"): each type's limit is set
 on its own, versioned on its own, and registered on the account item, which lists the account's
 types and which its first type's PUT creates at limit 0. Through the real flows and conditions."""
 

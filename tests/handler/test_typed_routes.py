@@ -1,4 +1,4 @@
-"""The routes of an account's resource types (README "Resource types", docs/openapi.json) through
+"""The routes of an account's resource types (docs/api.md, "Resource types"; docs/openapi.json) through
 the real api handler: each type's limit, resources and answers on their own; every route without a
 type answering exactly as it did before types."""
 

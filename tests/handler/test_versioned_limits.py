@@ -1,4 +1,4 @@
-"""Versioned limits (README "Call the API"): every account read answers an ETag, a PUT with
+"""Versioned limits (docs/api.md): every account read answers an ETag, a PUT with
 If-Match changes the account only at that version, and an older PUT never overwrites a newer
 limit, whether it lands late or is retried by the SDK. Through the real handler and conditions."""
 

@@ -1,4 +1,4 @@
-"""Upgrades keep the table (README, "Upgrading a deployed stack"): today's template, deployed over
+"""Upgrades keep the table (docs/upgrade.md): today's template, deployed over
 the last release's stack (infra/released_layout.json), must keep the table's logical id, key
 schema, stream and TTL, change at most one index, and keep every stateful resource."""
 
@@ -31,7 +31,7 @@ def test_deploying_today_over_the_last_release_keeps_the_table(
     released: dict[str, Any], current: dict[str, Any]
 ) -> None:
     assert upgrade_problems(released, current) == [], (
-        "see README 'Upgrading a deployed stack'; if the change is intended and safe in steps, "
+        "see docs/upgrade.md; if the change is intended and safe in steps, "
         "run `make released-layout` and add a CHANGELOG line"
     )
 

@@ -10,6 +10,7 @@ faults skip, saying so.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -70,16 +71,14 @@ FAULTS = [
 
 REFUSAL_GRACE_SECONDS = 1
 
-# The local system's callers are kept in a file, as `make run` keeps its own in .local/: a session
-# another process saves there (the worked example's documented commands mint their tenant's) is
-# accepted at once.
-LOCAL_DIR = Path(_ONCE) / ".local"
-
 
 @dataclass
 class System:
     api: CounterApi
     runtime: object | None  # the LocalRuntime when running locally; None against a deployment
+    # Locally, the folder `make run` would keep as .local/: its endpoints.json and the callers'
+    # identities.json, which the runtime reads sessions minted later from (tests/integration/test_readme.py).
+    local_dir: Path | None = None
 
 
 # Package scope: the local system stops when the integration tests are done, not at the end of
@@ -97,15 +96,17 @@ def system() -> Iterator[System]:
         return
 
     from local.emulator import EmulatorProcess
+    from local.endpoints import IDENTITIES_FILE_NAME, write_endpoints
     from local.identities import Identities
-    from local.product import admin_api, refusal_environment, runtime_settings
+    from local.product import admin_api, refusal_environment, runtime_settings, serving_endpoints
     from local.runtime import LocalRuntime
 
+    local_dir = Path(tempfile.mkdtemp(prefix="hybrid-counter-local-"))
     with EmulatorProcess() as emulator:
         runtime = LocalRuntime(
             runtime_settings(
                 emulator.url,
-                identities=Identities.load(LOCAL_DIR / "identities.json"),
+                identities=Identities.load(local_dir / IDENTITIES_FILE_NAME),  # as `make run` keeps them
                 port=0,
                 faults=FAULTS,
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
@@ -116,10 +117,12 @@ def system() -> Iterator[System]:
             )
         )
         runtime.deploy_and_start()
+        write_endpoints(local_dir, serving_endpoints(runtime, emulator.url))
         try:
-            yield System(api=admin_api(runtime), runtime=runtime)
+            yield System(api=admin_api(runtime), runtime=runtime, local_dir=local_dir)
         finally:
             runtime.stop()
+            shutil.rmtree(local_dir, ignore_errors=True)
 
 
 @pytest.fixture

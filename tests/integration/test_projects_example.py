@@ -33,7 +33,7 @@ from examples.projects.try_locally import LOCAL_DIR_ENV
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, on_matching_send
 from local.http_client import poll
-from tests.integration.conftest import LOCAL_DIR, System
+from tests.integration.conftest import System
 from tests.integration.test_python_client import admin_of, new_account, tenant_of
 from tests.support.api_events import proxy_event
 from tests.support.lambda_context import FakeLambdaContext
@@ -422,20 +422,10 @@ def documented_commands() -> list[str]:
 @pytest.fixture
 def local_dir(system: System) -> Path:
     """The running system's `.local` folder, as `make run` writes it: its callers' sessions (the
-    system reads them there: tests/integration/conftest.py) and `endpoints.json`, in the shape
-    `make run` writes it."""
-    if system.runtime is None:
+    system reads them there) and `endpoints.json` (tests/integration/conftest.py)."""
+    if system.local_dir is None:
         pytest.skip("runs the example's commands against the local system; API_URL points at a deployment")
-    runtime: Any = system.runtime
-    endpoints = {
-        "apiUrl": runtime.api_url,
-        "emulatorUrl": runtime.settings.endpoint_url,
-        "stackName": runtime.settings.app.stack_name,
-        "region": runtime.settings.region,
-        "logDirectory": str(Path(runtime.settings.log_dir).resolve()),
-    }
-    (LOCAL_DIR / "endpoints.json").write_text(json.dumps(endpoints), encoding="utf-8")
-    return LOCAL_DIR
+    return system.local_dir
 
 
 def test_the_readme_commands_run_as_written_twice_in_a_row(local_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""Resource types through the whole system over HTTP (README "Resource types"): each type's limit,
+"""Resource types through the whole system over HTTP (docs/api.md, "Resource types"): each type's limit,
 its resources and its exact count, which the stream consumer keeps per type; a tenant reaches every
 type of its own account, nothing of another's, and sets no limit."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ from infra.outputs import (
     OUTPUT_SWEEPER_FUNCTION,
     OUTPUT_TABLE_NAME,
 )
+from local.endpoints import LOCAL_DIR_ENV, Endpoints, write_endpoints
 from ops.__main__ import main
-from ops.stack import EXIT_ERROR, Connection, MissingOutput, StackNotFound, StackOutputs
+from ops.stack import EXIT_ERROR, EXIT_NOT_FOUND, Connection, MissingOutput, StackNotFound, StackOutputs
 from tests.conftest import System
 from tests.ops.conftest import create_output_stack
 
@@ -79,3 +81,79 @@ def test_an_emulator_needs_no_configured_credentials_or_region(
     connection = Connection(emulator_url)
     assert connection.region == "us-east-1"
     assert connection.client("dynamodb").describe_table(TableName=system.table)["Table"]["TableName"] == system.table
+
+
+# -- a running `make run`, found from its .local/endpoints.json (local/endpoints.py) -------------
+
+
+def running_here(tmp_path: Path, emulator_url: str, stack_name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `.local/endpoints.json` as `make run` writes it, in a parent of the current directory, and
+    no endpoint in the environment: what a shell in the repository has while `make run` serves."""
+    write_endpoints(
+        tmp_path / ".local", Endpoints("http://127.0.0.1:1", emulator_url, stack_name, "us-east-1", str(tmp_path))
+    )
+    (tmp_path / "examples").mkdir()
+    monkeypatch.chdir(tmp_path / "examples")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv(LOCAL_DIR_ENV, raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")  # the run's region is the file's, not this one
+    return tmp_path / ".local"
+
+
+def test_ops_finds_the_running_system_in_its_endpoints_file(
+    system: System,
+    emulator_url: str,
+    stack: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    running_here(tmp_path, emulator_url, stack, monkeypatch)
+    code = main(["account", "acme"])
+    # The stack's table, found through the emulator, the stack name and the region of the file.
+    assert (code, capsys.readouterr().err) == (
+        EXIT_NOT_FOUND,
+        f"error: account acme not found in table {system.table}\n",
+    )
+
+
+def test_an_endpoint_or_aws_given_overrides_the_endpoints_file(
+    system: System,
+    emulator_url: str,
+    stack: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    running_here(tmp_path, emulator_url, "NotThisStack", monkeypatch)
+    assert main(["account", "acme", "--stack-name", stack]) == EXIT_NOT_FOUND
+    capsys.readouterr()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", emulator_url)
+    assert main(["account", "acme"]) == EXIT_ERROR  # the environment's endpoint, with the configured region
+    assert f"stack HybridCounter not found in {emulator_url} (eu-west-1)" in capsys.readouterr().err
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    assert main(["account", "acme", "--endpoint-url", emulator_url, "--region", "us-east-1"]) == EXIT_ERROR
+    assert f"stack HybridCounter not found in {emulator_url} (us-east-1)" in capsys.readouterr().err
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert main(["--aws", "account", "acme"]) == EXIT_ERROR  # AWS, which needs a region here
+    assert "no AWS region configured" in capsys.readouterr().err
+
+
+def test_an_endpoints_file_nothing_answers_is_an_error_not_a_silent_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as closed:  # a `make run` killed before it could remove its file
+        closed.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    local_dir = running_here(tmp_path, dead_url, "HybridCounter", monkeypatch)
+    assert main(["account", "acme"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert f"nothing answers at {dead_url}, which {local_dir / 'endpoints.json'} names" in err
+    assert "start the system with `make run` first" in err
+    assert "Traceback" not in err
+
+    monkeypatch.setenv(LOCAL_DIR_ENV, str(tmp_path / "elsewhere"))  # named, and holding nothing
+    assert main(["account", "acme"]) == EXIT_ERROR
+    assert "start the system with `make run` first" in capsys.readouterr().err

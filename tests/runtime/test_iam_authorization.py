@@ -7,6 +7,11 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +24,7 @@ from infra.access import ADMIN_ROLE_ID, TENANT_ROLE_ID
 from infra.outputs import TENANT_TAG_KEY
 from infra.synth import synthesize_stack_template
 from local.apigateway import ApiGateway, Route
+from local.endpoints import LOCAL_DIR_ENV, Endpoints, write_endpoints
 from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.iam_authorizer import IamAuthorizer
@@ -180,16 +186,28 @@ def test_an_admin_may_set_a_limit_and_the_function_sees_who_called(
     assert caller["userArn"] == f"arn:aws:sts::{ACCOUNT}:assumed-role/Admin/local-admin"
 
 
+def serving(api: ApiGateway, local_dir: Path) -> None:
+    """`.local/endpoints.json` as `make run` writes it once this gateway serves."""
+    write_endpoints(local_dir, Endpoints(api.url, "http://127.0.0.1:1", "HybridCounter", REGION, str(local_dir)))
+
+
+def assignments(out: str) -> dict[str, str]:
+    """`python -m local.identities`'s shell assignments, as the shell reads them."""
+    return dict(shlex.split(line)[0].split("=", 1) for line in out.splitlines() if "=" in line)
+
+
 def test_a_tenant_minted_while_the_gateway_runs_is_accepted_at_once(
     gateway: Gateway, identities_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`python -m local.identities globex` mints and saves a key for a new tenant; the running
     gateway accepts it without a restart, for globex's paths only."""
     api, function, _ = gateway
-    identities_main(["globex"], identities_file)
-    assignments = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines() if "=" in line)
-    key, secret = assignments["GLOBEX"].split(":", 1)
-    globex = HttpApi(api.url, credentials=Credentials(key, secret, assignments["GLOBEX_TOKEN"]))
+    serving(api, identities_file.parent)
+    assert identities_main(["--local-dir", str(identities_file.parent), "globex"]) == 0
+    printed = assignments(capsys.readouterr().out)
+    assert printed["API"] == api.url
+    key, secret = printed["GLOBEX"].split(":", 1)
+    globex = HttpApi(api.url, credentials=Credentials(key, secret, printed["GLOBEX_TOKEN"]))
     assert globex.request("GET", "/accounts/globex").status == 201  # the echo function's answer
     assert globex.request("POST", "/accounts/globex/resources", {"name": "r"}).status == 201
     denied = globex.request("GET", "/accounts/acme")
@@ -197,6 +215,48 @@ def test_a_tenant_minted_while_the_gateway_runs_is_accepted_at_once(
     assert "is not authorized to perform: execute-api:Invoke" in json.dumps(denied.body)
     assert [event["path"] for event in function.events] == ["/accounts/globex", "/accounts/globex/resources"]
     assert mint_tenant("globex", identities_file).access_key_id == key  # minted once, then reused
+
+
+def test_curl_signs_with_every_flag_a_sign_variable_holds(gateway: Gateway, identities_file: Path) -> None:
+    """`curl $SIGN_GLOBEX $API/...` after `eval "$(python -m local.identities globex)"`: the
+    session token's header comes with the key, so no caller can leave it out (403 without it)."""
+    api, function, _ = gateway
+    serving(api, identities_file.parent)
+    script = (
+        'eval "$(python -m local.identities globex)" && '
+        "curl -sS -o /dev/null -w '%{http_code} ' $SIGN_GLOBEX -X POST $API/accounts/globex/resources -d '{}' && "
+        "curl -sS -o /dev/null -w '%{http_code} ' $SIGN_ADMIN $API/accounts/acme && "
+        'curl -sS -o /dev/null -w "%{http_code}" --aws-sigv4 $SIGV4 --user $GLOBEX $API/accounts/globex'
+    )
+    environment = {
+        **os.environ,
+        LOCAL_DIR_ENV: str(identities_file.parent),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    done = subprocess.run(["bash", "-c", script], env=environment, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["201", "201", "403"], done.stderr
+    assert [event["path"] for event in function.events] == ["/accounts/globex/resources", "/accounts/acme"]
+
+
+def test_without_a_running_make_run_the_identities_say_to_start_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(LOCAL_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert identities_main([]) == 1
+    missing = capsys.readouterr()
+    assert missing.out == ""
+    assert "start the system with `make run` first" in missing.err
+
+    with socket.socket() as closed:  # a port nothing listens on: a `make run` killed before it removed its file
+        closed.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    write_endpoints(tmp_path / ".local", Endpoints(dead_url, dead_url, "HybridCounter", REGION, str(tmp_path)))
+    assert identities_main([]) == 1
+    stale = capsys.readouterr()
+    assert stale.out == ""
+    assert f"nothing answers at {dead_url}" in stale.err
+    assert "start the system with `make run` first" in stale.err
 
 
 def refused(reply: Any, function: EchoFunction, status: int, message: str) -> None:

@@ -70,7 +70,7 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
 
 
 def assert_invariants(client: Any, table: str) -> dict[str, AccountTruth]:
-    """The invariants that hold at every instant (README "Guarantees": 1, 2 and 5, the admission
+    """The invariants that hold at every instant (docs/guarantees.md: 1, 2 and 5, the admission
     bound), for each quota: each type of an account on its own."""
     accounts = read_truth(client, table)
     for key, truth in accounts.items():

@@ -105,7 +105,7 @@ def test_a_previous_release_reads_a_types_keys_as_those_of_an_account_named_with
     """The previous release built every key from the account id as the default type's are built
     today (above), and parsed `ACCOUNT#acme#seats` as account `acme#seats`: every key of a type is
     the key it would build for that account, so its consumer, redrive and sweeper count and heal a
-    type's items correctly while a deploy or a rollback runs (README, "Upgrading a deployed stack")."""
+    type's items correctly while a deploy or a rollback runs (docs/upgrade.md)."""
     as_an_account = Quota("acme#seats")
     assert keys.account_pk(SEATS) == keys.account_pk(as_an_account)
     for shard in (1, 7):

@@ -181,7 +181,7 @@ class LimitsClient(ClientBase):
                 return
             cursor = page.next_cursor
 
-    # -- resource types (README, "Resource types"): the calls above are the default type's --------
+    # -- resource types (docs/api.md, "Resource types"): the calls above are the default type's --------
 
     def put_type_limit(
         self,

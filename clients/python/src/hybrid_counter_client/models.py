@@ -40,7 +40,7 @@ class RateLimit:
 
 @dataclass(frozen=True)
 class TypeUsage:
-    """One of an account's limits: its resource type's limit and counts (README, "Resource types").
+    """One of an account's limits: its resource type's limit and counts (docs/api.md, "Resource types").
     `thresholds`: its own usage thresholds, ascending; None when it has none (80 and 100 apply)."""
 
     account_id: str

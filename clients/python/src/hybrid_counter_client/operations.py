@@ -85,7 +85,7 @@ GET_RESOURCE = Operation(
 DELETE_RESOURCE = Operation(
     "deleteResource", "DELETE", "/accounts/{accountId}/resources/{resourceId}", frozenset({204}), "delete_resource"
 )
-# A type's routes (README, "Resource types"): its limit, and its resources as the default type's.
+# A type's routes (docs/api.md, "Resource types"): its limit, and its resources as the default type's.
 TYPE_PATH = "/accounts/{accountId}/types/{resourceType}"
 LIST_TYPES = Operation("listResourceTypes", "GET", "/accounts/{accountId}/types", frozenset({200}), "list_types")
 GET_TYPE = Operation("getResourceType", "GET", TYPE_PATH, frozenset({200}), "get_type")
