@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,9 +24,15 @@ import boto3
 import pytest
 from hybrid_counter_client import LimitsClient, RetryPolicy
 
+from benchmarks.capacity_meter import CapacityMeter
 from functions.adapters import keys
+from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.attributes import from_attributes
+from functions.adapters.dynamo_table import DynamoTable
+from functions.core import accounts
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+from functions.core.model import Quota
+from tests.conftest import System
 from tests.handler.conftest import Harness, Kind
 from tests.handler.test_limit_changes import limit_changes
 from tests.support.faults import Faults
@@ -222,3 +229,31 @@ def test_a_put_without_a_key_writes_what_it_always_wrote(harness: Harness, kind:
     assert put(kind, FIRST, key=None).json()["limit"] == FIRST
     items = harness.system.dynamodb.scan(TableName=harness.system.table, ConsistentRead=True)["Items"]
     assert not [item for item in map(from_attributes, items) if str(item["sk"]).startswith(keys.PUT_REQUEST_PREFIX)]
+
+
+def test_a_key_costs_one_write_of_one_unit_and_its_retry_writes_nothing_else(system: System) -> None:
+    """docs/admission.md, "What it costs": a key adds its record (one PutItem, 1 WCU, in the
+    quota's partition); a retry, replayed or overtaken, only has that PutItem refused (1 WCU)."""
+    meter = CapacityMeter(system.dynamodb, reader=boto3.client("dynamodb", endpoint_url=system.endpoint_url))
+    store = DynamoApiStore(DynamoTable(system.dynamodb, system.table))
+    quota, window = Quota("acme"), int(DEFAULT_TOMBSTONE_RETENTION.total_seconds())
+
+    def change(limit: int, key: str | None) -> accounts.LimitChange:
+        plain = accounts.limit_change(limit, system.clock.epoch_ms())
+        return plain if key is None else replace(plain, key=accounts.PutKey(key, window))
+
+    def cost(limit: int, key: str | None) -> tuple[dict[str, float], float]:
+        with meter.operation(f"PUT {len(meter.usage)}") as usage:  # each its own
+            accounts.put_account(store, quota, change(limit, key), system.clock.timestamp)
+        system.clock.advance(timedelta(seconds=1))
+        writes = {call: count for call, count in usage.calls.items() if call != "BatchGetItem"}
+        return writes, usage.total_wcu
+
+    cost(2, None)
+    assert cost(2, None) == ({"UpdateItem": 1}, 1)
+    assert cost(2, "same") == ({"PutItem": 1, "UpdateItem": 1}, 2)
+    assert cost(5, None) == ({"TransactWriteItems": 1}, 4)
+    assert cost(6, "change") == ({"PutItem": 1, "TransactWriteItems": 1}, 5)
+    assert cost(6, "change") == ({"PutItem": 1}, 1)  # a replay
+    cost(9, None)
+    assert cost(6, "change") == ({"PutItem": 1}, 1)  # overtaken
