@@ -257,3 +257,13 @@ def test_a_key_costs_one_write_of_one_unit_and_its_retry_writes_nothing_else(sys
     assert cost(6, "change") == ({"PutItem": 1}, 1)  # a replay
     cost(9, None)
     assert cost(6, "change") == ({"PutItem": 1}, 1)  # overtaken
+
+
+@pytest.mark.parametrize("key", ["with space", "x" * 256, "caf\u00e9"], ids=["a space", "256 characters", "not ASCII"])
+def test_a_put_key_outside_the_pattern_is_a_400_that_writes_nothing(harness: Harness, kind: Kind, key: str) -> None:
+    kind.put(2)
+    answer = put(kind, FIRST, key=key)
+    assert (answer.status, answer.json()["error"]["code"]) == (400, "ValidationError")
+    assert kind.read()["limit"] == 2
+    items = harness.system.dynamodb.scan(TableName=harness.system.table, ConsistentRead=True)["Items"]
+    assert not [item for item in map(from_attributes, items) if str(item["sk"]).startswith(keys.PUT_REQUEST_PREFIX)]
