@@ -312,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         thresholds = threshold_report(emulator.url)
         print("running refused creates ...", flush=True)
         refusals = refusal_report(emulator.url)
+        print("running keyed PUTs ...", flush=True)
+        keyed_puts = keyed_put_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -327,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     print(thresholds)
     print()
     print(refusals)
+    print()
+    print(keyed_puts)
     return 0
 
 
@@ -442,6 +446,57 @@ def threshold_report(emulator_url: str) -> str:
             f"  a PUT that leaves limit and thresholds (its own) as they were: {units(unchanged_own)}",
         ]
     )
+
+
+def keyed_put_report(emulator_url: str) -> str:
+    """What an `Idempotency-Key` adds to a PUT (docs/admission.md, "Limit changes"): its record,
+    written first, on the PUT that changes the limit and on the one that leaves it; a retry that
+    finds its own write (a replay) and one that finds a later PUT landed since (overtaken)."""
+    from dataclasses import replace
+
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.core import accounts
+    from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    create_table(dynamodb, "capacity-keyed-puts")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    api = DynamoApiStore(DynamoTable(dynamodb, "capacity-keyed-puts"))
+    name = Quota("keyed")
+    window = int(DEFAULT_TOMBSTONE_RETENTION.total_seconds())
+
+    def change(limit: int, key: str | None) -> accounts.LimitChange:
+        plain = accounts.limit_change(limit, WALL_CLOCK.epoch_ms())
+        return plain if key is None else replace(plain, key=accounts.PutKey(key, window))
+
+    accounts.put_account(api, name, change(10, None), now_text)
+    measured: list[tuple[str, Usage]] = []
+    for label, quota, limit, key in [
+        ("a PUT without a key that creates an account", Quota("plain-created"), 10, None),
+        ("a keyed PUT that creates an account", Quota("keyed-created"), 10, "create"),
+        ("a PUT without a key that changes the limit (with its event)", name, 20, None),
+        ("a keyed PUT that changes the limit (with its event)", name, 30, "change"),
+        ("its retry, nothing written since (a replay)", name, 30, "change"),
+        ("a PUT without a key that leaves the limit as it was", name, 30, None),
+        ("a keyed PUT that leaves the limit as it was", name, 30, "same"),
+        ("another admin's PUT changes the limit", name, 40, None),
+        ("the keyed change's retry after that PUT (overtaken)", name, 30, "change"),
+    ]:
+        with meter.operation(label) as usage:
+            accounts.put_account(api, quota, change(limit, key), now_text)
+        measured.append((label, usage))
+
+    def units(usage: Usage) -> str:
+        calls = ", ".join(f"{api} {count:g}" for api, count in sorted(usage.calls.items()))
+        where = ", ".join(f"{item} {wcu:g}" for item, wcu in sorted(usage.item_wcu.items()))
+        return (
+            f"{sum(usage.calls.values()):g} calls ({calls}), {usage.total_wcu:g} WCU ({where}), {usage.total_rcu:g} RCU"
+        )
+
+    lines = [f"  {label}: {units(usage)}" for label, usage in measured]
+    return "\n".join(["PUTs with and without an Idempotency-Key:", *lines])
 
 
 def refusal_report(emulator_url: str, flood: int = 50) -> str:

@@ -79,6 +79,8 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
             shot.eventual += int(item.get("count", 0))
         elif sort_key.startswith(keys.REFUSED_WINDOW_PREFIX):
             continue  # a minute's refused creates, counted from the API's logs (functions/core/refusals.py)
+        elif sort_key.startswith(keys.PUT_REQUEST_PREFIX):
+            continue  # a keyed PUT's record (functions/core/accounts.py, put_account): no count
         elif sort_key.startswith(keys.EVENT_PREFIX):  # an outbox item: by its event type, in key order
             kinds = {
                 UsageThresholdCrossed.DETAIL_TYPE: shot.events,

@@ -176,10 +176,12 @@ class LimitChanger(threading.Thread):
         return None
 
     def _put(self, account: Account, limit: int) -> bool:
-        """Retried on a 5xx or no answer, as the careful clients do: a PUT that landed and lost its
-        answer is found as the limit it set, and its retry changes nothing."""
+        """Retried on a 5xx or no answer, as the careful clients do, with one Idempotency-Key over
+        its attempts: a retry of a PUT that landed and lost its answer is that PUT, and changes
+        nothing again (docs/admission.md, "Limit changes")."""
+        key = {"Idempotency-Key": str(uuid.uuid4())}
         for _ in range(RETRIES):
-            reply = attempt(self._api, "PUT", account.path, {"limit": limit})
+            reply = attempt(self._api, "PUT", account.path, {"limit": limit}, key)
             if reply is not None and reply.status < 500:
                 return reply.status == 200
             time.sleep(0.05)

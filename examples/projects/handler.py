@@ -165,7 +165,7 @@ class Projects:
             holder = self.get(tenant_id, name) if conditional_failure(error) else None
             if holder is None:
                 # Throttled, or the name holds another slot's tombstone: whether this slot's project
-                # could still land is not settled, so the slot stays (examples/projects/README.md, "A slot left behind").
+                # could still land is not settled, so the slot stays (README.md here, "A slot left behind").
                 raise
             if holder["slot_id"] == slot_id:
                 return holder

@@ -56,7 +56,7 @@ from functions.adapters.table_layout import (
     PENDING_SINCE,
     SORT_KEY,
 )
-from functions.core.accounts import LimitChange, Registered, epoch_seconds
+from functions.core.accounts import FirstAttempt, LimitChange, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
@@ -66,6 +66,9 @@ from functions.core.thresholds import thresholds_or_default
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
+# A keyed PUT's record (its item type) and what it holds of the PUT's first attempt.
+PUT_REQUEST = "put_request"
+FINGERPRINT, RECEIVED_MS, TOKEN = "request_fingerprint", "received_ms", "request_token"
 # On the default type's account item: the names of the account's other types (a string set), so
 # a read of the account finds them with the read it always made (functions/core/accounts.py).
 RESOURCE_TYPES = "resource_types"
@@ -221,6 +224,35 @@ class DynamoApiStore:
             for shard in range(1, retired_span)
         ]
         return self._shards.transact("set limit", [{"Update": update}, *event, *checks])
+
+    def claim_put(self, quota: Quota, put_id: str, first: FirstAttempt, now: int, expires_at: int) -> FirstAttempt:
+        values = {
+            PARTITION_KEY: keys.account_pk(quota),
+            SORT_KEY: keys.put_request_sk(put_id),
+            ITEM_TYPE: PUT_REQUEST,
+            FINGERPRINT: first.fingerprint,
+            RECEIVED_MS: first.received_ms,
+            TOKEN: first.token,
+            EXPIRES_AT: expires_at,
+            "account_id": quota.account_id,
+        }
+        try:
+            self._table.call(
+                "record keyed put",
+                "put_item",
+                TableName=self._table.name,
+                Item=to_attributes(values),
+                # A new key, or one whose record outlived its window (TTL removes it within days,
+                # not at once), as a create's key (put_resource).
+                ConditionExpression="attribute_not_exists(#pk) OR #expires <= :now",
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#expires": EXPIRES_AT},
+                ExpressionAttributeValues=to_attributes({":now": now}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ConditionFailed as failed:
+            held = failed.item
+            return FirstAttempt(str(held[FINGERPRINT]), int(held[RECEIVED_MS]), str(held[TOKEN]))
+        return first
 
     def add_type(self, quota: Quota, most: int) -> Registered:
         try:

@@ -5,7 +5,8 @@ Every key is built from the quota's *name*: the account id for the default type 
 the ones the table held before types, unchanged), `<account>#<type>` for another type (account ids
 and type names never hold a `#`). A quota's items share its partition (`ACCOUNT#<name>`): its
 account item (`ACCOUNT`, admission shard 0), its eventual counter (`COUNTER`, counter shard 0), its
-resources (`RESOURCE#<id>`) and its usage events' outbox items (`EVENT#<seq>`). A busy quota's
+resources (`RESOURCE#<id>`), its usage events' outbox items (`EVENT#<seq>`) and its keyed PUTs'
+records (`PUT#<id>`). A busy quota's
 other admission shards and counter shards each have a partition key of their own, so its writes
 spread over partitions (docs/scaling.md). So each type of an account has partition keys of its
 own: a busy type never heats its siblings. Rate windows are the tenant's: keyed by account.
@@ -39,6 +40,9 @@ LIMIT_CHANGE_PREFIX = f"{EVENT_PREFIX}LIMIT#"
 # `EVENT#` item (and by no filter of the consumer's).
 REFUSED_WINDOW_PREFIX = "REFUSED#"
 LIMIT_REFUSED_PREFIX = f"{EVENT_PREFIX}REFUSED#"
+# A keyed PUT's record (functions/core/accounts.py, `put_account`): `PUT#<id the key names>`, in
+# the quota's partition, kept for the key's window (TTL).
+PUT_REQUEST_PREFIX = "PUT#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"
@@ -119,6 +123,10 @@ def event_sk(seq: int) -> str:
 
 def limit_change_sk(limit_version: int) -> str:
     return f"{LIMIT_CHANGE_PREFIX}{limit_version:012d}"
+
+
+def put_request_sk(put_id: str) -> str:
+    return f"{PUT_REQUEST_PREFIX}{put_id}"
 
 
 def refused_window_sk(minute: str) -> str:

@@ -37,6 +37,16 @@ IdempotencyKey = Annotated[
     str | None,
     Header(pattern=IDEMPOTENCY_KEY_PATTERN, description="Retries with the same key never count twice."),
 ]
+# A PUT's: every attempt of one call sends the same key, and a retry is taken for its first attempt.
+PutIdempotencyKey = Annotated[
+    str | None,
+    Header(
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="Send the same key on every attempt of one PUT: a retry is then that PUT, received when its "
+        "first attempt was, so it never overwrites a PUT received after that attempt, and a retry of one that "
+        "landed changes nothing again. The same key with another body is IdempotencyKeyMismatch.",
+    ),
+]
 
 # The operations' ids, which the links between them name.
 PUT_ACCOUNT, GET_ACCOUNT = "putAccount", "getAccount"

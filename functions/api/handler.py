@@ -43,6 +43,7 @@ from functions.api.contract import (
     PUT_TYPE_LINKS,
     AccountId,
     IdempotencyKey,
+    PutIdempotencyKey,
     ResourceId,
     ResourceType,
     answers,
@@ -137,19 +138,24 @@ def json_response(status: HTTPStatus, body: Any, headers: dict[str, str] | None 
         {
             200: (
                 "The account, with its new limit. A PUT overtaken by one received after it changes nothing "
-                "and answers the account as that later PUT left it",
+                "and answers the account as that later PUT left it; so does a retry (the same Idempotency-Key) "
+                "of one that landed",
                 AccountView,
             )
         },
         412,
         413,
+        422,
         headers=ETAG_HEADER,
         links=PUT_ACCOUNT_LINKS,
     ),
 )
 @gate.exempt_from_tenant_rate  # an admin can always change a flooding tenant's limits
 def put_account(
-    accountId: AccountId, request: Annotated[PutAccountRequest, Body()], if_match: IfMatch = None
+    accountId: AccountId,
+    request: Annotated[PutAccountRequest, Body()],
+    if_match: IfMatch = None,
+    idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
     versions, must_exist = parse_if_match(if_match)
     change = accounts.LimitChange(
@@ -161,6 +167,7 @@ def put_account(
         must_exist=must_exist,
         changed_by=caller(),
         thresholds=own_thresholds(request.thresholds),
+        key=put_key(idempotency_key),
     )
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
@@ -181,6 +188,13 @@ def put_account(
 def get_account(accountId: AccountId) -> Response[str]:
     read = accounts.get_account(wired().api_store, accountId)
     return account_response(read.default, read.types)
+
+
+def put_key(idempotency_key: str | None) -> accounts.PutKey | None:
+    """A PUT's key, remembered as long as a create's (the tombstone retention)."""
+    if idempotency_key is None:
+        return None
+    return accounts.PutKey(idempotency_key, int(wired().settings.tombstone_retention.total_seconds()))
 
 
 def own_thresholds(given: list[int] | None) -> tuple[int, ...] | None:
@@ -206,13 +220,15 @@ def etag(usage: Usage) -> dict[str, str]:
             200: (
                 "The type, with its new limit. Its first PUT adds it to the account (created with a limit of 0 "
                 "for the routes without a type if it did not exist). A PUT overtaken by one received after it "
-                "changes nothing and answers the type as that later PUT left it",
+                "changes nothing and answers the type as that later PUT left it; so does a retry (the same "
+                "Idempotency-Key) of one that landed",
                 TypeView,
             )
         },
         409,
         412,
         413,
+        422,
         headers=ETAG_HEADER,
         links=PUT_TYPE_LINKS,
     ),
@@ -223,6 +239,7 @@ def put_type(
     resourceType: ResourceType,
     request: Annotated[PutTypeRequest, Body()],
     if_match: IfMatch = None,
+    idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
     versions, must_exist = parse_if_match(if_match)
     change = accounts.LimitChange(
@@ -233,6 +250,7 @@ def put_type(
         must_exist=must_exist,
         changed_by=caller(),
         thresholds=own_thresholds(request.thresholds),
+        key=put_key(idempotency_key),
     )
     usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))

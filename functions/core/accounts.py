@@ -28,6 +28,8 @@ never count) the resource. docs/admission.md has the argument and every write.
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -67,6 +69,7 @@ from functions.core.model import (
     Quota,
     Resource,
     Usage,
+    idempotent_put_id,
     idempotent_resource_id,
     random_resource_id,
 )
@@ -144,6 +147,12 @@ class ApiStore(AdmissionStore, Protocol):
         and a cursor that continues right after the last."""
         ...
 
+    def claim_put(self, quota: Quota, put_id: str, first: FirstAttempt, now: int, expires_at: int) -> FirstAttempt:
+        """Record `first` as the keyed PUT `put_id` of the quota, until `expires_at`, unless a
+        record of it is there and not expired at `now` (epoch seconds): then return that one (an
+        SDK retry that finds this request's own record returns it too)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Created:
@@ -167,6 +176,25 @@ PUT_ACCOUNT_ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
+class PutKey:
+    """A PUT's `Idempotency-Key`: a client sends the same one on every attempt of one call, so
+    that each retry is taken for the request its first attempt was."""
+
+    value: str
+    window_seconds: int  # how long the API remembers it (the tombstone retention, as a create's key)
+
+
+@dataclass(frozen=True)
+class FirstAttempt:
+    """What a keyed PUT's first attempt recorded under its key: its body's fingerprint, when API
+    Gateway received it and its token. Every later attempt is that request."""
+
+    fingerprint: str
+    received_ms: int
+    token: str
+
+
+@dataclass(frozen=True)
 class LimitChange:
     """What one `PUT /accounts/{id}` (or `.../types/{type}`) asks for, and what tells it apart
     from other PUTs.
@@ -183,6 +211,13 @@ class LimitChange:
     must_exist: bool = False  # If-Match: *
     changed_by: str = ""  # the caller, as the limit changed event names it
     thresholds: tuple[int, ...] | None = None  # the quota's own, ascending; None: it keeps what it has
+    key: PutKey | None = None  # Idempotency-Key: each attempt of one call is its first attempt
+
+    def fingerprint(self) -> str:
+        """What the PUT's body asks for: a key sent again with another one is another request."""
+        rate = None if self.rate is None else [self.rate.requests_per_second, self.rate.window_seconds]
+        asked = {"limit": self.limit, "rate": rate, "thresholds": self.thresholds}
+        return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
     def announced(self, account: ShardState) -> bool:
         """Whether this change, applied to `account` as read, is one subscribers are told of (and
@@ -223,10 +258,14 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
     A limit lowered by more than shard 0's room first folds every other shard into shard 0
     (retiring them), so the usage above the new limit shows as shard 0's negative room and nothing
     admits until it is paid back (functions/core/admission.py). A PUT overtaken by one received
-    after it changes nothing and answers the account as that later PUT left it."""
+    after it changes nothing and answers the account as that later PUT left it. A keyed PUT is
+    first recorded under its key, and a retry (the same key) takes its first attempt's time and
+    token (`_as_first_attempt`): so a retry after a later PUT is overtaken by it, and a retry of
+    a PUT that landed finds its own token."""
     if not in_time():
         raise CallerGaveUp()
     now = clock()
+    change = _as_first_attempt(store, quota, change, now)
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
         found = store.read_shards(quota, [0])
         account = found[0] if found else None
@@ -247,6 +286,20 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
         if store.set_limit(quota, account, change, now, retired_span=account.span):
             return get_usage(store, quota)
     raise StoreUnavailable(f"put account {quota}: the account kept changing", may_have_landed=False)
+
+
+def _as_first_attempt(store: ApiStore, quota: Quota, change: LimitChange, now: str) -> LimitChange:
+    """The change as its key's first attempt made it: received then, with its token. Without a
+    key, the change as it is (each attempt a new request). IdempotencyKeyMismatch if the key was
+    sent before with another body."""
+    if change.key is None:
+        return change
+    ours = FirstAttempt(change.fingerprint(), change.received_ms, change.token)
+    at = epoch_seconds(now)
+    first = store.claim_put(quota, idempotent_put_id(change.key.value), ours, at, at + change.key.window_seconds)
+    if first.fingerprint != ours.fingerprint:
+        raise IdempotencyKeyMismatch()
+    return replace(change, received_ms=first.received_ms, token=first.token)
 
 
 def put_limit(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, in_time: Deadline = _always) -> Usage:

@@ -19,6 +19,8 @@ IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spa
 # Namespace for ids derived from Idempotency-Key: the same key in the same quota always names
 # the same resource, so the resource's conditional create is itself the idempotency check.
 _IDEMPOTENT_ID_NAMESPACE = uuid.UUID("6f3c5d1e-2a4b-4c8d-9e0f-1a2b3c4d5e6f")
+# Namespace for the records of keyed PUTs (functions/core/accounts.py, `put_account`).
+_IDEMPOTENT_PUT_NAMESPACE = uuid.UUID("0b9d8c2e-5f41-4e7a-a3c6-2d8e1f7b9a54")
 
 # An account's limits, one per resource type (projects, seats, ...). The default type is the one the
 # routes without a type mean (`/accounts/{id}/resources`), and the only one an account had before
@@ -168,6 +170,12 @@ def idempotent_resource_id(quota: Quota, idempotency_key: str) -> str:
     are the ids the key named before types, so a retry that spans the upgrade finds its resource."""
     scope = quota.account_id if quota.is_default else f"{quota.account_id}\n{quota.resource_type}"
     return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{scope}\n{idempotency_key}"))
+
+
+def idempotent_put_id(idempotency_key: str) -> str:
+    """The record an Idempotency-Key names among a quota's PUTs (in the quota's partition, so
+    the same key on two types is two requests): the key itself stays out of the table."""
+    return str(uuid.uuid5(_IDEMPOTENT_PUT_NAMESPACE, idempotency_key))
 
 
 def random_resource_id() -> str:

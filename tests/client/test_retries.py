@@ -162,6 +162,41 @@ def test_a_callers_key_is_sent_as_given_on_every_attempt_and_each_call_has_its_o
     assert "order-7" not in keys[2:]
 
 
+TYPE_REPLY = Reply(
+    200,
+    {"accountId": "acme", "type": "seats", "limit": 5, "bestEffort": 0, "eventual": 0, "used": 0, "available": 5},
+    {"ETag": '"1"'},
+)
+
+
+@pytest.mark.parametrize("operation", ["put_account", "put_type_limit"])
+def test_every_attempt_of_a_put_sends_one_idempotency_key_and_each_call_has_its_own(
+    server: ScriptedServer, waits: Waits, operation: str
+) -> None:
+    """The API takes a retry for its first attempt only when both send the same key: a PUT
+    retried with another (or none) after another caller's PUT landed would undo that PUT."""
+    answer = account_reply() if operation == "put_account" else TYPE_REPLY
+    server.answers(DROP, envelope(503, "ServiceUnavailable", Retry_After="1"), answer, answer, answer, answer)
+    client = client_of(server, waits)
+    put = (
+        (lambda **given: client.put_account("acme", limit=5, **given))
+        if operation == "put_account"
+        else (lambda **given: client.put_type_limit("acme", "seats", limit=5, **given))
+    )
+    put(if_match='"1"')
+    put()
+    put(idempotency_key="change-42")
+    put(idempotency_key="change-42")
+    keys = [request.headers["idempotency-key"] for request in server.received]
+    assert len(set(keys[:3])) == 1
+    assert uuid.UUID(keys[0]).version == 4
+    assert [request.headers.get("if-match") for request in server.received[:3]] == ['"1"'] * 3
+    assert keys[3] not in keys[:3]
+    assert uuid.UUID(keys[3]).version == 4
+    assert keys[4:] == ["change-42", "change-42"]
+    assert len({request.body for request in server.received}) == 1
+
+
 def test_a_delete_whose_lost_attempt_deleted_is_done(server: ScriptedServer, waits: Waits) -> None:
     server.answers(DROP, envelope(404, "ResourceNotFound"))
     assert client_of(server, waits).delete_resource("acme", "r-1") is None

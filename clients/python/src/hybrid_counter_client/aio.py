@@ -90,8 +90,11 @@ class AsyncLimitsClient(ClientBase):
         rate_limit: RateLimit | None = None,
         thresholds: list[int] | None = None,
         if_match: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Account:
-        return await self._call(operations.put_account(account_id, limit, rate_limit, thresholds, if_match))
+        return await self._call(
+            operations.put_account(account_id, limit, rate_limit, thresholds, if_match, idempotency_key)
+        )
 
     async def get_account(self, account_id: str) -> Account:
         return await self._call(operations.get_account(account_id))
@@ -135,8 +138,11 @@ class AsyncLimitsClient(ClientBase):
         limit: int,
         thresholds: list[int] | None = None,
         if_match: str | None = None,
+        idempotency_key: str | None = None,
     ) -> ResourceType:
-        return await self._call(operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match))
+        return await self._call(
+            operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match, idempotency_key)
+        )
 
     async def get_type(self, account_id: str, resource_type: str) -> ResourceType:
         return await self._call(operations.get_type(account_id, resource_type))

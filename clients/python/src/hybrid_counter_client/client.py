@@ -133,12 +133,16 @@ class LimitsClient(ClientBase):
         rate_limit: RateLimit | None = None,
         thresholds: list[int] | None = None,
         if_match: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Account:
         """Create the account or set its limit (an admin session only). `rate_limit`: its own rate
         limit; `thresholds`: its own usage thresholds, 1 to 10 percentages 1..100 (docs/events.md;
         `[80, 100]` gives the defaults back); each omitted, it keeps what it has. `if_match`:
-        change it only if its `etag` is still this one (PreconditionFailed otherwise)."""
-        return self._call(operations.put_account(account_id, limit, rate_limit, thresholds, if_match))
+        change it only if its `etag` is still this one (PreconditionFailed otherwise). Every
+        attempt sends the same `idempotency_key` (a new uuid4 unless given), so a retry never
+        overwrites a PUT made after its first attempt: it then answers the account as that PUT
+        left it."""
+        return self._call(operations.put_account(account_id, limit, rate_limit, thresholds, if_match, idempotency_key))
 
     def get_account(self, account_id: str) -> Account:
         return self._call(operations.get_account(account_id))
@@ -191,13 +195,17 @@ class LimitsClient(ClientBase):
         limit: int,
         thresholds: list[int] | None = None,
         if_match: str | None = None,
+        idempotency_key: str | None = None,
     ) -> ResourceType:
         """Set a type's limit (an admin session only), adding the type to the account (and the
         account, at a default-type limit of 0, if it has none yet; TooManyResourceTypes past the
         most types an account may have). `thresholds`: the type's own usage thresholds, as in
         `put_account` (omitted, it keeps what it has). `if_match`: change it only if the type's
-        `etag` is still this one (PreconditionFailed otherwise)."""
-        return self._call(operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match))
+        `etag` is still this one (PreconditionFailed otherwise). `idempotency_key`: as in
+        `put_account`."""
+        return self._call(
+            operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match, idempotency_key)
+        )
 
     def get_type(self, account_id: str, resource_type: str) -> ResourceType:
         """A type's limit and counts (AccountNotFound when the account has no limit of that type)."""

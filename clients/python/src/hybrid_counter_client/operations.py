@@ -187,15 +187,28 @@ def get_account(account_id: str) -> Call[Account]:
     return Call(GET_ACCOUNT, {"accountId": account_id}, _account)
 
 
+def _put_headers(if_match: str | None, idempotency_key: str | None) -> dict[str, str]:
+    """A PUT's headers. Its key is made once per call, here, so that every attempt of the call
+    sends it: the API then takes a retry for the first attempt, and a retry never overwrites a
+    PUT another caller made after that attempt (docs/admission.md, "Limit changes")."""
+    headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+    return headers if if_match is None else {**headers, "If-Match": if_match}
+
+
 def put_account(
-    account_id: str, limit: int, rate_limit: RateLimit | None, thresholds: Sequence[int] | None, if_match: str | None
+    account_id: str,
+    limit: int,
+    rate_limit: RateLimit | None,
+    thresholds: Sequence[int] | None,
+    if_match: str | None,
+    idempotency_key: str | None = None,
 ) -> Call[Account]:
     body: dict[str, Any] = {"limit": limit}
     if rate_limit is not None:
         body["rateLimit"] = rate_limit.to_json()
     if thresholds is not None:
         body["thresholds"] = list(thresholds)
-    headers = {} if if_match is None else {"If-Match": if_match}
+    headers = _put_headers(if_match, idempotency_key)
     return Call(PUT_ACCOUNT, {"accountId": account_id}, _account, headers=headers, body=_json_body(body))
 
 
@@ -236,9 +249,14 @@ def get_type(account_id: str, resource_type: str) -> Call[ResourceType]:
 
 
 def put_type_limit(
-    account_id: str, resource_type: str, limit: int, thresholds: Sequence[int] | None, if_match: str | None
+    account_id: str,
+    resource_type: str,
+    limit: int,
+    thresholds: Sequence[int] | None,
+    if_match: str | None,
+    idempotency_key: str | None = None,
 ) -> Call[ResourceType]:
-    headers = {} if if_match is None else {"If-Match": if_match}
+    headers = _put_headers(if_match, idempotency_key)
     where = {"accountId": account_id, "resourceType": resource_type}
     body: dict[str, Any] = {"limit": limit}
     if thresholds is not None:
