@@ -1,5 +1,6 @@
 """The README's local commands work as written: every fenced `sh` block marked `<!-- runs-locally -->`
-(in README.md and docs/api.md) is run in one shell, in order, from the repository's root, against
+(in README.md and docs/api.md), and every such `python` block as one command of the project's
+interpreter, is run in one shell, in order, from the repository's root, against
 the running system as `make run` leaves it (its .local/ folder: endpoints.json, identities.json),
 and each command answers what its comment says: a curl command's comment starts with its HTTP
 status (`# 201`, or `# 201 or 200` where running the block again answers otherwise), any other
@@ -58,7 +59,15 @@ def marked_commands(document: str) -> list[Command]:
     for number, line in enumerate(lines):
         if line.strip() != MARK:
             continue
-        assert lines[number + 1].strip() == "```sh", f"{document}:{number + 2}: {MARK} must precede a ```sh block"
+        fence = lines[number + 1].strip()
+        assert fence in ("```sh", "```python"), f"{document}:{number + 2}: {MARK} must precede a sh or python block"
+        if fence == "```python":
+            # A Python block is one command: the project's interpreter runs it whole, and it exits 0.
+            end = lines.index("```", number + 2)
+            code = "\n".join(lines[number + 2 : end])
+            command = f".venv/bin/python - <<'PYTHON'\n{code}\nPYTHON"
+            found.append(Command(f"{document}:{number + 3}", command, frozenset()))
+            continue
         pending, start = "", 0
         for offset, text in enumerate(lines[number + 2 :], start=number + 3):
             if text.strip() == "```":
