@@ -113,8 +113,9 @@ ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
 # What any route may answer besides its own results: its errors in the envelope, and what API
 # Gateway answers before the function runs (docs/security.md), in the same envelope.
 ERRORS = {
-    400: "ValidationError: a path, query, header or body the contract does not allow; InvalidCursor: a cursor "
-    "this API did not return (a cursor is opaque); nothing was written",
+    400: "ValidationError: a path, query, header or body the contract does not allow (every body is read as JSON, "
+    "whatever its Content-Type; an empty one where a body is wanted too); InvalidCursor: a cursor this API did not "
+    "return (a cursor is opaque); nothing was written",
     401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
     "not valid)",
     403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
