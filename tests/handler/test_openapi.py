@@ -6,6 +6,8 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from scripts.openapi import OPENAPI_FILE, render
@@ -150,6 +152,25 @@ def test_every_format_the_api_enforces_on_a_parameter_is_declared(harness: Harne
         for method, described in operations.items():
             for parameter in described.get("parameters", []):
                 assert not allows(parameter["schema"], None), (method, path, parameter["name"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_if_match_the_document_takes_is_taken_as_http_carries_it(harness: Harness, data: st.DataObject) -> None:
+    """A header the document's If-Match schema allows is read (200, or 412 for a version the
+    account is not at), never refused as malformed: sent over HTTP, it arrives as its UTF-8 bytes
+    read as ISO-8859-1 (what servers do with a header's bytes). The pattern's `\\s` took `\\u3000`,
+    three characters on arrival (and past 1,024 of them once repeated), and its tags a comma."""
+    schema = parameter_schema(json.loads(render()), "PUT", "/accounts/{accountId}", "If-Match")
+    header = data.draw(
+        st.from_regex(schema["pattern"], fullmatch=True).filter(lambda value: len(value) <= schema["maxLength"])
+    )
+    assert allows(schema, header)
+    if harness.api.request("GET", "/accounts/im").status == 404:
+        assert harness.api.put_account("im", 5).status == 200
+    arrived = header.encode("utf-8").decode("iso-8859-1").strip(" \t")  # a server strips OWS
+    answer = harness.api.request("PUT", "/accounts/im", {"limit": 5}, {"If-Match": arrived})
+    assert answer.status in (200, 412), (header, answer.text)
 
 
 def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) -> str:
