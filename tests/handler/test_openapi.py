@@ -241,6 +241,16 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     created = api.create("linked", "s1", resource_type="seats")
     assert follow("POST", typed, 201, where, created) == {*reads, ("GET", typed_resource), ("DELETE", typed_resource)}
 
+    # A create where the account (or the type) does not exist leads to its PUT: a fuzzer's stateful
+    # phase starts from creates in accounts it makes up, and reached nothing a create makes.
+    missing = api.create("nobody", "r")
+    assert follow("POST", resources, 404, {"accountId": "nobody"}, missing) == {("PUT", account)}
+    assert api.create("nobody", "r").status == 201
+    where = {"accountId": "nobody", "resourceType": "seats"}
+    missing = api.create("nobody", "s", resource_type="seats")
+    assert follow("POST", typed, 404, where, missing) == {("PUT", a_type)}
+    assert api.create("nobody", "s", resource_type="seats").status == 201
+
 
 GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  # what API Gateway's ANY takes
 
