@@ -56,7 +56,10 @@ def as_answered(document: dict[str, Any]) -> dict[str, Any]:
             responses = operation["responses"]
             if "204" in responses:
                 responses["204"].pop("content", None)
+    from functions.api.models import ATTRIBUTE_VALUE
+
     schemas = document["components"]["schemas"]
+    schemas["AttributeValue"] = ATTRIBUTE_VALUE  # what a create's attributes hold (functions/api/models.py)
     others = {key: value for key, value in document.items() if key != "components"}
     for _ in range(3):  # Powertools' own error schemas refer to each other: drop them outside in
         for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):

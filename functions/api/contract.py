@@ -112,6 +112,14 @@ CREATE_TYPED_RESOURCE_LINKS = {
     },
 }
 
+# A create in an account, or of a type, that does not exist answers 404: its client puts the
+# account (the type) first. A fuzzer's stateful phase follows these too: it starts from creates,
+# in accounts of its own making, and without them never reached what a create makes.
+CREATE_RESOURCE_NOT_FOUND_LINKS = {PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST)}
+CREATE_TYPED_RESOURCE_NOT_FOUND_LINKS = {
+    PUT_TYPE: link(PUT_TYPE, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
+}
+
 ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
     "ETag": {
         "description": "The version of the limit (the account's default type's, or the type's on a type's "
@@ -123,8 +131,9 @@ ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
 # What any route may answer besides its own results: its errors in the envelope, and what API
 # Gateway answers before the function runs (docs/security.md), in the same envelope.
 ERRORS = {
-    400: "ValidationError: a path, query, header or body the contract does not allow; InvalidCursor: a cursor "
-    "this API did not return (a cursor is opaque); nothing was written",
+    400: "ValidationError: a path, query, header or body the contract does not allow (every body is read as JSON, "
+    "whatever its Content-Type; an empty one where a body is wanted too); InvalidCursor: a cursor this API did not "
+    "return (a cursor is opaque); nothing was written",
     401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
     "not valid)",
     403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
@@ -156,9 +165,10 @@ def answers(
     *errors: int,
     headers: dict[str, OpenAPIResponseHeader] | None = None,
     links: dict[str, Any] | None = None,
+    error_links: dict[int, dict[str, Any]] | None = None,
 ) -> dict[int, OpenAPIResponse]:
     """The route's responses for the OpenAPI document: its own answers (with `headers` and `links`),
-    then its errors."""
+    then its errors (with `error_links`, by status)."""
     documented: dict[int, OpenAPIResponse] = {}
     for status, (description, model) in own.items():
         documented[status] = {"description": description}
@@ -173,4 +183,6 @@ def answers(
             "description": ERRORS[status],
             "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
         }
+        if error_links and status in error_links:
+            documented[status]["links"] = error_links[status]
     return documented

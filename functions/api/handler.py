@@ -23,8 +23,10 @@ from functions.api import errors, gate
 from functions.api.contract import (
     CREATE_RESOURCE,
     CREATE_RESOURCE_LINKS,
+    CREATE_RESOURCE_NOT_FOUND_LINKS,
     CREATE_TYPED_RESOURCE,
     CREATE_TYPED_RESOURCE_LINKS,
+    CREATE_TYPED_RESOURCE_NOT_FOUND_LINKS,
     DELETE_RESOURCE,
     DELETE_TYPED_RESOURCE,
     ETAG_HEADER,
@@ -297,6 +299,7 @@ def list_types(accountId: AccountId) -> Response[str]:
         413,
         422,
         links=CREATE_RESOURCE_LINKS,
+        error_links={404: CREATE_RESOURCE_NOT_FOUND_LINKS},
     ),
 )
 def create_resource(
@@ -322,6 +325,7 @@ def create_resource(
         413,
         422,
         links=CREATE_TYPED_RESOURCE_LINKS,
+        error_links={404: CREATE_TYPED_RESOURCE_NOT_FOUND_LINKS},
     ),
 )
 def create_typed_resource(

@@ -33,6 +33,9 @@ MAX_DEPTH = 32
 MAX_INTEGER_DIGITS = 38
 LARGEST_NUMBER = Decimal("9.9999999999999999999999999999999999999E+125")
 SMALLEST_NUMBER = Decimal("1E-130")
+# The doubles at the range's ends whose shortest text (what a client's JSON writes) is within it.
+LARGEST_DOUBLE = 9.999999999999998e125  # 1e126, the double nearest LARGEST_NUMBER, is written 1e+126
+SMALLEST_DOUBLE = 1e-130
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a str from JSON holds a valid pair as one code point
 MAX_NAME_SHOWN = 64
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"

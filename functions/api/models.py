@@ -8,6 +8,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
+from functions.api.json_body import LARGEST_DOUBLE, MAX_INTEGER_DIGITS, SMALLEST_DOUBLE
 from functions.core.model import Resource, Usage
 from functions.core.rate_limits import MAX_REQUESTS_PER_SECOND, MAX_WINDOW_SECONDS, TenantRate
 from functions.core.thresholds import MAX_THRESHOLDS
@@ -105,6 +106,33 @@ class PutTypeRequest(BaseModel):
     thresholds: Thresholds = None
 
 
+ATTRIBUTE_VALUE_REF = "#/components/schemas/AttributeValue"
+# What functions/api/json_body.py takes as an attribute's value, as JSON Schema says it (the
+# document's components, scripts/openapi.py): integers of at most 38 digits, other numbers within
+# DynamoDB's range, the largest being the largest double whose shortest text is within it. Not
+# said: the nesting bound, lone surrogates, a name twice (in words in `attributes`' description).
+ATTRIBUTE_VALUE: dict[str, Any] = {
+    "description": "An attribute's value: any JSON value within the API's JSON rules.",
+    "anyOf": [
+        {"type": ["null", "boolean", "string"]},
+        {"type": "integer", "minimum": -(10**MAX_INTEGER_DIGITS - 1), "maximum": 10**MAX_INTEGER_DIGITS - 1},
+        {
+            "type": "number",
+            "minimum": -LARGEST_DOUBLE,
+            "maximum": LARGEST_DOUBLE,
+            "not": {
+                "anyOf": [
+                    {"type": "integer"},
+                    {"exclusiveMinimum": -SMALLEST_DOUBLE, "exclusiveMaximum": SMALLEST_DOUBLE},
+                ]
+            },
+        },
+        {"type": "array", "items": {"$ref": ATTRIBUTE_VALUE_REF}},
+        {"type": "object", "additionalProperties": {"$ref": ATTRIBUTE_VALUE_REF}},
+    ],
+}
+
+
 class CreateResourceRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,6 +144,7 @@ class CreateResourceRequest(BaseModel):
         "9.9999999999999999999999999999999999999E+125 in magnitude, held exactly by a 64-bit double; "
         "at most 32 levels of objects and arrays in the body (this object is level 2); no lone UTF-16 "
         "surrogate; no name twice in an object.",
+        json_schema_extra={"additionalProperties": {"$ref": ATTRIBUTE_VALUE_REF}},
     )
 
 

@@ -13,9 +13,14 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
-# * or a list of entity tags.
-IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"[\x21\x23-\x7e]*"(\s*,\s*(W/)?"[\x21\x23-\x7e]*")*)\s*$'
-ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e]*)"\s*')
+# * or a list of entity tags, as the contract declares it: no more than the API takes. Spaces
+# around them are HTTP's OWS (SP or HTAB, RFC 9110 5.6.3), not `\s`, whose other characters
+# (\u3000) travel as UTF-8 and arrive as other text (a 400); and no comma inside a tag, which
+# RFC 9110's etagc allows but a list of tags cannot hold (`parse_if_match`).
+OWS = r"[ \t]*"
+TAG = r'(W/)?"[\x21\x23-\x2b\x2d-\x7e]*"'
+IF_MATCH_PATTERN = rf"^{OWS}(\*|{TAG}({OWS},{OWS}{TAG})*){OWS}$"
+ENTITY_TAG = re.compile(rf'{OWS}(W/)?"([\x21\x23-\x7e]*)"{OWS}')
 MAX_VERSION_DIGITS = 18  # versions count up from 1, one a change: none will ever have more digits
 
 IfMatch = Annotated[

@@ -242,6 +242,35 @@ def test_bodies_are_read_as_json_whatever_the_content_type(harness: Harness) -> 
     assert harness.api.request("POST", "/accounts/acme/resources", {"name": "vm"}, form).status == 201
 
 
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "multipart/form-data",  # no boundary: Powertools raised ValueError, the function failed (503)
+        "multipart/form-data; boundary=",
+        "multipart/form-data; boundary=x",
+        "text/plain",  # a type Powertools does not read: 415 outside the envelope
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "application/json",
+    ],
+)
+def test_an_empty_body_is_a_validation_error_whatever_its_content_type(harness: Harness, content_type: str) -> None:
+    harness.api.put_account("acme", 5)
+    before = read_truth(harness.system.dynamodb, harness.system.table)
+    for method, url in [
+        ("PUT", "/accounts/acme"),
+        ("PUT", "/accounts/acme/types/seats"),
+        ("POST", "/accounts/acme/resources"),
+    ]:
+        for body in ("", None):
+            response = harness.api.request(method, url, body, {"Content-Type": content_type})
+            assert (response.status, response.headers["Content-Type"]) == (400, "application/json"), response.text
+            assert json.loads(response.text) == {
+                "error": {"code": "ValidationError", "message": "body: Field required", "requestId": "test-request"}
+            }, (method, url, body)
+    assert read_truth(harness.system.dynamodb, harness.system.table) == before
+
+
 def test_a_refused_admission_is_counted_for_the_dashboard(harness: Harness, capsys: pytest.CaptureFixture[str]) -> None:
     harness.api.put_account("acme", 1)
     assert harness.api.create("acme").status == 201

@@ -6,8 +6,11 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from functions.api.json_body import BodyRefused, parse_body
 from scripts.openapi import OPENAPI_FILE, render
 from tests.handler.conftest import Harness
 from tests.support.api_events import ApiResponse
@@ -152,6 +155,25 @@ def test_every_format_the_api_enforces_on_a_parameter_is_declared(harness: Harne
                 assert not allows(parameter["schema"], None), (method, path, parameter["name"])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_if_match_the_document_takes_is_taken_as_http_carries_it(harness: Harness, data: st.DataObject) -> None:
+    """A header the document's If-Match schema allows is read (200, or 412 for a version the
+    account is not at), never refused as malformed: sent over HTTP, it arrives as its UTF-8 bytes
+    read as ISO-8859-1 (what servers do with a header's bytes). The pattern's `\\s` took `\\u3000`,
+    three characters on arrival (and past 1,024 of them once repeated), and its tags a comma."""
+    schema = parameter_schema(json.loads(render()), "PUT", "/accounts/{accountId}", "If-Match")
+    header = data.draw(
+        st.from_regex(schema["pattern"], fullmatch=True).filter(lambda value: len(value) <= schema["maxLength"])
+    )
+    assert allows(schema, header)
+    if harness.api.request("GET", "/accounts/im").status == 404:
+        assert harness.api.put_account("im", 5).status == 200
+    arrived = header.encode("utf-8").decode("iso-8859-1").strip(" \t")  # a server strips OWS
+    answer = harness.api.request("PUT", "/accounts/im", {"limit": 5}, {"If-Match": arrived})
+    assert answer.status in (200, 412), (header, answer.text)
+
+
 def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) -> str:
     """A link's runtime expression (OpenAPI 3.1, "Runtime Expressions"): the forms this API uses."""
     if expression.startswith("$request.path."):
@@ -219,6 +241,16 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     created = api.create("linked", "s1", resource_type="seats")
     assert follow("POST", typed, 201, where, created) == {*reads, ("GET", typed_resource), ("DELETE", typed_resource)}
 
+    # A create where the account (or the type) does not exist leads to its PUT: a fuzzer's stateful
+    # phase starts from creates in accounts it makes up, and reached nothing a create makes.
+    missing = api.create("nobody", "r")
+    assert follow("POST", resources, 404, {"accountId": "nobody"}, missing) == {("PUT", account)}
+    assert api.create("nobody", "r").status == 201
+    where = {"accountId": "nobody", "resourceType": "seats"}
+    missing = api.create("nobody", "s", resource_type="seats")
+    assert follow("POST", typed, 404, where, missing) == {("PUT", a_type)}
+    assert api.create("nobody", "s", resource_type="seats").status == 201
+
 
 GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  # what API Gateway's ANY takes
 
@@ -233,3 +265,36 @@ def test_every_method_a_documented_path_does_not_take_is_405_with_the_documented
             assert answer.status == 405, (method, path, answer.text)
             assert answer.headers["Allow"] == ", ".join(documented)
     assert harness.api.request("GET", "/accounts/acme/nothing").status == 404  # no such path
+
+
+NUMBER_RULES = ("number range", "digits", "64-bit double")
+
+
+def test_every_number_the_document_allows_in_attributes_the_api_takes() -> None:
+    """schemathesis drew numbers outside DynamoDB's range (and integers of 39 digits) from the
+    document's `attributes`, which the API refuses (400): the document now says the range. What
+    it cannot say (nesting past 32 levels, a lone surrogate) is left to the API's 400, and to
+    tests/integration/test_contract_fuzz.py's `outside_json_rules`."""
+    import requests
+    import schemathesis
+
+    schema = schemathesis.openapi.from_path(OPENAPI_FILE)
+    create = next(
+        result.ok()
+        for result in schema.get_all_operations()
+        if result.ok().label == "POST /accounts/{accountId}/resources"
+    )
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(case=create.as_strategy())
+    def check(case: schemathesis.Case) -> None:
+        sent = case.as_transport_kwargs(base_url="http://api.invalid")
+        body = requests.Request("POST", "http://api.invalid", json=sent["json"]).prepare().body
+        refusal = ""
+        try:
+            parse_body(body.decode() if isinstance(body, bytes) else str(body))
+        except BodyRefused as refused:
+            refusal = refused.msg
+        assert not any(rule in refusal for rule in NUMBER_RULES), refusal
+
+    check()

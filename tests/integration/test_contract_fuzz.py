@@ -55,10 +55,12 @@ def checks_for(case: schemathesis.Case, checks: list[Any]) -> list[Any]:
     """A cursor is opaque: only one the API returned is valid, and any other is refused as
     documented (400 InvalidCursor). No generator can make a valid one, so a request carrying a
     generated cursor is not held to "valid data is accepted"; every other check still applies.
-    Nor is one with a generated If-Match (it names a version the account is not at: 412), nor a
-    create with an Idempotency-Key, whose answer depends on what was sent with that key before
-    (422 IdempotencyKeyMismatch for another body, 409 IdempotencyKeyReused once it was deleted).
-    Nor is a body outside the API's JSON rules (`outside_json_rules`)."""
+    Nor is one with a generated If-Match: it names a version the account is not at, or any
+    version of a type that does not exist (`W/""` there too: a weak tag matches no version), and
+    is refused as documented (412 PreconditionFailed); which versions exist is state, not form.
+    Nor is a create with an Idempotency-Key, whose answer depends on what was sent with that key
+    before (422 IdempotencyKeyMismatch for another body, 409 IdempotencyKeyReused once it was
+    deleted). Nor is a body outside the API's JSON rules (`outside_json_rules`)."""
     carries_cursor = bool(case.query) and "cursor" in case.query
     history = {"if-match", "idempotency-key"}
     carries_history = any(name.lower() in history for name in case.headers or {})
@@ -68,10 +70,10 @@ def checks_for(case: schemathesis.Case, checks: list[Any]) -> list[Any]:
 
 
 def outside_json_rules(case: schemathesis.Case) -> bool:
-    """Whether the API's JSON rules (functions/api/json_body.py) refuse the body `case` sends: a
-    number outside DynamoDB's range or not held exactly by a double, nesting past 32 levels. The
-    document states them in words in `attributes`' description; as JSON Schema they would take a
-    recursive schema for every attribute value. Such a body gets a 400 ValidationError, held to
+    """Whether the API's JSON rules (functions/api/json_body.py) refuse the body `case` sends. The
+    document states its numbers (the AttributeValue schema: integers of 38 digits, DynamoDB's
+    range); what JSON Schema cannot say, it states in words in `attributes`' description: nesting
+    past 32 levels, a lone surrogate, a name twice. Such a body gets a 400 ValidationError, held to
     every other check (tests/handler/test_hostile_input.py checks the rules themselves)."""
     kwargs = case.as_transport_kwargs(base_url="http://api.invalid")
     if "json" not in kwargs:
