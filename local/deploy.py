@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import fnmatch
 import hashlib
 import io
@@ -18,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -90,14 +92,27 @@ def synthesize(app: CdkApp, context: Mapping[str, str] | None = None) -> dict[st
         return synthesize_in_child(app, context)
     cached = folder / f"{synthesis_key(app, context)}.json"
     if cached.exists():
-        template: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
-        return template
-    template = synthesize_in_child(app, context)
+        return _read_template(cached)
     folder.mkdir(parents=True, exist_ok=True)
-    written = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")  # whole or absent, for other processes
-    written.write_text(json.dumps(template), encoding="utf-8")
-    written.replace(cached)
+    # Processes that start together on an empty cache (the test workers of a fresh clone, `make run`
+    # beside them) wait for the one synthesizing instead of each making the same template. The lock
+    # file goes once the template is there; a process that opened it before that finds the template.
+    lock_path = cached.with_suffix(".lock")
+    with open(lock_path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cached.exists():
+            return _read_template(cached)
+        template = synthesize_in_child(app, context)
+        written = cached.with_name(f"{cached.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # whole or absent
+        written.write_text(json.dumps(template), encoding="utf-8")
+        written.replace(cached)
+        lock_path.unlink(missing_ok=True)
     _forget_all_but_the_newest(folder, SYNTH_CACHE_KEPT)
+    return template
+
+
+def _read_template(path: Path) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return template
 
 

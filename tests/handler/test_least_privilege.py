@@ -12,7 +12,7 @@ from functions.core.model import Quota
 from functions.shared.clients import Clients
 from functions.shared.config import FunctionEnvironment, Settings
 from infra.function_settings import API_FUNCTION, REDRIVE_FUNCTION, STREAM_CONSUMER_FUNCTION, SWEEPER_FUNCTION
-from infra.synth import synthesize_stack_template
+from infra.synth import synth_template_json
 from tests.handler.conftest import Harness
 from tests.handler.test_redrive import failed_range, redrive  # noqa: F401 - failed_range is a fixture
 from tests.support.faults import Faults
@@ -113,7 +113,7 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     recorder.install(sweeper_clients)
     sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=sweeper_clients)
 
-    template = synthesize_stack_template()
+    template = synth_template_json()
     for function, handler in HANDLERS.items():
         made, allowed = recorder.by_function[function], granted(template, handler)
         if function == "consumer":

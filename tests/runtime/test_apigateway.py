@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from infra.synth import synthesize_stack_template
+from infra.synth import synth_template_json
 from local.apigateway import MAX_REQUEST_BYTES, ApiGateway, PortInUse, Route, integration_response, proxy_event
 from local.functions import REPO_ROOT, DeployedFunction, Invocation
 from local.gateway_responses import GatewayResponses
@@ -137,7 +137,7 @@ def test_with_the_stacks_gateway_responses_an_integration_failure_is_a_503_to_re
     """API Gateway renders a rejected invocation and a function error alike, as INTEGRATION_FAILURE,
     which the stack answers 503 ServiceUnavailable with Retry-After (infra/gateway_errors.py)."""
     function = EchoFunction(answer=invocation)
-    responses = GatewayResponses.from_template(synthesize_stack_template())
+    responses = GatewayResponses.from_template(synth_template_json())
     api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses)  # type: ignore[list-item]
     api.start()
     try:
@@ -151,7 +151,7 @@ def test_with_the_stacks_gateway_responses_an_integration_failure_is_a_503_to_re
 def test_a_body_over_10_mb_is_refused_413_without_invoking_the_function() -> None:
     """API Gateway's REST payload limit is 10 MB: REQUEST_TOO_LARGE, answered by the gateway itself."""
     function = EchoFunction()
-    responses = GatewayResponses.from_template(synthesize_stack_template())
+    responses = GatewayResponses.from_template(synth_template_json())
     api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses)  # type: ignore[list-item]
     api.start()
     try:

@@ -22,7 +22,7 @@ from botocore.credentials import Credentials
 
 from infra.access import ADMIN_ROLE_ID, TENANT_ROLE_ID
 from infra.outputs import TENANT_TAG_KEY
-from infra.synth import synthesize_stack_template
+from infra.synth import synth_template_json
 from local.apigateway import ApiGateway, Route
 from local.endpoints import LOCAL_DIR_ENV, Endpoints, write_endpoints
 from local.gateway_responses import GatewayResponses
@@ -44,7 +44,7 @@ Gateway = tuple[ApiGateway, EchoFunction, Identities]
 def deployed_policies() -> dict[str, list[dict[str, Any]]]:
     """The roles' policies from the synthesized template, with its intrinsic functions resolved as
     CloudFormation would resolve them for this API."""
-    template = synthesize_stack_template()
+    template = synth_template_json()
     refs = {
         "AWS::Partition": "aws",
         "AWS::Region": REGION,
@@ -500,7 +500,7 @@ def test_a_policy_the_local_gateway_cannot_evaluate_is_a_500_not_a_guess() -> No
 
 @pytest.fixture(scope="module")
 def responses() -> GatewayResponses:
-    return GatewayResponses.from_template(synthesize_stack_template())
+    return GatewayResponses.from_template(synth_template_json())
 
 
 @pytest.mark.parametrize(

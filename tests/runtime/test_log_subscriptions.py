@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
 
-from infra.synth import synthesize_stack_template
+from infra.synth import synth_template_json
 from local.log_subscriptions import (
     ASYNC_RETRY_ATTEMPTS,
     FilterPattern,
@@ -65,7 +65,7 @@ def test_the_payload_is_aws_s_base64_gzip_json_shape() -> None:
 
 
 def test_the_stack_s_filter_is_read_from_its_template() -> None:
-    template_json = synthesize_stack_template()
+    template_json = synth_template_json()
     [spec] = SubscriptionSpec.all_in(template_json)
     resources = template_json["Resources"]
     assert resources[spec.source_function]["Properties"]["Handler"] == "functions.api.handler.handler"

@@ -4,7 +4,7 @@ read from the deployed template, answering 429 in the API's error envelope with 
 from __future__ import annotations
 
 from infra import options
-from infra.synth import synthesize_stack_template
+from infra.synth import synth_template_json, synthesize_stack_template
 from local.apigateway import ApiGateway, Route
 from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
@@ -31,7 +31,7 @@ def test_a_burst_is_absorbed_then_requests_pass_at_the_rate() -> None:
 
 
 def test_the_limits_come_from_the_stage_the_stack_deploys() -> None:
-    default = StageThrottle.from_template(synthesize_stack_template())
+    default = StageThrottle.from_template(synth_template_json())
     assert default is not None
     assert (default.rate, default.burst) == (options.API_RATE_LIMIT.default, options.API_BURST_LIMIT.default)
     chosen = StageThrottle.from_template(
@@ -43,7 +43,7 @@ def test_the_limits_come_from_the_stage_the_stack_deploys() -> None:
 
 def test_beyond_the_stages_throttle_the_gateway_answers_429_without_calling_the_function() -> None:
     function = EchoFunction()
-    responses = GatewayResponses.from_template(synthesize_stack_template())
+    responses = GatewayResponses.from_template(synth_template_json())
     throttle = StageThrottle(rate=0.001, burst=2)
     api = ApiGateway([Route("/{proxy+}", "ANY", function)], "prod", "127.0.0.1", 0, None, responses, throttle)  # type: ignore[list-item]
     api.start()

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from local.deploy import CdkApp, synthesis_key, synthesize
 from local.product import APP
@@ -73,3 +74,30 @@ def test_only_the_newest_templates_are_kept(tmp_path: Path) -> None:
         os.utime(made, (1_000_000 - age, 1_000_000 - age))  # 00 is the newest
     _forget_all_but_the_newest(tmp_path, 16)
     assert sorted(path.name for path in tmp_path.glob("*.json")) == [f"{age:02d}.json" for age in range(16)]
+
+
+def test_processes_that_start_together_on_an_empty_cache_synthesize_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """The test workers and `make run` may all start on a fresh clone at once: one synthesizes (about
+    10 s of CPU), the others wait for its template instead of each making the same one."""
+    import threading
+    import time
+
+    from local import deploy
+
+    made: list[int] = []
+
+    def slow_synthesis(app: CdkApp, context: Any = None) -> dict[str, Any]:
+        made.append(1)
+        time.sleep(0.5)
+        return {"Resources": {}}
+
+    monkeypatch.setattr(deploy, "synthesize_in_child", slow_synthesis)
+    app = dataclasses.replace(APP, synth_cache=tmp_path)
+    templates: list[dict[str, Any]] = []
+    starters = [threading.Thread(target=lambda: templates.append(synthesize(app, {"k": "v"}))) for _ in range(3)]
+    for starter in starters:
+        starter.start()
+    for starter in starters:
+        starter.join()
+    assert templates == [{"Resources": {}}] * 3
+    assert len(made) == 1
