@@ -37,7 +37,11 @@ CODES: dict[str, str] = {
     "DEFAULT_4XX": "RequestRefused",
     "DEFAULT_5XX": "InternalError",
 }
-# Throttles say when to come back, as the API's own 503 does.
+# Throttles say when to come back, as the API's own 503 does. A gateway response's header is a static
+# value or a request parameter ("x-amazon-apigateway-gateway-responses.gatewayResponse object", API
+# Gateway developer guide): it cannot say how busy the function is, so every throttled caller is told
+# 1 s, and the client spreads its callers' retries over the time after it (the Python client's
+# retries.py); the local gateway sends what this template says.
 RETRY_AFTER_SECONDS = "1"
 RETRY_AFTER_TYPES = ("THROTTLED", "QUOTA_EXCEEDED", "INTEGRATION_FAILURE")
 # The types answered with another status than their own (see above).

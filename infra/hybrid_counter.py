@@ -188,6 +188,8 @@ class HybridCounter(Construct):
             api_function=api.function,
             alarm_topic=monitoring.topic,
         )
+        # Last, so that every function reading the stream, whichever construct made it, is watched.
+        monitoring.watch_stream_consumers(self)
         explain_nag_findings(self, api, access)
 
         self._api = api

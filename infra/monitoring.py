@@ -46,6 +46,35 @@ def _service_metric(
     )
 
 
+# A stream consumer's construct id -> its lag alarm's id and description. A consumer not named
+# here is alarmed all the same, as `<its construct id>Behind`.
+STREAM_LAG_ALARMS: dict[str, tuple[str, str]] = {
+    constants.STREAM_CONSUMER_FUNCTION.construct_id: (
+        "CountingBehind",
+        "The consumer is more than a minute behind the stream: eventual counts lag",
+    ),
+    constants.EVENT_PUBLISHER_FUNCTION.construct_id: (
+        "UsageEventsBehind",
+        "The usage-event publisher is more than a minute behind the stream: usage events arrive late",
+    ),
+}
+
+
+def stream_consumers(scope: Construct) -> dict[str, str]:
+    """The functions under `scope` that an event source mapping feeds from a stream: construct id
+    -> function name. A mapping reads a stream when it has a starting position (DynamoDB, Kinesis
+    and Kafka sources need one, a queue's has none: "AWS::Lambda::EventSourceMapping",
+    StartingPosition)."""
+    found: dict[str, str] = {}
+    for child in scope.node.find_all():
+        if isinstance(child, lambda_.CfnEventSourceMapping) and child.starting_position is not None:
+            mapping = child.node.scope  # the EventSourceMapping, made in its function's scope
+            owner = mapping.node.scope if mapping is not None else None
+            function_id = owner.node.id if isinstance(owner, lambda_.Function) else cdk.Names.unique_id(child)
+            found[function_id] = child.function_name
+    return found
+
+
 class Monitoring(Construct):
     def __init__(
         self,
@@ -80,13 +109,6 @@ class Monitoring(Construct):
             "DLQ 1 holds 100 or more failed stream batches",
             dlq1.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM),
             threshold=100,
-        )
-        self._alarm(
-            "CountingBehind",
-            "The consumer is more than a minute behind the stream: eventual counts lag",
-            consumer.metric("IteratorAge", period=FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM),
-            threshold=60_000,
-            periods=3,
         )
         for name, function in (
             ("ConsumerErrors", consumer),
@@ -149,12 +171,37 @@ class Monitoring(Construct):
             "in flight: run `python -m ops audit ACCOUNT --repair` (docs/operations.md)",
             _service_metric("AuditDrift", cdk.Duration.hours(1)),
         )
-        # Every alarm tells the topic when it fires and when it is over.
+        self._tell_the_topic(self.alarms)
+        self.dashboard = self._dashboard(table, api, consumer, dead_letters, name_prefix)
+
+    def watch_stream_consumers(self, scope: Construct) -> None:
+        """An iterator age alarm for every function that reads a stream under `scope`: called once
+        everything is built, so a consumer added anywhere in the stack is found, not listed by hand."""
+        for function_id, function_name in stream_consumers(scope).items():
+            alarm_id, description = STREAM_LAG_ALARMS.get(
+                function_id,
+                (f"{function_id}Behind", f"The {function_id} function is more than a minute behind its stream"),
+            )
+            self._tell_the_topic([self._lag_alarm(alarm_id, description, function_name)])
+
+    def _lag_alarm(self, construct_id: str, description: str, function_name: str) -> cloudwatch.Alarm:
+        """IteratorAge, the age of the last record of a stream batch a function received ("Types of
+        metrics for Lambda functions", Lambda developer guide), above a minute for 15 minutes."""
+        metric = cloudwatch.Metric(
+            namespace="AWS/Lambda",
+            metric_name="IteratorAge",
+            dimensions_map={"FunctionName": function_name},
+            period=FIVE_MINUTES,
+            statistic=cloudwatch.Stats.MAXIMUM,
+        )
+        return self._alarm(construct_id, description, metric, threshold=60_000, periods=3)
+
+    def _tell_the_topic(self, alarms: list[cloudwatch.Alarm]) -> None:
+        """Every alarm tells the topic when it fires and when it is over."""
         action = cloudwatch_actions.SnsAction(self.topic)
-        for alarm in self.alarms:
+        for alarm in alarms:
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
-        self.dashboard = self._dashboard(table, api, consumer, dead_letters, name_prefix)
 
     def _alarm(
         self,
@@ -165,7 +212,7 @@ class Monitoring(Construct):
         periods: int = 1,
         below: bool = False,
         missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
-    ) -> None:
+    ) -> cloudwatch.Alarm:
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
@@ -180,6 +227,7 @@ class Monitoring(Construct):
             treat_missing_data=missing,
         )
         self.alarms.append(alarm)
+        return alarm
 
     def _dashboard(
         self, table: dynamodb.ITable, api: Api, consumer: lambda_.IFunction, dead_letters: DeadLetters, name_prefix: str

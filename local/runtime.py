@@ -180,6 +180,14 @@ class LocalRuntime:
         for pool in self._pools.values():
             pool.warm_up(pool.concurrency)
 
+    def provision_sandboxes(self, short_name: str) -> None:
+        """Start one function's sandboxes (`api`, say: its short name) up to its concurrency, as
+        provisioned concurrency would: a burst then meets the function's concurrency, not its
+        cold starts."""
+        for pool in self._pools.values():
+            if pool.function.short_name == short_name:
+                pool.warm_up(pool.concurrency)
+
     def _partition_key(self, stream_arn: str) -> str:
         """The partition key of a stream's table, as DescribeStream's KeySchema names it."""
         description = self.client("dynamodbstreams").describe_stream(StreamArn=stream_arn)["StreamDescription"]

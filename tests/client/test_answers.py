@@ -15,6 +15,7 @@ from hybrid_counter_client import (
     LimitExceeded,
     RateLimit,
     Resource,
+    RetryPolicy,
     ServerError,
     TooManyRequests,
     UnexpectedResponse,
@@ -131,7 +132,7 @@ def test_the_request_id_header_stands_in_for_the_envelopes(server: ScriptedServe
 def test_an_unknown_code_is_its_status_family(
     server: ScriptedServer, waits: Waits, status: int, family: type[HybridCounterError]
 ) -> None:
-    server.answers(*[envelope(status, "SomethingNew")] * 5)
+    server.answers(*[envelope(status, "SomethingNew")] * RetryPolicy().max_attempts)  # a retried one's every attempt
     with pytest.raises(family) as raised:
         client_of(server, waits).get_account("acme")
     assert type(raised.value) is family

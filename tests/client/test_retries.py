@@ -114,6 +114,26 @@ def test_the_deadline_stops_the_retries(server: ScriptedServer, waits: Waits) ->
     assert raised.value.attempts == len(server.received) == 3
 
 
+def test_a_wait_drawn_past_the_deadline_is_drawn_again_within_it(server: ScriptedServer, waits: Waits) -> None:
+    server.answers(*[envelope(503, "ServiceUnavailable", Retry_After="1")] * 10)
+    policy = RetryPolicy(max_attempts=10, deadline_seconds=10, max_delay_seconds=10)
+    with pytest.raises(ServiceUnavailable) as raised:
+        client_of(server, waits, policy).get_account("acme")
+    # 1 + half of 1, 2, 4 end 6.5 s in; 1 + half of 8 would end past 10 s, so 1 + half of the 3.5 s
+    # left, then of the 0.25 s left; 0.125 s is less than Retry-After: the call stops.
+    assert waits.slept == pytest.approx([1.5, 2, 3, 2.25, 1.125])
+    assert raised.value.attempts == len(server.received) == 6
+
+
+def test_by_default_a_throttled_call_keeps_trying_for_30_seconds(server: ScriptedServer, waits: Waits) -> None:
+    """Room for a burst of a few hundred callers past the function's concurrency (retries.py)."""
+    server.answers(*[envelope(503, "ServiceUnavailable", "Internal server error", Retry_After="1")] * 10)
+    with pytest.raises(ServiceUnavailable) as raised:
+        client_of(server, waits).get_account("acme")
+    assert waits.slept == pytest.approx([1.5, 2, 3, 5, 6, 6, 6])  # 29.5 s; 1 s no longer fits in 30
+    assert raised.value.attempts == 8
+
+
 def test_max_attempts_stops_the_retries(server: ScriptedServer, waits: Waits) -> None:
     server.answers(*[envelope(429, "TenantThrottled", Retry_After="1")] * 5)
     with pytest.raises(TenantThrottled) as raised:

@@ -40,15 +40,26 @@ def process(shards: int, seed: int, **settings: Any) -> Directory:
     return directory
 
 
-def patient_store(harness: Harness) -> DynamoApiStore:
-    """The API's store with a client that waits as long as it takes: the emulator applies one
-    request at a time, so 200 at once queue there for longer than the functions' 5 s read timeout
-    on a busy machine, and these tests are about admission, not about timeouts. DynamoDB Local
-    also answers a write that waited too long for its lock `InternalServerError` ("This request will
-    succeed in actual DynamoDB API"): a loaded run saw three in a row, so this client tries more often."""
-    config = Config(retries={"mode": "standard", "total_max_attempts": 10}, read_timeout=300, max_pool_connections=200)
-    client = boto3.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
+def patient_store(harness: Harness, session: boto3.Session) -> DynamoApiStore:
+    """The API's store in one execution environment, with a client that waits as long as it takes:
+    the emulator applies one request at a time, so 200 at once queue there for longer than the
+    functions' 5 s read timeout on a busy machine, and these tests are about admission, not about
+    timeouts. DynamoDB Local also answers a write that waited too long for its lock
+    `InternalServerError` ("This request will succeed in actual DynamoDB API"), which the SDK
+    retries. One client per create, as each Lambda execution environment has its own: the SDK's
+    standard retry mode gives each client a retry quota (500 tokens, 5 a retry, refilled by
+    successes), and 200 creates sharing one client used it up in a loaded run, after which the SDK
+    stopped retrying and 94 creates failed on their first lock timeout."""
+    config = Config(retries={"mode": "standard", "total_max_attempts": 10}, read_timeout=300)
+    client = session.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
     return DynamoApiStore(DynamoTable(client, harness.system.table))
+
+
+def patient_stores(harness: Harness, count: int) -> list[DynamoApiStore]:
+    """`count` execution environments' stores, built before the threads start (a boto3 session
+    is not thread-safe), from one session (which loads the service model once)."""
+    session = boto3.Session()
+    return [patient_store(harness, session) for _ in range(count)]
 
 
 def create(harness: Harness, index: int, directory: Directory, store: DynamoApiStore | None = None) -> accounts.Created:
@@ -70,8 +81,8 @@ def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     """With as many slots as creates, every create is admitted: none may be refused while room is
     left anywhere (each had a free slot until it took one). With fewer, exactly the limit is."""
     spread(harness, "acme", limit, shards=8)
-    store = patient_store(harness)
-    results = run_together(creates, lambda i: create(harness, i, process(8, seed=i), store))
+    stores = patient_stores(harness, creates)
+    results = run_together(creates, lambda i: create(harness, i, process(8, seed=i), stores[i]))
     admitted = [r for r in results if isinstance(r, accounts.Created)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]
     assert len(admitted) == limit, [r for r in results if not isinstance(r, (accounts.Created, LimitExceeded))][:3]

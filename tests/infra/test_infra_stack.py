@@ -764,6 +764,30 @@ def test_the_alarms_watch_what_an_operator_must_hear_about(template_json: dict[s
     } <= alarmed_metrics(template_json)
 
 
+def test_every_function_reading_a_stream_is_alarmed_when_it_falls_behind(template_json: dict[str, Any]) -> None:
+    """Each function a stream event source feeds (a mapping with a starting position: the consumer,
+    the usage-event publisher, any added later) has an IteratorAge alarm, a minute for 15 minutes."""
+    readers = {
+        json.dumps(mapping["Properties"]["FunctionName"])
+        for mapping in resources_of_type(template_json, "AWS::Lambda::EventSourceMapping").values()
+        if "StartingPosition" in mapping["Properties"]
+    }
+    consumer = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)[0]
+    publisher = function_by_handler(template_json, constants.EVENT_PUBLISHER_HANDLER)[0]
+    assert {json.dumps({"Ref": consumer}), json.dumps({"Ref": publisher})} <= readers
+    lag_alarms = {}
+    for alarm in resources_of_type(template_json, "AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        if (properties.get("Namespace"), properties.get("MetricName")) == ("AWS/Lambda", "IteratorAge"):
+            [dimension] = properties["Dimensions"]
+            assert dimension["Name"] == "FunctionName"
+            lag_alarms[json.dumps(dimension["Value"])] = properties
+    assert set(lag_alarms) == readers
+    for properties in lag_alarms.values():
+        assert (properties["Statistic"], properties["Period"], properties["EvaluationPeriods"]) == ("Maximum", 300, 3)
+        assert (properties["ComparisonOperator"], properties["Threshold"]) == ("GreaterThanOrEqualToThreshold", 60_000)
+
+
 def test_a_missed_sweep_is_an_alarm_even_when_no_datapoint_arrives(template_json: dict[str, Any]) -> None:
     [missed] = [
         a["Properties"]

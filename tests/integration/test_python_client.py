@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from hybrid_counter_client import (
     AccessDenied,
     AccountNotFound,
     AsyncLimitsClient,
+    HybridCounterError,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
     InvalidCursor,
@@ -406,6 +408,46 @@ def test_a_burst_past_the_functions_concurrency_is_retried_until_every_create_is
             break
     assert any("createResource answered 503 ServiceUnavailable" in record.getMessage() for record in caplog.records)
     assert all(seconds >= 1 for seconds in sleeps.slept)  # Retry-After: 1, as the gateway answers it
+
+
+def test_a_burst_of_200_callers_is_ridden_out_by_the_default_retry_policy(
+    system: System, admin: LimitsClient, local_runtime: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """200 callers at once, 20 times the function's 10 sandboxes (locally: a deployed function's
+    concurrency is far beyond a burst's), at a limit of 100, each with the client's defaults:
+    every call ends created or LimitExceeded, none in the 503 its throttled attempts got, and
+    exactly the limit is made (retries.py has the numbers)."""
+    caplog.set_level(logging.INFO, logger="hybrid_counter_client")
+    callers, limit = 200, 100
+    local_runtime.provision_sandboxes("api")  # the 10 sandboxes' imports before the burst, not in it
+    account_id = new_account(admin, limit=limit)
+    # One session for all (the tenant's): a boto3 session each would cost more than the burst.
+    session = session_of(tenant_api(system, account_id).credentials, system.api.region)
+    clients = [LimitsClient(system.api.base_url, session) for _ in range(callers)]
+    start = threading.Barrier(callers)
+
+    def create(client: LimitsClient) -> str:
+        start.wait()
+        try:
+            return client.create_resource(account_id, "burst").resource_id
+        except LimitExceeded:
+            return "LimitExceeded"
+        except HybridCounterError as error:
+            return f"{error.code} after {error.attempts} attempts"
+        finally:
+            client.close()
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(max_workers=callers) as pool:
+        outcomes = list(pool.map(create, clients))
+    took = time.monotonic() - began
+    throttled = [r for r in caplog.records if "createResource answered 503 ServiceUnavailable" in r.getMessage()]
+    refused = Counter(outcome for outcome in outcomes if outcome == "LimitExceeded" or " after " in outcome)
+    made = [outcome for outcome in outcomes if outcome not in refused]
+    print(f"{callers} callers in {took:.1f} s: {len(made)} made, {refused}, {len(throttled)} throttled attempts")
+    assert (len(set(made)), refused) == (limit, {"LimitExceeded": callers - limit}), f"in {took:.1f} s"
+    assert throttled  # the burst did meet the function's concurrency
+    assert admin.get_account(account_id).best_effort == limit
 
 
 class LosingProxy:

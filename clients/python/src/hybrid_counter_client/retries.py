@@ -6,9 +6,20 @@ random share of `step * 2**(n-1)`, capped at `max_delay_seconds`, where the step
 `Retry-After` or, without one, `base_delay_seconds` ("Exponential Backoff And Jitter", AWS
 Architecture Blog). So a client never comes back before `Retry-After`, clients throttled together
 spread over the next `Retry-After` rather than all come back at its end, and a wait grows when the
-same answer comes back. A call stops after `max_attempts` requests, or when the next wait would end
-past `deadline_seconds` from its start; it then raises the last answer's error, with `attempts`
-set.
+same answer comes back. A call stops after `max_attempts` requests, or when not even `Retry-After`
+is left before `deadline_seconds` from its start; a wait drawn past the deadline is drawn again
+within what is left, so the last attempt is not given up for one long draw. It then raises the
+last answer's error, with `attempts` set.
+
+The defaults ride out a burst of a few hundred callers past the API function's concurrency, whose
+throttles (503 `ServiceUnavailable`, `Retry-After: 1`) come back until the burst is served: a
+caller whose attempts or deadline run out before its turn comes gets the 503. A burst takes about
+its callers times the time each takes, over the concurrency: locally, 10 sandboxes on 2 cores
+served about 11 calls a second (200 callers, half created and half refused LimitExceeded, in
+18.5 s), so 300 callers need about 25 s; 30 s gives that room. Within it, waits of 1 s plus a
+jittered share of 1, 2, 4, 8, 10 s... make about 8 attempts, and 10 leaves a caller whose draws
+were short its turn too. On AWS a throttled call is rare (an account runs 1,000 functions at once
+by default) and each costs the function nothing: the gateway answers it.
 """
 
 from __future__ import annotations
@@ -26,8 +37,8 @@ logger = logging.getLogger("hybrid_counter_client")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_attempts: int = 5
-    deadline_seconds: float = 20.0
+    max_attempts: int = 10
+    deadline_seconds: float = 30.0
     base_delay_seconds: float = 0.2
     max_delay_seconds: float = 10.0
 
@@ -35,11 +46,21 @@ class RetryPolicy:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
 
-    def wait(self, attempt: int, retry_after: float | None, random: Callable[[], float]) -> float:
-        """The wait after the `attempt`-th request (1 for the first) was answered `retry_after`."""
+    def wait(
+        self, attempt: int, retry_after: float | None, random: Callable[[], float], left: float | None = None
+    ) -> float | None:
+        """The wait after the `attempt`-th request (1 for the first) was answered `retry_after`;
+        with `left` (seconds to the deadline), one that ends within it, or None if `retry_after`
+        does not fit in it."""
+        floor = retry_after or 0.0
         step = retry_after or self.base_delay_seconds
         ceiling = min(self.max_delay_seconds, step * 2.0 ** (attempt - 1))
-        return (retry_after or 0.0) + random() * ceiling
+        wait = floor + random() * ceiling
+        if left is None or wait <= left:
+            return wait
+        if floor >= left:
+            return None
+        return floor + random() * (left - floor)
 
 
 class Attempts:
@@ -70,8 +91,9 @@ class Attempts:
             self._earlier_may_have_landed = True
         if not error.retryable or self.made >= self._policy.max_attempts:
             return None
-        wait = self._policy.wait(self.made, error.retry_after, self._random)
-        if self._clock() + wait - self._started > self._policy.deadline_seconds:
+        left = self._policy.deadline_seconds - (self._clock() - self._started)
+        wait = self._policy.wait(self.made, error.retry_after, self._random, left)
+        if wait is None:
             return None
         logger.info(
             "%s answered %s %s; attempt %d in %.2f s",
