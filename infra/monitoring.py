@@ -24,7 +24,12 @@ from functions.core.rate_limits import TENANT_LOG_KEY, THROTTLED_TENANT_MESSAGE
 from infra.api import Api
 from infra.counting import Counting
 from infra.dead_letters import DeadLetters
-from infra.function_settings import POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME
+from infra.function_settings import (
+    EVENT_PUBLISHER_FUNCTION,
+    POWERTOOLS_METRICS_NAMESPACE,
+    POWERTOOLS_SERVICE_NAME,
+    STREAM_CONSUMER_FUNCTION,
+)
 from infra.sweeper import Sweeper
 
 ALARM_TOPIC_ID: Final = "AlarmTopic"
@@ -49,11 +54,11 @@ def _service_metric(
 # A stream consumer's construct id -> its lag alarm's id and description. A consumer not named
 # here is alarmed all the same, as `<its construct id>Behind`.
 STREAM_LAG_ALARMS: dict[str, tuple[str, str]] = {
-    constants.STREAM_CONSUMER_FUNCTION.construct_id: (
+    STREAM_CONSUMER_FUNCTION.construct_id: (
         "CountingBehind",
         "The consumer is more than a minute behind the stream: eventual counts lag",
     ),
-    constants.EVENT_PUBLISHER_FUNCTION.construct_id: (
+    EVENT_PUBLISHER_FUNCTION.construct_id: (
         "UsageEventsBehind",
         "The usage-event publisher is more than a minute behind the stream: usage events arrive late",
     ),

@@ -772,8 +772,8 @@ def test_every_function_reading_a_stream_is_alarmed_when_it_falls_behind(templat
         for mapping in resources_of_type(template_json, "AWS::Lambda::EventSourceMapping").values()
         if "StartingPosition" in mapping["Properties"]
     }
-    consumer = function_by_handler(template_json, constants.STREAM_CONSUMER_HANDLER)[0]
-    publisher = function_by_handler(template_json, constants.EVENT_PUBLISHER_HANDLER)[0]
+    consumer = function_by_handler(template_json, STREAM_CONSUMER_FUNCTION.handler)[0]
+    publisher = function_by_handler(template_json, EVENT_PUBLISHER_FUNCTION.handler)[0]
     assert {json.dumps({"Ref": consumer}), json.dumps({"Ref": publisher})} <= readers
     lag_alarms = {}
     for alarm in resources_of_type(template_json, "AWS::CloudWatch::Alarm").values():
