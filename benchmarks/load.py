@@ -6,7 +6,10 @@
 
 Each iteration starts on schedule (a constant arrival rate, whatever the answers take) and makes a
 POST then a DELETE of what it created, as the paper's k6 script does; with `--types N` the
-iterations go to each account's N limits (its default type, `type-1`, ...) in turn. It prints, and
+iterations go to each account's N limits (its default type, `type-1`, ...) in turn. It calls the
+API with the product's client (hybrid_counter_client) making one request per call, so each sample
+is one request's answer; its creates carry an Idempotency-Key, as that client's always do (unlike
+the paper's), which costs each create one GetItem (a read: not in the write ceiling below). It prints, and
 writes as JSON and PNG plots under benchmarks/results/:
 
 * the achieved rate, p50/p95/p99 latency per operation, failures by status;
@@ -21,18 +24,30 @@ writes as JSON and PNG plots under benchmarks/results/:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import threading
 import time
-import urllib.parse
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from hybrid_counter_client import (
+    Account,
+    HybridCounterError,
+    LimitsClient,
+    NoResponse,
+    ResourceNotFound,
+    ResourcePage,
+    ResourceType,
+    ServerError,
+    TypedResourcePage,
+)
 
 from functions.adapters import table_layout
 from infra import options
@@ -40,9 +55,11 @@ from local.capacity.billing import item_size
 from local.capacity.limits import item_of_place
 from local.emulator import FLAVOURS, EmulatorProcess
 from local.partition_throttling import read_throttles
-from local.product import CounterApi, admin_api, by_family, runtime_settings, scaled_environment
+from local.product import SINGLE_ATTEMPT, admin_client, by_family, new_account, runtime_settings, scaled_environment
 from local.request_counts import read_request_counts, read_request_cpu
 from local.runtime import LocalRuntime, RuntimeSettings
+
+T = TypeVar("T")
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 # DynamoDB calls per create+delete iteration, measured by `make bench-capacity`:
@@ -128,56 +145,104 @@ def measure_emulator(client: Any, table: str, seconds: float = 4.0, threads: int
     return sum(done) / (time.monotonic() - started)
 
 
-# (a limit's route, the resource whose delete had no definite answer, or None)
-Unsettled = tuple[str, str | None]
+@dataclass(frozen=True)
+class Limit:
+    """One limit the load works on: an account's default type (`resource_type` None) or one of its
+    other types, called through the product's client."""
+
+    account_id: str
+    resource_type: str | None = None
+
+    def __str__(self) -> str:
+        account = f"/accounts/{self.account_id}"
+        return account if self.resource_type is None else f"{account}/types/{self.resource_type}"
+
+    def create(self, client: LimitsClient, name: str) -> str:
+        if self.resource_type is None:
+            return client.create_resource(self.account_id, name).resource_id
+        return client.create_typed_resource(self.account_id, self.resource_type, name).resource_id
+
+    def delete(self, client: LimitsClient, resource_id: str) -> None:
+        if self.resource_type is None:
+            client.delete_resource(self.account_id, resource_id)
+        else:
+            client.delete_typed_resource(self.account_id, self.resource_type, resource_id)
+
+    def page(self, client: LimitsClient, cursor: str | None) -> tuple[list[str], str | None]:
+        if self.resource_type is None:
+            page: ResourcePage | TypedResourcePage = client.list_resources_page(
+                self.account_id, limit=100, cursor=cursor
+            )
+        else:
+            page = client.list_typed_resources_page(self.account_id, self.resource_type, limit=100, cursor=cursor)
+        return [item.resource_id for item in page.items], page.next_cursor
+
+    def usage(self, client: LimitsClient) -> Account | ResourceType:
+        if self.resource_type is None:
+            return client.get_account(self.account_id)
+        return client.get_type(self.account_id, self.resource_type)
 
 
-def limit_routes(api: CounterApi, accounts: int, types: int) -> list[str]:
-    """`accounts` fresh accounts, each with `types` limits (its default type, then `type-1` ..), as
-    the routes of their resources' parent: `/accounts/<id>` and `/accounts/<id>/types/<type>`."""
-    routes: list[str] = []
+# (a limit, the resource whose delete had no definite answer, or None)
+Unsettled = tuple[Limit, str | None]
+
+
+def new_limits(client: LimitsClient, accounts: int, types: int) -> list[Limit]:
+    """`accounts` fresh accounts, each with `types` limits (its default type, then `type-1` ..)."""
+    limits: list[Limit] = []
     for _ in range(accounts):
-        account = f"/accounts/{api.new_account(prefix='load', limit=LOAD_LIMIT)}"
-        routes.append(account)
+        account_id = new_account(client, prefix="load", limit=LOAD_LIMIT)
+        limits.append(Limit(account_id))
         for number in range(1, types):
-            route = f"{account}/types/type-{number}"
-            assert api.request("PUT", route, {"limit": LOAD_LIMIT}).status == 200
-            routes.append(route)
-    return routes
+            client.put_type_limit(account_id, f"type-{number}", limit=LOAD_LIMIT)
+            limits.append(Limit(account_id, f"type-{number}"))
+    return limits
+
+
+def answer_of(error: HybridCounterError) -> int | str:
+    """How a sample names a failed request: its status, or that no answer came."""
+    if error.status is not None:
+        return error.status
+    return f"no answer ({type(error.__cause__ or error).__name__})"
 
 
 def run_load(
-    api: CounterApi, limits: list[str], rate: float, duration: float
+    client: LimitsClient, limits: list[Limit], rate: float, duration: float
 ) -> tuple[list[Sample], float, list[Unsettled]]:
-    """Runs the load. Returns its samples, its length, and the iterations whose create or delete
-    had no definite answer (a 5xx or none: it may or may not have landed), for `settle_all` once
-    the figures are read."""
+    """Runs the load with `client`, which makes one request per call (SINGLE_ATTEMPT): each sample
+    is one request's answer. Returns its samples, its length, and the iterations whose create or
+    delete had no definite answer (a 5xx or none: it may or may not have landed), for `settle_all`
+    once the figures are read."""
     samples: list[Sample] = []
     unsettled: list[Unsettled] = []
     lock = threading.Lock()
     began = time.monotonic()
 
-    def timed(operation: str, call: Any) -> Any:
+    def timed(operation: str, success: int, call: Callable[[], T]) -> T | HybridCounterError:
         started = time.monotonic()
+        outcome: T | HybridCounterError
         try:
-            reply = call()
-            status: int | str = reply.status
-        except OSError as error:
-            reply, status = None, f"no answer ({type(error).__name__})"
+            outcome = call()
+            status: int | str = success
+        except HybridCounterError as error:
+            outcome, status = error, answer_of(error)
         with lock:
             samples.append(Sample(operation, started - began, time.monotonic() - started, status))
-        return reply
+        return outcome
+
+    def undecided(outcome: object) -> bool:
+        return isinstance(outcome, HybridCounterError) and (outcome.status is None or outcome.status >= 500)
 
     def iteration(number: int) -> None:
         limit = limits[number % len(limits)]
-        created = timed("create", lambda: api.request("POST", f"{limit}/resources", {"name": f"load-{number}"}))
-        if created is None or created.status >= 500:
+        created = timed("create", 201, lambda: limit.create(client, f"load-{number}"))
+        if undecided(created):
             with lock:
                 unsettled.append((limit, None))
-        elif created.status == 201:
-            resource_id = created.body["resourceId"]
-            deleted = timed("delete", lambda: api.request("DELETE", f"{limit}/resources/{resource_id}"))
-            if deleted is None or deleted.status >= 500:
+        elif isinstance(created, str):
+            resource_id = created
+            deleted = timed("delete", 204, lambda: limit.delete(client, resource_id))
+            if undecided(deleted):
                 with lock:
                     unsettled.append((limit, resource_id))
 
@@ -193,65 +258,67 @@ def run_load(
     return samples, time.monotonic() - began, unsettled
 
 
-def settle_all(api: CounterApi, unsettled: list[Unsettled], attempts: int = 30) -> Counter[str]:
+def settle_all(client: LimitsClient, unsettled: list[Unsettled], attempts: int = 30) -> Counter[Limit]:
     """Settles what the load left unknown, as a client would: each delete without a definite answer
-    is retried until 204 or 404; then, if a create had none (the load sends no idempotency key, as
-    the paper's does not), every resource its limit still lists is a leftover and is deleted.
+    is retried until 204 or 404; then, if a create had none (its Idempotency-Key is the client's,
+    made for that one call), every resource its limit still lists is a leftover and is deleted.
     Returns the resources left per limit: none, unless a delete kept failing."""
-    left: Counter[str] = Counter()
+    left: Counter[Limit] = Counter()
     for limit, resource_id in unsettled:
-        if resource_id is not None and not delete_until_answered(api, limit, resource_id, attempts):
+        if resource_id is not None and not delete_until_answered(client, limit, resource_id, attempts):
             left[limit] += 1
-    for limit in sorted({limit for limit, resource_id in unsettled if resource_id is None}):
-        for leftover in listed_resources(api, limit):
-            if not delete_until_answered(api, limit, leftover, attempts):
+    for limit in sorted({limit for limit, resource_id in unsettled if resource_id is None}, key=str):
+        for leftover in listed_resources(client, limit):
+            if not delete_until_answered(client, limit, leftover, attempts):
                 left[limit] += 1
     return left
 
 
-def delete_until_answered(api: CounterApi, limit: str, resource_id: str, attempts: int) -> bool:
+def delete_until_answered(client: LimitsClient, limit: Limit, resource_id: str, attempts: int) -> bool:
     """True once a delete answers 204 or 404 (gone either way)."""
     for _ in range(attempts):
         try:
-            if api.request("DELETE", f"{limit}/resources/{resource_id}").status in (204, 404):
-                return True
-        except OSError:
-            pass  # no answer: ask again
+            limit.delete(client, resource_id)
+            return True
+        except ResourceNotFound:
+            return True
+        except HybridCounterError:
+            pass  # no answer, or one that may change: ask again
         time.sleep(1.0)
     return False
 
 
-def listed_resources(api: CounterApi, limit: str, attempts: int = 30) -> list[str]:
-    """Every resource a limit (`limit_routes`) lists, page by page (a page refused under scaled partition
-    limits is read again)."""
+def listed_resources(client: LimitsClient, limit: Limit, attempts: int = 30) -> list[str]:
+    """Every resource a limit lists, page by page (a page refused under scaled partition limits is
+    read again)."""
     found: list[str] = []
     cursor: str | None = None
     for _ in range(attempts):
-        query = f"?limit=100&cursor={urllib.parse.quote(cursor)}" if cursor else "?limit=100"
-        reply = api.request("GET", f"{limit}/resources{query}")
-        if reply.status >= 500:
+        try:
+            items, cursor = limit.page(client, cursor)
+        except (ServerError, NoResponse):
             time.sleep(1.0)
             continue
-        assert reply.status == 200, reply.body
-        found += [item["resourceId"] for item in reply.body["items"]]
-        cursor = reply.body["nextCursor"]
+        found += items
         if cursor is None:
             return found
     raise RuntimeError(f"could not list the resources of {limit}")
 
 
 def wait_until_converged(
-    api: CounterApi, live: Counter[str], limits: list[str], timeout: float = 120.0, every: float = 0.1
+    client: LimitsClient, live: Counter[Limit], limits: list[Limit], timeout: float = 120.0, every: float = 0.1
 ) -> float | None:
     """Seconds until every limit's eventual and best-effort counters equal what exists, polled
     `every` seconds."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
-        replies = {limit: api.request("GET", limit) for limit in limits}
-        views = {limit: reply.body for limit, reply in replies.items() if reply.status == 200}
-        # A read refused under load (503 after the emulator's partition limits) is not an answer.
+        views: dict[Limit, Account | ResourceType] = {}
+        for limit in limits:
+            # A read refused under load (503 after the emulator's partition limits) is not an answer.
+            with contextlib.suppress(HybridCounterError):
+                views[limit] = limit.usage(client)
         if len(views) == len(limits) and all(
-            view["eventual"] == view["bestEffort"] == live[limit] for limit, view in views.items()
+            view.eventual == view.best_effort == live[limit] for limit, view in views.items()
         ):
             return time.monotonic() - started
         time.sleep(every)
@@ -416,24 +483,24 @@ def main(argv: list[str] | None = None) -> int:
             if not args.cold:
                 print("starting every sandbox ...")
                 runtime.provision_every_sandbox()
-            api = admin_api(runtime)
+            client = admin_client(runtime, retry=SINGLE_ATTEMPT)
             table = runtime.outputs["TableName"]
             print("measuring the emulator's ceiling ...")
             report.emulator_calls_per_second = round(measure_emulator(runtime.client("dynamodb"), table), 1)
             report.ceiling_iterations_per_second = round(report.emulator_calls_per_second / CALLS_PER_ITERATION, 2)
             if args.ceiling_share is not None:
                 report.rate = round(args.ceiling_share * report.ceiling_iterations_per_second, 1)
-            limits = limit_routes(api, args.accounts, args.types)
-            live: Counter[str] = Counter()
+            limits = new_limits(client, args.accounts, args.types)
+            live: Counter[Limit] = Counter()
             before: dict[str, int] = {}
             if args.warmup:
                 print(f"warm-up: {report.rate}/s for {args.warmup} s")
-                live += settle_all(api, run_load(api, limits, report.rate, args.warmup)[2])
+                live += settle_all(client, run_load(client, limits, report.rate, args.warmup)[2])
                 before = read_throttles(emulator.url) if args.partition_limits else {}
             print(f"load: {report.rate}/s for {args.duration} s over {args.accounts} account(s)")
             requests_before, cpu_before = read_request_counts(emulator.url), emulator.cpu_seconds()
             cpu_by_request_before = read_request_cpu(emulator.url)
-            samples, elapsed, unsettled = run_load(api, limits, report.rate, args.duration)
+            samples, elapsed, unsettled = run_load(client, limits, report.rate, args.duration)
             requests = read_request_counts(emulator.url) - requests_before
             emulator_cpu = emulator.cpu_seconds() - cpu_before
             cpu_by_request = read_request_cpu(emulator.url) - cpu_by_request_before
@@ -447,8 +514,8 @@ def main(argv: list[str] | None = None) -> int:
                 report.partition_throttles = dict(sorted(refusals.items(), key=lambda pair: -pair[1])[:5])
                 report.throttles_by_family = by_family(refusals)
             report.settled_after_the_load = len(unsettled)
-            live += settle_all(api, unsettled)
-            converged = wait_until_converged(api, live, limits, every=2.0 if args.partition_limits else 0.1)
+            live += settle_all(client, unsettled)
+            converged = wait_until_converged(client, live, limits, every=2.0 if args.partition_limits else 0.1)
             report.seconds_to_converge = None if converged is None else round(converged, 2)
             if report.partition_throttles:
                 report.refused_item_bytes = item_sizes(runtime.client("dynamodb"), report.partition_throttles)

@@ -17,9 +17,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
+
+from hybrid_counter_client import HybridCounterError, LimitsClient
 
 from chaos.checks import Check
 from chaos.events import (
@@ -35,7 +39,7 @@ from chaos.events import (
 )
 from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
 from chaos.truth import Snapshot, snapshot
-from chaos.workload import Account, ClientOutcomes, LimitChanger, create, run_clients
+from chaos.workload import Account, ClientOutcomes, LimitChanger, attempt, create, run_clients
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
@@ -59,8 +63,8 @@ from infra.outputs import OUTPUT_EVENT_BUS_NAME
 from local.emulator import EmulatorProcess
 from local.partition_throttling import read_throttles
 from local.product import (
-    CounterApi,
-    admin_api,
+    SINGLE_ATTEMPT,
+    admin_client,
     by_family,
     refusal_environment,
     runtime_settings,
@@ -265,19 +269,25 @@ class Auditor(threading.Thread):
                         self.verdicts["repair deferred"] += 1
 
 
-def read_account(api: CounterApi, path: str, attempts: int = 20) -> dict[str, Any]:
-    """GET an account (or one of its types: `path`) as a careful client does: a GET is safe, so a
-    429 or any 5xx is retried after its Retry-After. Under scaled partition limits the end-state
-    reads can drain an account's read capacity (503 after the SDK's retries, as documented), and a
-    GET writes its tenant's rate lease, so an injected crash after that write answers API Gateway's
-    502."""
+T = TypeVar("T")
+
+
+def read_carefully(read: Callable[[], T], what: str, attempts: int = 20) -> T:
+    """A read (`read`: one request of a SINGLE_ATTEMPT client) as a careful client makes it: a GET
+    is safe, so a 429 or any 5xx is retried after its Retry-After. Under scaled partition limits the
+    end-state reads can drain an account's read capacity (503 after the SDK's retries, as
+    documented), and a GET writes its tenant's rate lease, so an injected crash after that write
+    answers API Gateway's 502. Any other error fails the read at once."""
+    last: HybridCounterError | None = None
     for _ in range(attempts):
-        reply = api.request("GET", path)
-        if reply.status != 429 and reply.status < 500:
-            assert reply.status == 200, reply.body
-            return dict(reply.body)
-        time.sleep(float(reply.headers.get("Retry-After", "1")))
-    raise AssertionError(f"GET {path}: still {reply.status} after {attempts} attempts")
+        try:
+            return read()
+        except HybridCounterError as error:
+            if error.status is None or not error.retryable:
+                raise AssertionError(f"{what}: {error}") from error
+            last = error
+            time.sleep(1.0 if error.retry_after is None else error.retry_after)
+    raise AssertionError(f"{what}: still {last} after {attempts} attempts")
 
 
 def resource_types(count: int) -> list[str]:
@@ -343,7 +353,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
         )
         runtime.deploy_and_start()
         try:
-            api = admin_api(runtime)
+            api = admin_client(runtime, retry=SINGLE_ATTEMPT)
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
             for account in accounts:
@@ -443,12 +453,12 @@ def announced_refusal_checks(
     return figures, refusal_checks(announced, lines, answered, subscriber.received)
 
 
-def _put_account(api: CounterApi, account: Account) -> None:
+def _put_account(api: LimitsClient, account: Account) -> None:
     for _ in range(20):
         try:
-            if api.request("PUT", account.path, {"limit": account.limit}).status == 200:
-                return
-        except OSError:
+            account.set_limit(api, account.limit)
+            return
+        except HybridCounterError:
             pass
         time.sleep(0.1)
     raise RuntimeError(f"could not set the limit of {account.name}")
@@ -489,7 +499,12 @@ def quiescence_check(quiet: float | None) -> Check:
 
 
 def end_state_checks(
-    api: CounterApi, runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
+    api: LimitsClient,
+    runtime: LocalRuntime,
+    dynamodb: Any,
+    table: str,
+    accounts: list[Account],
+    outcomes: ClientOutcomes,
 ) -> list[Check]:
     exact = Check("eventual = live for every account and type (API and table)")
     stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
@@ -510,11 +525,10 @@ def end_state_checks(
                 f"{account.name}: admitted {shot.admitted}, live {len(shot.live)}, "
                 f"{len(shot.leases)} lease(s) holding {held} slot(s): {describe_leases(shot)}",
             )
-            view = read_account(api, account.path)
+            view = read_carefully(partial(account.usage, api), f"GET {account.path}")
             exact.expect(
-                view["eventual"] == len(shot.live) == shot.eventual,
-                f"{account.name}: API eventual {view['eventual']}, table eventual {shot.eventual}, "
-                f"live {len(shot.live)}",
+                view.eventual == len(shot.live) == shot.eventual,
+                f"{account.name}: API eventual {view.eventual}, table eventual {shot.eventual}, live {len(shot.live)}",
             )
         for resource_id in acknowledged - unresolved:
             exists.expect(
@@ -670,7 +684,7 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
 
 
 def unseen_ambiguity_checks(
-    api: CounterApi, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
+    api: LimitsClient, dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes
 ) -> list[Check]:
     """When the only faults are writes that land and lose their answer, callers must see none of it
     (docs/admission.md): no 5xx, no lease left, the stored counters exact without a heal, and each
@@ -678,7 +692,7 @@ def unseen_ambiguity_checks(
     answers = Check("only ambiguous writes injected: every create and delete answered as if none had failed")
     for outcome, count in outcomes.statuses.items():
         kind, _, status = outcome.partition(" ")
-        allowed = {"create": {"200", "201", "409"}, "delete": {"204", "404"}}[kind]
+        allowed = {"create": {"2xx", "201", "409"}, "delete": {"204", "404"}}[kind]
         answers.expect(status in allowed, f"{count} x {outcome}")
     answers.expect(not outcomes.unresolved, f"unresolved after retries: {outcomes.unresolved}")
     stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
@@ -691,10 +705,8 @@ def unseen_ambiguity_checks(
             f"{account.name}: leases {len(shot.leases)}, admitted {shot.admitted}, "
             f"eventual {shot.eventual}, live {live}",
         )
-        api.request("PUT", account.path, {"limit": live + 3})
-        statuses = [
-            api.request("POST", f"{account.path}/resources", {"name": f"after-{index}"}).status for index in range(4)
-        ]
+        attempt(partial(account.set_limit, api, live + 3), 200)
+        statuses = [attempt(partial(account.create, api, f"after-{index}"), 201).status for index in range(4)]
         admits.expect(statuses == [201, 201, 201, 409], f"{account.name}: {statuses}")
     return [answers, stored, admits]
 

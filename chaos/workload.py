@@ -3,6 +3,9 @@
 Every create carries an Idempotency-Key, and a create or delete that fails with a 5xx (or no
 answer) is retried with the same key. Clients remember what the API acknowledged, because
 afterwards the checks compare that with what exists.
+
+They call the API with the product's client (hybrid_counter_client), made to send one request per
+call (local/product.py SINGLE_ATTEMPT): the run counts every answer, and retries as written here.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hybrid_counter_client import Account as AccountUsage
+from hybrid_counter_client import HybridCounterError, LimitsClient, ResourceType
+
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, idempotent_resource_id
-from local.http_client import HttpApi, Reply
 
 RETRIES = 8
 
@@ -47,6 +53,30 @@ class Account:
         account = f"/accounts/{self.account_id}"
         return account if self.quota.is_default else f"{account}/types/{self.resource_type}"
 
+    def create(self, client: LimitsClient, name: str, key: str | None = None) -> str:
+        """Create a resource of its limit; its id."""
+        if self.quota.is_default:
+            return client.create_resource(self.account_id, name, idempotency_key=key).resource_id
+        return client.create_typed_resource(self.account_id, self.resource_type, name, idempotency_key=key).resource_id
+
+    def delete(self, client: LimitsClient, resource_id: str) -> None:
+        if self.quota.is_default:
+            client.delete_resource(self.account_id, resource_id)
+        else:
+            client.delete_typed_resource(self.account_id, self.resource_type, resource_id)
+
+    def usage(self, client: LimitsClient) -> AccountUsage | ResourceType:
+        """Its limit and counts, as GET on its route answers them."""
+        if self.quota.is_default:
+            return client.get_account(self.account_id)
+        return client.get_type(self.account_id, self.resource_type)
+
+    def set_limit(self, client: LimitsClient, limit: int, key: str | None = None) -> None:
+        if self.quota.is_default:
+            client.put_account(self.account_id, limit=limit, idempotency_key=key)
+        else:
+            client.put_type_limit(self.account_id, self.resource_type, limit=limit, idempotency_key=key)
+
 
 @dataclass
 class ClientOutcomes:
@@ -71,17 +101,36 @@ class ClientOutcomes:
             self.statuses[f"{kind} {status}"] += 1
 
 
-def attempt(
-    api: HttpApi, method: str, path: str, body: object = None, headers: dict[str, str] | None = None
-) -> Reply | None:
+NO_ANSWER = "no-answer"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One request's answer: its status (NO_ANSWER when none came), the error envelope's code, and
+    the call's result on a success."""
+
+    status: int | str
+    code: str | None = None
+    value: Any = None
+
+    def ok(self) -> bool:
+        return isinstance(self.status, int) and self.status < 300
+
+    def undecided(self) -> bool:
+        """A 5xx or no answer: the request may or may not have landed."""
+        return not isinstance(self.status, int) or self.status >= 500
+
+
+def attempt(call: Callable[[], Any], success: int) -> Answer:
+    """One request (the client makes one per call): `success` and its result, or the error's answer."""
     try:
-        return api.request(method, path, body, headers)
-    except OSError:  # connection refused or reset, timeout: no answer at all
-        return None
+        return Answer(success, value=call())
+    except HybridCounterError as error:
+        return Answer(NO_ANSWER if error.status is None else error.status, error.code)
 
 
 def run_clients(
-    api: HttpApi, accounts: list[Account], operations: int, clients: int, seed: int, outcomes: ClientOutcomes
+    api: LimitsClient, accounts: list[Account], operations: int, clients: int, seed: int, outcomes: ClientOutcomes
 ) -> None:
     remaining = [operations]
     lock = threading.Lock()
@@ -122,7 +171,13 @@ class LimitChanger(threading.Thread):
     KINDS = ("lower", "raise", "restore")
 
     def __init__(
-        self, api: HttpApi, accounts: list[Account], outcomes: ClientOutcomes, operations: int, changes: int, seed: int
+        self,
+        api: LimitsClient,
+        accounts: list[Account],
+        outcomes: ClientOutcomes,
+        operations: int,
+        changes: int,
+        seed: int,
     ) -> None:
         super().__init__(name="chaos-limit-changer", daemon=True)
         self._api, self._accounts, self._outcomes, self._changes = api, accounts, outcomes, changes
@@ -154,7 +209,7 @@ class LimitChanger(threading.Thread):
             view = self._get(account)
             if view is None:
                 continue
-            used, limit = int(view["used"]), int(view["limit"])
+            used, limit = view.used, view.limit
             if kind == "lower" and 0 < used < limit:
                 new = max(1, used - self._rng.randint(0, 2))
             elif kind == "raise":
@@ -167,11 +222,11 @@ class LimitChanger(threading.Thread):
                 self.made.append(f"{account.name} {limit} -> {new}")
                 return
 
-    def _get(self, account: Account) -> dict[str, Any] | None:
+    def _get(self, account: Account) -> AccountUsage | ResourceType | None:
         for _ in range(RETRIES):
-            reply = attempt(self._api, "GET", account.path)
-            if reply is not None and reply.status == 200:
-                return dict(reply.body)
+            answer = attempt(lambda: account.usage(self._api), 200)
+            if answer.ok():
+                return answer.value  # type: ignore[no-any-return]
             time.sleep(0.05)
         return None
 
@@ -179,32 +234,33 @@ class LimitChanger(threading.Thread):
         """Retried on a 5xx or no answer, as the careful clients do, with one Idempotency-Key over
         its attempts: a retry of a PUT that landed and lost its answer is that PUT, and changes
         nothing again (docs/admission.md, "Limit changes")."""
-        key = {"Idempotency-Key": str(uuid.uuid4())}
+        key = str(uuid.uuid4())
         for _ in range(RETRIES):
-            reply = attempt(self._api, "PUT", account.path, {"limit": limit}, key)
-            if reply is not None and reply.status < 500:
-                return reply.status == 200
+            answer = attempt(lambda: account.set_limit(self._api, limit, key), 200)
+            if not answer.undecided():
+                return answer.ok()
             time.sleep(0.05)
         return False
 
 
-def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -> None:
-    path = f"{account.path}/resources"
+def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcomes) -> None:
     resource_id = idempotent_resource_id(account.quota, key)
     for attempt_number in range(RETRIES):
-        reply = attempt(api, "POST", path, {"name": key}, {"Idempotency-Key": key})
-        status = reply.status if reply else "no-answer"
+        answer = attempt(lambda: account.create(api, key, key), 201)
+        # The client answers a replay (200: an earlier attempt created it) as it answers a 201; a
+        # first attempt with a new key can only create.
+        status = "2xx" if answer.ok() and attempt_number else answer.status
         outcomes.note("create", status)
-        if reply is not None and reply.status in (200, 201):
+        if answer.ok():
             with outcomes.lock:
                 outcomes.acknowledged.setdefault(account.name, set()).add(resource_id)
                 outcomes.unresolved.get(account.name, set()).discard(resource_id)
                 outcomes.creates_per_type[account.resource_type] += 1
             return
-        if reply is not None and reply.status == 409 and _code(reply) == "LimitExceeded":
+        if answer.status == 409 and answer.code == "LimitExceeded":
             with outcomes.lock:
                 outcomes.refused[account.name] += 1
-        if reply is not None and reply.status < 500:
+        if not answer.undecided():
             if attempt_number:  # an earlier try may have created it before failing
                 with outcomes.lock:
                     outcomes.unresolved.setdefault(account.name, set()).add(resource_id)
@@ -215,30 +271,22 @@ def create(api: HttpApi, account: Account, key: str, outcomes: ClientOutcomes) -
         time.sleep(0.02 * (attempt_number + 1))
 
 
-def _code(reply: Reply) -> str:
-    """The error envelope's code."""
-    error = reply.body.get("error") if isinstance(reply.body, dict) else None
-    return str(error.get("code", "")) if isinstance(error, dict) else ""
-
-
-def delete(api: HttpApi, account: Account, resource_id: str, outcomes: ClientOutcomes) -> None:
-    path = f"{account.path}/resources/{resource_id}"
+def delete(api: LimitsClient, account: Account, resource_id: str, outcomes: ClientOutcomes) -> None:
     with outcomes.lock:
         others = outcomes.deleting[resource_id] > 0  # another client may win the race: its 404 is fair
         outcomes.deleting[resource_id] += 1
     try:
         for attempt_number in range(RETRIES):
-            reply = attempt(api, "DELETE", path)
-            status = reply.status if reply else "no-answer"
-            outcomes.note("delete", status)
-            if reply is not None and reply.status == 404:
+            answer = attempt(lambda: account.delete(api, resource_id), 204)
+            outcomes.note("delete", answer.status)
+            if answer.status == 404:
                 _judge_404(outcomes, account, resource_id, others, earlier_attempts=attempt_number)
-            if reply is not None and (reply.status == 204 or (reply.status == 404 and attempt_number > 0)):
+            if answer.ok() or (answer.status == 404 and attempt_number > 0):
                 with outcomes.lock:
                     outcomes.acknowledged[account.name].discard(resource_id)
                     outcomes.deleted.setdefault(account.name, set()).add(resource_id)
                 return
-            if reply is not None and reply.status < 500:
+            if not answer.undecided():
                 return  # 404 on the first try: another client deleted it first
             with outcomes.lock:
                 outcomes.retries += 1

@@ -1,5 +1,7 @@
 """A small HTTP client of an API behind the local API Gateway (or a deployed one): the standard
-library, and botocore's SigV4 signer. This product's calls on it are local/product.py's CounterApi."""
+library, and botocore's SigV4 signer. The local tools call this product's API with its own client
+(hybrid_counter_client, made by local/product.py `api_client`); this one is the raw path the
+integration tier keeps for what that client does not send or show (tests/support/raw_api.py)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ files of local/ are).
 The stand-ins know what AWS knows: a template, the event shapes, the services' rules. What they are
 told of this product comes from here and from its launcher (local/__main__.py, local/identities.py):
 its CDK app and stack, the roles its callers assume, its functions' settings scaled to the
-emulator's partition limits, and its item families in the emulator's throttle reports. `make run`,
-`make chaos`, the benchmarks and the tests share it.
+emulator's partition limits, its item families in the emulator's throttle reports, and its own
+client (hybrid_counter_client) signed as one of those callers. `make run`, `make chaos`, the
+benchmarks and the tests share it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from botocore.credentials import Credentials
+from hybrid_counter_client import LimitsClient, RetryPolicy
+
 from functions.core.admission import ShardingSettings
 from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
 from functions.shared.config import FunctionEnvironment
@@ -23,7 +27,6 @@ from infra.outputs import DEFAULT_STACK_NAME
 from local.capacity.limits import parse_factor
 from local.deploy import CdkApp
 from local.endpoints import Endpoints
-from local.http_client import HttpApi, Reply
 from local.identities import ADMIN, ROLE_OUTPUTS, Identities
 from local.runtime import LocalRuntime, RuntimeSettings
 
@@ -59,26 +62,38 @@ def runtime_settings(
     )
 
 
-class CounterApi(HttpApi):
-    """This product's API over HTTP (tests, chaos, benchmarks), with its calls by name."""
+class SignedAs:
+    """One of the local runtime's sessions (local/identities.py) as the product client's `session`:
+    its `region_name` and `get_credentials()` are all LimitsClient asks of one
+    (clients/python/README.md)."""
 
-    def new_account(self, prefix: str = "it", limit: int = 10) -> str:
-        """A fresh account per test, so tests never see each other's resources."""
-        account_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        assert self.request("PUT", f"/accounts/{account_id}", {"limit": limit}).status == 200
-        return account_id
+    def __init__(self, credentials: Credentials, region: str) -> None:
+        self._credentials = credentials
+        self.region_name = region
 
-    def account(self, account_id: str) -> dict[str, Any]:
-        reply = self.request("GET", f"/accounts/{account_id}")
-        assert reply.status == 200, reply.body
-        return reply.body  # type: ignore[no-any-return]
+    def get_credentials(self) -> Credentials:
+        return self._credentials
 
-    def create(self, account_id: str, name: str = "r", key: str | None = None) -> Reply:
-        headers = {"Idempotency-Key": key} if key else None
-        return self.request("POST", f"/accounts/{account_id}/resources", {"name": name}, headers)
 
-    def delete(self, account_id: str, resource_id: str) -> Reply:
-        return self.request("DELETE", f"/accounts/{account_id}/resources/{resource_id}")
+def api_client(
+    api_url: str, credentials: Credentials, region: str, *, timeout: float = 30, retry: RetryPolicy | None = None
+) -> LimitsClient:
+    """The product's client of the API at `api_url`, signed with `credentials` (a local session's or
+    a deployed stack's caller's). `retry`: the client's own policy unless given; chaos and the
+    benchmarks pass `SINGLE_ATTEMPT` to see every answer, and retry as they mean to."""
+    return LimitsClient(api_url, SignedAs(credentials, region), region=region, timeout=timeout, retry=retry)
+
+
+# One request per call: the error raised is that request's answer (its `status` and `code`, None
+# when no answer came).
+SINGLE_ATTEMPT = RetryPolicy(max_attempts=1)
+
+
+def new_account(client: LimitsClient, prefix: str = "it", limit: int = 10) -> str:
+    """A fresh account, so that tests and runs never see each other's resources."""
+    account_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    client.put_account(account_id, limit=limit)
+    return account_id
 
 
 def serving_endpoints(runtime: LocalRuntime, emulator_url: str) -> Endpoints:
@@ -93,10 +108,10 @@ def serving_endpoints(runtime: LocalRuntime, emulator_url: str) -> Endpoints:
     )
 
 
-def admin_api(runtime: LocalRuntime, timeout: float = 30) -> CounterApi:
-    """A client of the running local API, signed as its admin session."""
+def admin_client(runtime: LocalRuntime, *, timeout: float = 30, retry: RetryPolicy | None = None) -> LimitsClient:
+    """The product's client of the running local API, signed as its admin session."""
     admin = runtime.settings.identities.session(ADMIN, {})
-    return CounterApi(runtime.api_url, timeout=timeout, credentials=admin.credentials(), region=runtime.settings.region)
+    return api_client(runtime.api_url, admin.credentials(), runtime.settings.region, timeout=timeout, retry=retry)
 
 
 def scaled_environment(partition_limits: str | None) -> dict[str, str]:

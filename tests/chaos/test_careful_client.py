@@ -1,29 +1,34 @@
-"""The chaos run's own client reads as a careful client does, so a run's verdicts are about the
-system, never about a harness that gave up on an answer a real client would retry."""
+"""The chaos run's own reads are made as a careful client makes them, so a run's verdicts are about
+the system, never about a harness that gave up on an answer a real client would retry.
+
+The reads are the product client's calls, one request each (local/product.py SINGLE_ATTEMPT); here
+a script stands in for such a call, raising the errors the client raises for those answers."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from hybrid_counter_client.errors import HybridCounterError, error_for
 
-from chaos.run import read_account
-from local.http_client import Reply
+from chaos.run import read_carefully
 
 
-class ScriptedApi:
-    """Answers GETs from a script, one reply per call."""
+class ScriptedRead:
+    """Answers each call with the next of its script: an error to raise, or the value read."""
 
-    def __init__(self, *replies: Reply) -> None:
-        self.replies = list(replies)
+    def __init__(self, *answers: object) -> None:
+        self.answers = list(answers)
         self.calls = 0
 
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+    def __call__(self) -> object:
         self.calls += 1
-        return self.replies.pop(0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, HybridCounterError):
+            raise answer
+        return answer
 
 
-GATEWAY_500 = {"error": {"code": "InternalError", "message": "Internal server error"}}
+def refusal(status: int, code: str) -> HybridCounterError:
+    return error_for(status, code, "refused", "req-1", retry_after=0)
 
 
 @pytest.mark.parametrize(
@@ -36,14 +41,13 @@ GATEWAY_500 = {"error": {"code": "InternalError", "message": "Internal server er
     ],
 )
 def test_an_end_state_read_is_retried_after_a_transient_answer(status: int) -> None:
-    account = {"accountId": "a", "limit": 3}
-    api = ScriptedApi(Reply(status, {"Retry-After": "0"}, GATEWAY_500), Reply(200, {}, account))
-    assert read_account(api, "/accounts/a") == account  # type: ignore[arg-type]
-    assert api.calls == 2
+    read = ScriptedRead(refusal(status, "InternalError"), "the account")
+    assert read_carefully(read, "GET /accounts/a") == "the account"
+    assert read.calls == 2
 
 
 def test_an_end_state_read_fails_at_once_on_an_answer_a_retry_would_not_change() -> None:
-    api = ScriptedApi(Reply(404, {}, {"error": {"code": "AccountNotFound"}}))
+    read = ScriptedRead(refusal(404, "AccountNotFound"))
     with pytest.raises(AssertionError, match="AccountNotFound"):
-        read_account(api, "/accounts/a")  # type: ignore[arg-type]
-    assert api.calls == 1
+        read_carefully(read, "GET /accounts/a")
+    assert read.calls == 1

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import boto3
 import pytest
+from hybrid_counter_client import LimitsClient
 
 from functions.adapters import keys
 from functions.core.model import Quota
-from local.product import CounterApi
+from local.product import SINGLE_ATTEMPT, api_client
+from tests.support.raw_api import RawApi
 
 # Accounts whose transactions the local runtime answers with TransactionConflict.
 POISON_IN_CONSUMER = "poison-stream"  # fails in the stream consumer only: redriven from DLQ 1
@@ -74,7 +76,12 @@ REFUSAL_GRACE_SECONDS = 1
 
 @dataclass
 class System:
-    api: CounterApi
+    """`client`: the product's client (hybrid_counter_client), signed as the admin, one request per
+    call so that every answer is the test's to judge; what the tests call the API with. `api`: the
+    same API over raw HTTP (tests/support/raw_api.py says when a test needs it)."""
+
+    api: RawApi
+    client: LimitsClient
     runtime: object | None  # the LocalRuntime when running locally; None against a deployment
     # Locally, the folder `make run` would keep as .local/: its endpoints.json and the callers'
     # identities.json, which the runtime reads sessions minted later from (tests/integration/test_readme.py).
@@ -90,15 +97,18 @@ def system() -> Iterator[System]:
         # A deployed stack: signed with the caller's own AWS credentials, which must allow
         # execute-api:Invoke (assume the stack's AdminRoleArn output for that).
         session = boto3.Session()
+        credentials, region = session.get_credentials(), session.region_name
         yield System(
-            api=CounterApi(api_url, credentials=session.get_credentials(), region=session.region_name), runtime=None
+            api=RawApi(api_url, credentials=credentials, region=region),
+            client=LimitsClient(api_url, session, retry=SINGLE_ATTEMPT),
+            runtime=None,
         )
         return
 
     from local.emulator import EmulatorProcess
     from local.endpoints import IDENTITIES_FILE_NAME, write_endpoints
-    from local.identities import Identities
-    from local.product import admin_api, refusal_environment, runtime_settings, serving_endpoints
+    from local.identities import ADMIN, Identities
+    from local.product import refusal_environment, runtime_settings, serving_endpoints
     from local.runtime import LocalRuntime
 
     local_dir = Path(tempfile.mkdtemp(prefix="hybrid-counter-local-"))
@@ -122,7 +132,14 @@ def system() -> Iterator[System]:
         runtime.deploy_and_start()
         write_endpoints(local_dir, serving_endpoints(runtime, emulator.url))
         try:
-            yield System(api=admin_api(runtime), runtime=runtime, local_dir=local_dir)
+            admin = runtime.settings.identities.session(ADMIN, {}).credentials()
+            region = runtime.settings.region
+            yield System(
+                api=RawApi(runtime.api_url, credentials=admin, region=region),
+                client=api_client(runtime.api_url, admin, region, retry=SINGLE_ATTEMPT),
+                runtime=runtime,
+                local_dir=local_dir,
+            )
         finally:
             runtime.stop()
             shutil.rmtree(local_dir, ignore_errors=True)

@@ -8,17 +8,17 @@ for a few seconds, so the caller's short timeout expires while the invocation go
 
 from __future__ import annotations
 
-import urllib.error
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hybrid_counter_client import IdempotencyKeyReused, LimitExceeded, LimitsClient, NoResponse, ResourceNotFound
 
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import account_key, leases_of
 from functions.core.model import Quota
 from local.http_client import poll
-from local.product import CounterApi
+from local.product import SINGLE_ATTEMPT, api_client, new_account
 from tests.integration.conftest import (
     LATE_CREATE,
     LATE_DELETE,
@@ -28,8 +28,6 @@ from tests.integration.conftest import (
     System,
 )
 
-GAVE_UP = (TimeoutError, urllib.error.URLError)  # the client's own timeout, while reading or connecting
-
 
 def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
     item = runtime.client("dynamodb").get_item(
@@ -38,20 +36,25 @@ def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
     return from_attributes(item)
 
 
-def impatient(system: System) -> CounterApi:
-    return CounterApi(system.api.base_url, timeout=1, credentials=system.api.credentials, region=system.api.region)
+def impatient(system: System) -> LimitsClient:
+    """The client, giving up on an answer after a second (and not trying again)."""
+    credentials = system.api.credentials
+    return api_client(system.api.base_url, credentials, system.api.region, timeout=1, retry=SINGLE_ATTEMPT)
 
 
 def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: System, local_runtime: Any) -> None:
-    api = system.api
-    account_id = api.new_account(prefix=LATE_CREATE, limit=2)  # the late invocation holds a slot meanwhile
-    with pytest.raises(GAVE_UP):  # the caller gives up: its invocation's put is held back
-        impatient(system).create(account_id, "vm", key="k1")
-    retried = api.create(account_id, "vm", key="k1")
-    assert retried.status == 201  # the retry runs at once, in another sandbox
+    client = system.client
+    # Raw HTTP: an unkeyed PUT. The fault holds the first PutItem on the account's partition back,
+    # which a keyed PUT (the client's always are) makes too: the create's put must be the first.
+    account_id = system.api.new_account(prefix=LATE_CREATE, limit=2)  # the late invocation holds a slot meanwhile
+    with pytest.raises(NoResponse):  # the caller gives up: its invocation's put is held back
+        impatient(system).create_resource(account_id, "vm", idempotency_key="k1")
+    # The retry runs at once, in another sandbox (raw HTTP: its 201, not a replay's 200).
+    retried = system.api.create(account_id, "vm", key="k1")
+    assert retried.status == 201
     resource_id = retried.body["resourceId"]
-    assert api.delete(account_id, resource_id).status == 204
-    poll(lambda: api.account(account_id), lambda a: a["eventual"] == 0 and a["bestEffort"] == 0)
+    client.delete_resource(account_id, resource_id)
+    poll(lambda: client.get_account(account_id), lambda a: a.eventual == 0 and a.best_effort == 0)
 
     # The late invocation's put lands after all that; it must find the key taken by the tombstone.
     Path(RELEASE_LATE_CREATE).touch()
@@ -61,21 +64,27 @@ def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: Syst
         timeout=LATE_SECONDS * 5,
     )
     assert (settled["admitted"], settled["best_effort"]) == (0, 0)
-    assert api.request("GET", f"/accounts/{account_id}/resources/{resource_id}").status == 404
-    assert api.request("GET", f"/accounts/{account_id}/resources").body["items"] == []
-    assert api.create(account_id, "vm", key="k1").status == 409  # IdempotencyKeyReused
+    with pytest.raises(ResourceNotFound):
+        client.get_resource(account_id, resource_id)
+    assert list(client.list_resources(account_id)) == []
+    with pytest.raises(IdempotencyKeyReused):
+        client.create_resource(account_id, "vm", idempotency_key="k1")
     # Both slots are free: nothing holds them.
-    assert [api.create(account_id, f"next-{i}").status for i in range(3)] == [201, 201, 409]
+    client.create_resource(account_id, "next-0")
+    client.create_resource(account_id, "next-1")
+    with pytest.raises(LimitExceeded):
+        client.create_resource(account_id, "next-2")
 
 
 def test_a_late_delete_after_its_retry_succeeded_changes_nothing(system: System, local_runtime: Any) -> None:
-    api = system.api
-    account_id = api.new_account(prefix=LATE_DELETE, limit=2)
-    keep = api.create(account_id, "keep").body["resourceId"]
-    doomed = api.create(account_id, "doomed").body["resourceId"]
-    with pytest.raises(GAVE_UP):  # the caller gives up: its invocation's decrement is held back
-        impatient(system).delete(account_id, doomed)
-    assert api.delete(account_id, doomed).status == 204
+    client = system.client
+    account_id = new_account(client, prefix=LATE_DELETE, limit=2)
+    keep = client.create_resource(account_id, "keep").resource_id
+    doomed = client.create_resource(account_id, "doomed").resource_id
+    with pytest.raises(NoResponse):  # the caller gives up: its invocation's decrement is held back
+        impatient(system).delete_resource(account_id, doomed)
+    # Raw HTTP: the retry's own 204 (the client also takes a 404 after a lost answer as done).
+    assert system.api.delete(account_id, doomed).status == 204
     Path(RELEASE_LATE_DELETE).touch()  # the late decrement lands after the retry's delete
 
     settled = poll(
@@ -84,6 +93,6 @@ def test_a_late_delete_after_its_retry_succeeded_changes_nothing(system: System,
         timeout=LATE_SECONDS * 5,
     )
     assert (settled["admitted"], settled["best_effort"]) == (1, 1)  # the late decrement was given back
-    account = poll(lambda: api.account(account_id), lambda a: a["eventual"] == 1)
-    assert account["used"] == 1
-    assert api.request("GET", f"/accounts/{account_id}/resources/{keep}").status == 200
+    account = poll(lambda: client.get_account(account_id), lambda a: a.eventual == 1)
+    assert account.used == 1
+    assert client.get_resource(account_id, keep).resource_id == keep

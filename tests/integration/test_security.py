@@ -3,7 +3,11 @@ a tenant session reaches its own account's paths only, and only an admin sets a 
 request is answered by API Gateway before the function runs, so it writes nothing.
 
 Against a deployment (API_URL), the tenant tests assume the stack's tenant role: set
-TENANT_ROLE_ARN to its `TenantRoleArn` output."""
+TENANT_ROLE_ARN to its `TenantRoleArn` output.
+
+The refused requests go over raw HTTP (tests/support/raw_api.py): unsigned, forged, stale or
+foreign signatures, which the product's client never sends, and IAM's own answers to them; what
+the admin sets up and reads back goes through the client."""
 
 from __future__ import annotations
 
@@ -15,14 +19,16 @@ from typing import Any
 import boto3
 import pytest
 from botocore.credentials import Credentials
+from hybrid_counter_client import AccountNotFound, LimitsClient
 
 from infra.outputs import TENANT_TAG_KEY
-from local.http_client import HttpApi
+from local.product import SINGLE_ATTEMPT, api_client, new_account
 from local.sigv4 import MAX_CLOCK_SKEW, sign
 from tests.integration.conftest import System
+from tests.support.raw_api import RawApi
 
 
-def tenant_api(system: System, account_id: str) -> HttpApi:
+def tenant_api(system: System, account_id: str) -> RawApi:
     """The API as a tenant session for `account_id` would call it."""
     if system.runtime is not None:
         identity = system.runtime.settings.identities.tenant(account_id)  # type: ignore[attr-defined]
@@ -40,14 +46,20 @@ def tenant_api(system: System, account_id: str) -> HttpApi:
     return system.api.signed_as(credentials)
 
 
-def unsigned(system: System) -> HttpApi:
+def tenant_client(system: System, account_id: str) -> LimitsClient:
+    """The product's client as a tenant session for `account_id`, one request per call."""
+    raw = tenant_api(system, account_id)
+    return api_client(raw.base_url, raw.credentials, raw.region, retry=SINGLE_ATTEMPT)
+
+
+def unsigned(system: System) -> RawApi:
     return system.api.signed_as(None)
 
 
 def nothing_written(system: System, account_id: str) -> None:
-    usage = system.api.account(account_id)
-    assert (usage["bestEffort"], usage["used"]) == (0, 0)
-    assert system.api.request("GET", f"/accounts/{account_id}/resources").body["items"] == []
+    usage = system.client.get_account(account_id)
+    assert (usage.best_effort, usage.used) == (0, 0)
+    assert list(system.client.list_resources(account_id)) == []
 
 
 def refused(reply: Any, message: str) -> None:
@@ -63,15 +75,15 @@ pytestmark = pytest.mark.usefixtures("iam_enforced")
 
 
 def test_an_unsigned_request_is_refused_and_writes_nothing(system: System) -> None:
-    account_id = system.api.new_account(prefix="sec")
+    account_id = new_account(system.client, prefix="sec")
     refused(unsigned(system).create(account_id), "Missing Authentication Token")
     refused(unsigned(system).request("PUT", f"/accounts/{account_id}", {"limit": 99}), "Missing Authentication Token")
     nothing_written(system, account_id)
-    assert system.api.account(account_id)["limit"] == 10
+    assert system.client.get_account(account_id).limit == 10
 
 
 def test_a_request_signed_with_a_wrong_secret_is_refused_and_writes_nothing(system: System) -> None:
-    account_id = system.api.new_account(prefix="sec")
+    account_id = new_account(system.client, prefix="sec")
     real = system.api.credentials
     forged = system.api.signed_as(Credentials(real.access_key, "not-the-secret", real.token))
     refused(forged.create(account_id), "signature")
@@ -79,7 +91,7 @@ def test_a_request_signed_with_a_wrong_secret_is_refused_and_writes_nothing(syst
 
 
 def test_a_request_signed_more_than_five_minutes_ago_is_refused(system: System) -> None:
-    account_id = system.api.new_account(prefix="sec")
+    account_id = new_account(system.client, prefix="sec")
     path = f"/accounts/{account_id}/resources"
     then = datetime.datetime.now(datetime.UTC) - MAX_CLOCK_SKEW - datetime.timedelta(minutes=1)
     body = b'{"name": "late"}'
@@ -97,7 +109,7 @@ def test_a_request_signed_more_than_five_minutes_ago_is_refused(system: System) 
 
 
 def test_a_tenant_works_on_its_own_account_and_nowhere_else(system: System) -> None:
-    mine, theirs = (system.api.new_account(prefix="sec", limit=3) for _ in range(2))
+    mine, theirs = (new_account(system.client, prefix="sec", limit=3) for _ in range(2))
     me = tenant_api(system, mine)
     created = me.create(mine)
     assert created.status == 201
@@ -113,7 +125,7 @@ def test_a_tenant_works_on_its_own_account_and_nowhere_else(system: System) -> N
 def test_a_tenants_wrong_method_is_refused_by_its_policy_or_answered_405(system: System) -> None:
     """A tenant's policy allows GET on its account's path and any method under its resources: a
     wrong method on the first is API Gateway's 403, on the others the function's 405."""
-    mine = system.api.new_account(prefix="sec", limit=3)
+    mine = new_account(system.client, prefix="sec", limit=3)
     me = tenant_api(system, mine)
     refused(me.request("DELETE", f"/accounts/{mine}"), "is not authorized")
     wrong = me.request("PATCH", f"/accounts/{mine}/resources")
@@ -124,7 +136,7 @@ def test_a_tenants_wrong_method_is_refused_by_its_policy_or_answered_405(system:
 def test_dot_segments_in_a_path_do_not_lead_to_another_tenant(system: System) -> None:
     """IAM matches the path as sent, `/accounts/<mine>/resources/*`; the function routes it as sent
     too, so `../..` can only miss a route, never reach another account."""
-    mine, theirs = (system.api.new_account(prefix="sec", limit=3) for _ in range(2))
+    mine, theirs = (new_account(system.client, prefix="sec", limit=3) for _ in range(2))
     sneaky = f"/accounts/{mine}/resources/../../{theirs}/resources"
     reply = tenant_api(system, mine).request("POST", sneaky, {"name": "x"})
     assert reply.status in (400, 403, 404), reply.body
@@ -132,12 +144,13 @@ def test_dot_segments_in_a_path_do_not_lead_to_another_tenant(system: System) ->
 
 
 def test_only_an_admin_sets_a_limit(system: System) -> None:
-    account_id = system.api.new_account(prefix="sec", limit=3)
+    account_id = new_account(system.client, prefix="sec", limit=3)
     tenant = tenant_api(system, account_id)
     refused(tenant.request("PUT", f"/accounts/{account_id}", {"limit": 1000}), "is not authorized")
     newcomer = f"new-{uuid.uuid4().hex[:8]}"  # nor may a tenant create its own account
     refused(tenant_api(system, newcomer).request("PUT", f"/accounts/{newcomer}", {"limit": 5}), "is not authorized")
-    assert system.api.request("GET", f"/accounts/{newcomer}").status == 404
-    assert system.api.account(account_id)["limit"] == 3
-    assert system.api.request("PUT", f"/accounts/{account_id}", {"limit": 4}).status == 200
-    assert system.api.account(account_id)["limit"] == 4
+    with pytest.raises(AccountNotFound):
+        system.client.get_account(newcomer)
+    assert system.client.get_account(account_id).limit == 3
+    system.client.put_account(account_id, limit=4)
+    assert system.client.get_account(account_id).limit == 4

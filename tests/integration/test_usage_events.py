@@ -16,6 +16,7 @@ import pytest
 from functions.events.models import SOURCE, LimitChanged, UsageThresholdCrossed
 from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_EVENT_BUS_NAME
 from local.http_client import poll
+from local.product import new_account
 from tests.integration.conftest import System
 from tests.integration.test_system import eventual_reaches
 
@@ -74,15 +75,15 @@ def crossings_of(subscription: Subscription, account_id: str, count: int) -> lis
 def test_an_account_driven_to_its_limit_to_half_and_back_receives_each_crossing_once(
     system: System, subscription: Subscription
 ) -> None:
-    api = system.api
-    account_id = api.new_account("events", limit=10)  # 80% at 8, 100% at 10
-    ids = [api.create(account_id, f"r{index}").body["resourceId"] for index in range(10)]
+    client = system.client
+    account_id = new_account(client, "events", limit=10)  # 80% at 8, 100% at 10
+    ids = [client.create_resource(account_id, f"r{index}").resource_id for index in range(10)]
     eventual_reaches(system, account_id, 10)
     for resource_id in ids[:5]:
-        assert api.delete(account_id, resource_id).status == 204
+        client.delete_resource(account_id, resource_id)
     eventual_reaches(system, account_id, 5)
     for index in range(5):
-        assert api.create(account_id, f"again{index}").status == 201
+        client.create_resource(account_id, f"again{index}")
     eventual_reaches(system, account_id, 10)
 
     found = crossings_of(subscription, account_id, 6)
@@ -99,7 +100,7 @@ def test_an_account_driven_to_its_limit_to_half_and_back_receives_each_crossing_
     assert {(d.limit, d.resourceType) for d in found} == {(10, "default")}
 
     # A limit raised above the usage: its change, then the crossings it makes, with no count moving.
-    assert api.request("PUT", f"/accounts/{account_id}", {"limit": 20}).status == 200  # 80% at 16
+    client.put_account(account_id, limit=20)  # 80% at 16
     found = crossings_of(subscription, account_id, 8)
     assert [(d.threshold, d.direction, d.usage, d.limit, d.seq) for d in found[6:]] == [
         (100, "down", 10, 20, 7),

@@ -12,6 +12,7 @@ import pytest
 
 from infra import options
 from local.http_client import poll
+from local.product import new_account
 from tests.support.webhook import Webhook
 
 
@@ -27,7 +28,7 @@ def hooked(webhook: Webhook) -> Iterator[Any]:
     import boto3
 
     from local.emulator import EmulatorProcess
-    from local.product import admin_api, runtime_settings
+    from local.product import SINGLE_ATTEMPT, admin_client, runtime_settings
     from local.runtime import LOCAL_CREDENTIALS, LocalRuntime
 
     with EmulatorProcess() as emulator:
@@ -46,7 +47,7 @@ def hooked(webhook: Webhook) -> Iterator[Any]:
         runtime = LocalRuntime(runtime_settings(emulator.url, port=0, context=context))
         runtime.deploy_and_start()
         try:
-            yield admin_api(runtime)
+            yield admin_client(runtime, retry=SINGLE_ATTEMPT)
         finally:
             runtime.stop()
 
@@ -54,9 +55,9 @@ def hooked(webhook: Webhook) -> Iterator[Any]:
 def test_every_usage_event_is_posted_to_the_webhook_with_the_secret_as_its_api_key(
     hooked: Any, webhook: Webhook
 ) -> None:
-    account_id = hooked.new_account("hooked", limit=5)  # 80% at 4
+    account_id = new_account(hooked, "hooked", limit=5)  # 80% at 4
     for index in range(4):
-        assert hooked.create(account_id, f"r{index}").status == 201
+        hooked.create_resource(account_id, f"r{index}")
     [(headers, event)] = poll(lambda: list(webhook.received), bool, 60)
     assert headers["x-api-key"] == "s3cret"
     assert event["detail-type"] == "Usage Threshold Crossed"
@@ -65,7 +66,7 @@ def test_every_usage_event_is_posted_to_the_webhook_with_the_secret_as_its_api_k
         80,
         "up",
     )
-    assert hooked.request("PUT", f"/accounts/{account_id}", {"limit": 4}).status == 200  # 4 of 4: 100% up
+    hooked.put_account(account_id, limit=4)  # 4 of 4: 100% up
     received = poll(lambda: [event for _, event in webhook.received], lambda events: len(events) >= 3, 60)
     later = {(event["detail-type"], event["detail"].get("threshold")) for event in received[1:]}
     assert later == {("Limit Changed", None), ("Usage Threshold Crossed", 100)}
