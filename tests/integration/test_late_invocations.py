@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from functions.adapters.account_item import leases_of
 from functions.adapters.attributes import from_attributes
-from functions.adapters.shards import account_key, leases_of
+from functions.adapters.shards import account_key
 from functions.core.model import Quota
 from local.http_client import poll
 from local.product import CounterApi
