@@ -16,14 +16,18 @@ why it is absent; the stored layout itself never changes (tests/handler/test_old
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.adapters.keys import SHARD_SORT_KEY
 from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, SORT_KEY
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
+from functions.core.model import Quota, Usage
 from functions.core.rate_limits import TenantRate
 from functions.core.thresholds import thresholds_or_default
+
+if TYPE_CHECKING:
+    from functions.core.accounts import LimitChange
 
 # The item types (table_layout.ITEM_TYPE) of the two.
 ACCOUNT_TYPE = "account"
@@ -121,6 +125,20 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         limit_request=str(_get(item, LIMIT_REQUEST)),
         thresholds=thresholds_of(item),
         leases=held_leases(item),
+    )
+
+
+def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -> Usage:
+    """A quota's usage as its account item (first) and its other shard items say, with its eventual count."""
+    account = shard_state(shards[0])
+    return Usage(
+        quota=quota,
+        limit=account.limit,
+        best_effort_net=sum(shard_state(item).best_effort for item in shards),
+        eventual=eventual,
+        rate=rate_of_item(shards[0]),
+        limit_version=account.limit_version,
+        thresholds=account.thresholds,
     )
 
 
@@ -234,6 +252,12 @@ def limit_version_condition(read_version: int, values: dict[str, Any]) -> str:
         values[":version"] = read_version
         return f"{LIMIT_VERSION} = :version"
     return f"attribute_not_exists({LIMIT_VERSION})"
+
+
+def change_sets(change: LimitChange, values: dict[str, Any]) -> str:
+    """The SET clauses (and their values) of what a limit change may set besides the limit: its
+    rate and its thresholds, each only if it gives one."""
+    return rate_sets(change.rate, values) + thresholds_sets(change.thresholds, values)
 
 
 def rate_sets(rate: TenantRate | None, values: dict[str, Any]) -> str:

@@ -15,7 +15,6 @@ from functions.adapters.account_item import (
     EXPRESSION_NAMES,
     heal_epoch_of,
     held_leases,
-    rate_of_item,
     resource_types_of,
     shard_state,
 )
@@ -112,8 +111,7 @@ class DynamoApiStore:
                 UpdateExpression=(
                     "SET "
                     + schema.create_sets()
-                    + schema.rate_sets(change.rate, values)
-                    + schema.thresholds_sets(change.thresholds, values)
+                    + schema.change_sets(change, values)
                     + schema.types_sets(resource_types, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
@@ -139,9 +137,7 @@ class DynamoApiStore:
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
-            "UpdateExpression": schema.set_limit_update(
-                schema.rate_sets(change.rate, values) + schema.thresholds_sets(change.thresholds, values)
-            ),
+            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values)),
             "ConditionExpression": unchanged,
             "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
             "ExpressionAttributeValues": to_attributes(values),
@@ -350,16 +346,7 @@ class DynamoApiStore:
 
 
 def _usage(quota: Quota, read: AccountItems) -> Usage:
-    account = shard_state(read.shards[0])
-    return Usage(
-        quota=quota,
-        limit=account.limit,
-        best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
-        eventual=read.eventual,
-        rate=rate_of_item(read.shards[0]),
-        limit_version=account.limit_version,
-        thresholds=account.thresholds,
-    )
+    return schema.usage_of(quota, read.shards, read.eventual)
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:
