@@ -7,7 +7,7 @@ account's other types. Shard i >= 1 (`SHARD#<name>#<i>` / `SHARD`, functions/cor
 carries the counters only. Their keys are functions/adapters/keys.py's, the table-wide attributes
 (`pk`, `sk`, `type`, the activity index's keys) functions/adapters/table_layout.py's.
 
-No other module names these attributes (tests/unit/test_account_item.py refuses them elsewhere):
+No other module names these attributes (scripts/item_names.py, run by `make lint`, refuses them):
 adding a field to an account is a constant, a line in the reader and, if a write sets it, a clause
 here. Items written by older releases are read by the defaults in `_OLDER_ITEM_DEFAULTS`, each with
 why it is absent; the stored layout itself never changes (tests/handler/test_old_layout.py).

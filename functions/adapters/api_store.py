@@ -1,5 +1,6 @@
 """The API's port on DynamoDB: single-item writes; transactions only to move room between a busy
-account's admission shards (functions/adapters/shards.py)."""
+account's admission shards (functions/adapters/shards.py). What it writes on an account item is
+put together from functions/adapters/account_item.py's clauses."""
 
 from __future__ import annotations
 
