@@ -137,6 +137,7 @@ lint: $(BIN)/.installed
 	$(BIN)/python scripts/openapi.py --check
 	$(BIN)/python scripts/event_schemas.py --check
 	$(BIN)/python scripts/construct_docs.py --check
+	$(BIN)/python scripts/item_names.py
 	$(BIN)/python scripts/cfn_lint.py
 
 typecheck: $(BIN)/.installed

@@ -31,8 +31,8 @@ from typing import Any
 
 from chaos.checks import Check
 from functions.adapters import keys
+from functions.adapters.account_item import shard_state
 from functions.adapters.attributes import from_attributes
-from functions.adapters.shards import shard_state
 from functions.adapters.table_layout import PARTITION_KEY, SORT_KEY
 from functions.core.model import Quota
 from functions.core.refusals import parse_refusal

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.adapters import keys, outbox, resources, table_layout
+from functions.adapters.account_item import held_leases, shard_state
 from functions.adapters.attributes import from_attributes
-from functions.adapters.shards import held_leases, shard_state
 from functions.core.admission import MAX_SHARDS
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.leases import Lease

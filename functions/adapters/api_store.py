@@ -1,5 +1,6 @@
 """The API's port on DynamoDB: single-item writes; transactions only to move room between a busy
-account's admission shards (functions/adapters/shards.py)."""
+account's admission shards (functions/adapters/shards.py). What it writes on an account item is
+put together from functions/adapters/account_item.py's clauses."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from functions.adapters import account_item as schema
 from functions.adapters import keys
+from functions.adapters.account_item import (
+    EXPRESSION_NAMES,
+    heal_epoch_of,
+    held_leases,
+    resource_types_of,
+    shard_state,
+)
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
-from functions.adapters.rate_windows import RATE, WINDOW, rate_of_item
 from functions.adapters.resources import (
     ADMITTED_BY,
     DELETE_TOKEN,
@@ -27,30 +35,11 @@ from functions.adapters.resources import (
     resource_key,
     resources_query,
 )
-from functions.adapters.shards import (
-    ACTIVE,
-    LAST_WRITE_EXACT,
-    LIMIT_REQUEST,
-    LIMIT_SET_AT,
-    LIMIT_VERSION,
-    RETIRED,
-    ROOM,
-    SPAN,
-    THRESHOLDS,
-    AccountItems,
-    ShardStore,
-    account_key,
-    held_leases,
-    retry_conflicts,
-    shard_key,
-    shard_state,
-)
+from functions.adapters.shards import AccountItems, ShardStore, account_key, retry_conflicts, shard_key
 from functions.adapters.table_layout import (
-    ACTIVITY_BUCKET,
     DELETED,
     EXPIRES_AT,
     ITEM_TYPE,
-    LAST_WRITE,
     PARTITION_KEY,
     PENDING_BUCKET,
     PENDING_SINCE,
@@ -62,40 +51,12 @@ from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement
 from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
-from functions.core.thresholds import thresholds_or_default
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
 # A keyed PUT's record (its item type) and what it holds of the PUT's first attempt.
 PUT_REQUEST = "put_request"
 FINGERPRINT, RECEIVED_MS, TOKEN = "request_fingerprint", "received_ms", "request_token"
-# On the default type's account item: the names of the account's other types (a string set), so
-# a read of the account finds them with the read it always made (functions/core/accounts.py).
-RESOURCE_TYPES = "resource_types"
-
-
-def _thresholds_update(change: LimitChange, values: dict[str, Any]) -> str:
-    """The SET clause (and its value) of a change's thresholds, if it gives the quota its own."""
-    if change.thresholds is None:
-        return ""
-    values[":thresholds"] = list(thresholds_or_default(change.thresholds))  # ascending, each once
-    return f", {THRESHOLDS} = :thresholds"
-
-
-def _types_update(resource_types: Sequence[str], values: dict[str, Any]) -> str:
-    """The SET clause (and its value) of an account item's first registered types, if any."""
-    if not resource_types:
-        return ""
-    values[":types"] = set(resource_types)
-    return f", {RESOURCE_TYPES} = :types"
-
-
-def _rate_update(change: LimitChange, values: dict[str, Any]) -> str:
-    """The SET clauses (and their values) of a limit change's rate limit, if it has one."""
-    if change.rate is None:
-        return ""
-    values.update({":rate": change.rate.requests_per_second, ":window": change.rate.window_seconds})
-    return f", {RATE} = :rate, {WINDOW} = :window"
 
 
 class DynamoApiStore:
@@ -135,7 +96,7 @@ class DynamoApiStore:
             ":zero": 0,
             ":one": 1,
             ":id": quota.account_id,
-            ":type": "account",
+            ":type": schema.ACCOUNT_TYPE,
             ":now": now,
             ":bucket": keys.activity_bucket(quota),
             ":stamp": last_write_stamp(now),
@@ -149,17 +110,13 @@ class DynamoApiStore:
                 TableName=self._table.name,
                 Key=account_key(quota),
                 UpdateExpression=(
-                    f"SET #limit = :limit, {ROOM} = :limit, admitted = :zero, best_effort = :zero, "
-                    f"heal_epoch = :zero, {ACTIVE} = :one, {SPAN} = :one, version = :one, "
-                    f"account_id = :id, #type = :type, created_at = :now, updated_at = :now, "
-                    f"{ACTIVITY_BUCKET} = :bucket, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
-                    f"{LIMIT_VERSION} = :one, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
-                    + _rate_update(change, values)
-                    + _thresholds_update(change, values)
-                    + _types_update(resource_types, values)
+                    "SET "
+                    + schema.create_sets()
+                    + schema.change_sets(change, values)
+                    + schema.types_sets(resource_types, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#limit": "limit", "#type": "type", "#pk": PARTITION_KEY},
+                ExpressionAttributeNames={**EXPRESSION_NAMES, "#type": ITEM_TYPE, "#pk": PARTITION_KEY},
                 ExpressionAttributeValues=to_attributes(values),
             )
         except ConditionFailed:
@@ -167,7 +124,7 @@ class DynamoApiStore:
         return True
 
     def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
-        values = {
+        values: dict[str, Any] = {
             ":limit": change.limit,
             ":change": change.limit - account.limit,
             ":now": now,
@@ -177,24 +134,13 @@ class DynamoApiStore:
             ":received": change.received_ms,
             ":token": change.token,
         }
-        # The version read, or no version at all on an account item written before versions.
-        if account.limit_version:
-            values[":version"] = account.limit_version
-            unchanged = f"{LIMIT_VERSION} = :version"
-        else:
-            unchanged = f"attribute_not_exists({LIMIT_VERSION})"
+        unchanged = schema.limit_version_condition(account.limit_version, values)
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
-            "UpdateExpression": (
-                f"SET #limit = :limit, updated_at = :now, {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, "
-                f"{LIMIT_VERSION} = :next, {LIMIT_SET_AT} = :received, {LIMIT_REQUEST} = :token"
-                + _rate_update(change, values)
-                + _thresholds_update(change, values)
-                + f" ADD {ROOM} :change, version :one"
-            ),
+            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values)),
             "ConditionExpression": unchanged,
-            "ExpressionAttributeNames": {"#limit": "limit"},
+            "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
             "ExpressionAttributeValues": to_attributes(values),
         }
         # A change's event is written with it, never by a second, separately failing write.
@@ -209,14 +155,14 @@ class DynamoApiStore:
         if not retired_span:
             return self._shards.transact("set limit", [{"Update": update}, *event])
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
-        update["ConditionExpression"] += f" AND {ACTIVE} = :single"
+        update["ConditionExpression"] += schema.SINGLE_SHARD_CONDITION
         update["ExpressionAttributeValues"][":single"] = {"N": "1"}
         checks = [
             {
                 "ConditionCheck": {
                     "TableName": self._table.name,
                     "Key": shard_key(quota, shard),
-                    "ConditionExpression": f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)",
+                    "ConditionExpression": schema.RETIRED_EMPTY_CONDITION,
                     "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                     "ExpressionAttributeValues": to_attributes({":true": True, ":zero": 0}),
                 }
@@ -268,7 +214,7 @@ class DynamoApiStore:
                         "attribute_exists(#pk) AND (attribute_not_exists(#types) OR contains(#types, :name) "
                         "OR size(#types) < :most)"
                     ),
-                    ExpressionAttributeNames={"#pk": PARTITION_KEY, "#types": RESOURCE_TYPES},
+                    ExpressionAttributeNames={"#pk": PARTITION_KEY, "#types": schema.TYPES_NAME},
                     ExpressionAttributeValues=to_attributes(
                         {":type": {quota.resource_type}, ":name": quota.resource_type, ":most": most}
                     ),
@@ -288,30 +234,26 @@ class DynamoApiStore:
         read = self._shards.read_account(account)
         if read is None:
             return None
-        types = [Quota(account_id, name) for name in sorted(read.shards[0].get(RESOURCE_TYPES, ()))]
+        types = [Quota(account_id, name) for name in resource_types_of(read.shards[0])]
         found = self._shards.read_accounts(types) if types else {}
         return AccountUsage(
             default=_usage(account, read), types=tuple(_usage(quota, found[quota]) for quota in types if quota in found)
         )
 
     def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
-        taken = self._shards.take_lease(
-            quota, lease, {"admitted": +1, ROOM: -1}, f"{ROOM} >= :one AND attribute_not_exists({RETIRED})"
-        )
+        taken = self._shards.take_lease(quota, lease, schema.RESERVE_CHANGES, schema.RESERVE_CONDITION)
         if taken is None:
             return None
         state = shard_state(taken)
         layout = (state.active, state.span) if lease.shard == 0 else None
-        return Reserved(
-            heal_epoch=int(taken.get("heal_epoch", 0)), version=state.version, layout=layout, leases=state.leases
-        )
+        return Reserved(heal_epoch=heal_epoch_of(taken), version=state.version, layout=layout, leases=state.leases)
 
     def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
-        condition = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)" if only_unsharded else None
-        taken = self._shards.take_lease(quota, lease, {"best_effort": -1}, condition)
+        condition = schema.UNSHARDED_CONDITION if only_unsharded else None
+        taken = self._shards.take_lease(quota, lease, schema.DELETION_CHANGES, condition)
         return None if taken is None else held_leases(taken)
 
     def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
@@ -405,16 +347,7 @@ class DynamoApiStore:
 
 
 def _usage(quota: Quota, read: AccountItems) -> Usage:
-    account = shard_state(read.shards[0])
-    return Usage(
-        quota=quota,
-        limit=account.limit,
-        best_effort_net=sum(shard_state(item).best_effort for item in read.shards),
-        eventual=read.eventual,
-        rate=rate_of_item(read.shards[0]),
-        limit_version=account.limit_version,
-        thresholds=account.thresholds,
-    )
+    return schema.usage_of(quota, read.shards, read.eventual)
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:

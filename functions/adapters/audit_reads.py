@@ -7,19 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from functions.adapters import account_item as schema
 from functions.adapters import keys
-from functions.adapters.api_store import RESOURCE_TYPES
+from functions.adapters.account_item import heal_epoch_of, healed_at_of, held_leases, latest_write, shard_state
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.resources import TOMBSTONE, resources_query
-from functions.adapters.shards import (
-    LIMIT_VERSION,
-    ShardStore,
-    account_key,
-    held_leases,
-    latest_write,
-    shard_state,
-)
+from functions.adapters.shards import ShardStore, account_key
 from functions.adapters.table_layout import (
     ACTIVITY_BUCKET,
     ACTIVITY_INDEX,
@@ -51,7 +45,7 @@ class DynamoAuditReads:
         read = self._shards.read_account(quota)
         if read is None:
             return None
-        account = read.shards[0]
+        account = shard_state(read.shards[0])
 
         items = live = counted = uncounted = soft_deleted = tombstones = 0
         for resource in self._resource_states(quota):
@@ -70,15 +64,15 @@ class DynamoAuditReads:
         held = tuple(lease for item in read.shards for lease in held_leases(item))
         return Recount(
             quota=quota,
-            limit=int(account.get("limit", 0)),
+            limit=account.limit,
             best_effort_net=sum(shard.best_effort for shard in shards),
             admitted=sum(shard.admitted for shard in shards),
             eventual=read.eventual,
-            version=int(account.get("version", 0)),
-            limit_version=int(account.get(LIMIT_VERSION, 0)),
-            heal_epoch=int(account.get("heal_epoch", 0)),
+            version=account.version,
+            limit_version=account.limit_version,
+            heal_epoch=heal_epoch_of(read.shards[0]),
             last_write_at=latest_write(read.shards) or "",
-            healed_at=str(account.get("healed_at", "")),
+            healed_at=healed_at_of(read.shards[0]),
             resource_items=items,
             live=live,
             counted=counted,
@@ -110,12 +104,12 @@ class DynamoAuditReads:
             TableName=self._table.name,
             Key=account_key(Quota(account_id)),
             ProjectionExpression="#types, #pk",
-            ExpressionAttributeNames={"#types": RESOURCE_TYPES, "#pk": PARTITION_KEY},
+            ExpressionAttributeNames={"#types": schema.TYPES_NAME, "#pk": PARTITION_KEY},
             ConsistentRead=True,
         ).get("Item")
         if found is None:
             return None
-        return [DEFAULT_RESOURCE_TYPE, *sorted(from_attributes(found).get(RESOURCE_TYPES, ()))]
+        return [DEFAULT_RESOURCE_TYPE, *schema.resource_types_of(from_attributes(found))]
 
     def all_quotas(self) -> list[Quota]:
         """Every quota, from the activity index (every account item and shard item has an entry):

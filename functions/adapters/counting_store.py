@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from functions.adapters import keys
+from functions.adapters.account_item import shard_state
 from functions.adapters.attributes import to_attributes
 from functions.adapters.counters import counter_addition, counter_decision, counter_key, counter_of, counter_state
 from functions.adapters.dynamo_table import DynamoTable
@@ -14,7 +15,7 @@ from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.outbox import crossing_item
 from functions.adapters.resource_records import pending_record
 from functions.adapters.resources import counted_update, resource_state, tombstone_update
-from functions.adapters.shards import SPAN, account_key, thresholds_of
+from functions.adapters.shards import account_key
 from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE, SORT_KEY
 from functions.core.counting import (
     COMMITTED,
@@ -65,11 +66,11 @@ class DynamoCountingStore:
         counters = [counter_key(quota, shard) for shard in range(EVENTUAL_COUNTER_SHARDS)]
         to_read = counters if spread else counters[:1] if seen is None else []
         found = self._table.read_keys("read for a decision", [account_key(quota), *to_read])
-        account = next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), {})
-        if not spread and int(account.get(SPAN, 1)) > 1:  # a busy quota: its total is every shard's
+        account = shard_state(next((item for item in found if item[SORT_KEY] == keys.ACCOUNT_SORT_KEY), {}))
+        if not spread and account.span > 1:  # a busy quota: its total is every shard's
             spread = True
             found += self._table.read_keys("read for a decision", counters[len(to_read) :])
-        bands = Bands(int(account.get("limit", 0)), thresholds_or_default(thresholds_of(account)))
+        bands = Bands(account.limit, thresholds_or_default(account.thresholds))
         read = {counter_of(item): item for item in found if item[SORT_KEY] == keys.COUNTER_SORT_KEY}
         if not spread:
             return bands, [seen if seen is not None else counter_state(read.get(0, {}), 0)]

@@ -5,21 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from functions.adapters import account_item as schema
 from functions.adapters import keys
+from functions.adapters.account_item import (
+    heal_epoch_of,
+    healed_at_of,
+    held_leases,
+    latest_write,
+    shard_state,
+    updated_at_of,
+)
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled, TransactionConflict
 from functions.adapters.resources import read_resources, resources_query
-from functions.adapters.shards import (
-    ACTIVE,
-    RETIRED,
-    ROOM,
-    ShardStore,
-    held_leases,
-    latest_write,
-    shard_key,
-    shard_state,
-)
+from functions.adapters.shards import ShardStore, shard_key
 from functions.adapters.table_layout import (
     ACTIVITY_BUCKET,
     ACTIVITY_INDEX,
@@ -53,8 +53,8 @@ class DynamoHealingStore:
             version=shards[0].version,
             best_effort_net=sum(shard.best_effort for shard in shards),
             admitted=sum(shard.admitted for shard in shards),
-            heal_epoch=int(account.get("heal_epoch", 0)),
-            last_write_at=written if written is not None else str(account.get("updated_at", "")),
+            heal_epoch=heal_epoch_of(account),
+            last_write_at=written if written is not None else updated_at_of(account),
             leases=leases.in_order(lease for item in shard_items for lease in held_leases(item)),
             shards=shards,
         )
@@ -81,13 +81,13 @@ class DynamoHealingStore:
         shards = state.shards or (ShardState(0, room=0, admitted=state.admitted, version=state.version),)
         first, others = shards[0], shards[1:]
         room = sum(shard.room + shard.admitted for shard in shards)  # the limit, as the shards hold it
-        assignments = {"best_effort": plan.best_effort - sum(shard.best_effort for shard in others)}
+        assignments = schema.heal_assignments(plan.best_effort - sum(shard.best_effort for shard in others), None, None)
         if plan.admitted is not None:  # quiet: fold every shard into shard 0
-            assignments = {"best_effort": plan.best_effort, "admitted": plan.admitted, ROOM: room - plan.admitted}
+            assignments = schema.heal_assignments(plan.best_effort, plan.admitted, room - plan.admitted)
             if others:
-                assignments[ACTIVE] = 1
+                assignments |= schema.ONE_ACTIVE
         writes = [self._heal_write(quota, first, assignments, now)]
-        folded = {"best_effort": 0, "admitted": 0, ROOM: 0, RETIRED: True} if plan.admitted is not None else {}
+        folded = schema.FOLDED if plan.admitted is not None else {}
         writes += [self._heal_write(quota, shard, folded, now) for shard in others]
         return self._heal_writes(quota, writes, now)
 
@@ -103,12 +103,11 @@ class DynamoHealingStore:
         """One shard's part of a heal: its assignments and `healed_at`, and a new heal epoch,
         if its version is the one read."""
         values = {f":{name}": value for name, value in assignments.items()}
-        sets = ", ".join([*(f"{name} = :{name}" for name in assignments), "healed_at = :now"])
         return {
             "TableName": self._table.name,
             "Key": shard_key(quota, shard.shard),
-            "UpdateExpression": f"SET {sets}" + (" ADD heal_epoch :one" if epoch else ""),
-            "ConditionExpression": "version = :version",
+            "UpdateExpression": schema.heal_update(assignments, epoch),
+            "ConditionExpression": schema.VERSION_CONDITION,
             "ExpressionAttributeValues": to_attributes(
                 {**values, ":now": now, ":version": shard.version, **({":one": 1} if epoch else {})}
             ),
@@ -126,7 +125,7 @@ class DynamoHealingStore:
             else:
                 self._table.call(operation, "update_item", **writes[0])
         except ConditionFailed as failed:
-            return bool(failed.item.get("healed_at") == now)
+            return bool(failed.item) and healed_at_of(failed.item) == now
         except (TransactionCancelled, TransactionConflict):
             return False  # an API write came between: the heal is busy
         return True
@@ -148,6 +147,6 @@ class DynamoHealingStore:
             for page in self._table.pages("find written accounts", request):
                 for item in map(from_attributes, page.get("Items", [])):
                     quota = keys.quota_of(str(item[PARTITION_KEY]))
-                    if quota and str(item.get("healed_at", "")) < str(item[LAST_WRITE]) and quota not in seen:
+                    if quota and healed_at_of(item) < str(item[LAST_WRITE]) and quota not in seen:
                         seen.add(quota)
                         yield quota

@@ -3,10 +3,10 @@ requests in it. Also the read of an account's own rate, from its account item.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from functions.adapters import keys
+from functions.adapters.account_item import RATE, WINDOW, rate_of_item
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
@@ -18,9 +18,6 @@ from functions.core.rate_limits import TenantRate, Window
 USED = "used"  # the requests counted in the window
 # A window item is kept this long past its end (TTL deletes it, within days, for free).
 WINDOW_KEPT_SECONDS = 300
-# An admin's rate for one account, on its account item (absent: the stack's default).
-RATE = "rate_limit"
-WINDOW = "rate_window_seconds"
 # A lease that finds fewer requests left than it wanted asks again for what is left; another
 # environment may take those first, so it tries a bounded number of times.
 LEASE_ATTEMPTS = 3
@@ -28,13 +25,6 @@ LEASE_ATTEMPTS = 3
 
 def window_key(account_id: str, window: Window, part: int = 0) -> dict[str, Any]:
     return item_key(keys.rate_window_pk(account_id, window.length_ms, window.index, part), keys.RATE_SORT_KEY)
-
-
-def rate_of_item(item: Mapping[str, Any]) -> TenantRate | None:
-    """The account item's own rate (`item` plain, as read), if an admin gave it one."""
-    if RATE not in item or WINDOW not in item:
-        return None
-    return TenantRate(requests_per_second=int(item[RATE]), window_seconds=int(item[WINDOW]))
 
 
 class DynamoWindowStore:

@@ -1,9 +1,10 @@
-"""The admission shard item family: its keys, its codec, and every write on it.
+"""The admission shard item family: its keys and every read and write on it.
 
 Shard 0 is the account item (`ACCOUNT#<id>` / `ACCOUNT`); shard i >= 1 is `SHARD#<id>#<i>` / `SHARD`,
-a partition key of its own (functions/core/admission.py). Both carry the same counters: `room`,
-`admitted`, `best_effort`, the leases, `version`, `heal_epoch` and the last-write stamps (with the
-activity bucket, so the sweeper finds an account written only on its other shards).
+a partition key of its own (functions/core/admission.py). Both carry the same counters, the leases
+and the last-write stamps (with the activity bucket, so the sweeper finds an account written only
+on its other shards). Their attributes, their reader and the clauses written here are
+functions/adapters/account_item.py's.
 """
 
 from __future__ import annotations
@@ -15,36 +16,28 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from functions.adapters import account_item as schema
 from functions.adapters import keys
+from functions.adapters.account_item import (
+    EXPRESSION_NAMES,
+    has_room,
+    holds,
+    lease_attribute,
+    lease_value,
+    shard_index,
+    shard_state,
+)
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.counters import counter_key, eventual_of, other_counter_keys
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled, TransactionConflict
-from functions.adapters.table_layout import ACTIVITY_BUCKET, ITEM_TYPE, LAST_WRITE, PARTITION_KEY, SORT_KEY, item_key
+from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.admission import ShardState
 from functions.core.errors import AccountNotFound, StoreUnavailable
 from functions.core.healing import last_write_stamp
-from functions.core.leases import Lease, LeaseKind, Settled, Settlement, in_order
+from functions.core.leases import Lease, Settled, Settlement, in_order
 from functions.core.model import Quota
 
-ROOM = "room"  # slots the shard may still admit
-RETIRED = "retired"  # a shard that admits nothing until shard 0 grants it room again
-ACTIVE = "shards"  # on the account item: creates pick among shards 0 .. shards-1
-SPAN = "shard_span"  # on the account item: every shard ever used is below it
-# On the account item: each limit change bumps its version (the account's ETag) and stamps when
-# its PUT was received and its token, so an older PUT never overwrites a newer one.
-LIMIT_VERSION = "limit_version"
-LIMIT_SET_AT = "limit_set_at"
-LIMIT_REQUEST = "limit_request"
-# On the account item, when an admin gave the quota its own: its usage thresholds, a list of
-# percentages, ascending (functions/core/thresholds.py). Absent: the defaults.
-THRESHOLDS = "thresholds"
-# The exact time of the last API write (LAST_WRITE, the activity index's sort key, is rounded up to
-# the minute), for a heal's quiet check.
-LAST_WRITE_EXACT = "last_write_exact"
-# A lease is one attribute per write in flight (functions/core/leases.py), named by its request's
-# token after its kind's prefix, holding "<resource id> <taken at>".
-LEASE_PREFIXES = {LeaseKind.RESERVATION: "lease_r_", LeaseKind.DELETION: "lease_d_"}
 # A single write on an item that a transaction (a grant, a heal) is changing is refused with a
 # TransactionConflict, which the SDK does not retry: every shard write is safe to repeat, so we
 # do, briefly.
@@ -66,78 +59,6 @@ def account_key(quota: Quota) -> dict[str, Any]:
     return shard_key(quota, 0)
 
 
-def shard_index(item: Mapping[str, Any]) -> int:
-    """Which shard a decoded account or shard item is."""
-    return int(item.get("shard", 0)) if item.get(SORT_KEY) == keys.SHARD_SORT_KEY else 0
-
-
-def shard_state(item: Mapping[str, Any]) -> ShardState:
-    """A decoded account or shard item as the admission core sees it. An account item written
-    before shards existed has no `room`: its room is what its limit leaves."""
-    admitted = int(item.get("admitted", 0))
-    limit = int(item.get("limit", 0))
-    return ShardState(
-        shard=shard_index(item),
-        room=int(item[ROOM]) if ROOM in item else limit - admitted,
-        admitted=admitted,
-        best_effort=int(item.get("best_effort", 0)),
-        retired=bool(item.get(RETIRED, False)),
-        version=int(item.get("version", 0)),
-        limit=limit,
-        active=int(item.get(ACTIVE, 1)),
-        span=int(item.get(SPAN, 1)),
-        limit_version=int(item.get(LIMIT_VERSION, 0)),
-        limit_set_at=int(item.get(LIMIT_SET_AT, 0)),
-        limit_request=str(item.get(LIMIT_REQUEST, "")),
-        thresholds=thresholds_of(item),
-        leases=held_leases(item),
-    )
-
-
-def thresholds_of(item: Mapping[str, Any]) -> tuple[int, ...] | None:
-    """A decoded account item's own usage thresholds (None: it has none, the defaults apply)."""
-    return tuple(map(int, item[THRESHOLDS])) if THRESHOLDS in item else None
-
-
-def lease_attribute(lease: Lease) -> str:
-    return f"{LEASE_PREFIXES[lease.kind]}{lease.token}"
-
-
-def lease_value(lease: Lease) -> str:
-    return f"{lease.resource_id} {lease.taken_at}"
-
-
-def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
-    """The leases held on an account or shard item (plain attributes), oldest first."""
-    found = []
-    for name, value in item.items():
-        for kind, prefix in LEASE_PREFIXES.items():
-            if name.startswith(prefix) and isinstance(value, str) and " " in value:
-                resource_id, taken_at = value.split(" ", 1)
-                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
-    return in_order(found)
-
-
-def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
-    return bool(item) and item.get(lease_attribute(lease)) == lease_value(lease)  # type: ignore[union-attr]
-
-
-def held_leases(item: Mapping[str, Any]) -> tuple[Lease, ...]:
-    return leases_of(item, shard_index(item))
-
-
-def last_write_of(item: Mapping[str, Any]) -> str | None:
-    """An account or shard item's last API write time: `last_write_exact`, or `last_write_at` on an
-    item written before the stamp was rounded (it carries the exact time there); None if neither."""
-    written = item.get(LAST_WRITE_EXACT, item.get(LAST_WRITE))
-    return None if written is None else str(written)
-
-
-def latest_write(items: Iterable[Mapping[str, Any]]) -> str | None:
-    """The latest API write over an account's shard items."""
-    return max((written for written in map(last_write_of, items) if written is not None), default=None)
-
-
 def retry_conflicts(call: Callable[[], Any], sleep: Callable[[float], None] = time.sleep) -> Any:
     for attempt in range(CONFLICT_ATTEMPTS):
         try:
@@ -147,18 +68,6 @@ def retry_conflicts(call: Callable[[], Any], sleep: Callable[[float], None] = ti
                 raise
         sleep(random.uniform(0.005, 0.02) * 2**attempt)  # noqa: S311 - jitter
     raise AssertionError("unreachable")
-
-
-def _settled_adds(admitted: int, best_effort: int, values: dict[str, Any]) -> str:
-    """The ADD clauses of a settle (`version + 1`, and the changes that are not zero; a released
-    slot, `admitted - 1`, goes back to the shard's room), their values put in `values`."""
-    values[":one"] = 1
-    adds = ["version :one"]
-    for attribute, delta in {"admitted": admitted, ROOM: -admitted, "best_effort": best_effort}.items():
-        if delta:
-            adds.append(f"{attribute} :{attribute}")
-            values[f":{attribute}"] = delta
-    return ", ".join(adds)
 
 
 @dataclass(frozen=True)
@@ -218,7 +127,7 @@ class ShardStore:
 
     def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
         items = self.read_items(quota, shards, snapshot)
-        if any(shard_index(item) == 0 and ROOM not in item for item in items):
+        if any(shard_index(item) == 0 and not has_room(item) for item in items):
             self._adopt(quota, next(item for item in items if shard_index(item) == 0))
             items = self.read_items(quota, shards, snapshot)
         return [shard_state(item) for item in items]
@@ -260,9 +169,9 @@ class ShardStore:
                 "update_item",
                 TableName=self._table.name,
                 Key=shard_key(quota, 0),
-                UpdateExpression=f"SET {ROOM} = :room, {ACTIVE} = :one, {SPAN} = :one",
-                ConditionExpression=f"attribute_not_exists({ROOM}) AND #limit = :limit AND admitted = :admitted",
-                ExpressionAttributeNames={"#limit": "limit"},
+                UpdateExpression=schema.ADOPT_UPDATE,
+                ConditionExpression=schema.ADOPT_CONDITION,
+                ExpressionAttributeNames=EXPRESSION_NAMES,
                 ExpressionAttributeValues=to_attributes(
                     {":room": state.room, ":one": 1, ":limit": state.limit, ":admitted": state.admitted}
                 ),
@@ -286,11 +195,10 @@ class ShardStore:
             ":lease": lease_value(lease),
             **{f":{name}": delta for name, delta in changes.items()},
         }
-        adds = ", ".join([*(f"{name} :{name}" for name in changes), "version :one"])
         request = {
             "TableName": self._table.name,
             "Key": shard_key(quota, lease.shard),
-            "UpdateExpression": f"ADD {adds} SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now, #lease = :lease",
+            "UpdateExpression": schema.lease_update(changes),
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#lease": lease_attribute(lease)},
             "ExpressionAttributeValues": to_attributes(values),
@@ -314,13 +222,13 @@ class ShardStore:
         Every shard write bumps `version`; an API write (`now` given) also stamps `last_write_at`.
         A released slot (`admitted - 1`) goes back to the shard's room."""
         values: dict[str, Any] = {":lease": lease_value(lease)}
-        expression = f"ADD {_settled_adds(settlement.admitted, settlement.best_effort, values)} REMOVE #lease"
+        expression = f"ADD {schema.settled_adds(settlement.admitted, settlement.best_effort, values)} REMOVE #lease"
         if now is not None:
-            expression += f" SET {LAST_WRITE} = :stamp, {LAST_WRITE_EXACT} = :now"
+            expression += schema.SETTLE_STAMPS
             values[":stamp"], values[":now"] = last_write_stamp(now), now
         condition = "#lease = :lease"
         if settlement.expected_heal_epoch is not None:
-            condition += " AND heal_epoch = :epoch"
+            condition += schema.EPOCH_CONDITION
             values[":epoch"] = settlement.expected_heal_epoch
         request = {
             "TableName": self._table.name,
@@ -372,7 +280,7 @@ class ShardStore:
         request = {
             "TableName": self._table.name,
             "Key": shard_key(quota, shard),
-            "UpdateExpression": f"ADD {_settled_adds(admitted, best_effort, values)} REMOVE {', '.join(names)}",
+            "UpdateExpression": f"ADD {schema.settled_adds(admitted, best_effort, values)} REMOVE {', '.join(names)}",
             "ConditionExpression": " AND ".join(f"{name} = :{name[1:]}" for name in names),
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": to_attributes(values),
@@ -388,7 +296,7 @@ class ShardStore:
 
     def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
         # Shard 0 is never retired; any other donor gives only while it is open.
-        open_donor = "" if donor == 0 else f" AND attribute_not_exists({RETIRED})"
+        open_donor = "" if donor == 0 else schema.OPEN_CONDITION
         return self.transact(
             "grant room",
             [
@@ -396,8 +304,8 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, donor),
-                        "UpdateExpression": f"ADD {ROOM} :minus, version :one",
-                        "ConditionExpression": f"{ROOM} >= :slots{open_donor}",
+                        "UpdateExpression": schema.GIVE_UPDATE,
+                        "ConditionExpression": schema.GIVE_CONDITION + open_donor,
                         "ExpressionAttributeValues": to_attributes({":minus": -slots, ":slots": slots, ":one": 1}),
                     }
                 },
@@ -405,22 +313,16 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, shard),
-                        "UpdateExpression": (
-                            f"ADD {ROOM} :slots, version :one "
-                            f"SET account_id = :id, #type = :type, #shard = :shard, {ACTIVITY_BUCKET}"
-                            " = :bucket, admitted = if_not_exists(admitted, :zero), "
-                            "best_effort = if_not_exists(best_effort, :zero), "
-                            f"heal_epoch = if_not_exists(heal_epoch, :zero) REMOVE {RETIRED}"
-                        ),
+                        "UpdateExpression": schema.RECEIVE_UPDATE,
                         # Only to a dry shard: two creates that found it dry take one grant, not two.
-                        "ConditionExpression": f"attribute_not_exists({ROOM}) OR {ROOM} < :one OR {RETIRED} = :true",
-                        "ExpressionAttributeNames": {"#type": ITEM_TYPE, "#shard": "shard"},
+                        "ConditionExpression": schema.RECEIVE_CONDITION,
+                        "ExpressionAttributeNames": {"#type": ITEM_TYPE, **schema.SHARD_NAME},
                         "ExpressionAttributeValues": to_attributes(
                             {
                                 ":slots": slots,
                                 ":one": 1,
                                 ":id": quota.account_id,
-                                ":type": "admission_shard",
+                                ":type": schema.SHARD_TYPE,
                                 ":shard": shard,
                                 ":bucket": keys.activity_bucket(quota, shard),
                                 ":zero": 0,
@@ -433,12 +335,12 @@ class ShardStore:
         )
 
     def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
-        retiring = f" SET {RETIRED} = :true" if retire else ""
+        retiring = schema.RETIRING_SETS if retire else ""
         flags = {":true": True} if retire else {}
         if shard.room == 0:
             return self._update_if(
                 shard_key(quota, shard.shard),
-                f"ADD version :one{retiring}",
+                schema.BUMP_VERSION + retiring,
                 "attribute_exists(#pk)",
                 {":one": 1, **flags},
             )
@@ -449,8 +351,8 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, shard.shard),
-                        "UpdateExpression": f"ADD {ROOM} :minus, version :one{retiring}",
-                        "ConditionExpression": f"{ROOM} = :room",
+                        "UpdateExpression": schema.TAKE_ROOM_UPDATE + retiring,
+                        "ConditionExpression": schema.ROOM_CONDITION,
                         "ExpressionAttributeValues": to_attributes(
                             {":minus": -shard.room, ":room": shard.room, ":one": 1, **flags}
                         ),
@@ -460,7 +362,7 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, 0),
-                        "UpdateExpression": f"ADD {ROOM} :room, version :one",
+                        "UpdateExpression": schema.RETURN_ROOM_UPDATE,
                         "ConditionExpression": "attribute_exists(#pk)",
                         "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
                         "ExpressionAttributeValues": to_attributes({":room": shard.room, ":one": 1}),
@@ -472,8 +374,8 @@ class ShardStore:
     def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
         return self._update_if(
             shard_key(quota, 0),
-            f"SET {ACTIVE} = :to, {SPAN} = :new_span ADD version :one",
-            f"{ACTIVE} = :active AND {SPAN} = :span",
+            schema.LAYOUT_UPDATE,
+            schema.LAYOUT_CONDITION,
             {":to": to, ":new_span": max(span, to), ":active": active, ":span": span, ":one": 1},
         )
 

@@ -331,8 +331,9 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
 
 
 def account_leases(harness: Harness) -> tuple[Any, ...]:
+    from functions.adapters.account_item import held_leases
     from functions.adapters.attributes import from_attributes
-    from functions.adapters.shards import account_key, held_leases
+    from functions.adapters.shards import account_key
 
     system = harness.system
     item = system.dynamodb.get_item(TableName=system.table, Key=account_key(ACME), ConsistentRead=True)["Item"]

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from hybrid_counter_client import IdempotencyKeyReused, LimitExceeded, LimitsClient, NoResponse, ResourceNotFound
 
+from functions.adapters.account_item import leases_of
 from functions.adapters.attributes import from_attributes
-from functions.adapters.shards import account_key, leases_of
+from functions.adapters.shards import account_key
 from functions.core.model import Quota
 from local.http_client import poll
 from local.product import SINGLE_ATTEMPT, api_client, new_account

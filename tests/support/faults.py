@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
-from functions.adapters import shards, table_layout
+from functions.adapters import account_item, table_layout
 from functions.core.leases import LeaseKind
 from functions.shared.clients import Clients
 from local.dynamodb_wire import error_body
@@ -40,9 +40,9 @@ def expression(params: Params) -> str:
 
 def _lease_kind(params: Params) -> str:
     lease = str(params.get("ExpressionAttributeNames", {}).get("#lease", ""))
-    if lease.startswith(shards.LEASE_PREFIXES[LeaseKind.RESERVATION]):
+    if lease.startswith(account_item.LEASE_PREFIXES[LeaseKind.RESERVATION]):
         return "reservation"
-    return "deletion" if lease.startswith(shards.LEASE_PREFIXES[LeaseKind.DELETION]) else ""
+    return "deletion" if lease.startswith(account_item.LEASE_PREFIXES[LeaseKind.DELETION]) else ""
 
 
 def _takes(kind: str) -> Callable[[Params], bool]:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.adapters import keys, resources, table_layout
+from functions.adapters.account_item import held_leases, shard_state
 from functions.adapters.attributes import from_attributes
-from functions.adapters.shards import held_leases, shard_state
 
 
 @dataclass

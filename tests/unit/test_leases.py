@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functions.adapters.shards import LEASE_PREFIXES, holds, lease_attribute, lease_value, leases_of
+from functions.adapters.account_item import LEASE_PREFIXES, holds, lease_attribute, lease_value, leases_of
 from functions.core.leases import Lease, LeaseKind, new_token, taken_before
 
 
