@@ -3,7 +3,7 @@ the API directly with a bearer token from any OIDC issuer (Cognito included).
 
 A token that fails verification is answered 401 by API Gateway (this function raises
 "Unauthorized", the one error API Gateway turns into a 401); a valid token gets the policy of
-functions/core/token_access.py, which API Gateway caches per token and applies to each request:
+functions/authorizer/policy.py, which API Gateway caches per token and applies to each request:
 another tenant's path is then a 403 before the API function runs.
 """
 
@@ -15,7 +15,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.adapters.jwt_tokens import InvalidToken, JwtVerifier
-from functions.core.token_access import TokenRules, access_policy
+from functions.authorizer.policy import access_policy
+from functions.core.token_access import TokenRules
 from functions.shared.config import FunctionEnvironment, JwtSettings
 from functions.shared.observability import logger
 

@@ -1,11 +1,9 @@
-"""What a verified JWT may call: the IAM policy a Lambda authorizer returns to API Gateway.
-
-The same rules as the tenant and admin roles of IAM authorization (infra/access.py, docs/security.md):
-a token whose tenant claim names an account may `GET` that account and its types and call every
-method under its resources, every type's included, but never `PUT` a limit; a token with the admin
-scope may call everything. API Gateway caches the policy per
-token and checks every later request of that token against it, so the policy covers all the
-token may do, not just the method that asked.
+"""What a verified JWT may call: the same rules as the tenant and admin roles of IAM authorization
+(infra/access.py, docs/security.md). A token whose tenant claim names an account may `GET` that
+account and its types and call every method under its resources, every type's included, but never
+`PUT` a limit; a token with the admin scope may call everything. The IAM policy API Gateway reads
+is the authorizer's to write (functions/authorizer/policy.py); infra/access.py gives the tenant role
+the same `tenant_paths`.
 """
 
 from __future__ import annotations
@@ -26,31 +24,23 @@ class TokenRules:
     admin_scope: str  # a scope (in `scope`, or a Cognito group) that may call everything
 
 
-def access_policy(claims: Mapping[str, Any], method_arn: str, rules: TokenRules) -> dict[str, Any]:
-    """The authorizer's answer for a token with these (verified) claims."""
-    # arn:aws:execute-api:REGION:ACCOUNT:API/STAGE/METHOD/PATH: the policy is on this API and stage.
-    api_and_stage = "/".join(method_arn.split("/", 2)[:2])
+@dataclass(frozen=True)
+class TokenAccess:
+    """What one verified token may do: everything (admin), one tenant's paths, or nothing."""
+
+    principal: str
+    tenant: str | None  # only an id the API accepts: a claim of "*" or "a/b" must widen nothing
+    admin: bool
+
+
+def token_access(claims: Mapping[str, Any], rules: TokenRules) -> TokenAccess:
+    """The access a token with these (verified) claims has."""
     tenant = claims.get(rules.tenant_claim)
-    # Only an id the API accepts goes into a resource ARN: a claim of "*" or "a/b" must widen nothing.
-    tenant = tenant if isinstance(tenant, str) and _ACCOUNT_ID.fullmatch(tenant) else None
-    admin = rules.admin_scope in _scopes(claims)
-    if admin:
-        resources = [f"{api_and_stage}/*/*"]
-    elif tenant is not None:
-        resources = [f"{api_and_stage}/{method}/{path}" for method, path in tenant_paths(tenant)]
-    else:
-        resources = []
-    statement = (
-        {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": resources}
-        if resources
-        else {"Effect": "Deny", "Action": "execute-api:Invoke", "Resource": f"{api_and_stage}/*/*"}
+    return TokenAccess(
+        principal=str(claims.get("sub", "unknown")),
+        tenant=tenant if isinstance(tenant, str) and _ACCOUNT_ID.fullmatch(tenant) else None,
+        admin=rules.admin_scope in _scopes(claims),
     )
-    return {
-        "principalId": str(claims.get("sub", "unknown")),
-        "policyDocument": {"Version": "2012-10-17", "Statement": [statement]},
-        # Passed to the function as requestContext.authorizer, and to the access log.
-        "context": {"tenant": tenant or "", "admin": "true" if admin else "false"},
-    }
 
 
 def tenant_paths(tenant: str) -> list[tuple[str, str]]:

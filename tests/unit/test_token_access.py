@@ -1,10 +1,12 @@
-"""What a verified JWT may call (functions/core/token_access.py): the policy mirrors the IAM roles."""
+"""What a verified JWT may call (functions/core/token_access.py), as the authorizer's policy
+(functions/authorizer/policy.py): it mirrors the IAM roles."""
 
 from __future__ import annotations
 
 import pytest
 
-from functions.core.token_access import TokenRules, access_policy
+from functions.authorizer.policy import access_policy
+from functions.core.token_access import TokenRules
 from local.iam_policy import allowed, execute_api_arn
 from tests.support.tenant_paths import TENANT_ACME_PATHS
 
