@@ -10,7 +10,7 @@ classes, `success_handler` and `failure_handler`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -26,10 +26,6 @@ from functions.shared.observability import logger, metrics, tracer
 
 class RecordFailed(Exception):
     """Reported for a record the batch handler could not apply; Lambda will retry it."""
-
-
-# Takes the batch's records (Powertools data classes) and returns the ids of those that failed.
-BatchHandler = Callable[[Sequence[Any]], Collection[str]]
 
 
 class WholeBatchProcessor(BatchProcessor):
