@@ -339,7 +339,8 @@ def rate_limit_report(emulator_url: str) -> str:
     tenant's one request a window, and a busy tenant's steady 10,000 requests/s over 4 environments."""
     from functions.adapters.dynamo_table import DynamoTable
     from functions.adapters.rate_windows import DynamoWindowStore
-    from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantLimiter, TenantRate
+    from functions.core.model import TenantRate
+    from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantLimiter
     from tests.support.tables import create_table
 
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
@@ -622,7 +623,8 @@ def busiest_tenant_report(meter: CapacityMeter, store: Any, clock_ms: list[int],
     raised to 25,000), served by `served_by` execution environments (400 at 50 ms a request), in
     the default 2 s windows. Every environment leases a few times a window, so what one window item
     takes grows with the environments, not the requests (functions/core/rate_limits.py)."""
-    from functions.core.rate_limits import TenantLimiter, TenantRate
+    from functions.core.model import TenantRate
+    from functions.core.rate_limits import TenantLimiter
 
     rate, per_window, windows = TenantRate(requests_per_second=25_000, window_seconds=2), 40_000, 3
     environments = [TenantLimiter(store, rate, clock_ms=lambda: clock_ms[0]) for _ in range(served_by)]

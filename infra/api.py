@@ -12,7 +12,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.core.rate_limits import TenantRate
+from functions.core.model import TenantRate
 from functions.shared.config import FunctionEnvironment
 from infra import table_access
 from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS

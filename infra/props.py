@@ -17,7 +17,8 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
-from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
+from functions.core.model import TenantRate
+from functions.core.rate_limits import DEFAULT_TENANT_RATE
 from functions.shared.config import JwtSettings
 from infra import options
 from infra.options import ApiLogsRole as ApiLogsRole  # part of the props' API: `from infra.props import ApiLogsRole`

@@ -11,7 +11,8 @@ from typing import Any
 
 from constructs import Construct
 
-from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
+from functions.core.model import TenantRate
+from functions.core.rate_limits import DEFAULT_TENANT_RATE
 from infra import options
 from infra.options import Authorizer, Choice, WholeNumber
 from infra.props import (

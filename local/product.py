@@ -20,7 +20,7 @@ from botocore.credentials import Credentials
 from hybrid_counter_client import LimitsClient, RetryPolicy
 
 from functions.core.admission import ShardingSettings
-from functions.core.rate_limits import REQUESTS_PER_SECOND_PER_PART
+from functions.core.model import REQUESTS_PER_SECOND_PER_PART
 from functions.shared.config import FunctionEnvironment
 from infra.layout import EXCLUDED_PATTERNS, FUNCTIONS_PACKAGE, REPO_ROOT
 from infra.outputs import DEFAULT_STACK_NAME

@@ -22,8 +22,7 @@ from functions.adapters.keys import SHARD_SORT_KEY
 from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, SORT_KEY
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
-from functions.core.model import Quota, Usage
-from functions.core.rate_limits import TenantRate
+from functions.core.model import Quota, TenantRate, Usage
 from functions.core.thresholds import thresholds_or_default
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.shards import account_key
 from functions.adapters.table_layout import EXPIRES_AT, item_key
-from functions.core.model import Quota
-from functions.core.rate_limits import TenantRate, Window
+from functions.core.model import Quota, TenantRate, Window
 
 USED = "used"  # the requests counted in the window
 # A window item is kept this long past its end (TTL deletes it, within days, for free).

@@ -9,8 +9,7 @@ from typing import Annotated, Any, Self
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
 from functions.api.json_body import LARGEST_DOUBLE, MAX_INTEGER_DIGITS, SMALLEST_DOUBLE
-from functions.core.model import Resource, Usage
-from functions.core.rate_limits import MAX_REQUESTS_PER_SECOND, MAX_WINDOW_SECONDS, TenantRate
+from functions.core.model import MAX_REQUESTS_PER_SECOND, MAX_WINDOW_SECONDS, Resource, TenantRate, Usage
 from functions.core.thresholds import MAX_THRESHOLDS
 
 MAX_LIMIT = 1_000_000

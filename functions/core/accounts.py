@@ -68,12 +68,12 @@ from functions.core.model import (
     PageBudget,
     Quota,
     Resource,
+    TenantRate,
     Usage,
     idempotent_put_id,
     idempotent_resource_id,
     random_resource_id,
 )
-from functions.core.rate_limits import TenantRate
 from functions.core.thresholds import thresholds_or_default
 
 logger = logging.getLogger(__name__)

@@ -37,22 +37,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from functions.core.errors import StoreUnavailable
+from functions.core.model import REQUESTS_PER_SECOND_PER_PART, TenantRate, Window
 
 logger = logging.getLogger(__name__)
 
-MAX_REQUESTS_PER_SECOND = 100_000
-MAX_WINDOW_SECONDS = 60
 # A busy environment's lease: this share of what it used in the previous window ...
 LEASES_PER_WINDOW = 4
 # ... and never more than this share of a window's allowance, which bounds the tokens one
 # environment can hold unspent.
 MOST_OF_ALLOWANCE_PER_LEASE = 10
-# One part of a window per this many requests a second: a tenant at the default rate (1,000/s) has
-# one item a window; at 20,000/s, 20. Served by about one environment per 20 requests a second
-# (50 ms a request), each leasing about LEASES_PER_WINDOW times a window, a part then takes about
-# 4 * 1,000 / 20 / window_seconds writes a second: 100 in 2 s windows, a tenth of an item's 1,000.
-REQUESTS_PER_SECOND_PER_PART = 1_000
-MAX_WINDOW_PARTS = 100
 # Parts an environment tries in a window before it takes the window as spent. Parts fill evenly
 # (environments pick them at random), so when a few picked at random are spent the window nearly
 # is; trying every part would cost each environment a write per part when the window runs out.
@@ -67,70 +60,8 @@ TENANT_LOG_KEY = "tenant"
 TRACKED_ACCOUNTS = 4096
 
 
-@dataclass(frozen=True)
-class TenantRate:
-    """A tenant's limit: requests a second on average, over windows of `window_seconds`."""
-
-    requests_per_second: int
-    window_seconds: int
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.requests_per_second <= MAX_REQUESTS_PER_SECOND:
-            raise ValueError(f"requests per second must be 1 to {MAX_REQUESTS_PER_SECOND}")
-        if not 1 <= self.window_seconds <= MAX_WINDOW_SECONDS:
-            raise ValueError(f"the window must be 1 to {MAX_WINDOW_SECONDS} seconds")
-
-    @property
-    def burst(self) -> int:
-        """The requests a window allows, all at once if they come so."""
-        return self.requests_per_second * self.window_seconds
-
-    @property
-    def window_ms(self) -> int:
-        return self.window_seconds * 1000
-
-    @property
-    def parts(self) -> int:
-        """Items a window's count is split over (module docstring)."""
-        return self.parts_at(REQUESTS_PER_SECOND_PER_PART)
-
-    def parts_at(self, requests_per_part: float) -> int:
-        """Items a window's count is split over with one per `requests_per_part` requests a second
-        (scaled partition limits scale it: local/runtime.py, scaled_environment), and never more
-        parts than the window allows requests, so that each part allows one at least."""
-        return min(MAX_WINDOW_PARTS, self.burst, math.ceil(self.requests_per_second / requests_per_part))
-
-    def window_at(self, now_ms: int, requests_per_part: float = REQUESTS_PER_SECOND_PER_PART) -> Window:
-        index = now_ms // self.window_ms
-        return Window(
-            index=index,
-            start_ms=index * self.window_ms,
-            length_ms=self.window_ms,
-            allowance=self.burst,
-            parts=self.parts_at(requests_per_part),
-        )
-
-
 # A tenth of the stage's default 10,000 requests a second (infra/options.py), in 2 s windows.
 DEFAULT_TENANT_RATE = TenantRate(requests_per_second=1000, window_seconds=2)
-
-
-@dataclass(frozen=True)
-class Window:
-    index: int
-    start_ms: int
-    length_ms: int
-    allowance: int
-    parts: int = 1
-
-    @property
-    def end_ms(self) -> int:
-        return self.start_ms + self.length_ms
-
-    def part_allowance(self, part: int) -> int:
-        """Part `part`'s share of the allowance (the parts add up to it exactly)."""
-        share, left_over = divmod(self.allowance, self.parts)
-        return share + (1 if part < left_over else 0)
 
 
 class WindowStore(Protocol):

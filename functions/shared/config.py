@@ -23,7 +23,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from functions.core.admission import ShardingSettings
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
-from functions.core.rate_limits import DEFAULT_TENANT_RATE, REQUESTS_PER_SECOND_PER_PART, TenantRate
+from functions.core.model import REQUESTS_PER_SECOND_PER_PART, TenantRate
+from functions.core.rate_limits import DEFAULT_TENANT_RATE
 from functions.core.refusals import DEFAULT_GRACE
 from functions.core.sweeper import SweepSettings
 

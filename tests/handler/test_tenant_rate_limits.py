@@ -10,7 +10,8 @@ from functions.adapters import rate_windows, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.rate_windows import DynamoWindowStore, window_key
-from functions.core.rate_limits import DEFAULT_TENANT_RATE, TenantRate
+from functions.core.model import TenantRate
+from functions.core.rate_limits import DEFAULT_TENANT_RATE
 from tests.conftest import System
 from tests.handler.conftest import Harness
 

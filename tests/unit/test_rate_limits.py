@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from functions.core.errors import StoreUnavailable
-from functions.core.rate_limits import RATE_CACHE_SECONDS, TenantLimiter, TenantRate, Window
+from functions.core.model import TenantRate, Window
+from functions.core.rate_limits import RATE_CACHE_SECONDS, TenantLimiter
 
 START_MS = 1_763_900_000_000  # on a whole second, so every window below starts on it
 
