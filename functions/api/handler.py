@@ -1,9 +1,12 @@
 """API Lambda: REST proxy events in, the HTTP contract (docs/openapi.json) out.
 
-Each route validates its input with typed models and calls one flow of functions.core.accounts.
+Each operation validates its input with typed models and calls one flow of functions.core.accounts.
 No transaction runs here; DynamoDB failures surface as a plain 503 (functions/api/errors.py).
-What a request passes before its route is functions/api/gate.py; what the document says beyond
-the models, functions/api/contract.py.
+ROUTES is every route, a row each: its method, its path, its contract (functions/api/contract.py:
+its id, summary, answers and links) and the function that answers it; functions/api/router.py
+registers them (an operation on resources below the account's path, the default type's, and
+below a type's) and answers each path's other methods 405. What a request passes before its
+route is functions/api/gate.py.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from http import HTTPStatus
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body
@@ -19,18 +22,9 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.api import errors, gate, router
+from functions.api import contract, errors, gate, router
 from functions.api.contract import (
-    CREATE_RESOURCE_OPERATION,
     DEFAULT_PAGE_SIZE,
-    DELETE_RESOURCE_OPERATION,
-    GET_ACCOUNT_OPERATION,
-    GET_RESOURCE_OPERATION,
-    GET_TYPE_OPERATION,
-    LIST_RESOURCES_OPERATION,
-    LIST_TYPES_OPERATION,
-    PUT_ACCOUNT_OPERATION,
-    PUT_TYPE_OPERATION,
     AccountId,
     Cursor,
     IdempotencyKey,
@@ -40,14 +34,13 @@ from functions.api.contract import (
     ResourceType,
 )
 from functions.api.events import as_json_request
-from functions.api.json_body import escaped_size, parse_body, render
+from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
     AccountView,
     CreateResourceRequest,
     PutAccountRequest,
     PutTypeRequest,
     QuotaAnswer,
-    ResourceView,
     TypeList,
     TypeView,
 )
@@ -55,7 +48,7 @@ from functions.api.preconditions import IfMatch, parse_if_match
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import ACCOUNT_PATH, RESOURCE_PATH, RESOURCES_PATH, TYPE_PATH, TYPES_PATH, Family
 from functions.core import accounts, leases
-from functions.core.model import NewResource, PageBudget, Quota, Resource, Usage
+from functions.core.model import NewResource, Quota, Usage
 from functions.core.rate_limits import TenantRate
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
@@ -73,13 +66,6 @@ def build_clients_during_init() -> None:
 
 build_clients_during_init()
 
-# Lambda refuses a function response over 6 MB (6,291,456 bytes: the proxy JSON, the body escaped
-# inside it), and API Gateway answers 502. A resource of a 64 KiB body can take twice that once
-# escaped (a `"` is `\"` in the body, `\\\"` in the proxy JSON), so a list page also stops before
-# its items take more than this; the margin covers the page's own keys, its cursor, the status
-# and the headers.
-PAGE_ITEMS_BUDGET = 6_000_000
-View = TypeVar("View", bound=ResourceView)
 # Every body is read by the API's JSON rules (functions/api/json_body.py) before any route runs:
 # a body they refuse is a 400 that wrote nothing. Validation is the last of the gate's middlewares
 # rather than enabled on the resolver, which would run it before all of them (functions/api/gate.py).
@@ -207,20 +193,10 @@ def list_resources(
     limit: PageSize = DEFAULT_PAGE_SIZE,
     cursor: Cursor = None,
 ) -> Response[str]:
-    items, next_cursor = list_page(Quota(accountId, resourceType), limit, cursor, family.view)
-    return json_response(HTTPStatus.OK, family.page(items=items, nextCursor=next_cursor))
-
-
-def list_page(quota: Quota, limit: int, cursor: str | None, view: type[View]) -> tuple[list[View], str | None]:
-    """A page of the quota's resources as `view`s, and the cursor of the next page."""
-
-    def listed_size(resource: Resource) -> int:
-        """The bytes one item adds to a page's proxy response: its JSON escaped, and a comma."""
-        return escaped_size(render(view.of(resource).model_dump())) + 1
-
-    budget = PageBudget(room=PAGE_ITEMS_BUDGET, size_of=listed_size)
-    page = accounts.list_resources(wired().api_store, quota, limit, cursor, budget)
-    return [view.of(item) for item in page.items], page.next_cursor
+    budget = page_budget(lambda resource: family.view.of(resource).model_dump())
+    page = accounts.list_resources(wired().api_store, Quota(accountId, resourceType), limit, cursor, budget)
+    items = [family.view.of(item) for item in page.items]
+    return json_response(HTTPStatus.OK, family.page(items=items, nextCursor=page.next_cursor))
 
 
 def get_resource(
@@ -248,15 +224,15 @@ def delete_resource(
 # Every route: its method, its path, its contract (functions/api/contract.py) and what answers it.
 # An operation on resources (`Resources`) is routed in each family, its path below the family's.
 ROUTES: tuple[router.Route, ...] = (
-    ("PUT", ACCOUNT_PATH, PUT_ACCOUNT_OPERATION, put_account),
-    ("GET", ACCOUNT_PATH, GET_ACCOUNT_OPERATION, get_account),
-    ("PUT", TYPE_PATH, PUT_TYPE_OPERATION, put_type),
-    ("GET", TYPE_PATH, GET_TYPE_OPERATION, get_type),
-    ("GET", TYPES_PATH, LIST_TYPES_OPERATION, list_types),
-    ("POST", RESOURCES_PATH, CREATE_RESOURCE_OPERATION, create_resource),
-    ("GET", RESOURCES_PATH, LIST_RESOURCES_OPERATION, list_resources),
-    ("GET", RESOURCE_PATH, GET_RESOURCE_OPERATION, get_resource),
-    ("DELETE", RESOURCE_PATH, DELETE_RESOURCE_OPERATION, delete_resource),
+    ("PUT", ACCOUNT_PATH, contract.PUT_ACCOUNT_OPERATION, put_account),
+    ("GET", ACCOUNT_PATH, contract.GET_ACCOUNT_OPERATION, get_account),
+    ("PUT", TYPE_PATH, contract.PUT_TYPE_OPERATION, put_type),
+    ("GET", TYPE_PATH, contract.GET_TYPE_OPERATION, get_type),
+    ("GET", TYPES_PATH, contract.LIST_TYPES_OPERATION, list_types),
+    ("POST", RESOURCES_PATH, contract.CREATE_RESOURCE_OPERATION, create_resource),
+    ("GET", RESOURCES_PATH, contract.LIST_RESOURCES_OPERATION, list_resources),
+    ("GET", RESOURCE_PATH, contract.GET_RESOURCE_OPERATION, get_resource),
+    ("DELETE", RESOURCE_PATH, contract.DELETE_RESOURCE_OPERATION, delete_resource),
 )
 
 

@@ -73,6 +73,7 @@ def in_family(family: Family, operation: Callable[..., Response[str]]) -> Callab
         parameters=[parameter for name, parameter in signature.parameters.items() if name not in dropped]
     )
     route.__name__ = route.__qualname__ = f"{operation.__name__}_in_{'a_type' if family.typed else 'the_account'}"
+    route.__wrapped__ = operation  # type: ignore[attr-defined]  # what the gate knows it by
     return route
 
 
