@@ -2,18 +2,30 @@
 routes share, each operation's id and links, and the answers a route documents besides its own
 results (its errors, in the envelope of functions/api/errors.py).
 
-A route documents its answers with `answers(...)`; scripts/openapi.py writes the document.
+Each operation is declared once here (`Operation`: its id, summary and answers), and the handler
+registers it on its path; an operation on resources is declared for both families (`Resources`):
+the routes without a type and a type's. scripts/openapi.py writes the document.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import content_types
-from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 
-from functions.api.models import ErrorResponse
+from functions.api.models import (
+    AccountView,
+    ErrorResponse,
+    ResourcePage,
+    ResourceView,
+    TypedResourcePage,
+    TypedResourceView,
+    TypeList,
+    TypeView,
+)
 from functions.core.model import (
     DEFAULT_RESOURCE_TYPE,
     ID_PATTERN,
@@ -45,6 +57,21 @@ PutIdempotencyKey = Annotated[
         description="Send the same key on every attempt of one PUT: a retry is then that PUT, received when its "
         "first attempt was, so it never overwrites a PUT received after that attempt, and a retry of one that "
         "landed changes nothing again. The same key with another body is IdempotencyKeyMismatch.",
+    ),
+]
+
+DEFAULT_PAGE_SIZE = 25
+MAX_PAGE_SIZE = 100
+# A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
+# that form the API did not return is refused 400 InvalidCursor.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
+PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
+Cursor = Annotated[
+    str | None,
+    Query(
+        max_length=1024,
+        pattern=CURSOR_PATTERN,
+        description="Opaque: the nextCursor of the previous page, as returned (URL-safe base64, no padding).",
     ),
 ]
 
@@ -186,3 +213,177 @@ def answers(
         if error_links and status in error_links:
             documented[status]["links"] = error_links[status]
     return documented
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation as the document states it: what Powertools' `app.route` takes besides the
+    path and the method."""
+
+    operation_id: str
+    summary: str
+    responses: dict[int, OpenAPIResponse]
+    description: str | None = None
+
+    def route(self) -> dict[str, Any]:
+        """The keyword arguments of `app.route` that document this operation."""
+        return {
+            "operation_id": self.operation_id,
+            "summary": self.summary,
+            "description": self.description,
+            "responses": self.responses,
+        }
+
+
+@dataclass(frozen=True)
+class Resources:
+    """An operation on resources, as the routes without a type and a type's routes document it."""
+
+    default: Operation
+    typed: Operation
+
+    def of(self, typed: bool) -> Operation:
+        return self.typed if typed else self.default
+
+
+PUT_ACCOUNT_OPERATION = Operation(
+    PUT_ACCOUNT,
+    "Create an account or change its limit (admin only)",
+    answers(
+        {
+            200: (
+                "The account, with its new limit. A PUT overtaken by one received after it changes nothing "
+                "and answers the account as that later PUT left it; so does a retry (the same Idempotency-Key) "
+                "of one that landed",
+                AccountView,
+            )
+        },
+        412,
+        413,
+        422,
+        headers=ETAG_HEADER,
+        links=PUT_ACCOUNT_LINKS,
+    ),
+)
+GET_ACCOUNT_OPERATION = Operation(
+    GET_ACCOUNT,
+    "Read an account's limit and both counters",
+    answers(
+        {200: ("The account; ETag names its limit's version, for If-Match", AccountView)},
+        404,
+        headers=ETAG_HEADER,
+        links=GET_ACCOUNT_LINKS,
+    ),
+)
+PUT_TYPE_OPERATION = Operation(
+    PUT_TYPE,
+    "Set the limit of one of an account's resource types, creating the account if it has none (admin only)",
+    answers(
+        {
+            200: (
+                "The type, with its new limit. Its first PUT adds it to the account (created with a limit of 0 "
+                "for the routes without a type if it did not exist). A PUT overtaken by one received after it "
+                "changes nothing and answers the type as that later PUT left it; so does a retry (the same "
+                "Idempotency-Key) of one that landed",
+                TypeView,
+            )
+        },
+        409,
+        412,
+        413,
+        422,
+        headers=ETAG_HEADER,
+        links=PUT_TYPE_LINKS,
+    ),
+)
+GET_TYPE_OPERATION = Operation(
+    GET_TYPE,
+    "Read one resource type's limit and both counters",
+    answers(
+        {200: ("The type; ETag names its limit's version, for If-Match", TypeView)},
+        404,
+        headers=ETAG_HEADER,
+        links=GET_TYPE_LINKS,
+    ),
+)
+LIST_TYPES_OPERATION = Operation(
+    LIST_TYPES,
+    "Read every resource type of an account, the default type included",
+    answers({200: ("Every type's limit and counters", TypeList)}, 404),
+)
+CREATE_RESOURCE_OPERATION = Resources(
+    default=Operation(
+        CREATE_RESOURCE,
+        "Create a resource if the account is below its limit",
+        answers(
+            {
+                201: ("Created; Location names it", ResourceView),
+                200: (
+                    "A replay of an earlier call with the same Idempotency-Key: the resource it created",
+                    ResourceView,
+                ),
+            },
+            404,
+            409,
+            413,
+            422,
+            links=CREATE_RESOURCE_LINKS,
+            error_links={404: CREATE_RESOURCE_NOT_FOUND_LINKS},
+        ),
+    ),
+    typed=Operation(
+        CREATE_TYPED_RESOURCE,
+        "Create a resource of a type if the account is below that type's limit",
+        answers(
+            {
+                201: ("Created; Location names it", TypedResourceView),
+                200: (
+                    "A replay of an earlier call with the same Idempotency-Key on this type: the resource it created",
+                    TypedResourceView,
+                ),
+            },
+            404,
+            409,
+            413,
+            422,
+            links=CREATE_TYPED_RESOURCE_LINKS,
+            error_links={404: CREATE_TYPED_RESOURCE_NOT_FOUND_LINKS},
+        ),
+    ),
+)
+# The order of a list page (docs/api.md, "Pages, and their order"): the sort key's, RESOURCE#<id>.
+LIST_ORDER = (
+    "Live resources in resource-id order, not creation order (an id is a random UUID, or one derived from the "
+    "create's Idempotency-Key): one created later may come on an earlier page. Pass nextCursor on until it is "
+    "null and every live resource comes exactly once."
+)
+LIST_RESOURCES_OPERATION = Resources(
+    default=Operation(
+        LIST_RESOURCES,
+        "List live resources, a page at a time by cursor",
+        answers({200: ("A page of resources, and the cursor of the next", ResourcePage)}, 404),
+        description=LIST_ORDER,
+    ),
+    typed=Operation(
+        LIST_TYPED_RESOURCES,
+        "List a type's live resources, a page at a time by cursor",
+        answers({200: ("A page of the type's resources, and the cursor of the next", TypedResourcePage)}, 404),
+        description=LIST_ORDER,
+    ),
+)
+GET_RESOURCE_OPERATION = Resources(
+    default=Operation(GET_RESOURCE, "Read one live resource", answers({200: ("The resource", ResourceView)}, 404)),
+    typed=Operation(
+        GET_TYPED_RESOURCE,
+        "Read one live resource of a type",
+        answers({200: ("The resource", TypedResourceView)}, 404),
+    ),
+)
+DELETE_RESOURCE_OPERATION = Resources(
+    default=Operation(DELETE_RESOURCE, "Delete a resource", answers({204: ("Deleted; its slot is free", None)}, 404)),
+    typed=Operation(
+        DELETE_TYPED_RESOURCE,
+        "Delete a resource of a type",
+        answers({204: ("Deleted; its slot in the type's limit is free", None)}, 404),
+    ),
+)

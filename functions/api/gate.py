@@ -18,6 +18,7 @@ validation runs as the last of `MIDDLEWARES`, after these three.
 from __future__ import annotations
 
 import base64
+import inspect
 import re
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
@@ -43,7 +44,8 @@ _exempt: set[Callable[..., Any]] = set()
 
 
 def exempt_from_tenant_rate(route: RouteFunction) -> RouteFunction:
-    """Mark a route whose requests do not count against the tenant's rate."""
+    """Mark a route whose requests do not count against the tenant's rate (and the routes that
+    wrap it, as functions/api/router.py routes an operation in each family)."""
     _exempt.add(route)
     return route
 
@@ -67,7 +69,7 @@ def is_utf8(body: str | None, base64_encoded: bool) -> bool:
 def counted_account(route: Route, path_parameters: dict[str, Any]) -> str | None:
     """The account whose rate a request on `route` counts against, if any."""
     account = path_parameters.get("accountId")
-    if route.func in _exempt or not isinstance(account, str) or not ACCOUNT_ID.fullmatch(account):
+    if inspect.unwrap(route.func) in _exempt or not isinstance(account, str) or not ACCOUNT_ID.fullmatch(account):
         return None
     return account
 

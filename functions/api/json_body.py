@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from functions.core.model import PageBudget, Resource
 
 MAX_DEPTH = 32
 MAX_INTEGER_DIGITS = 38
@@ -146,3 +149,21 @@ def escaped_size(text: str) -> int:
     JSON-escaped, UTF-8, non-ASCII as is, as the python3.12 runtime writes it (awslambdaric's
     marshaller, `ensure_ascii=False` from python3.12)."""
     return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")) - 2
+
+
+# Lambda refuses a function response over 6 MB (6,291,456 bytes: the proxy JSON, the body escaped
+# inside it), and API Gateway answers 502. A resource of a 64 KiB body can take twice that once
+# escaped (a `"` is `\"` in the body, `\\\"` in the proxy JSON), so a list page also stops before
+# its items take more than this; the margin covers the page's own keys, its cursor, the status
+# and the headers.
+PAGE_ITEMS_BUDGET = 6_000_000
+
+
+def page_budget(listed: Callable[[Resource], Any]) -> PageBudget:
+    """The room a list page has for its items, each `listed` as the page renders it."""
+
+    def listed_size(resource: Resource) -> int:
+        """The bytes one item adds to a page's proxy response: its JSON escaped, and a comma."""
+        return escaped_size(render(listed(resource))) + 1
+
+    return PageBudget(room=PAGE_ITEMS_BUDGET, size_of=listed_size)
