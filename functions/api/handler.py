@@ -48,8 +48,7 @@ from functions.api.preconditions import IfMatch, parse_if_match
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import ACCOUNT_PATH, RESOURCE_PATH, RESOURCES_PATH, TYPE_PATH, TYPES_PATH, Family
 from functions.core import accounts, leases
-from functions.core.model import NewResource, Quota, Usage
-from functions.core.rate_limits import TenantRate
+from functions.core.model import NewResource, Quota, TenantRate, Usage
 from functions.shared.clients import Clients
 from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
