@@ -324,6 +324,7 @@ CREATE_BODY = st.one_of(
 account_numbers = itertools.count()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=120,
     deadline=None,

@@ -74,6 +74,7 @@ def create(harness: Harness, index: int, directory: Directory, store: DynamoApiS
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("limit", "creates"), [(200, 200), (150, 200)])
 def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     harness: Harness, limit: int, creates: int

@@ -29,6 +29,7 @@ def minute_of(moment: datetime) -> datetime:
     return moment.replace(second=0, microsecond=0)
 
 
+@pytest.mark.slow
 def test_a_flood_of_refused_creates_in_one_minute_is_one_event_with_their_count(
     system: System,
     subscription: Subscription,  # noqa: F811 - the fixture
