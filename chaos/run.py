@@ -26,7 +26,9 @@ from typing import Any, TypeVar
 from hybrid_counter_client import HybridCounterError, LimitsClient
 
 from chaos.checks import Check
-from chaos.events import (
+from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
+from chaos.truth import Snapshot, snapshot
+from chaos.usage_events import (
     QuotaEvents,
     StreamTruth,
     Subscriber,
@@ -37,8 +39,6 @@ from chaos.events import (
     replay,
     stream_records,
 )
-from chaos.faults import ALL_KINDS, ChaosConfig, read_ledger
-from chaos.truth import Snapshot, snapshot
 from chaos.workload import Account, ClientOutcomes, LimitChanger, attempt, create, run_clients
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
@@ -553,7 +553,7 @@ def settled_usage_events(
     """Each quota's outbox, once every crossing a limit change makes is decided (the consumer
     decides it after the change's record) and the publisher delivered what the outbox holds (or
     the timeout passed: the checks then say what is missing); and the stream's truth to check them
-    against (chaos/events.py)."""
+    against (chaos/usage_events.py)."""
     deadline = time.monotonic() + timeout
     while True:
         quotas = {}

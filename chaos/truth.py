@@ -20,7 +20,7 @@ from functions.core.admission import MAX_SHARDS
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.leases import Lease
 from functions.core.model import Quota
-from functions.events.models import LimitChanged, LimitRefused, UsageThresholdCrossed
+from functions.usage_events.models import LimitChanged, LimitRefused, UsageThresholdCrossed
 from local.partition_reads import read_partitions
 
 

@@ -17,7 +17,7 @@ from infra import table_access
 from infra.function_settings import STREAM_CONSUMER_FUNCTION
 from infra.python_function import SharedSettings, python_function
 
-# The stream event source of the consumer (and of the usage events' publisher, infra/events.py).
+# The stream event source of the consumer (and of the usage events' publisher, infra/usage_events.py).
 STREAM_BATCH_SIZE: Final = 100
 STREAM_MAX_RETRY_ATTEMPTS: Final = 5
 STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600

@@ -37,7 +37,6 @@ from infra.bundling import PipRunner, lambda_package, run_pip
 from infra.counting import Counting
 from infra.data import DataStore
 from infra.dead_letters import DeadLetters
-from infra.events import UsageEvents
 from infra.jwt_authorizer import JwtAuthorizer
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
@@ -54,6 +53,7 @@ from infra.props import (
 from infra.python_function import SharedSettings
 from infra.refusals import LimitRefusals
 from infra.sweeper import Sweeper
+from infra.usage_events import UsageEvents
 
 # The ids of the counter's parts (stable: they feed the CloudFormation logical ids).
 DATA_CONSTRUCT_ID: Final = "Data"

@@ -38,7 +38,7 @@ from functions.shared.clock import Clock
 from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS
 from infra.outputs import DEFAULT_STACK_NAME
 from local.endpoints import LOCAL_DIR_ENV, NotRunning, check_answers, find_local_dir, read_endpoints
-from ops import commands, events, refusals
+from ops import commands, refusals, usage_events
 from ops.stack import (
     EXIT_DRIFT,
     EXIT_ERROR,
@@ -449,12 +449,12 @@ def run_events_tail(context: Context) -> int:
     start = context.clock.epoch_ms() - context.args.since_minutes * 60_000
     seen: set[str] = set()
     while True:
-        for timestamp, event in events.tail(logs, log_group, start):
+        for timestamp, event in usage_events.tail(logs, log_group, start):
             start = max(start, timestamp)
             if event.get("id") in seen:  # the window starts at the last one printed
                 continue
             seen.add(str(event.get("id")))
-            print(json.dumps(event) if context.args.json else events.describe(event), flush=True)
+            print(json.dumps(event) if context.args.json else usage_events.describe(event), flush=True)
         if not context.args.follow:
             return EXIT_OK
         time.sleep(FOLLOW_POLL_SECONDS)
@@ -463,7 +463,7 @@ def run_events_tail(context: Context) -> int:
 def run_events_replay(context: Context) -> int:
     outputs = context.outputs
     bus = EventBridgeBus(context.connection.client("events"), outputs.event_bus_name)
-    report = events.replay(
+    report = usage_events.replay(
         context.connection.client("sqs"),
         outputs.events_dlq_url,
         context.connection.client("dynamodbstreams"),

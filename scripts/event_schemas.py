@@ -1,5 +1,5 @@
 """Write (or, with --check, verify) docs/events.schema.json from the usage events' own models
-(functions/events/models.py): one JSON Schema of the `detail` of each event type, by detail-type."""
+(functions/usage_events/models.py): one JSON Schema of the `detail` of each event type, by detail-type."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "events.schema.j
 
 
 def render() -> str:
-    from functions.events.models import EVENT_TYPES, SOURCE
+    from functions.usage_events.models import EVENT_TYPES, SOURCE
 
     definitions: dict[str, Any] = {}
     for detail_type, model in EVENT_TYPES.items():

@@ -7,7 +7,7 @@ from typing import Any
 
 from functions.adapters.errors import translated
 from functions.core.publishing import BusEvent
-from functions.events.models import SOURCE
+from functions.usage_events.models import SOURCE
 
 
 class EventBridgeBus:

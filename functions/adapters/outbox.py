@@ -3,7 +3,7 @@ decides it (functions/core/counting.py), in the quota's partition (`EVENT#<seq>`
 from the table's stream by the publisher (functions/event_publisher/handler.py).
 
 An item holds the event as the bus carries it: its detail-type and its detail (the model's JSON,
-functions/events/models.py). It expires (TTL) after OUTBOX_RETENTION: long after the stream's 24 h
+functions/usage_events/models.py). It expires (TTL) after OUTBOX_RETENTION: long after the stream's 24 h
 and the events' dead-letter queue's 14 days, so an operator's replay can still find it.
 """
 
@@ -27,7 +27,7 @@ from functions.core.leases import iso_timestamp, parse_timestamp
 from functions.core.model import Quota
 from functions.core.publishing import BusEvent, OutboxRecord
 from functions.core.thresholds import Crossing, limit_change_id, thresholds_or_default
-from functions.events.models import LimitChanged, UsageThresholdCrossed
+from functions.usage_events.models import LimitChanged, UsageThresholdCrossed
 
 USAGE_EVENT = "usage_event"  # the item type
 DETAIL_TYPE = "detail_type"

@@ -21,7 +21,7 @@ from functions.adapters.outbox import DETAIL, DETAIL_TYPE, OUTBOX_RETENTION, USA
 from functions.adapters.table_layout import EXPIRES_AT, ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.leases import iso_timestamp
 from functions.core.refusals import Counted, Window, WindowCount, WindowState, window_message
-from functions.events.models import LimitRefused
+from functions.usage_events.models import LimitRefused
 
 REFUSED_WINDOW = "refused_window"  # the item type
 REFUSED = "refused"

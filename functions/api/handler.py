@@ -33,7 +33,6 @@ from functions.api.contract import (
     ResourceId,
     ResourceType,
 )
-from functions.api.events import as_json_request
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
     AccountView,
@@ -45,6 +44,7 @@ from functions.api.models import (
     TypeView,
 )
 from functions.api.preconditions import IfMatch, parse_if_match
+from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import ACCOUNT_PATH, RESOURCE_PATH, RESOURCES_PATH, TYPE_PATH, TYPES_PATH, Family
 from functions.core import accounts, leases

@@ -107,7 +107,7 @@ class FunctionEnvironment(BaseModel):
     jwt_audience: str | None = Field(default=None, validation_alias="JWT_AUDIENCE")
     jwt_tenant_claim: str | None = Field(default=None, validation_alias="JWT_TENANT_CLAIM")
     jwt_admin_scope: str | None = Field(default=None, validation_alias="JWT_ADMIN_SCOPE")
-    # The event publisher's: the EventBridge bus it puts usage events on (infra/events.py).
+    # The event publisher's: the EventBridge bus it puts usage events on (infra/usage_events.py).
     event_bus_name: str | None = Field(default=None, validation_alias="EVENT_BUS_NAME")
     # The refusal aggregator's (infra/refusals.py): the queue that has refused windows announced, and
     # how long after its minute a window is announced (functions/core/refusals.py, DEFAULT_GRACE).

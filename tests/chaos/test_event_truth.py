@@ -1,11 +1,11 @@
-"""The chaos run's truth from the table's stream (chaos/events.py `replay`): what a limit change
+"""The chaos run's truth from the table's stream (chaos/usage_events.py `replay`): what a limit change
 allows a quota to hold, read from stream records shaped as DynamoDB Streams writes them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chaos.events import replay
+from chaos.usage_events import replay
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
 from functions.core.model import Quota

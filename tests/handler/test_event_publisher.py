@@ -14,8 +14,8 @@ import boto3
 import pytest
 
 from functions.adapters import table_layout
-from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.clients import Clients
+from functions.usage_events.models import SOURCE, UsageThresholdCrossed
 from local.filters import matches_any
 from tests.handler.conftest import Harness
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers

@@ -29,9 +29,9 @@ from functions.core.refusals import (
     parse_window_message,
     window_message,
 )
-from functions.events.models import LimitRefused
 from functions.shared.clients import Clients
 from functions.shared.observability import logger
+from functions.usage_events.models import LimitRefused
 from local.filters import matches_any
 from local.log_subscriptions import FilterPattern, subscription_payload
 from tests.handler.conftest import Harness

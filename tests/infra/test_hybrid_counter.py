@@ -582,7 +582,7 @@ DEPLOYED_IDS = {
 }
 
 
-# Added since: the usage events' (infra/events.py).
+# Added since: the usage events' (infra/usage_events.py).
 ADDED_IDS = {
     "AWS::SQS::Queue": {
         "UsageEventsEventsFailureQueueCBF9EB51",

@@ -1,4 +1,4 @@
-"""The usage events' infrastructure in the synthesized template (infra/events.py, docs/events.md):
+"""The usage events' infrastructure in the synthesized template (infra/usage_events.py, docs/events.md):
 the bus in the outputs, the publisher's own filtered event source with its failure handling, its
 dead-letter queue and alarm, and the rule keeping every event in the log group `ops events` tails."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
-from functions.events.models import SOURCE
+from functions.usage_events.models import SOURCE
 from infra import options
 from infra.counting import STREAM_MAX_RETRY_ATTEMPTS
 from infra.function_settings import EVENT_PUBLISHER_FUNCTION

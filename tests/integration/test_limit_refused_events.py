@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hybrid_counter_client import LimitExceeded
 
-from functions.events.models import LimitRefused
+from functions.usage_events.models import LimitRefused
 from local.http_client import poll
 from local.product import new_account
 from tests.integration.conftest import System

@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.events.models import SOURCE, LimitChanged, UsageThresholdCrossed
+from functions.usage_events.models import SOURCE, LimitChanged, UsageThresholdCrossed
 from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_EVENT_BUS_NAME
 from local.http_client import poll
 from local.product import new_account

@@ -1,5 +1,5 @@
 """`ops events` and `ops events replay`: the usage events an operator tails, and the batches the
-publisher gave up on put on the bus again (ops/events.py, docs/events.md)."""
+publisher gave up on put on the bus again (ops/usage_events.py, docs/events.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from functions.core.leases import iso_timestamp
 from functions.core.publishing import BusEvent
 from infra.outputs import OUTPUT_EVENT_BUS_NAME, OUTPUT_EVENTS_DLQ_URL, OUTPUT_EVENTS_LOG_GROUP, OUTPUT_TABLE_NAME
 from local.filters import matches_any
-from ops import events
+from ops import usage_events
 from ops.stack import Connection
 from tests.conftest import System
 from tests.handler.conftest import Harness
@@ -121,7 +121,7 @@ def test_replay_finds_the_outbox_items_in_the_table_once_the_stream_trimmed_the_
     answer_on_the_wire(streams.meta.events, "dynamodbstreams", "GetShardIterator", lambda _: True, 400, trimmed, 1)
     bus = EventBridgeBus(connection.client("events"), subscriber.bus)
     table = DynamoTable(connection.client("dynamodb"), harness.system.table)
-    report = events.replay(queues.sqs, events_stack.dlq, streams, table, bus)
+    report = usage_events.replay(queues.sqs, events_stack.dlq, streams, table, bus)
     assert (report.failed, len(report.from_table)) == ({}, 1)
     assert [(e["detail"]["threshold"], e["detail"]["seq"]) for e in subscriber.received()] == [(80, 1), (100, 2)]
 

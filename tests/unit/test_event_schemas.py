@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from functions.events.models import EVENT_TYPES, SOURCE
+from functions.usage_events.models import EVENT_TYPES, SOURCE
 from scripts.event_schemas import SCHEMA_FILE, render
 
 EVENTS_DOC = Path(__file__).resolve().parents[2] / "docs" / "events.md"

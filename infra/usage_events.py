@@ -24,8 +24,8 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from functions.adapters.table_layout import OUTBOX_FILTER_PATTERNS
-from functions.events.models import SOURCE, UsageThresholdCrossed
 from functions.shared.config import FunctionEnvironment
+from functions.usage_events.models import SOURCE, UsageThresholdCrossed
 from infra.counting import STREAM_BATCH_SIZE, STREAM_MAX_RECORD_AGE_SECONDS, STREAM_MAX_RETRY_ATTEMPTS
 from infra.dead_letters import dead_letter_queue, queue_not_empty_alarm
 from infra.function_settings import EVENT_PUBLISHER_FUNCTION

@@ -29,7 +29,7 @@ from functions.adapters.streams import DynamoStreamReader
 from functions.adapters.table_layout import EXPIRES_AT, SORT_KEY
 from functions.core.publishing import OutboxRecord, publish
 from functions.core.redrive import StreamRecordsGone
-from functions.events.models import LimitChanged, LimitRefused
+from functions.usage_events.models import LimitChanged, LimitRefused
 from ops.commands import handle_each_message
 from ops.stack import EXIT_ERROR, EXIT_OK
 

@@ -37,7 +37,7 @@ from functions.adapters.table_layout import PARTITION_KEY, SORT_KEY
 from functions.core.model import Quota
 from functions.core.refusals import parse_refusal
 from functions.core.thresholds import DEFAULT_THRESHOLDS, Bands
-from functions.events.models import SOURCE, LimitChanged, LimitRefused, UsageThresholdCrossed
+from functions.usage_events.models import SOURCE, LimitChanged, LimitRefused, UsageThresholdCrossed
 
 
 class Subscriber:
