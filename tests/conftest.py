@@ -65,7 +65,7 @@ def on_dynamodb_local(config: pytest.Config) -> bool:
 
 
 @pytest.fixture(scope="session")
-def test_environment() -> Iterator[None]:
+def aws_test_settings() -> Iterator[None]:
     """Credentials, region and Powertools settings for the session's clients and handlers."""
     previous = {name: os.environ.get(name) for name in [*TEST_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
     os.environ.update(TEST_ENVIRONMENT)
@@ -78,7 +78,7 @@ def test_environment() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def emulator_url(test_environment: None) -> Iterator[str]:
+def emulator_url(aws_test_settings: None) -> Iterator[str]:
     """The session's moto server; the tests' own boto3 clients find it through AWS_ENDPOINT_URL."""
     with EmulatorProcess() as emulator:
         os.environ["AWS_ENDPOINT_URL"] = emulator.url
@@ -86,7 +86,7 @@ def emulator_url(test_environment: None) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def dynamodb_local_url(test_environment: None) -> Iterator[str]:
+def dynamodb_local_url(aws_test_settings: None) -> Iterator[str]:
     with DynamoDBLocalProcess() as emulator:
         yield emulator.url
 
