@@ -1,8 +1,8 @@
 """The key layout of the single table: one function per item family builds its keys from the
 quota (functions/core/model.py) whose items they are, and one, `quota_of`, parses a quota back.
 
-Every key is built from the quota's *name*: the account id for the default type (so its keys are
-the ones the table held before types, unchanged), `<account>#<type>` for another type (account ids
+Every key is built from the quota's *name*: the account id for the default type (so a table written by a
+release without types reads as the default type's, key for key), `<account>#<type>` for another type (account ids
 and type names never hold a `#`). A quota's items share its partition (`ACCOUNT#<name>`): its
 account item (`ACCOUNT`, admission shard 0), its eventual counter (`COUNTER`, counter shard 0), its
 resources (`RESOURCE#<id>`), its usage events' outbox items (`EVENT#<seq>`) and its keyed PUTs'

@@ -149,7 +149,7 @@ class CreateResourceRequest(BaseModel):
 
 class QuotaAnswer(BaseModel):
     """An answer whose optional fields are left out when absent (never null), so a quota without
-    them answers exactly as before they existed."""
+    them answers byte for byte what a client that knows none of them reads."""
 
     def answer(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

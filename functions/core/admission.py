@@ -13,7 +13,7 @@ has a negative room. So the sum of `admitted`, the slots held, never exceeds the
 shard 0's room is not negative: exactly the single-item invariant, without a single item.
 
 * **Admit**: `room - 1, admitted + 1` on one shard, if `room >= 1`: one conditional write, no
-  transaction, as before. A process picks a shard at random among the account's active ones but
+  transaction. A process picks a shard at random among the account's active ones but
   shard 0, which keeps its capacity for granting room (and admits when the others have none).
 * **A shard that ran dry** takes half the room of its *donor* (a two-item transaction: the donor
   gives, the shard takes, the sum unchanged). Shard i's donor is i without its highest bit (3 -> 1,

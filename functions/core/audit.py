@@ -84,8 +84,8 @@ class Recount:
 
 
 def quota_fields(quota: Quota) -> dict[str, str]:
-    """How findings name a quota: its account, and its type unless it is the default (whose
-    findings read as they did before types)."""
+    """How findings name a quota: its account, and its type unless it is the default (the
+    routes without a type, whose findings name the account alone)."""
     return {"account_id": quota.account_id} | ({} if quota.is_default else {"resource_type": quota.resource_type})
 
 

@@ -15,8 +15,8 @@ class DomainError(Exception):
 
 
 def _of_type(quota: Quota) -> str:
-    """How a message names a quota's type after its account: nothing for the default type, whose
-    messages are as they were before types."""
+    """How a message names a quota's type after its account: nothing for the default type (the
+    routes without a type), whose messages name the account alone."""
     return "" if quota.is_default else f" type {quota.resource_type!r} of"
 
 

@@ -22,8 +22,8 @@ _IDEMPOTENT_ID_NAMESPACE = uuid.UUID("6f3c5d1e-2a4b-4c8d-9e0f-1a2b3c4d5e6f")
 _IDEMPOTENT_PUT_NAMESPACE = uuid.UUID("0b9d8c2e-5f41-4e7a-a3c6-2d8e1f7b9a54")
 
 # An account's limits, one per resource type (projects, seats, ...). The default type is the one the
-# routes without a type mean (`/accounts/{id}/resources`), and the only one an account had before
-# types: its keys are the table's as they always were.
+# routes without a type mean (`/accounts/{id}/resources`), and the one a table written without types
+# holds: its keys are that table's.
 DEFAULT_RESOURCE_TYPE = "default"
 # Type names appear in keys (after the account id and a `#`, which neither may hold) and in URLs.
 RESOURCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
@@ -166,7 +166,8 @@ class PageBudget:
 def idempotent_resource_id(quota: Quota, idempotency_key: str) -> str:
     """The resource an Idempotency-Key names in a quota: always the same one, and another one in
     each other type of the account (the same key on two types is two requests). The default type's
-    are the ids the key named before types, so a retry that spans the upgrade finds its resource."""
+    are the ids a key names on a table written without types, so a retry that spans an upgrade finds
+    its resource."""
     scope = quota.account_id if quota.is_default else f"{quota.account_id}\n{quota.resource_type}"
     return str(uuid.uuid5(_IDEMPOTENT_ID_NAMESPACE, f"{scope}\n{idempotency_key}"))
 
