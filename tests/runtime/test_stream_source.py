@@ -196,12 +196,15 @@ class TrickleStream:
         return {"Records": raw, "NextShardIterator": "open"}
 
 
-def run_until(poller_: StreamShardPoller, function: ScriptedFunction, batches: int) -> float:
-    """Runs the poller until `batches` invocations were made; the seconds that took."""
+def run_until(poller_: StreamShardPoller, function: ScriptedFunction, batches: int, records: int = 0) -> float:
+    """Runs the poller until `batches` invocations were made and they held `records` records at
+    least; the seconds that took."""
     started = time.monotonic()
     thread = threading.Thread(target=poller_.run, daemon=True)
     thread.start()
-    while len(function.batches) < batches and time.monotonic() - started < 10:
+    while (
+        len(function.batches) < batches or sum(map(len, function.batches)) < records
+    ) and time.monotonic() - started < 10:
         time.sleep(0.01)
     elapsed = time.monotonic() - started
     poller_._stop.set()
@@ -277,7 +280,9 @@ def test_a_parallelization_factor_runs_lanes_at_once_and_keeps_each_keys_order()
     function = ScriptedFunction(behaviour)
     settings = {"streams": KeyedStream(records), "poll_interval": 0.01, "batch_size": 10, "parallelization_factor": 2}
     source = poller(function, [], **settings)
-    run_until(source, function, batches=6)
+    # Every record, not six batches: a lane's last batch holds what is left of its keys' records, so
+    # the sixty may take a seventh batch, which a stop after the sixth would cut off.
+    run_until(source, function, batches=6, records=len(records))
     assert met == [True, True]
     for batch in function.batches:
         assert len({lanes[key_of[seq]] for seq in batch}) == 1  # one lane per batch
