@@ -79,19 +79,30 @@ def test_only_the_newest_templates_are_kept(tmp_path: Path) -> None:
 def test_processes_that_start_together_on_an_empty_cache_synthesize_once(tmp_path: Path, monkeypatch: Any) -> None:
     """The test workers and `make run` may all start on a fresh clone at once: one synthesizes (about
     10 s of CPU), the others wait for its template instead of each making the same one."""
+    import fcntl
     import threading
-    import time
 
     from local import deploy
 
     made: list[int] = []
+    # The one synthesizing holds on until the other two starters are at the lock (each has called
+    # flock), so they all started together whatever the threads' timing.
+    at_the_lock = threading.Semaphore(0)
+    real_flock = fcntl.flock
 
-    def slow_synthesis(app: CdkApp, context: Any = None) -> dict[str, Any]:
+    def counted_flock(lock: Any, operation: int) -> None:
+        if operation == fcntl.LOCK_EX:
+            at_the_lock.release()
+        real_flock(lock, operation)
+
+    def synthesis_while_the_others_wait(app: CdkApp, context: Any = None) -> dict[str, Any]:
         made.append(1)
-        time.sleep(0.5)
+        for _ in range(3):  # its own flock and the other two starters'
+            assert at_the_lock.acquire(timeout=10)
         return {"Resources": {}}
 
-    monkeypatch.setattr(deploy, "synthesize_in_child", slow_synthesis)
+    monkeypatch.setattr(fcntl, "flock", counted_flock)
+    monkeypatch.setattr(deploy, "synthesize_in_child", synthesis_while_the_others_wait)
     app = dataclasses.replace(APP, synth_cache=tmp_path)
     templates: list[dict[str, Any]] = []
     starters = [threading.Thread(target=lambda: templates.append(synthesize(app, {"k": "v"}))) for _ in range(3)]
