@@ -59,6 +59,11 @@ class DynamoDBLocalProcess:
         self._process = subprocess.Popen(
             [
                 java,
+                # A test session's server lives minutes: the JIT's optimising tier compiled
+                # more than it ever saved, and its collector's threads competed with the tests
+                # for two cores (the handler tier's server used half the CPU with both).
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
                 f"-Djava.library.path={os.path.join(os.path.dirname(jar), 'DynamoDBLocal_lib')}",
                 "-jar",
                 jar,
