@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 from infra.synth import synth_template_json
@@ -11,6 +13,13 @@ _COPIED_PROPERTIES = ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndex
 
 def table_definition() -> dict[str, Any]:
     """The stack's one AWS::DynamoDB::Table, as CreateTable arguments (name left to the caller)."""
+    return copy.deepcopy(_table_definition())
+
+
+@functools.cache
+def _table_definition() -> dict[str, Any]:
+    # Read from the whole template once per process: copying it (every test makes a table) cost
+    # more CPU than the table's creation.
     tables = [
         resource["Properties"]
         for resource in synth_template_json()["Resources"].values()
