@@ -20,6 +20,7 @@ from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.clock import FakeClock
 from tests.support.faults import Faults
+from tests.support.sessions import new_session
 
 # CI explores the same examples on every run, so a red build always reproduces; on a
 # developer's machine hypothesis keeps drawing new ones.
@@ -128,7 +129,7 @@ def fresh_system(endpoint_url: str, shared: bool = False) -> System:
         endpoint_url=endpoint_url,
         dynamodb=dynamodb,
         streams=boto3.client("dynamodbstreams", endpoint_url=endpoint_url),
-        clients=Clients(settings, boto3.Session(), endpoint_url, FakeClock()),
+        clients=Clients(settings, new_session(), endpoint_url, FakeClock()),
     )
 
 

@@ -18,6 +18,7 @@ from functions.shared.clients import Clients
 from functions.usage_events.models import SOURCE, UsageThresholdCrossed
 from local.filters import matches_any
 from tests.handler.conftest import Harness
+from tests.support.sessions import new_session
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
 
 
@@ -53,7 +54,7 @@ class Publisher:
         from functions.event_publisher.handler import handler
 
         settings = replace(harness.clients.settings, event_bus_name=subscriber.bus)
-        self.session = boto3.Session()  # its clients take the event handlers registered on it before
+        self.session = new_session()  # its clients take the event handlers registered on it before
         self.clients = Clients(settings, self.session, endpoint_url)  # EventBridge is moto's
         self.handler = partial(handler, clients=self.clients)
         self.tap = StreamTap(harness.system.streams, harness.system.stream_arn)

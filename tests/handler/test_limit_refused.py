@@ -37,6 +37,7 @@ from local.log_subscriptions import FilterPattern, subscription_payload
 from tests.handler.conftest import Harness
 from tests.handler.test_redrive import sqs_event
 from tests.support.lambda_context import FakeLambdaContext
+from tests.support.sessions import new_session
 from tests.support.stream import StreamTap
 
 ACME, SEATS = Quota("acme"), Quota("acme", "seats")
@@ -69,7 +70,7 @@ class Refusals:
         self.sqs = boto3.client("sqs", endpoint_url=emulator_url)
         self.queue_url = self.sqs.create_queue(QueueName=f"windows-{harness.system.table}")["QueueUrl"]
         settings = replace(harness.clients.settings, refusal_queue_url=self.queue_url, refusal_grace=timedelta(0))
-        self.session = boto3.Session()  # its clients take the event handlers registered on it before
+        self.session = new_session()  # its clients take the event handlers registered on it before
         self.calls: list[str] = []
         self.session.events.register("before-call.dynamodb", lambda model, **_: self.calls.append(model.name))
         self.clients = Clients(

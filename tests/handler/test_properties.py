@@ -16,7 +16,6 @@ import os
 from datetime import timedelta
 from typing import Any, ClassVar
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -31,6 +30,7 @@ from functions.core.model import NewResource, Quota, idempotent_resource_id
 from functions.shared.clients import Clients
 from tests.conftest import fresh_system, on_dynamodb_local
 from tests.support.faults import Faults
+from tests.support.sessions import new_session
 from tests.support.stream import StreamTap, process_stream_records
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
@@ -181,7 +181,7 @@ class CounterMachine(RuleBasedStateMachine):
 
     def _disarm(self) -> None:
         """New clients, without the hooks of the crash just injected."""
-        self.clients = Clients(self.clients.settings, boto3.Session(), self.endpoint_url, self.clock)
+        self.clients = Clients(self.clients.settings, new_session(), self.endpoint_url, self.clock)
         self.faults = Faults(self.clients)
 
 

@@ -23,6 +23,7 @@ from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness
 from tests.handler.test_invariants import run_together
 from tests.support.faults import Faults
+from tests.support.sessions import new_session
 
 ACME = Quota("acme")
 
@@ -58,7 +59,7 @@ def patient_store(harness: Harness, session: boto3.Session) -> DynamoApiStore:
 def patient_stores(harness: Harness, count: int) -> list[DynamoApiStore]:
     """`count` execution environments' stores, built before the threads start (a boto3 session
     is not thread-safe), from one session (which loads the service model once)."""
-    session = boto3.Session()
+    session = new_session()
     return [patient_store(harness, session) for _ in range(count)]
 
 
