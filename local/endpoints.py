@@ -7,11 +7,12 @@ stand-in: docs/local-runtime.md).
      "stackName": "HybridCounter", "region": "us-east-1", "logDirectory": "<absolute path>"}
 
 so `python -m ops`, `python -m local.identities` and the Python client's local helper find the
-system without a URL copied by hand. Readers use only these keys and ignore any other. A reader
-finds the folder (`find_local_dir`) from an explicit argument, else HYBRID_COUNTER_LOCAL_DIR, else
-the first `.local` holding endpoints.json in the current directory or one of its parents. A file
-left by a `make run` that was killed names ports nothing answers on: the readers here check
-(`check_answers`) and say so rather than use it.
+system without a URL copied by hand. This module is the writer; the one reader is the Python
+client's (`hybrid_counter_client.local_directory` finds the folder: an explicit argument, else
+HYBRID_COUNTER_LOCAL_DIR, else the first `.local` holding endpoints.json in the current directory or
+one of its parents; `local_endpoints` reads it, ignoring keys it does not know). A file left by a
+`make run` that was killed names ports nothing answers on: the readers here check (`check_answers`)
+and say so rather than use it.
 """
 
 from __future__ import annotations
@@ -21,20 +22,23 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-LOCAL_DIR_ENV = "HYBRID_COUNTER_LOCAL_DIR"
+from hybrid_counter_client.local_run import (
+    DIRECTORY_VARIABLE,
+    ENDPOINTS_FILE,
+    IDENTITIES_FILE,
+    START_FIRST,
+    LocalSystemError,
+    local_endpoints,
+)
+
+# The client's names (hybrid_counter_client.local_run), under the ones the tools here use.
+LOCAL_DIR_ENV = DIRECTORY_VARIABLE
+IDENTITIES_FILE_NAME = IDENTITIES_FILE
 LOCAL_DIR_NAME = ".local"
-ENDPOINTS_FILE = "endpoints.json"
-IDENTITIES_FILE_NAME = "identities.json"
 # Where `make run` keeps them unless HYBRID_COUNTER_LOCAL_DIR says otherwise: the repository's .local/.
 REPO_LOCAL_DIR = Path(__file__).resolve().parent.parent / LOCAL_DIR_NAME
-START_FIRST = "start the system with `make run` first"
-
-
-class NotRunning(Exception):
-    """No running `make run` to be found: the message says where it looked and what to do."""
 
 
 @dataclass(frozen=True)
@@ -54,16 +58,6 @@ class Endpoints:
             "logDirectory": self.log_directory,
         }
 
-    @classmethod
-    def from_json(cls, entry: dict[str, Any]) -> Endpoints:
-        return cls(
-            str(entry["apiUrl"]),
-            str(entry["emulatorUrl"]),
-            str(entry["stackName"]),
-            str(entry["region"]),
-            str(entry["logDirectory"]),
-        )
-
 
 def writer_dir() -> Path:
     """Where `make run` writes: HYBRID_COUNTER_LOCAL_DIR, else the repository's .local/."""
@@ -71,31 +65,15 @@ def writer_dir() -> Path:
     return Path(named).resolve() if named else REPO_LOCAL_DIR
 
 
-def find_local_dir(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:
-    """The folder of a running `make run`: `explicit`, else HYBRID_COUNTER_LOCAL_DIR, else the first
-    `.local` holding endpoints.json in `cwd` (default: the current directory) or a parent of it."""
-    named = explicit or os.environ.get(LOCAL_DIR_ENV)
-    if named:
-        folder = Path(named).resolve()
-        if not (folder / ENDPOINTS_FILE).is_file():
-            source = "" if explicit else f" ({LOCAL_DIR_ENV})"
-            raise NotRunning(f"no {ENDPOINTS_FILE} in {folder}{source}: {START_FIRST}")
-        return folder
-    start = (cwd or Path.cwd()).resolve()
-    for folder in (start, *start.parents):
-        if (folder / LOCAL_DIR_NAME / ENDPOINTS_FILE).is_file():
-            return folder / LOCAL_DIR_NAME
-    raise NotRunning(f"no {LOCAL_DIR_NAME}/{ENDPOINTS_FILE} in {start} or its parents: {START_FIRST}")
-
-
 def read_endpoints(local_dir: Path) -> Endpoints:
-    path = local_dir / ENDPOINTS_FILE
-    try:
-        return Endpoints.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise NotRunning(f"no {path}: {START_FIRST}") from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise NotRunning(f"{path} is unreadable ({error}): {START_FIRST}, which writes it again") from None
+    """The file in `local_dir`, read by the client's reader, with every key `make run` writes: the
+    tools here need the emulator and the stack too. LocalSystemError when it is not there or lacks one."""
+    found = local_endpoints(local_dir)
+    if found.emulator_url is None or found.stack_name is None or found.log_directory is None:
+        raise LocalSystemError(
+            f"{found.path} lacks emulatorUrl, stackName or logDirectory: {START_FIRST}, which writes them"
+        )
+    return Endpoints(found.api_url, found.emulator_url, found.stack_name, found.region, found.log_directory)
 
 
 def write_endpoints(local_dir: Path, endpoints: Endpoints) -> Path:
@@ -114,7 +92,7 @@ def remove_endpoints(local_dir: Path, endpoints: Endpoints) -> None:
     try:
         if read_endpoints(local_dir) == endpoints:
             path.unlink()
-    except (NotRunning, FileNotFoundError):
+    except (LocalSystemError, FileNotFoundError):
         pass
 
 
@@ -132,7 +110,7 @@ def answers(url: str, timeout: float = 1.0) -> bool:
 def check_answers(local_dir: Path, url: str) -> None:
     """Refuse a file left by a `make run` that no longer runs (killed before it could remove it)."""
     if not answers(url):
-        raise NotRunning(
+        raise LocalSystemError(
             f"nothing answers at {url}, which {local_dir / ENDPOINTS_FILE} names: the `make run` that wrote it "
             f"has stopped; {START_FIRST}"
         )

@@ -20,17 +20,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Self
 
+from hybrid_counter_client import LocalSystemError, local_endpoints
+
 from functions.core.model import ID_PATTERN, MAX_ID_LENGTH
 from infra.outputs import OUTPUT_ADMIN_ROLE_ARN, OUTPUT_TENANT_ROLE_ARN, TENANT_TAG_KEY
-from local.endpoints import (
-    IDENTITIES_FILE_NAME,
-    LOCAL_DIR_ENV,
-    REPO_LOCAL_DIR,
-    NotRunning,
-    check_answers,
-    find_local_dir,
-    read_endpoints,
-)
+from local.endpoints import IDENTITIES_FILE_NAME, LOCAL_DIR_ENV, REPO_LOCAL_DIR, check_answers
 from local.sessions import Clock, Session, Sessions
 from local.sigv4 import utc_now
 
@@ -135,13 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             parser.error(str(error))
     try:
-        local_dir = find_local_dir(args.local_dir)
-        endpoints = read_endpoints(local_dir)
-        check_answers(local_dir, endpoints.api_url)
-    except NotRunning as error:
+        endpoints = local_endpoints(args.local_dir)
+        check_answers(endpoints.folder, endpoints.api_url)
+    except LocalSystemError as error:
         print(f"python -m local.identities: {error}", file=sys.stderr)
         return 1
-    path = local_dir / IDENTITIES_FILE_NAME
+    path = endpoints.identities
     tenants = [mint_tenant(account_id, path) for account_id in args.accounts or [DEFAULT_TENANT]]
     print(f"API={shlex.quote(endpoints.api_url)}")
     print(f"SIGV4={sigv4_scope(endpoints.region)}")

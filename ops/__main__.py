@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from hybrid_counter_client import LocalSystemError, local_directory
 
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.event_bus import EventBridgeBus
@@ -37,7 +38,7 @@ from functions.core.model import DEFAULT_RESOURCE_TYPE, RESOURCE_TYPE_PATTERN, Q
 from functions.shared.clock import Clock
 from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS
 from infra.outputs import DEFAULT_STACK_NAME
-from local.endpoints import LOCAL_DIR_ENV, NotRunning, check_answers, find_local_dir, read_endpoints
+from local.endpoints import LOCAL_DIR_ENV, check_answers, read_endpoints
 from ops import commands, refusals, usage_events
 from ops.stack import (
     EXIT_DRIFT,
@@ -729,8 +730,8 @@ def point(args: argparse.Namespace) -> None:
     emulator no longer answers is an error, never silently used."""
     if not (args.endpoint_url or args.aws):
         try:
-            local_dir = find_local_dir(args.local_dir)
-        except NotRunning as error:
+            local_dir = local_directory(args.local_dir)
+        except LocalSystemError as error:
             if args.local_dir or os.environ.get(LOCAL_DIR_ENV):
                 raise OpsError(str(error)) from None
             local_dir = None  # no `make run` here: AWS
@@ -738,7 +739,7 @@ def point(args: argparse.Namespace) -> None:
             try:
                 endpoints = read_endpoints(local_dir)
                 check_answers(local_dir, endpoints.emulator_url)
-            except NotRunning as error:
+            except LocalSystemError as error:
                 raise OpsError(f"{error} (or pass --aws for AWS)") from None
             args.endpoint_url = endpoints.emulator_url
             args.region = args.region or endpoints.region

@@ -23,16 +23,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
-from hybrid_counter_client import LimitsClient, NoResponse, RetryPolicy
+from hybrid_counter_client import (
+    LimitsClient,
+    LocalEndpoints,
+    LocalSystemError,
+    NoResponse,
+    RetryPolicy,
+    local_endpoints,
+)
+from hybrid_counter_client.local_run import DIRECTORY_VARIABLE as LOCAL_DIR_ENV
+from hybrid_counter_client.local_run import START_FIRST
 
 from examples.projects.handler import DYNAMODB_CONFIG, LIMITS_RETRY, RESOURCE_TYPE, Projects, handler
 from local.identities import Identities, mint_tenant
@@ -53,47 +60,31 @@ TABLE_DEFINITION: dict[str, Any] = {
 }
 PLAN_LIMIT = 2  # the demo tenant's plan: 2 projects, so the third is refused
 
-LOCAL_DIR_ENV = "HYBRID_COUNTER_LOCAL_DIR"
-START_FIRST = "start the system with `make run` first"
-
-
-class NotRunning(Exception):
-    """No running `make run` found: the message says where it looked."""
-
 
 @dataclass(frozen=True)
 class LocalSystem:
-    """What `make run` wrote in its `.local` folder: where it serves, and who may call it."""
+    """What `make run` wrote in its `.local` folder, read by the client's `local_endpoints`: where it
+    serves, and who may call it."""
 
-    folder: Path
-    api_url: str
+    endpoints: LocalEndpoints
     emulator_url: str
-    region: str
 
     @classmethod
-    def find(cls, explicit: str | None = None) -> LocalSystem:
-        """The `.local` folder (`explicit`, else HYBRID_COUNTER_LOCAL_DIR, else the first `.local`
+    def find(cls, directory: str | None = None) -> LocalSystem:
+        """The `.local` folder (`directory`, else HYBRID_COUNTER_LOCAL_DIR, else the first `.local`
         holding endpoints.json in the current directory or a parent of it) and its endpoints."""
-        named = explicit or os.environ.get(LOCAL_DIR_ENV)
-        if named:
-            folder = Path(named).resolve()
-        else:
-            here = Path.cwd().resolve()
-            found = [f / ".local" for f in (here, *here.parents) if (f / ".local" / "endpoints.json").is_file()]
-            if not found:
-                raise NotRunning(f"no .local/endpoints.json in {here} or its parents: {START_FIRST}")
-            folder = found[0]
-        try:
-            endpoints = json.loads((folder / "endpoints.json").read_text(encoding="utf-8"))
-            return cls(folder, endpoints["apiUrl"], endpoints["emulatorUrl"], endpoints["region"])
-        except FileNotFoundError:
-            raise NotRunning(f"no endpoints.json in {folder}: {START_FIRST}") from None
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise NotRunning(f"{folder / 'endpoints.json'} is unreadable ({error}): {START_FIRST}") from None
+        endpoints = local_endpoints(directory)
+        if endpoints.emulator_url is None:
+            raise LocalSystemError(f"{endpoints.path} has no emulatorUrl: {START_FIRST}, which writes it")
+        return cls(endpoints, endpoints.emulator_url)
 
     @property
-    def identities(self) -> Path:
-        return self.folder / "identities.json"
+    def api_url(self) -> str:
+        return self.endpoints.api_url
+
+    @property
+    def region(self) -> str:
+        return self.endpoints.region
 
     def limits_client(self, session: Any, retry: RetryPolicy) -> LimitsClient:
         credentials = boto3.Session(
@@ -106,10 +97,10 @@ class LocalSystem:
 
     def admin(self) -> LimitsClient:
         # A few seconds, not the default 20: a stopped system is said at once.
-        return self.limits_client(Identities.load(self.identities).admin, RetryPolicy(deadline_seconds=5))
+        return self.limits_client(Identities.load(self.endpoints.identities).admin, RetryPolicy(deadline_seconds=5))
 
     def tenant(self, tenant_id: str) -> LimitsClient:
-        return self.limits_client(mint_tenant(tenant_id, self.identities), LIMITS_RETRY)
+        return self.limits_client(mint_tenant(tenant_id, self.endpoints.identities), LIMITS_RETRY)
 
     def table(self) -> Any:
         """The service's table in the system's emulator: created if it is not there yet."""
@@ -171,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         system = LocalSystem.find(args.local_dir)
-    except NotRunning as error:
+    except LocalSystemError as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
 

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hybrid_counter_client import AsyncLimitsClient, InvalidPathValue, LimitsClient, LocalSystemError
+from hybrid_counter_client import (
+    AsyncLimitsClient,
+    InvalidPathValue,
+    LimitsClient,
+    LocalSystemError,
+    local_directory,
+    local_endpoints,
+)
 from hybrid_counter_client.local_run import DIRECTORY_VARIABLE
 
 from local.identities import Identities, mint_tenant
@@ -94,6 +102,55 @@ def test_without_make_run_it_says_to_start_it(tmp_path: Path, monkeypatch: pytes
         LimitsClient.local("acme")
     with pytest.raises(LocalSystemError, match=r"start the system with `make run` first"):
         AsyncLimitsClient.local(admin=True, directory=tmp_path)
+
+
+def test_the_nearest_local_folder_holding_endpoints_is_found(server: ScriptedServer, tmp_path: Path) -> None:
+    write_local(tmp_path, server)
+    (tmp_path / "examples" / ".local").mkdir(parents=True)  # a .local without endpoints.json: passed over
+    deep = tmp_path / "examples" / "projects"
+    deep.mkdir()
+    assert local_directory(cwd=deep) == tmp_path / ".local"
+    found = local_endpoints(cwd=deep)
+    assert (found.folder, found.api_url, found.emulator_url) == (tmp_path / ".local", server.url, "http://127.0.0.1:1")
+    assert found.identities == tmp_path / ".local" / "identities.json"
+
+
+def test_a_folder_named_without_endpoints_is_refused_saying_who_named_it(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_local(tmp_path / "here", server)
+    monkeypatch.setenv(DIRECTORY_VARIABLE, str(tmp_path / "empty"))
+    named = re.escape(f"no endpoints.json in {tmp_path / 'empty'} ({DIRECTORY_VARIABLE}): start the system")
+    with pytest.raises(LocalSystemError, match=named):
+        local_directory(cwd=tmp_path / "here")
+    given = re.escape(f"no endpoints.json in {tmp_path / 'given'}: start the system")
+    with pytest.raises(LocalSystemError, match=given):
+        local_directory(tmp_path / "given", cwd=tmp_path / "here")
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("{", "is not what `make run` writes"),
+        ("[]", "is not what `make run` writes"),
+        (json.dumps({"region": "us-east-1"}), "has no apiUrl"),
+        (json.dumps({"apiUrl": "http://127.0.0.1:3000", "emulatorUrl": 5}), r"emulatorUrl is not a string"),
+    ],
+)
+def test_a_file_make_run_did_not_write_is_refused(tmp_path: Path, content: str, said: str) -> None:
+    (tmp_path / ".local").mkdir()
+    (tmp_path / ".local" / "endpoints.json").write_text(content, encoding="utf-8")
+    with pytest.raises(LocalSystemError, match=said):
+        local_endpoints(cwd=tmp_path)
+    with pytest.raises(LocalSystemError, match=said):
+        LimitsClient.local(admin=True, directory=tmp_path)
+
+
+def test_the_region_defaults_when_the_file_names_none(tmp_path: Path) -> None:
+    (tmp_path / ".local").mkdir()
+    (tmp_path / ".local" / "endpoints.json").write_text(json.dumps({"apiUrl": "http://127.0.0.1:3000"}))
+    found = local_endpoints(tmp_path)
+    assert (found.region, found.emulator_url, found.stack_name, found.log_directory) == ("us-east-1", None, None, None)
 
 
 def test_endpoints_without_identities_say_to_start_it(server: ScriptedServer, tmp_path: Path) -> None:

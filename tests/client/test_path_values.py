@@ -22,9 +22,11 @@ from tests.client.conftest import ScriptedServer, Waits, client_of, static_sessi
 METHODS = sorted({operation.client_method for operation in OPERATIONS} | {"list_resources", "list_typed_resources"})
 GOOD = {"account_id": "acme", "resource_type": "seats", "resource_id": "r-1", "name": "vm-1", "limit": 3}
 PATH_ARGUMENTS = set(ARGUMENT_NAMES.values())
+Clients = tuple[LimitsClient, AsyncLimitsClient, Waits]
+# A call of `method` with `argument` given `value` (the `send` fixture).
+Send = Callable[[str, str, str], None]
 # Off every pattern: dot segments (raw and as the gateway decodes them), another path's separator,
 # nothing, a trailing newline (which Python's `$` alone would let through), a name too long.
-Clients = tuple[LimitsClient, AsyncLimitsClient, Waits]
 BAD = ["..", ".", "%2E%2E", "a/b", "", "acme\n", "x" * 65, "Caps.", "a b"]
 
 
@@ -79,47 +81,45 @@ def test_every_method_with_a_path_value_is_covered() -> None:
         assert set(path_arguments(getattr(LimitsClient, operation.client_method))) == documented, operation
 
 
-@pytest.mark.parametrize(("method", "argument", "value"), cases())
-def test_the_sync_client_refuses_before_sending(
-    quiet: ScriptedServer, clients: Clients, method: str, argument: str, value: str
-) -> None:
-    client, _, waits = clients
-    call = getattr(client, method)
-    positional, keywords = arguments(call, argument, value)
+@pytest.fixture(params=["sync", "async"])
+def send(request: pytest.FixtureRequest, clients: Clients) -> Send:
+    """Calls a method of the sync client, or of the async one (run to its end: every page of an
+    iterator), with each required argument good but `argument`, which is `value`."""
+    sync, asynchronous, _ = clients
 
-    def run() -> None:
+    def on_the_sync_client(method: str, argument: str, value: str) -> None:
+        call = getattr(sync, method)
+        positional, keywords = arguments(call, argument, value)
         result = call(*positional, **keywords)
         if inspect.isgenerator(result):
             list(result)
 
-    with pytest.raises(InvalidPathValue) as refused:
-        run()
-    assert (refused.value.parameter, refused.value.value) == (argument, value)
-    assert argument in str(refused.value)
-    assert quiet.received == []
-    assert waits.slept == []
+    def on_the_async_client(method: str, argument: str, value: str) -> None:
+        call = getattr(asynchronous, method)
+        positional, keywords = arguments(call, argument, value)
+
+        async def run() -> None:
+            result = call(*positional, **keywords)
+            if inspect.isasyncgen(result):
+                [item async for item in result]
+            else:
+                await result
+
+        asyncio.run(run())
+
+    return on_the_sync_client if request.param == "sync" else on_the_async_client
 
 
 @pytest.mark.parametrize(("method", "argument", "value"), cases())
-def test_the_async_client_refuses_before_sending(
-    quiet: ScriptedServer, clients: Clients, method: str, argument: str, value: str
+def test_each_client_refuses_before_sending(
+    quiet: ScriptedServer, clients: Clients, send: Send, method: str, argument: str, value: str
 ) -> None:
-    _, client, waits = clients
-    call = getattr(client, method)
-    positional, keywords = arguments(call, argument, value)
-
-    async def run() -> None:
-        result = call(*positional, **keywords)
-        if inspect.isasyncgen(result):
-            [item async for item in result]
-        else:
-            await result
-
     with pytest.raises(InvalidPathValue) as refused:
-        asyncio.run(run())
+        send(method, argument, value)
     assert (refused.value.parameter, refused.value.value) == (argument, value)
+    assert argument in str(refused.value)
     assert quiet.received == []
-    assert waits.slept == []
+    assert clients[2].slept == []
 
 
 @pytest.mark.parametrize("value", BAD)

@@ -470,3 +470,8 @@ def test_without_a_running_system_the_commands_say_to_start_it(
     errors = capsys.readouterr().err.splitlines()
     assert len(errors) == 3
     assert all(line.endswith("start the system with `make run` first") for line in errors), errors
+
+    (tmp_path / ".local").mkdir()  # a file without the emulator, where the service's table is
+    (tmp_path / ".local" / "endpoints.json").write_text(json.dumps({"apiUrl": "http://127.0.0.1:1"}))
+    assert try_locally.main([]) == 2
+    assert "endpoints.json has no emulatorUrl: start the system with `make run` first" in capsys.readouterr().err

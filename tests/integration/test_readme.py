@@ -145,7 +145,9 @@ def test_the_readme_local_commands_answer_as_written(system: System, local_runti
             **os.environ,
             LOCAL_DIR_ENV: str(system.local_dir),
             "RECORD": record.name,
-            "PYTHONPATH": str(REPO_ROOT),
+            # This checkout's client too, as the tests import it (pyproject.toml's pythonpath): the
+            # commands' tools (`python -m ops`, `local.identities`) read .local/ with it.
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "clients" / "python" / "src")]),
         }
         environment.pop("AWS_ENDPOINT_URL", None)  # ops finds the system in the .local folder, as after `make run`
         done = subprocess.run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -86,74 +87,74 @@ def test_an_emulator_needs_no_configured_credentials_or_region(
 # -- a running `make run`, found from its .local/endpoints.json (local/endpoints.py) -------------
 
 
-def running_here(tmp_path: Path, emulator_url: str, stack_name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A `.local/endpoints.json` as `make run` writes it, in a parent of the current directory, and
-    no endpoint in the environment: what a shell in the repository has while `make run` serves."""
-    write_endpoints(
-        tmp_path / ".local", Endpoints("http://127.0.0.1:1", emulator_url, stack_name, "us-east-1", str(tmp_path))
-    )
+@dataclass(frozen=True)
+class RepositoryShell:
+    """A shell in a folder of the repository (`root/examples`) with no endpoint in its environment:
+    what a developer has while `make run` serves, once `running` has written its endpoints file."""
+
+    root: Path
+    monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str]
+
+    def running(self, emulator_url: str, stack_name: str) -> Path:
+        """A `.local/endpoints.json` as `make run` writes it, in the parent of the current folder."""
+        endpoints = Endpoints("http://127.0.0.1:1", emulator_url, stack_name, "us-east-1", str(self.root))
+        write_endpoints(self.root / ".local", endpoints)
+        return self.root / ".local"
+
+    def err(self) -> str:
+        return self.capsys.readouterr().err
+
+
+@pytest.fixture
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> RepositoryShell:
     (tmp_path / "examples").mkdir()
     monkeypatch.chdir(tmp_path / "examples")
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.delenv(LOCAL_DIR_ENV, raising=False)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")  # the run's region is the file's, not this one
-    return tmp_path / ".local"
+    return RepositoryShell(tmp_path, monkeypatch, capsys)
 
 
 def test_ops_finds_the_running_system_in_its_endpoints_file(
-    system: System,
-    emulator_url: str,
-    stack: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    system: System, emulator_url: str, stack: str, shell: RepositoryShell
 ) -> None:
-    running_here(tmp_path, emulator_url, stack, monkeypatch)
+    shell.running(emulator_url, stack)
     code = main(["account", "acme"])
     # The stack's table, found through the emulator, the stack name and the region of the file.
-    assert (code, capsys.readouterr().err) == (
-        EXIT_NOT_FOUND,
-        f"error: account acme not found in table {system.table}\n",
-    )
+    assert (code, shell.err()) == (EXIT_NOT_FOUND, f"error: account acme not found in table {system.table}\n")
 
 
 def test_an_endpoint_or_aws_given_overrides_the_endpoints_file(
-    system: System,
-    emulator_url: str,
-    stack: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    emulator_url: str, stack: str, shell: RepositoryShell
 ) -> None:
-    running_here(tmp_path, emulator_url, "NotThisStack", monkeypatch)
+    shell.running(emulator_url, "NotThisStack")
     assert main(["account", "acme", "--stack-name", stack]) == EXIT_NOT_FOUND
-    capsys.readouterr()
-    monkeypatch.setenv("AWS_ENDPOINT_URL", emulator_url)
+    shell.err()
+    shell.monkeypatch.setenv("AWS_ENDPOINT_URL", emulator_url)
     assert main(["account", "acme"]) == EXIT_ERROR  # the environment's endpoint, with the configured region
-    assert f"stack HybridCounter not found in {emulator_url} (eu-west-1)" in capsys.readouterr().err
-    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    assert f"stack HybridCounter not found in {emulator_url} (eu-west-1)" in shell.err()
+    shell.monkeypatch.delenv("AWS_ENDPOINT_URL")
     assert main(["account", "acme", "--endpoint-url", emulator_url, "--region", "us-east-1"]) == EXIT_ERROR
-    assert f"stack HybridCounter not found in {emulator_url} (us-east-1)" in capsys.readouterr().err
+    assert f"stack HybridCounter not found in {emulator_url} (us-east-1)" in shell.err()
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+        shell.monkeypatch.delenv(name, raising=False)
+    shell.monkeypatch.setenv("AWS_CONFIG_FILE", str(shell.root / "none"))
     assert main(["--aws", "account", "acme"]) == EXIT_ERROR  # AWS, which needs a region here
-    assert "no AWS region configured" in capsys.readouterr().err
+    assert "no AWS region configured" in shell.err()
 
 
-def test_an_endpoints_file_nothing_answers_is_an_error_not_a_silent_fallback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_endpoints_file_nothing_answers_is_an_error_not_a_silent_fallback(shell: RepositoryShell) -> None:
     with socket.socket() as closed:  # a `make run` killed before it could remove its file
         closed.bind(("127.0.0.1", 0))
         dead_url = f"http://127.0.0.1:{closed.getsockname()[1]}"
-    local_dir = running_here(tmp_path, dead_url, "HybridCounter", monkeypatch)
+    local_dir = shell.running(dead_url, "HybridCounter")
     assert main(["account", "acme"]) == EXIT_ERROR
-    err = capsys.readouterr().err
+    err = shell.err()
     assert f"nothing answers at {dead_url}, which {local_dir / 'endpoints.json'} names" in err
     assert "start the system with `make run` first" in err
     assert "Traceback" not in err
 
-    monkeypatch.setenv(LOCAL_DIR_ENV, str(tmp_path / "elsewhere"))  # named, and holding nothing
+    shell.monkeypatch.setenv(LOCAL_DIR_ENV, str(shell.root / "elsewhere"))  # named, and holding nothing
     assert main(["account", "acme"]) == EXIT_ERROR
-    assert "start the system with `make run` first" in capsys.readouterr().err
+    assert "start the system with `make run` first" in shell.err()

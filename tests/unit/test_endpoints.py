@@ -1,4 +1,5 @@
-"""`.local/endpoints.json`: how `make run` writes it and how a reader finds it (local/endpoints.py)."""
+"""`.local/endpoints.json`: how `make run` writes it (local/endpoints.py), read back by the client's
+reader, the one every tool uses (how that finds the folder: tests/client/test_local.py)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from hybrid_counter_client import LocalSystemError, local_endpoints
 
-from local.endpoints import (
-    LOCAL_DIR_ENV,
-    Endpoints,
-    NotRunning,
-    find_local_dir,
-    read_endpoints,
-    remove_endpoints,
-    write_endpoints,
-)
+from local.endpoints import LOCAL_DIR_ENV, Endpoints, read_endpoints, remove_endpoints, write_endpoints
 
 RUN = Endpoints("http://127.0.0.1:3000", "http://127.0.0.1:5000", "HybridCounter", "us-east-1", "/srv/logs")
 
@@ -38,32 +32,29 @@ def test_the_file_holds_the_agreed_keys(tmp_path: Path) -> None:
     assert read_endpoints(tmp_path / ".local") == RUN
 
 
-def test_a_reader_finds_the_nearest_local_folder_holding_endpoints(tmp_path: Path) -> None:
+def test_the_client_reads_what_make_run_writes(tmp_path: Path) -> None:
     write_endpoints(tmp_path / ".local", RUN)
-    (tmp_path / "examples" / ".local").mkdir(parents=True)  # a .local without endpoints.json: passed over
-    deep = tmp_path / "examples" / "projects"
-    deep.mkdir()
-    assert find_local_dir(cwd=deep) == tmp_path / ".local"
+    found = local_endpoints(cwd=tmp_path)
+    assert found.folder == tmp_path / ".local"
+    assert (found.api_url, found.emulator_url, found.stack_name, found.region, found.log_directory) == (
+        RUN.api_url,
+        RUN.emulator_url,
+        RUN.stack_name,
+        RUN.region,
+        RUN.log_directory,
+    )
 
 
-def test_an_argument_then_the_environment_name_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_endpoints(tmp_path / "here" / ".local", RUN)
-    write_endpoints(tmp_path / "named", RUN)
-    write_endpoints(tmp_path / "given", RUN)
-    monkeypatch.setenv(LOCAL_DIR_ENV, str(tmp_path / "named"))
-    assert find_local_dir(cwd=tmp_path / "here") == tmp_path / "named"
-    assert find_local_dir(tmp_path / "given", cwd=tmp_path / "here") == tmp_path / "given"
-    monkeypatch.setenv(LOCAL_DIR_ENV, str(tmp_path / "empty"))
-    with pytest.raises(NotRunning, match=f"no endpoints.json in {tmp_path / 'empty'} \\({LOCAL_DIR_ENV}\\)"):
-        find_local_dir(cwd=tmp_path / "here")
-
-
-def test_without_a_running_system_a_reader_is_told_to_start_it(tmp_path: Path) -> None:
-    with pytest.raises(NotRunning, match="start the system with `make run` first"):
-        find_local_dir(cwd=tmp_path)
+def test_the_tools_here_refuse_a_file_without_every_key(tmp_path: Path) -> None:
+    """`python -m ops` needs the emulator and the stack, which the client reads as optional."""
     (tmp_path / ".local").mkdir()
-    (tmp_path / ".local" / "endpoints.json").write_text("{")
-    with pytest.raises(NotRunning, match="unreadable"):
+    path = tmp_path / ".local" / "endpoints.json"
+    path.write_text(json.dumps({"apiUrl": RUN.api_url, "region": RUN.region}))
+    assert local_endpoints(tmp_path / ".local").emulator_url is None
+    with pytest.raises(LocalSystemError, match="lacks emulatorUrl, stackName or logDirectory: start the system"):
+        read_endpoints(tmp_path / ".local")
+    path.write_text("{")
+    with pytest.raises(LocalSystemError, match="is not what `make run` writes"):
         read_endpoints(tmp_path / ".local")
 
 

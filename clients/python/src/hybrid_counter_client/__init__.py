@@ -35,7 +35,7 @@ from hybrid_counter_client.errors import (
     UnexpectedResponse,
     ValidationError,
 )
-from hybrid_counter_client.local_run import LocalSystemError
+from hybrid_counter_client.local_run import LocalEndpoints, LocalSystemError, local_directory, local_endpoints
 from hybrid_counter_client.models import (
     Account,
     RateLimit,
@@ -66,6 +66,7 @@ __all__ = [
     "InvalidSignature",
     "LimitExceeded",
     "LimitsClient",
+    "LocalEndpoints",
     "LocalSystemError",
     "MethodNotAllowed",
     "MissingAuthenticationToken",
@@ -94,4 +95,6 @@ __all__ = [
     "Unauthorized",
     "UnexpectedResponse",
     "ValidationError",
+    "local_directory",
+    "local_endpoints",
 ]

@@ -10,6 +10,10 @@ The `.local` folder is, in this order: the `directory` passed, the environment v
 HYBRID_COUNTER_LOCAL_DIR (either may name the repository's folder instead), or the first `.local`
 holding endpoints.json in the current directory or one of its parents, so that the client works
 from any folder inside the repository.
+
+`local_endpoints` is the one reader of endpoints.json: the repository's own tools (`python -m ops`,
+`python -m local.identities`, local/endpoints.py) and examples/projects/try_locally.py read it here
+too, so that a change of where or how the file is found is made once.
 """
 
 from __future__ import annotations
@@ -39,15 +43,17 @@ class LocalSystemError(RuntimeError):
     """The system `make run` serves could not be found, or has no session for the caller asked for."""
 
 
-def local_directory(directory: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
-    """The `.local` folder `make run` wrote its endpoints to (module docstring for the order)."""
+def local_directory(directory: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> Path:
+    """The `.local` folder `make run` wrote its endpoints to (module docstring for the order; `cwd`:
+    where the search starts, default the current directory). LocalSystemError when there is none."""
     named = directory if directory is not None else os.environ.get(DIRECTORY_VARIABLE) or None
     if named is not None:
         path = Path(named).expanduser().resolve()
         if not (path / ENDPOINTS_FILE).is_file() and (path / ".local" / ENDPOINTS_FILE).is_file():
             path = path / ".local"  # the repository's folder, named instead of its .local
         if not (path / ENDPOINTS_FILE).is_file():
-            raise LocalSystemError(f"no {ENDPOINTS_FILE} in {path}: {START_FIRST}")
+            source = "" if directory is not None else f" ({DIRECTORY_VARIABLE})"
+            raise LocalSystemError(f"no {ENDPOINTS_FILE} in {path}{source}: {START_FIRST}")
         return path
     start = (cwd or Path.cwd()).resolve()
     for folder in (start, *start.parents):
@@ -56,6 +62,58 @@ def local_directory(directory: str | os.PathLike[str] | None = None, cwd: Path |
     raise LocalSystemError(
         f"no .local/{ENDPOINTS_FILE} in {start} or a folder above it ({DIRECTORY_VARIABLE} unset): {START_FIRST}"
     )
+
+
+@dataclass(frozen=True)
+class LocalEndpoints:
+    """`.local/endpoints.json` as `make run` writes it, and the folder it was found in. `api_url`
+    and `region` are what a client needs (the region defaults to us-east-1); the other keys are
+    None in a file that lacks them (`make run` always writes them)."""
+
+    folder: Path
+    api_url: str
+    region: str
+    emulator_url: str | None = None
+    stack_name: str | None = None
+    log_directory: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / ENDPOINTS_FILE
+
+    @property
+    def identities(self) -> Path:
+        """identities.json beside it: the sessions `make run` signs its callers with."""
+        return self.folder / IDENTITIES_FILE
+
+
+def local_endpoints(directory: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> LocalEndpoints:
+    """What `make run` wrote in the `.local` folder `local_directory(directory, cwd=cwd)` finds.
+    Keys other than these are ignored. LocalSystemError when there is no such file, or it is not
+    what `make run` writes."""
+    folder = local_directory(directory, cwd=cwd)
+    path = folder / ENDPOINTS_FILE
+    entries = _read_json(path)
+    if not isinstance(entries, dict):
+        raise LocalSystemError(f"{path} is not what `make run` writes (not an object): run `make run` again")
+    api_url = _entry(entries, "apiUrl", path)
+    if api_url is None:
+        raise LocalSystemError(f"{path} has no apiUrl: run `make run` again")
+    return LocalEndpoints(
+        folder,
+        api_url,
+        _entry(entries, "region", path) or DEFAULT_REGION,
+        _entry(entries, "emulatorUrl", path),
+        _entry(entries, "stackName", path),
+        _entry(entries, "logDirectory", path),
+    )
+
+
+def _entry(entries: Mapping[str, Any], key: str, path: Path) -> str | None:
+    value = entries.get(key)
+    if value is not None and not isinstance(value, str):
+        raise LocalSystemError(f"{path} is not what `make run` writes ({key} is not a string): run `make run` again")
+    return value
 
 
 def _read_json(path: Path) -> Any:
@@ -129,14 +187,11 @@ def local_system(account_id: str | None, admin: bool, directory: str | os.PathLi
         raise TypeError("pass a tenant's account id or admin=True, not both")
     if not admin and account_id is None:
         raise TypeError("whose session signs? pass a tenant's account id (local('acme')) or admin=True")
-    folder = local_directory(directory)
-    endpoints = _read_json(folder / ENDPOINTS_FILE)
-    api_url = endpoints.get("apiUrl") if isinstance(endpoints, dict) else None
-    if not isinstance(api_url, str):
-        raise LocalSystemError(f"{folder / ENDPOINTS_FILE} has no apiUrl: run `make run` again")
-    region = endpoints.get("region") or DEFAULT_REGION
+    endpoints = local_endpoints(directory)
     if admin:
         role, tags = ADMIN_ROLE, {}
     else:
         role, tags = TENANT_ROLE, {TENANT_TAG: checked_path_value("accountId", account_id)}
-    return LocalSystem(api_url, LocalSession(folder / IDENTITIES_FILE, role, tags, region), region)
+    return LocalSystem(
+        endpoints.api_url, LocalSession(endpoints.identities, role, tags, endpoints.region), endpoints.region
+    )
