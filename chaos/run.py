@@ -717,7 +717,7 @@ def unseen_ambiguity_checks(
     stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
     admits = Check("only ambiguous writes injected: with its limit raised by 3, each account admits exactly 3")
 
-    def admitted_after_raise(account: Account) -> tuple[Snapshot, list[int]]:
+    def admitted_after_raise(account: Account) -> tuple[Snapshot, list[int | str]]:
         shot = snapshot(dynamodb, table, account.quota)
         attempt(partial(account.set_limit, api, len(shot.live) + 3), 200)
         return shot, [attempt(partial(account.create, api, f"after-{index}"), 201).status for index in range(4)]
