@@ -14,8 +14,8 @@ import boto3
 import pytest
 from hypothesis import settings
 
-from functions.shared.clients import Clients
 from functions.shared.config import FunctionEnvironment, Settings
+from functions.shared.wiring import Wiring
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.clock import FakeClock
@@ -101,17 +101,17 @@ class System:
     endpoint_url: str  # the emulator serving this test's table
     dynamodb: Any
     streams: Any
-    clients: Clients  # what this test's handlers are given: a session, settings and a clock of their own
+    wiring: Wiring  # what this test's handlers are given: a session, settings and a clock of their own
 
     @property
     def clock(self) -> FakeClock:
         """The time the handlers read (tests/support/clock.py): the test sets it, not the hour it runs at."""
-        assert isinstance(self.clients.clock, FakeClock)
-        return self.clients.clock
+        assert isinstance(self.wiring.clock, FakeClock)
+        return self.wiring.clock
 
 
 def fresh_system(endpoint_url: str, shared: bool = False) -> System:
-    """A table of its own built from the synthesized template, and clients of its own for the
+    """A table of its own built from the synthesized template, and wiring of its own for the
     handlers (a new session: no fault hook of an earlier test on them; a FakeClock at its default
     start). On moto's server the emulator is emptied first; a `shared` one (DynamoDB Local) keeps
     earlier tests' tables."""
@@ -129,7 +129,7 @@ def fresh_system(endpoint_url: str, shared: bool = False) -> System:
         endpoint_url=endpoint_url,
         dynamodb=dynamodb,
         streams=boto3.client("dynamodbstreams", endpoint_url=endpoint_url),
-        clients=Clients(settings, new_session(), endpoint_url, FakeClock()),
+        wiring=Wiring(settings, new_session(), endpoint_url, FakeClock()),
     )
 
 
@@ -140,8 +140,8 @@ def system(emulator_url: str) -> System:
 
 @pytest.fixture
 def faults(system: System) -> Faults:
-    """Failure injection on this test's clients (tests/support/faults.py)."""
-    return Faults(system.clients)
+    """Failure injection on this test's wiring (tests/support/faults.py)."""
+    return Faults(system.wiring)
 
 
 TIER_OF_FOLDER = {

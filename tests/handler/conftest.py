@@ -37,11 +37,11 @@ class Harness:
         from functions.stream_consumer.handler import handler as consumer_handler
 
         self.system = system
-        self.clients = system.clients
+        self.wiring = system.wiring
         self.clock = system.clock
-        self.api = ApiClient(partial(api_handler, clients=system.clients), system.clock)
-        self.consumer = partial(consumer_handler, clients=system.clients)
-        self.faults = Faults(system.clients)
+        self.api = ApiClient(partial(api_handler, wiring=system.wiring), system.clock)
+        self.consumer = partial(consumer_handler, wiring=system.wiring)
+        self.faults = Faults(system.wiring)
         self.tap = StreamTap(system.streams, system.stream_arn)
 
     def deliver(self, records: list[dict]) -> list[str]:

@@ -187,7 +187,7 @@ def call(harness: Harness, method: str, url: str) -> tuple[dict[str, Any], int]:
     from functions.api.handler import handler as api_handler  # after the session's environment
 
     event = proxy_event(method, url, harness.clock.epoch_ms())
-    result = api_handler(event, FakeLambdaContext(function_name="api"), clients=harness.clients)
+    result = api_handler(event, FakeLambdaContext(function_name="api"), wiring=harness.wiring)
     return result, len(json.dumps(result, ensure_ascii=False).encode())
 
 

@@ -36,7 +36,7 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
 def redrive(harness: Harness, *bodies: str) -> list[str]:
     from functions.redrive.handler import handler
 
-    response = handler(sqs_event(*bodies), FakeLambdaContext(function_name="redrive"), clients=harness.clients)
+    response = handler(sqs_event(*bodies), FakeLambdaContext(function_name="redrive"), wiring=harness.wiring)
     return [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
 
 

@@ -90,7 +90,7 @@ def test_a_record_that_crosses_nothing_is_the_same_one_transaction_and_moves_the
         calls[model.name] += 1
         items.extend([len(params["TransactItems"])] if model.name == "TransactWriteItems" else [])
 
-    harness.clients.dynamodb.meta.events.register("before-parameter-build.dynamodb", record)
+    harness.wiring.dynamodb.meta.events.register("before-parameter-build.dynamodb", record)
     harness.pump()
     assert calls == {"TransactWriteItems": 1}
     assert items == [2]  # the resource and its counter, as before
@@ -127,7 +127,7 @@ def test_a_busy_accounts_crossings_are_decided_over_every_counter_shard(harness:
     """Resources admitted above admission shard 0 are counted on counter shards 1..7: the headroom
     is spread over all 8, and a crossing is decided with every shard's count known."""
     harness.api.put_account("acme", 40)  # boundaries 32 and 40
-    assert harness.clients.api_store.set_active(ACME, 1, 1, 8)
+    assert harness.wiring.api_store.set_active(ACME, 1, 1, 8)
     ids = []
     for _ in range(8):
         ids += create(harness, 5)

@@ -136,7 +136,7 @@ def test_a_replayed_message_is_applied_by_the_redrive(harness: Harness, queues: 
         ]
     }
     assert (
-        redrive_handler(event, FakeLambdaContext(function_name="redrive"), clients=harness.clients)["batchItemFailures"]
+        redrive_handler(event, FakeLambdaContext(function_name="redrive"), wiring=harness.wiring)["batchItemFailures"]
         == []
     )
     assert harness.api.account("acme")["eventual"] == 2
