@@ -57,7 +57,7 @@ class Publisher:
         self.session = new_session()  # its clients take the event handlers registered on it before
         self.wiring = Wiring(settings, self.session, endpoint_url)  # EventBridge is moto's
         self.handler = partial(handler, wiring=self.wiring)
-        self.tap = StreamTap(harness.system.streams, harness.system.stream_arn)
+        self.tap = StreamTap(harness.backend.streams, harness.backend.stream_arn)
 
     def records(self) -> list[dict[str, Any]]:
         """The stream's records since the last call, through the publisher's filter, as Lambda would."""

@@ -335,8 +335,8 @@ def account_leases(harness: Harness) -> tuple[Any, ...]:
     from functions.adapters.attributes import from_attributes
     from functions.adapters.shards import account_key
 
-    system = harness.system
-    item = system.dynamodb.get_item(TableName=system.table, Key=account_key(ACME), ConsistentRead=True)["Item"]
+    backend = harness.backend
+    item = backend.dynamodb.get_item(TableName=backend.table, Key=account_key(ACME), ConsistentRead=True)["Item"]
     return held_leases(from_attributes(item))
 
 
@@ -407,8 +407,8 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(
         assert keys.activity_bucket(audited) != keys.activity_bucket(ACME)  # so the next slice is not acme's
     harness.pump()
     key = {table_layout.PARTITION_KEY: keys.account_pk(audited), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key=to_attributes(key),
         UpdateExpression="ADD #count :one",
         ExpressionAttributeNames={"#count": "count"},

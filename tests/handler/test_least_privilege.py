@@ -108,7 +108,7 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     from functions.sweeper.handler import handler as sweeper
 
     sweep_now = {FunctionEnvironment.variable("pending_older_than"): "0", FunctionEnvironment.variable("quiet"): "0"}
-    settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.system.table, **sweep_now})
+    settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.backend.table, **sweep_now})
     sweeper_wiring = Wiring(settings, harness.wiring.session, harness.wiring.endpoint_url, harness.clock)
     recorder.install(sweeper_wiring)
     sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)

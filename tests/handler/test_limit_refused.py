@@ -68,16 +68,16 @@ class Refusals:
     def __init__(self, harness: Harness, emulator_url: str) -> None:
         self.harness = harness
         self.sqs = boto3.client("sqs", endpoint_url=emulator_url)
-        self.queue_url = self.sqs.create_queue(QueueName=f"windows-{harness.system.table}")["QueueUrl"]
+        self.queue_url = self.sqs.create_queue(QueueName=f"windows-{harness.backend.table}")["QueueUrl"]
         settings = replace(harness.wiring.settings, refusal_queue_url=self.queue_url, refusal_grace=timedelta(0))
         self.session = new_session()  # its clients take the event handlers registered on it before
         self.calls: list[str] = []
         self.session.events.register("before-call.dynamodb", lambda model, **_: self.calls.append(model.name))
         self.wiring = Wiring(
-            settings, self.session, harness.system.endpoint_url, harness.clock, service_endpoints={"sqs": emulator_url}
+            settings, self.session, harness.backend.endpoint_url, harness.clock, service_endpoints={"sqs": emulator_url}
         )
         self.log_events = LogEvents()
-        self.tap = StreamTap(harness.system.streams, harness.system.stream_arn)
+        self.tap = StreamTap(harness.backend.streams, harness.backend.stream_arn)
 
     def payload(self, *lines: tuple[datetime, str]) -> dict[str, Any]:
         events = [self.log_events(at, message) for at, message in lines]
@@ -97,12 +97,12 @@ class Refusals:
 
     def window_item(self, window: Window) -> dict[str, Any] | None:
         key = table_layout.item_key(keys.account_pk(window.quota), keys.refused_window_sk(window.name))
-        item = self.harness.system.dynamodb.get_item(TableName=self.harness.system.table, Key=key).get("Item")
+        item = self.harness.backend.dynamodb.get_item(TableName=self.harness.backend.table, Key=key).get("Item")
         return None if item is None else from_attributes(item)
 
     def event(self, window: Window) -> LimitRefused | None:
         key = table_layout.item_key(keys.account_pk(window.quota), keys.limit_refused_sk(window.name))
-        item = self.harness.system.dynamodb.get_item(TableName=self.harness.system.table, Key=key).get("Item")
+        item = self.harness.backend.dynamodb.get_item(TableName=self.harness.backend.table, Key=key).get("Item")
         return None if item is None else LimitRefused.model_validate_json(item["detail"]["S"])
 
     def due(self) -> list[Window]:

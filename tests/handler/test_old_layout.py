@@ -27,9 +27,9 @@ OLD = Quota("old")
 
 def replay_previous_release(harness: Harness) -> dict[str, Any]:
     """The previous release's writes, into this test's table; returns its answers."""
-    client = harness.system.dynamodb
+    client = harness.backend.dynamodb
     for write in RECORDED["writes"]:
-        params = json.loads(json.dumps(write["params"]).replace('"TABLE"', json.dumps(harness.system.table)))
+        params = json.loads(json.dumps(write["params"]).replace('"TABLE"', json.dumps(harness.backend.table)))
         getattr(client, xform_name(write["operation"]))(**params)
     answers: dict[str, Any] = RECORDED["answers"]
     return answers

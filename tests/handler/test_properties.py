@@ -28,7 +28,7 @@ from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceN
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, Quota, idempotent_resource_id
 from functions.shared.wiring import Wiring
-from tests.conftest import fresh_system, on_dynamodb_local
+from tests.conftest import fresh_backend, on_dynamodb_local
 from tests.support.faults import Faults
 from tests.support.sessions import new_session
 from tests.support.stream import StreamTap, process_stream_records
@@ -50,11 +50,11 @@ class CounterMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.system = fresh_system(self.endpoint_url, self.shared_emulator)
-        self.wiring = self.system.wiring
-        self.clock = self.system.clock
+        self.backend = fresh_backend(self.endpoint_url, self.shared_emulator)
+        self.wiring = self.backend.wiring
+        self.clock = self.backend.clock
         self.faults = Faults(self.wiring)
-        self.tap = StreamTap(self.system.streams, self.system.stream_arn)
+        self.tap = StreamTap(self.backend.streams, self.backend.stream_arn)
         self.delivered: list[list[dict[str, Any]]] = []
         # The model, per quota: resources a caller would find, and crashed creates and deletes,
         # whose either outcome is correct.
@@ -151,11 +151,11 @@ class CounterMachine(RuleBasedStateMachine):
     # -- invariants ----------------------------------------------------------------------------
 
     def _truth(self, quota: Quota) -> AccountTruth:
-        return read_truth(self.system.dynamodb, self.system.table).get(keys.account_pk(quota), AccountTruth())
+        return read_truth(self.backend.dynamodb, self.backend.table).get(keys.account_pk(quota), AccountTruth())
 
     @invariant()
     def counters_keep_their_bounds(self) -> None:
-        assert_invariants(self.system.dynamodb, self.system.table)
+        assert_invariants(self.backend.dynamodb, self.backend.table)
         for quota, limit in LIMITS.items():
             assert self._truth(quota).live <= limit, quota
 

@@ -43,8 +43,8 @@ def put(
 
 def stored(harness: Harness, quota: Quota) -> dict[str, Any]:
     """The quota's account item as the table holds it ({} if none)."""
-    table, key = harness.system.table, account_key(quota)
-    item = harness.system.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    table, key = harness.backend.table, account_key(quota)
+    item = harness.backend.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
     return from_attributes(item) if item else {}
 
 
@@ -137,7 +137,7 @@ def test_an_account_without_types_is_read_with_the_one_call_it_always_was(harnes
     faults.before_call("BatchGetItem", calls.append)
     read = accounts.get_account(harness.wiring.api_store, "acme")
     assert (read.default.limit, read.types) == (3, ())
-    assert [len(call["RequestItems"][harness.system.table]["Keys"]) for call in calls] == [2]
+    assert [len(call["RequestItems"][harness.backend.table]["Keys"]) for call in calls] == [2]
 
 
 def test_an_account_with_types_reads_them_all_in_one_more_call(harness: Harness, faults: Faults) -> None:
@@ -147,7 +147,7 @@ def test_an_account_with_types_reads_them_all_in_one_more_call(harness: Harness,
     faults.before_call("BatchGetItem", calls.append)
     read = accounts.get_account(harness.wiring.api_store, "acme")
     assert len(read.types) == 3
-    assert [len(call["RequestItems"][harness.system.table]["Keys"]) for call in calls] == [2, 6]
+    assert [len(call["RequestItems"][harness.backend.table]["Keys"]) for call in calls] == [2, 6]
 
 
 def test_a_registered_type_whose_limit_never_landed_is_left_out(harness: Harness, faults: Faults) -> None:

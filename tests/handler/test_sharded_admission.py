@@ -52,8 +52,8 @@ def patient_store(harness: Harness, session: boto3.Session) -> DynamoApiStore:
     successes), and 200 creates sharing one client used it up in a loaded run, after which the SDK
     stopped retrying and 94 creates failed on their first lock timeout."""
     config = Config(retries={"mode": "standard", "total_max_attempts": 10}, read_timeout=300)
-    client = session.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
-    return DynamoApiStore(DynamoTable(client, harness.system.table))
+    client = session.client("dynamodb", endpoint_url=harness.backend.endpoint_url, config=config)
+    return DynamoApiStore(DynamoTable(client, harness.backend.table))
 
 
 def patient_stores(harness: Harness, count: int) -> list[DynamoApiStore]:
@@ -181,8 +181,8 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     harness.api.put_account("acme", 3)
     harness.api.create("acme")
     legacy = "REMOVE #room, #shards, #span SET admitted = :one"  # as the old layout left it
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
         UpdateExpression=legacy,
         ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
@@ -201,8 +201,8 @@ def test_an_adoption_whose_answer_is_lost_is_a_503_and_the_retry_admits(harness:
     """The adoption's write lands and its answer times out: DynamoDB failed the caller like any
     other call (503, retry), and the retry finds the room the adoption gave."""
     harness.api.put_account("acme", 3)
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
         UpdateExpression="REMOVE #room, #shards, #span",  # as the one-item layout left it
         ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
@@ -227,8 +227,8 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
     assert rooms == {0: 20, 1: 10, 3: 10}
     # A retired shard can hold room (its releases land there until shard 0 gathers them): it
     # gives none of it away.
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key={"pk": {"S": "SHARD#acme#01"}, "sk": {"S": "SHARD"}},
         UpdateExpression="SET retired = :true",
         ExpressionAttributeValues={":true": {"BOOL": True}},
@@ -240,9 +240,9 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
 
 def items_of(harness: Harness, *quotas: Quota) -> list[dict[str, Any]]:
     """Every item of these quotas, as the table holds them (a scan: tests only)."""
-    found, request = [], {"TableName": harness.system.table, "ConsistentRead": True}
+    found, request = [], {"TableName": harness.backend.table, "ConsistentRead": True}
     while True:
-        page = harness.system.dynamodb.scan(**request)
+        page = harness.backend.dynamodb.scan(**request)
         found += [item for item in page["Items"] if keys.quota_of(item["pk"]["S"]) in quotas]
         if "LastEvaluatedKey" not in page:
             return sorted(found, key=lambda item: (item["pk"]["S"], item["sk"]["S"]))

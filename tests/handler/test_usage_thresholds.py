@@ -22,8 +22,8 @@ ACME = Quota("acme")
 
 def events(harness: Harness, quota: Quota = ACME) -> list[dict[str, Any]]:
     """The quota's threshold crossings, in seq order (a consistent Query of its partition's outbox)."""
-    found = harness.system.dynamodb.query(
-        TableName=harness.system.table,
+    found = harness.backend.dynamodb.query(
+        TableName=harness.backend.table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
         ExpressionAttributeValues={":pk": {"S": keys.account_pk(quota)}, ":events": {"S": "EVENT#"}},
         ConsistentRead=True,
@@ -37,8 +37,8 @@ def crossings(harness: Harness, quota: Quota = ACME) -> list[tuple[int, str, int
 
 
 def counter(harness: Harness, shard: int = 0) -> dict[str, Any]:
-    item = harness.system.dynamodb.get_item(
-        TableName=harness.system.table, Key=counter_key(ACME, shard), ConsistentRead=True
+    item = harness.backend.dynamodb.get_item(
+        TableName=harness.backend.table, Key=counter_key(ACME, shard), ConsistentRead=True
     ).get("Item", {})
     return from_attributes(item)
 
