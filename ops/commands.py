@@ -533,8 +533,8 @@ def sweep_in_process(
     TABLE_NAME comes from the stack's outputs, the thresholds from the function's environment
     (a threshold the function does not set is unset here too, so both use the same default).
     """
-    from functions.shared.clients import Clients
     from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
+    from functions.shared.wiring import Wiring
     from functions.sweeper.handler import run_sweep, summary
 
     names = [FunctionEnvironment.variable(setting) for setting in SWEEP_SETTINGS]
@@ -544,7 +544,7 @@ def sweep_in_process(
         settings = Settings.from_env(environment)
     except ConfigurationError as error:
         raise OpsError(f"the sweeper's deployed settings are invalid: {error}") from error
-    report = run_sweep(Clients(settings, connection.session, connection.endpoint_url, clock))
+    report = run_sweep(Wiring(settings, connection.session, connection.endpoint_url, clock))
     return SweepResult(
         "in-process",
         summary(report),

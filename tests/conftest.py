@@ -1,5 +1,7 @@
-"""Fixtures shared by the handler and integration tiers: one emulator process per session and a
-fresh table (from the synthesized template) per test."""
+"""What the tiers share: the emulator processes of the session (moto's server; DynamoDB Local for
+the handler tier's `--emulator dynamodb-local`) and `fresh_backend`, a table of its own from the
+synthesized template for each test, which the handler tier's `backend` and the ops tier's
+`moto_backend` fixtures build."""
 
 from __future__ import annotations
 
@@ -14,12 +16,11 @@ import boto3
 import pytest
 from hypothesis import settings
 
-from functions.shared.clients import Clients
 from functions.shared.config import FunctionEnvironment, Settings
+from functions.shared.wiring import Wiring
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.clock import FakeClock
-from tests.support.faults import Faults
 from tests.support.sessions import new_session
 
 # CI explores the same examples on every run, so a red build always reproduces; on a
@@ -93,25 +94,26 @@ def dynamodb_local_url(aws_test_settings: None) -> Iterator[str]:
 
 
 @dataclass
-class System:
-    """Handles on the system under test: the real handlers over a table in the emulator."""
+class Backend:
+    """What the handlers of one test run on: a table of its own in an emulator, its stream, SDK
+    clients of the test's own on both, and the wiring the handlers are given."""
 
     table: str
     stream_arn: str
     endpoint_url: str  # the emulator serving this test's table
     dynamodb: Any
     streams: Any
-    clients: Clients  # what this test's handlers are given: a session, settings and a clock of their own
+    wiring: Wiring  # what this test's handlers are given: a session, settings and a clock of their own
 
     @property
     def clock(self) -> FakeClock:
         """The time the handlers read (tests/support/clock.py): the test sets it, not the hour it runs at."""
-        assert isinstance(self.clients.clock, FakeClock)
-        return self.clients.clock
+        assert isinstance(self.wiring.clock, FakeClock)
+        return self.wiring.clock
 
 
-def fresh_system(endpoint_url: str, shared: bool = False) -> System:
-    """A table of its own built from the synthesized template, and clients of its own for the
+def fresh_backend(endpoint_url: str, shared: bool = False) -> Backend:
+    """A table of its own built from the synthesized template, and wiring of its own for the
     handlers (a new session: no fault hook of an earlier test on them; a FakeClock at its default
     start). On moto's server the emulator is emptied first; a `shared` one (DynamoDB Local) keeps
     earlier tests' tables."""
@@ -123,25 +125,14 @@ def fresh_system(endpoint_url: str, shared: bool = False) -> System:
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint_url)
     stream_arn = create_table(dynamodb, table)
     settings = Settings.from_env({**os.environ, FunctionEnvironment.variable("table_name"): table})
-    return System(
+    return Backend(
         table=table,
         stream_arn=stream_arn,
         endpoint_url=endpoint_url,
         dynamodb=dynamodb,
         streams=boto3.client("dynamodbstreams", endpoint_url=endpoint_url),
-        clients=Clients(settings, new_session(), endpoint_url, FakeClock()),
+        wiring=Wiring(settings, new_session(), endpoint_url, FakeClock()),
     )
-
-
-@pytest.fixture
-def system(emulator_url: str) -> System:
-    return fresh_system(emulator_url)
-
-
-@pytest.fixture
-def faults(system: System) -> Faults:
-    """Failure injection on this test's clients (tests/support/faults.py)."""
-    return Faults(system.clients)
 
 
 TIER_OF_FOLDER = {

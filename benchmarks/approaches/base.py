@@ -6,7 +6,7 @@ with the same resource id, as an API client retries a 5xx, so each approach says
 create or delete does. `count` is the count the approach enforces its limit with, once settled.
 
 Every approach gets one boto3 client, configured as the project's functions configure theirs
-(standard retry mode, three attempts: functions/shared/clients.py), so they retry alike.
+(standard retry mode, three attempts: functions/shared/wiring.py), so they retry alike.
 """
 
 from __future__ import annotations

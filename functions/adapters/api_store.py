@@ -20,7 +20,6 @@ from functions.adapters.account_item import (
     shard_state,
 )
 from functions.adapters.attributes import to_attributes
-from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.resources import (
@@ -49,7 +48,7 @@ from functions.core.accounts import FirstAttempt, LimitChange, Registered, epoch
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
-from functions.core.leases import Lease, Settled, Settlement
+from functions.core.leases import Lease
 from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
@@ -59,34 +58,12 @@ PUT_REQUEST = "put_request"
 FINGERPRINT, RECEIVED_MS, TOKEN = "request_fingerprint", "received_ms", "request_token"
 
 
-class DynamoApiStore:
+class DynamoApiStore(ShardStore):
     """The API's storage: single-item calls, each safe to retry (docs/admission.md), so the table's
     client keeps the SDK's standard retries. Transactions run only to move room between a busy
-    account's shards (its ShardStore), and their cancellations never reach a caller."""
-
-    def __init__(self, table: DynamoTable) -> None:
-        self._table = table
-        self._shards = ShardStore(table)
-
-    # admission shards ----------------------------------------------------------------------
-
-    def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
-        return self._shards.read_shards(quota, shards, snapshot)
-
-    def grant(self, quota: Quota, shard: int, slots: int, donor: int = 0) -> bool:
-        return self._shards.grant(quota, shard, slots, donor)
-
-    def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
-        return self._shards.gather(quota, shard, retire)
-
-    def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
-        return self._shards.set_active(quota, active, span, to)
-
-    def settle(self, quota: Quota, lease: Lease, settlement: Settlement, now: str | None) -> Settled:
-        return self._shards.settle(quota, lease, settlement, now)
-
-    def settle_together(self, quota: Quota, shard: int, settlements: Mapping[Lease, Settlement]) -> int:
-        return self._shards.settle_together(quota, shard, settlements)
+    account's shards, and their cancellations never reach a caller. It is a ShardStore: the admission
+    shards' reads and writes (the AdmissionStore port: leases, settling, moving room) are written
+    there, once."""
 
     # accounts ------------------------------------------------------------------------------
 
@@ -153,7 +130,7 @@ class DynamoApiStore:
                 return False  # another change came first (or ours, retried): the caller re-reads
             return True
         if not retired_span:
-            return self._shards.transact("set limit", [{"Update": update}, *event])
+            return self.transact("set limit", [{"Update": update}, *event])
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
         update["ConditionExpression"] += schema.SINGLE_SHARD_CONDITION
         update["ExpressionAttributeValues"][":single"] = {"N": "1"}
@@ -169,7 +146,7 @@ class DynamoApiStore:
             }
             for shard in range(1, retired_span)
         ]
-        return self._shards.transact("set limit", [{"Update": update}, *event, *checks])
+        return self.transact("set limit", [{"Update": update}, *event, *checks])
 
     def claim_put(self, quota: Quota, put_id: str, first: FirstAttempt, now: int, expires_at: int) -> FirstAttempt:
         values = {
@@ -226,22 +203,22 @@ class DynamoApiStore:
         return Registered.ADDED
 
     def read_usage(self, quota: Quota) -> Usage | None:
-        read = self._shards.read_account(quota)
+        read = self.read_quota_items(quota)
         return None if read is None else _usage(quota, read)
 
     def read_account(self, account_id: str) -> AccountUsage | None:
         account = Quota(account_id)
-        read = self._shards.read_account(account)
+        read = self.read_quota_items(account)
         if read is None:
             return None
         types = [Quota(account_id, name) for name in resource_types_of(read.shards[0])]
-        found = self._shards.read_accounts(types) if types else {}
+        found = self.read_quotas_items(types) if types else {}
         return AccountUsage(
             default=_usage(account, read), types=tuple(_usage(quota, found[quota]) for quota in types if quota in found)
         )
 
     def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
-        taken = self._shards.take_lease(quota, lease, schema.RESERVE_CHANGES, schema.RESERVE_CONDITION)
+        taken = self.take_lease(quota, lease, schema.RESERVE_CHANGES, schema.RESERVE_CONDITION)
         if taken is None:
             return None
         state = shard_state(taken)
@@ -253,7 +230,7 @@ class DynamoApiStore:
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
         condition = schema.UNSHARDED_CONDITION if only_unsharded else None
-        taken = self._shards.take_lease(quota, lease, schema.DELETION_CHANGES, condition)
+        taken = self.take_lease(quota, lease, schema.DELETION_CHANGES, condition)
         return None if taken is None else held_leases(taken)
 
     def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:

@@ -42,7 +42,7 @@ class DynamoAuditReads:
         Query of the partition (never a scan). The two reads are not one snapshot: on a busy
         account, the numbers can disagree by the writes made in between.
         """
-        read = self._shards.read_account(quota)
+        read = self._shards.read_quota_items(quota)
         if read is None:
             return None
         account = shard_state(read.shards[0])

@@ -1,7 +1,7 @@
 """The table, through one DynamoDB client: the one way the stores call DynamoDB.
 
-Every store is built on a `DynamoTable` and composes the family stores it needs (the API's and
-the heal's both hold a ShardStore on the same table). Every call goes through `call`, `pages` or
+Every store is built on a `DynamoTable` and composes the family stores it needs (the API's is a
+ShardStore, the heal's holds one, on the same table). Every call goes through `call`, `pages` or
 `read_keys`, so each failure is translated once (functions/adapters/errors.py).
 """
 

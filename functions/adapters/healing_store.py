@@ -43,7 +43,7 @@ class DynamoHealingStore:
         self._shards = ShardStore(table)
 
     def read_account_state(self, quota: Quota) -> tuple[AccountState, int] | None:
-        read = self._shards.read_account(quota)
+        read = self._shards.read_quota_items(quota)
         if read is None:
             return None
         account, shard_items = read.shards[0], read.shards

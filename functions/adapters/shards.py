@@ -106,7 +106,8 @@ def _account_items(found: list[dict[str, Any]]) -> AccountItems:
 
 class ShardStore:
     """Every read and write of an account's admission shards (functions/core/admission.py): the
-    leases the API's writes take and settle on them, and the moves of room between them."""
+    leases the API's writes take and settle on them, and the moves of room between them. The API's
+    store (functions/adapters/api_store.py) extends it; the heal's and the audit's hold one."""
 
     def __init__(self, table: DynamoTable) -> None:
         self._table = table
@@ -132,12 +133,12 @@ class ShardStore:
             items = self.read_items(quota, shards, snapshot)
         return [shard_state(item) for item in items]
 
-    def read_account(self, quota: Quota) -> AccountItems | None:
+    def read_quota_items(self, quota: Quota) -> AccountItems | None:
         """The account item and its eventual counter in one BatchGetItem, and for a busy account its
         other admission and counter shards in one more; None if there is no such account."""
-        return self.read_accounts([quota]).get(quota)
+        return self.read_quotas_items([quota]).get(quota)
 
-    def read_accounts(self, quotas: Sequence[Quota]) -> dict[Quota, AccountItems]:
+    def read_quotas_items(self, quotas: Sequence[Quota]) -> dict[Quota, AccountItems]:
         """Each quota's account item and eventual counter, in one BatchGetItem (per 100 keys), and
         the busy ones' other admission and counter shards in one more; a quota without an account
         item is left out."""

@@ -49,9 +49,9 @@ from functions.api.routed import caller, caller_waiting, now, received_ms, routi
 from functions.api.router import ACCOUNT_PATH, RESOURCE_PATH, RESOURCES_PATH, TYPE_PATH, TYPES_PATH, Family
 from functions.core import accounts, leases
 from functions.core.model import NewResource, Quota, TenantRate, Usage
-from functions.shared.clients import Clients
-from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
+from functions.shared.wiring import Wiring
+from functions.shared.wiring import default as default_wiring
 
 
 def build_clients_during_init() -> None:
@@ -60,7 +60,7 @@ def build_clients_during_init() -> None:
     Lambda's best practices): building it costs about 100 ms, and a misconfiguration fails INIT.
     Only in Lambda (which sets AWS_LAMBDA_FUNCTION_NAME), not in a test that imports this module."""
     if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-        default_clients().dynamodb  # noqa: B018 - built for its side effect
+        default_wiring().dynamodb  # noqa: B018 - built for its side effect
 
 
 build_clients_during_init()
@@ -242,6 +242,6 @@ router.register(app, ROUTES)
 # Responses and errors carry tenants' data (docs/security.md): never in the trace's metadata.
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
-    with routing(event, clients or default_clients()):
+def handler(event: dict[str, Any], context: LambdaContext, wiring: Wiring | None = None) -> dict[str, Any]:
+    with routing(event, wiring or default_wiring()):
         return app.resolve(as_json_request(event), context)

@@ -1,9 +1,9 @@
-"""The request being routed, as its route and the gate see it: the clients `handler()` was given
+"""The request being routed, as its route and the gate see it: the wiring `handler()` was given
 for it, and its times (when API Gateway received it, and whether its caller still waits).
 
 Held in a ContextVar rather than in the resolver's context, which every resolve clears as it
 ends: a test may call the handler from inside a request (a fault hook), and the outer request's
-flow, which reads its clock as it goes, must still find its own clients and times after.
+flow, which reads its clock as it goes, must still find its own wiring and times after.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import APIGatewayEventRequestContext
 
 from functions.core import leases
-from functions.shared.clients import Clients
+from functions.shared.wiring import Wiring
 
 # API Gateway answers 504 after its integration timeout (29 s for a REST API) and never sees the
 # function's answer after that. An invocation that starts its writes later than this only changes
@@ -27,7 +27,7 @@ INTEGRATION_TIMEOUT_MS = 29_000
 
 @dataclass(frozen=True)
 class Routed:
-    clients: Clients
+    wiring: Wiring
     received_ms: int | None  # API Gateway's requestTimeEpoch; None in an event without one
     caller: str = ""  # who API Gateway says is calling (`caller_of`)
 
@@ -36,11 +36,11 @@ _routed: ContextVar[Routed] = ContextVar("routed")
 
 
 @contextmanager
-def routing(event: Mapping[str, Any], clients: Clients) -> Iterator[None]:
-    """Route `event` with `clients` while the block runs."""
+def routing(event: Mapping[str, Any], wiring: Wiring) -> Iterator[None]:
+    """Route `event` with `wiring` while the block runs."""
     context = event.get("requestContext") or {}
     received = context.get("requestTimeEpoch")
-    token = _routed.set(Routed(clients, received if isinstance(received, int) else None, caller_of(context)))
+    token = _routed.set(Routed(wiring, received if isinstance(received, int) else None, caller_of(context)))
     try:
         yield
     finally:
@@ -60,9 +60,9 @@ def caller() -> str:
     return _routed.get().caller
 
 
-def wired() -> Clients:
-    """The clients of the request being routed."""
-    return _routed.get().clients
+def wired() -> Wiring:
+    """The wiring of the request being routed."""
+    return _routed.get().wiring
 
 
 def now() -> str:

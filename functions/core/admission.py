@@ -168,7 +168,7 @@ class _Known:
 class Directory:
     """What this process knows of each account's shards, and the write rate it has seen on them.
 
-    Built once per execution environment and injected (functions/shared/clients.py). Everything here
+    Built once per execution environment and injected (functions/shared/wiring.py). Everything here
     is a hint, corrected as it is used: an older layout sends a create to a retired shard or one
     without room, which reads shard 0 (and learns the layout) to find room; a process whose shards
     run hot tries to grow them, and when another process grew them first, learns the layout from

@@ -101,7 +101,7 @@ class _Held:
 class TenantLimiter:
     """Decides, per request, whether an account is within its rate (one per execution environment).
 
-    `clock_ms` tells the time of day (epoch ms, `Clients.clock`): every environment must agree on
+    `clock_ms` tells the time of day (epoch ms, `Wiring.clock`): every environment must agree on
     the window; `monotonic` only measures how long a learnt rate has been cached."""
 
     def __init__(

@@ -17,8 +17,8 @@ from functions.adapters.outbox import inserted_events
 from functions.adapters.resource_records import sequence_number
 from functions.core.publishing import publish
 from functions.shared.batch import WholeBatchProcessor, batch_handler
-from functions.shared.clients import Clients
 from functions.shared.observability import logger, metrics, tracer
+from functions.shared.wiring import Wiring
 
 processor = WholeBatchProcessor(
     event_type=EventType.DynamoDBStreams, record_type=DynamoDBRecord, item_id=sequence_number
@@ -26,8 +26,8 @@ processor = WholeBatchProcessor(
 
 
 @tracer.capture_method
-def publish_batch(records: Sequence[DynamoDBRecord], clients: Clients) -> list[str]:
-    report = publish(clients.event_bus, inserted_events(records))
+def publish_batch(records: Sequence[DynamoDBRecord], wiring: Wiring) -> list[str]:
+    report = publish(wiring.event_bus, inserted_events(records))
     for event in report.published:  # each event once in the log: what `make run` prints
         logger.info("event published", extra={"detail_type": event.detail_type, "detail": event.detail})
     metrics.add_metric(name="EventsPublished", unit=MetricUnit.Count, value=len(report.published))

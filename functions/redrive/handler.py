@@ -13,8 +13,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from functions.adapters.failure_messages import parse_failure_message
 from functions.core.redrive import redrive
 from functions.shared.batch import batch_handler, log_outcomes
-from functions.shared.clients import Clients
 from functions.shared.observability import metrics, tracer
+from functions.shared.wiring import Wiring
 
 # Each message stands alone: report every failed one, even when all fail, rather than erroring the
 # whole invocation, so SQS counts receives per message towards DLQ 2.
@@ -22,10 +22,10 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 
 @tracer.capture_method
-def redrive_message(record: SQSRecord, clients: Clients) -> str:
+def redrive_message(record: SQSRecord, wiring: Wiring) -> str:
     batch = parse_failure_message(record.body)
-    store = clients.counting_store
-    result = redrive(batch, reader=clients.stream_reader, counting=store, pending=store)
+    store = wiring.counting_store
+    result = redrive(batch, reader=wiring.stream_reader, counting=store, pending=store)
     metrics.add_metric(name=f"Redriven{result.source.title()}", unit=MetricUnit.Count, value=1)
     log_outcomes(
         "range redriven",

@@ -16,22 +16,22 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.adapters.refusal_payloads import refusals_of
 from functions.core.refusals import aggregate
-from functions.shared.clients import Clients
-from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
+from functions.shared.wiring import Wiring
+from functions.shared.wiring import default as default_wiring
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> None:
-    clients = clients or default_clients()
+def handler(event: dict[str, Any], context: LambdaContext, wiring: Wiring | None = None) -> None:
+    wiring = wiring or default_wiring()
     report = aggregate(
         refusals_of(event),
-        clients.refused_windows,
-        clients.announcement_queue,
-        clients.clock.now(),
-        clients.settings.refusal_grace,
+        wiring.refused_windows,
+        wiring.announcement_queue,
+        wiring.clock.now(),
+        wiring.settings.refusal_grace,
     )
     metrics.add_metric(name="RefusalsCounted", unit=MetricUnit.Count, value=report.counted)
     if report.late:  # their minute was announced already: in no event (docs/events.md)

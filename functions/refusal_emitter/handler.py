@@ -14,17 +14,17 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from functions.core.refusals import announce, parse_window_message
 from functions.shared.batch import batch_handler
-from functions.shared.clients import Clients
 from functions.shared.observability import logger, metrics, tracer
+from functions.shared.wiring import Wiring
 
 # Each message stands alone: report every failed one, so SQS counts receives per message.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @tracer.capture_method
-def announce_message(record: SQSRecord, clients: Clients) -> None:
+def announce_message(record: SQSRecord, wiring: Wiring) -> None:
     window = parse_window_message(record.body)
-    state = announce(window, clients.refused_windows, clients.clock.now())
+    state = announce(window, wiring.refused_windows, wiring.clock.now())
     if state is None:
         logger.info("refused window announced already", extra={"quota": str(window.quota), "window": window.name})
         return

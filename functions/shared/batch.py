@@ -19,9 +19,9 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.counting import BatchReport
-from functions.shared.clients import Clients
-from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
+from functions.shared.wiring import Wiring
+from functions.shared.wiring import default as default_wiring
 
 
 class RecordFailed(Exception):
@@ -61,16 +61,16 @@ def batch_handler(
     processor: BasePartialBatchProcessor, record_handler: Callable[..., Any]
 ) -> Callable[..., PartialItemFailureResponse]:
     """A batch function's Lambda handler: `processor` hands the event's records to
-    `record_handler(records_or_record, clients=...)` and answers Powertools' partial batch response.
-    Lambda passes no clients, so the ones built at cold start serve; tests pass their own."""
+    `record_handler(records_or_record, wiring=...)` and answers Powertools' partial batch response.
+    Lambda passes no wiring, so the one built at cold start serves; tests pass their own."""
 
     @logger.inject_lambda_context
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handler(
-        event: dict[str, Any], context: LambdaContext, clients: Clients | None = None
+        event: dict[str, Any], context: LambdaContext, wiring: Wiring | None = None
     ) -> PartialItemFailureResponse:
-        handle = partial(record_handler, clients=clients or default_clients())
+        handle = partial(record_handler, wiring=wiring or default_wiring())
         return process_partial_response(event=event, record_handler=handle, processor=processor, context=context)
 
     return handler

@@ -1,6 +1,6 @@
 """The wall clock: the one place the functions and the operator CLI read the time of day.
 
-Whatever needs "now" is given a `Clock`: a function's comes from its `Clients` (`clients.clock`),
+Whatever needs "now" is given a `Clock`: a function's comes from its `Wiring` (`wiring.clock`),
 the CLI's from its context. Tests give theirs a clock set to the time they mean
 (tests/support/clock.py), so no test depends on the hour or the date it runs at. Ruff's banned-api
 rule (TID251, pyproject.toml) refuses every other read of the wall clock in functions/ and ops/.

@@ -1,5 +1,5 @@
 """The functions' environment contract, and their settings parsed and checked once per cold start
-(`functions.shared.clients.default`).
+(`functions.shared.wiring.default`).
 
 Every environment variable a function reads is a field of one typed model, `FunctionEnvironment`,
 under the variable's name. The stack builds each function's environment from it

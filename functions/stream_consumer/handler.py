@@ -17,8 +17,8 @@ from functions.adapters.resource_records import sequence_number, stream_records
 from functions.core.counting import ResourceRecord, process_records
 from functions.core.leases import parse_timestamp
 from functions.shared.batch import WholeBatchProcessor, batch_handler, log_outcomes
-from functions.shared.clients import Clients
 from functions.shared.observability import metrics, tracer
+from functions.shared.wiring import Wiring
 
 processor = WholeBatchProcessor(
     event_type=EventType.DynamoDBStreams, record_type=DynamoDBRecord, item_id=sequence_number
@@ -35,11 +35,11 @@ def counting_lags_ms(creates_done: Sequence[ResourceRecord], now: datetime) -> l
 
 
 @tracer.capture_method
-def apply_batch(records: Sequence[DynamoDBRecord], clients: Clients) -> list[str]:
-    report = process_records(clients.counting_store, stream_records(records))
+def apply_batch(records: Sequence[DynamoDBRecord], wiring: Wiring) -> list[str]:
+    report = process_records(wiring.counting_store, stream_records(records))
     for outcome, count in report.outcomes.items():
         metrics.add_metric(name=f"Records{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
-    for lag in counting_lags_ms(report.creates_done, clients.clock.now()):
+    for lag in counting_lags_ms(report.creates_done, wiring.clock.now()):
         metrics.add_metric(name="CountingLag", unit=MetricUnit.Milliseconds, value=lag)
     log_outcomes("batch applied", report, records=len(records))
     return report.failed

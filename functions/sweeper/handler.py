@@ -12,21 +12,21 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.core.sweeper import SweepReport, sweep
-from functions.shared.clients import Clients
-from functions.shared.clients import default as default_clients
 from functions.shared.observability import logger, metrics, tracer
+from functions.shared.wiring import Wiring
+from functions.shared.wiring import default as default_wiring
 
 
-def run_sweep(clients: Clients) -> SweepReport:
+def run_sweep(wiring: Wiring) -> SweepReport:
     return sweep(
-        counting=clients.counting_store,
-        pending=clients.counting_store,
-        healing=clients.healing_store,
-        activity=clients.healing_store,
-        audits=clients.audit_reads,
-        now=clients.clock.now(),
-        settings=clients.settings.sweep,
-        tombstone_retention=clients.settings.tombstone_retention,
+        counting=wiring.counting_store,
+        pending=wiring.counting_store,
+        healing=wiring.healing_store,
+        activity=wiring.healing_store,
+        audits=wiring.audit_reads,
+        now=wiring.clock.now(),
+        settings=wiring.settings.sweep,
+        tombstone_retention=wiring.settings.tombstone_retention,
     )
 
 
@@ -44,8 +44,8 @@ def summary(report: SweepReport) -> dict[str, Any]:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext, clients: Clients | None = None) -> dict[str, Any]:
-    report = run_sweep(clients or default_clients())
+def handler(event: dict[str, Any], context: LambdaContext, wiring: Wiring | None = None) -> dict[str, Any]:
+    report = run_sweep(wiring or default_wiring())
     found = sum(report.pending.outcomes.values())
     metrics.add_metric(name="SweepPendingFound", unit=MetricUnit.Count, value=found)
     metrics.add_metric(name="SweepPendingFailed", unit=MetricUnit.Count, value=len(report.pending.failed))

@@ -9,7 +9,7 @@ import pytest
 
 from functions.adapters import keys
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
-from tests.conftest import System, fresh_system, on_dynamodb_local
+from tests.conftest import Backend, fresh_backend, on_dynamodb_local
 from tests.support.api_events import ApiClient, ApiResponse, resources_url
 from tests.support.faults import Faults
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
@@ -25,24 +25,31 @@ def dynamodb_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def system(dynamodb_url: str, request: pytest.FixtureRequest) -> System:
-    return fresh_system(dynamodb_url, shared=on_dynamodb_local(request.config))
+def backend(dynamodb_url: str, request: pytest.FixtureRequest) -> Backend:
+    """This test's table, stream and wiring, on what `dynamodb_url` serves."""
+    return fresh_backend(dynamodb_url, shared=on_dynamodb_local(request.config))
+
+
+@pytest.fixture
+def faults(backend: Backend) -> Faults:
+    """Failure injection on this test's wiring (tests/support/faults.py)."""
+    return Faults(backend.wiring)
 
 
 class Harness:
-    """The API, the stream and the consumer of one test's system, its clock, plus the truth about the table."""
+    """The API, the stream and the consumer of one test's backend, its clock, plus the truth about the table."""
 
-    def __init__(self, system: System) -> None:
+    def __init__(self, backend: Backend) -> None:
         from functions.api.handler import handler as api_handler
         from functions.stream_consumer.handler import handler as consumer_handler
 
-        self.system = system
-        self.clients = system.clients
-        self.clock = system.clock
-        self.api = ApiClient(partial(api_handler, clients=system.clients), system.clock)
-        self.consumer = partial(consumer_handler, clients=system.clients)
-        self.faults = Faults(system.clients)
-        self.tap = StreamTap(system.streams, system.stream_arn)
+        self.backend = backend
+        self.wiring = backend.wiring
+        self.clock = backend.clock
+        self.api = ApiClient(partial(api_handler, wiring=backend.wiring), backend.clock)
+        self.consumer = partial(consumer_handler, wiring=backend.wiring)
+        self.faults = Faults(backend.wiring)
+        self.tap = StreamTap(backend.streams, backend.stream_arn)
 
     def deliver(self, records: list[dict]) -> list[str]:
         """Invoke the consumer with these records; returns the sequence numbers it reported failed."""
@@ -60,15 +67,15 @@ class Harness:
     def truth(self, account: str | Quota) -> AccountTruth:
         """One quota's truth: an account id is its default type's."""
         quota = account if isinstance(account, Quota) else Quota(account)
-        return read_truth(self.system.dynamodb, self.system.table).get(keys.account_pk(quota), AccountTruth())
+        return read_truth(self.backend.dynamodb, self.backend.table).get(keys.account_pk(quota), AccountTruth())
 
     def check_invariants(self) -> None:
-        assert_invariants(self.system.dynamodb, self.system.table)
+        assert_invariants(self.backend.dynamodb, self.backend.table)
 
 
 @pytest.fixture
-def harness(system: System) -> Iterator[Harness]:
-    return Harness(system)
+def harness(backend: Backend) -> Iterator[Harness]:
+    return Harness(backend)
 
 
 class Kind:

@@ -254,8 +254,7 @@ def test_a_heal_that_landed_reports_healed_even_if_the_account_moved_before_the_
     )
     quiet = timedelta(hours=1)  # the lease is fresh: only best-effort is healed
     assert (
-        heal_account(harness.clients.healing_store, kind.quota, harness.clock.now(), quiet).outcome
-        is HealOutcome.HEALED
+        heal_account(harness.wiring.healing_store, kind.quota, harness.clock.now(), quiet).outcome is HealOutcome.HEALED
     )
     assert landed == [1]
     harness.check_invariants()
@@ -269,7 +268,7 @@ def test_a_dead_lease_settled_by_a_heal_is_settled_once(harness: Harness, kind: 
     # A heal settles a shard's dead leases together (`REMOVE #l0, ...`).
     landed = faults.lands_then_500("UpdateItem", lambda p: "REMOVE #l0" in faults.expression(p))
     later = harness.clock.now() + timedelta(minutes=2)  # the lease is older than `quiet`: its request is over
-    outcome = heal_account(harness.clients.healing_store, kind.quota, later, timedelta(seconds=60)).outcome
+    outcome = heal_account(harness.wiring.healing_store, kind.quota, later, timedelta(seconds=60)).outcome
     assert outcome in (HealOutcome.EXACT, HealOutcome.HEALED)
     assert landed == [1]
     exact(harness, kind.quota, live=0)

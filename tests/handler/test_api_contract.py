@@ -187,13 +187,13 @@ def test_bad_input_is_a_clear_4xx_and_writes_nothing(
     faults: Faults,
 ) -> None:
     harness.api.put_account("acme", 5)
-    before = read_truth(harness.system.dynamodb, harness.system.table)
+    before = read_truth(harness.backend.dynamodb, harness.backend.table)
     response = harness.api.request(method, url, body, headers)
     assert response.status == status, response.text
     error = response.json()["error"]
     assert error["code"]
     assert error["message"]
-    assert read_truth(harness.system.dynamodb, harness.system.table) == before
+    assert read_truth(harness.backend.dynamodb, harness.backend.table) == before
 
 
 THROTTLED = dynamodb_error("ThrottlingException", "Rate of requests exceeds the allowed throughput.")
@@ -256,7 +256,7 @@ def test_bodies_are_read_as_json_whatever_the_content_type(harness: Harness) -> 
 )
 def test_an_empty_body_is_a_validation_error_whatever_its_content_type(harness: Harness, content_type: str) -> None:
     harness.api.put_account("acme", 5)
-    before = read_truth(harness.system.dynamodb, harness.system.table)
+    before = read_truth(harness.backend.dynamodb, harness.backend.table)
     for method, url in [
         ("PUT", "/accounts/acme"),
         ("PUT", "/accounts/acme/types/seats"),
@@ -268,7 +268,7 @@ def test_an_empty_body_is_a_validation_error_whatever_its_content_type(harness: 
             assert json.loads(response.text) == {
                 "error": {"code": "ValidationError", "message": "body: Field required", "requestId": "test-request"}
             }, (method, url, body)
-    assert read_truth(harness.system.dynamodb, harness.system.table) == before
+    assert read_truth(harness.backend.dynamodb, harness.backend.table) == before
 
 
 def test_a_refused_admission_is_counted_for_the_dashboard(harness: Harness, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core.accounts import get_account
 from functions.core.model import Quota
-from tests.conftest import System
+from tests.conftest import Backend
 
 EXACT = ("transaction-marker", "item-collection", "set", "paper", "this-project")
 SMALL = argparse.Namespace(iterations=2, standing=2, workers=1, resources=4, fault_every=3)
@@ -69,9 +69,9 @@ def test_this_project_never_shows_a_caller_a_transaction_error(results: dict[str
 
 
 def test_a_transaction_on_an_item_another_caller_is_writing_is_cancelled_and_a_write_on_an_item_in_a_transaction_fails(
-    system: System,
+    backend: Backend,
 ) -> None:
-    dynamodb = boto3.client("dynamodb", endpoint_url=system.endpoint_url, config=SDK_CONFIG)
+    dynamodb = boto3.client("dynamodb", endpoint_url=backend.endpoint_url, config=SDK_CONFIG)
     wire = Wire(dynamodb, fault_every=0)
     key = {"pk": {"S": "A"}, "sk": {"S": "counter"}}
     in_flight, release = threading.Event(), threading.Event()
@@ -90,7 +90,7 @@ def test_a_transaction_on_an_item_another_caller_is_writing_is_cancelled_and_a_w
         assert in_flight.wait(10)
         return holder
 
-    put = {"TableName": system.table, "Item": {**key, "count": {"N": "0"}}}
+    put = {"TableName": backend.table, "Item": {**key, "count": {"N": "0"}}}
     holder = write_in_flight(lambda: dynamodb.put_item(**put))
     with pytest.raises(ClientError) as cancelled:
         dynamodb.transact_write_items(TransactItems=[{"Put": put}])
@@ -103,18 +103,18 @@ def test_a_transaction_on_an_item_another_caller_is_writing_is_cancelled_and_a_w
     holder = write_in_flight(lambda: dynamodb.transact_write_items(TransactItems=[{"Put": put}]))
     with pytest.raises(ClientError) as refused:
         dynamodb.put_item(**put)
-    dynamodb.put_item(TableName=system.table, Item={**key, "sk": {"S": "other"}})  # another item: no conflict
+    dynamodb.put_item(TableName=backend.table, Item={**key, "sk": {"S": "other"}})  # another item: no conflict
     release.set()
     holder.join()
     assert refused.value.response["Error"]["Code"] == "TransactionConflictException"
     assert wire.conflicts == 2
 
 
-def test_with_three_types_this_projects_limits_are_the_accounts_types_each_kept_exact(system: System) -> None:
+def test_with_three_types_this_projects_limits_are_the_accounts_types_each_kept_exact(backend: Backend) -> None:
     """`make bench --types 3`: `acme`, `acme/type-1` and `acme/type-2` are the three types of one
     account, which the callers race across while every third write loses its answer."""
-    dynamodb = boto3.client("dynamodb", endpoint_url=system.endpoint_url, config=SDK_CONFIG)
-    approach = ThisProject(dynamodb, boto3.client("dynamodbstreams", endpoint_url=system.endpoint_url), "bench-types")
+    dynamodb = boto3.client("dynamodb", endpoint_url=backend.endpoint_url, config=SDK_CONFIG)
+    approach = ThisProject(dynamodb, boto3.client("dynamodbstreams", endpoint_url=backend.endpoint_url), "bench-types")
     approach.create_table()
     approach.connect()
     wire = Wire(dynamodb, fault_every=3, conflicts=False)

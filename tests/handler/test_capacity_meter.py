@@ -12,37 +12,37 @@ from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
 from functions.core.model import NewResource, Quota
-from tests.conftest import System
+from tests.conftest import Backend
 
 ACME = Quota("acme")
 
 
 @pytest.fixture
-def meter(system: System) -> CapacityMeter:
-    return CapacityMeter(system.dynamodb, reader=boto3.client("dynamodb", endpoint_url=system.endpoint_url))
+def meter(backend: Backend) -> CapacityMeter:
+    return CapacityMeter(backend.dynamodb, reader=boto3.client("dynamodb", endpoint_url=backend.endpoint_url))
 
 
 def key(pk: str, sk: str) -> dict[str, dict[str, str]]:
     return {table_layout.PARTITION_KEY: {"S": pk}, table_layout.SORT_KEY: {"S": sk}}
 
 
-def test_a_put_of_two_and_a_half_kilobytes_is_three_write_units(system: System, meter: CapacityMeter) -> None:
+def test_a_put_of_two_and_a_half_kilobytes_is_three_write_units(backend: Backend, meter: CapacityMeter) -> None:
     item = {**key("A#1", "R#1"), "data": {"S": "x" * (2560 - 4 - 3 - 3 - 2)}}  # 2,560 bytes in all
     with meter.operation("put") as usage:
-        system.dynamodb.put_item(TableName=system.table, Item=item)
+        backend.dynamodb.put_item(TableName=backend.table, Item=item)
     assert usage.calls == {"PutItem": 1}
-    assert usage.wcu == {(system.table, "A#1"): 3}
-    assert usage.item_wcu == {f"{system.table} / A#1 / R#1": 3}
+    assert usage.wcu == {(backend.table, "A#1"): 3}
+    assert usage.item_wcu == {f"{backend.table} / A#1 / R#1": 3}
 
 
-def test_a_transaction_of_two_items_is_four_write_units(system: System, meter: CapacityMeter) -> None:
+def test_a_transaction_of_two_items_is_four_write_units(backend: Backend, meter: CapacityMeter) -> None:
     with meter.operation("transaction") as usage:
-        system.dynamodb.transact_write_items(
+        backend.dynamodb.transact_write_items(
             TransactItems=[
-                {"Put": {"TableName": system.table, "Item": key("A#1", "R#1")}},
+                {"Put": {"TableName": backend.table, "Item": key("A#1", "R#1")}},
                 {
                     "Update": {
-                        "TableName": system.table,
+                        "TableName": backend.table,
                         "Key": key("A#2", "COUNTER"),
                         "UpdateExpression": "ADD n :one",
                         "ExpressionAttributeValues": {":one": {"N": "1"}},
@@ -50,14 +50,14 @@ def test_a_transaction_of_two_items_is_four_write_units(system: System, meter: C
                 },
             ]
         )
-    assert usage.wcu == {(system.table, "A#1"): 2, (system.table, "A#2"): 2}
+    assert usage.wcu == {(backend.table, "A#1"): 2, (backend.table, "A#2"): 2}
 
 
-def test_a_failed_conditional_update_is_billed(system: System, meter: CapacityMeter) -> None:
-    system.dynamodb.put_item(TableName=system.table, Item={**key("A#1", "ACCOUNT"), "n": {"N": "5"}})
+def test_a_failed_conditional_update_is_billed(backend: Backend, meter: CapacityMeter) -> None:
+    backend.dynamodb.put_item(TableName=backend.table, Item={**key("A#1", "ACCOUNT"), "n": {"N": "5"}})
     with meter.operation("refused") as usage, pytest.raises(ClientError):
-        system.dynamodb.update_item(
-            TableName=system.table,
+        backend.dynamodb.update_item(
+            TableName=backend.table,
             Key=key("A#1", "ACCOUNT"),
             UpdateExpression="ADD n :one",
             ConditionExpression="n < :five",
@@ -68,46 +68,46 @@ def test_a_failed_conditional_update_is_billed(system: System, meter: CapacityMe
 
 
 def test_an_update_moving_an_item_between_index_keys_writes_the_index_twice(
-    system: System, meter: CapacityMeter
+    backend: Backend, meter: CapacityMeter
 ) -> None:
     account = {
         **key("A#1", "ACCOUNT"),
         table_layout.ACTIVITY_BUCKET: {"S": "7"},
         table_layout.LAST_WRITE: {"S": "2026-11-23T10:00:00.000Z"},
     }
-    system.dynamodb.put_item(TableName=system.table, Item=account)
+    backend.dynamodb.put_item(TableName=backend.table, Item=account)
     with meter.operation("touch") as usage:
-        system.dynamodb.update_item(
-            TableName=system.table,
+        backend.dynamodb.update_item(
+            TableName=backend.table,
             Key=key("A#1", "ACCOUNT"),
             UpdateExpression="SET #at = :now",
             ExpressionAttributeNames={"#at": table_layout.LAST_WRITE},
             ExpressionAttributeValues={":now": {"S": "2026-11-23T10:00:01.000Z"}},
         )
-    index_place = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
-    assert usage.wcu == {(system.table, "A#1"): 1, (index_place, "7"): 2}
+    index_place = f"{backend.table} index {table_layout.ACTIVITY_INDEX.name}"
+    assert usage.wcu == {(backend.table, "A#1"): 1, (index_place, "7"): 2}
 
 
-def test_reads_are_billed_by_consistency(system: System, meter: CapacityMeter) -> None:
-    system.dynamodb.put_item(TableName=system.table, Item=key("A#1", "R#1"))
+def test_reads_are_billed_by_consistency(backend: Backend, meter: CapacityMeter) -> None:
+    backend.dynamodb.put_item(TableName=backend.table, Item=key("A#1", "R#1"))
     with meter.operation("reads") as usage:
-        system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "R#1"), ConsistentRead=True)
-        system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "R#1"))
-        system.dynamodb.get_item(TableName=system.table, Key=key("A#1", "absent"))
-    assert usage.rcu == {(system.table, "A#1"): 1 + 0.5 + 0.5}
+        backend.dynamodb.get_item(TableName=backend.table, Key=key("A#1", "R#1"), ConsistentRead=True)
+        backend.dynamodb.get_item(TableName=backend.table, Key=key("A#1", "R#1"))
+        backend.dynamodb.get_item(TableName=backend.table, Key=key("A#1", "absent"))
+    assert usage.rcu == {(backend.table, "A#1"): 1 + 0.5 + 0.5}
 
 
 # --- what the flows cost, where a design choice rests on it --------------------------------------
 
 
-def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: System, meter: CapacityMeter) -> None:
+def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(backend: Backend, meter: CapacityMeter) -> None:
     """Account writes stamp last_write_at rounded up to the minute (docs/healing.md): within one
     minute a busy account's creates write no index entry; the next minute's first write moves it."""
-    store = DynamoApiStore(DynamoTable(system.dynamodb, system.table))
+    store = DynamoApiStore(DynamoTable(backend.dynamodb, backend.table))
     accounts.put_account(
-        store, ACME, accounts.limit_change(100, system.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
+        store, ACME, accounts.limit_change(100, backend.clock.epoch_ms()), lambda: "2026-11-23T12:00:05.000Z"
     )
-    index = f"{system.table} index {table_layout.ACTIVITY_INDEX.name}"
+    index = f"{backend.table} index {table_layout.ACTIVITY_INDEX.name}"
 
     def create_at(now: str) -> float:
         with meter.operation(now) as usage:
@@ -121,7 +121,7 @@ def test_an_accounts_activity_index_entry_moves_at_most_once_a_minute(system: Sy
 
 
 def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_by(
-    system: System, meter: CapacityMeter
+    backend: Backend, meter: CapacityMeter
 ) -> None:
     """A quiet account's create and delete make three calls each, all writes, no transaction and no
     read (docs/scaling.md); with the consumer's two counts, an iteration is the
@@ -132,10 +132,10 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     from tests.support.stream import StreamTap, process_stream_records
 
     store, counting = (
-        DynamoApiStore(DynamoTable(system.dynamodb, system.table)),
-        DynamoCountingStore(DynamoTable(system.dynamodb, system.table), system.clock),
+        DynamoApiStore(DynamoTable(backend.dynamodb, backend.table)),
+        DynamoCountingStore(DynamoTable(backend.dynamodb, backend.table), backend.clock),
     )
-    tap = StreamTap(system.streams, system.stream_arn)
+    tap = StreamTap(backend.streams, backend.stream_arn)
 
     def deliver() -> None:
         """Each record alone (a trickle), through the consumer's filter, as Lambda delivers them."""
@@ -144,7 +144,7 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
                 process_stream_records(counting, [record])
 
     accounts.put_account(
-        store, ACME, accounts.limit_change(10, system.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
+        store, ACME, accounts.limit_change(10, backend.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
     )
     deliver()
     # The counter's first count decides its usage thresholds' headroom (functions/core/thresholds.py):

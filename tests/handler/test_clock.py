@@ -1,4 +1,4 @@
-"""The handlers tell the time by their clients' clock (functions/shared/clock.py), never by the
+"""The handlers tell the time by their wiring's clock (functions/shared/clock.py), never by the
 wall clock: each test sets the clock decades away from the day it runs, where a handler that read
 the wall clock would stamp, judge lateness or heal differently."""
 
@@ -52,6 +52,6 @@ def test_the_sweeper_heals_an_account_quiet_by_its_clock(harness: Harness) -> No
         harness.api.create("acme")
     harness.pump()
     harness.clock.advance(timedelta(minutes=2))
-    result = sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=harness.clients)
+    result = sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=harness.wiring)
     assert result["heals"] == {"healed": 1}
     assert harness.api.account("acme")["bestEffort"] == 1

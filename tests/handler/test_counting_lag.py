@@ -69,7 +69,7 @@ def test_the_lag_of_each_create_counted_and_only_those(harness: Harness) -> None
 
 
 def test_a_real_batch_publishes_its_lag(harness: Harness, capsys: pytest.CaptureFixture[str]) -> None:
-    """The lag runs from the resource's creation to the consumer's clock (both the clients' clock)."""
+    """The lag runs from the resource's creation to the consumer's clock (both the wiring's clock)."""
     harness.clock.set(NOW)
     harness.api.put_account("acme", 5)
     harness.api.create("acme")

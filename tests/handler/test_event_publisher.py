@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from functions.adapters import table_layout
-from functions.shared.clients import Clients
+from functions.shared.wiring import Wiring
 from functions.usage_events.models import SOURCE, UsageThresholdCrossed
 from local.filters import matches_any
 from tests.handler.conftest import Harness
@@ -53,11 +53,11 @@ class Publisher:
     def __init__(self, harness: Harness, subscriber: Subscriber, endpoint_url: str) -> None:
         from functions.event_publisher.handler import handler
 
-        settings = replace(harness.clients.settings, event_bus_name=subscriber.bus)
+        settings = replace(harness.wiring.settings, event_bus_name=subscriber.bus)
         self.session = new_session()  # its clients take the event handlers registered on it before
-        self.clients = Clients(settings, self.session, endpoint_url)  # EventBridge is moto's
-        self.handler = partial(handler, clients=self.clients)
-        self.tap = StreamTap(harness.system.streams, harness.system.stream_arn)
+        self.wiring = Wiring(settings, self.session, endpoint_url)  # EventBridge is moto's
+        self.handler = partial(handler, wiring=self.wiring)
+        self.tap = StreamTap(harness.backend.streams, harness.backend.stream_arn)
 
     def records(self) -> list[dict[str, Any]]:
         """The stream's records since the last call, through the publisher's filter, as Lambda would."""

@@ -33,20 +33,20 @@ NOT_QUIET = timedelta(hours=1)  # every write counts as recent: only best-effort
 
 def heal(harness: Harness, quota: str | Quota, quiet: timedelta) -> HealOutcome:
     quota = quota if isinstance(quota, Quota) else Quota(quota)
-    return heal_account(harness.clients.healing_store, quota, harness.clock.now(), quiet).outcome
+    return heal_account(harness.wiring.healing_store, quota, harness.clock.now(), quiet).outcome
 
 
 def sweep_at(harness: Harness, now: datetime, settings: SweepSettings, audit: bool = False) -> SweepReport:
     """A sweep of the harness's table at `now`, on the stores the sweeper's handler gives it."""
-    clients = harness.clients
+    wiring = harness.wiring
     return sweep(
-        counting=clients.counting_store,
-        pending=clients.counting_store,
-        healing=clients.healing_store,
-        activity=clients.healing_store,
+        counting=wiring.counting_store,
+        pending=wiring.counting_store,
+        healing=wiring.healing_store,
+        activity=wiring.healing_store,
         now=now,
         settings=settings,
-        audits=clients.audit_reads if audit else None,
+        audits=wiring.audit_reads if audit else None,
     )
 
 
@@ -223,7 +223,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
         with pytest.raises(faults.SimulatedCrash):
             # Through the API's own flow, with a clock two minutes back: leases older than `quiet`.
             accounts.create_resource(
-                harness.clients.api_store,
+                harness.wiring.api_store,
                 BUSY,
                 NewResource("lost"),
                 None,
@@ -262,7 +262,7 @@ def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: H
     four or more dead ones settles them with one write, as the sweeper would: the slots of creates
     that never put come back, a delete that landed frees its slot, one that did not gives back its
     decrement, and the account then admits exactly its limit."""
-    api, store = harness.api, harness.clients.api_store
+    api, store = harness.api, harness.wiring.api_store
     api.put_account("acme", 6)
     doomed = api.create("acme").json()["resourceId"]
     two_minutes_ago = harness.clock.timestamp(-timedelta(minutes=2))
@@ -295,7 +295,7 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
     """Creates that died after reserving hold their slots until their leases are settled. A create
     that finds the account full settles the dead ones its refusal read showed, and is admitted:
     the tenant does not wait for the sweeper. Leases that are not dead yet keep their slots."""
-    api, store = harness.api, harness.clients.api_store
+    api, store = harness.api, harness.wiring.api_store
     for account_id, age in (("acme", timedelta(minutes=2)), ("globex", timedelta(seconds=5))):
         api.put_account(account_id, 2)
         taken = harness.clock.timestamp(-age)
@@ -314,7 +314,7 @@ def test_dead_leases_settled_together_leave_out_those_another_writer_settled(har
     first settled, and it settles the others, each once."""
     from functions.core.leases import RELEASE_RESERVATION
 
-    api, store = harness.api, harness.clients.api_store
+    api, store = harness.api, harness.wiring.api_store
     api.put_account("acme", 3)
     long_ago = harness.clock.timestamp(-timedelta(minutes=2))
     for _ in range(3):
@@ -335,8 +335,8 @@ def account_leases(harness: Harness) -> tuple[Any, ...]:
     from functions.adapters.attributes import from_attributes
     from functions.adapters.shards import account_key
 
-    system = harness.system
-    item = system.dynamodb.get_item(TableName=system.table, Key=account_key(ACME), ConsistentRead=True)["Item"]
+    backend = harness.backend
+    item = backend.dynamodb.get_item(TableName=backend.table, Key=account_key(ACME), ConsistentRead=True)["Item"]
     return held_leases(from_attributes(item))
 
 
@@ -356,11 +356,11 @@ def test_an_account_written_while_the_sweep_runs_is_still_visited(harness: Harne
     for _ in range(2):
         with pytest.raises(faults.SimulatedCrash):
             accounts.create_resource(
-                harness.clients.api_store, BUSY, NewResource("lost"), None, at(boundary - timedelta(minutes=2))
+                harness.wiring.api_store, BUSY, NewResource("lost"), None, at(boundary - timedelta(minutes=2))
             )
     # The write that lands while the sweep runs: 100 ms into the minute after the sweep's start.
     accounts.create_resource(
-        harness.clients.api_store, BUSY, NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
+        harness.wiring.api_store, BUSY, NewResource("late"), None, at(boundary + timedelta(milliseconds=100))
     )
     report = sweep_at(harness, boundary - timedelta(milliseconds=50), SweepSettings())
     assert (report.busy_accounts, report.dead_leases) == (1, 2)
@@ -407,8 +407,8 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(
         assert keys.activity_bucket(audited) != keys.activity_bucket(ACME)  # so the next slice is not acme's
     harness.pump()
     key = {table_layout.PARTITION_KEY: keys.account_pk(audited), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key=to_attributes(key),
         UpdateExpression="ADD #count :one",
         ExpressionAttributeNames={"#count": "count"},
@@ -448,7 +448,7 @@ def test_the_sweepers_reads_follow_every_page(harness: Harness, faults: Faults) 
     assert heal(harness, "acme", QUIET_NOW) is HealOutcome.PENDING_WORK
     harness.pump()
     assert heal(harness, "acme", QUIET_NOW) is HealOutcome.EXACT
-    view = harness.clients.audit_reads.recount(ACME)
+    view = harness.wiring.audit_reads.recount(ACME)
     assert view is not None
     assert (view.live, view.counted, view.eventual) == (5, 5, 5)
 
@@ -464,7 +464,7 @@ def test_a_sweep_reads_the_pending_index_in_one_scan_whatever_its_bucket_count(
     for operation in ("Scan", "Query"):
         faults.before_call(operation, lambda _, name=operation: calls.append(name))
 
-    pending = list(harness.clients.counting_store.pending_records(None))
+    pending = list(harness.wiring.counting_store.pending_records(None))
 
     assert {record.resource_id if record else item_id for item_id, record in pending} == created
     assert calls == ["Scan"]

@@ -30,13 +30,13 @@ LAMBDA_RESPONSE_BYTES = 6_291_456
 def refused_before_any_write(harness: Harness, method: str, url: str, body: str, place: str | None) -> str:
     """Send `body` (JSON text, as the client wrote it); assert a 400 ValidationError naming `place`
     (if given) and an unchanged table. Returns the message."""
-    before = read_truth(harness.system.dynamodb, harness.system.table)
+    before = read_truth(harness.backend.dynamodb, harness.backend.table)
     response = harness.api.request(method, url, body)
     assert response.status == 400, response.text
     error = response.json()["error"]
     assert error["code"] == "ValidationError"
     assert place is None or error["message"].startswith(f"{place}: "), error["message"]
-    assert read_truth(harness.system.dynamodb, harness.system.table) == before
+    assert read_truth(harness.backend.dynamodb, harness.backend.table) == before
     return str(error["message"])
 
 
@@ -147,7 +147,7 @@ def test_numbers_held_exactly_read_back_exactly(harness: Harness) -> None:
 def store_directly(harness: Harness, resource_id: str, attributes: Any, name: str = "old") -> None:
     """A resource item as versions before the body rules wrote it (json.dumps of what they took)."""
     resource = Resource(Quota("acme"), resource_id, name, attributes, "2026-11-01T00:00:00.000Z", "f", "t")
-    harness.system.dynamodb.put_item(TableName=harness.system.table, Item=resource_item(resource))
+    harness.backend.dynamodb.put_item(TableName=harness.backend.table, Item=resource_item(resource))
 
 
 def deep(levels: int) -> Any:
@@ -187,7 +187,7 @@ def call(harness: Harness, method: str, url: str) -> tuple[dict[str, Any], int]:
     from functions.api.handler import handler as api_handler  # after the session's environment
 
     event = proxy_event(method, url, harness.clock.epoch_ms())
-    result = api_handler(event, FakeLambdaContext(function_name="api"), clients=harness.clients)
+    result = api_handler(event, FakeLambdaContext(function_name="api"), wiring=harness.wiring)
     return result, len(json.dumps(result, ensure_ascii=False).encode())
 
 
@@ -334,13 +334,13 @@ account_numbers = itertools.count()
 def test_any_create_body_is_refused_with_nothing_written_or_reads_back_exactly(harness: Harness, body: str) -> None:
     account = f"p{next(account_numbers)}"  # one per example: the system is the test's, shared by its examples
     assert harness.api.put_account(account, 5).status == 200
-    before = read_truth(harness.system.dynamodb, harness.system.table)
+    before = read_truth(harness.backend.dynamodb, harness.backend.table)
     response = harness.api.request("POST", f"/accounts/{account}/resources", body)
     assert response.status < 500, response.text
     event(f"answered {response.status}")
     if response.status >= 400:
         assert response.json()["error"]["code"]
-        assert read_truth(harness.system.dynamodb, harness.system.table) == before
+        assert read_truth(harness.backend.dynamodb, harness.backend.table) == before
         return
     assert response.status == 201, response.text
     assert_reads_back(harness, response, body)
@@ -397,7 +397,7 @@ def test_any_content_type_and_body_is_answered_in_the_envelope_never_a_5xx(
     if harness.api.request("GET", "/accounts/typed/types/seats").status == 404:  # once: the examples share it
         assert harness.api.put_type("typed", "seats", 1000).status == 200
     method, url = route.format(a="/accounts/typed").split(" ")
-    before = read_truth(harness.system.dynamodb, harness.system.table)
+    before = read_truth(harness.backend.dynamodb, harness.backend.table)
     response = harness.api.request(method, url, body, {"Content-Type": content_type})
     event(f"answered {response.status}")
     assert response.status < 500, response.text
@@ -407,4 +407,4 @@ def test_any_content_type_and_body_is_answered_in_the_envelope_never_a_5xx(
         return
     assert set(answer) == {"error"}, answer
     assert {"code", "message"} <= set(answer["error"]), answer
-    assert read_truth(harness.system.dynamodb, harness.system.table) == before
+    assert read_truth(harness.backend.dynamodb, harness.backend.table) == before

@@ -25,7 +25,7 @@ def item(harness: Harness, resource_id: str) -> dict[str, Any] | None:
         table_layout.PARTITION_KEY: keys.account_pk(ACME),
         table_layout.SORT_KEY: keys.resource_sk(resource_id),
     }
-    found = harness.system.dynamodb.get_item(TableName=harness.system.table, Key=to_attributes(key))
+    found = harness.backend.dynamodb.get_item(TableName=harness.backend.table, Key=to_attributes(key))
     return from_attributes(found["Item"]) if "Item" in found else None
 
 
@@ -73,7 +73,7 @@ def test_after_ttl_removed_the_tombstone_the_key_creates_again(harness: Harness)
         table_layout.PARTITION_KEY: keys.account_pk(ACME),
         table_layout.SORT_KEY: keys.resource_sk(resource_id),
     }
-    harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))  # TTL's delete
+    harness.backend.dynamodb.delete_item(TableName=harness.backend.table, Key=to_attributes(key))  # TTL's delete
     assert harness.api.create("acme", "vm", key=KEY).status == 201
     harness.pump()
     account = harness.api.account("acme")

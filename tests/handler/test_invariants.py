@@ -165,7 +165,7 @@ def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness, ki
     kind.put(5)
     resource_id = kind.create().json()["resourceId"]
     hold_until(faults, 2, *faults.API_WRITES["take-deletion"])
-    store = harness.clients.api_store
+    store = harness.wiring.api_store
     results = run_together(
         2, lambda _: accounts.delete_resource(store, kind.quota, resource_id, harness.clock.timestamp)
     )
@@ -225,7 +225,7 @@ def test_a_record_delivered_twice_concurrently_counts_once(harness: Harness, kin
     kind.create()
     records = harness.tap.drain()
     hold_until(faults, 2, "TransactWriteItems", lambda _: True)  # both transactions in flight together
-    store = harness.clients.counting_store
+    store = harness.wiring.counting_store
     reports = run_together(2, lambda _: process_stream_records(store, records))
     assert sorted(report.outcomes[Outcome.APPLIED] for report in reports) == [0, 1]
     assert sorted(report.outcomes[Outcome.ALREADY_DONE] for report in reports) == [0, 1]
@@ -336,7 +336,7 @@ def test_concurrent_creates_never_exceed_the_limit(
     # Every racer is about to send its reservation before any of them has: the single conditional
     # update must still let exactly the free slots through.
     hold_until(faults, racers, *faults.API_WRITES["reserve"])
-    store = harness.clients.api_store
+    store = harness.wiring.api_store
     results = run_together(
         racers,
         lambda i: accounts.create_resource(
@@ -364,7 +364,7 @@ def test_concurrent_creates_of_two_types_each_fill_exactly_their_own_limit(
     harness.api.put_type("acme", "projects", 1)
     quotas = [quota for quota in limits for _ in range(racers)]
     hold_until(faults, len(quotas), *faults.API_WRITES["reserve"])
-    store = harness.clients.api_store
+    store = harness.wiring.api_store
     results = run_together(
         len(quotas),
         lambda i: accounts.create_resource(

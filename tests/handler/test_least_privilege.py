@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from functions.core.model import Quota
-from functions.shared.clients import Clients
 from functions.shared.config import FunctionEnvironment, Settings
+from functions.shared.wiring import Wiring
 from infra.function_settings import API_FUNCTION, REDRIVE_FUNCTION, STREAM_CONSUMER_FUNCTION, SWEEPER_FUNCTION
 from infra.synth import synth_template_json
 from tests.handler.conftest import Harness
@@ -65,7 +65,7 @@ def _kind(resource: Any) -> str:
 @pytest.fixture
 def recorder(harness: Harness) -> CallRecorder:
     recorded = CallRecorder()
-    recorded.install(harness.clients)
+    recorded.install(harness.wiring)
     return recorded
 
 
@@ -79,7 +79,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     api.delete("busy", created["resourceId"])
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
     # below its usage (the other shards retired, the change checked against each of them).
-    assert harness.clients.api_store.set_active(Quota("busy"), 1, 1, 4)
+    assert harness.wiring.api_store.set_active(Quota("busy"), 1, 1, 4)
     for index in range(6):
         assert api.create("busy", f"r{index}").status == 201
     assert api.create("busy", "one too many").status == 409
@@ -108,10 +108,10 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     from functions.sweeper.handler import handler as sweeper
 
     sweep_now = {FunctionEnvironment.variable("pending_older_than"): "0", FunctionEnvironment.variable("quiet"): "0"}
-    settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.system.table, **sweep_now})
-    sweeper_clients = Clients(settings, harness.clients.session, harness.clients.endpoint_url, harness.clock)
-    recorder.install(sweeper_clients)
-    sweeper({}, FakeLambdaContext(function_name="sweeper"), clients=sweeper_clients)
+    settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.backend.table, **sweep_now})
+    sweeper_wiring = Wiring(settings, harness.wiring.session, harness.wiring.endpoint_url, harness.clock)
+    recorder.install(sweeper_wiring)
+    sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)
 
     template = synth_template_json()
     for function, handler in HANDLERS.items():

@@ -18,8 +18,8 @@ LIMIT_CHANGED = "Limit Changed"
 
 def outbox(harness: Harness, quota: Quota = ACME) -> list[tuple[str, dict[str, Any]]]:
     """The quota's outbox items, (detail-type, detail), in key order."""
-    found = harness.system.dynamodb.query(
-        TableName=harness.system.table,
+    found = harness.backend.dynamodb.query(
+        TableName=harness.backend.table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
         ExpressionAttributeValues={":pk": {"S": keys.account_pk(quota)}, ":events": {"S": keys.EVENT_PREFIX}},
         ConsistentRead=True,

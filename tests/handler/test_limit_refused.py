@@ -29,8 +29,8 @@ from functions.core.refusals import (
     parse_window_message,
     window_message,
 )
-from functions.shared.clients import Clients
 from functions.shared.observability import logger
+from functions.shared.wiring import Wiring
 from functions.usage_events.models import LimitRefused
 from local.filters import matches_any
 from local.log_subscriptions import FilterPattern, subscription_payload
@@ -68,16 +68,16 @@ class Refusals:
     def __init__(self, harness: Harness, emulator_url: str) -> None:
         self.harness = harness
         self.sqs = boto3.client("sqs", endpoint_url=emulator_url)
-        self.queue_url = self.sqs.create_queue(QueueName=f"windows-{harness.system.table}")["QueueUrl"]
-        settings = replace(harness.clients.settings, refusal_queue_url=self.queue_url, refusal_grace=timedelta(0))
+        self.queue_url = self.sqs.create_queue(QueueName=f"windows-{harness.backend.table}")["QueueUrl"]
+        settings = replace(harness.wiring.settings, refusal_queue_url=self.queue_url, refusal_grace=timedelta(0))
         self.session = new_session()  # its clients take the event handlers registered on it before
         self.calls: list[str] = []
         self.session.events.register("before-call.dynamodb", lambda model, **_: self.calls.append(model.name))
-        self.clients = Clients(
-            settings, self.session, harness.system.endpoint_url, harness.clock, service_endpoints={"sqs": emulator_url}
+        self.wiring = Wiring(
+            settings, self.session, harness.backend.endpoint_url, harness.clock, service_endpoints={"sqs": emulator_url}
         )
         self.log_events = LogEvents()
-        self.tap = StreamTap(harness.system.streams, harness.system.stream_arn)
+        self.tap = StreamTap(harness.backend.streams, harness.backend.stream_arn)
 
     def payload(self, *lines: tuple[datetime, str]) -> dict[str, Any]:
         events = [self.log_events(at, message) for at, message in lines]
@@ -86,23 +86,23 @@ class Refusals:
     def aggregate(self, payload: dict[str, Any]) -> None:
         from functions.refusal_aggregator.handler import handler
 
-        handler(payload, FakeLambdaContext(function_name="refusal_aggregator"), clients=self.clients)
+        handler(payload, FakeLambdaContext(function_name="refusal_aggregator"), wiring=self.wiring)
 
     def emit(self, *windows: Window) -> list[str]:
         from functions.refusal_emitter.handler import handler
 
         event = sqs_event(*map(window_message, windows))
-        response = handler(event, FakeLambdaContext(function_name="refusal_emitter"), clients=self.clients)
+        response = handler(event, FakeLambdaContext(function_name="refusal_emitter"), wiring=self.wiring)
         return [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
 
     def window_item(self, window: Window) -> dict[str, Any] | None:
         key = table_layout.item_key(keys.account_pk(window.quota), keys.refused_window_sk(window.name))
-        item = self.harness.system.dynamodb.get_item(TableName=self.harness.system.table, Key=key).get("Item")
+        item = self.harness.backend.dynamodb.get_item(TableName=self.harness.backend.table, Key=key).get("Item")
         return None if item is None else from_attributes(item)
 
     def event(self, window: Window) -> LimitRefused | None:
         key = table_layout.item_key(keys.account_pk(window.quota), keys.limit_refused_sk(window.name))
-        item = self.harness.system.dynamodb.get_item(TableName=self.harness.system.table, Key=key).get("Item")
+        item = self.harness.backend.dynamodb.get_item(TableName=self.harness.backend.table, Key=key).get("Item")
         return None if item is None else LimitRefused.model_validate_json(item["detail"]["S"])
 
     def due(self) -> list[Window]:
@@ -260,7 +260,7 @@ def test_a_refusal_counted_between_the_read_and_the_announcement_is_in_the_event
             Racing.attempts += 1
             return super().announce(window, state, now)
 
-    announced = announce(Window(ACME, MINUTE), Racing(refusals.clients.table), harness.clock.now())
+    announced = announce(Window(ACME, MINUTE), Racing(refusals.wiring.table), harness.clock.now())
     assert announced is not None
     assert (announced.refused, Racing.attempts) == (3, 2)
     event = refusals.event(Window(ACME, MINUTE))

@@ -27,9 +27,9 @@ OLD = Quota("old")
 
 def replay_previous_release(harness: Harness) -> dict[str, Any]:
     """The previous release's writes, into this test's table; returns its answers."""
-    client = harness.system.dynamodb
+    client = harness.backend.dynamodb
     for write in RECORDED["writes"]:
-        params = json.loads(json.dumps(write["params"]).replace('"TABLE"', json.dumps(harness.system.table)))
+        params = json.loads(json.dumps(write["params"]).replace('"TABLE"', json.dumps(harness.backend.table)))
         getattr(client, xform_name(write["operation"]))(**params)
     answers: dict[str, Any] = RECORDED["answers"]
     return answers
@@ -61,7 +61,7 @@ def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_
 
     # Healed: the dead create's slot is free again.
     later = harness.clock.now() + timedelta(minutes=10)
-    assert heal_account(harness.clients.healing_store, OLD, later, timedelta(minutes=1)).outcome is HealOutcome.HEALED
+    assert heal_account(harness.wiring.healing_store, OLD, later, timedelta(minutes=1)).outcome is HealOutcome.HEALED
     assert [api.create("old", f"new-{index}").status for index in range(3)] == [201, 201, 409]
 
     # Deleted, and counted, with this release's code.

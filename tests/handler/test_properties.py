@@ -27,8 +27,8 @@ from functions.core.counting import process_pending
 from functions.core.errors import IdempotencyKeyReused, LimitExceeded, ResourceNotFound
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, Quota, idempotent_resource_id
-from functions.shared.clients import Clients
-from tests.conftest import fresh_system, on_dynamodb_local
+from functions.shared.wiring import Wiring
+from tests.conftest import fresh_backend, on_dynamodb_local
 from tests.support.faults import Faults
 from tests.support.sessions import new_session
 from tests.support.stream import StreamTap, process_stream_records
@@ -50,11 +50,11 @@ class CounterMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.system = fresh_system(self.endpoint_url, self.shared_emulator)
-        self.clients = self.system.clients
-        self.clock = self.system.clock
-        self.faults = Faults(self.clients)
-        self.tap = StreamTap(self.system.streams, self.system.stream_arn)
+        self.backend = fresh_backend(self.endpoint_url, self.shared_emulator)
+        self.wiring = self.backend.wiring
+        self.clock = self.backend.clock
+        self.faults = Faults(self.wiring)
+        self.tap = StreamTap(self.backend.streams, self.backend.stream_arn)
         self.delivered: list[list[dict[str, Any]]] = []
         # The model, per quota: resources a caller would find, and crashed creates and deletes,
         # whose either outcome is correct.
@@ -62,7 +62,7 @@ class CounterMachine(RuleBasedStateMachine):
         self.maybe: dict[Quota, set[str]] = {quota: set() for quota in LIMITS}
         for quota, limit in LIMITS.items():
             accounts.put_limit(
-                self.clients.api_store,
+                self.wiring.api_store,
                 quota,
                 accounts.limit_change(limit, self.clock.epoch_ms()),
                 self.clock.timestamp,
@@ -76,7 +76,7 @@ class CounterMachine(RuleBasedStateMachine):
         resource_id = idempotent_resource_id(quota, f"k{key}")
         try:
             created = accounts.create_resource(
-                self.clients.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.wiring.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
             )
         except LimitExceeded:
             assert resource_id not in self.live[quota]
@@ -93,7 +93,7 @@ class CounterMachine(RuleBasedStateMachine):
         resource_id = idempotent_resource_id(quota, f"k{key}")
         with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
             accounts.create_resource(
-                self.clients.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.wiring.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
             )
         self._disarm()
         if resource_id not in self.live[quota]:
@@ -104,7 +104,7 @@ class CounterMachine(RuleBasedStateMachine):
     def delete(self, data: st.DataObject) -> None:
         quota, resource_id = data.draw(st.sampled_from(self._live_pairs()))
         with contextlib.suppress(ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, quota, resource_id, self.clock.timestamp)
+            accounts.delete_resource(self.wiring.api_store, quota, resource_id, self.clock.timestamp)
         self.live[quota].discard(resource_id)
 
     @precondition(lambda self: any(self.live.values()))
@@ -113,7 +113,7 @@ class CounterMachine(RuleBasedStateMachine):
         quota, resource_id = data.draw(st.sampled_from(self._live_pairs()))
         self.faults.crash_after_write(point)
         with contextlib.suppress(self.faults.SimulatedCrash, ResourceNotFound):
-            accounts.delete_resource(self.clients.api_store, quota, resource_id, self.clock.timestamp)
+            accounts.delete_resource(self.wiring.api_store, quota, resource_id, self.clock.timestamp)
         self._disarm()
         self.live[quota].discard(resource_id)
         self.maybe[quota].add(resource_id)
@@ -128,7 +128,7 @@ class CounterMachine(RuleBasedStateMachine):
         pending = self.tap.drain()
         for start in range(0, len(pending), take):
             batch = pending[start : start + take]
-            process_stream_records(self.clients.counting_store, batch)
+            process_stream_records(self.wiring.counting_store, batch)
             self.delivered.append(batch)
 
     @precondition(lambda self: bool(self.delivered))
@@ -136,26 +136,26 @@ class CounterMachine(RuleBasedStateMachine):
     def replay_an_old_batch(self, data: st.DataObject) -> None:
         """A duplicate, or a late replay from DLQ 1 arriving after newer batches."""
         batch = data.draw(st.sampled_from(self.delivered))
-        process_stream_records(self.clients.counting_store, batch)
+        process_stream_records(self.wiring.counting_store, batch)
 
     @rule()
     def sweep(self) -> None:
-        store = self.clients.counting_store
+        store = self.wiring.counting_store
         process_pending(store, store.pending_records(None))
 
     @rule(quota=QUOTAS, quiet=st.sampled_from([timedelta(0), timedelta(hours=1)]))
     def heal(self, quota: Quota, quiet: timedelta) -> None:
-        outcome = heal_account(self.clients.healing_store, quota, self.clock.now(), quiet).outcome
+        outcome = heal_account(self.wiring.healing_store, quota, self.clock.now(), quiet).outcome
         assert outcome is not HealOutcome.NOT_FOUND
 
     # -- invariants ----------------------------------------------------------------------------
 
     def _truth(self, quota: Quota) -> AccountTruth:
-        return read_truth(self.system.dynamodb, self.system.table).get(keys.account_pk(quota), AccountTruth())
+        return read_truth(self.backend.dynamodb, self.backend.table).get(keys.account_pk(quota), AccountTruth())
 
     @invariant()
     def counters_keep_their_bounds(self) -> None:
-        assert_invariants(self.system.dynamodb, self.system.table)
+        assert_invariants(self.backend.dynamodb, self.backend.table)
         for quota, limit in LIMITS.items():
             assert self._truth(quota).live <= limit, quota
 
@@ -167,22 +167,22 @@ class CounterMachine(RuleBasedStateMachine):
             assert live <= model | maybe, f"{quota} unexpected: {live - model - maybe}"
 
     def _live_ids(self, quota: Quota) -> set[str]:
-        page = self.clients.api_store.list_resources(quota, 100, None)
+        page = self.wiring.api_store.list_resources(quota, 100, None)
         return {resource.resource_id for resource in page.items}
 
     def teardown(self) -> None:
         # Quiescence: everything delivered (twice over, to settle the consumer's own writes).
         for _ in range(3):
-            process_stream_records(self.clients.counting_store, self.tap.drain())
+            process_stream_records(self.wiring.counting_store, self.tap.drain())
         for quota in LIMITS:
             truth = self._truth(quota)
             assert truth.eventual == truth.live == truth.processed, quota
         self._disarm()
 
     def _disarm(self) -> None:
-        """New clients, without the hooks of the crash just injected."""
-        self.clients = Clients(self.clients.settings, new_session(), self.endpoint_url, self.clock)
-        self.faults = Faults(self.clients)
+        """A new wiring, without the hooks of the crash just injected."""
+        self.wiring = Wiring(self.wiring.settings, new_session(), self.endpoint_url, self.clock)
+        self.faults = Faults(self.wiring)
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.model import Quota
-from tests.conftest import System
+from tests.conftest import Backend
 from tests.handler.conftest import Harness, Kind
 from tests.handler.test_limit_changes import limit_changes
 from tests.support.faults import Faults
@@ -227,25 +227,25 @@ def test_a_put_without_a_key_writes_what_it_always_wrote(harness: Harness, kind:
     kind.put(LATER)
     later(kind)
     assert put(kind, FIRST, key=None).json()["limit"] == FIRST
-    items = harness.system.dynamodb.scan(TableName=harness.system.table, ConsistentRead=True)["Items"]
+    items = harness.backend.dynamodb.scan(TableName=harness.backend.table, ConsistentRead=True)["Items"]
     assert not [item for item in map(from_attributes, items) if str(item["sk"]).startswith(keys.PUT_REQUEST_PREFIX)]
 
 
-def test_a_key_costs_one_write_of_one_unit_and_its_retry_writes_nothing_else(system: System) -> None:
+def test_a_key_costs_one_write_of_one_unit_and_its_retry_writes_nothing_else(backend: Backend) -> None:
     """docs/admission.md, "What it costs": a key adds its record (one PutItem, 1 WCU, in the
     quota's partition); a retry, replayed or overtaken, only has that PutItem refused (1 WCU)."""
-    meter = CapacityMeter(system.dynamodb, reader=boto3.client("dynamodb", endpoint_url=system.endpoint_url))
-    store = DynamoApiStore(DynamoTable(system.dynamodb, system.table))
+    meter = CapacityMeter(backend.dynamodb, reader=boto3.client("dynamodb", endpoint_url=backend.endpoint_url))
+    store = DynamoApiStore(DynamoTable(backend.dynamodb, backend.table))
     quota, window = Quota("acme"), int(DEFAULT_TOMBSTONE_RETENTION.total_seconds())
 
     def change(limit: int, key: str | None) -> accounts.LimitChange:
-        plain = accounts.limit_change(limit, system.clock.epoch_ms())
+        plain = accounts.limit_change(limit, backend.clock.epoch_ms())
         return plain if key is None else replace(plain, key=accounts.PutKey(key, window))
 
     def cost(limit: int, key: str | None) -> tuple[dict[str, float], float]:
         with meter.operation(f"PUT {len(meter.usage)}") as usage:  # each its own
-            accounts.put_account(store, quota, change(limit, key), system.clock.timestamp)
-        system.clock.advance(timedelta(seconds=1))
+            accounts.put_account(store, quota, change(limit, key), backend.clock.timestamp)
+        backend.clock.advance(timedelta(seconds=1))
         writes = {call: count for call, count in usage.calls.items() if call != "BatchGetItem"}
         return writes, usage.total_wcu
 
@@ -265,5 +265,5 @@ def test_a_put_key_outside_the_pattern_is_a_400_that_writes_nothing(harness: Har
     answer = put(kind, FIRST, key=key)
     assert (answer.status, answer.json()["error"]["code"]) == (400, "ValidationError")
     assert kind.read()["limit"] == 2
-    items = harness.system.dynamodb.scan(TableName=harness.system.table, ConsistentRead=True)["Items"]
+    items = harness.backend.dynamodb.scan(TableName=harness.backend.table, ConsistentRead=True)["Items"]
     assert not [item for item in map(from_attributes, items) if str(item["sk"]).startswith(keys.PUT_REQUEST_PREFIX)]

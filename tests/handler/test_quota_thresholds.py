@@ -24,7 +24,7 @@ def test_a_quotas_own_thresholds_are_stored_sorted_on_its_account_item_and_read_
     created = put(harness, "/accounts/acme", {"limit": 10, "thresholds": [90, 50, 75]})
     assert created.json()["thresholds"] == [50, 75, 90]
     item = from_attributes(
-        harness.system.dynamodb.get_item(TableName=harness.system.table, Key=account_key(ACME))["Item"]
+        harness.backend.dynamodb.get_item(TableName=harness.backend.table, Key=account_key(ACME))["Item"]
     )
     assert item["thresholds"] == [50, 75, 90]
     assert harness.api.account("acme")["thresholds"] == [50, 75, 90]

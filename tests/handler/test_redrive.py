@@ -36,12 +36,14 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
 def redrive(harness: Harness, *bodies: str) -> list[str]:
     from functions.redrive.handler import handler
 
-    response = handler(sqs_event(*bodies), FakeLambdaContext(function_name="redrive"), clients=harness.clients)
+    response = handler(sqs_event(*bodies), FakeLambdaContext(function_name="redrive"), wiring=harness.wiring)
     return [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
 
 
 def shard_of(harness: Harness) -> str:
-    shards = harness.system.streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]["Shards"]
+    shards = harness.backend.streams.describe_stream(StreamArn=harness.backend.stream_arn)["StreamDescription"][
+        "Shards"
+    ]
     assert len(shards) == 1
     return str(shards[0]["ShardId"])
 
@@ -54,7 +56,7 @@ def failed_range(harness: Harness) -> str:
         harness.api.create("acme", f"r{index}")
     records = harness.tap.drain()
     return on_failure_message(
-        harness.system.stream_arn,
+        harness.backend.stream_arn,
         shard_of(harness),
         records[0]["dynamodb"]["SequenceNumber"],
         records[-1]["dynamodb"]["SequenceNumber"],

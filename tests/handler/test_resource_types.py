@@ -38,13 +38,13 @@ def put(
         if_match=if_match,
         must_exist=must_exist,
     )
-    return accounts.put_limit(harness.clients.api_store, quota, change, harness.clock.timestamp)
+    return accounts.put_limit(harness.wiring.api_store, quota, change, harness.clock.timestamp)
 
 
 def stored(harness: Harness, quota: Quota) -> dict[str, Any]:
     """The quota's account item as the table holds it ({} if none)."""
-    table, key = harness.system.table, account_key(quota)
-    item = harness.system.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    table, key = harness.backend.table, account_key(quota)
+    item = harness.backend.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
     return from_attributes(item) if item else {}
 
 
@@ -56,7 +56,7 @@ def test_a_types_first_put_creates_its_account_at_limit_zero_carrying_the_type(h
     assert (account["limit"], account["room"], account["limit_version"]) == (0, 0, 1)
     # Set by no PUT: a PUT of the account received at any time applies.
     assert put(harness, ACME, 3, received_ms=1).limit == 3
-    assert accounts.get_usage(harness.clients.api_store, SEATS).limit == 5
+    assert accounts.get_usage(harness.wiring.api_store, SEATS).limit == 5
 
 
 def test_a_types_put_adds_it_and_leaves_the_default_type_as_it_was(harness: Harness) -> None:
@@ -68,7 +68,7 @@ def test_a_types_put_adds_it_and_leaves_the_default_type_as_it_was(harness: Harn
     after = stored(harness, ACME)
     assert after.pop("resource_types") == {"seats", "projects"}
     assert after == before  # no version, stamp or counter moved: a heal reading it is not disturbed
-    assert accounts.get_usage(harness.clients.api_store, ACME).limit == 3
+    assert accounts.get_usage(harness.wiring.api_store, ACME).limit == 3
 
 
 def test_each_type_has_a_limit_version_of_its_own(harness: Harness) -> None:
@@ -76,12 +76,12 @@ def test_each_type_has_a_limit_version_of_its_own(harness: Harness) -> None:
     assert put(harness, SEATS, 5).limit_version == 1
     assert put(harness, SEATS, 6).limit_version == 2
     assert put(harness, PROJECTS, 1).limit_version == 1
-    assert accounts.get_usage(harness.clients.api_store, ACME).limit_version == 1
+    assert accounts.get_usage(harness.wiring.api_store, ACME).limit_version == 1
     # If-Match names the type's own version: another type's changes never make it stale.
     assert put(harness, SEATS, 8, if_match=frozenset({2})).limit == 8
     with pytest.raises(PreconditionFailed):
         put(harness, PROJECTS, 9, if_match=frozenset({2}))
-    assert accounts.get_usage(harness.clients.api_store, PROJECTS).limit == 1
+    assert accounts.get_usage(harness.wiring.api_store, PROJECTS).limit == 1
 
 
 def test_an_older_put_of_a_type_never_overwrites_a_newer_one(harness: Harness) -> None:
@@ -126,7 +126,7 @@ def test_reading_an_account_reads_every_type(harness: Harness) -> None:
     put(harness, ACME, 3)
     put(harness, SEATS, 5)
     put(harness, PROJECTS, 7)
-    read = accounts.get_account(harness.clients.api_store, "acme")
+    read = accounts.get_account(harness.wiring.api_store, "acme")
     assert read.default.limit == 3
     assert [(usage.quota, usage.limit) for usage in read.types] == [(PROJECTS, 7), (SEATS, 5)]
 
@@ -135,9 +135,9 @@ def test_an_account_without_types_is_read_with_the_one_call_it_always_was(harnes
     put(harness, ACME, 3)
     calls: list[dict[str, Any]] = []
     faults.before_call("BatchGetItem", calls.append)
-    read = accounts.get_account(harness.clients.api_store, "acme")
+    read = accounts.get_account(harness.wiring.api_store, "acme")
     assert (read.default.limit, read.types) == (3, ())
-    assert [len(call["RequestItems"][harness.system.table]["Keys"]) for call in calls] == [2]
+    assert [len(call["RequestItems"][harness.backend.table]["Keys"]) for call in calls] == [2]
 
 
 def test_an_account_with_types_reads_them_all_in_one_more_call(harness: Harness, faults: Faults) -> None:
@@ -145,9 +145,9 @@ def test_an_account_with_types_reads_them_all_in_one_more_call(harness: Harness,
         put(harness, Quota("acme", name), 2)
     calls: list[dict[str, Any]] = []
     faults.before_call("BatchGetItem", calls.append)
-    read = accounts.get_account(harness.clients.api_store, "acme")
+    read = accounts.get_account(harness.wiring.api_store, "acme")
     assert len(read.types) == 3
-    assert [len(call["RequestItems"][harness.system.table]["Keys"]) for call in calls] == [2, 6]
+    assert [len(call["RequestItems"][harness.backend.table]["Keys"]) for call in calls] == [2, 6]
 
 
 def test_a_registered_type_whose_limit_never_landed_is_left_out(harness: Harness, faults: Faults) -> None:
@@ -163,4 +163,4 @@ def test_a_registered_type_whose_limit_never_landed_is_left_out(harness: Harness
     with pytest.raises(faults.SimulatedCrash):
         put(harness, SEATS, 5)
     assert stored(harness, ACME)["resource_types"] == {"seats"}
-    assert accounts.get_account(harness.clients.api_store, "acme").types == ()
+    assert accounts.get_account(harness.wiring.api_store, "acme").types == ()

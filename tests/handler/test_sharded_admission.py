@@ -31,7 +31,7 @@ ACME = Quota("acme")
 def spread(harness: Harness, account_id: str, limit: int, shards: int) -> None:
     """An account with `shards` active shards, as growth leaves it (the others have no item yet)."""
     harness.api.put_account(account_id, limit)
-    assert harness.clients.api_store.set_active(Quota(account_id), 1, 1, shards)
+    assert harness.wiring.api_store.set_active(Quota(account_id), 1, 1, shards)
 
 
 def process(shards: int, seed: int, **settings: Any) -> Directory:
@@ -52,8 +52,8 @@ def patient_store(harness: Harness, session: boto3.Session) -> DynamoApiStore:
     successes), and 200 creates sharing one client used it up in a loaded run, after which the SDK
     stopped retrying and 94 creates failed on their first lock timeout."""
     config = Config(retries={"mode": "standard", "total_max_attempts": 10}, read_timeout=300)
-    client = session.client("dynamodb", endpoint_url=harness.system.endpoint_url, config=config)
-    return DynamoApiStore(DynamoTable(client, harness.system.table))
+    client = session.client("dynamodb", endpoint_url=harness.backend.endpoint_url, config=config)
+    return DynamoApiStore(DynamoTable(client, harness.backend.table))
 
 
 def patient_stores(harness: Harness, count: int) -> list[DynamoApiStore]:
@@ -66,7 +66,7 @@ def patient_stores(harness: Harness, count: int) -> list[DynamoApiStore]:
 def create(harness: Harness, index: int, directory: Directory, store: DynamoApiStore | None = None) -> accounts.Created:
     """A create through the API's flow, on the harness's clock; `store`: the harness's by default."""
     return accounts.create_resource(
-        store or harness.clients.api_store,
+        store or harness.wiring.api_store,
         ACME,
         NewResource(name=f"r{index}"),
         None,
@@ -116,13 +116,13 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
         ids.append(create(harness, index, directory).resource)
         clock[0] += 0.5  # two creates a second, each two writes: four writes a second, past 1
     account = harness.truth("acme")
-    active = harness.clients.api_store.read_shards(ACME, [0])[0].active
+    active = harness.wiring.api_store.read_shards(ACME, [0])[0].active
     assert active >= 4, active
     assert account.shards > 1
     deliver_in_small_batches(harness)  # the creates are counted, on counter shards
     # Deletes release on the shard that admitted each resource.
     for resource in ids[:25]:
-        accounts.delete_resource(harness.clients.api_store, ACME, resource.resource_id, harness.clock.timestamp)
+        accounts.delete_resource(harness.wiring.api_store, ACME, resource.resource_id, harness.clock.timestamp)
     deliver_in_small_batches(harness)
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.best_effort_net, truth.eventual) == (15, 15, 15, 15)
@@ -133,17 +133,17 @@ def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness
     harness.check_invariants()
     # Quiet for longer than the heal's bound: the heal folds every shard into the account item.
     later = harness.clock.now() + timedelta(minutes=5)
-    result = heal_account(harness.clients.healing_store, ACME, later, timedelta(seconds=60))
+    result = heal_account(harness.wiring.healing_store, ACME, later, timedelta(seconds=60))
     assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
-    first = harness.clients.api_store.read_shards(ACME, [0])[0]
+    first = harness.wiring.api_store.read_shards(ACME, [0])[0]
     assert (first.active, first.admitted, first.best_effort, first.room) == (1, 15, 15, 85)
-    others = harness.clients.api_store.read_shards(ACME, range(1, first.span))
+    others = harness.wiring.api_store.read_shards(ACME, range(1, first.span))
     assert all(shard.retired and shard.room == shard.admitted == shard.best_effort == 0 for shard in others)
     harness.check_invariants()
     # Folded, the account admits on its account item again, and deletes still release where admitted.
     fresh = create(harness, 99, Directory())
     assert fresh.resource.shard == 0
-    accounts.delete_resource(harness.clients.api_store, ACME, ids[30].resource_id, harness.clock.timestamp)
+    accounts.delete_resource(harness.wiring.api_store, ACME, ids[30].resource_id, harness.clock.timestamp)
     harness.pump()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.room) == (15, 15, 85)
@@ -155,17 +155,17 @@ def test_a_limit_lowered_below_the_usage_of_a_sharded_account_holds(harness: Har
     made = [create(harness, i, process(4, seed=i)).resource for i in range(10)]
     assert len({resource.shard for resource in made}) > 1
     assert harness.api.put_account("acme", 6).status == 200
-    first = harness.clients.api_store.read_shards(ACME, [0])[0]
+    first = harness.wiring.api_store.read_shards(ACME, [0])[0]
     assert (first.active, first.limit) == (1, 6)
     harness.check_invariants()
     for attempt in range(3):  # a process that still believes in 4 shards is refused as well
         with pytest.raises(LimitExceeded):
             create(harness, 100 + attempt, process(4, seed=attempt))
     for resource in made[:4]:  # 10 -> 6 live: at the new limit
-        accounts.delete_resource(harness.clients.api_store, ACME, resource.resource_id, harness.clock.timestamp)
+        accounts.delete_resource(harness.wiring.api_store, ACME, resource.resource_id, harness.clock.timestamp)
     with pytest.raises(LimitExceeded):
         create(harness, 200, Directory())
-    accounts.delete_resource(harness.clients.api_store, ACME, made[4].resource_id, harness.clock.timestamp)
+    accounts.delete_resource(harness.wiring.api_store, ACME, made[4].resource_id, harness.clock.timestamp)
     create(harness, 201, process(4, seed=3))  # 5 live: one slot, found on a retired shard and brought home
     with pytest.raises(LimitExceeded):
         create(harness, 202, Directory())
@@ -181,8 +181,8 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     harness.api.put_account("acme", 3)
     harness.api.create("acme")
     legacy = "REMOVE #room, #shards, #span SET admitted = :one"  # as the old layout left it
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
         UpdateExpression=legacy,
         ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
@@ -191,7 +191,7 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     assert harness.api.create("acme").status == 201
     assert harness.api.create("acme").status == 201
     assert harness.api.create("acme").status == 409
-    first = harness.clients.api_store.read_shards(ACME, [0])[0]
+    first = harness.wiring.api_store.read_shards(ACME, [0])[0]
     assert (first.room, first.admitted, first.active, first.span) == (0, 3, 1, 1)
     harness.pump()
     harness.check_invariants()
@@ -201,8 +201,8 @@ def test_an_adoption_whose_answer_is_lost_is_a_503_and_the_retry_admits(harness:
     """The adoption's write lands and its answer times out: DynamoDB failed the caller like any
     other call (503, retry), and the retry finds the room the adoption gave."""
     harness.api.put_account("acme", 3)
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key={"pk": {"S": "ACCOUNT#acme"}, "sk": {"S": "ACCOUNT"}},
         UpdateExpression="REMOVE #room, #shards, #span",  # as the one-item layout left it
         ExpressionAttributeNames={"#room": "room", "#shards": "shards", "#span": "shard_span"},
@@ -210,7 +210,7 @@ def test_an_adoption_whose_answer_is_lost_is_a_503_and_the_retry_admits(harness:
     faults.time_out_after("UpdateItem", lambda params: "attribute_not_exists(room)" in params["ConditionExpression"])
     assert harness.api.create("acme").status == 503
     assert harness.api.create("acme").status == 201
-    first = harness.clients.api_store.read_shards(ACME, [0])[0]
+    first = harness.wiring.api_store.read_shards(ACME, [0])[0]
     assert (first.room, first.admitted) == (2, 1)
 
 
@@ -218,7 +218,7 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
     """The adapter's conditions on DynamoDB: a donor's grant to a shard with room is refused (two
     creates that found it dry take one grant), and a retired donor gives nothing."""
     spread(harness, "acme", 40, shards=4)
-    store = harness.clients.api_store
+    store = harness.wiring.api_store
     assert store.grant(ACME, 1, 20)  # from shard 0, which creates the shard item
     assert store.grant(ACME, 3, 10, donor=1)
     assert not store.grant(ACME, 3, 2, donor=1)  # shard 3 has room now
@@ -227,8 +227,8 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
     assert rooms == {0: 20, 1: 10, 3: 10}
     # A retired shard can hold room (its releases land there until shard 0 gathers them): it
     # gives none of it away.
-    harness.system.dynamodb.update_item(
-        TableName=harness.system.table,
+    harness.backend.dynamodb.update_item(
+        TableName=harness.backend.table,
         Key={"pk": {"S": "SHARD#acme#01"}, "sk": {"S": "SHARD"}},
         UpdateExpression="SET retired = :true",
         ExpressionAttributeValues={":true": {"BOOL": True}},
@@ -240,9 +240,9 @@ def test_grants_move_room_between_shards_only_to_a_dry_shard_from_an_open_donor(
 
 def items_of(harness: Harness, *quotas: Quota) -> list[dict[str, Any]]:
     """Every item of these quotas, as the table holds them (a scan: tests only)."""
-    found, request = [], {"TableName": harness.system.table, "ConsistentRead": True}
+    found, request = [], {"TableName": harness.backend.table, "ConsistentRead": True}
     while True:
-        page = harness.system.dynamodb.scan(**request)
+        page = harness.backend.dynamodb.scan(**request)
         found += [item for item in page["Items"] if keys.quota_of(item["pk"]["S"]) in quotas]
         if "LastEvaluatedKey" not in page:
             return sorted(found, key=lambda item: (item["pk"]["S"], item["sk"]["S"]))
@@ -269,7 +269,7 @@ def test_a_busy_type_grows_and_heals_without_touching_a_quiet_siblings_items(har
     for index in range(40):
         made.append(
             accounts.create_resource(
-                harness.clients.api_store,
+                harness.wiring.api_store,
                 seats,
                 NewResource(name=f"s{index}"),
                 None,
@@ -278,17 +278,17 @@ def test_a_busy_type_grows_and_heals_without_touching_a_quiet_siblings_items(har
             ).resource
         )
         clock[0] += 0.5
-    assert harness.clients.api_store.read_shards(seats, [0])[0].active >= 4
+    assert harness.wiring.api_store.read_shards(seats, [0])[0].active >= 4
     # The busy type's counting is pending; its siblings' heals do not wait for it.
     later = harness.clock.now() + timedelta(minutes=5)
     for sibling in (ACME, projects):
-        outcome = heal_account(harness.clients.healing_store, sibling, later, timedelta(seconds=60)).outcome
+        outcome = heal_account(harness.wiring.healing_store, sibling, later, timedelta(seconds=60)).outcome
         assert outcome is HealOutcome.EXACT, (sibling, outcome)
     deliver_in_small_batches(harness)
     for resource in made[:25]:
-        accounts.delete_resource(harness.clients.api_store, seats, resource.resource_id, harness.clock.timestamp)
+        accounts.delete_resource(harness.wiring.api_store, seats, resource.resource_id, harness.clock.timestamp)
     deliver_in_small_batches(harness)
-    result = heal_account(harness.clients.healing_store, seats, later, timedelta(seconds=60))
+    result = heal_account(harness.wiring.healing_store, seats, later, timedelta(seconds=60))
     assert result.outcome in (HealOutcome.HEALED, HealOutcome.EXACT), result
     truth = harness.truth(seats)
     assert (truth.live, truth.admitted, truth.eventual) == (15, 15, 15)

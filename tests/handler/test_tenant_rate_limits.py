@@ -12,37 +12,37 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.rate_windows import DynamoWindowStore, window_key
 from functions.core.model import TenantRate
 from functions.core.rate_limits import DEFAULT_TENANT_RATE
-from tests.conftest import System
+from tests.conftest import Backend
 from tests.handler.conftest import Harness
 
 RATE = {"requestsPerSecond": 1, "burstSeconds": 3}  # windows of 3 s allowing 3 requests
 
 
-def test_a_lease_never_takes_the_count_past_the_allowance(system: System) -> None:
-    store = DynamoWindowStore(DynamoTable(system.dynamodb, system.table))
-    window = TenantRate(requests_per_second=50, window_seconds=1).window_at(system.clock.epoch_ms())
+def test_a_lease_never_takes_the_count_past_the_allowance(backend: Backend) -> None:
+    store = DynamoWindowStore(DynamoTable(backend.dynamodb, backend.table))
+    window = TenantRate(requests_per_second=50, window_seconds=1).window_at(backend.clock.epoch_ms())
     with ThreadPoolExecutor(max_workers=8) as pool:
         granted = list(pool.map(lambda _: store.lease("acme", window, 0, 3), range(40)))
     # 16 leases of 3 fit, one takes the 2 left, the rest find the window spent.
     assert sum(granted) == 50
     assert sorted(set(granted)) == [0, 2, 3]
-    item = from_attributes(system.dynamodb.get_item(TableName=system.table, Key=window_key("acme", window))["Item"])
+    item = from_attributes(backend.dynamodb.get_item(TableName=backend.table, Key=window_key("acme", window))["Item"])
     assert item[rate_windows.USED] == 50
     # Removed by the table's TTL a while after the window ends.
     assert item[table_layout.EXPIRES_AT] == window.end_ms // 1000 + rate_windows.WINDOW_KEPT_SECONDS
 
 
-def test_a_busy_tenants_window_parts_are_items_of_their_own(system: System) -> None:
-    store = DynamoWindowStore(DynamoTable(system.dynamodb, system.table))
+def test_a_busy_tenants_window_parts_are_items_of_their_own(backend: Backend) -> None:
+    store = DynamoWindowStore(DynamoTable(backend.dynamodb, backend.table))
     rate = TenantRate(requests_per_second=2500, window_seconds=1)
-    window = rate.window_at(system.clock.epoch_ms())  # 3 parts: 834, 833, 833
+    window = rate.window_at(backend.clock.epoch_ms())  # 3 parts: 834, 833, 833
     assert [store.lease("busy", window, part, 5000) for part in range(3)] == [834, 833, 833]
     assert store.lease("busy", window, 1, 1) == 0  # that part is spent
     keys = [window_key("busy", window, part)[table_layout.PARTITION_KEY]["S"] for part in range(3)]
     assert keys[0] == f"RATE#busy#1000#{window.index}"  # part 0: the key a one-item window has
     assert keys[1:] == [f"RATE#busy#1000#{window.index}#1", f"RATE#busy#1000#{window.index}#2"]
     for part, expected in enumerate([834, 833, 833]):
-        found = system.dynamodb.get_item(TableName=system.table, Key=window_key("busy", window, part))["Item"]
+        found = backend.dynamodb.get_item(TableName=backend.table, Key=window_key("busy", window, part))["Item"]
         assert from_attributes(found)[rate_windows.USED] == expected
 
 

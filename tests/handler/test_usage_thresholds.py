@@ -22,8 +22,8 @@ ACME = Quota("acme")
 
 def events(harness: Harness, quota: Quota = ACME) -> list[dict[str, Any]]:
     """The quota's threshold crossings, in seq order (a consistent Query of its partition's outbox)."""
-    found = harness.system.dynamodb.query(
-        TableName=harness.system.table,
+    found = harness.backend.dynamodb.query(
+        TableName=harness.backend.table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
         ExpressionAttributeValues={":pk": {"S": keys.account_pk(quota)}, ":events": {"S": "EVENT#"}},
         ConsistentRead=True,
@@ -37,8 +37,8 @@ def crossings(harness: Harness, quota: Quota = ACME) -> list[tuple[int, str, int
 
 
 def counter(harness: Harness, shard: int = 0) -> dict[str, Any]:
-    item = harness.system.dynamodb.get_item(
-        TableName=harness.system.table, Key=counter_key(ACME, shard), ConsistentRead=True
+    item = harness.backend.dynamodb.get_item(
+        TableName=harness.backend.table, Key=counter_key(ACME, shard), ConsistentRead=True
     ).get("Item", {})
     return from_attributes(item)
 
@@ -90,7 +90,7 @@ def test_a_record_that_crosses_nothing_is_the_same_one_transaction_and_moves_the
         calls[model.name] += 1
         items.extend([len(params["TransactItems"])] if model.name == "TransactWriteItems" else [])
 
-    harness.clients.dynamodb.meta.events.register("before-parameter-build.dynamodb", record)
+    harness.wiring.dynamodb.meta.events.register("before-parameter-build.dynamodb", record)
     harness.pump()
     assert calls == {"TransactWriteItems": 1}
     assert items == [2]  # the resource and its counter, as before
@@ -127,7 +127,7 @@ def test_a_busy_accounts_crossings_are_decided_over_every_counter_shard(harness:
     """Resources admitted above admission shard 0 are counted on counter shards 1..7: the headroom
     is spread over all 8, and a crossing is decided with every shard's count known."""
     harness.api.put_account("acme", 40)  # boundaries 32 and 40
-    assert harness.clients.api_store.set_active(ACME, 1, 1, 8)
+    assert harness.wiring.api_store.set_active(ACME, 1, 1, 8)
     ids = []
     for _ in range(8):
         ids += create(harness, 5)

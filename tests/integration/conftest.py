@@ -75,7 +75,7 @@ REFUSAL_GRACE_SECONDS = 1
 
 
 @dataclass
-class System:
+class RunningSystem:
     """`client`: the product's client (hybrid_counter_client), signed as the admin, one request per
     call so that every answer is the test's to judge; what the tests call the API with. `api`: the
     same API over raw HTTP (tests/support/raw_api.py says when a test needs it)."""
@@ -91,14 +91,14 @@ class System:
 # Package scope: the local system stops when the integration tests are done, not at the end of
 # the session, so its pollers never run on into other tiers (the unit tier blocks the network).
 @pytest.fixture(scope="package")
-def system() -> Iterator[System]:
+def running_system() -> Iterator[RunningSystem]:
     api_url = os.environ.get("API_URL")
     if api_url:
         # A deployed stack: signed with the caller's own AWS credentials, which must allow
         # execute-api:Invoke (assume the stack's AdminRoleArn output for that).
         session = boto3.Session()
         credentials, region = session.get_credentials(), session.region_name
-        yield System(
+        yield RunningSystem(
             api=RawApi(api_url, credentials=credentials, region=region),
             client=LimitsClient(api_url, session, retry=SINGLE_ATTEMPT),
             runtime=None,
@@ -134,7 +134,7 @@ def system() -> Iterator[System]:
         try:
             admin = runtime.settings.identities.session(ADMIN, {}).credentials()
             region = runtime.settings.region
-            yield System(
+            yield RunningSystem(
                 api=RawApi(runtime.api_url, credentials=admin, region=region),
                 client=api_client(runtime.api_url, admin, region, retry=SINGLE_ATTEMPT),
                 runtime=runtime,
@@ -146,10 +146,10 @@ def system() -> Iterator[System]:
 
 
 @pytest.fixture
-def local_runtime(system: System) -> object:
-    if system.runtime is None:
+def local_runtime(running_system: RunningSystem) -> object:
+    if running_system.runtime is None:
         pytest.skip("needs faults injected by the local runtime; API_URL points at a deployment")
-    return system.runtime
+    return running_system.runtime
 
 
 @pytest.fixture

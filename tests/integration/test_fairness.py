@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hybrid_counter_client import HybridCounterError, LimitsClient, RateLimit
 
 from local.product import new_account
-from tests.integration.conftest import System
+from tests.integration.conftest import RunningSystem
 from tests.integration.test_security import tenant_client
 
 # Windows of 1 s allowing 1 request: the lowest rate, which four clients sending as fast as the
@@ -24,12 +24,12 @@ REFUSALS = 10  # the flood goes on until it has been refused this often
 DEADLINE_SECONDS = 60
 
 
-def test_a_flooding_tenant_gets_429s_while_another_tenant_is_served(system: System) -> None:
-    flooder, neighbour = (new_account(system.client, prefix="fair", limit=5) for _ in range(2))
+def test_a_flooding_tenant_gets_429s_while_another_tenant_is_served(running_system: RunningSystem) -> None:
+    flooder, neighbour = (new_account(running_system.client, prefix="fair", limit=5) for _ in range(2))
     # Its own rate, set by the admin before the tenant's first request.
-    system.client.put_account(flooder, limit=5, rate_limit=RATE)
+    running_system.client.put_account(flooder, limit=5, rate_limit=RATE)
     # Each tenant's client makes one request per call: every answer is counted here.
-    flooding, served = tenant_client(system, flooder), tenant_client(system, neighbour)
+    flooding, served = tenant_client(running_system, flooder), tenant_client(running_system, neighbour)
 
     def listed(client: LimitsClient, account_id: str) -> HybridCounterError | None:
         """One request: None when it was answered, else the error it was refused with."""

@@ -40,7 +40,7 @@ class JwtSystem:
 
 
 @pytest.fixture(scope="module")
-def system() -> Iterator[JwtSystem]:
+def jwt_system() -> Iterator[JwtSystem]:
     from local.emulator import EmulatorProcess
     from local.product import runtime_settings
     from local.runtime import LocalRuntime
@@ -66,52 +66,52 @@ def refused(reply: Reply, status: int, code: str) -> None:
     assert reply.body["error"]["requestId"]
 
 
-def test_an_admin_token_sets_limits_and_a_tenant_token_works_on_its_own_account(system: JwtSystem) -> None:
+def test_an_admin_token_sets_limits_and_a_tenant_token_works_on_its_own_account(jwt_system: JwtSystem) -> None:
     account = f"jwt-{uuid.uuid4().hex[:8]}"
-    assert system.call(system.admin(), "PUT", f"/accounts/{account}", {"limit": 2}).status == 200
-    tenant = system.tenant(account)
-    created = system.call(tenant, "POST", f"/accounts/{account}/resources", {"name": "r"})
+    assert jwt_system.call(jwt_system.admin(), "PUT", f"/accounts/{account}", {"limit": 2}).status == 200
+    tenant = jwt_system.tenant(account)
+    created = jwt_system.call(tenant, "POST", f"/accounts/{account}/resources", {"name": "r"})
     assert created.status == 201, created.body
-    assert system.call(tenant, "GET", f"/accounts/{account}").body["bestEffort"] == 1
+    assert jwt_system.call(tenant, "GET", f"/accounts/{account}").body["bestEffort"] == 1
     resource = f"/accounts/{account}/resources/{created.body['resourceId']}"
-    assert system.call(tenant, "DELETE", resource).status == 204
+    assert jwt_system.call(tenant, "DELETE", resource).status == 204
 
 
-def test_a_tenant_token_reaches_no_other_account_and_sets_no_limit(system: JwtSystem) -> None:
+def test_a_tenant_token_reaches_no_other_account_and_sets_no_limit(jwt_system: JwtSystem) -> None:
     mine, theirs = (f"jwt-{uuid.uuid4().hex[:8]}" for _ in range(2))
     for account in (mine, theirs):
-        system.call(system.admin(), "PUT", f"/accounts/{account}", {"limit": 2})
-    tenant = system.tenant(mine)
-    refused(system.call(tenant, "POST", f"/accounts/{theirs}/resources", {"name": "r"}), 403, "AccessDenied")
-    refused(system.call(tenant, "GET", f"/accounts/{theirs}"), 403, "AccessDenied")
-    refused(system.call(tenant, "PUT", f"/accounts/{mine}", {"limit": 99}), 403, "AccessDenied")
-    admin = system.admin()
-    assert system.call(admin, "GET", f"/accounts/{theirs}").body["bestEffort"] == 0
-    assert system.call(admin, "GET", f"/accounts/{mine}").body["limit"] == 2
+        jwt_system.call(jwt_system.admin(), "PUT", f"/accounts/{account}", {"limit": 2})
+    tenant = jwt_system.tenant(mine)
+    refused(jwt_system.call(tenant, "POST", f"/accounts/{theirs}/resources", {"name": "r"}), 403, "AccessDenied")
+    refused(jwt_system.call(tenant, "GET", f"/accounts/{theirs}"), 403, "AccessDenied")
+    refused(jwt_system.call(tenant, "PUT", f"/accounts/{mine}", {"limit": 99}), 403, "AccessDenied")
+    admin = jwt_system.admin()
+    assert jwt_system.call(admin, "GET", f"/accounts/{theirs}").body["bestEffort"] == 0
+    assert jwt_system.call(admin, "GET", f"/accounts/{mine}").body["limit"] == 2
 
 
 @pytest.mark.parametrize(
     "token",
     ["missing", "garbage", "expired", "forged", "wrong audience", "tenant wildcard"],
 )
-def test_a_request_without_a_valid_token_is_refused_before_the_function(system: JwtSystem, token: str) -> None:
+def test_a_request_without_a_valid_token_is_refused_before_the_function(jwt_system: JwtSystem, token: str) -> None:
     account = f"jwt-{uuid.uuid4().hex[:8]}"
-    system.call(system.admin(), "PUT", f"/accounts/{account}", {"limit": 2})
+    jwt_system.call(jwt_system.admin(), "PUT", f"/accounts/{account}", {"limit": 2})
     tokens = {
         "missing": None,
         "garbage": "not.a.jwt",
-        "expired": system.issuer.token(AUDIENCE, lifetime_seconds=-120, tenant=account),
-        "forged": system.issuer.token(AUDIENCE, key=new_key(), tenant=account),
-        "wrong audience": system.issuer.token("another-api", tenant=account),
+        "expired": jwt_system.issuer.token(AUDIENCE, lifetime_seconds=-120, tenant=account),
+        "forged": jwt_system.issuer.token(AUDIENCE, key=new_key(), tenant=account),
+        "wrong audience": jwt_system.issuer.token("another-api", tenant=account),
         # Verified, but its tenant is not an account id: it must widen nothing.
-        "tenant wildcard": system.issuer.token(AUDIENCE, tenant="*"),
+        "tenant wildcard": jwt_system.issuer.token(AUDIENCE, tenant="*"),
     }
-    reply = system.call(tokens[token], "POST", f"/accounts/{account}/resources", {"name": "r"})
+    reply = jwt_system.call(tokens[token], "POST", f"/accounts/{account}/resources", {"name": "r"})
     if token == "tenant wildcard":
         refused(reply, 403, "AccessDenied")
     else:
         refused(reply, 401, "Unauthorized")
-    assert system.call(system.admin(), "GET", f"/accounts/{account}").body["bestEffort"] == 0
+    assert jwt_system.call(jwt_system.admin(), "GET", f"/accounts/{account}").body["bestEffort"] == 0
 
 
 @pytest.mark.parametrize("path", ["", "/", "/pool", "/pool/"])

@@ -26,7 +26,7 @@ from tests.integration.conftest import (
     LATE_SECONDS,
     RELEASE_LATE_CREATE,
     RELEASE_LATE_DELETE,
-    System,
+    RunningSystem,
 )
 
 
@@ -37,21 +37,27 @@ def stored_account(runtime: Any, account_id: str) -> dict[str, Any]:
     return from_attributes(item)
 
 
-def impatient(system: System) -> LimitsClient:
+def impatient(running_system: RunningSystem) -> LimitsClient:
     """The client, giving up on an answer after a second (and not trying again)."""
-    credentials = system.api.credentials
-    return api_client(system.api.base_url, credentials, system.api.region, timeout=1, retry=SINGLE_ATTEMPT)
+    credentials = running_system.api.credentials
+    return api_client(
+        running_system.api.base_url, credentials, running_system.api.region, timeout=1, retry=SINGLE_ATTEMPT
+    )
 
 
-def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: System, local_runtime: Any) -> None:
-    client = system.client
+def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(
+    running_system: RunningSystem, local_runtime: Any
+) -> None:
+    client = running_system.client
     # Raw HTTP: an unkeyed PUT. The fault holds the first PutItem on the account's partition back,
     # which a keyed PUT (the client's always are) makes too: the create's put must be the first.
-    account_id = system.api.new_account(prefix=LATE_CREATE, limit=2)  # the late invocation holds a slot meanwhile
+    account_id = running_system.api.new_account(
+        prefix=LATE_CREATE, limit=2
+    )  # the late invocation holds a slot meanwhile
     with pytest.raises(NoResponse):  # the caller gives up: its invocation's put is held back
-        impatient(system).create_resource(account_id, "vm", idempotency_key="k1")
+        impatient(running_system).create_resource(account_id, "vm", idempotency_key="k1")
     # The retry runs at once, in another sandbox (raw HTTP: its 201, not a replay's 200).
-    retried = system.api.create(account_id, "vm", key="k1")
+    retried = running_system.api.create(account_id, "vm", key="k1")
     assert retried.status == 201
     resource_id = retried.body["resourceId"]
     client.delete_resource(account_id, resource_id)
@@ -77,15 +83,17 @@ def test_a_late_keyed_create_does_not_bring_back_a_deleted_resource(system: Syst
         client.create_resource(account_id, "next-2")
 
 
-def test_a_late_delete_after_its_retry_succeeded_changes_nothing(system: System, local_runtime: Any) -> None:
-    client = system.client
+def test_a_late_delete_after_its_retry_succeeded_changes_nothing(
+    running_system: RunningSystem, local_runtime: Any
+) -> None:
+    client = running_system.client
     account_id = new_account(client, prefix=LATE_DELETE, limit=2)
     keep = client.create_resource(account_id, "keep").resource_id
     doomed = client.create_resource(account_id, "doomed").resource_id
     with pytest.raises(NoResponse):  # the caller gives up: its invocation's decrement is held back
-        impatient(system).delete_resource(account_id, doomed)
+        impatient(running_system).delete_resource(account_id, doomed)
     # Raw HTTP: the retry's own 204 (the client also takes a 404 after a lost answer as done).
-    assert system.api.delete(account_id, doomed).status == 204
+    assert running_system.api.delete(account_id, doomed).status == 204
     Path(RELEASE_LATE_DELETE).touch()  # the late decrement lands after the retry's delete
 
     settled = poll(

@@ -14,7 +14,7 @@ from hybrid_counter_client import LimitExceeded
 from functions.usage_events.models import LimitRefused
 from local.http_client import poll
 from local.product import new_account
-from tests.integration.conftest import System
+from tests.integration.conftest import RunningSystem
 from tests.integration.test_usage_events import Subscription, subscription  # noqa: F401 - a fixture
 
 REFUSED = 8
@@ -31,10 +31,10 @@ def minute_of(moment: datetime) -> datetime:
 
 @pytest.mark.slow
 def test_a_flood_of_refused_creates_in_one_minute_is_one_event_with_their_count(
-    system: System,
+    running_system: RunningSystem,
     subscription: Subscription,  # noqa: F811 - the fixture
 ) -> None:
-    client = system.client
+    client = running_system.client
     account_id = new_account(client, "refused", limit=1)
     client.create_resource(account_id, "kept")
     # Wall-clock time, as Lambda and CloudWatch Logs stamp the lines: wait for a minute with room.

@@ -33,7 +33,7 @@ from examples.projects.try_locally import LOCAL_DIR_ENV
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, on_matching_send
 from local.http_client import poll
-from tests.integration.conftest import System
+from tests.integration.conftest import RunningSystem
 from tests.integration.test_python_client import admin_of, new_account, tenant_of
 from tests.support.api_events import proxy_event
 from tests.support.lambda_context import FakeLambdaContext
@@ -45,21 +45,21 @@ class SimulatedCrash(Exception):
 
 
 @pytest.fixture(scope="module")
-def projects_table(system: System) -> Iterator[str]:
+def projects_table(running_system: RunningSystem) -> Iterator[str]:
     """The example's table, as its stack defines it, in the running system's emulator."""
-    if system.runtime is None:
+    if running_system.runtime is None:
         pytest.skip("creates the example's table in the local emulator; API_URL points at a deployment")
     name = f"projects-{uuid.uuid4().hex[:8]}"
-    dynamodb = boto3.client("dynamodb", **emulator(system))
+    dynamodb = boto3.client("dynamodb", **emulator(running_system))
     dynamodb.create_table(TableName=name, **table_definition(synthesized_template()))
     dynamodb.get_waiter("table_exists").wait(TableName=name)
     yield name
     dynamodb.delete_table(TableName=name)
 
 
-def emulator(system: System) -> dict[str, Any]:
+def emulator(running_system: RunningSystem) -> dict[str, Any]:
     return {
-        "endpoint_url": system.runtime.settings.endpoint_url,  # type: ignore[attr-defined]
+        "endpoint_url": running_system.runtime.settings.endpoint_url,  # type: ignore[attr-defined]
         "region_name": "us-east-1",
         "aws_access_key_id": "testing",
         "aws_secret_access_key": "testing",
@@ -67,8 +67,8 @@ def emulator(system: System) -> dict[str, Any]:
 
 
 @pytest.fixture
-def admin(system: System) -> LimitsClient:
-    return admin_of(system)
+def admin(running_system: RunningSystem) -> LimitsClient:
+    return admin_of(running_system)
 
 
 @dataclass
@@ -108,10 +108,12 @@ class Tenant:
 
 
 @pytest.fixture
-def new_tenant(system: System, projects_table: str, admin: LimitsClient) -> Callable[[int], Tenant]:
+def new_tenant(running_system: RunningSystem, projects_table: str, admin: LimitsClient) -> Callable[[int], Tenant]:
     def service(account_id: str, limits_url: str | None = None, retry: RetryPolicy = handler.LIMITS_RETRY) -> Projects:
-        table = boto3.resource("dynamodb", config=handler.DYNAMODB_CONFIG, **emulator(system)).Table(projects_table)
-        return Projects(table, tenant_of(system, account_id, api_url=limits_url, retry=retry))
+        table = boto3.resource("dynamodb", config=handler.DYNAMODB_CONFIG, **emulator(running_system)).Table(
+            projects_table
+        )
+        return Projects(table, tenant_of(running_system, account_id, api_url=limits_url, retry=retry))
 
     def make(limit: int) -> Tenant:
         """A tenant whose plan allows `limit` projects; its account's default type has a limit of
@@ -420,12 +422,12 @@ def documented_commands() -> list[str]:
 
 
 @pytest.fixture
-def local_dir(system: System) -> Path:
+def local_dir(running_system: RunningSystem) -> Path:
     """The running system's `.local` folder, as `make run` writes it: its callers' sessions (the
     system reads them there) and `endpoints.json` (tests/integration/conftest.py)."""
-    if system.local_dir is None:
+    if running_system.local_dir is None:
         pytest.skip("runs the example's commands against the local system; API_URL points at a deployment")
-    return system.local_dir
+    return running_system.local_dir
 
 
 def test_the_readme_commands_run_as_written_twice_in_a_row(local_dir: Path) -> None:

@@ -49,7 +49,7 @@ from hybrid_counter_client import (
 from hybrid_counter_client.operations import GET_ACCOUNT, Call, Operation
 
 from local.http_client import poll
-from tests.integration.conftest import System
+from tests.integration.conftest import RunningSystem
 from tests.integration.test_security import tenant_api
 
 pytestmark = pytest.mark.client
@@ -64,19 +64,25 @@ def session_of(credentials: Credentials, region: str) -> Any:
     )
 
 
-def admin_of(system: System, **options: Any) -> LimitsClient:
-    return LimitsClient(system.api.base_url, session_of(system.api.credentials, system.api.region), **options)
+def admin_of(running_system: RunningSystem, **options: Any) -> LimitsClient:
+    return LimitsClient(
+        running_system.api.base_url, session_of(running_system.api.credentials, running_system.api.region), **options
+    )
 
 
-def tenant_of(system: System, account_id: str, api_url: str | None = None, **options: Any) -> LimitsClient:
+def tenant_of(
+    running_system: RunningSystem, account_id: str, api_url: str | None = None, **options: Any
+) -> LimitsClient:
     """As a tenant session for `account_id` calls (the local identities, or TENANT_ROLE_ARN assumed)."""
-    credentials = tenant_api(system, account_id).credentials
-    return LimitsClient(api_url or system.api.base_url, session_of(credentials, system.api.region), **options)
+    credentials = tenant_api(running_system, account_id).credentials
+    return LimitsClient(
+        api_url or running_system.api.base_url, session_of(credentials, running_system.api.region), **options
+    )
 
 
 @pytest.fixture
-def admin(system: System) -> LimitsClient:
-    return admin_of(system)
+def admin(running_system: RunningSystem) -> LimitsClient:
+    return admin_of(running_system)
 
 
 def new_account(admin: LimitsClient, limit: int = 10, **options: Any) -> str:
@@ -91,7 +97,7 @@ def counted(admin: LimitsClient, account_id: str, expected: int) -> None:
     assert (account.best_effort, account.used) == (expected, expected)
 
 
-def test_every_operation_as_an_admin_and_as_a_tenant(system: System, admin: LimitsClient) -> None:
+def test_every_operation_as_an_admin_and_as_a_tenant(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = f"py-{uuid.uuid4().hex[:12]}"
     created_account = admin.put_account(account_id, limit=3, rate_limit=RateLimit(100, 2))
     assert (created_account.limit, created_account.rate_limit) == (3, RateLimit(100, 2))
@@ -99,7 +105,7 @@ def test_every_operation_as_an_admin_and_as_a_tenant(system: System, admin: Limi
     assert raised.limit == 4
     assert raised.etag != created_account.etag
 
-    tenant = tenant_of(system, account_id)
+    tenant = tenant_of(running_system, account_id)
     assert tenant.get_account(account_id) == admin.get_account(account_id)
     mine = tenant.create_resource(account_id, "vm-1", attributes={"size": 2, "tags": ["a"]})
     theirs = admin.create_resource(account_id, "vm-2")
@@ -120,7 +126,7 @@ def test_every_operation_as_an_admin_and_as_a_tenant(system: System, admin: Limi
     counted(admin, account_id, 0)
 
 
-def test_every_typed_operation_as_an_admin_and_as_a_tenant(system: System, admin: LimitsClient) -> None:
+def test_every_typed_operation_as_an_admin_and_as_a_tenant(running_system: RunningSystem, admin: LimitsClient) -> None:
     """An account's types through the client: a type's own limit and ETag, its resources apart from
     the default type's (a tenant's calls), the account's and the type list's views of it."""
     account_id = new_account(admin, limit=1)
@@ -131,7 +137,7 @@ def test_every_typed_operation_as_an_admin_and_as_a_tenant(system: System, admin
     with pytest.raises(PreconditionFailed):
         admin.put_type_limit(account_id, "seats", limit=4, if_match=seats.etag)
 
-    tenant = tenant_of(system, account_id)
+    tenant = tenant_of(running_system, account_id)
     alice = tenant.create_typed_resource(account_id, "seats", "alice", idempotency_key="k-1")
     again = tenant.create_typed_resource(account_id, "seats", "alice", idempotency_key="k-1")
     project = tenant.create_resource(account_id, "project", idempotency_key="k-1")  # another type: another request
@@ -161,12 +167,12 @@ def test_every_typed_operation_as_an_admin_and_as_a_tenant(system: System, admin
     poll(lambda: admin.get_type(account_id, "seats"), lambda t: t.eventual == 0, timeout=60)
 
 
-def test_the_async_client_against_the_system(system: System, admin: LimitsClient) -> None:
+def test_the_async_client_against_the_system(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin, limit=2)
 
     async def calls() -> tuple[str, list[str], int]:
         async with AsyncLimitsClient(
-            system.api.base_url, session_of(system.api.credentials, system.api.region)
+            running_system.api.base_url, session_of(running_system.api.credentials, running_system.api.region)
         ) as client:
             created = await client.create_resource(account_id, "vm-1")
             listed = [resource.resource_id async for resource in client.list_resources(account_id)]
@@ -177,7 +183,9 @@ def test_the_async_client_against_the_system(system: System, admin: LimitsClient
     assert (listed, best_effort) == ([resource_id], 0)
 
 
-def test_the_local_form_signs_as_the_admin_and_as_a_tenant(system: System, local_runtime: Any, tmp_path: Path) -> None:
+def test_the_local_form_signs_as_the_admin_and_as_a_tenant(
+    running_system: RunningSystem, local_runtime: Any, tmp_path: Path
+) -> None:
     """`LimitsClient.local(...)` against the system, from the files `make run` leaves in `.local/`
     (its endpoints, and its callers' sessions as it saves them); a `..` type is refused before it
     could reach the default type's quota."""
@@ -186,7 +194,11 @@ def test_the_local_form_signs_as_the_admin_and_as_a_tenant(system: System, local
     identities.tenant(account_id)
     folder = tmp_path / ".local"
     identities.save(folder / "identities.json")
-    endpoints = {"apiUrl": system.api.base_url, "region": system.api.region, "stackName": "HybridCounter"}
+    endpoints = {
+        "apiUrl": running_system.api.base_url,
+        "region": running_system.api.region,
+        "stackName": "HybridCounter",
+    }
     (folder / "endpoints.json").write_text(json.dumps(endpoints), encoding="utf-8")
 
     admin = LimitsClient.local(admin=True, directory=folder)
@@ -204,9 +216,9 @@ def test_the_local_form_signs_as_the_admin_and_as_a_tenant(system: System, local
     assert tenant.get_resource(account_id, created.resource_id) == created
 
 
-def test_paging_through_every_page(system: System, admin: LimitsClient) -> None:
+def test_paging_through_every_page(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin, limit=7)
-    tenant = tenant_of(system, account_id)
+    tenant = tenant_of(running_system, account_id)
     created = {tenant.create_resource(account_id, f"vm-{index}").resource_id for index in range(7)}
 
     first = tenant.list_resources_page(account_id, limit=3)
@@ -223,9 +235,11 @@ def test_paging_through_every_page(system: System, admin: LimitsClient) -> None:
 
 
 @pytest.mark.usefixtures("iam_enforced")
-def test_a_tenant_may_not_set_a_limit_nor_reach_another_tenant(system: System, admin: LimitsClient) -> None:
+def test_a_tenant_may_not_set_a_limit_nor_reach_another_tenant(
+    running_system: RunningSystem, admin: LimitsClient
+) -> None:
     mine, theirs = new_account(admin), new_account(admin)
-    tenant = tenant_of(system, mine)
+    tenant = tenant_of(running_system, mine)
     with pytest.raises(AccessDenied) as refused:
         tenant.put_account(mine, limit=1000)
     assert (refused.value.status, refused.value.attempts) == (403, 1)
@@ -238,34 +252,36 @@ def test_a_tenant_may_not_set_a_limit_nor_reach_another_tenant(system: System, a
 
 
 @pytest.mark.usefixtures("iam_enforced")
-def test_a_wrong_secret_is_an_invalid_signature(system: System) -> None:
-    credentials = system.api.credentials
+def test_a_wrong_secret_is_an_invalid_signature(running_system: RunningSystem) -> None:
+    credentials = running_system.api.credentials
     forged = Credentials(credentials.access_key, "not-the-secret", credentials.token)
-    client = LimitsClient(system.api.base_url, session_of(forged, system.api.region))
+    client = LimitsClient(running_system.api.base_url, session_of(forged, running_system.api.region))
     with pytest.raises(InvalidSignature) as refused:
         client.get_account("acme")
     assert refused.value.status == 403
 
 
-def test_not_found_answers(system: System, admin: LimitsClient) -> None:
+def test_not_found_answers(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin)
     with pytest.raises(AccountNotFound) as missing:
         admin.get_account(f"py-missing-{uuid.uuid4().hex[:8]}")
     assert missing.value.status == 404
     assert missing.value.request_id
     with pytest.raises(ResourceNotFound):
-        tenant_of(system, account_id).get_resource(account_id, "no-such-resource")
+        tenant_of(running_system, account_id).get_resource(account_id, "no-such-resource")
     with pytest.raises(ResourceNotFound):
-        tenant_of(system, account_id).delete_resource(account_id, "no-such-resource")
+        tenant_of(running_system, account_id).delete_resource(account_id, "no-such-resource")
     # A client given a URL past the API's root calls paths the API does not have.
     past_the_root = LimitsClient(
-        f"{system.api.base_url}/nowhere/", session_of(system.api.credentials, system.api.region)
+        f"{running_system.api.base_url}/nowhere/", session_of(running_system.api.credentials, running_system.api.region)
     )
     with pytest.raises(RouteNotFound):
         past_the_root.get_account(account_id)
 
 
-def test_a_method_the_path_does_not_take_is_method_not_allowed(system: System, admin: LimitsClient) -> None:
+def test_a_method_the_path_does_not_take_is_method_not_allowed(
+    running_system: RunningSystem, admin: LimitsClient
+) -> None:
     """No method of the client sends one; this is how the client reads the answer when it comes."""
     patch = Call(
         Operation("patchAccount", "PATCH", GET_ACCOUNT.path, frozenset({200}), "-"), {"accountId": "acme"}, str
@@ -275,9 +291,9 @@ def test_a_method_the_path_does_not_take_is_method_not_allowed(system: System, a
     assert refused.value.status == 405
 
 
-def test_limit_exceeded(system: System, admin: LimitsClient) -> None:
+def test_limit_exceeded(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin, limit=1)
-    tenant = tenant_of(system, account_id)
+    tenant = tenant_of(running_system, account_id)
     tenant.create_resource(account_id, "vm-1")
     with pytest.raises(LimitExceeded) as refused:
         tenant.create_resource(account_id, "vm-2")
@@ -285,9 +301,9 @@ def test_limit_exceeded(system: System, admin: LimitsClient) -> None:
     assert len(list(tenant.list_resources(account_id))) == 1
 
 
-def test_idempotency_key_answers(system: System, admin: LimitsClient) -> None:
+def test_idempotency_key_answers(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin)
-    tenant = tenant_of(system, account_id)
+    tenant = tenant_of(running_system, account_id)
     first = tenant.create_resource(account_id, "vm-1", idempotency_key="order-1")
     assert tenant.create_resource(account_id, "vm-1", idempotency_key="order-1") == first  # a replay
     with pytest.raises(IdempotencyKeyMismatch) as mismatch:
@@ -299,7 +315,7 @@ def test_idempotency_key_answers(system: System, admin: LimitsClient) -> None:
     assert reused.value.status == 409
 
 
-def test_precondition_failed(system: System, admin: LimitsClient) -> None:
+def test_precondition_failed(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin)
     with pytest.raises(PreconditionFailed) as refused:
         admin.put_account(account_id, limit=20, if_match='"999"')
@@ -307,16 +323,16 @@ def test_precondition_failed(system: System, admin: LimitsClient) -> None:
     assert admin.get_account(account_id).limit == 10
 
 
-def test_payload_too_large(system: System, admin: LimitsClient) -> None:
+def test_payload_too_large(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin)
     with pytest.raises(PayloadTooLarge) as refused:
-        tenant_of(system, account_id).create_resource(account_id, "vm-1", attributes={"blob": "x" * 70_000})
+        tenant_of(running_system, account_id).create_resource(account_id, "vm-1", attributes={"blob": "x" * 70_000})
     assert refused.value.status == 413
 
 
-def test_validation_errors(system: System, admin: LimitsClient) -> None:
+def test_validation_errors(running_system: RunningSystem, admin: LimitsClient) -> None:
     account_id = new_account(admin)
-    tenant = tenant_of(system, account_id)
+    tenant = tenant_of(running_system, account_id)
     with pytest.raises(ValidationError) as refused:
         tenant.create_resource(account_id, "")
     assert refused.value.status == 400
@@ -328,9 +344,11 @@ def test_validation_errors(system: System, admin: LimitsClient) -> None:
     assert cursor.value.status == 400
 
 
-def test_tenant_throttled_beyond_the_rate_limit_an_admin_set(system: System, admin: LimitsClient) -> None:
+def test_tenant_throttled_beyond_the_rate_limit_an_admin_set(
+    running_system: RunningSystem, admin: LimitsClient
+) -> None:
     account_id = new_account(admin, rate_limit=RateLimit(requests_per_second=1, burst_seconds=1))
-    tenant = tenant_of(system, account_id, retry=RetryPolicy(max_attempts=1))
+    tenant = tenant_of(running_system, account_id, retry=RetryPolicy(max_attempts=1))
 
     def past_the_rate() -> None:
         for _ in range(20):  # one request a second is allowed: a few in a row are past it
@@ -360,10 +378,12 @@ class Sleeps:
         time.sleep(seconds)
 
 
-def test_a_tenant_throttled_call_is_retried_after_retry_after(system: System, admin: LimitsClient) -> None:
+def test_a_tenant_throttled_call_is_retried_after_retry_after(
+    running_system: RunningSystem, admin: LimitsClient
+) -> None:
     account_id = new_account(admin, rate_limit=RateLimit(requests_per_second=1, burst_seconds=1))
     sleeps = Sleeps()
-    tenant = tenant_of(system, account_id, sleep=sleeps)
+    tenant = tenant_of(running_system, account_id, sleep=sleeps)
     for _ in range(10):  # until one was throttled and retried; each call succeeds
         assert tenant.get_account(account_id).account_id == account_id
         if sleeps.slept:
@@ -372,14 +392,14 @@ def test_a_tenant_throttled_call_is_retried_after_retry_after(system: System, ad
     assert all(seconds >= 1 for seconds in sleeps.slept)  # Retry-After: 1, then the backoff
 
 
-def burst_of_creates(system: System, admin: LimitsClient, creates: int) -> tuple[str, list[str], Sleeps]:
+def burst_of_creates(running_system: RunningSystem, admin: LimitsClient, creates: int) -> tuple[str, list[str], Sleeps]:
     """`creates` tenant clients, each creating one resource at the same moment."""
     account_id = new_account(admin, limit=creates)
     sleeps = Sleeps()
     # Patient: the point is that retries with one key each converge on one resource each, however
     # long a loaded machine keeps the function's sandboxes busy.
     patient = RetryPolicy(max_attempts=30, deadline_seconds=120)
-    clients = [tenant_of(system, account_id, sleep=sleeps, retry=patient) for _ in range(creates)]
+    clients = [tenant_of(running_system, account_id, sleep=sleeps, retry=patient) for _ in range(creates)]
     start = threading.Barrier(creates)
 
     def create(client: LimitsClient) -> str:
@@ -392,7 +412,7 @@ def burst_of_creates(system: System, admin: LimitsClient, creates: int) -> tuple
 
 @pytest.mark.usefixtures("local_runtime")  # a deployed function's concurrency is far beyond a burst's
 def test_a_burst_past_the_functions_concurrency_is_retried_until_every_create_is_made(
-    system: System, admin: LimitsClient, caplog: pytest.LogCaptureFixture
+    running_system: RunningSystem, admin: LimitsClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Beyond the API function's concurrency (10 sandboxes locally) the gateway answers 503
     ServiceUnavailable at once (INTEGRATION_FAILURE: a throttled invocation); the client retries
@@ -400,7 +420,7 @@ def test_a_burst_past_the_functions_concurrency_is_retried_until_every_create_is
     caplog.set_level(logging.INFO, logger="hybrid_counter_client")
     creates = 25  # the function has 10 sandboxes
     for _ in range(3):  # until a burst met the throttle (it nearly always does at once)
-        account_id, made, sleeps = burst_of_creates(system, admin, creates)
+        account_id, made, sleeps = burst_of_creates(running_system, admin, creates)
         assert len(set(made)) == creates
         assert sorted(r.resource_id for r in admin.list_resources(account_id, page_size=100)) == sorted(made)
         counted(admin, account_id, creates)
@@ -411,7 +431,7 @@ def test_a_burst_past_the_functions_concurrency_is_retried_until_every_create_is
 
 
 def test_a_burst_of_callers_far_beyond_the_sandboxes_is_ridden_out_by_the_default_retry_policy(
-    system: System, admin: LimitsClient, local_runtime: Any, caplog: pytest.LogCaptureFixture
+    running_system: RunningSystem, admin: LimitsClient, local_runtime: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """120 callers at once, 12 times the function's 10 sandboxes (locally: a deployed function's
     concurrency is far beyond a burst's), at a limit of 60, each with the client's defaults:
@@ -424,8 +444,8 @@ def test_a_burst_of_callers_far_beyond_the_sandboxes_is_ridden_out_by_the_defaul
     local_runtime.provision_sandboxes("api")  # the 10 sandboxes' imports before the burst, not in it
     account_id = new_account(admin, limit=limit)
     # One session for all (the tenant's): a boto3 session each would cost more than the burst.
-    session = session_of(tenant_api(system, account_id).credentials, system.api.region)
-    clients = [LimitsClient(system.api.base_url, session) for _ in range(callers)]
+    session = session_of(tenant_api(running_system, account_id).credentials, running_system.api.region)
+    clients = [LimitsClient(running_system.api.base_url, session) for _ in range(callers)]
     start = threading.Barrier(callers)
 
     def create(client: LimitsClient) -> str:
@@ -509,10 +529,12 @@ class LosingProxy:
 
 
 @pytest.fixture
-def losing_proxy(system: System, local_runtime: Any, request: pytest.FixtureRequest) -> Iterator[LosingProxy]:
+def losing_proxy(
+    running_system: RunningSystem, local_runtime: Any, request: pytest.FixtureRequest
+) -> Iterator[LosingProxy]:
     """Locally only: against a deployment the forwarded Host would not be the API's."""
     method, drop = request.param
-    proxy = LosingProxy(system.api.base_url, method, drop)
+    proxy = LosingProxy(running_system.api.base_url, method, drop)
     yield proxy
     proxy.close()
 
@@ -521,10 +543,10 @@ def losing_proxy(system: System, local_runtime: Any, request: pytest.FixtureRequ
     "losing_proxy", [("POST", True), ("POST", False)], ids=["answer dropped", "answer past the timeout"], indirect=True
 )
 def test_a_create_whose_answer_is_lost_is_retried_into_one_resource_and_one_count(
-    system: System, admin: LimitsClient, losing_proxy: LosingProxy
+    running_system: RunningSystem, admin: LimitsClient, losing_proxy: LosingProxy
 ) -> None:
     account_id = new_account(admin, limit=5)
-    tenant = tenant_of(system, account_id, api_url=losing_proxy.url, timeout=1, sleep=Sleeps())
+    tenant = tenant_of(running_system, account_id, api_url=losing_proxy.url, timeout=1, sleep=Sleeps())
     created = tenant.create_resource(account_id, "vm-1", attributes={"size": 1})
 
     posts = [entry for entry in losing_proxy.statuses if entry[0] == "POST"]
@@ -536,12 +558,12 @@ def test_a_create_whose_answer_is_lost_is_retried_into_one_resource_and_one_coun
 
 @pytest.mark.parametrize("losing_proxy", [("DELETE", True)], ids=["answer dropped"], indirect=True)
 def test_a_delete_whose_answer_is_lost_is_done_once(
-    system: System, admin: LimitsClient, losing_proxy: LosingProxy
+    running_system: RunningSystem, admin: LimitsClient, losing_proxy: LosingProxy
 ) -> None:
     account_id = new_account(admin, limit=5)
     kept = admin.create_resource(account_id, "kept")
     doomed = admin.create_resource(account_id, "doomed")
-    tenant = tenant_of(system, account_id, api_url=losing_proxy.url, sleep=Sleeps())
+    tenant = tenant_of(running_system, account_id, api_url=losing_proxy.url, sleep=Sleeps())
     tenant.delete_resource(account_id, doomed.resource_id)  # its retry is answered 404: done
 
     deletes = [status for method, status, _ in losing_proxy.statuses if method == "DELETE"]

@@ -20,7 +20,7 @@ import pytest
 
 from infra.layout import REPO_ROOT
 from local.endpoints import LOCAL_DIR_ENV
-from tests.integration.conftest import System
+from tests.integration.conftest import RunningSystem
 
 MARK = "<!-- runs-locally -->"
 DOCUMENTS = ("README.md", "docs/api.md")
@@ -136,14 +136,14 @@ def test_every_marked_curl_command_states_its_answer() -> None:
     assert unstated == [], "a curl command's comment must start with the status it answers"
 
 
-def test_the_readme_local_commands_answer_as_written(system: System, local_runtime: object) -> None:
+def test_the_readme_local_commands_answer_as_written(running_system: RunningSystem, local_runtime: object) -> None:
     """One shell over every marked block, in the documents' order, as a newcomer types them."""
-    assert system.local_dir is not None
+    assert running_system.local_dir is not None
     commands = [command for document in DOCUMENTS for command in marked_commands(document)]
     with tempfile.NamedTemporaryFile("r", suffix=".record") as record:
         environment = {
             **os.environ,
-            LOCAL_DIR_ENV: str(system.local_dir),
+            LOCAL_DIR_ENV: str(running_system.local_dir),
             "RECORD": record.name,
             # This checkout's client too, as the tests import it (pyproject.toml's pythonpath): the
             # commands' tools (`python -m ops`, `local.identities`) read .local/ with it.

@@ -17,7 +17,7 @@ from functions.usage_events.models import SOURCE, LimitChanged, UsageThresholdCr
 from infra.outputs import DEFAULT_STACK_NAME, OUTPUT_EVENT_BUS_NAME
 from local.http_client import poll
 from local.product import new_account
-from tests.integration.conftest import System
+from tests.integration.conftest import RunningSystem
 from tests.integration.test_system import eventual_reaches
 
 CROSSED = UsageThresholdCrossed.DETAIL_TYPE
@@ -48,9 +48,9 @@ class Subscription:
 
 
 @pytest.fixture
-def subscription(system: System) -> Iterator[Subscription]:
-    if system.runtime is not None:
-        runtime: Any = system.runtime
+def subscription(running_system: RunningSystem) -> Iterator[Subscription]:
+    if running_system.runtime is not None:
+        runtime: Any = running_system.runtime
         client, bus = runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME]
     else:  # a deployment: its outputs, with the caller's credentials
         stack = boto3.client("cloudformation").describe_stacks(StackName=DEFAULT_STACK_NAME)["Stacks"][0]
@@ -73,18 +73,18 @@ def crossings_of(subscription: Subscription, account_id: str, count: int) -> lis
 
 
 def test_an_account_driven_to_its_limit_to_half_and_back_receives_each_crossing_once(
-    system: System, subscription: Subscription
+    running_system: RunningSystem, subscription: Subscription
 ) -> None:
-    client = system.client
+    client = running_system.client
     account_id = new_account(client, "events", limit=10)  # 80% at 8, 100% at 10
     ids = [client.create_resource(account_id, f"r{index}").resource_id for index in range(10)]
-    eventual_reaches(system, account_id, 10)
+    eventual_reaches(running_system, account_id, 10)
     for resource_id in ids[:5]:
         client.delete_resource(account_id, resource_id)
-    eventual_reaches(system, account_id, 5)
+    eventual_reaches(running_system, account_id, 5)
     for index in range(5):
         client.create_resource(account_id, f"again{index}")
-    eventual_reaches(system, account_id, 10)
+    eventual_reaches(running_system, account_id, 10)
 
     found = crossings_of(subscription, account_id, 6)
     assert [(d.threshold, d.direction) for d in found] == [

@@ -1,5 +1,6 @@
-"""Fixtures of the operator CLI's tests: the handler tier's system, plus queues and a stack of
-outputs in the emulator, so commands run both over resolved names and through `python -m ops`."""
+"""Fixtures of the operator CLI's tests: a backend on moto's server (the CLI also reads queues,
+functions and stacks there), the handler tier's harness over it, queues and a stack of outputs in
+the emulator, so commands run both over resolved names and through `python -m ops`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from functions.shared.config import FunctionEnvironment
 from infra.outputs import OUTPUT_DLQ1_URL, OUTPUT_DLQ2_URL, OUTPUT_SWEEPER_FUNCTION, OUTPUT_TABLE_NAME
 from ops.__main__ import main
 from ops.stack import Connection
-from tests.conftest import System
+from tests.conftest import Backend, fresh_backend
 from tests.handler.conftest import Harness
 
 # The sweeper's settings as the test stack's function carries them: everything counts as old.
@@ -29,8 +30,15 @@ SWEEPER_ENVIRONMENT = {
 
 
 @pytest.fixture
-def harness(system: System) -> Harness:
-    return Harness(system)
+def moto_backend(emulator_url: str) -> Backend:
+    """This test's table, stream and wiring, on the session's moto server."""
+    return fresh_backend(emulator_url)
+
+
+@pytest.fixture
+def cli_harness(moto_backend: Backend) -> Harness:
+    """The handlers over the table the CLI is pointed at: what a test makes the state it reads with."""
+    return Harness(moto_backend)
 
 
 @pytest.fixture
@@ -66,8 +74,8 @@ class Queues:
 
 
 @pytest.fixture
-def queues(system: System, connection: Connection) -> Queues:
-    """DLQ 1 and DLQ 2 of this test (created after the system fixture reset the emulator)."""
+def queues(moto_backend: Backend, connection: Connection) -> Queues:
+    """DLQ 1 and DLQ 2 of this test (created after moto_backend reset the emulator)."""
     sqs = connection.client("sqs")
     suffix = uuid.uuid4().hex[:8]
     return Queues(
@@ -119,12 +127,12 @@ def create_output_stack(connection: Connection, outputs: dict[str, str]) -> str:
 
 
 @pytest.fixture
-def stack(system: System, queues: Queues, connection: Connection) -> str:
+def stack(moto_backend: Backend, queues: Queues, connection: Connection) -> str:
     """A stack whose outputs name this test's table, queues and a sweeper function."""
     return create_output_stack(
         connection,
         {
-            OUTPUT_TABLE_NAME: system.table,
+            OUTPUT_TABLE_NAME: moto_backend.table,
             OUTPUT_DLQ1_URL: queues.dlq1,
             OUTPUT_DLQ2_URL: queues.dlq2,
             OUTPUT_SWEEPER_FUNCTION: create_sweeper_function(connection, SWEEPER_ENVIRONMENT),
@@ -159,5 +167,5 @@ class Cli:
 
 
 @pytest.fixture
-def cli(emulator_url: str, stack: str, system: System, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(emulator_url, stack, system.clock, capsys)
+def cli(emulator_url: str, stack: str, moto_backend: Backend, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(emulator_url, stack, moto_backend.clock, capsys)

@@ -13,11 +13,10 @@ from ops import commands
 from ops.stack import EXIT_NOT_FOUND, AccountNotInTable
 from tests.handler.conftest import Harness
 from tests.ops.conftest import Cli
-from tests.support.faults import Faults
 
 
-def view(harness: Harness, account_id: str = "acme") -> Recount:
-    return commands.recount(DynamoTable(harness.system.dynamodb, harness.system.table), Quota(account_id))
+def view(cli_harness: Harness, account_id: str = "acme") -> Recount:
+    return commands.recount(DynamoTable(cli_harness.backend.dynamodb, cli_harness.backend.table), Quota(account_id))
 
 
 def numbers(account: Recount) -> dict[str, Any]:
@@ -28,14 +27,14 @@ def numbers(account: Recount) -> dict[str, Any]:
     }
 
 
-def test_a_settled_account_shows_no_drift_and_no_pending_work(harness: Harness) -> None:
-    api = harness.api
+def test_a_settled_account_shows_no_drift_and_no_pending_work(cli_harness: Harness) -> None:
+    api = cli_harness.api
     api.put_account("acme", 5)
     ids = [api.create("acme", f"r{index}").json()["resourceId"] for index in range(3)]
     assert api.delete("acme", ids[0]).status == 204
-    harness.pump()
+    cli_harness.pump()
 
-    assert numbers(view(harness)) == {
+    assert numbers(view(cli_harness)) == {
         "limit": 5,
         "best_effort": {"net": 2, "clamped": 2},
         "admitted": 2,
@@ -50,73 +49,77 @@ def test_a_settled_account_shows_no_drift_and_no_pending_work(harness: Harness) 
     }
 
 
-def test_pending_work_is_counted_by_kind(harness: Harness, faults: Faults) -> None:
-    api = harness.api
+def test_pending_work_is_counted_by_kind(cli_harness: Harness) -> None:
+    faults = cli_harness.faults
+    api = cli_harness.api
     api.put_account("acme", 5)
     counted = [api.create("acme", f"r{index}").json()["resourceId"] for index in range(3)]
-    harness.pump()
+    cli_harness.pump()
     api.create("acme", "not-yet-counted")
     assert api.delete("acme", counted[0]).status == 204  # soft-deleted, not yet removed
     faults.crash_after_write("take-deletion")  # a delete stops after its decrement
     with pytest.raises(faults.SimulatedCrash):
         api.delete("acme", counted[1])
 
-    account = view(harness)
+    account = view(cli_harness)
     assert (account.uncounted, account.soft_deleted, account.deletes_in_flight) == (1, 1, 1)
     assert (account.resource_items, account.live, account.counted, account.eventual) == (4, 3, 3, 3)
     assert account.pending == 3
 
 
-def test_a_crash_after_the_put_shows_best_effort_drift(harness: Harness, faults: Faults) -> None:
-    api = harness.api
+def test_a_crash_after_the_put_shows_best_effort_drift(cli_harness: Harness) -> None:
+    faults = cli_harness.faults
+    api = cli_harness.api
     api.put_account("acme", 5)
     api.create("acme")
     faults.crash_after("PutItem")  # the resource lands, best-effort never counts it
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
-    harness.pump()
+    cli_harness.pump()
 
-    account = view(harness)
+    account = view(cli_harness)
     assert (account.best_effort, account.admitted, account.eventual, account.live) == (1, 2, 2, 2)
     assert (account.best_effort_drift, account.admitted_drift) == (-1, 0)
     assert account.pending == 0
 
 
-def test_a_crash_after_the_reservation_shows_a_held_slot(harness: Harness, faults: Faults) -> None:
-    api = harness.api
+def test_a_crash_after_the_reservation_shows_a_held_slot(cli_harness: Harness) -> None:
+    faults = cli_harness.faults
+    api = cli_harness.api
     api.put_account("acme", 5)
     faults.crash_after_write("reserve")  # a slot, no resource
     with pytest.raises(faults.SimulatedCrash):
         api.create("acme")
 
-    account = view(harness)
+    account = view(cli_harness)
     assert (account.admitted, account.live, account.admitted_drift, account.best_effort_drift) == (1, 0, 1, 0)
 
 
-def test_best_effort_is_shown_signed_and_clamped(harness: Harness, faults: Faults) -> None:
-    api = harness.api
+def test_best_effort_is_shown_signed_and_clamped(cli_harness: Harness) -> None:
+    faults = cli_harness.faults
+    api = cli_harness.api
     api.put_account("acme", 5)
     resource_id = api.create("acme").json()["resourceId"]
-    harness.pump()
+    cli_harness.pump()
     faults.crash_after_write("take-deletion")
     with pytest.raises(faults.SimulatedCrash):
         api.delete("acme", resource_id)
     # The retry decrements a second time; the dead delete's lease gives its decrement back only
     # when a heal settles it.
     assert api.delete("acme", resource_id).status == 204
-    harness.pump()
+    cli_harness.pump()
 
-    account = view(harness)
+    account = view(cli_harness)
     assert (account.best_effort_net, account.best_effort, account.live, account.eventual) == (-1, 0, 0, 0)
     assert account.best_effort_drift == -1
     assert account.deletes_in_flight == 1
 
 
-def test_the_view_queries_the_partition_and_never_scans(harness: Harness) -> None:
-    harness.api.put_account("acme", 5)
-    harness.api.put_account("other", 5)
-    harness.api.create("other")
-    client = harness.system.dynamodb
+def test_the_view_queries_the_partition_and_never_scans(cli_harness: Harness) -> None:
+    cli_harness.api.put_account("acme", 5)
+    cli_harness.api.put_account("other", 5)
+    cli_harness.api.create("other")
+    client = cli_harness.backend.dynamodb
     calls: list[str] = []
 
     def refuse_scan(**_: Any) -> None:
@@ -125,25 +128,26 @@ def test_the_view_queries_the_partition_and_never_scans(harness: Harness) -> Non
     client.meta.events.register("before-call.dynamodb.Scan", refuse_scan)
     client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
     try:
-        account = view(harness)
+        account = view(cli_harness)
     finally:
         client.meta.events.unregister("before-call.dynamodb.Scan", refuse_scan)
     assert account.resource_items == 0  # the other account's resource is in another partition
     assert set(calls) == {"BatchGetItem", "Query"}
 
 
-def test_an_unknown_account_is_not_found(harness: Harness) -> None:
+def test_an_unknown_account_is_not_found(cli_harness: Harness) -> None:
     with pytest.raises(AccountNotInTable) as raised:
-        view(harness, "nobody")
+        view(cli_harness, "nobody")
     assert raised.value.exit_code == EXIT_NOT_FOUND
 
 
-def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli, faults: Faults) -> None:
-    harness.api.put_account("acme", 5)
+def test_the_cli_prints_the_view_as_text_and_json(cli_harness: Harness, cli: Cli) -> None:
+    faults = cli_harness.faults
+    cli_harness.api.put_account("acme", 5)
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):
-        harness.api.create("acme")
-    harness.pump()
+        cli_harness.api.create("acme")
+    cli_harness.pump()
 
     text = cli("account", "acme")
     assert text.code == 0, text.err
@@ -158,7 +162,7 @@ def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli, fa
 
     as_json = cli("account", "acme", "--json")
     assert as_json.code == 0
-    assert as_json.json() == view(harness).to_json()
+    assert as_json.json() == view(cli_harness).to_json()
 
     missing = cli("account", "nobody")
     assert missing.code == EXIT_NOT_FOUND
@@ -166,18 +170,18 @@ def test_the_cli_prints_the_view_as_text_and_json(harness: Harness, cli: Cli, fa
     assert "Traceback" not in missing.err
 
 
-def test_the_version_shown_is_the_one_the_apis_etag_names(harness: Harness, cli: Cli) -> None:
+def test_the_version_shown_is_the_one_the_apis_etag_names(cli_harness: Harness, cli: Cli) -> None:
     """The account item counts its writes (every admission writes it) apart from its limit's
     version, which is the API's ETag: `ops account` shows the ETag's, named so, and the other as
     the account item's write count."""
-    api = harness.api
+    api = cli_harness.api
     api.put_account("acme", 5)
     api.put_account("acme", 6)
     for index in range(3):
         api.create("acme", f"r{index}")
     etag = api.request("GET", "/accounts/acme").headers["ETag"]
 
-    account = view(harness)
+    account = view(cli_harness)
     assert f'"{account.limit_version}"' == etag
     assert account.version > account.limit_version  # the item's writes: not what If-Match names
     assert f'  "{account.limit_version}"' in cli("account", "acme").out  # the table's etag column

@@ -98,25 +98,25 @@ def test_replay_skips_unparseable_bodies_unless_asked(queues: Queues) -> None:
     assert GARBAGE in [message["Body"] for message in queues.drain(queues.dlq1)]
 
 
-def test_a_replayed_message_is_applied_by_the_redrive(harness: Harness, queues: Queues) -> None:
+def test_a_replayed_message_is_applied_by_the_redrive(cli_harness: Harness, queues: Queues) -> None:
     """The whole path: a range that ended in DLQ 2 goes to DLQ 1, and the redrive handler counts it."""
     from functions.redrive.handler import handler as redrive_handler
 
-    harness.api.put_account("acme", 5)
+    cli_harness.api.put_account("acme", 5)
     for index in range(2):
-        harness.api.create("acme", f"r{index}")
-    records = harness.tap.drain()  # never delivered: the batch "exhausted its retries"
-    stream = harness.system.streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]
+        cli_harness.api.create("acme", f"r{index}")
+    records = cli_harness.tap.drain()  # never delivered: the batch "exhausted its retries"
+    stream = cli_harness.backend.streams.describe_stream(StreamArn=cli_harness.backend.stream_arn)["StreamDescription"]
     shard_id = stream["Shards"][0]["ShardId"]
     body = on_failure_message(
-        harness.system.stream_arn,
+        cli_harness.backend.stream_arn,
         shard_id,
         records[0]["dynamodb"]["SequenceNumber"],
         records[-1]["dynamodb"]["SequenceNumber"],
         len(records),
     )
     queues.send(queues.dlq2, body)
-    assert harness.api.account("acme")["eventual"] == 0
+    assert cli_harness.api.account("acme")["eventual"] == 0
 
     assert len(commands.replay_dlq2(queues.sqs, queues.dlq2, queues.dlq1).moved) == 1
     (message,) = queues.drain(queues.dlq1)
@@ -136,11 +136,13 @@ def test_a_replayed_message_is_applied_by_the_redrive(harness: Harness, queues: 
         ]
     }
     assert (
-        redrive_handler(event, FakeLambdaContext(function_name="redrive"), clients=harness.clients)["batchItemFailures"]
+        redrive_handler(event, FakeLambdaContext(function_name="redrive"), wiring=cli_harness.wiring)[
+            "batchItemFailures"
+        ]
         == []
     )
-    assert harness.api.account("acme")["eventual"] == 2
-    harness.check_invariants()
+    assert cli_harness.api.account("acme")["eventual"] == 2
+    cli_harness.check_invariants()
 
 
 def test_the_cli_lists_and_replays(queues: Queues, cli: Cli) -> None:

@@ -19,7 +19,7 @@ from infra.outputs import OUTPUT_EVENT_BUS_NAME, OUTPUT_EVENTS_DLQ_URL, OUTPUT_E
 from local.filters import matches_any
 from ops import usage_events
 from ops.stack import Connection
-from tests.conftest import System
+from tests.conftest import Backend
 from tests.handler.conftest import Harness
 from tests.handler.test_event_publisher import Subscriber
 from tests.ops.conftest import Cli, Queues, create_output_stack
@@ -29,7 +29,7 @@ from tests.support.stream import StreamTap
 
 
 @pytest.fixture
-def subscriber(emulator_url: str, system: System) -> Subscriber:
+def subscriber(emulator_url: str, moto_backend: Backend) -> Subscriber:
     return Subscriber(emulator_url)
 
 
@@ -37,7 +37,7 @@ class EventsStack:
     """The stack's usage events parts, made in the emulator: the bus (with a subscriber's queue), its
     rule to a log group, and the events' dead-letter queue."""
 
-    def __init__(self, connection: Connection, subscriber: Subscriber, queues: Queues, system: System) -> None:
+    def __init__(self, connection: Connection, subscriber: Subscriber, queues: Queues, moto_backend: Backend) -> None:
         self.log_group = f"/aws/events/{subscriber.bus}"
         logs, events = connection.client("logs"), connection.client("events")
         logs.create_log_group(logGroupName=self.log_group)
@@ -51,7 +51,7 @@ class EventsStack:
         self.name = create_output_stack(
             connection,
             {
-                OUTPUT_TABLE_NAME: system.table,
+                OUTPUT_TABLE_NAME: moto_backend.table,
                 OUTPUT_EVENT_BUS_NAME: subscriber.bus,
                 OUTPUT_EVENTS_DLQ_URL: self.dlq,
                 OUTPUT_EVENTS_LOG_GROUP: self.log_group,
@@ -60,22 +60,24 @@ class EventsStack:
 
 
 @pytest.fixture
-def events_stack(connection: Connection, subscriber: Subscriber, queues: Queues, system: System) -> EventsStack:
-    return EventsStack(connection, subscriber, queues, system)
+def events_stack(connection: Connection, subscriber: Subscriber, queues: Queues, moto_backend: Backend) -> EventsStack:
+    return EventsStack(connection, subscriber, queues, moto_backend)
 
 
 @pytest.fixture
-def events_cli(emulator_url: str, events_stack: EventsStack, system: System, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(emulator_url, events_stack.name, system.clock, capsys)
+def events_cli(
+    emulator_url: str, events_stack: EventsStack, moto_backend: Backend, capsys: pytest.CaptureFixture[str]
+) -> Cli:
+    return Cli(emulator_url, events_stack.name, moto_backend.clock, capsys)
 
 
-def crossings_written(harness: Harness) -> list[dict[str, Any]]:
+def crossings_written(cli_harness: Harness) -> list[dict[str, Any]]:
     """Drive acme to 80% and 100% of 5; the outbox items' inserts, as the publisher's filter passes them."""
-    tap = StreamTap(harness.system.streams, harness.system.stream_arn)
-    harness.api.put_account("acme", 5)
+    tap = StreamTap(cli_harness.backend.streams, cli_harness.backend.stream_arn)
+    cli_harness.api.put_account("acme", 5)
     for index in range(5):
-        assert harness.api.create("acme", f"r{index}").status == 201
-        harness.pump()
+        assert cli_harness.api.create("acme", f"r{index}").status == 201
+        cli_harness.pump()
     return [record for record in tap.drain() if matches_any(table_layout.OUTBOX_FILTER_PATTERNS, record)]
 
 
@@ -93,11 +95,11 @@ def given_up(records: list[dict[str, Any]], **overrides: Any) -> str:
 
 
 def test_replay_reads_the_batch_back_from_the_stream_and_puts_its_events(
-    harness: Harness, queues: Queues, events_stack: EventsStack, subscriber: Subscriber, events_cli: Cli
+    cli_harness: Harness, queues: Queues, events_stack: EventsStack, subscriber: Subscriber, events_cli: Cli
 ) -> None:
-    records = crossings_written(harness)
-    streams = harness.system.streams
-    [shard] = streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]["Shards"]
+    records = crossings_written(cli_harness)
+    streams = cli_harness.backend.streams
+    [shard] = streams.describe_stream(StreamArn=cli_harness.backend.stream_arn)["StreamDescription"]["Shards"]
     queues.send(events_stack.dlq, given_up(records, shard_id=shard["ShardId"]))
     result = events_cli("events", "replay", "--json")
     assert result.code == 0, result.out + result.err
@@ -108,29 +110,31 @@ def test_replay_reads_the_batch_back_from_the_stream_and_puts_its_events(
 
 
 def test_replay_finds_the_outbox_items_in_the_table_once_the_stream_trimmed_the_batch(
-    harness: Harness, queues: Queues, events_stack: EventsStack, subscriber: Subscriber, connection: Connection
+    cli_harness: Harness, queues: Queues, events_stack: EventsStack, subscriber: Subscriber, connection: Connection
 ) -> None:
     """After 24 h the stream answers TrimmedDataAccessException (DynamoDB Streams API reference,
     GetShardIterator); the outbox items, kept 15 days, are found by the time the batch arrived."""
-    records = crossings_written(harness)
-    written = iso_timestamp(harness.clock.now())
+    records = crossings_written(cli_harness)
+    written = iso_timestamp(cli_harness.clock.now())
     message = given_up(records, approximateArrivalOfFirstRecord=written, approximateArrivalOfLastRecord=written)
     queues.send(events_stack.dlq, message)
     streams = connection.client("dynamodbstreams")
     trimmed = {"__type": "com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException", "message": "trimmed"}
     answer_on_the_wire(streams.meta.events, "dynamodbstreams", "GetShardIterator", lambda _: True, 400, trimmed, 1)
     bus = EventBridgeBus(connection.client("events"), subscriber.bus)
-    table = DynamoTable(connection.client("dynamodb"), harness.system.table)
+    table = DynamoTable(connection.client("dynamodb"), cli_harness.backend.table)
     report = usage_events.replay(queues.sqs, events_stack.dlq, streams, table, bus)
     assert (report.failed, len(report.from_table)) == ({}, 1)
     assert [(e["detail"]["threshold"], e["detail"]["seq"]) for e in subscriber.received()] == [(80, 1), (100, 2)]
 
 
 def test_a_batch_the_bus_does_not_take_stays_in_the_queue(
-    harness: Harness, queues: Queues, events_stack: EventsStack, events_cli: Cli, emulator_url: str
+    cli_harness: Harness, queues: Queues, events_stack: EventsStack, events_cli: Cli, emulator_url: str
 ) -> None:
-    records = crossings_written(harness)
-    [shard] = harness.system.streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]["Shards"]
+    records = crossings_written(cli_harness)
+    [shard] = cli_harness.backend.streams.describe_stream(StreamArn=cli_harness.backend.stream_arn)[
+        "StreamDescription"
+    ]["Shards"]
     queues.send(events_stack.dlq, given_up(records, shard_id=shard["ShardId"]))
     boto3.client("events", endpoint_url=emulator_url).delete_event_bus(Name=events_stack.log_group.rsplit("/", 1)[1])
     result = events_cli("events", "replay")

@@ -19,9 +19,9 @@ from tests.ops.conftest import Cli
 from tests.support.faults import expression
 
 
-def drift(harness: Harness) -> None:
+def drift(cli_harness: Harness) -> None:
     """acme: one resource best-effort missed, one slot held by a create that died."""
-    api, faults = harness.api, harness.faults
+    api, faults = cli_harness.api, cli_harness.faults
     api.put_account("acme", 3)
     faults.crash_after("PutItem")
     with pytest.raises(faults.SimulatedCrash):
@@ -31,18 +31,18 @@ def drift(harness: Harness) -> None:
         api.create("acme")
 
 
-def test_healed_exits_0_and_prints_before_and_after(harness: Harness, cli: Cli) -> None:
-    drift(harness)
-    harness.pump()
+def test_healed_exits_0_and_prints_before_and_after(cli_harness: Harness, cli: Cli) -> None:
+    drift(cli_harness)
+    cli_harness.pump()
 
     result = cli("heal", "acme", "--quiet-seconds", "0", "--force")
     assert result.code == EXIT_OK, result.err
     assert result.out.splitlines()[0] == "heal acme: healed"
     assert "best_effort    0 -> 1" in result.out
     assert "admitted       2 -> 1" in result.out
-    truth = harness.truth("acme")
+    truth = cli_harness.truth("acme")
     assert (truth.best_effort_net, truth.admitted, truth.eventual) == (1, 1, 1)
-    harness.check_invariants()
+    cli_harness.check_invariants()
 
     again = cli("reconcile", "acme", "--quiet-seconds", "0", "--force", "--json")
     assert again.code == EXIT_OK
@@ -50,25 +50,25 @@ def test_healed_exits_0_and_prints_before_and_after(harness: Harness, cli: Cli) 
     assert again.json()["before"]["best_effort"] == again.json()["after"]["best_effort"] == 1
 
 
-def test_held_slots_wait_for_the_account_to_be_quiet(harness: Harness, cli: Cli) -> None:
-    drift(harness)
-    harness.pump()
+def test_held_slots_wait_for_the_account_to_be_quiet(cli_harness: Harness, cli: Cli) -> None:
+    drift(cli_harness)
+    cli_harness.pump()
 
     result = cli("heal", "acme")  # the deployed quiet period (60 s): the account was just written
     assert result.code == EXIT_OK, result.err
     assert "admitted       2 -> 2" in result.out
     assert "1 slot(s) still held" in result.out
-    assert harness.truth("acme").best_effort_net == 1
+    assert cli_harness.truth("acme").best_effort_net == 1
 
 
-def test_pending_work_exits_3(harness: Harness, cli: Cli) -> None:
-    harness.api.put_account("acme", 3)
-    harness.api.create("acme")  # not applied by the stream yet
+def test_pending_work_exits_3(cli_harness: Harness, cli: Cli) -> None:
+    cli_harness.api.put_account("acme", 3)
+    cli_harness.api.create("acme")  # not applied by the stream yet
 
     result = cli("heal", "acme", "--quiet-seconds", "0", "--force")
     assert result.code == EXIT_TRY_LATER
     assert "pending work" in result.out
-    harness.pump()
+    cli_harness.pump()
     assert cli("heal", "acme", "--quiet-seconds", "0", "--force").code == EXIT_OK
 
 
@@ -79,32 +79,34 @@ def test_an_unknown_account_exits_4(cli: Cli) -> None:
     assert "Traceback" not in result.err
 
 
-def test_a_write_during_the_heal_makes_it_busy_exit_3(harness: Harness) -> None:
-    drift(harness)
-    harness.pump()
-    client = harness.system.dynamodb
+def test_a_write_during_the_heal_makes_it_busy_exit_3(cli_harness: Harness) -> None:
+    drift(cli_harness)
+    cli_harness.pump()
+    client = cli_harness.backend.dynamodb
     state = {"done": False}
 
     def write_now(params: dict[str, Any], **_: Any) -> None:
         if "heal_epoch" in expression(params) and not state["done"]:
             state["done"] = True
-            assert harness.api.create("acme").status == 201  # its writes bump the account's version
+            assert cli_harness.api.create("acme").status == 201  # its writes bump the account's version
 
     client.meta.events.register("provide-client-params.dynamodb.UpdateItem", write_now)
-    report = commands.heal(DynamoTable(client, harness.system.table), Quota("acme"), timedelta(0), harness.clock.now())
+    report = commands.heal(
+        DynamoTable(client, cli_harness.backend.table), Quota("acme"), timedelta(0), cli_harness.clock.now()
+    )
     assert report.outcome is HealOutcome.BUSY
     assert report.exit_code == EXIT_TRY_LATER
-    harness.check_invariants()
+    cli_harness.check_invariants()
 
 
-def test_a_quiet_period_shorter_than_the_api_timeout_needs_force(harness: Harness, cli: Cli) -> None:
-    drift(harness)
-    harness.pump()
+def test_a_quiet_period_shorter_than_the_api_timeout_needs_force(cli_harness: Harness, cli: Cli) -> None:
+    drift(cli_harness)
+    cli_harness.pump()
 
     refused = cli("heal", "acme", "--quiet-seconds", "0")
     assert refused.code == EXIT_ERROR
     assert "below the API function's timeout" in refused.err
-    assert harness.truth("acme").admitted == 2  # nothing was written
+    assert cli_harness.truth("acme").admitted == 2  # nothing was written
 
 
 def test_exit_codes() -> None:

@@ -18,7 +18,7 @@ from functions.shared.config import FunctionEnvironment
 from infra.outputs import OUTPUT_REFUSAL_AGGREGATOR_FUNCTION, OUTPUT_REFUSALS_DLQ_URL, OUTPUT_TABLE_NAME
 from local.log_subscriptions import subscription_payload
 from ops.stack import Connection
-from tests.conftest import System
+from tests.conftest import Backend
 from tests.handler.conftest import Harness
 from tests.handler.test_limit_refused import LogEvents, Refusals, refusal_line
 from tests.ops.conftest import Cli, Queues, create_output_stack, create_sweeper_function
@@ -30,18 +30,18 @@ class RefusalsStack:
     """The stack's Limit Refused parts the command reads: the table, the dead-letter queue, the
     windows queue, and the aggregator's function carrying its environment (grace 0)."""
 
-    def __init__(self, connection: Connection, queues: Queues, system: System, grace_seconds: int = 0) -> None:
-        self.dlq = queues.sqs.create_queue(QueueName=f"refusals-dlq-{system.table}")["QueueUrl"]
-        self.windows = queues.sqs.create_queue(QueueName=f"refused-windows-{system.table}")["QueueUrl"]
+    def __init__(self, connection: Connection, queues: Queues, moto_backend: Backend, grace_seconds: int = 0) -> None:
+        self.dlq = queues.sqs.create_queue(QueueName=f"refusals-dlq-{moto_backend.table}")["QueueUrl"]
+        self.windows = queues.sqs.create_queue(QueueName=f"refused-windows-{moto_backend.table}")["QueueUrl"]
         environment = {
-            FunctionEnvironment.variable("table_name"): system.table,
+            FunctionEnvironment.variable("table_name"): moto_backend.table,
             FunctionEnvironment.variable("refusal_queue_url"): self.windows,
             FunctionEnvironment.variable("refusal_grace"): str(grace_seconds),
         }
         self.name = create_output_stack(
             connection,
             {
-                OUTPUT_TABLE_NAME: system.table,
+                OUTPUT_TABLE_NAME: moto_backend.table,
                 OUTPUT_REFUSALS_DLQ_URL: self.dlq,
                 OUTPUT_REFUSAL_AGGREGATOR_FUNCTION: create_sweeper_function(connection, environment),
             },
@@ -49,20 +49,20 @@ class RefusalsStack:
 
 
 @pytest.fixture
-def refusals_stack(connection: Connection, queues: Queues, system: System) -> RefusalsStack:
-    return RefusalsStack(connection, queues, system)
+def refusals_stack(connection: Connection, queues: Queues, moto_backend: Backend) -> RefusalsStack:
+    return RefusalsStack(connection, queues, moto_backend)
 
 
 @pytest.fixture
 def refusals_cli(
-    emulator_url: str, refusals_stack: RefusalsStack, system: System, capsys: pytest.CaptureFixture[str]
+    emulator_url: str, refusals_stack: RefusalsStack, moto_backend: Backend, capsys: pytest.CaptureFixture[str]
 ) -> Cli:
-    return Cli(emulator_url, refusals_stack.name, system.clock, capsys)
+    return Cli(emulator_url, refusals_stack.name, moto_backend.clock, capsys)
 
 
 @pytest.fixture
-def windows(harness: Harness) -> DynamoRefusedWindows:
-    return DynamoRefusedWindows(DynamoTable(harness.system.dynamodb, harness.system.table))
+def windows(cli_harness: Harness) -> DynamoRefusedWindows:
+    return DynamoRefusedWindows(DynamoTable(cli_harness.backend.dynamodb, cli_harness.backend.table))
 
 
 class Payloads:
@@ -81,9 +81,9 @@ def payloads() -> Payloads:
     return Payloads()
 
 
-def a_minute_ago(harness: Harness) -> datetime:
+def a_minute_ago(cli_harness: Harness) -> datetime:
     """A minute that is over: its announcement is due at once with a grace of 0."""
-    return harness.clock.now() - timedelta(minutes=2)
+    return cli_harness.clock.now() - timedelta(minutes=2)
 
 
 def replay(cli: Cli, *options: str) -> tuple[int, dict[str, Any]]:
@@ -92,10 +92,10 @@ def replay(cli: Cli, *options: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_a_payload_whose_window_was_never_opened_opens_it_and_schedules_its_announcement(
-    harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, payloads: Payloads,
+    cli_harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, payloads: Payloads,
     windows: DynamoRefusedWindows,
 ) -> None:  # fmt: skip
-    at = a_minute_ago(harness)
+    at = a_minute_ago(cli_harness)
     [message_id] = queues.send(refusals_stack.dlq, payloads(SEATS, at, 3))
     code, report = replay(refusals_cli)
     assert code == 0, report
@@ -110,17 +110,17 @@ def test_a_payload_whose_window_was_never_opened_opens_it_and_schedules_its_anno
 
 
 def test_a_window_message_announces_it_once(
-    harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, windows: DynamoRefusedWindows,
-    emulator_url: str,
+    cli_harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli,
+    windows: DynamoRefusedWindows, emulator_url: str,
 ) -> None:  # fmt: skip
-    window = Window.of(SEATS, a_minute_ago(harness))
-    windows.add(WindowCount(window, 4, 3, "batch-1"), harness.clock.now())
+    window = Window.of(SEATS, a_minute_ago(cli_harness))
+    windows.add(WindowCount(window, 4, 3, "batch-1"), cli_harness.clock.now())
     [first] = queues.send(refusals_stack.dlq, window_message(window))
     code, report = replay(refusals_cli)
     assert code == 0, report
     detail = {"accountId": "acme", "resourceType": "seats", "start": window.name}
     assert report["windows"] == {first: {**detail, "announced": True, "refused": 4}}
-    assert Refusals(harness, emulator_url).event(window) is not None
+    assert Refusals(cli_harness, emulator_url).event(window) is not None
     # The same message again (a run whose delete failed, or the emitter's own copy): nothing to announce.
     [second] = queues.send(refusals_stack.dlq, window_message(window))
     nothing = {**detail, "announced": False, "refused": None}
@@ -129,10 +129,10 @@ def test_a_window_message_announces_it_once(
 
 
 def test_a_payload_replayed_again_counts_nothing_and_a_late_one_counts_in_no_event(
-    harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, payloads: Payloads,
+    cli_harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, payloads: Payloads,
     windows: DynamoRefusedWindows,
 ) -> None:  # fmt: skip
-    at = a_minute_ago(harness)
+    at = a_minute_ago(cli_harness)
     payload = payloads(SEATS, at, 2)
     queues.send(refusals_stack.dlq, payload)
     assert replay(refusals_cli)[0] == 0
@@ -143,17 +143,17 @@ def test_a_payload_replayed_again_counts_nothing_and_a_late_one_counts_in_no_eve
     state = windows.read(window)
     assert state is not None
     assert state.refused == 2
-    assert windows.announce(window, state, harness.clock.now())
+    assert windows.announce(window, state, cli_harness.clock.now())
     [late] = queues.send(refusals_stack.dlq, payloads(SEATS, at, 1))
     code, report = replay(refusals_cli)
     assert (code, report["payloads"]) == (0, {late: {"counted": 0, "late": 1, "repeated": 0, "scheduled": 0}})
 
 
 def test_a_message_of_neither_shape_is_left_in_the_queue_and_reported(
-    harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, payloads: Payloads
+    cli_harness: Harness, queues: Queues, refusals_stack: RefusalsStack, refusals_cli: Cli, payloads: Payloads
 ) -> None:
     odd = queues.send(refusals_stack.dlq, "not json", json.dumps({"hello": 1}), json.dumps({"awslogs": {"data": "x"}}))
-    [counted] = queues.send(refusals_stack.dlq, payloads(SEATS, a_minute_ago(harness), 1))
+    [counted] = queues.send(refusals_stack.dlq, payloads(SEATS, a_minute_ago(cli_harness), 1))
     result = refusals_cli("events", "refusals", "replay")
     assert result.code == 1, result.out + result.err
     for message_id in odd:
@@ -164,11 +164,11 @@ def test_a_message_of_neither_shape_is_left_in_the_queue_and_reported(
 
 
 def test_the_grace_is_the_deployed_aggregator_s_unless_given(
-    harness: Harness, queues: Queues, refusals_cli: Cli, refusals_stack: RefusalsStack, payloads: Payloads
+    cli_harness: Harness, queues: Queues, refusals_cli: Cli, refusals_stack: RefusalsStack, payloads: Payloads
 ) -> None:
     """SQS holds a message sent with DelaySeconds back until then (SQS developer guide, "Amazon SQS
     delay queues"): with a grace of 600 s the announcement is not due yet."""
-    queues.send(refusals_stack.dlq, payloads(SEATS, a_minute_ago(harness), 1))
+    queues.send(refusals_stack.dlq, payloads(SEATS, a_minute_ago(cli_harness), 1))
     assert replay(refusals_cli, "--grace-seconds", "600")[0] == 0
     attributes = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"]
     counts = queues.sqs.get_queue_attributes(QueueUrl=refusals_stack.windows, AttributeNames=attributes)["Attributes"]

@@ -19,11 +19,11 @@ from infra.outputs import (
 from local.endpoints import LOCAL_DIR_ENV, Endpoints, write_endpoints
 from ops.__main__ import main
 from ops.stack import EXIT_ERROR, EXIT_NOT_FOUND, Connection, MissingOutput, StackNotFound, StackOutputs
-from tests.conftest import System
+from tests.conftest import Backend
 from tests.ops.conftest import create_output_stack
 
 
-def test_the_outputs_name_the_table_the_queues_and_the_sweeper(system: System, connection: Connection) -> None:
+def test_the_outputs_name_the_table_the_queues_and_the_sweeper(moto_backend: Backend, connection: Connection) -> None:
     name = create_output_stack(
         connection,
         {
@@ -43,7 +43,7 @@ def test_the_outputs_name_the_table_the_queues_and_the_sweeper(system: System, c
     )
 
 
-def test_a_missing_output_is_named(system: System, connection: Connection) -> None:
+def test_a_missing_output_is_named(moto_backend: Backend, connection: Connection) -> None:
     name = create_output_stack(connection, {OUTPUT_TABLE_NAME: "counter-table"})
     outputs = StackOutputs.resolve(connection, name)
     with pytest.raises(MissingOutput, match=f"stack {name} has no output {OUTPUT_DLQ2_URL}"):
@@ -51,7 +51,7 @@ def test_a_missing_output_is_named(system: System, connection: Connection) -> No
 
 
 def test_a_missing_stack_is_an_error_without_a_traceback(
-    system: System, emulator_url: str, capsys: pytest.CaptureFixture[str]
+    moto_backend: Backend, emulator_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(StackNotFound):
         StackOutputs.resolve(Connection(emulator_url), "NoSuchStack")
@@ -64,14 +64,14 @@ def test_a_missing_stack_is_an_error_without_a_traceback(
 
 
 def test_the_default_stack_name_is_the_deployed_one(
-    system: System, emulator_url: str, capsys: pytest.CaptureFixture[str]
+    moto_backend: Backend, emulator_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(["--endpoint-url", emulator_url, "account", "acme"])
     assert f"stack {DEFAULT_STACK_NAME} not found" in capsys.readouterr().err
 
 
 def test_an_emulator_needs_no_configured_credentials_or_region(
-    system: System, emulator_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    moto_backend: Backend, emulator_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
@@ -81,7 +81,10 @@ def test_an_emulator_needs_no_configured_credentials_or_region(
 
     connection = Connection(emulator_url)
     assert connection.region == "us-east-1"
-    assert connection.client("dynamodb").describe_table(TableName=system.table)["Table"]["TableName"] == system.table
+    assert (
+        connection.client("dynamodb").describe_table(TableName=moto_backend.table)["Table"]["TableName"]
+        == moto_backend.table
+    )
 
 
 # -- a running `make run`, found from its .local/endpoints.json (local/endpoints.py) -------------
@@ -117,12 +120,12 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
 
 
 def test_ops_finds_the_running_system_in_its_endpoints_file(
-    system: System, emulator_url: str, stack: str, shell: RepositoryShell
+    moto_backend: Backend, emulator_url: str, stack: str, shell: RepositoryShell
 ) -> None:
     shell.running(emulator_url, stack)
     code = main(["account", "acme"])
     # The stack's table, found through the emulator, the stack name and the region of the file.
-    assert (code, shell.err()) == (EXIT_NOT_FOUND, f"error: account acme not found in table {system.table}\n")
+    assert (code, shell.err()) == (EXIT_NOT_FOUND, f"error: account acme not found in table {moto_backend.table}\n")
 
 
 def test_an_endpoint_or_aws_given_overrides_the_endpoints_file(

@@ -18,9 +18,9 @@ from tests.handler.conftest import Harness
 from tests.ops.conftest import SWEEPER_ENVIRONMENT, Cli
 
 
-def pending_and_drifted(harness: Harness) -> None:
+def pending_and_drifted(cli_harness: Harness) -> None:
     """acme: two resources the stream never applied, one of them missed by best-effort."""
-    api, faults = harness.api, harness.faults
+    api, faults = cli_harness.api, cli_harness.faults
     api.put_account("acme", 5)
     api.create("acme")
     faults.crash_after("PutItem")
@@ -29,12 +29,12 @@ def pending_and_drifted(harness: Harness) -> None:
 
 
 def test_in_process_applies_pending_work_and_heals(
-    harness: Harness, connection: Connection, monkeypatch: pytest.MonkeyPatch
+    cli_harness: Harness, connection: Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pending_and_drifted(harness)
+    pending_and_drifted(cli_harness)
     monkeypatch.setenv(FunctionEnvironment.variable("table_name"), "not-the-table")  # the table comes from the outputs
 
-    result = commands.sweep_in_process(connection, harness.system.table, SWEEPER_ENVIRONMENT, harness.clock)
+    result = commands.sweep_in_process(connection, cli_harness.backend.table, SWEEPER_ENVIRONMENT, cli_harness.clock)
     assert result.summary == {
         "pending": {"applied": 2},
         "pending_failed": 0,
@@ -49,30 +49,30 @@ def test_in_process_applies_pending_work_and_heals(
     assert os.environ[FunctionEnvironment.variable("table_name")] == "not-the-table"
     assert FunctionEnvironment.variable("pending_older_than") not in os.environ
 
-    account = harness.api.account("acme")
+    account = cli_harness.api.account("acme")
     assert (account["bestEffort"], account["eventual"]) == (2, 2)
-    harness.check_invariants()
+    cli_harness.check_invariants()
 
 
-def test_in_process_keeps_the_deployed_thresholds(harness: Harness, connection: Connection) -> None:
-    pending_and_drifted(harness)
+def test_in_process_keeps_the_deployed_thresholds(cli_harness: Harness, connection: Connection) -> None:
+    pending_and_drifted(cli_harness)
 
     deployed = {**SWEEPER_ENVIRONMENT, FunctionEnvironment.variable("pending_older_than"): "300"}
-    result = commands.sweep_in_process(connection, harness.system.table, deployed, harness.clock)
+    result = commands.sweep_in_process(connection, cli_harness.backend.table, deployed, cli_harness.clock)
     assert result.summary["pending"] == {}  # nothing has been pending for five minutes yet
     assert result.settings["pending_older_than_seconds"] == 300
-    assert harness.api.account("acme")["eventual"] == 0
+    assert cli_harness.api.account("acme")["eventual"] == 0
 
 
-def test_invalid_deployed_settings_are_an_error(harness: Harness, connection: Connection) -> None:
+def test_invalid_deployed_settings_are_an_error(cli_harness: Harness, connection: Connection) -> None:
     with pytest.raises(OpsError, match=FunctionEnvironment.variable("quiet")):
         commands.sweep_in_process(
-            connection, harness.system.table, {FunctionEnvironment.variable("quiet"): "soon"}, harness.clock
+            connection, cli_harness.backend.table, {FunctionEnvironment.variable("quiet"): "soon"}, cli_harness.clock
         )
 
 
-def test_the_cli_sweeps_in_process_by_default_against_an_endpoint(harness: Harness, cli: Cli) -> None:
-    pending_and_drifted(harness)
+def test_the_cli_sweeps_in_process_by_default_against_an_endpoint(cli_harness: Harness, cli: Cli) -> None:
+    pending_and_drifted(cli_harness)
 
     result = cli("sweep")  # the settings come from the stack's sweeper function: all zero
     assert result.code == EXIT_OK, result.err
@@ -82,7 +82,7 @@ def test_the_cli_sweeps_in_process_by_default_against_an_endpoint(harness: Harne
         "  heals          healed 1",
         "  busy accounts  0; dead leases settled 0",
     ]
-    assert harness.api.account("acme")["eventual"] == 2
+    assert cli_harness.api.account("acme")["eventual"] == 2
 
 
 def stubbed_lambda() -> tuple[object, Stubber]:

@@ -20,22 +20,22 @@ from tests.support.failure_messages import on_failure_message
 SEATS = Quota("acme", "seats")
 
 
-def acme_with_seats(harness: Harness) -> None:
+def acme_with_seats(cli_harness: Harness) -> None:
     """acme: 1 default-type resource (limit 5) and 2 seats (limit 3), all counted."""
-    api = harness.api
+    api = cli_harness.api
     assert api.put_account("acme", 5).status == 200
     assert api.put_type("acme", "seats", 3).status == 200
     assert api.put_type("acme", "api-keys", 4).status == 200
     assert api.create("acme", "project").status == 201
     for name in ("alice", "bob"):
         assert api.create("acme", name, resource_type="seats").status == 201
-    harness.pump()
+    cli_harness.pump()
 
 
-def drop_counter(harness: Harness, quota: Quota) -> None:
+def drop_counter(cli_harness: Harness, quota: Quota) -> None:
     """Drift no fault makes: the quota's eventual counter deleted behind the system's back."""
     key = {table_layout.PARTITION_KEY: keys.account_pk(quota), table_layout.SORT_KEY: keys.COUNTER_SORT_KEY}
-    harness.system.dynamodb.delete_item(TableName=harness.system.table, Key=to_attributes(key))
+    cli_harness.backend.dynamodb.delete_item(TableName=cli_harness.backend.table, Key=to_attributes(key))
 
 
 def table_rows(out: str) -> dict[str, list[str]]:
@@ -49,9 +49,9 @@ def table_rows(out: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_account_shows_every_type_in_one_table_and_one_with_type(harness: Harness, cli: Cli) -> None:
-    acme_with_seats(harness)
-    etag = harness.api.request("GET", "/accounts/acme/types/seats").headers["ETag"]
+def test_account_shows_every_type_in_one_table_and_one_with_type(cli_harness: Harness, cli: Cli) -> None:
+    acme_with_seats(cli_harness)
+    etag = cli_harness.api.request("GET", "/accounts/acme/types/seats").headers["ETag"]
 
     every = cli("account", "acme")
     assert every.code == EXIT_OK, every.err
@@ -89,13 +89,15 @@ def test_account_shows_every_type_in_one_table_and_one_with_type(harness: Harnes
     assert list(table_rows(default.out)) == ["type", "default"]
 
 
-def test_account_shows_the_details_of_a_type_with_drift_and_how_to_heal_that_type(harness: Harness, cli: Cli) -> None:
-    acme_with_seats(harness)
-    faults = harness.faults
+def test_account_shows_the_details_of_a_type_with_drift_and_how_to_heal_that_type(
+    cli_harness: Harness, cli: Cli
+) -> None:
+    acme_with_seats(cli_harness)
+    faults = cli_harness.faults
     faults.crash_after("PutItem")  # a seat's create dies after its reservation and its put
     with pytest.raises(faults.SimulatedCrash):
-        harness.api.create("acme", "carol", resource_type="seats")
-    harness.pump()
+        cli_harness.api.create("acme", "carol", resource_type="seats")
+    cli_harness.pump()
 
     every = cli("account", "acme")
     assert table_rows(every.out)["seats"][6:8] == ["-1", "0"]
@@ -104,8 +106,8 @@ def test_account_shows_the_details_of_a_type_with_drift_and_how_to_heal_that_typ
     assert "`python -m ops heal acme --type seats` heals it" in every.out
 
 
-def test_a_type_the_account_lacks_is_not_found_and_a_bad_name_is_bad_usage(harness: Harness, cli: Cli) -> None:
-    acme_with_seats(harness)
+def test_a_type_the_account_lacks_is_not_found_and_a_bad_name_is_bad_usage(cli_harness: Harness, cli: Cli) -> None:
+    acme_with_seats(cli_harness)
     missing = cli("account", "acme", "--type", "rooms")
     assert missing.code == EXIT_NOT_FOUND
     assert "acme/rooms not found" in missing.err
@@ -116,9 +118,9 @@ def test_a_type_the_account_lacks_is_not_found_and_a_bad_name_is_bad_usage(harne
         assert usage.value.code == 2
 
 
-def test_audit_judges_one_type_or_every_type_of_the_account(harness: Harness, cli: Cli) -> None:
-    acme_with_seats(harness)
-    drop_counter(harness, SEATS)
+def test_audit_judges_one_type_or_every_type_of_the_account(cli_harness: Harness, cli: Cli) -> None:
+    acme_with_seats(cli_harness)
+    drop_counter(cli_harness, SEATS)
 
     assert cli("audit", "acme").code == EXIT_OK  # the default type: exact
     seats = cli("audit", "acme", "--type", "seats")
@@ -140,23 +142,23 @@ def test_audit_judges_one_type_or_every_type_of_the_account(harness: Harness, cl
     assert (repair["account_id"], repair["resource_type"], repair["eventual_fixed_by"]) == ("acme", "seats", 2)
     assert cli("audit", "--all").code == EXIT_OK
     assert cli("audit", "--all", "--all-types").code == EXIT_ERROR  # --all covers every type already
-    harness.check_invariants()
+    cli_harness.check_invariants()
 
 
-def test_heal_heals_one_type_or_every_type_and_leaves_the_others_alone(harness: Harness, cli: Cli) -> None:
-    acme_with_seats(harness)
-    faults = harness.faults
+def test_heal_heals_one_type_or_every_type_and_leaves_the_others_alone(cli_harness: Harness, cli: Cli) -> None:
+    acme_with_seats(cli_harness)
+    faults = cli_harness.faults
     faults.crash_after("PutItem")  # a seat's create dies after its reservation and its put
     with pytest.raises(faults.SimulatedCrash):
-        harness.api.create("acme", "carol", resource_type="seats")
-    harness.pump()
-    default_before = harness.truth(Quota("acme"))
+        cli_harness.api.create("acme", "carol", resource_type="seats")
+    cli_harness.pump()
+    default_before = cli_harness.truth(Quota("acme"))
 
     healed = cli("heal", "acme", "--type", "seats", "--quiet-seconds", "0", "--force", "--json")
     assert healed.code == EXIT_OK, healed.err
     assert (healed.json()["resource_type"], healed.json()["outcome"]) == ("seats", "healed")
-    assert harness.truth(SEATS).best_effort_net == 3
-    assert harness.truth(Quota("acme")) == default_before
+    assert cli_harness.truth(SEATS).best_effort_net == 3
+    assert cli_harness.truth(Quota("acme")) == default_before
 
     every = cli("heal", "acme", "--all-types", "--quiet-seconds", "0", "--force")
     assert every.code == EXIT_OK, every.err
@@ -165,20 +167,20 @@ def test_heal_heals_one_type_or_every_type_and_leaves_the_others_alone(harness: 
         "heal acme/api-keys: exact: nothing to change",
         "heal acme/seats: exact: nothing to change",
     ]
-    harness.check_invariants()
+    cli_harness.check_invariants()
 
 
-def test_dlq2_list_names_the_quotas_of_a_ranges_records(harness: Harness, queues: Queues, cli: Cli) -> None:
-    api = harness.api
+def test_dlq2_list_names_the_quotas_of_a_ranges_records(cli_harness: Harness, queues: Queues, cli: Cli) -> None:
+    api = cli_harness.api
     api.put_account("acme", 5)
     api.put_type("acme", "seats", 3)
-    harness.pump()
+    cli_harness.pump()
     api.create("acme", "project")
     api.create("acme", "alice", resource_type="seats")
-    records = harness.tap.drain()  # never delivered: the batch "exhausted its retries"
-    stream = harness.system.streams.describe_stream(StreamArn=harness.system.stream_arn)["StreamDescription"]
+    records = cli_harness.tap.drain()  # never delivered: the batch "exhausted its retries"
+    stream = cli_harness.backend.streams.describe_stream(StreamArn=cli_harness.backend.stream_arn)["StreamDescription"]
     body = on_failure_message(
-        harness.system.stream_arn,
+        cli_harness.backend.stream_arn,
         stream["Shards"][0]["ShardId"],
         records[0]["dynamodb"]["SequenceNumber"],
         records[-1]["dynamodb"]["SequenceNumber"],
@@ -186,7 +188,7 @@ def test_dlq2_list_names_the_quotas_of_a_ranges_records(harness: Harness, queues
     )
     queues.send(queues.dlq2, body)
 
-    listing = commands.list_dlq2(queues.sqs, queues.dlq2, streams=harness.system.streams)
+    listing = commands.list_dlq2(queues.sqs, queues.dlq2, streams=cli_harness.backend.streams)
     (message,) = listing.messages
     assert message.quotas == (Quota("acme"), SEATS)
     listed = cli("dlq2", "list")

@@ -1,7 +1,7 @@
 """Failure injection through botocore's event hooks, on the clients the handlers really use.
 
-A test's `faults` fixture is a `Faults` over the test's own `Clients`, the ones its handlers are
-given: hooks go on those clients' event emitters, so nothing global changes and nothing leaks into
+A test's `faults` fixture is a `Faults` over the test's own `Wiring`, the one its handlers are
+given: hooks go on its clients' event emitters, so nothing global changes and nothing leaks into
 the next test. Matching is on the API parameters of the call.
 """
 
@@ -16,7 +16,7 @@ from botocore.httpsession import URLLib3Session
 
 from functions.adapters import account_item, table_layout
 from functions.core.leases import LeaseKind
-from functions.shared.clients import Clients
+from functions.shared.wiring import Wiring
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, cancelled_body, on_matching_send
 
@@ -71,7 +71,7 @@ API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
 
 
 class Faults:
-    """Faults on one test's clients. The module's helpers are here too, so a test needs only this."""
+    """Faults on the clients of one test's wiring. The module's helpers are here too, so a test needs only this."""
 
     SimulatedCrash = SimulatedCrash
     API_WRITES = API_WRITES
@@ -79,12 +79,12 @@ class Faults:
     transaction_cancelled = staticmethod(cancelled_body)
     expression = staticmethod(expression)
 
-    def __init__(self, clients: Clients) -> None:
-        self._clients = clients
+    def __init__(self, wiring: Wiring) -> None:
+        self._wiring = wiring
 
     def events(self, service: str = "dynamodb") -> Any:
         """The event emitter of the test's client for `service` ("dynamodb" or "dynamodb-streams")."""
-        client = self._clients.dynamodb if service == "dynamodb" else self._clients.streams
+        client = self._wiring.dynamodb if service == "dynamodb" else self._wiring.streams
         return client.meta.events
 
     def lands_then(

@@ -11,7 +11,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from functions.shared.clients import Clients
+from functions.shared.wiring import Wiring
 
 HANDLER_MODULES = {
     "functions.api.handler": "api",
@@ -44,9 +44,9 @@ class CallRecorder:
     def __init__(self) -> None:
         self.by_function: dict[str, Needed] = defaultdict(set)
 
-    def install(self, clients: Clients) -> None:
-        """Record the calls of these clients (a function's handler is given them)."""
-        for client in (clients.dynamodb, clients.streams):
+    def install(self, wiring: Wiring) -> None:
+        """Record the calls of this wiring's clients (a function's handler is given it)."""
+        for client in (wiring.dynamodb, wiring.streams):
             client.meta.events.register("before-parameter-build", self._record)
 
     def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:

@@ -1,6 +1,7 @@
-"""The clients and adapters a function works with, built once per execution environment.
+"""The wiring of a function: its SDK clients, the stores (adapters) built on them, its settings and
+its clock, built once per execution environment.
 
-Each handler takes a `Clients` (`handler(event, context, clients=...)`); Lambda passes none, and the
+Each handler takes a `Wiring` (`handler(event, context, wiring=...)`); Lambda passes none, and the
 handler uses `default()`: boto3's default session and the settings in the function's environment,
 built at the first invocation and reused by every later one. Tests and the operator CLI pass
 their own, with their session, settings and clock, so nothing global is ever swapped.
@@ -41,13 +42,13 @@ _STANDARD = Config(retries={"mode": "standard", "total_max_attempts": 3}, connec
 T = TypeVar("T")
 
 
-class Clients:
+class Wiring:
     """One execution environment's clients, stores and caches, each built on first use.
 
     `session` None means boto3's default session (what a Lambda function uses); `endpoint_url` None
     means the standard AWS_ENDPOINT_URL variables, or AWS; `clock` None means the system clock
-    (functions/shared/clock.py), which every handler and store tells the time by. Clients are
-    thread-safe and each one built costs start-up time, so every store shares one DynamoDB client;
+    (functions/shared/clock.py), which every handler and store tells the time by. SDK clients
+    are thread-safe and each one built costs start-up time, so every store shares one DynamoDB client;
     the shard directory and the rate limiter hold what this environment has learnt, so there is one
     of each. `service_endpoints` overrides `endpoint_url` per service (a test's DynamoDB may be
     DynamoDB Local while its queues are the emulator's)."""
@@ -157,6 +158,6 @@ class Clients:
 
 
 @lru_cache(maxsize=1)
-def default() -> Clients:
-    """This execution environment's clients: boto3's default session, settings from the environment."""
-    return Clients(Settings.from_env())
+def default() -> Wiring:
+    """This execution environment's wiring: boto3's default session, settings from the environment."""
+    return Wiring(Settings.from_env())
