@@ -31,10 +31,10 @@ class Recount:
     last_write_at: str
     healed_at: str
     resource_items: int  # every resource item, whatever its state, tombstones aside
-    live: int  # not soft-deleted
-    counted: int  # counter_processed=true (invariant 1: equals `eventual`)
-    uncounted: int  # counter_processed=false: the consumer has not applied its create yet
-    soft_deleted: int  # deleted=true: the consumer has not applied its delete yet
+    live: int  # units of the resources not soft-deleted (the sum of their amounts)
+    counted: int  # units of the resources with counter_processed=true (invariant 1: equals `eventual`)
+    uncounted: int  # resources with counter_processed=false: the consumer has not applied their create yet
+    soft_deleted: int  # resources with deleted=true: the consumer has not applied their delete yet
     deletes_in_flight: int  # deletion leases: a delete between its decrement and its release, or one that died
     creates_in_flight: int  # reservation leases: a create between its reservation and its count, or one that died
     tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
