@@ -6,11 +6,14 @@ before, byte for byte (docs/admission.md, "Amounts")."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from functions.adapters import keys
 from functions.adapters.resources import AMOUNT
@@ -239,3 +242,58 @@ def test_the_eventual_counter_and_a_heal_are_in_units(harness: Harness) -> None:
     truth = harness.truth(ACME)
     assert (truth.best_effort_net, truth.eventual, truth.live) == (12, 12, 12)
     harness.check_invariants()
+
+
+# --- a property: no false refusal across shards ---------------------------------------------------
+
+_accounts = iter(range(1_000_000))
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "15")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    home=st.integers(0, 4),
+    rooms=st.lists(st.integers(0, 6), min_size=1, max_size=4),
+    steps=st.lists(st.tuples(st.booleans(), st.integers(1, 9)), min_size=1, max_size=8),
+    seed=st.integers(0, 2**16),
+)
+def test_a_create_is_refused_only_when_fewer_units_than_its_amount_are_free(
+    harness: Harness, home: int, rooms: list[int], steps: list[tuple[bool, int]], seed: int
+) -> None:
+    """Random room spread over the shards (shard 0 keeps `home`), random creates and deletes of
+    random amounts, one at a time: a create is refused exactly when the free units (the room of
+    every shard, summed, as the truth reads them just before) are fewer than its amount, and no
+    create is admitted past the limit."""
+    quota = Quota(f"prop{next(_accounts)}")
+    store = harness.wiring.api_store
+    assert harness.api.put_account(quota.account_id, home + sum(rooms)).status == 200
+    assert store.set_active(quota, 1, 1, len(rooms) + 1)
+    for shard, room in enumerate(rooms, start=1):
+        if room:
+            assert store.grant(quota, shard, room), shard
+    directory = Directory(ShardingSettings(), rng=random.Random(seed))
+    directory.learn(quota, len(rooms) + 1, len(rooms) + 1)
+    live: list[tuple[str, int]] = []
+    for delete, amount in steps:
+        if delete and live:
+            resource_id, _ = live.pop(seed % len(live))
+            accounts.delete_resource(store, quota, resource_id, harness.clock.timestamp, directory=directory)
+            continue
+        free = harness.truth(quota).room
+        try:
+            created = accounts.create_resource(
+                store, quota, NewResource(name="r", amount=amount), None, harness.clock.timestamp, directory=directory
+            )
+        except LimitExceeded:
+            assert free < amount, f"refused {amount} with {free} free"
+        else:
+            assert free >= amount, f"admitted {amount} with {free} free"
+            live.append((created.resource.resource_id, amount))
+        truth = harness.truth(quota)
+        assert truth.live == sum(units for _, units in live) <= truth.limit
+        assert truth.admitted == truth.live
+        assert truth.room + truth.admitted == truth.limit
