@@ -79,8 +79,8 @@ class DynamoAuditReads:
             counted=counted,
             uncounted=uncounted,
             soft_deleted=soft_deleted,
-            deletes_in_flight=sum(lease.kind is LeaseKind.DELETION for lease in held),
-            creates_in_flight=sum(lease.kind is LeaseKind.RESERVATION for lease in held),
+            deletes_in_flight=sum(lease.units for lease in held if lease.kind is LeaseKind.DELETION),
+            creates_in_flight=sum(lease.units for lease in held if lease.kind is LeaseKind.RESERVATION),
             tombstones=tombstones,
         )
 
