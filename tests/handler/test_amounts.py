@@ -297,3 +297,24 @@ def test_a_create_is_refused_only_when_fewer_units_than_its_amount_are_free(
         assert truth.live == sum(units for _, units in live) <= truth.limit
         assert truth.admitted == truth.live
         assert truth.room + truth.admitted == truth.limit
+
+
+def test_the_sweep_counts_and_removes_an_amount_the_pending_index_does_not_carry(harness: Harness) -> None:
+    """The pending index projects the counting flags only: the sweep's count of a resource of
+    amount 5 assumes 1, its condition refuses that, and the refusal's old item says 5."""
+    from functions.core.counting import process_pending
+
+    harness.api.put_account("acme", 10)
+    created = harness.api.request("POST", "/accounts/acme/resources", {"name": "x", "amount": 5}).json()
+    store = harness.wiring.counting_store
+    harness.tap.drain()  # the stream's records are lost: only the sweep counts
+    process_pending(store, store.pending_records(None))
+    truth = harness.truth(ACME)
+    assert (truth.eventual, truth.processed, truth.live) == (5, 5, 5)
+    harness.check_invariants()
+    assert harness.api.delete("acme", created["resourceId"]).status == 204
+    harness.tap.drain()
+    process_pending(store, store.pending_records(None))
+    truth = harness.truth(ACME)
+    assert (truth.eventual, truth.processed, truth.tombstones, truth.admitted) == (0, 0, 1, 0)
+    harness.check_invariants()
