@@ -586,7 +586,7 @@ def format_type_details(view: Recount) -> list[str]:
     lines = [
         f"{view.quota}",
         f"  best_effort    {view.best_effort}  (signed net {view.best_effort_net})",
-        f"  live           {view.live}  (resource items {view.resource_items}, counted {view.counted})",
+        f"  live units     {view.live}  (resource items {view.resource_items}, counted units {view.counted})",
         f"  pending work   uncounted {view.uncounted}, soft-deleted {view.soft_deleted}, "
         f"deletes in flight {view.deletes_in_flight}",
         f"  in flight      creates {view.creates_in_flight} (leases held; a heal settles dead ones), "

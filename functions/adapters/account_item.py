@@ -47,7 +47,8 @@ ACCOUNT_ID = "account_id"  # the account (also projected into the activity index
 # the minute), for a heal's quiet check.
 LAST_WRITE_EXACT = "last_write_exact"
 # A lease is one attribute per write in flight (functions/core/leases.py), named by its request's
-# token after its kind's prefix, holding "<resource id> <taken at>".
+# token after its kind's prefix, holding "<resource id> <taken at>" for one unit, and
+# "<resource id> <taken at> <units>" for more (so a lease of one unit is what it was before amounts).
 LEASE_PREFIXES = {LeaseKind.RESERVATION: "lease_r_", LeaseKind.DELETION: "lease_d_"}
 
 # On the account item only.
@@ -180,7 +181,9 @@ def lease_attribute(lease: Lease) -> str:
 
 
 def lease_value(lease: Lease) -> str:
-    return f"{lease.resource_id} {lease.taken_at}"
+    if lease.units == 1:
+        return f"{lease.resource_id} {lease.taken_at}"
+    return f"{lease.resource_id} {lease.taken_at} {lease.units}"
 
 
 def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
@@ -189,9 +192,14 @@ def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
     for name, value in item.items():
         for kind, prefix in LEASE_PREFIXES.items():
             if name.startswith(prefix) and isinstance(value, str) and " " in value:
-                resource_id, taken_at = value.split(" ", 1)
-                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard))
+                resource_id, taken_at, *units = value.split(" ", 2)
+                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard, _units(units)))
     return in_order(found)
+
+
+def _units(given: list[str]) -> int:
+    """A lease value's units: absent for one (every lease of an older release)."""
+    return int(given[0]) if given and given[0].isdigit() else 1
 
 
 def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:
@@ -289,11 +297,22 @@ SINGLE_SHARD_CONDITION = f" AND {ACTIVE} = :single"
 RETIRED_EMPTY_CONDITION = f"attribute_not_exists(#pk) OR ({RETIRED} = :true AND {ROOM} = :zero)"
 # A deletion's lease on an account that never spread (value :one).
 UNSHARDED_CONDITION = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)"
-# A reservation's changes and condition: a slot of the shard's room, while it is open (value :one).
-RESERVE_CHANGES = {ADMITTED: +1, ROOM: -1}
-RESERVE_CONDITION = f"{ROOM} >= :one AND attribute_not_exists({RETIRED})"
-# A deletion's change: the fast count, signed on purpose (DynamoApiStore.take_deletion).
-DELETION_CHANGES = {BEST_EFFORT: -1}
+# A reservation's condition: the shard's room holds the units taken, while it is open (value
+# :admitted, the units, as reserve_changes puts it).
+RESERVE_CONDITION = f"{ROOM} >= :{ADMITTED} AND attribute_not_exists({RETIRED})"
+
+
+def reserve_changes(units: int) -> dict[str, int]:
+    """A reservation's changes: `units` of the shard's room become admitted."""
+    return {ADMITTED: +units, ROOM: -units}
+
+
+def deletion_changes(units: int) -> dict[str, int]:
+    """A deletion's change: the fast count less the resource's units, signed on purpose
+    (DynamoApiStore.take_deletion)."""
+    return {BEST_EFFORT: -units}
+
+
 # The registry of types (name #types).
 TYPES_NAME = RESOURCE_TYPES
 

@@ -24,7 +24,9 @@ from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.resources import (
     ADMITTED_BY,
+    AMOUNT,
     DELETE_TOKEN,
+    RESOURCE_TYPE,
     TOMBSTONE,
     read_resource,
     read_resources,
@@ -46,7 +48,7 @@ from functions.adapters.table_layout import (
 )
 from functions.core.accounts import FirstAttempt, LimitChange, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
-from functions.core.errors import InvalidCursor, ResourceAlreadyExists
+from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease
 from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
@@ -218,7 +220,7 @@ class DynamoApiStore(ShardStore):
         )
 
     def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
-        taken = self.take_lease(quota, lease, schema.RESERVE_CHANGES, schema.RESERVE_CONDITION)
+        taken = self.take_lease(quota, lease, schema.reserve_changes(lease.units), schema.RESERVE_CONDITION)
         if taken is None:
             return None
         state = shard_state(taken)
@@ -230,7 +232,7 @@ class DynamoApiStore(ShardStore):
         # racing a create that is still in flight). Clamping at zero here would lose it, and the
         # late increment would then overcount. Readers clamp instead (Usage.best_effort).
         condition = schema.UNSHARDED_CONDITION if only_unsharded else None
-        taken = self.take_lease(quota, lease, schema.DELETION_CHANGES, condition)
+        taken = self.take_lease(quota, lease, schema.deletion_changes(lease.units), condition)
         return None if taken is None else held_leases(taken)
 
     def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
@@ -264,9 +266,12 @@ class DynamoApiStore(ShardStore):
     def get_resource(self, quota: Quota, resource_id: str) -> Resource | None:
         return read_resource(self._table, quota, resource_id)
 
-    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int) -> bool:
+    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int, units: int = 1) -> bool:
         # A resource written before admission shards has no `shard`: the account item admitted it.
         admitted_by = "(attribute_not_exists(#shard) OR #shard = :shard)" if shard == 0 else "#shard = :shard"
+        # The amount the delete took from best-effort: a resource of amount 1 has no `amount`.
+        amount = f"attribute_not_exists({AMOUNT})" if units == 1 else f"{AMOUNT} = :units"
+        units_value = {} if units == 1 else {":units": units}
         try:
             self._table.call(
                 "delete resource",
@@ -277,7 +282,7 @@ class DynamoApiStore(ShardStore):
                     f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
                 ),
-                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by}",
+                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by} AND {amount}",
                 ExpressionAttributeNames={"#pk": PARTITION_KEY, "#shard": ADMITTED_BY},
                 ExpressionAttributeValues=to_attributes(
                     {
@@ -287,13 +292,20 @@ class DynamoApiStore(ShardStore):
                         ":token": token,
                         ":bucket": keys.pending_bucket(quota, resource_id),
                         ":shard": shard,
+                        **units_value,
                     }
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ConditionFailed as failed:
             # Our own landed write, retried: the item, or the tombstone it became, has our token.
-            return failed.item.get(DELETE_TOKEN) == token
+            if failed.item.get(DELETE_TOKEN) == token:
+                return True
+            live = failed.item.get(ITEM_TYPE) == RESOURCE_TYPE and failed.item.get(DELETED) is False
+            found = resource_from_values(failed.item) if live else None
+            if found is not None and found.shard == shard and found.amount != units:
+                raise AmountDiffers(found) from failed
+            return False
         return True
 
     def list_resources(self, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:

@@ -12,7 +12,7 @@ from functions.adapters import keys
 from functions.adapters.account_item import heal_epoch_of, healed_at_of, held_leases, latest_write, shard_state
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
-from functions.adapters.resources import TOMBSTONE, resources_query
+from functions.adapters.resources import AMOUNT, TOMBSTONE, amount_of, resources_query
 from functions.adapters.shards import ShardStore, account_key
 from functions.adapters.table_layout import (
     ACTIVITY_BUCKET,
@@ -54,9 +54,10 @@ class DynamoAuditReads:
                 continue
             deleted = bool(resource.get(DELETED, False))
             processed = bool(resource.get(COUNTER_PROCESSED, False))
+            units = amount_of(resource)
             items += 1
-            live += not deleted
-            counted += processed
+            live += 0 if deleted else units
+            counted += units if processed else 0
             uncounted += not processed
             soft_deleted += deleted
         # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
@@ -78,8 +79,8 @@ class DynamoAuditReads:
             counted=counted,
             uncounted=uncounted,
             soft_deleted=soft_deleted,
-            deletes_in_flight=sum(lease.kind is LeaseKind.DELETION for lease in held),
-            creates_in_flight=sum(lease.kind is LeaseKind.RESERVATION for lease in held),
+            deletes_in_flight=sum(lease.units for lease in held if lease.kind is LeaseKind.DELETION),
+            creates_in_flight=sum(lease.units for lease in held if lease.kind is LeaseKind.RESERVATION),
             tombstones=tombstones,
         )
 
@@ -88,8 +89,8 @@ class DynamoAuditReads:
         request = resources_query(
             self._table.name,
             quota,
-            names={"#type": ITEM_TYPE, "#deleted": DELETED, "#processed": COUNTER_PROCESSED},
-            ProjectionExpression="#deleted, #processed, #type",
+            names={"#type": ITEM_TYPE, "#deleted": DELETED, "#processed": COUNTER_PROCESSED, "#amount": AMOUNT},
+            ProjectionExpression="#deleted, #processed, #type, #amount",
             ConsistentRead=True,
         )
         for page in self._table.pages("recount resources", request):

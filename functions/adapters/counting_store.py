@@ -20,7 +20,6 @@ from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE, SORT_K
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
-    DELTAS,
     EVENTUAL_COUNTER_SHARDS,
     ActionKind,
     CancellationReason,
@@ -28,6 +27,7 @@ from functions.core.counting import (
     ResourceAction,
     TransactionResult,
     counter_shard,
+    net_change,
 )
 from functions.core.errors import StoreUnavailable
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
@@ -50,7 +50,7 @@ class DynamoCountingStore:
         self._clock = clock
 
     def apply_actions(self, quota: Quota, actions: Sequence[ResourceAction]) -> TransactionResult:
-        delta = sum(DELTAS[action.kind] for action in actions)
+        delta = net_change(actions)
         if delta == 0 and len(actions) == 1:
             return self._update_alone(self._action(quota, actions[0]))  # 1 WCU, not a transaction's 2
         items = [{"Update": self._action(quota, action)} for action in actions]
@@ -85,10 +85,10 @@ class DynamoCountingStore:
 
     def _action(self, quota: Quota, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
-            return counted_update(self._table.name, quota, action.resource_id)
+            return counted_update(self._table.name, quota, action.resource_id, action.amount)
         expires_at = int((self._clock.now() + self._retention).timestamp())
         counted = action.kind is ActionKind.REMOVE_COUNTED
-        return tombstone_update(self._table.name, quota, action.resource_id, counted, expires_at)
+        return tombstone_update(self._table.name, quota, action.resource_id, counted, expires_at, action.amount)
 
     def _update_alone(self, update: dict[str, Any]) -> TransactionResult:
         """One conditional update, its outcome told as a one-action transaction's would be."""

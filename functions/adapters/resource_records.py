@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
-from functions.adapters.resources import ADMITTED_BY
+from functions.adapters.resources import ADMITTED_BY, AMOUNT
 from functions.adapters.table_layout import COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
 from functions.core.counting import ItemRecord, LimitChangedRecord, ResourceRecord
 from functions.core.model import Quota
@@ -52,6 +52,7 @@ def from_values(values: Mapping[str, Any]) -> ResourceRecord | None:
         counter_processed=_flag(values.get(COUNTER_PROCESSED)),
         shard=_shard(values.get(ADMITTED_BY)),
         created_at=created_at if isinstance(created_at, str) else None,
+        amount=_amount(values.get(AMOUNT)),
     )
 
 
@@ -89,6 +90,13 @@ def pending_record(item: Mapping[str, Any]) -> ItemRecord:
 
 def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
+
+
+def _amount(value: Any) -> int:
+    """A resource's amount (an int, or a Decimal as Powertools decodes numbers); absent: 1."""
+    if isinstance(value, int | Decimal) and not isinstance(value, bool) and value >= 1 and value == int(value):
+        return int(value)
+    return 1
 
 
 def _shard(value: Any) -> int:

@@ -31,6 +31,8 @@ from functions.core.model import Quota, Resource
 REQUEST_TOKEN = "request_token"  # noqa: S105 - an attribute name, not a secret
 DELETE_TOKEN = "delete_token"  # noqa: S105
 ADMITTED_BY = "shard"  # the admission shard that admitted the resource, where it is released
+RESOURCE_TYPE = "resource"  # a resource item's type (table_layout.ITEM_TYPE); a tombstone's is TOMBSTONE
+AMOUNT = "amount"  # the units it holds; only when not 1 (absent: 1, as every older resource)
 # A counted delete leaves a tombstone instead of nothing: the resource's key with its request and
 # delete tokens and its request fingerprint, and neither `deleted` nor `counter_processed`, so no
 # stream filter or index picks it up. A retried write finds its own token there; a late create
@@ -45,11 +47,12 @@ def resource_key(quota: Quota, resource_id: str) -> dict[str, Any]:
 
 
 def resource_item(resource: Resource) -> dict[str, Any]:
+    amount = {} if resource.amount == 1 else {AMOUNT: resource.amount}
     return to_attributes(
         {
             PARTITION_KEY: keys.account_pk(resource.quota),
             SORT_KEY: keys.resource_sk(resource.resource_id),
-            ITEM_TYPE: "resource",
+            ITEM_TYPE: RESOURCE_TYPE,
             "account_id": resource.account_id,
             "resource_id": resource.resource_id,
             "name": resource.name,
@@ -64,8 +67,14 @@ def resource_item(resource: Resource) -> dict[str, Any]:
             PENDING_BUCKET: keys.pending_bucket(resource.quota, resource.resource_id),
             PENDING_SINCE: resource.created_at,
             ADMITTED_BY: resource.shard,
+            **amount,
         }
     )
+
+
+def amount_of(values: Mapping[str, Any]) -> int:
+    """A decoded resource item's amount (absent: 1)."""
+    return int(values.get(AMOUNT, 1))
 
 
 def resource_from_item(item: Mapping[str, Any]) -> Resource:
@@ -100,6 +109,7 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
         tombstone=tombstone,
         shard=int(values.get(ADMITTED_BY, 0)),
         expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone else 0,
+        amount=amount_of(values),
     )
 
 
@@ -118,32 +128,47 @@ def read_resources(table: DynamoTable, quota: Quota, resource_ids: Iterable[str]
     return {resource.resource_id: resource for resource in found}
 
 
-def counted_update(table: str, quota: Quota, resource_id: str) -> dict[str, Any]:
+def amount_condition(amount: int, values: dict[str, Any]) -> str:
+    """The condition that the resource holds `amount` units (a resource of 1 has no attribute)."""
+    if amount == 1:
+        return f"attribute_not_exists({AMOUNT})"
+    values[":amount"] = amount
+    return f"{AMOUNT} = :amount"
+
+
+def counted_update(table: str, quota: Quota, resource_id: str, amount: int = 1) -> dict[str, Any]:
     """The update that counts a resource's create: its flag set, and out of the pending index, if
-    it is still uncounted and not deleted."""
+    it is still uncounted, not deleted, and holds the `amount` the count adds."""
+    values: dict[str, Any] = {":true": True, ":false": False}
+    holds = amount_condition(amount, values)
     return {
         "TableName": table,
         "Key": resource_key(quota, resource_id),
         "UpdateExpression": f"SET {COUNTER_PROCESSED} = :true REMOVE {PENDING_BUCKET}, {PENDING_SINCE}",
-        "ConditionExpression": f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false",
+        "ConditionExpression": (
+            f"attribute_exists(#pk) AND {COUNTER_PROCESSED} = :false AND {DELETED} = :false AND {holds}"
+        ),
         "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
-        "ExpressionAttributeValues": to_attributes({":true": True, ":false": False}),
+        "ExpressionAttributeValues": to_attributes(values),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
-def tombstone_update(table: str, quota: Quota, resource_id: str, counted: bool, expires_at: int) -> dict[str, Any]:
+def tombstone_update(
+    table: str, quota: Quota, resource_id: str, counted: bool, expires_at: int, amount: int = 1
+) -> dict[str, Any]:
     """The update that turns a soft-deleted resource into its tombstone (the removal of the
-    resource), if its create's count is `counted`; TTL removes the tombstone after `expires_at`."""
+    resource), if its create's count is `counted` (and, counted, if it holds the `amount` the
+    removal subtracts); TTL removes the tombstone after `expires_at`."""
+    values: dict[str, Any] = {":true": True, ":counted": counted, ":tombstone": TOMBSTONE, ":expires": expires_at}
+    holds = f" AND {amount_condition(amount, values)}" if counted else ""
     return {
         "TableName": table,
         "Key": resource_key(quota, resource_id),
         "UpdateExpression": f"SET #type = :tombstone, {EXPIRES_AT} = :expires REMOVE {TOMBSTONE_REMOVES}",
-        "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted",
+        "ConditionExpression": f"{DELETED} = :true AND {COUNTER_PROCESSED} = :counted{holds}",
         "ExpressionAttributeNames": {"#type": ITEM_TYPE},
-        "ExpressionAttributeValues": to_attributes(
-            {":true": True, ":counted": counted, ":tombstone": TOMBSTONE, ":expires": expires_at}
-        ),
+        "ExpressionAttributeValues": to_attributes(values),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
@@ -178,4 +203,5 @@ def resource_state(values: Mapping[str, Any]) -> ResourceState:
         exists=True,
         deleted=bool(values.get(DELETED, False)),
         counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
+        amount=amount_of(values),
     )

@@ -171,7 +171,7 @@ def create_resource(
     created = accounts.create_resource(
         wired().api_store,
         quota,
-        NewResource(name=request.name, attributes=request.attributes),
+        NewResource(name=request.name, attributes=request.attributes, amount=request.amount),
         idempotency_key,
         now,
         in_time=caller_waiting,

@@ -6,10 +6,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictStr,
+)
 
 from functions.api.json_body import LARGEST_DOUBLE, MAX_INTEGER_DIGITS, SMALLEST_DOUBLE
-from functions.core.model import MAX_REQUESTS_PER_SECOND, MAX_WINDOW_SECONDS, Resource, TenantRate, Usage
+from functions.core.model import (
+    MAX_AMOUNT,
+    MAX_REQUESTS_PER_SECOND,
+    MAX_WINDOW_SECONDS,
+    Resource,
+    TenantRate,
+    Usage,
+)
 from functions.core.thresholds import MAX_THRESHOLDS
 
 MAX_LIMIT = 1_000_000
@@ -145,6 +159,14 @@ class CreateResourceRequest(BaseModel):
         "surrogate; no name twice in an object.",
         json_schema_extra={"additionalProperties": {"$ref": ATTRIBUTE_VALUE_REF}},
     )
+    amount: WholeNumber = Field(
+        default=1,
+        ge=1,
+        le=MAX_AMOUNT,
+        description="The units of the quota the resource holds (vCPUs, GB, tickets): an integer from 1 to "
+        "2^53 - 1 (5.0 is 5, as JSON Schema counts integers), default 1. The quota's limit, bestEffort, "
+        "eventual, used and available are in units.",
+    )
 
 
 class QuotaAnswer(BaseModel):
@@ -236,6 +258,14 @@ class ResourceView(BaseModel):
     name: str
     attributes: dict[str, Any]
     createdAt: str
+    amount: int = Field(
+        default=1,
+        exclude_if=lambda amount: amount == 1,
+        description="The units of the quota the resource holds; absent when 1 (the default), so a resource "
+        "created without an amount answers as before amounts.",
+        ge=1,
+        le=MAX_AMOUNT,
+    )
 
     @classmethod
     def of(cls, resource: Resource) -> Self:
@@ -245,6 +275,7 @@ class ResourceView(BaseModel):
             name=resource.name,
             attributes=resource.attributes,
             createdAt=resource.created_at,
+            amount=resource.amount,
         )
 
 

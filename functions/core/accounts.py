@@ -40,6 +40,7 @@ from functions.core import leases
 from functions.core.admission import AdmissionStore, Directory, ShardState, learn_layout, reserve, settle_dead_seen
 from functions.core.errors import (
     AccountNotFound,
+    AmountDiffers,
     CallerGaveUp,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
@@ -59,6 +60,7 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
+    in_units,
 )
 from functions.core.model import (
     MAX_RESOURCE_TYPES,
@@ -117,7 +119,7 @@ class ApiStore(AdmissionStore, Protocol):
     def read_usage(self, quota: Quota) -> Usage | None: ...
 
     def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
-        """Take a deletion lease with `best_effort - 1` on the shard `lease.shard`; returns the
+        """Take a deletion lease with `best_effort - lease.units` on the shard `lease.shard`; returns the
         leases the shard holds after it. With `only_unsharded` (on shard 0), only if the account
         never had more than one shard; None if it had (nothing taken). Raises AccountNotFound when
         shard 0 is missing."""
@@ -136,10 +138,11 @@ class ApiStore(AdmissionStore, Protocol):
         """The resource, soft-deleted or a tombstone included (strongly consistent)."""
         ...
 
-    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int) -> bool:
-        """Set deleted=true with `token` if the resource is live and was admitted by `shard`; False
-        if another request's delete landed, it does not exist, or another shard admitted it. An
-        SDK retry of a landed write still returns True."""
+    def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int, units: int = 1) -> bool:
+        """Set deleted=true with `token` if the resource is live, was admitted by `shard` and holds
+        `units`; False if another request's delete landed, it does not exist, or another shard
+        admitted it; AmountDiffers(resource) if it is live on `shard` with another amount. An SDK
+        retry of a landed write still returns True."""
         ...
 
     def list_resources(self, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
@@ -377,7 +380,8 @@ def create_resource(
     if not in_time():
         raise CallerGaveUp()
     directory = directory or Directory()
-    lease, reserved = reserve(store, directory, quota, Lease(LeaseKind.RESERVATION, token(), resource_id, now))
+    asked = Lease(LeaseKind.RESERVATION, token(), resource_id, now, units=request.amount)
+    lease, reserved = reserve(store, directory, quota, asked)
 
     resource = Resource(
         quota=quota,
@@ -388,26 +392,27 @@ def create_resource(
         request_fingerprint=fingerprint,
         request_token=lease.token,
         shard=lease.shard,
+        amount=request.amount,
     )
     if not in_time():
-        _settle_quietly(store, quota, lease, RELEASE_RESERVATION, now)
+        _settle_quietly(store, quota, lease, in_units(RELEASE_RESERVATION, lease.units), now)
         raise CallerGaveUp()
     try:
         store.put_resource(resource)
     except StoreUnavailable as failure:
         if not failure.may_have_landed:
-            _settle_quietly(store, quota, lease, RELEASE_RESERVATION, now)  # certainly not created
+            _settle_quietly(store, quota, lease, in_units(RELEASE_RESERVATION, lease.units), now)  # not created
             raise
         if not _landed(store, resource):
             raise  # unknown: the lease holds the slot until a heal finds out (docs/healing.md)
     except ResourceAlreadyExists as exists:
         # Another request's item holds the key (the same Idempotency-Key): ours never landed.
-        _settle_quietly(store, quota, lease, RELEASE_RESERVATION, now)
+        _settle_quietly(store, quota, lease, in_units(RELEASE_RESERVATION, lease.units), now)
         if not isinstance(exists.existing, Resource):
             raise
         return _replay(exists.existing, fingerprint)
 
-    commit = replace(COMMIT_RESERVATION, expected_heal_epoch=reserved.heal_epoch)
+    commit = replace(in_units(COMMIT_RESERVATION, lease.units), expected_heal_epoch=reserved.heal_epoch)
     try:
         if store.settle(quota, lease, commit, now) is Settled.EPOCH_MOVED:
             # A heal since the reservation has counted the resource already, or will never need
@@ -496,7 +501,12 @@ def delete_resource(
     shard 0, so its delete makes three writes and no read: the take on shard 0 (refused if the
     account has grown shards since, which this process then learns), the soft delete (conditional
     on the resource being live and admitted by shard 0) and the finish. A busy account's delete
-    reads the resource first, to learn its shard. A 404 costs the take, a read and the undo."""
+    reads the resource first, to learn its shard (and its amount). A 404 costs the take, a read and
+    the undo.
+
+    The quiet path takes 1 from best-effort, and its soft delete is conditional on the resource's
+    amount being 1: a resource of amount N refuses it, and the refusal's old item says N, so the
+    delete gives back the 1 and takes N (three writes more than a delete of amount 1)."""
     directory = directory or Directory()
     known = directory.layout(quota)
     current: Resource | None = None
@@ -509,12 +519,18 @@ def delete_resource(
             seen = store.take_deletion(quota, lease, only_unsharded=True)
         except AccountNotFound as missing:
             raise ResourceNotFound(quota, resource_id) from missing
+        landed = False
         if seen is None:
             learn_layout(store, directory, quota)  # it has shards: read first from now on
-        elif _soft_delete(store, quota, lease, now):
-            _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
-            return
         else:
+            try:
+                landed = _soft_delete(store, quota, lease, now)
+            except AmountDiffers as differs:
+                current = differs.existing if isinstance(differs.existing, Resource) else None  # given back
+        if landed:
+            _settle_dead_on_sight(store, directory, quota, seen or (), now, in_time)
+            return
+        if seen is not None and current is None:
             # Not live, or live but admitted by another shard (put after the account grew).
             current = _read_quietly(store, quota, resource_id)
             if current is None or current.shard == 0:
@@ -525,11 +541,15 @@ def delete_resource(
     if not in_time():
         raise CallerGaveUp()
     now = clock()
-    lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard)
+    lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard, current.amount)
     seen = store.take_deletion(quota, lease)
     if seen is None:
         raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
-    if not _soft_delete(store, quota, lease, now):
+    try:
+        landed = _soft_delete(store, quota, lease, now)
+    except AmountDiffers as differs:  # the amount read is the one it holds until a resize (a later step)
+        raise StoreUnavailable("delete: the resource's amount changed", may_have_landed=False) from differs
+    if not landed:
         raise ResourceNotFound(quota, resource_id)  # another delete won
     _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
 
@@ -539,15 +559,19 @@ def _soft_delete(store: ApiStore, quota: Quota, lease: Lease, now: str) -> bool:
     live, so best_effort never exceeds the live count; the lease tells a heal the delete is in
     flight). If it landed, free the slot: only the request whose soft delete landed does, and only
     after the resource stopped being live, so `admitted` never drops below the live count. If it
-    did not, give back the decrement, exactly once."""
+    did not, give back the decrement, exactly once (and raise AmountDiffers when the resource holds
+    another amount than the lease took)."""
     try:
-        landed = store.soft_delete(quota, lease.resource_id, now, lease.token, lease.shard)
+        landed = store.soft_delete(quota, lease.resource_id, now, lease.token, lease.shard, lease.units)
+    except AmountDiffers:
+        _settle_quietly(store, quota, lease, in_units(UNDO_DELETION, lease.units), now)
+        raise
     except StoreUnavailable:
         found = _read_quietly(store, quota, lease.resource_id)
         if found is None or found.delete_token != lease.token:
             raise  # unknown: the lease stays until a heal finds out
         landed = True
-    _settle_quietly(store, quota, lease, FINISH_DELETION if landed else UNDO_DELETION, now)
+    _settle_quietly(store, quota, lease, in_units(FINISH_DELETION if landed else UNDO_DELETION, lease.units), now)
     return landed
 
 

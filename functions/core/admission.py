@@ -248,7 +248,7 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
             reserved = store.reserve_on(quota, placed)
             if reserved is None:  # refused, and the shard does not hold this lease: it never landed
                 landed_maybe = False
-                shard = find_room(store, directory, quota, shard)
+                shard = find_room(store, directory, quota, shard, lease.units)
                 continue
         except AccountFull as full:
             # Full, perhaps of slots held by requests that died (which the sweeper frees within six
@@ -292,35 +292,39 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
     raise StoreUnavailable(f"admission on {quota}: the room found was taken first", may_have_landed=False)
 
 
-def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: int) -> int:
-    """A shard to try next after shard `dry` had no room; raises LimitExceeded when none has any."""
+def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: int, units: int = 1) -> int:
+    """A shard to try next after shard `dry` had less room than `units` (the create's amount);
+    raises LimitExceeded when the account's shards hold fewer free units than that in total."""
     donor = donor_of(dry)
-    if donor > 0 and _take_half(store, quota, dry):
+    if donor > 0 and _take_half(store, quota, dry, units):
         return dry
     account = _account(store, quota)
     directory.learn(quota, account.active, account.span)
-    if account.room >= 1:
+    if account.room >= units:
         # Shard 0 is the donor of 1, 2, 4, ...: half its room, as every donor gives; to any other
         # shard whose donor had none, a share as if every active shard took one, and at least one
-        # slot while shard 0 keeps one (a small limit over many shards still spreads).
+        # slot while shard 0 keeps one (a small limit over many shards still spreads). A create of
+        # more units takes at least its amount, while shard 0 has it.
         slots = account.room // 2 if donor == 0 else max(account.room // account.active, min(account.room - 1, 1))
-        if 0 < dry < account.active and slots >= 1 and store.grant(quota, dry, slots):
+        if units > 1:
+            slots = min(max(slots, units), account.room)
+        if 0 < dry < account.active and slots >= units and store.grant(quota, dry, slots):
             return dry
         return 0
     if account.span == 1:
         raise AccountFull(quota, account.limit, [account])  # one item, read at one instant: full
-    found = _where_room_is(store, quota, account, store.read_shards(quota, range(1, account.span)))
+    found = _where_room_is(store, quota, account, store.read_shards(quota, range(1, account.span)), units)
     if found is not None:
         return found
     # Those reads were not one instant: room moving between two shards can fall between them. A
-    # snapshot is, so only it can prove the account full.
+    # snapshot is, so only it can prove the account full: fewer free units than `units` in total.
     snapshot = store.read_shards(quota, range(account.span), snapshot=True)
     if not snapshot or snapshot[0].shard != 0:
         raise AccountNotFound(quota)
     first = snapshot[0]
-    if first.room >= 1 or (first.active, first.span) != (account.active, account.span):
+    if first.room >= units or (first.active, first.span) != (account.active, account.span):
         return 0  # something moved since we looked: look again
-    found = _where_room_is(store, quota, first, snapshot[1:])
+    found = _where_room_is(store, quota, first, snapshot[1:], units, at_one_instant=True)
     if found is not None:
         return found
     raise AccountFull(quota, account.limit, snapshot)
@@ -361,25 +365,38 @@ def ancestors(shard: int) -> list[int]:
     return found
 
 
-def _take_half(store: AdmissionStore, quota: Quota, dry: int) -> bool:
-    """Half the room of `dry`'s nearest open ancestor with two slots or more (one read of them all,
-    then one grant), so a shard whose donor has not opened yet still leaves shard 0 alone."""
+def _take_half(store: AdmissionStore, quota: Quota, dry: int, units: int = 1) -> bool:
+    """Half the room of `dry`'s nearest open ancestor whose half holds `units` (one read of them
+    all, then one grant), so a shard whose donor has not opened yet still leaves shard 0 alone."""
     found = {shard.shard: shard for shard in store.read_shards(quota, ancestors(dry))}
     for candidate in ancestors(dry):
         donor = found.get(candidate)
-        if donor is not None and not donor.retired and donor.room >= 2:
+        if donor is not None and not donor.retired and donor.room // 2 >= units:
             return store.grant(quota, dry, donor.room // 2, donor=candidate)
     return False
 
 
-def _where_room_is(store: AdmissionStore, quota: Quota, account: ShardState, others: list[ShardState]) -> int | None:
-    """The active shard with the most room; else shard 0, once the room of retired shards (or of
-    shards beyond the active ones, which no create picks) is brought home; None if there is none."""
-    open_shards = [s for s in others if s.room >= 1 and not s.retired and s.shard < account.active]
+def _where_room_is(
+    store: AdmissionStore,
+    quota: Quota,
+    account: ShardState,
+    others: list[ShardState],
+    units: int = 1,
+    at_one_instant: bool = False,
+) -> int | None:
+    """The active shard with the most room, if it holds `units`; else shard 0, once the room of
+    retired shards (or of shards beyond the active ones, which no create picks) is brought home,
+    and, when the shards hold `units` in total but no one of them does, every shard's room (as a
+    limit lowering gathers it); None if there is no room to bring. `at_one_instant`: `account` and
+    `others` are a snapshot, so a total that holds `units` looks again at shard 0 even if a gather
+    lost a race (something moved), rather than refuse."""
+    open_shards = [s for s in others if s.room >= units and not s.retired and s.shard < account.active]
     if open_shards:
         return max(open_shards, key=lambda s: s.room).shard
-    gathered = [store.gather(quota, s, retire=True) for s in others if s.room >= 1]  # every one
-    return 0 if any(gathered) else None
+    enough = account.room + sum(s.room for s in others if s.room > 0) >= units
+    home = [s for s in others if s.room >= 1 and (enough or s.retired or s.shard >= account.active)]
+    gathered = [store.gather(quota, s, retire=True) for s in home]  # every one
+    return 0 if any(gathered) or (at_one_instant and enough) else None
 
 
 def _account(store: AdmissionStore, quota: Quota) -> ShardState:

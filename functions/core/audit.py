@@ -1,8 +1,9 @@
 """The audit: an account's counters against a recount of its own items (`ops audit`, and a slice
 of the accounts at every sweep). Pure: the reading is functions/adapters/audit_reads.py.
 
-`eventual` must equal the counted resource items; `best_effort` may lag the live resources by the
-writes in flight, never exceed them; `admitted` may exceed them by the writes in flight, never lag.
+`eventual` must equal the counted units (the amounts of the counted resource items); `best_effort`
+may lag the live units by the writes in flight, never exceed them; `admitted` may exceed them by the
+writes in flight, never lag.
 An account is judged only on two identical consecutive recounts: no write landed between them.
 """
 
@@ -31,12 +32,14 @@ class Recount:
     last_write_at: str
     healed_at: str
     resource_items: int  # every resource item, whatever its state, tombstones aside
-    live: int  # not soft-deleted
-    counted: int  # counter_processed=true (invariant 1: equals `eventual`)
-    uncounted: int  # counter_processed=false: the consumer has not applied its create yet
-    soft_deleted: int  # deleted=true: the consumer has not applied its delete yet
-    deletes_in_flight: int  # deletion leases: a delete between its decrement and its release, or one that died
-    creates_in_flight: int  # reservation leases: a create between its reservation and its count, or one that died
+    live: int  # units of the resources not soft-deleted (the sum of their amounts)
+    counted: int  # units of the resources with counter_processed=true (invariant 1: equals `eventual`)
+    uncounted: int  # resources with counter_processed=false: the consumer has not applied their create yet
+    soft_deleted: int  # resources with deleted=true: the consumer has not applied their delete yet
+    # Units of the deletion leases: a delete between its decrement and its release, or one that died.
+    deletes_in_flight: int
+    # Units of the reservation leases: a create between its reservation and its count, or one that died.
+    creates_in_flight: int
     tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
 
     @property
@@ -111,21 +114,21 @@ class AuditFinding:
 def audit_problems(recount: Recount) -> list[str]:
     """What an unchanged recount of an account says is wrong, allowing for the writes in flight.
 
-    `eventual` must equal the counted resource items (each counting transaction flips a flag and
-    moves the counter together). `best_effort` may lag the live resources by the writes in flight (a
+    `eventual` must equal the counted units (each counting transaction flips a flag and moves the
+    counter by the amount together). `best_effort` may lag the live units by the writes in flight (a
     create counts after its put, a delete decrements before its soft delete), never exceed them;
     `admitted` may exceed them by the writes in flight, never lag."""
     in_flight = recount.creates_in_flight + recount.deletes_in_flight
     problems = []
     if recount.eventual != recount.counted:
-        problems.append(f"eventual {recount.eventual} but {recount.counted} counted resource items")
+        problems.append(f"eventual {recount.eventual} but {recount.counted} counted units")
     if recount.best_effort_net > recount.live:
-        problems.append(f"best effort {recount.best_effort_net} above {recount.live} live resources (overcount)")
+        problems.append(f"best effort {recount.best_effort_net} above {recount.live} live units (overcount)")
     elif recount.best_effort_net < recount.live - in_flight:
         lost = recount.live - in_flight - recount.best_effort_net
-        problems.append(f"best effort {lost} below the live resources beyond the writes in flight (a heal fixes it)")
+        problems.append(f"best effort {lost} below the live units beyond the writes in flight (a heal fixes it)")
     if recount.admitted < recount.live:
-        problems.append(f"admitted {recount.admitted} below {recount.live} live resources (the limit could be passed)")
+        problems.append(f"admitted {recount.admitted} below {recount.live} live units (the limit could be passed)")
     elif recount.admitted > recount.live + in_flight:
         held = recount.admitted - recount.live - in_flight
         problems.append(f"{held} slot(s) held beyond the writes in flight (a heal frees them)")

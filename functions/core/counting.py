@@ -33,7 +33,7 @@ import hashlib
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from functions.core.errors import StoreUnavailable
@@ -68,12 +68,12 @@ class TaskKind(enum.Enum):
 class ActionKind(enum.Enum):
     """What one transaction does to one resource, and what it adds to the counter."""
 
-    COUNT_CREATE = "count_create"  # +1
-    REMOVE_COUNTED = "remove_counted"  # -1
+    COUNT_CREATE = "count_create"  # +amount
+    REMOVE_COUNTED = "remove_counted"  # -amount
     REMOVE_UNCOUNTED = "remove_uncounted"  # 0: its create was never counted
 
 
-DELTAS = {ActionKind.COUNT_CREATE: 1, ActionKind.REMOVE_COUNTED: -1, ActionKind.REMOVE_UNCOUNTED: 0}
+DELTAS = {ActionKind.COUNT_CREATE: 1, ActionKind.REMOVE_COUNTED: -1, ActionKind.REMOVE_UNCOUNTED: 0}  # per unit
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,19 @@ class ResourceAction:
     kind: ActionKind
     resource_id: str
     shard: int = 0  # the admission shard that admitted the resource: above 0, the account is busy
+    # The units it holds, as its record said (a pending-index entry says none: 1). The action is
+    # conditional on it, so a wrong one moves nothing and its old item tells the right one.
+    amount: int = 1
+
+    @property
+    def delta(self) -> int:
+        """What it adds to the eventual counter, in units."""
+        return DELTAS[self.kind] * self.amount
+
+
+def net_change(actions: Iterable[ResourceAction]) -> int:
+    """What a batch of actions adds to the eventual counter, in units."""
+    return sum(action.delta for action in actions)
 
 
 class Outcome(enum.Enum):
@@ -99,6 +112,7 @@ class CountingTask:
     # flag cannot change after that (a count requires deleted=false). None: not known.
     counted: bool | None = None
     shard: int = 0  # the admission shard that admitted the resource (0 when not known)
+    amount: int = 1  # the units it holds, as its record said
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,7 @@ class ResourceState:
     exists: bool
     deleted: bool = False
     counter_processed: bool = False
+    amount: int = 1
 
 
 GONE = ResourceState(exists=False)
@@ -186,6 +201,7 @@ class ResourceRecord:
     counter_processed: bool | None = None
     shard: int = 0  # the admission shard that admitted the resource (0 when not known)
     created_at: str | None = None  # when the API created the resource (the consumer's counting lag)
+    amount: int = 1  # the units it holds (a pending-index entry does not carry it: 1, checked on write)
 
 
 @dataclass(frozen=True)
@@ -213,13 +229,32 @@ def plan_record(record: ResourceRecord) -> CountingTask | None:
             record.resource_id,
             counted=record.counter_processed,
             shard=record.shard,
+            amount=record.amount,
         )
     if record.counter_processed is False:
-        return CountingTask(TaskKind.COUNT_CREATE, record.quota, record.resource_id, shard=record.shard)
+        return CountingTask(
+            TaskKind.COUNT_CREATE, record.quota, record.resource_id, shard=record.shard, amount=record.amount
+        )
     return None
 
 
 # --- decisions from CancellationReasons ---------------------------------------------------------
+
+
+def decide_step(action: ResourceAction, reason: CancellationReason) -> Outcome | ResourceAction | None:
+    """`decide_action` for an action with its amount: when its condition failed on a resource that
+    holds another amount than the action's record said (a pending-index entry says none), the same
+    action with that amount; otherwise what `decide_action` says."""
+    state = reason.item or GONE
+    if (
+        reason.code == CONDITIONAL_CHECK_FAILED
+        and state.exists
+        and state.amount != action.amount
+        and action.kind is not ActionKind.REMOVE_UNCOUNTED
+    ):
+        return replace(action, amount=state.amount)
+    step = decide_action(action.kind, reason)
+    return replace(action, kind=step) if isinstance(step, ActionKind) else step
 
 
 def decide_action(kind: ActionKind, reason: CancellationReason) -> Outcome | ActionKind | None:
@@ -255,9 +290,11 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
     tombstone holds its key)."""
     planned: dict[tuple[Quota, str], ActionKind] = {}
     shards: dict[tuple[Quota, str], int] = {}
+    amounts: dict[tuple[Quota, str], int] = {}
     for task in tasks:
         key = (task.quota, task.resource_id)
         shards[key] = max(shards.get(key, 0), task.shard)
+        amounts[key] = max(amounts.get(key, 1), task.amount)
         if task.kind is TaskKind.REMOVE_DELETED:
             # When not known, the counted removal is tried first; a cancellation tells otherwise.
             planned[key] = ActionKind.REMOVE_UNCOUNTED if task.counted is False else ActionKind.REMOVE_COUNTED
@@ -272,23 +309,34 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
         for start in range(0, len(resource_ids), MAX_ACTIONS_PER_TRANSACTION):
             chunk = {rid: actions[rid] for rid in resource_ids[start : start + MAX_ACTIONS_PER_TRANSACTION]}
             admitted_by = {rid: shards[(quota, rid)] for rid in chunk}
-            for resource_id, outcome in _apply_chunk(store, quota, chunk, admitted_by).items():
+            units = {rid: amounts[(quota, rid)] for rid in chunk}
+            for resource_id, outcome in _apply_chunk(store, quota, chunk, admitted_by, units).items():
                 outcomes[(quota, resource_id)] = outcome
     return [outcomes[(task.quota, task.resource_id)] for task in tasks]
 
 
 def _apply_chunk(
-    store: CountingStore, quota: Quota, pending: dict[str, ActionKind], admitted_by: Mapping[str, int]
+    store: CountingStore,
+    quota: Quota,
+    pending: dict[str, ActionKind],
+    admitted_by: Mapping[str, int],
+    units: Mapping[str, int] | None = None,
 ) -> dict[str, Outcome]:
     """One quota's actions, one transaction per round, until each has an outcome. A round is the
-    usual transaction, or a decision when the last one's counter condition failed (`seen`)."""
+    usual transaction, or a decision when the last one's counter condition failed (`seen`). An
+    action whose resource holds another amount than its record said (a pending-index entry does
+    not carry it) is sent again with the amount its failed condition saw."""
+    amounts = dict(units or {})
     outcomes: dict[str, Outcome] = {}
     switches: Counter[str] = Counter()
     seen: CounterShard | None = None
     for _ in range(MAX_ROUNDS):
         if not pending:
             break
-        actions = [ResourceAction(kind, resource_id, admitted_by[resource_id]) for resource_id, kind in pending.items()]
+        actions = [
+            ResourceAction(kind, resource_id, admitted_by[resource_id], amounts.get(resource_id, 1))
+            for resource_id, kind in pending.items()
+        ]
         try:
             if seen is None:
                 result = store.apply_actions(quota, actions)
@@ -303,7 +351,7 @@ def _apply_chunk(
                 outcomes[action.resource_id] = Outcome.APPLIED
                 del pending[action.resource_id]
             continue
-        steps = [decide_action(action.kind, reason) for action, reason in zip(actions, result.reasons, strict=False)]
+        steps = [decide_step(action, reason) for action, reason in zip(actions, result.reasons, strict=False)]
         if all(step is None for step in steps):
             if result.counter is None:
                 break  # the counter's own action failed (throttled, conflicting): retry them all later
@@ -313,13 +361,14 @@ def _apply_chunk(
             if isinstance(step, Outcome):
                 outcomes[action.resource_id] = step
                 del pending[action.resource_id]
-            elif isinstance(step, ActionKind):
+            elif isinstance(step, ResourceAction):
                 switches[action.resource_id] += 1
                 if switches[action.resource_id] > MAX_REMOVAL_ATTEMPTS:
                     outcomes[action.resource_id] = Outcome.RETRY
                     del pending[action.resource_id]
                 else:
-                    pending[action.resource_id] = step
+                    pending[action.resource_id] = step.kind
+                    amounts[action.resource_id] = step.amount
     outcomes.update((resource_id, Outcome.RETRY) for resource_id in pending)
     return outcomes
 
@@ -335,7 +384,7 @@ def _decide(
     bands, shards = store.read_for_decision(quota, seen, counter_shard(actions))
     crossable = set(bands.thresholds) | (shards[0].above or frozenset())
     taken = actions[: MAX_TRANSACTION_ITEMS - len(shards) - len(crossable)]
-    delta = sum(DELTAS[action.kind] for action in taken)
+    delta = net_change(taken)
     decision = decide(quota, bands, shards, counter_shard(taken), delta)
     return taken, store.apply_decision(quota, taken, decision)
 

@@ -139,3 +139,13 @@ class ResourceAlreadyExists(Exception):
     def __init__(self, existing: object) -> None:
         super().__init__("an item with this key already exists")
         self.existing = existing
+
+
+class AmountDiffers(Exception):
+    """A delete's soft delete was refused because the live resource holds another amount than the
+    delete took from best-effort (a delete that did not read the resource first takes 1): it gives
+    back what it took and takes `existing.amount` (functions/core/accounts.py)."""
+
+    def __init__(self, existing: object) -> None:
+        super().__init__("the resource holds another amount")
+        self.existing = existing  # the live resource, as the failed condition saw it

@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -50,6 +50,7 @@ class Lease:
     resource_id: str
     taken_at: str  # ISO 8601, UTC
     shard: int = 0  # the admission shard whose item holds it (functions/core/admission.py)
+    units: int = 1  # the units its change moves: the resource's amount (a lease says its own)
 
 
 def new_token() -> str:
@@ -87,6 +88,13 @@ FINISH_DELETION = Settlement(admitted=-1)  # the resource stopped being live: fr
 UNDO_DELETION = Settlement(best_effort=+1)  # the soft delete did not land: give back the decrement
 
 
+def in_units(settlement: Settlement, units: int) -> Settlement:
+    """`settlement` (written for one unit) for a lease of `units`: every change scaled by them."""
+    if units == 1:
+        return settlement
+    return replace(settlement, admitted=settlement.admitted * units, best_effort=settlement.best_effort * units)
+
+
 def parse_timestamp(timestamp: str) -> datetime:
     """An ISO 8601 UTC timestamp of the flows' clock (a lease's `taken_at`, a write's stamp)."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
@@ -105,9 +113,14 @@ def taken_before(leases: Iterable[Lease], moment: str) -> list[Lease]:
 
 
 def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settlement:
-    """How to settle a dead lease, from the resource item as it is now (or None).
+    """How to settle a dead lease, from the resource item as it is now (or None), in the lease's
+    own units (the amount it reserved or took).
 
     `expired`: the lease is older than the tombstone retention, so a missing item proves nothing."""
+    return in_units(_resolution(lease, resource, expired), lease.units)
+
+
+def _resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settlement:
     if lease.kind is LeaseKind.RESERVATION:
         if resource is not None and resource.request_token == lease.token:
             return DROP  # the put landed: the resource holds the slot (and the stream counts it)

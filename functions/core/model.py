@@ -12,6 +12,9 @@ from typing import Any
 
 # Ids appear in keys and URLs: keep them to a safe alphabet and a bounded length.
 MAX_ID_LENGTH = 64
+# A resource's amount: the units of its quota it holds, at least 1, at most what every JSON
+# client reads exactly (2^53 - 1, the largest integer an IEEE double holds exactly).
+MAX_AMOUNT = 2**53 - 1
 ID_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spaces
 
@@ -103,12 +106,15 @@ class NewResource:
 
     name: str
     attributes: dict[str, Any] = field(default_factory=dict)
+    amount: int = 1  # units of the quota it holds
 
     def fingerprint(self) -> str:
-        """Stable hash of the request body, to tell a replay from a different request."""
-        canonical = json.dumps(
-            {"name": self.name, "attributes": self.attributes}, sort_keys=True, separators=(",", ":")
-        )
+        """Stable hash of the request body, to tell a replay from a different request. The amount
+        is part of it only when it is not 1, so a replay of a request from before amounts matches."""
+        body: dict[str, Any] = {"name": self.name, "attributes": self.attributes}
+        if self.amount != 1:
+            body["amount"] = self.amount
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -127,6 +133,7 @@ class Resource:
     tombstone: bool = False  # counted and removed: only the key, tokens and fingerprint remain
     shard: int = 0  # the admission shard that admitted it, and releases it (functions/core/admission.py)
     expires_at: int = 0  # a tombstone's end, epoch seconds: its key is free again after it
+    amount: int = 1  # units of its quota it holds (every resource of an older release holds 1)
 
     @property
     def account_id(self) -> str:

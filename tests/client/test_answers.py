@@ -175,3 +175,15 @@ def test_thresholds_are_sent_only_when_given_and_read_back_when_answered(server:
     assert client.put_type_limit("acme", "seats", limit=5, thresholds=[25]).thresholds == [25]
     bodies = [json.loads(request.body) for request in server.received]
     assert bodies == [{"limit": 3, "thresholds": [90, 50]}, {"limit": 3}, {"limit": 5, "thresholds": [25]}]
+
+
+def test_an_amount_is_sent_only_when_given_and_read_back_defaulting_to_1(server: ScriptedServer, waits: Waits) -> None:
+    typed = {**RESOURCE, "type": "vcpus", "amount": 8}
+    server.answers(Reply(201, {**RESOURCE, "amount": 64}), Reply(201, RESOURCE), Reply(201, typed))
+    client = client_of(server, waits)
+    big = client.create_resource("acme", "vm-1", amount=64)
+    plain = client.create_resource("acme", "vm-1")
+    vcpus = client.create_typed_resource("acme", "vcpus", "vm-1", amount=8)
+    assert (big.amount, plain.amount, vcpus.amount) == (64, 1, 8)
+    bodies = [json.loads(request.body) for request in server.received]
+    assert bodies == [{"name": "vm-1", "amount": 64}, {"name": "vm-1"}, {"name": "vm-1", "amount": 8}]

@@ -168,3 +168,25 @@ def test_a_quiet_accounts_iteration_makes_the_calls_the_load_benchmark_divides_b
     assert (count.calls, remove.calls) == ({"TransactWriteItems": 1}, {"TransactWriteItems": 1})
     consumer = sum(count.calls.values()) + sum(remove.calls.values())
     assert sum(create.calls.values()) + sum(delete.calls.values()) + consumer == CALLS_PER_ITERATION
+
+
+def test_a_quiet_accounts_delete_of_amount_n_makes_three_writes_more_and_no_read(
+    backend: Backend, meter: CapacityMeter
+) -> None:
+    """The quiet delete takes 1 without reading (docs/admission.md, "Amounts"): a resource of
+    amount N refuses its soft delete, whose old item says N, so it gives the 1 back and takes N.
+    Six writes, all UpdateItem, no read: 4 WCU on the account item (take, undo, take, finish) and 2
+    on the resource (the refused soft delete is billed), what docs/admission.md says it costs."""
+    store = DynamoApiStore(DynamoTable(backend.dynamodb, backend.table))
+    accounts.put_account(
+        store, ACME, accounts.limit_change(100, backend.clock.epoch_ms()), lambda: "2026-11-24T12:00:00.000Z"
+    )
+    created = accounts.create_resource(
+        store, ACME, NewResource("vm", amount=64), None, lambda: "2026-11-24T12:00:01.000Z"
+    )
+    with meter.operation("delete of 64") as delete:
+        accounts.delete_resource(store, ACME, created.resource.resource_id, lambda: "2026-11-24T12:00:02.000Z")
+    assert delete.calls == {"UpdateItem": 6}
+    assert not delete.rcu
+    account, resource = f"{backend.table} / ACCOUNT#acme / ACCOUNT", f"{backend.table} / ACCOUNT#acme / RESOURCE#"
+    assert delete.item_wcu == {account: 4, resource + created.resource.resource_id: 2}  # the refused soft delete: 1

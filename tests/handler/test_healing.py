@@ -426,7 +426,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(
     report = sweep_at(harness, when, settings, audit=True)
     assert report.audits["drift"] == 1
     [finding] = report.drifted
-    assert (finding.quota, finding.problems) == (audited, ("eventual 2 but 1 counted resource items",))
+    assert (finding.quota, finding.problems) == (audited, ("eventual 2 but 1 counted units",))
     other = sweep_at(harness, when + AUDIT_SLICE, settings, audit=True)
     assert "drift" not in other.audits  # the next slice is another bucket
 

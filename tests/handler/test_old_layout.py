@@ -57,6 +57,10 @@ def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_
     truth = harness.truth(OLD)
     assert (truth.live, truth.eventual, truth.processed, truth.existing) == (1, 1, 1, 1)
     assert truth.leases == 1  # the create that died holds its slot until a heal
+    # Before amounts: no resource item has `amount`, no lease value says its units; they read as 1.
+    assert not [write for write in RECORDED["writes"] if "amount" in write["params"].get("Item", {})]
+    [dead] = harness.wiring.api_store.read_shards(OLD, [0])[0].leases
+    assert dead.units == 1
     harness.check_invariants()
 
     # Healed: the dead create's slot is free again.

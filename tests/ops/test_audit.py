@@ -58,8 +58,8 @@ def test_a_resource_deleted_behind_the_systems_back_is_drift(cli_harness: Harnes
     )  # a console delete
     finding = audit(cli_harness, "acme")
     assert finding.verdict == "drift"
-    assert "eventual 3 but 2 counted resource items" in finding.problems
-    assert any("above 2 live resources (overcount)" in problem for problem in finding.problems)
+    assert "eventual 3 but 2 counted units" in finding.problems
+    assert any("above 2 live units (overcount)" in problem for problem in finding.problems)
 
 
 def test_a_nudged_eventual_counter_is_drift(cli_harness: Harness) -> None:
@@ -73,7 +73,7 @@ def test_a_nudged_eventual_counter_is_drift(cli_harness: Harness) -> None:
         ExpressionAttributeValues=to_attributes({":one": 1}),
     )
     finding = audit(cli_harness, "acme")
-    assert (finding.verdict, finding.problems) == ("drift", ("eventual 3 but 2 counted resource items",))
+    assert (finding.verdict, finding.problems) == ("drift", ("eventual 3 but 2 counted units",))
 
 
 def test_the_cli_audits_every_account_as_json_lines_and_exits_by_what_it_found(cli_harness: Harness, cli: Cli) -> None:

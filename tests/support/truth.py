@@ -13,8 +13,8 @@ from functions.adapters.attributes import from_attributes
 
 @dataclass
 class AccountTruth:
-    live: int = 0  # resources that exist and are not soft-deleted
-    processed: int = 0  # existing resources with counter_processed=true
+    live: int = 0  # units of the resources that exist and are not soft-deleted (the sum of their amounts)
+    processed: int = 0  # units of the existing resources with counter_processed=true
     existing: int = 0  # resource items of any state, tombstones aside
     tombstones: int = 0
     leases: int = 0  # leases held on the account's shards (writes in flight, or dead and unsettled)
@@ -61,9 +61,10 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
             elif item.get(table_layout.ITEM_TYPE) == resources.TOMBSTONE:
                 truth.tombstones += 1
             elif sort_key.startswith(keys.RESOURCE_PREFIX):
+                units = resources.amount_of(item)  # an item without `amount` (every older one) holds 1
                 truth.existing += 1
-                truth.live += not item[table_layout.DELETED]
-                truth.processed += bool(item[table_layout.COUNTER_PROCESSED])
+                truth.live += 0 if item[table_layout.DELETED] else units
+                truth.processed += units if item[table_layout.COUNTER_PROCESSED] else 0
         if "LastEvaluatedKey" not in page:
             return dict(accounts)
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -71,7 +72,8 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
 
 def assert_invariants(client: Any, table: str) -> dict[str, AccountTruth]:
     """The invariants that hold at every instant (docs/guarantees.md: 1, 2 and 5, the admission
-    bound), for each quota: each type of an account on its own."""
+    bound), for each quota: each type of an account on its own, in units (a resource counts its
+    amount)."""
     accounts = read_truth(client, table)
     for key, truth in accounts.items():
         assert truth.eventual == truth.processed, f"{key}: eventual {truth.eventual} != processed {truth.processed}"

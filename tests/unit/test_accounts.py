@@ -150,7 +150,7 @@ class RecordingStore:
         self.reads.append("get_resource")
         return self.resource
 
-    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int) -> bool:
+    def soft_delete(self, account_id: str, resource_id: str, now: str, token: str, shard: int, units: int = 1) -> bool:
         self.writes.append("soft_delete")
         assert token == self.leases[-1].token
         if self.soft_delete_error:

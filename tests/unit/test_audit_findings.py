@@ -10,10 +10,10 @@ from functions.core.model import Quota
 
 def test_a_types_finding_names_its_type_and_the_default_types_reads_as_before() -> None:
     assert AuditFinding(Quota("acme"), "exact").to_json() == {"account_id": "acme", "verdict": "exact", "problems": []}
-    typed = AuditFinding(Quota("acme", "seats"), "drift", ("eventual 2 but 1 counted resource items",))
+    typed = AuditFinding(Quota("acme", "seats"), "drift", ("eventual 2 but 1 counted units",))
     assert typed.to_json() == {
         "account_id": "acme",
         "resource_type": "seats",
         "verdict": "drift",
-        "problems": ["eventual 2 but 1 counted resource items"],
+        "problems": ["eventual 2 but 1 counted units"],
     }

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from functions.adapters.account_item import LEASE_PREFIXES, holds, lease_attribute, lease_value, leases_of
-from functions.core.leases import Lease, LeaseKind, new_token, taken_before
+from functions.core.leases import Lease, LeaseKind, Settlement, new_token, resolution, taken_before
+from functions.core.model import Quota, Resource
 
 
 def test_a_lease_round_trips_through_the_account_item() -> None:
@@ -33,3 +36,23 @@ def test_tokens_are_short_and_distinct() -> None:
     tokens = {new_token() for _ in range(1000)}
     assert len(tokens) == 1000
     assert {len(token) for token in tokens} == {16}
+
+
+def test_a_lease_of_one_unit_is_stored_as_before_amounts_and_one_of_more_says_its_units() -> None:
+    one = Lease(LeaseKind.DELETION, "c" * 16, "r-1", "2026-11-23T08:00:00.000Z")
+    many = Lease(LeaseKind.RESERVATION, "d" * 16, "r-2", "2026-11-23T08:00:01.000Z", shard=3, units=64)
+    assert lease_value(one) == "r-1 2026-11-23T08:00:00.000Z"
+    assert lease_value(many) == "r-2 2026-11-23T08:00:01.000Z 64"
+    item = {lease_attribute(lease): lease_value(lease) for lease in (one, many)}
+    assert leases_of(item, shard=3) == (replace(one, shard=3), many)
+
+
+def test_a_dead_leases_resolution_moves_its_own_units() -> None:
+    lease = Lease(LeaseKind.RESERVATION, "e" * 16, "r-1", "2026-11-23T08:00:00.000Z", units=7)
+    assert resolution(lease, None, expired=False) == Settlement(admitted=-7)
+    deletion = replace(lease, kind=LeaseKind.DELETION)
+    live = Resource(Quota("acme"), "r-1", "x", {}, "t", "", "other", amount=7)
+    assert resolution(deletion, live, expired=False) == Settlement(best_effort=+7)
+    assert resolution(deletion, replace(live, deleted=True, delete_token=lease.token), expired=False) == Settlement(
+        admitted=-7
+    )

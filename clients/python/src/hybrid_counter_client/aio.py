@@ -106,8 +106,9 @@ class AsyncLimitsClient(ClientBase):
         *,
         attributes: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        amount: int | None = None,
     ) -> Resource:
-        return await self._call(operations.create_resource(account_id, name, attributes, idempotency_key))
+        return await self._call(operations.create_resource(account_id, name, attributes, idempotency_key, amount))
 
     async def get_resource(self, account_id: str, resource_id: str) -> Resource:
         return await self._call(operations.get_resource(account_id, resource_id))
@@ -158,9 +159,10 @@ class AsyncLimitsClient(ClientBase):
         *,
         attributes: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        amount: int | None = None,
     ) -> TypedResource:
         return await self._call(
-            operations.create_typed_resource(account_id, resource_type, name, attributes, idempotency_key)
+            operations.create_typed_resource(account_id, resource_type, name, attributes, idempotency_key, amount)
         )
 
     async def get_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> TypedResource:

@@ -154,17 +154,19 @@ class LimitsClient(ClientBase):
         *,
         attributes: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        amount: int | None = None,
     ) -> Resource:
-        """Take a slot of the account's limit (LimitExceeded when none is free). Every attempt of
-        the call sends the same `idempotency_key` (a new uuid4 unless given), so a retry never
-        makes a second resource; pass your own to make a retry of your own safe too."""
-        return self._call(operations.create_resource(account_id, name, attributes, idempotency_key))
+        """Take `amount` units of the account's limit (default 1 when None; LimitExceeded when fewer are
+        free). Every attempt of the call sends the same `idempotency_key` (a new uuid4 unless
+        given), so a retry never makes a second resource; pass your own to make a retry of your own
+        safe too."""
+        return self._call(operations.create_resource(account_id, name, attributes, idempotency_key, amount))
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource:
         return self._call(operations.get_resource(account_id, resource_id))
 
     def delete_resource(self, account_id: str, resource_id: str) -> None:
-        """Delete it and free its slot. ResourceNotFound if there is no such live resource, but not
+        """Delete it and free its units. ResourceNotFound if there is no such live resource, but not
         when an earlier attempt of this call may have deleted it."""
         self._call(operations.delete_resource(account_id, resource_id))
 
@@ -223,11 +225,12 @@ class LimitsClient(ClientBase):
         *,
         attributes: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        amount: int | None = None,
     ) -> TypedResource:
-        """Take a slot of the type's limit, as `create_resource` does of the account's. The same
+        """Take `amount` units of the type's limit, as `create_resource` does of the account's. The same
         `idempotency_key` on two types is two requests."""
         return self._call(
-            operations.create_typed_resource(account_id, resource_type, name, attributes, idempotency_key)
+            operations.create_typed_resource(account_id, resource_type, name, attributes, idempotency_key, amount)
         )
 
     def get_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> TypedResource:

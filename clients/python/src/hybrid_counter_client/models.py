@@ -94,6 +94,7 @@ class Resource:
     name: str
     attributes: dict[str, Any]
     created_at: str  # ISO 8601, as the API wrote it
+    amount: int = 1  # the units of its quota it holds (the API leaves 1 out of its answers)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class TypedResource:
     attributes: dict[str, Any]
     created_at: str  # ISO 8601, as the API wrote it
     type: str
+    amount: int = 1  # the units of its type's quota it holds
 
 
 @dataclass(frozen=True)

@@ -217,19 +217,29 @@ def list_resources_page(account_id: str, limit: int | None, cursor: str | None) 
     return Call(LIST_RESOURCES, {"accountId": account_id}, _page, query=query)
 
 
-def _creation(name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None) -> dict[str, Any]:
+def _creation(
+    name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None, amount: int | None = None
+) -> dict[str, Any]:
     """A create's headers and body. The key is made once per call, here, so that every attempt of
-    the call sends it."""
+    the call sends it. Without an amount, the body is the one a client before amounts sent (the API
+    takes 1)."""
     body: dict[str, Any] = {"name": name}
     if attributes is not None:
         body["attributes"] = dict(attributes)
+    if amount is not None:
+        body["amount"] = amount
     return {"headers": {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}, "body": _json_body(body)}
 
 
 def create_resource(
-    account_id: str, name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None
+    account_id: str,
+    name: str,
+    attributes: Mapping[str, Any] | None,
+    idempotency_key: str | None,
+    amount: int | None = None,
 ) -> Call[Resource]:
-    return Call(CREATE_RESOURCE, {"accountId": account_id}, _resource, **_creation(name, attributes, idempotency_key))
+    creation = _creation(name, attributes, idempotency_key, amount)
+    return Call(CREATE_RESOURCE, {"accountId": account_id}, _resource, **creation)
 
 
 def get_resource(account_id: str, resource_id: str) -> Call[Resource]:
@@ -273,10 +283,16 @@ def list_typed_resources_page(
 
 
 def create_typed_resource(
-    account_id: str, resource_type: str, name: str, attributes: Mapping[str, Any] | None, idempotency_key: str | None
+    account_id: str,
+    resource_type: str,
+    name: str,
+    attributes: Mapping[str, Any] | None,
+    idempotency_key: str | None,
+    amount: int | None = None,
 ) -> Call[TypedResource]:
     where = {"accountId": account_id, "resourceType": resource_type}
-    return Call(CREATE_TYPED_RESOURCE, where, _decoder(TypedResource), **_creation(name, attributes, idempotency_key))
+    creation = _creation(name, attributes, idempotency_key, amount)
+    return Call(CREATE_TYPED_RESOURCE, where, _decoder(TypedResource), **creation)
 
 
 def get_typed_resource(account_id: str, resource_type: str, resource_id: str) -> Call[TypedResource]:
