@@ -344,8 +344,9 @@ SETTLE_STAMPS = f" SET {STAMP_SETS}"
 ADOPT_UPDATE = f"SET {ROOM} = :room, {ACTIVE} = :one, {SPAN} = :one"
 ADOPT_CONDITION = f"attribute_not_exists({ROOM}) AND #limit = :limit AND {ADMITTED} = :admitted"
 
-# Moving room: the donor gives :slots (values :minus, :one), only while open unless it is shard 0.
-GIVE_UPDATE = f"ADD {ROOM} :minus, {VERSION} :one"
+# Moving room out of a shard (values :minus, :one): a donor's grant, or a gather to shard 0.
+ROOM_OUT_UPDATE = f"ADD {ROOM} :minus, {VERSION} :one"
+# The donor gives :slots, only while open unless it is shard 0.
 GIVE_CONDITION = f"{ROOM} >= :slots"
 OPEN_CONDITION = f" AND attribute_not_exists({RETIRED})"
 # The receiving shard (values :slots, :one, :id, :type, :shard, :bucket, :zero, :true; names #type,
@@ -362,7 +363,6 @@ SHARD_NAME = {"#shard": SHARD}
 # Gathering a shard's room back to shard 0 (values :minus, :room, :one; :true when retiring).
 RETIRING_SETS = f" SET {RETIRED} = :true"
 BUMP_VERSION = f"ADD {VERSION} :one"
-TAKE_ROOM_UPDATE = f"ADD {ROOM} :minus, {VERSION} :one"
 ROOM_CONDITION = f"{ROOM} = :room"
 RETURN_ROOM_UPDATE = f"ADD {ROOM} :room, {VERSION} :one"
 # Changing the active shards (values :to, :new_span, :active, :span, :one).

@@ -305,7 +305,7 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, donor),
-                        "UpdateExpression": schema.GIVE_UPDATE,
+                        "UpdateExpression": schema.ROOM_OUT_UPDATE,
                         "ConditionExpression": schema.GIVE_CONDITION + open_donor,
                         "ExpressionAttributeValues": to_attributes({":minus": -slots, ":slots": slots, ":one": 1}),
                     }
@@ -352,7 +352,7 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, shard.shard),
-                        "UpdateExpression": schema.TAKE_ROOM_UPDATE + retiring,
+                        "UpdateExpression": schema.ROOM_OUT_UPDATE + retiring,
                         "ConditionExpression": schema.ROOM_CONDITION,
                         "ExpressionAttributeValues": to_attributes(
                             {":minus": -shard.room, ":room": shard.room, ":one": 1, **flags}
