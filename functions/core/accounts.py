@@ -382,6 +382,7 @@ def create_resource(
     directory = directory or Directory()
     asked = Lease(LeaseKind.RESERVATION, token(), resource_id, now, units=request.amount)
     lease, reserved = reserve(store, directory, quota, asked)
+    release = in_units(RELEASE_RESERVATION, lease.units)  # if the resource is not created
 
     resource = Resource(
         quota=quota,
@@ -395,19 +396,19 @@ def create_resource(
         amount=request.amount,
     )
     if not in_time():
-        _settle_quietly(store, quota, lease, in_units(RELEASE_RESERVATION, lease.units), now)
+        _settle_quietly(store, quota, lease, release, now)
         raise CallerGaveUp()
     try:
         store.put_resource(resource)
     except StoreUnavailable as failure:
         if not failure.may_have_landed:
-            _settle_quietly(store, quota, lease, in_units(RELEASE_RESERVATION, lease.units), now)  # not created
+            _settle_quietly(store, quota, lease, release, now)  # certainly not created
             raise
         if not _landed(store, resource):
             raise  # unknown: the lease holds the slot until a heal finds out (docs/healing.md)
     except ResourceAlreadyExists as exists:
         # Another request's item holds the key (the same Idempotency-Key): ours never landed.
-        _settle_quietly(store, quota, lease, in_units(RELEASE_RESERVATION, lease.units), now)
+        _settle_quietly(store, quota, lease, release, now)
         if not isinstance(exists.existing, Resource):
             raise
         return _replay(exists.existing, fingerprint)
