@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -314,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         refusals = refusal_report(emulator.url)
         print("running keyed PUTs ...", flush=True)
         keyed_puts = keyed_put_report(emulator.url)
+        print("running resizes ...", flush=True)
+        resizes = resize_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -331,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     print(refusals)
     print()
     print(keyed_puts)
+    print()
+    print(resizes)
     return 0
 
 
@@ -498,6 +503,77 @@ def keyed_put_report(emulator_url: str) -> str:
 
     lines = [f"  {label}: {units(usage)}" for label, usage in measured]
     return "\n".join(["PUTs with and without an Idempotency-Key:", *lines])
+
+
+def resize_report(emulator_url: str, runs: int = 20) -> str:
+    """What a resize costs (docs/admission.md, "Resizing"), beside a create of the same amount: reserve
+    then settle (a create of 4,000 units grown to 4,500 and settled at 3,200), a growth refused at
+    the limit, a keyed retry of a resize that landed, and the consumer's count of each resize."""
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.counting_store import DynamoCountingStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.core import accounts
+    from functions.core.errors import LimitExceeded
+    from functions.core.model import NewResource
+    from tests.support.stream import StreamTap, process_stream_records
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    stream_arn = create_table(dynamodb, "capacity-resizes")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    table = DynamoTable(dynamodb, "capacity-resizes")
+    api, counting = DynamoApiStore(table), DynamoCountingStore(table, WALL_CLOCK)
+    tap = StreamTap(boto3.client("dynamodbstreams", endpoint_url=emulator_url), stream_arn)
+    quota = Quota("resized")
+    accounts.put_account(api, quota, accounts.limit_change(10_000_000, WALL_CLOCK.epoch_ms()), now_text)
+    first = accounts.create_resource(api, quota, NewResource("warm", amount=2), None, now_text)
+    process_stream_records(counting, tap.drain())  # the counter's first count decides its headroom
+    accounts.delete_resource(api, quota, first.resource.resource_id, now_text)
+    process_stream_records(counting, tap.drain())
+
+    def consume(operation: str) -> None:
+        with meter.operation(operation):
+            process_stream_records(counting, tap.drain())
+
+    for run in range(runs):
+        with meter.operation("a create of 4,000 units"):
+            created = accounts.create_resource(api, quota, NewResource(f"call-{run}", amount=4000), None, now_text)
+        consume("the consumer's count of the create")
+        resource_id = created.resource.resource_id
+        with meter.operation("a growth to 4,500 units"):
+            accounts.resize_resource(api, quota, resource_id, 4500, now_text)
+        consume("the consumer's count of a resize")
+        with meter.operation("a shrink to 3,200 units (keyed)"):
+            accounts.resize_resource(api, quota, resource_id, 3200, now_text, idempotency_key=f"settle-{run}")
+        with meter.operation("its retry after it landed (a replay)"):
+            accounts.resize_resource(api, quota, resource_id, 3200, now_text, idempotency_key=f"settle-{run}")
+        consume("the consumer's count of a resize")
+    full = Quota("resized-full")
+    accounts.put_account(api, full, accounts.limit_change(100, WALL_CLOCK.epoch_ms()), now_text)
+    held = accounts.create_resource(api, full, NewResource("all", amount=100), None, now_text).resource
+    for _ in range(runs):
+        with meter.operation("a growth refused at the limit"):
+            try:
+                accounts.resize_resource(api, full, held.resource_id, 101, now_text)
+            except LimitExceeded:
+                continue
+        raise AssertionError("a growth past the limit was admitted")
+
+    def units(usage: Usage) -> str:
+        n = usage.runs or 1
+        calls = ", ".join(f"{api} {count / n:g}" for api, count in sorted(usage.calls.items()))
+        by_item: dict[str, float] = {}
+        for item, wcu in usage.item_wcu.items():  # each run's resource is another item: one line for them
+            family = re.sub(r"RESOURCE#\S+", "RESOURCE#<id>", item.split(" / ", 1)[-1])
+            by_item[family] = by_item.get(family, 0) + wcu
+        where = ", ".join(f"{item} {wcu / n:g}" for item, wcu in sorted(by_item.items()))
+        return (
+            f"{sum(usage.calls.values()) / n:g} calls ({calls}), {usage.total_wcu / n:g} WCU ({where}), "
+            f"{usage.total_rcu / n:g} RCU"
+        )
+
+    lines = [f"  {operation}: {units(usage)}" for operation, usage in meter.usage.items() if operation != "(unnamed)"]
+    return "\n".join([f"resizes ({runs} of each, per operation):", *lines])
 
 
 def refusal_report(emulator_url: str, flood: int = 50) -> str:

@@ -48,8 +48,15 @@ ACCOUNT_ID = "account_id"  # the account (also projected into the activity index
 LAST_WRITE_EXACT = "last_write_exact"
 # A lease is one attribute per write in flight (functions/core/leases.py), named by its request's
 # token after its kind's prefix, holding "<resource id> <taken at>" for one unit, and
-# "<resource id> <taken at> <units>" for more (so a lease of one unit is what it was before amounts).
-LEASE_PREFIXES = {LeaseKind.RESERVATION: "lease_r_", LeaseKind.DELETION: "lease_d_"}
+# "<resource id> <taken at> <units>" for more (so a lease of one unit is what it was before amounts);
+# a resize's also says the version it changes: "<resource id> <taken at> <units> <from version>".
+LEASE_PREFIXES = {
+    LeaseKind.RESERVATION: "lease_r_",
+    LeaseKind.DELETION: "lease_d_",
+    LeaseKind.GROWTH: "lease_g_",
+    LeaseKind.SHRINK: "lease_s_",
+}
+RESIZE_LEASES = (LeaseKind.GROWTH, LeaseKind.SHRINK)
 
 # On the account item only.
 LIMIT = "limit"  # a reserved word in expressions: always written through EXPRESSION_NAMES' #limit
@@ -181,6 +188,8 @@ def lease_attribute(lease: Lease) -> str:
 
 
 def lease_value(lease: Lease) -> str:
+    if lease.kind in RESIZE_LEASES:
+        return f"{lease.resource_id} {lease.taken_at} {lease.units} {lease.from_version}"
     if lease.units == 1:
         return f"{lease.resource_id} {lease.taken_at}"
     return f"{lease.resource_id} {lease.taken_at} {lease.units}"
@@ -192,14 +201,16 @@ def leases_of(item: Mapping[str, Any], shard: int = 0) -> tuple[Lease, ...]:
     for name, value in item.items():
         for kind, prefix in LEASE_PREFIXES.items():
             if name.startswith(prefix) and isinstance(value, str) and " " in value:
-                resource_id, taken_at, *units = value.split(" ", 2)
-                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard, _units(units)))
+                resource_id, taken_at, *numbers = value.split(" ")
+                units, from_version = _number(numbers, 0, 1), _number(numbers, 1, 0)
+                found.append(Lease(kind, name[len(prefix) :], resource_id, taken_at, shard, units, from_version))
     return in_order(found)
 
 
-def _units(given: list[str]) -> int:
-    """A lease value's units: absent for one (every lease of an older release)."""
-    return int(given[0]) if given and given[0].isdigit() else 1
+def _number(given: list[str], index: int, absent: int) -> int:
+    """A lease value's number after its time: units (absent for one, as every lease of an older
+    release), then a resize's version."""
+    return int(given[index]) if len(given) > index and given[index].isdigit() else absent
 
 
 def holds(item: Mapping[str, Any] | None, lease: Lease) -> bool:

@@ -26,10 +26,12 @@ from functions.adapters.resources import (
     ADMITTED_BY,
     AMOUNT,
     DELETE_TOKEN,
+    RESIZE_TOKEN,
     RESOURCE_TYPE,
     TOMBSTONE,
     read_resource,
     read_resources,
+    resize_update,
     resource_from_item,
     resource_from_values,
     resource_item,
@@ -265,6 +267,25 @@ class DynamoApiStore(ShardStore):
 
     def get_resource(self, quota: Quota, resource_id: str) -> Resource | None:
         return read_resource(self._table, quota, resource_id)
+
+    def resize(self, resource: Resource, amount: int, token: str, key: str, now: str) -> Resource | None:
+        counted = resource.counter_processed
+        for _ in range(2):  # its create may be counted between our read and our write, once
+            try:
+                update = resize_update(self._table.name, resource, amount, token, key, now, counted)
+                response = self._table.call("resize resource", "update_item", **update)
+            except ConditionFailed as failed:
+                old = failed.item
+                if old.get(RESIZE_TOKEN) == token:
+                    return resource_from_values(old)  # our own landed write, retried by the SDK
+                live = old.get(ITEM_TYPE) == RESOURCE_TYPE and old.get(DELETED) is False
+                found = resource_from_values(old) if live else None
+                if found is None or found.version != resource.version or found.counter_processed == counted:
+                    return None  # deleted, gone or resized since we read it
+                counted = found.counter_processed
+                continue
+            return resource_from_item(response["Attributes"])
+        return None
 
     def soft_delete(self, quota: Quota, resource_id: str, now: str, token: str, shard: int, units: int = 1) -> bool:
         # A resource written before admission shards has no `shard`: the account item admitted it.

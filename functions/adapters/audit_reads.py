@@ -12,18 +12,18 @@ from functions.adapters import keys
 from functions.adapters.account_item import heal_epoch_of, healed_at_of, held_leases, latest_write, shard_state
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
-from functions.adapters.resources import AMOUNT, TOMBSTONE, amount_of, resources_query
+from functions.adapters.resources import AMOUNT, TOMBSTONE, amount_of, counted_units_of, resources_query
 from functions.adapters.shards import ShardStore, account_key
 from functions.adapters.table_layout import (
     ACTIVITY_BUCKET,
     ACTIVITY_INDEX,
+    COUNTED_UNITS,
     COUNTER_PROCESSED,
     DELETED,
     ITEM_TYPE,
     PARTITION_KEY,
 )
 from functions.core.audit import Recount
-from functions.core.leases import LeaseKind
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 
 
@@ -55,10 +55,11 @@ class DynamoAuditReads:
             deleted = bool(resource.get(DELETED, False))
             processed = bool(resource.get(COUNTER_PROCESSED, False))
             units = amount_of(resource)
+            resized_from = counted_units_of(resource)  # a resize the counter has not applied yet
             items += 1
             live += 0 if deleted else units
-            counted += units if processed else 0
-            uncounted += not processed
+            counted += (units if resized_from is None else resized_from) if processed else 0
+            uncounted += not processed or resized_from is not None
             soft_deleted += deleted
         # The account item is admission shard 0; a busy account has more (functions/core/admission.py).
         shards = [shard_state(item) for item in read.shards]
@@ -79,8 +80,8 @@ class DynamoAuditReads:
             counted=counted,
             uncounted=uncounted,
             soft_deleted=soft_deleted,
-            deletes_in_flight=sum(lease.units for lease in held if lease.kind is LeaseKind.DELETION),
-            creates_in_flight=sum(lease.units for lease in held if lease.kind is LeaseKind.RESERVATION),
+            deletes_in_flight=sum(lease.units for lease in held if lease.kind.takes_best_effort),
+            creates_in_flight=sum(lease.units for lease in held if not lease.kind.takes_best_effort),
             tombstones=tombstones,
         )
 
@@ -89,8 +90,14 @@ class DynamoAuditReads:
         request = resources_query(
             self._table.name,
             quota,
-            names={"#type": ITEM_TYPE, "#deleted": DELETED, "#processed": COUNTER_PROCESSED, "#amount": AMOUNT},
-            ProjectionExpression="#deleted, #processed, #type, #amount",
+            names={
+                "#type": ITEM_TYPE,
+                "#deleted": DELETED,
+                "#processed": COUNTER_PROCESSED,
+                "#amount": AMOUNT,
+                "#held": COUNTED_UNITS,
+            },
+            ProjectionExpression="#deleted, #processed, #type, #amount, #held",
             ConsistentRead=True,
         )
         for page in self._table.pages("recount resources", request):

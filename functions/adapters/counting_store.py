@@ -14,7 +14,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.outbox import crossing_item
 from functions.adapters.resource_records import pending_record
-from functions.adapters.resources import counted_update, resource_state, tombstone_update
+from functions.adapters.resources import counted_update, resize_counted_update, resource_state, tombstone_update
 from functions.adapters.shards import account_key
 from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE, SORT_KEY
 from functions.core.counting import (
@@ -86,9 +86,13 @@ class DynamoCountingStore:
     def _action(self, quota: Quota, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
             return counted_update(self._table.name, quota, action.resource_id, action.amount)
+        if action.kind is ActionKind.COUNT_RESIZE:
+            return resize_counted_update(self._table.name, quota, action.resource_id, action.amount, action.held)
         expires_at = int((self._clock.now() + self._retention).timestamp())
         counted = action.kind is ActionKind.REMOVE_COUNTED
-        return tombstone_update(self._table.name, quota, action.resource_id, counted, expires_at, action.amount)
+        return tombstone_update(
+            self._table.name, quota, action.resource_id, counted, expires_at, action.amount, action.counted
+        )
 
     def _update_alone(self, update: dict[str, Any]) -> TransactionResult:
         """One conditional update, its outcome told as a one-action transaction's would be."""

@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
 from functions.adapters.resources import ADMITTED_BY, AMOUNT
-from functions.adapters.table_layout import COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
+from functions.adapters.table_layout import COUNTED_UNITS, COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
 from functions.core.counting import ItemRecord, LimitChangedRecord, ResourceRecord
 from functions.core.model import Quota
 
@@ -39,9 +39,10 @@ def resource_ids(values: Mapping[str, Any]) -> tuple[Quota, str] | None:
     return quota, resource_id
 
 
-def from_values(values: Mapping[str, Any]) -> ResourceRecord | None:
+def from_values(values: Mapping[str, Any], flags_only: bool = False) -> ResourceRecord | None:
     """A resource's record from its item's plain (deserialized) values, keys included; None if
-    the item is not a resource."""
+    the item is not a resource. `flags_only`: the values are a pending-index entry's, which
+    carries the counting flags and not the amount nor `counted_units`."""
     ids = resource_ids(values)
     if ids is None:
         return None
@@ -53,6 +54,8 @@ def from_values(values: Mapping[str, Any]) -> ResourceRecord | None:
         shard=_shard(values.get(ADMITTED_BY)),
         created_at=created_at if isinstance(created_at, str) else None,
         amount=_amount(values.get(AMOUNT)),
+        counted=_counted(values.get(COUNTED_UNITS)),
+        flags_only=flags_only,
     )
 
 
@@ -85,7 +88,7 @@ def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
 def pending_record(item: Mapping[str, Any]) -> ItemRecord:
     """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`."""
     values = from_attributes(item)
-    return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", from_values(values)
+    return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", from_values(values, flags_only=True)
 
 
 def _flag(value: Any) -> bool | None:
@@ -97,6 +100,13 @@ def _amount(value: Any) -> int:
     if isinstance(value, int | Decimal) and not isinstance(value, bool) and value >= 1 and value == int(value):
         return int(value)
     return 1
+
+
+def _counted(value: Any) -> int | None:
+    """A resource's `counted_units` (an int, or a Decimal as Powertools decodes numbers); absent: None."""
+    if isinstance(value, int | Decimal) and not isinstance(value, bool) and value >= 0 and value == int(value):
+        return int(value)
+    return None
 
 
 def _shard(value: Any) -> int:

@@ -14,6 +14,7 @@ from functions.adapters import keys
 from functions.adapters.attributes import from_attributes, to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.table_layout import (
+    COUNTED_UNITS,
     COUNTER_PROCESSED,
     DELETED,
     EXPIRES_AT,
@@ -33,13 +34,22 @@ DELETE_TOKEN = "delete_token"  # noqa: S105
 ADMITTED_BY = "shard"  # the admission shard that admitted the resource, where it is released
 RESOURCE_TYPE = "resource"  # a resource item's type (table_layout.ITEM_TYPE); a tombstone's is TOMBSTONE
 AMOUNT = "amount"  # the units it holds; only when not 1 (absent: 1, as every older resource)
+# Set by a resize: the version it made (absent: 1, never resized) and its request's token.
+RESOURCE_VERSION = "resource_version"
+RESIZE_TOKEN = "resize_token"  # noqa: S105 - an attribute name, not a secret
+RESIZE_KEY = "resize_key"  # its Idempotency-Key, hashed: a retry of that resize finds it
+# While a resize of a counted resource is not counted yet, `counted_units` (table_layout) holds the
+# units the eventual counter holds for it (the amount it had when counted): the consumer's stream
+# filter picks the records that carry it, and counting the resize removes it.
 # A counted delete leaves a tombstone instead of nothing: the resource's key with its request and
 # delete tokens and its request fingerprint, and neither `deleted` nor `counter_processed`, so no
 # stream filter or index picks it up. A retried write finds its own token there; a late create
 # finds the key taken. DynamoDB's TTL removes it after the retention.
 TOMBSTONE = "tombstone"
 # What a counted delete removes from the resource, leaving its tombstone.
-TOMBSTONE_REMOVES = f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKET}, {PENDING_SINCE}, deleted_at"
+TOMBSTONE_REMOVES = (
+    f"{DELETED}, {COUNTER_PROCESSED}, attributes, {PENDING_BUCKET}, {PENDING_SINCE}, deleted_at, {COUNTED_UNITS}"
+)
 
 
 def resource_key(quota: Quota, resource_id: str) -> dict[str, Any]:
@@ -110,6 +120,9 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
         shard=int(values.get(ADMITTED_BY, 0)),
         expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone else 0,
         amount=amount_of(values),
+        version=int(values.get(RESOURCE_VERSION, 1)),
+        resize_token=values.get(RESIZE_TOKEN, ""),
+        resize_key=values.get(RESIZE_KEY, ""),
     )
 
 
@@ -136,6 +149,21 @@ def amount_condition(amount: int, values: dict[str, Any]) -> str:
     return f"{AMOUNT} = :amount"
 
 
+def counted_units_of(values: Mapping[str, Any]) -> int | None:
+    """The units the eventual counter holds for a resource whose resize is not counted yet (None:
+    no such resize; a counted resource's counter then holds its amount)."""
+    counted = values.get(COUNTED_UNITS)
+    return None if counted is None else int(counted)
+
+
+def counted_units_condition(counted: int | None, values: dict[str, Any]) -> str:
+    """The condition that a resize of the resource is (not) waiting to be counted, from `counted`."""
+    if counted is None:
+        return f"attribute_not_exists({COUNTED_UNITS})"
+    values[":counted_units"] = counted
+    return f"{COUNTED_UNITS} = :counted_units"
+
+
 def counted_update(table: str, quota: Quota, resource_id: str, amount: int = 1) -> dict[str, Any]:
     """The update that counts a resource's create: its flag set, and out of the pending index, if
     it is still uncounted, not deleted, and holds the `amount` the count adds."""
@@ -154,14 +182,97 @@ def counted_update(table: str, quota: Quota, resource_id: str, amount: int = 1) 
     }
 
 
+def resize_counted_update(table: str, quota: Quota, resource_id: str, amount: int, counted: int) -> dict[str, Any]:
+    """The update that counts a resize of a counted resource (the counter moves from `counted` to
+    `amount` units): out of the pending index, if it is live, holds `amount` and its counter still
+    holds `counted`."""
+    values: dict[str, Any] = {":true": True, ":false": False}
+    holds = f"{amount_condition(amount, values)} AND {counted_units_condition(counted, values)}"
+    return {
+        "TableName": table,
+        "Key": resource_key(quota, resource_id),
+        "UpdateExpression": f"REMOVE {COUNTED_UNITS}, {PENDING_BUCKET}, {PENDING_SINCE}",
+        "ConditionExpression": f"{COUNTER_PROCESSED} = :true AND {DELETED} = :false AND {holds}",
+        "ExpressionAttributeValues": to_attributes(values),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+def resize_update(
+    table: str, resource: Resource, amount: int, token: str, key: str, now: str, counted: bool
+) -> dict[str, Any]:
+    """The update that resizes `resource` (as read) to `amount` units and makes its next version
+    (with the resize's `token`, and its hashed Idempotency-Key `key` or none), if it is still live
+    at that version and its create's count is still `counted`. A counted one
+    keeps what its counter holds in `counted_units` (the amount it was counted at, unless an
+    earlier resize is still uncounted) and goes back into the pending index, so the consumer
+    counts the change; an uncounted one is counted at its new amount."""
+    values: dict[str, Any] = {
+        ":false": False,
+        ":counted": counted,
+        ":next": resource.version + 1,
+        ":token": token,
+    }
+    sets = [f"{RESOURCE_VERSION} = :next", f"{RESIZE_TOKEN} = :token"]
+    removes = []
+    if key:
+        values[":key"] = key
+        sets.append(f"{RESIZE_KEY} = :key")
+    else:
+        removes.append(RESIZE_KEY)
+    if amount == 1:
+        removes.append(AMOUNT)
+    else:
+        values[":amount"] = amount
+        sets.append(f"{AMOUNT} = :amount")
+    if counted:
+        values |= {
+            ":held": resource.amount,
+            ":bucket": keys.pending_bucket(resource.quota, resource.resource_id),
+            ":now": now,
+        }
+        sets += [
+            f"{COUNTED_UNITS} = if_not_exists({COUNTED_UNITS}, :held)",
+            f"{PENDING_BUCKET} = :bucket",
+            f"{PENDING_SINCE} = :now",
+        ]
+    if resource.version == 1:
+        at_version = f"attribute_not_exists({RESOURCE_VERSION})"
+    else:
+        values[":version"] = resource.version
+        at_version = f"{RESOURCE_VERSION} = :version"
+    expression = "SET " + ", ".join(sets) + (f" REMOVE {', '.join(removes)}" if removes else "")
+    return {
+        "TableName": table,
+        "Key": resource_key(resource.quota, resource.resource_id),
+        "UpdateExpression": expression,
+        "ConditionExpression": (
+            f"attribute_exists(#pk) AND {DELETED} = :false AND {COUNTER_PROCESSED} = :counted AND {at_version}"
+        ),
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        "ExpressionAttributeValues": to_attributes(values),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
 def tombstone_update(
-    table: str, quota: Quota, resource_id: str, counted: bool, expires_at: int, amount: int = 1
+    table: str,
+    quota: Quota,
+    resource_id: str,
+    counted: bool,
+    expires_at: int,
+    amount: int = 1,
+    counted_units: int | None = None,
 ) -> dict[str, Any]:
     """The update that turns a soft-deleted resource into its tombstone (the removal of the
-    resource), if its create's count is `counted` (and, counted, if it holds the `amount` the
-    removal subtracts); TTL removes the tombstone after `expires_at`."""
+    resource), if its create's count is `counted` (and, counted, if it holds the `amount` and the
+    `counted_units` of an uncounted resize the removal assumes); TTL removes the tombstone after
+    `expires_at`."""
     values: dict[str, Any] = {":true": True, ":counted": counted, ":tombstone": TOMBSTONE, ":expires": expires_at}
-    holds = f" AND {amount_condition(amount, values)}" if counted else ""
+    holds = ""
+    if counted:
+        holds = f" AND {amount_condition(amount, values)} AND {counted_units_condition(counted_units, values)}"
     return {
         "TableName": table,
         "Key": resource_key(quota, resource_id),
@@ -204,4 +315,5 @@ def resource_state(values: Mapping[str, Any]) -> ResourceState:
         deleted=bool(values.get(DELETED, False)),
         counter_processed=bool(values.get(COUNTER_PROCESSED, False)),
         amount=amount_of(values),
+        counted=counted_units_of(values),
     )

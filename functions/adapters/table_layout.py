@@ -45,7 +45,8 @@ class Index:
     projected: tuple[str, ...]
 
 
-# Sparse: only resources with counting work left (counter_processed=false or deleted=true) carry its
+# Sparse: only resources with counting work left (counter_processed=false, deleted=true, or a resize
+# to count) carry its
 # partition key, spread over fixed buckets (keys.pending_bucket) so no index key runs hot. A sweep
 # reads it with a Scan (only the entries it holds), never the table.
 PENDING_INDEX = Index("pending", PENDING_BUCKET, PENDING_SINCE, (COUNTER_PROCESSED, DELETED))
@@ -59,6 +60,10 @@ def item_key(pk: str, sk: str) -> dict[str, Any]:
     """An item's key, as DynamoDB's calls take it."""
     return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
 
+
+# A resize of a counted resource not counted yet: the units the counter holds for it
+# (functions/adapters/resources.py).
+COUNTED_UNITS = "counted_units"
 
 # Lambda event filter patterns (OR-ed) for the stream consumer: only resource records that still
 # have counting work invoke it. The counting core checks the same conditions
@@ -77,6 +82,13 @@ STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
         "dynamodb": {
             "Keys": {SORT_KEY: {"S": [{"prefix": RESOURCE_PREFIX}]}},
             "NewImage": {DELETED: {"BOOL": [True]}},
+        },
+    },
+    {
+        "eventName": ["INSERT", "MODIFY"],
+        "dynamodb": {
+            "Keys": {SORT_KEY: {"S": [{"prefix": RESOURCE_PREFIX}]}},
+            "NewImage": {COUNTED_UNITS: {"N": [{"exists": True}]}},
         },
     },
     # A limit change's outbox item: the consumer decides the quota's crossings on the new limit.

@@ -82,6 +82,7 @@ GET_RESOURCE, DELETE_RESOURCE = "getResource", "deleteResource"
 PUT_TYPE, GET_TYPE, LIST_TYPES = "putResourceType", "getResourceType", "listResourceTypes"
 LIST_TYPED_RESOURCES, CREATE_TYPED_RESOURCE = "listTypedResources", "createTypedResource"
 GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE = "getTypedResource", "deleteTypedResource"
+RESIZE_RESOURCE, RESIZE_TYPED_RESOURCE = "resizeResource", "resizeTypedResource"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -104,7 +105,7 @@ CREATE_RESOURCE_LINKS = {
     **ACCOUNT_READS,
     **{
         operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceId="$response.body#/resourceId")
-        for operation_id in (GET_RESOURCE, DELETE_RESOURCE)
+        for operation_id in (GET_RESOURCE, DELETE_RESOURCE, RESIZE_RESOURCE)
     },
 }
 
@@ -135,7 +136,7 @@ CREATE_TYPED_RESOURCE_LINKS = {
             resourceType=TYPE_OF_REQUEST,
             resourceId="$response.body#/resourceId",
         )
-        for operation_id in (GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE)
+        for operation_id in (GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE, RESIZE_TYPED_RESOURCE)
     },
 }
 
@@ -151,6 +152,14 @@ ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
     "ETag": {
         "description": "The version of the limit (the account's default type's, or the type's on a type's "
         'routes), as a strong entity tag ("3").',
+        "schema": {"type": "string"},
+    }
+}
+
+RESOURCE_ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
+    "ETag": {
+        "description": 'The resource\'s version, as a strong entity tag ("1" until its first resize; each '
+        "resize makes the next), for a resize's If-Match.",
         "schema": {"type": "string"},
     }
 }
@@ -372,11 +381,52 @@ LIST_RESOURCES_OPERATION = Resources(
     ),
 )
 GET_RESOURCE_OPERATION = Resources(
-    default=Operation(GET_RESOURCE, "Read one live resource", answers({200: ("The resource", ResourceView)}, 404)),
+    default=Operation(
+        GET_RESOURCE,
+        "Read one live resource",
+        answers({200: ("The resource", ResourceView)}, 404, headers=RESOURCE_ETAG_HEADER),
+    ),
     typed=Operation(
         GET_TYPED_RESOURCE,
         "Read one live resource of a type",
-        answers({200: ("The resource", TypedResourceView)}, 404),
+        answers({200: ("The resource", TypedResourceView)}, 404, headers=RESOURCE_ETAG_HEADER),
+    ),
+)
+RESIZE_DESCRIPTION = (
+    "Reserve, then settle: create with the units you may need, resize to what you used (or delete to free them "
+    "all). Growing is admitted as a create of the difference would be; shrinking always succeeds and frees the "
+    "difference at once. Send If-Match with the ETag you read to resize only that version (412 otherwise), and "
+    "an Idempotency-Key on every attempt of one resize: a retry after it landed answers the resource as it is "
+    "and changes nothing; with If-Match too, a retry after another resize is 412, never applied twice."
+)
+RESIZE_RESOURCE_OPERATION = Resources(
+    default=Operation(
+        RESIZE_RESOURCE,
+        "Resize a live resource: the units it holds",
+        answers(
+            {200: ("The resource at its new amount (or as it was, when it already held it)", ResourceView)},
+            404,
+            409,
+            412,
+            413,
+            422,
+            headers=RESOURCE_ETAG_HEADER,
+        ),
+        description=RESIZE_DESCRIPTION,
+    ),
+    typed=Operation(
+        RESIZE_TYPED_RESOURCE,
+        "Resize a live resource of a type: the units of the type's limit it holds",
+        answers(
+            {200: ("The resource at its new amount (or as it was, when it already held it)", TypedResourceView)},
+            404,
+            409,
+            412,
+            413,
+            422,
+            headers=RESOURCE_ETAG_HEADER,
+        ),
+        description=RESIZE_DESCRIPTION,
     ),
 )
 DELETE_RESOURCE_OPERATION = Resources(

@@ -40,15 +40,16 @@ from functions.api.models import (
     PutAccountRequest,
     PutTypeRequest,
     QuotaAnswer,
+    ResizeResourceRequest,
     TypeList,
     TypeView,
 )
-from functions.api.preconditions import IfMatch, parse_if_match
+from functions.api.preconditions import IfMatch, ResourceIfMatch, parse_if_match
 from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import ACCOUNT_PATH, RESOURCE_PATH, RESOURCES_PATH, TYPE_PATH, TYPES_PATH, Family
 from functions.core import accounts, leases
-from functions.core.model import NewResource, Quota, TenantRate, Usage
+from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.shared.observability import logger, metrics, tracer
 from functions.shared.wiring import Wiring
 from functions.shared.wiring import default as default_wiring
@@ -202,7 +203,35 @@ def get_resource(
     family: Family, accountId: AccountId, resourceType: ResourceType, resourceId: ResourceId
 ) -> Response[str]:
     resource = accounts.get_resource(wired().api_store, Quota(accountId, resourceType), resourceId)
-    return json_response(HTTPStatus.OK, family.view.of(resource))
+    return json_response(HTTPStatus.OK, family.view.of(resource), resource_etag(resource))
+
+
+def resource_etag(resource: Resource) -> dict[str, str]:
+    return {"ETag": f'"{resource.version}"'}
+
+
+def resize_resource(
+    family: Family,
+    accountId: AccountId,
+    resourceType: ResourceType,
+    resourceId: ResourceId,
+    request: Annotated[ResizeResourceRequest, Body()],
+    if_match: ResourceIfMatch = None,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[str]:
+    versions, _ = parse_if_match(if_match)  # * matches any version of a resource that exists
+    resource = accounts.resize_resource(
+        wired().api_store,
+        Quota(accountId, resourceType),
+        resourceId,
+        request.amount,
+        now,
+        if_match=versions,
+        idempotency_key=idempotency_key,
+        in_time=caller_waiting,
+        directory=wired().shard_directory,
+    )
+    return json_response(HTTPStatus.OK, family.view.of(resource), resource_etag(resource))
 
 
 def delete_resource(
@@ -232,6 +261,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("GET", RESOURCES_PATH, contract.LIST_RESOURCES_OPERATION, list_resources),
     ("GET", RESOURCE_PATH, contract.GET_RESOURCE_OPERATION, get_resource),
     ("DELETE", RESOURCE_PATH, contract.DELETE_RESOURCE_OPERATION, delete_resource),
+    ("PATCH", RESOURCE_PATH, contract.RESIZE_RESOURCE_OPERATION, resize_resource),
 )
 
 

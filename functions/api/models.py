@@ -169,6 +169,18 @@ class CreateResourceRequest(BaseModel):
     )
 
 
+class ResizeResourceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    amount: WholeNumber = Field(
+        ge=1,
+        le=MAX_AMOUNT,
+        description="The units the resource holds from now on: an integer from 1 to 2^53 - 1. More than it "
+        "holds is admitted as a create of the difference would be (409 LimitExceeded, the resource unchanged, "
+        "when fewer units are free); fewer frees the difference at once.",
+    )
+
+
 class QuotaAnswer(BaseModel):
     """An answer whose optional fields are left out when absent (never null), so a quota without
     them answers byte for byte what a client that knows none of them reads."""

@@ -34,6 +34,17 @@ IfMatch = Annotated[
 ]
 
 
+ResourceIfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=1024,
+        pattern=IF_MATCH_PATTERN,
+        description='Resize the resource only if its ETag is one of these ("1", "2"); * matches any version.',
+    ),
+]
+
+
 def parse_if_match(header: str | None) -> tuple[frozenset[int] | None, bool]:
     """If-Match as (the versions it allows, or None for any; whether the account must exist).
 

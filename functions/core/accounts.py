@@ -37,7 +37,16 @@ from datetime import datetime
 from typing import Protocol
 
 from functions.core import leases
-from functions.core.admission import AdmissionStore, Directory, ShardState, learn_layout, reserve, settle_dead_seen
+from functions.core.admission import (
+    AdmissionStore,
+    Directory,
+    Reserved,
+    ShardState,
+    bring_room_to,
+    learn_layout,
+    reserve,
+    settle_dead_seen,
+)
 from functions.core.errors import (
     AccountNotFound,
     AmountDiffers,
@@ -46,6 +55,7 @@ from functions.core.errors import (
     IdempotencyKeyReused,
     PreconditionFailed,
     ResourceAlreadyExists,
+    ResourceChanged,
     ResourceNotFound,
     StoreUnavailable,
     TooManyResourceTypes,
@@ -143,6 +153,13 @@ class ApiStore(AdmissionStore, Protocol):
         `units`; False if another request's delete landed, it does not exist, or another shard
         admitted it; AmountDiffers(resource) if it is live on `shard` with another amount. An SDK
         retry of a landed write still returns True."""
+        ...
+
+    def resize(self, resource: Resource, amount: int, token: str, key: str, now: str) -> Resource | None:
+        """Set the live `resource` (as read) to `amount` units at its next version, with the resize's
+        `token` and hashed Idempotency-Key `key` ("" for none), if it is still at the version read;
+        returns it as resized, or None if it was resized, deleted or removed since. An SDK retry
+        of a landed write returns the resource as that write left it."""
         ...
 
     def list_resources(self, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None) -> Page:
@@ -537,22 +554,136 @@ def delete_resource(
             if current is None or current.shard == 0:
                 raise ResourceNotFound(quota, resource_id)
     current = current or store.get_resource(quota, resource_id)
-    if current is None or current.deleted:
-        raise ResourceNotFound(quota, resource_id)
-    if not in_time():
-        raise CallerGaveUp()
-    now = clock()
-    lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard, current.amount)
-    seen = store.take_deletion(quota, lease)
-    if seen is None:
-        raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
+    for _ in range(RESIZE_ATTEMPTS):
+        if current is None or current.deleted:
+            raise ResourceNotFound(quota, resource_id)
+        if not in_time():
+            raise CallerGaveUp()
+        now = clock()
+        lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard, current.amount)
+        seen = store.take_deletion(quota, lease)
+        if seen is None:
+            raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
+        try:
+            landed = _soft_delete(store, quota, lease, now)
+        except AmountDiffers as differs:  # resized since we read it: given back, take what it holds now
+            current = differs.existing if isinstance(differs.existing, Resource) else None
+            continue
+        if not landed:
+            raise ResourceNotFound(quota, resource_id)  # another delete won
+        _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
+        return
+    raise StoreUnavailable(f"delete {resource_id}: the resource kept being resized", may_have_landed=False)
+
+
+# Attempts of a resize (or of a delete's soft delete) against concurrent resizes of the resource.
+RESIZE_ATTEMPTS = 8
+
+
+def resize_key(quota: Quota, resource_id: str, idempotency_key: str) -> str:
+    """What a resource keeps of the Idempotency-Key of its last resize: a hash, as a keyed create's
+    id is one."""
+    scope = f"{quota.account_id}\n{quota.resource_type}\n{resource_id}\n{idempotency_key}"
+    return hashlib.sha256(scope.encode()).hexdigest()[:32]
+
+
+def resize_resource(
+    store: ApiStore,
+    quota: Quota,
+    resource_id: str,
+    amount: int,
+    clock: Clock,
+    if_match: frozenset[int] | None = None,
+    idempotency_key: str | None = None,
+    token: TokenSource = leases.new_token,
+    in_time: Deadline = _always,
+    directory: Directory | None = None,
+) -> Resource:
+    """Set a live resource's amount, reserve-then-settle style: growing takes the added units as a
+    create takes its amount (LimitExceeded, with the resource unchanged, when fewer are free), on
+    the shard that admitted the resource, where its delete frees them; shrinking frees units at once.
+
+    Three writes, as a create makes: a lease on the resource's shard (a growth reserves its units,
+    a shrink takes them from best-effort), the resource's write (its amount, at its next version,
+    conditional on the version read), then the lease settled (a growth counted in best-effort, a
+    shrink's units freed). The resource write decides which of racing resizes and deletes wins; a
+    loser gives its lease back and reads again. `if_match`: only at those versions (ResourceChanged
+    otherwise). A retry with the same `idempotency_key` after that resize landed answers the
+    resource as it is (IdempotencyKeyMismatch if the key came with another amount); with If-Match
+    too, a retry after another resize is ResourceChanged, never applied twice."""
+    directory = directory or Directory()
+    key = "" if idempotency_key is None else resize_key(quota, resource_id, idempotency_key)
+    for _ in range(RESIZE_ATTEMPTS):
+        current = store.get_resource(quota, resource_id)
+        if current is None or current.deleted:
+            raise ResourceNotFound(quota, resource_id)
+        if key and current.resize_key == key:
+            if current.amount != amount:
+                raise IdempotencyKeyMismatch()
+            return current  # a retry of this resize, which landed (and is the resource's last)
+        if if_match is not None and current.version not in if_match:
+            raise ResourceChanged(quota, resource_id, current.version)
+        if current.amount == amount:
+            return current  # nothing to change: no write
+        if not in_time():
+            raise CallerGaveUp()
+        resized = _resize_once(store, directory, quota, current, amount, key, clock(), token())
+        if resized is not None:
+            return resized
+    raise StoreUnavailable(f"resize {resource_id}: the resource kept changing", may_have_landed=False)
+
+
+def _resize_once(
+    store: ApiStore,
+    directory: Directory,
+    quota: Quota,
+    current: Resource,
+    amount: int,
+    key: str,
+    now: str,
+    token: str,
+) -> Resource | None:
+    """One resize of `current` as read; None when it changed first (this resize's lease given back)."""
+    units = amount - current.amount
+    kind = LeaseKind.GROWTH if units > 0 else LeaseKind.SHRINK
+    lease = Lease(kind, token, current.resource_id, now, current.shard, abs(units), from_version=current.version)
+    if kind is LeaseKind.GROWTH:
+        reserved = _reserve_growth(store, directory, quota, lease)
+        undo, done = in_units(RELEASE_RESERVATION, lease.units), in_units(COMMIT_RESERVATION, lease.units)
+        done = replace(done, expected_heal_epoch=reserved.heal_epoch)
+    else:
+        if store.take_deletion(quota, lease) is None:
+            raise StoreUnavailable("take shrink lease: no such shard, or a token taken twice", may_have_landed=False)
+        undo, done = in_units(UNDO_DELETION, lease.units), in_units(FINISH_DELETION, lease.units)
     try:
-        landed = _soft_delete(store, quota, lease, now)
-    except AmountDiffers as differs:  # the amount read is the one it holds until a resize (a later step)
-        raise StoreUnavailable("delete: the resource's amount changed", may_have_landed=False) from differs
-    if not landed:
-        raise ResourceNotFound(quota, resource_id)  # another delete won
-    _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
+        resized = store.resize(current, amount, lease.token, key, now)
+    except StoreUnavailable as failure:
+        found = None if not failure.may_have_landed else _read_quietly(store, quota, current.resource_id)
+        if found is None or found.resize_token != lease.token:
+            if not failure.may_have_landed:
+                _settle_quietly(store, quota, lease, undo, now)  # certainly not resized
+            raise  # unknown: the lease stays until a heal finds out (docs/healing.md)
+        resized = found
+    if resized is None:
+        _settle_quietly(store, quota, lease, undo, now)  # resized or deleted first: read again
+        return None
+    try:
+        if store.settle(quota, lease, done, now) is Settled.EPOCH_MOVED:
+            store.settle(quota, lease, DROP, now)  # a heal since the reservation: as a create's count
+    except StoreUnavailable:
+        logger.warning("could not settle resize lease %s on %s; a heal will", lease.token, quota)
+    return resized
+
+
+def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: Lease) -> Reserved:
+    """Reserve a growth's units on its resource's shard, moving room there when it lacks them;
+    LimitExceeded when the account's free units at one instant are fewer."""
+    for _ in range(directory.settings.attempts):
+        reserved = store.reserve_on(quota, lease)
+        if reserved is not None:
+            return reserved
+        bring_room_to(store, quota, lease.shard, lease.units)
+    raise StoreUnavailable(f"resize on {quota}: the room found was taken first", may_have_landed=False)
 
 
 def _soft_delete(store: ApiStore, quota: Quota, lease: Lease, now: str) -> bool:

@@ -330,6 +330,29 @@ def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: in
     raise AccountFull(quota, account.limit, snapshot)
 
 
+def bring_room_to(store: AdmissionStore, quota: Quota, shard: int, units: int) -> None:
+    """Move room to `shard` so that it holds `units`: a resize grows its resource on the shard that
+    admitted it, where its delete will free it. Raises AccountFull when the account's shards hold
+    fewer free units than `units` at one instant (a snapshot, as a create is refused). Shard 0 grants
+    them when it has them; otherwise every shard's room goes home to shard 0 first (the shards stay
+    open), as a limit lowering gathers it. A race lost here shows in the next reservation."""
+    account = _account(store, quota)
+    shards = store.read_shards(quota, range(account.span), snapshot=True) if account.span > 1 else [account]
+    if not shards or shards[0].shard != 0:
+        raise AccountNotFound(quota)
+    if sum(s.room for s in shards) < units:
+        raise AccountFull(quota, account.limit, shards)
+    target = next((s for s in shards if s.shard == shard), ShardState(shard, room=0))
+    if target.room >= units and not target.retired:
+        return  # room came meanwhile
+    if shard == 0 or shards[0].room < units or target.room > 0:
+        for other in shards[1:]:
+            if other.room > 0:
+                store.gather(quota, other, retire=False)
+    if shard != 0:
+        store.grant(quota, shard, units)
+
+
 def settle_dead_seen(
     store: AdmissionStore, directory: Directory, quota: Quota, seen: Sequence[Lease], now: str, at_least: int = 1
 ) -> Lease | None:

@@ -33,12 +33,18 @@ class Recount:
     healed_at: str
     resource_items: int  # every resource item, whatever its state, tombstones aside
     live: int  # units of the resources not soft-deleted (the sum of their amounts)
-    counted: int  # units of the resources with counter_processed=true (invariant 1: equals `eventual`)
-    uncounted: int  # resources with counter_processed=false: the consumer has not applied their create yet
+    # Units the counter holds for the resources with counter_processed=true: their amounts, or, while
+    # a resize is uncounted, their `counted_units` (invariant 1: equals `eventual`).
+    counted: int
+    # Resources with counter_processed=false, or a resize not counted yet: the consumer has not
+    # applied their create or resize yet.
+    uncounted: int
     soft_deleted: int  # resources with deleted=true: the consumer has not applied their delete yet
-    # Units of the deletion leases: a delete between its decrement and its release, or one that died.
+    # Units of the deletion and shrink leases: a delete or shrink between its decrement and its
+    # release, or one that died.
     deletes_in_flight: int
-    # Units of the reservation leases: a create between its reservation and its count, or one that died.
+    # Units of the reservation and growth leases: a create or growth between its reservation and
+    # its count, or one that died.
     creates_in_flight: int
     tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
 

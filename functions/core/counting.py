@@ -8,9 +8,17 @@ adapters (functions/adapters/resource_records.py). Either way the same rules app
 * COUNT_CREATE: set counter_processed=true and add 1 to the eventual counter, conditional on the
   flag still being false (and the resource not deleted: a create and a delete that were never
   counted cancel out).
-* REMOVE_DELETED: turn the resource into its tombstone and subtract 1, conditional on deleted=true
-  and counter_processed=true; a resource whose create was never counted is removed without
-  touching the counter.
+* COUNT_RESIZE: a counted resource was resized (it carries `counted_units`, what the counter holds
+  for it): add its amount less those units, and drop them, conditional on both being as the
+  record said and the resource live.
+* REMOVE_DELETED: turn the resource into its tombstone and subtract what the counter holds for it
+  (its amount, or its `counted_units` while a resize is uncounted), conditional on deleted=true and
+  counter_processed=true; a resource whose create was never counted is removed without touching
+  the counter.
+
+Every action is conditional on the amount (and uncounted resize) it assumes, so a record that
+is older than the resource's last resize moves nothing, and the failed condition's old item says
+what to apply instead: each change of a resource is counted once, whatever the order of records.
 
 Work is batched per quota (an account's limit, functions/core/model.py): a batch's tasks are folded
 to one action per resource, and one transaction per quota applies up to 99 of them with one ADD of
@@ -62,6 +70,7 @@ EVENTUAL_COUNTER_SHARDS = 8
 
 class TaskKind(enum.Enum):
     COUNT_CREATE = "count_create"
+    COUNT_RESIZE = "count_resize"
     REMOVE_DELETED = "remove_deleted"
 
 
@@ -69,11 +78,14 @@ class ActionKind(enum.Enum):
     """What one transaction does to one resource, and what it adds to the counter."""
 
     COUNT_CREATE = "count_create"  # +amount
-    REMOVE_COUNTED = "remove_counted"  # -amount
+    COUNT_RESIZE = "count_resize"  # +(amount - counted)
+    REMOVE_COUNTED = "remove_counted"  # -counted (what the counter holds for it)
     REMOVE_UNCOUNTED = "remove_uncounted"  # 0: its create was never counted
 
-
-DELTAS = {ActionKind.COUNT_CREATE: 1, ActionKind.REMOVE_COUNTED: -1, ActionKind.REMOVE_UNCOUNTED: 0}  # per unit
+    @property
+    def depends_on_amount(self) -> bool:
+        """Its condition names the amount (and uncounted resize) it assumes."""
+        return self is not ActionKind.REMOVE_UNCOUNTED
 
 
 @dataclass(frozen=True)
@@ -84,11 +96,25 @@ class ResourceAction:
     # The units it holds, as its record said (a pending-index entry says none: 1). The action is
     # conditional on it, so a wrong one moves nothing and its old item tells the right one.
     amount: int = 1
+    # While a resize of the counted resource is uncounted: the units the counter holds for it
+    # (its `counted_units`); None: the counter holds `amount` (or nothing, uncounted).
+    counted: int | None = None
+
+    @property
+    def held(self) -> int:
+        """The units the eventual counter holds for the resource before this action, once counted."""
+        return self.amount if self.counted is None else self.counted
 
     @property
     def delta(self) -> int:
         """What it adds to the eventual counter, in units."""
-        return DELTAS[self.kind] * self.amount
+        if self.kind is ActionKind.COUNT_CREATE:
+            return self.amount
+        if self.kind is ActionKind.COUNT_RESIZE:
+            return self.amount - self.held
+        if self.kind is ActionKind.REMOVE_COUNTED:
+            return -self.held
+        return 0
 
 
 def net_change(actions: Iterable[ResourceAction]) -> int:
@@ -113,6 +139,7 @@ class CountingTask:
     counted: bool | None = None
     shard: int = 0  # the admission shard that admitted the resource (0 when not known)
     amount: int = 1  # the units it holds, as its record said
+    units_counted: int | None = None  # the units the counter holds for it while a resize is uncounted
 
 
 @dataclass(frozen=True)
@@ -123,6 +150,7 @@ class ResourceState:
     deleted: bool = False
     counter_processed: bool = False
     amount: int = 1
+    counted: int | None = None  # its `counted_units`: a resize of it not counted yet
 
 
 GONE = ResourceState(exists=False)
@@ -202,6 +230,10 @@ class ResourceRecord:
     shard: int = 0  # the admission shard that admitted the resource (0 when not known)
     created_at: str | None = None  # when the API created the resource (the consumer's counting lag)
     amount: int = 1  # the units it holds (a pending-index entry does not carry it: 1, checked on write)
+    counted: int | None = None  # its `counted_units`, while a resize of the counted resource is uncounted
+    # A pending-index entry carries only the flags: a live, counted resource in the index has a
+    # resize to count, whose units the write's failed condition tells.
+    flags_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,19 +255,16 @@ def plan_record(record: ResourceRecord) -> CountingTask | None:
     Mirrors the consumer's stream filter (functions/adapters/table_layout.py), because redriven
     ranges and the pending index were never filtered."""
     if record.deleted:
-        return CountingTask(
-            TaskKind.REMOVE_DELETED,
-            record.quota,
-            record.resource_id,
-            counted=record.counter_processed,
-            shard=record.shard,
-            amount=record.amount,
-        )
-    if record.counter_processed is False:
-        return CountingTask(
-            TaskKind.COUNT_CREATE, record.quota, record.resource_id, shard=record.shard, amount=record.amount
-        )
-    return None
+        kind, counted = TaskKind.REMOVE_DELETED, record.counter_processed
+    elif record.counter_processed is False:
+        kind, counted = TaskKind.COUNT_CREATE, None
+    elif record.counter_processed and (record.counted is not None or record.flags_only):
+        kind, counted = TaskKind.COUNT_RESIZE, None
+    else:
+        return None
+    return CountingTask(
+        kind, record.quota, record.resource_id, counted, record.shard, record.amount, units_counted=record.counted
+    )
 
 
 # --- decisions from CancellationReasons ---------------------------------------------------------
@@ -243,18 +272,29 @@ def plan_record(record: ResourceRecord) -> CountingTask | None:
 
 def decide_step(action: ResourceAction, reason: CancellationReason) -> Outcome | ResourceAction | None:
     """`decide_action` for an action with its amount: when its condition failed on a resource that
-    holds another amount than the action's record said (a pending-index entry says none), the same
-    action with that amount; otherwise what `decide_action` says."""
+    still has this action's work to do but holds another amount (or uncounted resize) than the
+    action's record said (an older record, or a pending-index entry, which says none), the same
+    action with what the resource holds; otherwise what `decide_action` says."""
     state = reason.item or GONE
     if (
         reason.code == CONDITIONAL_CHECK_FAILED
         and state.exists
-        and state.amount != action.amount
-        and action.kind is not ActionKind.REMOVE_UNCOUNTED
+        and action.kind.depends_on_amount
+        and (state.amount, state.counted) != (action.amount, action.counted)
+        and _still_to_do(action.kind, state)
     ):
-        return replace(action, amount=state.amount)
+        return replace(action, amount=state.amount, counted=state.counted)
     step = decide_action(action.kind, reason)
     return replace(action, kind=step) if isinstance(step, ActionKind) else step
+
+
+def _still_to_do(kind: ActionKind, state: ResourceState) -> bool:
+    """Whether a resource in `state` still needs an action of `kind`."""
+    if kind is ActionKind.COUNT_CREATE:
+        return not state.counter_processed and not state.deleted
+    if kind is ActionKind.COUNT_RESIZE:
+        return state.counter_processed and not state.deleted and state.counted is not None
+    return state.deleted and state.counter_processed
 
 
 def decide_action(kind: ActionKind, reason: CancellationReason) -> Outcome | ActionKind | None:
@@ -269,6 +309,10 @@ def decide_action(kind: ActionKind, reason: CancellationReason) -> Outcome | Act
         # Flag already true (counted by a duplicate delivery), resource gone, or deleted before it
         # was counted (its removal removes it uncounted): nothing left to do.
         return Outcome.ALREADY_DONE
+    if kind is ActionKind.COUNT_RESIZE:
+        # Counted by another delivery, or deleted (its removal subtracts what the counter holds for
+        # it), or gone; a resize still uncounted as the record said failed for another reason.
+        return Outcome.RETRY if _still_to_do(kind, state) else Outcome.ALREADY_DONE
     if not state.exists or not state.deleted:
         # Already removed, or the id now names a newer resource: this removal is done.
         return Outcome.ALREADY_DONE
@@ -290,16 +334,17 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
     tombstone holds its key)."""
     planned: dict[tuple[Quota, str], ActionKind] = {}
     shards: dict[tuple[Quota, str], int] = {}
-    amounts: dict[tuple[Quota, str], int] = {}
+    units: dict[tuple[Quota, str], tuple[int, int | None]] = {}
     for task in tasks:
         key = (task.quota, task.resource_id)
         shards[key] = max(shards.get(key, 0), task.shard)
-        amounts[key] = max(amounts.get(key, 1), task.amount)
-        if task.kind is TaskKind.REMOVE_DELETED:
-            # When not known, the counted removal is tried first; a cancellation tells otherwise.
-            planned[key] = ActionKind.REMOVE_UNCOUNTED if task.counted is False else ActionKind.REMOVE_COUNTED
-        else:
-            planned.setdefault(key, ActionKind.COUNT_CREATE)
+        kind = _action_of(task)
+        if key not in planned or _PRECEDENCE[kind] >= _PRECEDENCE[planned[key]]:
+            # A later record of the same work says the newer amount (records come in order per
+            # resource); a removal supersedes a count, and a resize's count a create's (a resize
+            # record of a counted resource comes after its create was counted).
+            planned[key] = kind
+            units[key] = (task.amount, task.units_counted)
     by_quota: dict[Quota, dict[str, ActionKind]] = {}
     for (quota, resource_id), kind in planned.items():
         by_quota.setdefault(quota, {})[resource_id] = kind
@@ -309,10 +354,26 @@ def apply_tasks(store: CountingStore, tasks: Sequence[CountingTask]) -> list[Out
         for start in range(0, len(resource_ids), MAX_ACTIONS_PER_TRANSACTION):
             chunk = {rid: actions[rid] for rid in resource_ids[start : start + MAX_ACTIONS_PER_TRANSACTION]}
             admitted_by = {rid: shards[(quota, rid)] for rid in chunk}
-            units = {rid: amounts[(quota, rid)] for rid in chunk}
-            for resource_id, outcome in _apply_chunk(store, quota, chunk, admitted_by, units).items():
+            held = {rid: units[(quota, rid)] for rid in chunk}
+            for resource_id, outcome in _apply_chunk(store, quota, chunk, admitted_by, held).items():
                 outcomes[(quota, resource_id)] = outcome
     return [outcomes[(task.quota, task.resource_id)] for task in tasks]
+
+
+# Which action a resource's tasks in one batch fold to: the highest, the latest among equals.
+_PRECEDENCE = {
+    ActionKind.COUNT_CREATE: 0,
+    ActionKind.COUNT_RESIZE: 1,
+    ActionKind.REMOVE_COUNTED: 2,
+    ActionKind.REMOVE_UNCOUNTED: 2,
+}
+
+
+def _action_of(task: CountingTask) -> ActionKind:
+    if task.kind is TaskKind.REMOVE_DELETED:
+        # When not known, the counted removal is tried first; a cancellation tells otherwise.
+        return ActionKind.REMOVE_UNCOUNTED if task.counted is False else ActionKind.REMOVE_COUNTED
+    return ActionKind.COUNT_RESIZE if task.kind is TaskKind.COUNT_RESIZE else ActionKind.COUNT_CREATE
 
 
 def _apply_chunk(
@@ -320,7 +381,7 @@ def _apply_chunk(
     quota: Quota,
     pending: dict[str, ActionKind],
     admitted_by: Mapping[str, int],
-    units: Mapping[str, int] | None = None,
+    units: Mapping[str, tuple[int, int | None]] | None = None,
 ) -> dict[str, Outcome]:
     """One quota's actions, one transaction per round, until each has an outcome. A round is the
     usual transaction, or a decision when the last one's counter condition failed (`seen`). An
@@ -334,7 +395,7 @@ def _apply_chunk(
         if not pending:
             break
         actions = [
-            ResourceAction(kind, resource_id, admitted_by[resource_id], amounts.get(resource_id, 1))
+            ResourceAction(kind, resource_id, admitted_by[resource_id], *amounts.get(resource_id, (1, None)))
             for resource_id, kind in pending.items()
         ]
         try:
@@ -368,7 +429,7 @@ def _apply_chunk(
                     del pending[action.resource_id]
                 else:
                     pending[action.resource_id] = step.kind
-                    amounts[action.resource_id] = step.amount
+                    amounts[action.resource_id] = (step.amount, step.counted)
     outcomes.update((resource_id, Outcome.RETRY) for resource_id in pending)
     return outcomes
 

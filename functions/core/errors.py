@@ -112,6 +112,17 @@ class PreconditionFailed(DomainError):
         super().__init__(f"{what} {now}, not what If-Match asks for; read it and retry")
 
 
+class ResourceChanged(PreconditionFailed):
+    """A resize's If-Match names a version the resource is no longer at."""
+
+    def __init__(self, quota: Quota, resource_id: str, version: int) -> None:
+        DomainError.__init__(
+            self,
+            f"resource {resource_id!r} in{_of_type(quota)} account {quota.account_id!r} is at ETag "
+            f'"{version}", not what If-Match asks for; read it and retry',
+        )
+
+
 class StoreUnavailable(Exception):
     """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 

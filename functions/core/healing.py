@@ -34,7 +34,6 @@ from functions.core.leases import (
     DEFAULT_TOMBSTONE_RETENTION,
     DeadLeaseStore,
     Lease,
-    LeaseKind,
     iso_timestamp,
     parse_timestamp,
     settle_dead_leases,
@@ -144,8 +143,8 @@ def heal_account(
         if read is None:
             return HealResult(HealOutcome.NOT_FOUND)
     state, eventual = read
-    # A delete in flight has decremented best-effort and may still soft-delete or give it back.
-    deleting = any(lease.kind is LeaseKind.DELETION for lease in state.leases)
+    # A delete (or shrink) in flight has decremented best-effort and may still land or give it back.
+    deleting = any(lease.kind.takes_best_effort for lease in state.leases)
     if deleting or store.has_pending_work(quota):
         return HealResult(HealOutcome.PENDING_WORK, before, eventual)
     # Read again: the eventual counter read first may still have counted a soft-deleted resource

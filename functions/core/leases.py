@@ -41,6 +41,13 @@ DEFAULT_TOMBSTONE_RETENTION = timedelta(hours=24)
 class LeaseKind(enum.Enum):
     RESERVATION = "reservation"  # a create's slot, taken before its resource exists
     DELETION = "deletion"  # a delete's best-effort decrement, taken before the soft delete
+    GROWTH = "growth"  # a resize's added units, reserved before the resource grows
+    SHRINK = "shrink"  # a resize's freed units, taken from best-effort before the resource shrinks
+
+    @property
+    def takes_best_effort(self) -> bool:
+        """Its first write took from best-effort, which its resource's write may still give back."""
+        return self in (LeaseKind.DELETION, LeaseKind.SHRINK)
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ class Lease:
     taken_at: str  # ISO 8601, UTC
     shard: int = 0  # the admission shard whose item holds it (functions/core/admission.py)
     units: int = 1  # the units its change moves: the resource's amount (a lease says its own)
+    # A resize's: the resource version it changes (its write is conditional on it, and makes the next).
+    from_version: int = 0
 
 
 def new_token() -> str:
@@ -121,6 +130,8 @@ def resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settle
 
 
 def _resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settlement:
+    if lease.kind in (LeaseKind.GROWTH, LeaseKind.SHRINK):
+        return _resize_resolution(lease, resource)
     if lease.kind is LeaseKind.RESERVATION:
         if resource is not None and resource.request_token == lease.token:
             return DROP  # the put landed: the resource holds the slot (and the stream counts it)
@@ -130,6 +141,20 @@ def _resolution(lease: Lease, resource: Resource | None, expired: bool) -> Settl
     if resource is None or expired:
         return DROP
     return UNDO_DELETION  # the soft delete never landed: the resource is still live, or another delete won
+
+
+def _resize_resolution(lease: Lease, resource: Resource | None) -> Settlement:
+    """A resize's write is conditional on the resource being at `from_version` and makes the next
+    version with its token. A resource still at that version (or before it) was never resized by
+    it; one whose latest resize is this lease's landed. A later resize hides which resize made the
+    version after `from_version`: that lease is forgotten on the safe side (a growth's units stay
+    held, a shrink's stay out of best-effort) until a quiet heal sets the counters to the truth."""
+    grew = lease.kind is LeaseKind.GROWTH
+    if resource is not None and resource.resize_token == lease.token:
+        return DROP if grew else FINISH_DELETION  # landed: a growth's units are held, a shrink's are free
+    if resource is not None and resource.version <= lease.from_version:
+        return RELEASE_RESERVATION if grew else UNDO_DELETION  # never landed
+    return DROP
 
 
 class DeadLeaseStore(Protocol):

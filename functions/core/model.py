@@ -134,6 +134,10 @@ class Resource:
     shard: int = 0  # the admission shard that admitted it, and releases it (functions/core/admission.py)
     expires_at: int = 0  # a tombstone's end, epoch seconds: its key is free again after it
     amount: int = 1  # units of its quota it holds (every resource of an older release holds 1)
+    # Bumped by each resize (1: never resized): the resource's ETag, and what a resize is conditional on.
+    version: int = 1
+    resize_token: str = ""  # the token of the resize that made this version ("" for version 1)
+    resize_key: str = ""  # that resize's Idempotency-Key, hashed ("" when it had none)
 
     @property
     def account_id(self) -> str:

@@ -188,7 +188,7 @@ def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) 
 def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness: Harness) -> None:
     """A client generated from the document (or a fuzzer's stateful phase) follows these links: from
     a PUT of an account to its reads and to a create in it, from a read of it to a PUT on the
-    condition that it is as read, from a create to the resource's read and delete and the account's
+    condition that it is as read, from a create to the resource's read, resize and delete and the account's
     reads. Each link, followed against the API, reaches what it names (2xx)."""
     document = json.loads(render())
     by_id = {
@@ -211,9 +211,7 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
             headers = {
                 name.removeprefix("header."): value for name, value in values.items() if name.startswith("header.")
             }
-            payload = (
-                {"name": "linked"} if target_method == "POST" else {"limit": 5} if target_method == "PUT" else None
-            )
+            payload = {"POST": {"name": "linked"}, "PUT": {"limit": 5}, "PATCH": {"amount": 1}}.get(target_method)
             followed = api.request(target_method, target.format(**path), payload, headers)
             assert 200 <= followed.status < 300, (link, followed.status, followed.text)
             reached.add((target_method, target))
@@ -226,10 +224,11 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     assert follow("PUT", account, 200, where, api.put_account("linked", 5)) == {*reads, ("POST", resources)}
     assert follow("GET", account, 200, where, api.request("GET", "/accounts/linked")) == {("PUT", account)}
     created = api.create("linked", "r1")
-    assert follow("POST", resources, 201, where, created) == {*reads, ("GET", resource), ("DELETE", resource)}
+    on_it = {("GET", resource), ("PATCH", resource), ("DELETE", resource)}
+    assert follow("POST", resources, 201, where, created) == {*reads, *on_it}
     assert api.create("linked", "r2", key="k2").status == 201
     replayed = api.create("linked", "r2", key="k2")  # a replay answers the resource it created
-    assert follow("POST", resources, 200, where, replayed) == {*reads, ("GET", resource), ("DELETE", resource)}
+    assert follow("POST", resources, 200, where, replayed) == {*reads, *on_it}
 
     # The same on a type's routes, which name the type too.
     a_type = "/accounts/{accountId}/types/{resourceType}"
@@ -239,7 +238,8 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     assert follow("PUT", a_type, 200, where, api.put_type("linked", "seats", 5)) == {*reads, ("POST", typed)}
     assert follow("GET", a_type, 200, where, api.request("GET", "/accounts/linked/types/seats")) == {("PUT", a_type)}
     created = api.create("linked", "s1", resource_type="seats")
-    assert follow("POST", typed, 201, where, created) == {*reads, ("GET", typed_resource), ("DELETE", typed_resource)}
+    on_it = {("GET", typed_resource), ("PATCH", typed_resource), ("DELETE", typed_resource)}
+    assert follow("POST", typed, 201, where, created) == {*reads, *on_it}
 
     # A create where the account (or the type) does not exist leads to its PUT: a fuzzer's stateful
     # phase starts from creates in accounts it makes up, and reached nothing a create makes.

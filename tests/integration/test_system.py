@@ -153,8 +153,8 @@ def test_unknown_routes_and_bad_ids_get_a_4xx_in_the_envelope(
         ("OPTIONS", "/accounts/acme", "GET, PUT"),
         ("PUT", "/accounts/acme/resources", "GET, POST"),
         ("DELETE", "/accounts/acme/resources", "GET, POST"),
-        ("POST", "/accounts/acme/resources/r1", "DELETE, GET"),
-        ("PATCH", "/accounts/acme/resources/r1", "DELETE, GET"),
+        ("POST", "/accounts/acme/resources/r1", "DELETE, GET, PATCH"),
+        ("PUT", "/accounts/acme/resources/r1", "DELETE, GET, PATCH"),
     ],
 )
 def test_a_method_a_path_does_not_take_is_405_with_the_methods_it_does(

@@ -14,7 +14,9 @@ from functions.adapters.attributes import from_attributes
 @dataclass
 class AccountTruth:
     live: int = 0  # units of the resources that exist and are not soft-deleted (the sum of their amounts)
-    processed: int = 0  # units of the existing resources with counter_processed=true
+    # Units the eventual counter should hold for the existing resources with counter_processed=true:
+    # their amounts, or their `counted_units` while a resize of theirs is not counted yet.
+    processed: int = 0
     existing: int = 0  # resource items of any state, tombstones aside
     tombstones: int = 0
     leases: int = 0  # leases held on the account's shards (writes in flight, or dead and unsettled)
@@ -64,7 +66,9 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
                 units = resources.amount_of(item)  # an item without `amount` (every older one) holds 1
                 truth.existing += 1
                 truth.live += 0 if item[table_layout.DELETED] else units
-                truth.processed += units if item[table_layout.COUNTER_PROCESSED] else 0
+                held = resources.counted_units_of(item)
+                counted = units if held is None else held
+                truth.processed += counted if item[table_layout.COUNTER_PROCESSED] else 0
         if "LastEvaluatedKey" not in page:
             return dict(accounts)
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -22,6 +22,7 @@ from local.filters import matches_any
 from tests.unit.test_counting import CREATE, REMOVE, REMOVE_COUNTED, REMOVE_UNCOUNTED, ScriptedStore, cancelled
 
 A1 = Quota("a1")
+RESIZE = CountingTask(TaskKind.COUNT_RESIZE, A1, "r1")
 
 
 def record(event: str, sk: str = "RESOURCE#r1", seq: str = "100", **image: bool) -> dict[str, Any]:
@@ -149,7 +150,8 @@ def test_a_get_records_record_reads_as_the_record_lambda_delivers() -> None:
         ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": True}, REMOVE_COUNTED),
         ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": False, "deleted": True}, REMOVE_UNCOUNTED),
         ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "deleted": True}, REMOVE),
-        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": False}, None),
+        # Counted and live, yet pending: a resize to count, whose units its write's condition tells.
+        ({"pk": "ACCOUNT#a1", "sk": "RESOURCE#r1", "counter_processed": True, "deleted": False}, RESIZE),
         ({"pk": "ACCOUNT#a1", "sk": "ACCOUNT"}, None),
     ],
 )
