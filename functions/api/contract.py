@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, O
 
 from functions.api.models import (
     AccountView,
+    AdmissionView,
     ErrorResponse,
     ResourcePage,
     ResourceView,
@@ -30,6 +31,7 @@ from functions.core.model import (
     DEFAULT_RESOURCE_TYPE,
     ID_PATTERN,
     IDEMPOTENCY_KEY_PATTERN,
+    MAX_AMOUNT,
     MAX_RESOURCE_TYPES,
     RESOURCE_TYPE_PATTERN,
 )
@@ -60,6 +62,11 @@ PutIdempotencyKey = Annotated[
     ),
 ]
 
+AskedAmount = Annotated[
+    int,
+    Query(ge=1, le=MAX_AMOUNT, description="The units a create would ask for: 1 to 2^53 - 1, default 1."),
+]
+
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 # A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
@@ -83,6 +90,7 @@ PUT_TYPE, GET_TYPE, LIST_TYPES = "putResourceType", "getResourceType", "listReso
 LIST_TYPED_RESOURCES, CREATE_TYPED_RESOURCE = "listTypedResources", "createTypedResource"
 GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE = "getTypedResource", "deleteTypedResource"
 RESIZE_RESOURCE, RESIZE_TYPED_RESOURCE = "resizeResource", "resizeTypedResource"
+GET_ADMISSION, GET_TYPED_ADMISSION = "getAdmission", "getTypedAdmission"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -390,6 +398,24 @@ GET_RESOURCE_OPERATION = Resources(
         GET_TYPED_RESOURCE,
         "Read one live resource of a type",
         answers({200: ("The resource", TypedResourceView)}, 404, headers=RESOURCE_ETAG_HEADER),
+    ),
+)
+ADMISSION_DESCRIPTION = (
+    "Advisory, for a UI that greys out a button: it reserves nothing, and a create a moment later may find fewer "
+    "free units or more (other creates, deletes, limit changes). The create alone decides."
+)
+ADMISSION_OPERATION = Resources(
+    default=Operation(
+        GET_ADMISSION,
+        "Would a create of `amount` units be admitted now?",
+        answers({200: ("Whether it would, and the free units", AdmissionView)}, 404),
+        description=ADMISSION_DESCRIPTION,
+    ),
+    typed=Operation(
+        GET_TYPED_ADMISSION,
+        "Would a create of `amount` units of a type be admitted now?",
+        answers({200: ("Whether it would, and the type's free units", AdmissionView)}, 404),
+        description=ADMISSION_DESCRIPTION,
     ),
 )
 RESIZE_DESCRIPTION = (

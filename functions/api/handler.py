@@ -26,6 +26,7 @@ from functions.api import contract, errors, gate, router
 from functions.api.contract import (
     DEFAULT_PAGE_SIZE,
     AccountId,
+    AskedAmount,
     Cursor,
     IdempotencyKey,
     PageSize,
@@ -36,6 +37,7 @@ from functions.api.contract import (
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
     AccountView,
+    AdmissionView,
     CreateResourceRequest,
     PutAccountRequest,
     PutTypeRequest,
@@ -47,7 +49,15 @@ from functions.api.models import (
 from functions.api.preconditions import IfMatch, ResourceIfMatch, parse_if_match
 from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
-from functions.api.router import ACCOUNT_PATH, RESOURCE_PATH, RESOURCES_PATH, TYPE_PATH, TYPES_PATH, Family
+from functions.api.router import (
+    ACCOUNT_PATH,
+    ADMISSION_PATH,
+    RESOURCE_PATH,
+    RESOURCES_PATH,
+    TYPE_PATH,
+    TYPES_PATH,
+    Family,
+)
 from functions.core import accounts, leases
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.shared.observability import logger, metrics, tracer
@@ -249,6 +259,14 @@ def delete_resource(
     return Response(status_code=HTTPStatus.NO_CONTENT.value, body="")
 
 
+def get_admission(
+    family: Family, accountId: AccountId, resourceType: ResourceType, amount: AskedAmount = 1
+) -> Response[str]:
+    admission = accounts.would_admit(wired().api_store, Quota(accountId, resourceType), amount)
+    view = AdmissionView(amount=admission.amount, admitted=admission.admitted, free=admission.free)
+    return json_response(HTTPStatus.OK, view)
+
+
 # Every route: its method, its path, its contract (functions/api/contract.py) and what answers it.
 # An operation on resources (`Resources`) is routed in each family, its path below the family's.
 ROUTES: tuple[router.Route, ...] = (
@@ -262,6 +280,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("GET", RESOURCE_PATH, contract.GET_RESOURCE_OPERATION, get_resource),
     ("DELETE", RESOURCE_PATH, contract.DELETE_RESOURCE_OPERATION, delete_resource),
     ("PATCH", RESOURCE_PATH, contract.RESIZE_RESOURCE_OPERATION, resize_resource),
+    ("GET", ADMISSION_PATH, contract.ADMISSION_OPERATION, get_admission),
 )
 
 

@@ -26,7 +26,9 @@ from functions.core.model import (
 )
 from functions.core.thresholds import MAX_THRESHOLDS
 
-MAX_LIMIT = 1_000_000
+# A limit is in units, as an amount is (a token budget counts past a million): every JSON client
+# reads a number up to 2^53 - 1 exactly.
+MAX_LIMIT = MAX_AMOUNT
 MAX_NAME_LENGTH = 256
 
 
@@ -105,7 +107,12 @@ class RateLimit(BaseModel):
 class PutAccountRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    limit: WholeNumber = Field(ge=0, le=MAX_LIMIT, description="Most resources the account may hold.")
+    limit: WholeNumber = Field(
+        ge=0,
+        le=MAX_LIMIT,
+        description="Most units the account's resources may hold together (each holds its amount, 1 by default): "
+        "0 to 2^53 - 1.",
+    )
     rateLimit: RateLimit | None = Field(
         default=None, description="The account's own rate limit; omitted, the account keeps the one it has."
     )
@@ -115,7 +122,11 @@ class PutAccountRequest(BaseModel):
 class PutTypeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    limit: WholeNumber = Field(ge=0, le=MAX_LIMIT, description="Most resources of this type the account may hold.")
+    limit: WholeNumber = Field(
+        ge=0,
+        le=MAX_LIMIT,
+        description="Most units the account's resources of this type may hold together: 0 to 2^53 - 1.",
+    )
     thresholds: Thresholds = None
 
 
@@ -179,6 +190,12 @@ class ResizeResourceRequest(BaseModel):
         "holds is admitted as a create of the difference would be (409 LimitExceeded, the resource unchanged, "
         "when fewer units are free); fewer frees the difference at once.",
     )
+
+
+class AdmissionView(BaseModel):
+    amount: int = Field(description="The units asked about.")
+    admitted: bool = Field(description="Whether a create of that many units would be admitted now.")
+    free: int = Field(description="The units a create could take now (0 or more).")
 
 
 class QuotaAnswer(BaseModel):

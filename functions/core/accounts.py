@@ -490,6 +490,31 @@ def _replay(earlier: Resource, fingerprint: str) -> Created:
     return Created(resource=earlier, replayed=True)
 
 
+@dataclass(frozen=True)
+class Admission:
+    """Whether a create of `amount` units would be admitted now: `free`, the units the quota's
+    admission shards could still admit when read."""
+
+    amount: int
+    free: int
+
+    @property
+    def admitted(self) -> bool:
+        return self.free >= self.amount
+
+
+def would_admit(store: ApiStore, quota: Quota, amount: int) -> Admission:
+    """Whether a create of `amount` units would be admitted now, reserving nothing: the room of
+    the quota's shards, read one after another (one read for a quiet account). Advisory: a create
+    a moment later may find less room or more (docs/api.md), and the create alone decides."""
+    found = store.read_shards(quota, [0])
+    if not found:
+        raise AccountNotFound(quota)
+    account = found[0]
+    others = store.read_shards(quota, range(1, account.span)) if account.span > 1 else []
+    return Admission(amount, max(0, account.room + sum(shard.room for shard in others)))
+
+
 def get_resource(store: ApiStore, quota: Quota, resource_id: str) -> Resource:
     resource = store.get_resource(quota, resource_id)
     if resource is None or resource.deleted:

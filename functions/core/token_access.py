@@ -50,6 +50,7 @@ def tenant_paths(tenant: str) -> list[tuple[str, str]]:
     account = f"accounts/{tenant}"
     return [
         ("GET", account),
+        ("GET", f"{account}/admission"),
         ("*", f"{account}/resources"),
         ("*", f"{account}/resources/*"),
         ("GET", f"{account}/types"),

@@ -89,10 +89,14 @@ def test_an_amount_that_is_not_a_whole_number_from_1_to_2_53_minus_1_is_refused_
 
 
 def test_the_largest_amount_is_valid_and_an_amount_fills_the_largest_limit(harness: Harness) -> None:
-    largest_limit = 1_000_000
-    harness.api.put_account("acme", largest_limit)
+    """A limit is in units, up to 2^53 - 1 as an amount is (a token budget); one more is a 400."""
+    too_large = harness.api.put_account("acme", MAX_AMOUNT + 1)
+    assert (too_large.status, too_large.json()["error"]["code"]) == (400, "ValidationError")
+    harness.api.put_account("acme", MAX_AMOUNT - 1)
     refused = harness.api.request("POST", "/accounts/acme/resources", {"name": "x", "amount": MAX_AMOUNT})
     assert (refused.status, refused.json()["error"]["code"]) == (409, "LimitExceeded")
+    largest_limit = MAX_AMOUNT
+    assert harness.api.put_account("acme", largest_limit).status == 200
     # 5.0 is an integer as JSON Schema counts them (as for a limit): it is 5.
     created = harness.api.request("POST", "/accounts/acme/resources", {"name": "x", "amount": largest_limit - 5.0})
     assert created.status == 201, created.text

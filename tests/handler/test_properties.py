@@ -1,12 +1,13 @@
-"""Stateful property tests: random interleavings of API calls, crashes, stream deliveries,
-duplicates, late replays, heals and sweeps, against a model of the truth, on three types of one
+"""Stateful property tests: random interleavings of API calls (creates of 1 to 3 units, resizes,
+deletes), crashes, stream deliveries, duplicates, late replays, heals and sweeps, against a model
+of the truth, on three types of one
 account (its default type and two others, each with its own limit): a step on one type must leave
 every other type's resources and counters exact.
 
 The flows run with the real adapters against the emulator, so what is explored is the system,
 not a fake of it. After every step the guarantees of docs/guarantees.md must hold, and the set of
-live resources must be exactly the model's. At the end everything is delivered, and eventual must
-equal the live count.
+live resources must be exactly the model's, each at an amount the model allows. At the end
+everything is delivered, and eventual must equal the live units.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ from tests.support.stream import StreamTap, process_stream_records
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
 
 ACCOUNT = "prop"
-LIMITS = {Quota(ACCOUNT): 4, Quota(ACCOUNT, "seats"): 2, Quota(ACCOUNT, "projects"): 3}
+LIMITS = {Quota(ACCOUNT): 8, Quota(ACCOUNT, "seats"): 4, Quota(ACCOUNT, "projects"): 6}
+AMOUNTS = st.integers(1, 3)
 QUOTAS = st.sampled_from(list(LIMITS))
 
 # Where a flow can crash: the write just landed, then the function died (self.faults.API_WRITES).
 CREATE_CRASHES = ("reserve", "put", "commit")
 DELETE_CRASHES = ("take-deletion", "soft-delete", "finish-deletion")
+RESIZE_CRASHES = ("take-growth", "take-shrink", "resize", "commit-growth", "finish-shrink")
 
 
 class CounterMachine(RuleBasedStateMachine):
@@ -60,6 +63,8 @@ class CounterMachine(RuleBasedStateMachine):
         # whose either outcome is correct.
         self.live: dict[Quota, set[str]] = {quota: set() for quota in LIMITS}
         self.maybe: dict[Quota, set[str]] = {quota: set() for quota in LIMITS}
+        # The amounts a resource may hold: one, or two after a resize that crashed.
+        self.amounts: dict[tuple[Quota, str], set[int]] = {}
         for quota, limit in LIMITS.items():
             accounts.put_limit(
                 self.wiring.api_store,
@@ -70,13 +75,14 @@ class CounterMachine(RuleBasedStateMachine):
 
     # -- API --------------------------------------------------------------------------------
 
-    @rule(quota=QUOTAS, key=st.integers(0, 9))
-    def create(self, quota: Quota, key: int) -> None:
-        """The same keys on every type: each names a resource of its own there."""
+    @rule(quota=QUOTAS, key=st.integers(0, 9), amount=AMOUNTS)
+    def create(self, quota: Quota, key: int, amount: int) -> None:
+        """The same keys on every type: each names a resource of its own there. A key's amount is
+        its own (a key sent again with another amount would be another request)."""
         resource_id = idempotent_resource_id(quota, f"k{key}")
         try:
             created = accounts.create_resource(
-                self.wiring.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
+                self.wiring.api_store, quota, self._new(key), f"k{key}", self.clock.timestamp
             )
         except LimitExceeded:
             assert resource_id not in self.live[quota]
@@ -84,20 +90,46 @@ class CounterMachine(RuleBasedStateMachine):
         except IdempotencyKeyReused:  # the key's resource was deleted: replaying must not resurrect it
             assert resource_id not in self.live[quota]
             return
+        if not created.replayed:
+            self.amounts[(quota, resource_id)] = {created.resource.amount}
         self.live[quota].add(created.resource.resource_id)
         self.maybe[quota].discard(created.resource.resource_id)
+
+    @staticmethod
+    def _new(key: int) -> NewResource:
+        return NewResource(f"k{key}", amount=1 + key % 3)
 
     @rule(quota=QUOTAS, key=st.integers(0, 9), point=st.sampled_from(CREATE_CRASHES))
     def create_and_crash(self, quota: Quota, key: int, point: str) -> None:
         self.faults.crash_after_write(point)
         resource_id = idempotent_resource_id(quota, f"k{key}")
         with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded, IdempotencyKeyReused):
-            accounts.create_resource(
-                self.wiring.api_store, quota, NewResource(f"k{key}"), f"k{key}", self.clock.timestamp
-            )
+            accounts.create_resource(self.wiring.api_store, quota, self._new(key), f"k{key}", self.clock.timestamp)
         self._disarm()
         if resource_id not in self.live[quota]:
             self.maybe[quota].add(resource_id)  # landed or not, depending on where it crashed
+            self.amounts[(quota, resource_id)] = {self._new(key).amount}
+
+    @precondition(lambda self: any(self.live.values()))
+    @rule(data=st.data(), amount=st.integers(1, 4))
+    def resize(self, data: st.DataObject, amount: int) -> None:
+        quota, resource_id = data.draw(st.sampled_from(self._live_pairs()))
+        try:
+            resized = accounts.resize_resource(self.wiring.api_store, quota, resource_id, amount, self.clock.timestamp)
+        except LimitExceeded:
+            return
+        assert resized.amount == amount
+        self.amounts[(quota, resource_id)] = {amount}
+
+    @precondition(lambda self: any(self.live.values()))
+    @rule(data=st.data(), amount=st.integers(1, 4), point=st.sampled_from(RESIZE_CRASHES))
+    def resize_and_crash(self, data: st.DataObject, amount: int, point: str) -> None:
+        quota, resource_id = data.draw(st.sampled_from(self._live_pairs()))
+        self.faults.crash_after_write(point)
+        with contextlib.suppress(self.faults.SimulatedCrash, LimitExceeded):
+            accounts.resize_resource(self.wiring.api_store, quota, resource_id, amount, self.clock.timestamp)
+        self._disarm()
+        self.amounts[(quota, resource_id)].add(amount)  # landed or not, depending on where it crashed
 
     @precondition(lambda self: any(self.live.values()))
     @rule(data=st.data())
@@ -162,13 +194,18 @@ class CounterMachine(RuleBasedStateMachine):
     @invariant()
     def live_resources_are_the_models(self) -> None:
         for quota in LIMITS:
-            live, model, maybe = self._live_ids(quota), self.live[quota], self.maybe[quota]
+            found = self._live(quota)
+            live, model, maybe = set(found), self.live[quota], self.maybe[quota]
             assert model <= live, f"{quota} missing: {model - live}"
             assert live <= model | maybe, f"{quota} unexpected: {live - model - maybe}"
+            for resource_id, amount in found.items():
+                allowed = self.amounts[(quota, resource_id)]
+                assert amount in allowed, f"{quota} {resource_id}: amount {amount}, not one of {allowed}"
+                self.amounts[(quota, resource_id)] = {amount}  # what a crashed resize left, from now on
 
-    def _live_ids(self, quota: Quota) -> set[str]:
+    def _live(self, quota: Quota) -> dict[str, int]:
         page = self.wiring.api_store.list_resources(quota, 100, None)
-        return {resource.resource_id for resource in page.items}
+        return {resource.resource_id: resource.amount for resource in page.items}
 
     def teardown(self) -> None:
         # Quiescence: everything delivered (twice over, to settle the consumer's own writes).

@@ -189,3 +189,37 @@ def test_a_delete_that_read_the_amount_before_a_resize_frees_what_the_resource_h
     )
     assert item["Item"]["type"]["S"] == "tombstone"
     assert keys.account_pk(quota) == item["Item"]["pk"]["S"]
+
+
+def test_would_admit_answers_from_the_free_units_and_reserves_nothing(kind: Kind) -> None:
+    kind.put(10)
+    create(kind, 6)
+    url = kind.url + "/admission"
+    api = kind.harness.api
+    before = kind.truth()
+    assert api.request("GET", f"{url}?amount=4").json() == {"amount": 4, "admitted": True, "free": 4}
+    assert api.request("GET", f"{url}?amount=5").json() == {"amount": 5, "admitted": False, "free": 4}
+    assert api.request("GET", url).json() == {"amount": 1, "admitted": True, "free": 4}
+    assert kind.truth() == before  # nothing reserved, nothing written
+    for refused in ("0", "-1", "1.5", "x", str(2**53)):
+        response = api.request("GET", f"{url}?amount={refused}")
+        assert (response.status, response.json()["error"]["code"]) == (400, "ValidationError"), refused
+    missing = api.request("GET", "/accounts/nobody/admission?amount=1")
+    assert (missing.status, missing.json()["error"]["code"]) == (404, "AccountNotFound")
+
+
+def test_would_admit_adds_the_free_units_of_every_shard(harness: Harness) -> None:
+    store, quota = harness.wiring.api_store, Quota("acme")
+    harness.api.put_account("acme", 40)
+    assert store.set_active(quota, 1, 1, 4)
+    directory = Directory(ShardingSettings(max_shards=4))
+    directory.learn(quota, 4, 4)
+    for index in range(8):
+        accounts.create_resource(
+            store, quota, NewResource(f"r{index}", amount=2), None, harness.clock.timestamp, directory=directory
+        )
+    spread = [shard.room for shard in store.read_shards(quota, range(4))]
+    assert sum(1 for room in spread if room) > 1  # the free units are on more than one shard
+    answer = harness.api.request("GET", "/accounts/acme/admission?amount=24").json()
+    assert answer == {"amount": 24, "admitted": True, "free": 24}
+    assert accounts.would_admit(store, quota, 25).admitted is False

@@ -14,8 +14,7 @@ from typing import Any
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
-from functions.adapters import account_item, table_layout
-from functions.core.leases import LeaseKind
+from functions.adapters import account_item, resources, table_layout
 from functions.shared.wiring import Wiring
 from local.dynamodb_wire import error_body
 from local.faults import ANSWERS, answer_on_the_wire, aws_response, cancelled_body, on_matching_send
@@ -40,9 +39,7 @@ def expression(params: Params) -> str:
 
 def _lease_kind(params: Params) -> str:
     lease = str(params.get("ExpressionAttributeNames", {}).get("#lease", ""))
-    if lease.startswith(account_item.LEASE_PREFIXES[LeaseKind.RESERVATION]):
-        return "reservation"
-    return "deletion" if lease.startswith(account_item.LEASE_PREFIXES[LeaseKind.DELETION]) else ""
+    return next((kind.value for kind, prefix in account_item.LEASE_PREFIXES.items() if lease.startswith(prefix)), "")
 
 
 def _takes(kind: str) -> Callable[[Params], bool]:
@@ -67,6 +64,11 @@ API_WRITES: dict[str, tuple[str, Callable[[Params], bool]]] = {
     "soft-delete": ("UpdateItem", lambda p: f"SET {table_layout.DELETED} = :true" in expression(p)),
     "finish-deletion": ("UpdateItem", _settles("deletion", "admitted")),
     "undo-deletion": ("UpdateItem", _settles("deletion", "best_effort")),
+    "take-growth": ("UpdateItem", _takes("growth")),
+    "take-shrink": ("UpdateItem", _takes("shrink")),
+    "resize": ("UpdateItem", lambda p: f"{resources.RESIZE_TOKEN} = :token" in expression(p)),
+    "commit-growth": ("UpdateItem", _settles("growth", "best_effort")),
+    "finish-shrink": ("UpdateItem", _settles("shrink", "admitted")),
 }
 
 

@@ -19,6 +19,11 @@ TENANT_ACME_PATHS = [
     ("GET", "/accounts/acme/types/seats/resources/r1", True),
     ("DELETE", "/accounts/acme/types/seats/resources/r1", True),
     ("DELETE", "/accounts/acme/types/default/resources/r1", True),
+    ("PATCH", "/accounts/acme/resources/r1", True),  # a resize of its own resource
+    ("PATCH", "/accounts/acme/types/seats/resources/r1", True),
+    ("GET", "/accounts/acme/admission", True),  # would a create be admitted
+    ("GET", "/accounts/acme/types/seats/admission", True),
+    ("POST", "/accounts/acme/admission", False),
     ("PUT", "/accounts/acme", False),  # only an admin sets a limit
     ("PUT", "/accounts/acme/types/seats", False),
     ("PUT", "/accounts/acme/types/default", False),
@@ -28,4 +33,6 @@ TENANT_ACME_PATHS = [
     ("GET", "/accounts/globex/types", False),
     ("POST", "/accounts/globex/types/seats/resources", False),
     ("DELETE", "/accounts/globex/types/seats/resources/r1", False),
+    ("PATCH", "/accounts/globex/resources/r1", False),
+    ("GET", "/accounts/globex/admission", False),
 ]
