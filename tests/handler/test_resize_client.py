@@ -20,6 +20,9 @@ from hybrid_counter_client import LimitExceeded, LimitsClient, PreconditionFaile
 from tests.client.conftest import Waits, static_session
 from tests.handler.conftest import Kind
 
+# On this tier's backend, and the client's too (`make client`).
+pytestmark = pytest.mark.client
+
 # The request headers the API reads; the signature's are API Gateway's business, not the handler's.
 FORWARDED = ("content-type", "idempotency-key", "if-match")
 
