@@ -93,7 +93,8 @@ def python_type_matches(annotation: Any, schema: dict[str, Any], where: str, req
         assert typing.get_origin(annotation) is list, f"{where}: {annotation}"
         python_type_matches(typing.get_args(annotation)[0], schema["items"], f"{where}[]", request)
     else:
-        assert annotation is {"integer": int, "string": str}[kind], f"{where}: {annotation} is not {kind}"
+        expected = {"integer": int, "string": str, "boolean": bool}[kind]
+        assert annotation is expected, f"{where}: {annotation} is not {kind}"
 
 
 def dataclass_matches(model: Any, schema: dict[str, Any], headers: dict[str, Any], where: str) -> None:

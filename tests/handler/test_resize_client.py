@@ -194,3 +194,17 @@ def test_a_growth_past_the_free_units_is_refused_and_the_resource_kept(kind: Kin
     shrunk = resize(kind, client, resource.resource_id, 2, if_match='"1"')
     assert (shrunk.amount, shrunk.etag) == (2, '"2"')
     kind.harness.check_invariants()
+
+
+def test_would_admit_through_the_client_reserves_nothing(kind: Kind, client: LimitsClient) -> None:
+    kind.put(10)
+    create(kind, client, 7)
+    before = kind.truth()
+    if kind.resource_type is None:
+        asked, default = client.would_admit(kind.ACCOUNT, 3), client.would_admit(kind.ACCOUNT)
+    else:
+        asked = client.would_admit_typed(kind.ACCOUNT, kind.resource_type, 4)
+        default = client.would_admit_typed(kind.ACCOUNT, kind.resource_type)
+    assert (asked.admitted, asked.free) == (kind.resource_type is None, 3)
+    assert (default.amount, default.admitted, default.free) == (1, True, 3)
+    assert kind.truth() == before

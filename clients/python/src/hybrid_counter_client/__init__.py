@@ -38,6 +38,7 @@ from hybrid_counter_client.errors import (
 from hybrid_counter_client.local_run import LocalEndpoints, LocalSystemError, local_directory, local_endpoints
 from hybrid_counter_client.models import (
     Account,
+    Admission,
     RateLimit,
     Resource,
     ResourcePage,
@@ -53,6 +54,7 @@ __all__ = [
     "AccessDenied",
     "Account",
     "AccountNotFound",
+    "Admission",
     "AsyncLimitsClient",
     "ClientError",
     "ExpiredToken",

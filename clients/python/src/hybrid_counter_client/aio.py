@@ -21,6 +21,7 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    Admission,
     RateLimit,
     Resource,
     ResourcePage,
@@ -176,6 +177,15 @@ class AsyncLimitsClient(ClientBase):
         return await self._call(
             operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match, idempotency_key)
         )
+
+    async def would_admit(self, account_id: str, amount: int | None = None) -> Admission:
+        """Whether a create of `amount` units (1 when not given) would be admitted now, reserving
+        nothing (advisory: a create a moment later may find fewer units free, or more)."""
+        return await self._call(operations.would_admit(account_id, amount))
+
+    async def would_admit_typed(self, account_id: str, resource_type: str, amount: int | None = None) -> Admission:
+        """As `would_admit`, for one of the account's types."""
+        return await self._call(operations.would_admit_typed(account_id, resource_type, amount))
 
     async def get_type(self, account_id: str, resource_type: str) -> ResourceType:
         return await self._call(operations.get_type(account_id, resource_type))

@@ -16,6 +16,7 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    Admission,
     RateLimit,
     Resource,
     ResourcePage,
@@ -261,6 +262,15 @@ class LimitsClient(ClientBase):
         return self._call(
             operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match, idempotency_key)
         )
+
+    def would_admit(self, account_id: str, amount: int | None = None) -> Admission:
+        """Whether a create of `amount` units (1 when not given) would be admitted now, reserving
+        nothing (advisory: a create a moment later may find fewer units free, or more)."""
+        return self._call(operations.would_admit(account_id, amount))
+
+    def would_admit_typed(self, account_id: str, resource_type: str, amount: int | None = None) -> Admission:
+        """As `would_admit`, for one of the account's types."""
+        return self._call(operations.would_admit_typed(account_id, resource_type, amount))
 
     def get_type(self, account_id: str, resource_type: str) -> ResourceType:
         """A type's limit and counts (AccountNotFound when the account has no limit of that type)."""

@@ -126,6 +126,16 @@ class TypedResource:
 
 
 @dataclass(frozen=True)
+class Admission:
+    """Whether a create of `amount` units would be admitted now (`admitted`), and the units free
+    (`free`). Advisory: it reserves nothing, and a create a moment later may find fewer or more."""
+
+    amount: int
+    admitted: bool
+    free: int
+
+
+@dataclass(frozen=True)
 class TypedResourcePage:
     """One page of a type's resources; `next_cursor` is None on the last."""
 

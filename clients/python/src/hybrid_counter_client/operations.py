@@ -18,6 +18,7 @@ from urllib.parse import quote
 from hybrid_counter_client.errors import InvalidPathValue
 from hybrid_counter_client.models import (
     Account,
+    Admission,
     RateLimit,
     Resource,
     ResourcePage,
@@ -108,6 +109,11 @@ DELETE_TYPED_RESOURCE = Operation(
 RESIZE_TYPED_RESOURCE = Operation(
     "resizeTypedResource", "PATCH", f"{TYPE_PATH}/resources/{{resourceId}}", frozenset({200}), "resize_typed_resource"
 )
+# Would a create be admitted now (advisory): the account's default type, or a type.
+GET_ADMISSION = Operation("getAdmission", "GET", "/accounts/{accountId}/admission", frozenset({200}), "would_admit")
+GET_TYPED_ADMISSION = Operation(
+    "getTypedAdmission", "GET", f"{TYPE_PATH}/admission", frozenset({200}), "would_admit_typed"
+)
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
@@ -124,6 +130,8 @@ OPERATIONS = (
     GET_TYPED_RESOURCE,
     DELETE_TYPED_RESOURCE,
     RESIZE_TYPED_RESOURCE,
+    GET_ADMISSION,
+    GET_TYPED_ADMISSION,
 )
 
 
@@ -331,3 +339,17 @@ def resize_typed_resource(
 def delete_typed_resource(account_id: str, resource_type: str, resource_id: str) -> Call[None]:
     where = {"accountId": account_id, "resourceType": resource_type, "resourceId": resource_id}
     return Call(DELETE_TYPED_RESOURCE, where, _nothing, when_gone=lambda: None)
+
+
+def _asked(amount: int | None) -> dict[str, str]:
+    """The admission read's query: without an amount, the API asks about 1."""
+    return {} if amount is None else {"amount": str(amount)}
+
+
+def would_admit(account_id: str, amount: int | None) -> Call[Admission]:
+    return Call(GET_ADMISSION, {"accountId": account_id}, _decoder(Admission), query=_asked(amount))
+
+
+def would_admit_typed(account_id: str, resource_type: str, amount: int | None) -> Call[Admission]:
+    where = {"accountId": account_id, "resourceType": resource_type}
+    return Call(GET_TYPED_ADMISSION, where, _decoder(Admission), query=_asked(amount))
