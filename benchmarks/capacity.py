@@ -111,7 +111,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
         for _ in range(args.warmup):
             clock.tick()
             created = accounts.create_resource(
-                api, names[0], NewResource("vm", {"size": 2}), None, stamp, directory=directory
+                api, names[0], NewResource("vm", {"size": 2}, amount=args.amount), None, stamp, directory=directory
             )
             alive[names[0]].append(created.resource.resource_id)
             if len(alive[names[0]]) > lag:
@@ -127,7 +127,7 @@ def run_workload(meter: CapacityMeter, dynamodb: Any, streams: Any, stream_arn: 
                 clock.tick()
                 with meter.operation("create"):
                     created = accounts.create_resource(
-                        api, name, NewResource("vm", {"size": 2}), None, stamp, directory=directory
+                        api, name, NewResource("vm", {"size": 2}, amount=args.amount), None, stamp, directory=directory
                     )
                 alive[name].append(created.resource.resource_id)
                 consume()
@@ -271,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--warmup", type=int, default=600, help="busy iterations before the meter starts")
     parser.add_argument("--types", type=int, default=3, help="resource types of the one account of the types section")
+    parser.add_argument(
+        "--amount", type=int, default=1, help="units each resource of the create+delete iterations holds (amounts)"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -280,12 +283,24 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.update(LOCAL_CREDENTIALS, AWS_DEFAULT_REGION="us-east-1")
     runs = {
-        "quiet": argparse.Namespace(accounts=1, iterations=args.iterations, batch=1, rate=None, warmup=0),
+        "quiet": argparse.Namespace(
+            accounts=1, iterations=args.iterations, batch=1, rate=None, warmup=0, amount=args.amount
+        ),
         "many": argparse.Namespace(
-            accounts=args.accounts, iterations=max(1, args.iterations // 10), batch=1, rate=None, warmup=0
+            accounts=args.accounts,
+            iterations=max(1, args.iterations // 10),
+            batch=1,
+            rate=None,
+            warmup=0,
+            amount=args.amount,
         ),
         "hot": argparse.Namespace(
-            accounts=1, iterations=args.hot_iterations, batch=args.batch, rate=args.rate, warmup=args.warmup
+            accounts=1,
+            iterations=args.hot_iterations,
+            batch=args.batch,
+            rate=args.rate,
+            warmup=args.warmup,
+            amount=args.amount,
         ),
     }
     results: dict[str, tuple[CapacityMeter, Usage, int]] = {}
