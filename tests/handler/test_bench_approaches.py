@@ -25,6 +25,8 @@ from functions.core.accounts import get_account
 from functions.core.model import Quota
 from tests.conftest import Backend
 
+pytestmark = pytest.mark.shares_setup  # the benchmark results its module fixture measures
+
 EXACT = ("transaction-marker", "item-collection", "set", "paper", "this-project")
 SMALL = argparse.Namespace(iterations=2, standing=2, workers=1, resources=4, fault_every=3)
 

@@ -18,9 +18,12 @@ from tests.support.oidc import OidcIssuer, new_key
 
 AUDIENCE = "counter-api"
 
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("API_URL")), reason="runs its own local system with -c authorizer=jwt, not a deployment"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(os.environ.get("API_URL")), reason="runs its own local system with -c authorizer=jwt, not a deployment"
+    ),
+    pytest.mark.shares_setup,  # the JWT system its module fixture starts
+]
 
 
 @dataclass

@@ -39,6 +39,8 @@ from tests.support.api_events import proxy_event
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.projects_example import synthesized_template, table_definition
 
+pytestmark = pytest.mark.shares_setup  # the example project its module fixture deploys
+
 
 class SimulatedCrash(Exception):
     """The function died there (nothing in the example catches this)."""

@@ -15,6 +15,8 @@ from local.http_client import poll
 from local.product import new_account
 from tests.support.webhook import Webhook
 
+pytestmark = pytest.mark.shares_setup  # the system with a webhook its module fixtures start
+
 
 @pytest.fixture(scope="module")
 def webhook() -> Iterator[Webhook]:

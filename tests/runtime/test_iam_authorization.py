@@ -37,6 +37,8 @@ from tests.runtime.test_apigateway import EchoFunction
 from tests.support.tenant_paths import TENANT_ACME_PATHS
 from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
 
+pytestmark = pytest.mark.shares_setup  # the IAM-enforcing systems its module fixtures start
+
 REGION, ACCOUNT, API_ID, STAGE = "us-east-1", "000000000000", "a1b2c3", "prod"
 Gateway = tuple[ApiGateway, EchoFunction, Identities]
 
