@@ -56,3 +56,32 @@ def test_a_dead_leases_resolution_moves_its_own_units() -> None:
     assert resolution(deletion, replace(live, deleted=True, delete_token=lease.token), expired=False) == Settlement(
         admitted=-7
     )
+
+
+def test_a_resize_lease_says_the_version_it_changes() -> None:
+    growth = Lease(LeaseKind.GROWTH, "f" * 16, "r-1", "2026-11-23T08:00:00.000Z", units=1, from_version=3)
+    shrink = Lease(LeaseKind.SHRINK, "g" * 16, "r-1", "2026-11-23T08:00:01.000Z", units=40, from_version=1)
+    assert lease_value(growth) == "r-1 2026-11-23T08:00:00.000Z 1 3"
+    assert lease_attribute(shrink).startswith(LEASE_PREFIXES[LeaseKind.SHRINK])
+    item = {lease_attribute(lease): lease_value(lease) for lease in (growth, shrink)}
+    assert leases_of(item) == (growth, shrink)
+
+
+def test_a_dead_resize_lease_is_settled_by_the_resources_version_and_its_last_resize() -> None:
+    """Landed (the resource's last resize is the lease's): a growth's units are held, a shrink's are
+    freed. Not landed (the resource is still at the version the lease changes): given back. Hidden
+    by a later resize, or the item gone: forgotten on the safe side (units held, best-effort low)."""
+    growth = Lease(LeaseKind.GROWTH, "h" * 16, "r-1", "2026-11-23T08:00:00.000Z", units=5, from_version=2)
+    shrink = replace(growth, kind=LeaseKind.SHRINK)
+    at = Resource(Quota("acme"), "r-1", "x", {}, "t", "", "create-token", amount=10, version=2)
+    landed = replace(at, version=3, resize_token=growth.token)
+    hidden = replace(at, version=4, resize_token="i" * 16)
+    assert resolution(growth, landed, expired=False) == Settlement()
+    assert resolution(shrink, landed, expired=False) == Settlement(admitted=-5)
+    assert resolution(growth, at, expired=False) == Settlement(admitted=-5)
+    assert resolution(shrink, at, expired=False) == Settlement(best_effort=+5)
+    tombstone = replace(at, deleted=True, tombstone=True)  # deleted at the version read: never resized by it
+    assert resolution(growth, tombstone, expired=False) == Settlement(admitted=-5)
+    for unknown in (hidden, None):
+        assert resolution(growth, unknown, expired=False) == Settlement()
+        assert resolution(shrink, unknown, expired=False) == Settlement()
