@@ -652,7 +652,7 @@ def resize_resource(
             return current  # nothing to change: no write
         if not in_time():
             raise CallerGaveUp()
-        resized = _resize_once(store, directory, quota, current, amount, key, clock(), token())
+        resized = _resize_once(store, directory, quota, current, amount, key, clock(), token(), in_time)
         if resized is not None:
             return resized
     raise StoreUnavailable(f"resize {resource_id}: the resource kept changing", may_have_landed=False)
@@ -667,6 +667,7 @@ def _resize_once(
     key: str,
     now: str,
     token: str,
+    in_time: Deadline,
 ) -> Resource | None:
     """One resize of `current` as read; None when it changed first (this resize's lease given back)."""
     units = amount - current.amount
@@ -680,6 +681,9 @@ def _resize_once(
         if store.take_deletion(quota, lease) is None:
             raise StoreUnavailable("take shrink lease: no such shard, or a token taken twice", may_have_landed=False)
         undo, done = in_units(UNDO_DELETION, lease.units), in_units(FINISH_DELETION, lease.units)
+    if not in_time():
+        _settle_quietly(store, quota, lease, undo, now)
+        raise CallerGaveUp()
     try:
         resized = store.resize(current, amount, lease.token, key, now)
     except StoreUnavailable as failure:

@@ -14,7 +14,7 @@ from functions.adapters import keys
 from functions.adapters.resources import resource_key
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
-from functions.core.errors import LimitExceeded, ResourceNotFound
+from functions.core.errors import CallerGaveUp, LimitExceeded, ResourceNotFound
 from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness, Kind
 
@@ -271,3 +271,23 @@ def test_racing_resizes_end_in_one_outcome_and_the_loser_gives_its_units_back(ha
     assert (truth.live, truth.admitted, truth.room, truth.best_effort_net, truth.leases) == (6, 6, 14, 6, 0)
     harness.pump()
     harness.check_invariants()
+
+
+@pytest.mark.parametrize("answers", [[False], [True, False]], ids=["before-the-lease", "after-the-lease"])
+def test_a_late_resize_gives_back_whatever_it_took_and_changes_nothing(harness: Harness, answers: list[bool]) -> None:
+    """A resize whose caller gave up (API Gateway's 504) starts no write, or gives its lease back
+    before the resource's write."""
+    store, quota = harness.wiring.api_store, Quota("acme")
+    harness.api.put_account("acme", 20)
+    resource = accounts.create_resource(
+        store, quota, NewResource("r", amount=4), None, harness.clock.timestamp
+    ).resource
+    before = harness.truth("acme")
+    for amount in (9, 2):  # a growth, then a shrink
+        waiting = iter(answers)
+        with pytest.raises(CallerGaveUp):
+            accounts.resize_resource(
+                store, quota, resource.resource_id, amount, harness.clock.timestamp, in_time=waiting.__next__
+            )
+        assert harness.truth("acme") == before
+        assert store.get_resource(quota, resource.resource_id) == resource
