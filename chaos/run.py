@@ -235,7 +235,13 @@ def limit_check(sampler: Sampler, truth: StreamTruth, bound: int) -> tuple[Check
 # What faults inject and a repair may correct: slots held and increments lost by requests that died
 # between writes. Anything else an audit reports (the eventual counter off, an overcount, admitted
 # below the live resources) is drift no fault injects: a bug.
-INJECTABLE_DRIFT = ("slot(s) held beyond the writes in flight", "below the live resources beyond the writes in flight")
+# Matched against functions/core/audit.py audit_problems' words (tests/chaos/test_drift_words.py).
+INJECTABLE_DRIFT = ("slot(s) held beyond the writes in flight", "below the live units beyond the writes in flight")
+
+
+def unexplained_drift(problems: list[str]) -> list[str]:
+    """The problems an audit reported that no injected fault explains."""
+    return [problem for problem in problems if not any(kind in problem for kind in INJECTABLE_DRIFT)]
 
 
 class Auditor(threading.Thread):
@@ -257,7 +263,7 @@ class Auditor(threading.Thread):
                 finding = commands.audit_account(self._table, account.quota)
                 self.verdicts[finding.verdict] += 1
                 if finding.verdict != "inconclusive":
-                    unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
+                    unexplained = unexplained_drift(finding.problems)
                     self.check.expect(not unexplained, f"{account.name}: {'; '.join(unexplained)}")
                 if finding.verdict == "drift":
                     try:
