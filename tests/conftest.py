@@ -147,18 +147,32 @@ TIER_OF_FOLDER = {
 }
 
 
+# The order the tests are dealt in, by what one of them costs: the chaos runs and the tests marked
+# slow first, then the tiers whose tests start systems or processes, the cheapest last.
+COSTLIEST_FIRST = ("integration", "ops", "runtime", "infra", "handler", "client", "unit")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test carries the marker of its tier's folder, so `-m unit` selects a whole tier.
 
-    `make test` deals the tests to its workers one by one (pytest-xdist `--dist load`), so each
-    worker that runs integration tests starts a local runtime of its own. Keeping a file's, or
-    the integration tier's, tests on one worker was measured slower (2026-11-24: 327 s against
-    215 s): the long chains then ran side by side, each slowed by the others. The sort below is
-    stable: within each rank, tests keep their collection order."""
+    `make test` gives each worker a share of the tests and lets a worker that runs out take half
+    of what another has left (pytest-xdist `--dist worksteal`), so the workers end together only if
+    what is left at the end is short: the tests are sorted costliest first. With `--dist load`,
+    which hands out fixed chunks, one worker kept the chaos runs and ran 100 s after the others
+    (2026-11-27). Keeping a file's, or the integration tier's, tests on one worker was measured
+    slower (2026-11-24: 327 s against 215 s): the long chains then ran side by side, each slowed by
+    the others. The sort is stable: within each rank, tests keep their collection order."""
     for item in items:
         folder = item.path.parent.name
         if folder in TIER_OF_FOLDER:
             item.add_marker(TIER_OF_FOLDER[folder])
-    # The longest first (chaos runs, then the tests marked slow), so that no worker starts one of
-    # them when the others are nearly done: the suite's tail was a minute-long test started late.
-    items.sort(key=lambda item: 0 if item.get_closest_marker("chaos") else 1 if item.get_closest_marker("slow") else 2)
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("chaos"):
+            return 0
+        if item.get_closest_marker("slow"):
+            return 1
+        tier = next((tier for tier in COSTLIEST_FIRST if item.get_closest_marker(tier)), None)
+        return 2 + (COSTLIEST_FIRST.index(tier) if tier else len(COSTLIEST_FIRST))
+
+    items.sort(key=rank)

@@ -1,6 +1,8 @@
 """Refused windows (functions/core/refusals.py) in the table, and the queue that has them announced.
 
-A window is an item in its quota's partition (`REFUSED#<minute>`): `refused` (the count), `batches`
+A window is an item in its quota's partition (`REFUSED#<minute>`): `refused` (the count),
+`extra_units` (the units its refusals asked for beyond one each: absent on a window of lines from
+before amounts, which all asked for one), `batches`
 (a string set of the batch ids counted into it, so a retried invocation adds nothing), the last
 refusal's `limit`, and `announced_at` once announced; it expires (TTL) 16 days after its minute. The
 announcement writes, in one transaction with `announced_at`, the Limit Refused event's outbox item
@@ -25,6 +27,7 @@ from functions.usage_events.models import LimitRefused
 
 REFUSED_WINDOW = "refused_window"  # the item type
 REFUSED = "refused"
+EXTRA_UNITS = "extra_units"
 BATCHES = "batches"
 LIMIT = "limit"
 ANNOUNCED_AT = "announced_at"
@@ -50,12 +53,14 @@ class DynamoRefusedWindows:
                 "update_item",
                 TableName=self.table.name,
                 Key=_key(window),
-                UpdateExpression="ADD #refused :refused, #batches :batches SET #type = :type, account_id = :account, "
+                UpdateExpression="ADD #refused :refused, #extra :extra, #batches :batches SET #type = :type, "
+                "account_id = :account, "
                 "resource_type = :resource_type, #limit = :limit, window_start = :start, "
                 "#expires = if_not_exists(#expires, :expires)",
                 ConditionExpression="NOT contains(#batches, :batch) AND attribute_not_exists(#announced)",
                 ExpressionAttributeNames={
                     "#refused": REFUSED,
+                    "#extra": EXTRA_UNITS,
                     "#batches": BATCHES,
                     "#type": ITEM_TYPE,
                     "#limit": LIMIT,
@@ -66,6 +71,7 @@ class DynamoRefusedWindows:
                     **to_attributes(
                         {
                             ":refused": count.refused,
+                            ":extra": count.refused_units - count.refused,
                             ":type": REFUSED_WINDOW,
                             ":account": window.quota.account_id,
                             ":resource_type": window.quota.resource_type,
@@ -93,7 +99,9 @@ class DynamoRefusedWindows:
         item = response.get("Item")
         if item is None:
             return None
-        return WindowState(refused=int(item[REFUSED]["N"]), limit=int(item[LIMIT]["N"]), announced=ANNOUNCED_AT in item)
+        refused = int(item[REFUSED]["N"])
+        extra = int(item[EXTRA_UNITS]["N"]) if EXTRA_UNITS in item else 0
+        return WindowState(refused, int(item[LIMIT]["N"]), ANNOUNCED_AT in item, refused_units=refused + extra)
 
     def announce(self, window: Window, state: WindowState, now: datetime) -> bool:
         event = LimitRefused(
@@ -101,6 +109,7 @@ class DynamoRefusedWindows:
             accountId=window.quota.account_id,
             resourceType=window.quota.resource_type,
             refused=state.refused,
+            refusedUnits=state.units,
             limit=state.limit,
             windowStart=iso_timestamp(window.start),
             windowEnd=iso_timestamp(window.end),

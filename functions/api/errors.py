@@ -81,7 +81,7 @@ def register(app: APIGatewayRestResolver) -> None:
             metrics.add_metric(name="AdmissionsRefused", unit=MetricUnit.Count, value=1)
             # The Limit Refused events' only source: a subscription filter selects this line
             # (functions/core/refusals.py), so the refusal costs no call of its own.
-            logger.info("create refused", extra=refusal_log_fields(error.quota, error.limit))
+            logger.info("create refused", extra=refusal_log_fields(error.quota, error.limit, error.units))
         # By the most specific class listed: the core may raise a refinement (admission's AccountFull).
         status = next((STATUS_OF[kind] for kind in type(error).__mro__ if kind in STATUS_OF), HTTPStatus.BAD_REQUEST)
         return error_response(status, error.code, str(error), request_id=request_id())

@@ -104,8 +104,8 @@ class Reserved:
 class AccountFull(LimitExceeded):
     """No room on any shard, at one instant; `leases`: those the shards held then."""
 
-    def __init__(self, quota: Quota, limit: int, shards: Sequence[ShardState]) -> None:
-        super().__init__(quota, limit)
+    def __init__(self, quota: Quota, limit: int, shards: Sequence[ShardState], units: int = 1) -> None:
+        super().__init__(quota, limit, units)
         self.leases = tuple(lease for shard in shards for lease in shard.leases)
 
 
@@ -312,7 +312,7 @@ def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: in
             return dry
         return 0
     if account.span == 1:
-        raise AccountFull(quota, account.limit, [account])  # one item, read at one instant: full
+        raise AccountFull(quota, account.limit, [account], units)  # one item, read at one instant: full
     found = _where_room_is(store, quota, account, store.read_shards(quota, range(1, account.span)), units)
     if found is not None:
         return found
@@ -327,7 +327,7 @@ def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: in
     found = _where_room_is(store, quota, first, snapshot[1:], units, at_one_instant=True)
     if found is not None:
         return found
-    raise AccountFull(quota, account.limit, snapshot)
+    raise AccountFull(quota, account.limit, snapshot, units)
 
 
 def bring_room_to(store: AdmissionStore, quota: Quota, shard: int, units: int) -> None:
@@ -341,7 +341,7 @@ def bring_room_to(store: AdmissionStore, quota: Quota, shard: int, units: int) -
     if not shards or shards[0].shard != 0:
         raise AccountNotFound(quota)
     if sum(s.room for s in shards) < units:
-        raise AccountFull(quota, account.limit, shards)
+        raise AccountFull(quota, account.limit, shards, units)
     target = next((s for s in shards if s.shard == shard), ShardState(shard, room=0))
     if target.room >= units and not target.retired:
         return  # room came meanwhile

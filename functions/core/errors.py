@@ -42,11 +42,16 @@ class ResourceNotFound(DomainError):
 class LimitExceeded(DomainError):
     code = "LimitExceeded"
 
-    def __init__(self, quota: Quota, limit: int) -> None:
+    def __init__(self, quota: Quota, limit: int, units: int = 1) -> None:
         what = "resources" if quota.is_default else f"resources of type {quota.resource_type!r}"
-        super().__init__(f"account {quota.account_id!r} has reached its limit of {limit} {what}")
+        if units == 1:
+            message = f"account {quota.account_id!r} has reached its limit of {limit} {what}"
+        else:
+            message = f"account {quota.account_id!r} has fewer than {units} units free of its limit of {limit} {what}"
+        super().__init__(message)
         self.quota = quota
         self.limit = limit
+        self.units = units  # what the refused create (or growth) asked for
 
 
 class TooManyResourceTypes(DomainError):

@@ -1,5 +1,6 @@
-"""Limit Refused events (docs/events.md): creates refused with 409 LimitExceeded, counted per quota
-and minute, announced once per minute that had any.
+"""Limit Refused events (docs/events.md): creates (and resizes that grow) refused with 409
+LimitExceeded, counted per quota and minute with the units they asked for, announced once per
+minute that had any.
 
 The API does nothing for it but log one line per refusal (`refusal_log_fields`): CloudWatch Logs
 sends the lines its subscription filter selects to the aggregator, which counts them per window
@@ -28,6 +29,7 @@ MARK_VALUE = "LimitRefused"
 ACCOUNT_FIELD = "account_id"
 TYPE_FIELD = "resource_type"
 LIMIT_FIELD = "limit"
+UNITS_FIELD = "units"  # what the refused request asked for; absent for 1 (every line before amounts)
 
 WINDOW = timedelta(minutes=1)
 # How long after its minute a window is announced: CloudWatch Logs delivers a subscription's lines
@@ -42,11 +44,12 @@ MAX_DELAY = timedelta(seconds=900)
 _EVENT_ID_NAMESPACE = uuid.UUID("5d3e9a0c-7b41-4c2e-8f6a-1e9b0d2c4a77")
 
 
-def refusal_log_fields(quota: Quota, limit: int) -> dict[str, Any]:
-    """What the API's refusal line carries beside its message: the marker, the quota and its limit
-    (no tenant data: ids and a number)."""
+def refusal_log_fields(quota: Quota, limit: int, units: int = 1) -> dict[str, Any]:
+    """What the API's refusal line carries beside its message: the marker, the quota, its limit and
+    the units asked for when not 1 (no tenant data: ids and numbers)."""
     quota_fields = {ACCOUNT_FIELD: quota.account_id, TYPE_FIELD: quota.resource_type}
-    return {MARK_FIELD: MARK_VALUE, **quota_fields, LIMIT_FIELD: limit}
+    asked = {} if units == 1 else {UNITS_FIELD: units}
+    return {MARK_FIELD: MARK_VALUE, **quota_fields, LIMIT_FIELD: limit, **asked}
 
 
 def filter_pattern() -> str:
@@ -62,6 +65,7 @@ class Refusal:
     limit: int
     at: datetime
     log_id: str
+    units: int = 1  # what it asked for
 
 
 def parse_refusal(message: str, at: datetime, log_id: str) -> Refusal | None:
@@ -73,9 +77,12 @@ def parse_refusal(message: str, at: datetime, log_id: str) -> Refusal | None:
     if not isinstance(fields, dict) or fields.get(MARK_FIELD) != MARK_VALUE:
         return None
     account, resource_type, limit = fields.get(ACCOUNT_FIELD), fields.get(TYPE_FIELD), fields.get(LIMIT_FIELD)
+    units = fields.get(UNITS_FIELD, 1)
     if not isinstance(account, str) or not isinstance(resource_type, str) or not isinstance(limit, int):
         return None
-    return Refusal(Quota(account, resource_type), limit, at, log_id)
+    if not isinstance(units, int) or isinstance(units, bool) or units < 1:
+        return None
+    return Refusal(Quota(account, resource_type), limit, at, log_id, units)
 
 
 @dataclass(frozen=True)
@@ -108,13 +115,19 @@ class Window:
 
 @dataclass(frozen=True)
 class WindowCount:
-    """What one batch adds to a window: `refused` refusals, the last one's `limit`, and the batch's
-    id for this window (the same log events always give the same id, so a retried batch is known)."""
+    """What one batch adds to a window: `refused` refusals of `units` in all, the last one's `limit`,
+    and the batch's id for this window (the same log events always give the same id, so a retried
+    batch is known)."""
 
     window: Window
     refused: int
     limit: int
     batch_id: str
+    units: int = 0  # 0: as many as `refused` (one each)
+
+    @property
+    def refused_units(self) -> int:
+        return self.units or self.refused
 
 
 def windows_of(refusals: Iterable[Refusal]) -> list[WindowCount]:
@@ -127,7 +140,8 @@ def windows_of(refusals: Iterable[Refusal]) -> list[WindowCount]:
         ids = "\n".join(sorted(member.log_id for member in members))
         batch_id = hashlib.sha256(ids.encode()).hexdigest()[:24]
         latest = max(members, key=lambda member: member.at)
-        counts.append(WindowCount(window, len(members), latest.limit, batch_id))
+        units = sum(member.units for member in members)
+        counts.append(WindowCount(window, len(members), latest.limit, batch_id, units))
     return counts
 
 
@@ -167,6 +181,11 @@ class WindowState:
     refused: int
     limit: int
     announced: bool
+    refused_units: int = 0  # 0: as many as `refused` (a window opened before amounts)
+
+    @property
+    def units(self) -> int:
+        return self.refused_units or self.refused
 
 
 class WindowStore(Protocol):

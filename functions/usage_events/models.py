@@ -91,8 +91,8 @@ class LimitChanged(BaseModel):
 
 
 class LimitRefused(BaseModel):
-    """Creates of a quota were refused with 409 LimitExceeded in one minute: at most one event per
-    quota and minute, however many were refused in it."""
+    """Creates of a quota (or resizes that grow) were refused with 409 LimitExceeded in one minute:
+    at most one event per quota and minute, however many were refused in it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     DETAIL_TYPE: ClassVar[str] = "Limit Refused"
@@ -104,8 +104,13 @@ class LimitRefused(BaseModel):
     resourceType: str = Field(description="The type the limit is of (`default` for the account's one limit).")
     refused: int = Field(
         ge=1,
-        description="How many creates were refused in the minute: those whose log lines reached the aggregator "
-        "before the minute was announced (docs/events.md).",
+        description="How many creates (and growing resizes) were refused in the minute: those whose log lines "
+        "reached the aggregator before the minute was announced (docs/events.md).",
+    )
+    refusedUnits: int = Field(
+        ge=1,
+        description="The units those refused requests asked for together (a create its amount, a resize its "
+        "growth): equal to `refused` when each asked for one.",
     )
     limit: int = Field(ge=0, description="The limit the refusals of the last batch counted met.")
     windowStart: str = Field(description="The minute's start: ISO 8601, UTC.")

@@ -199,10 +199,37 @@ def test_a_retried_payload_counts_nothing_twice(refusals: Refusals, harness: Har
         accountId="acme",
         resourceType="default",
         refused=2,
+        refusedUnits=2,
         limit=3,
         windowStart="2026-11-25T13:37:00.000Z",
         windowEnd="2026-11-25T13:38:00.000Z",
     )
+
+
+def test_an_event_says_the_units_refused_creates_and_growths_asked_for(
+    refusals: Refusals, harness: Harness, api_lines: list[str]
+) -> None:
+    """A refused create logs its amount and a refused growth its added units (1 is not written, as
+    every line before amounts): the event counts the refusals and their units."""
+    pattern = FilterPattern.parse(filter_pattern())
+    api = harness.api
+    assert api.put_account("acme", 10).status == 200
+    kept = api.request("POST", "/accounts/acme/resources", {"name": "a", "amount": 8}).json()
+    assert api.request("POST", "/accounts/acme/resources", {"name": "b", "amount": 5}).status == 409
+    assert api.request("PATCH", f"/accounts/acme/resources/{kept['resourceId']}", {"amount": 13}).status == 409
+    assert api.create("acme", "c").status == 201
+    assert api.create("acme", "d").status == 201
+    assert api.create("acme", "e").status == 409
+    lines = [line for line in api_lines if pattern.matches(line)]
+    asked = [refusal.units for line in lines if (refusal := parse_refusal(line, MINUTE, line)) is not None]
+    assert asked == [5, 5, 1]
+    assert ['"units"' in line for line in lines] == [True, True, False]
+    harness.clock.set(MINUTE + timedelta(minutes=2))
+    refusals.aggregate(refusals.payload(*[(MINUTE + timedelta(seconds=i), line) for i, line in enumerate(lines)]))
+    assert refusals.emit(*refusals.due()) == []
+    event = refusals.event(Window(ACME, MINUTE))
+    assert event is not None
+    assert (event.refused, event.refusedUnits, event.limit) == (3, 11, 10)
 
 
 def test_the_announcement_is_put_by_the_publisher_and_read_by_no_consumer(refusals: Refusals, harness: Harness) -> None:

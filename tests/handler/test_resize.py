@@ -223,3 +223,51 @@ def test_would_admit_adds_the_free_units_of_every_shard(harness: Harness) -> Non
     answer = harness.api.request("GET", "/accounts/acme/admission?amount=24").json()
     assert answer == {"amount": 24, "admitted": True, "free": 24}
     assert accounts.would_admit(store, quota, 25).admitted is False
+
+
+def test_a_resize_crosses_usage_thresholds_as_a_create_does(harness: Harness) -> None:
+    from tests.handler.test_usage_thresholds import crossings
+
+    api = harness.api
+    api.put_account("acme", 10)
+    resource = api.request("POST", "/accounts/acme/resources", {"name": "a", "amount": 5}).json()
+    harness.pump()
+    url = f"/accounts/acme/resources/{resource['resourceId']}"
+    assert api.request("PATCH", url, {"amount": 9}).status == 200
+    harness.pump()
+    assert crossings(harness) == [(80, "up", 9)]
+    assert api.request("PATCH", url, {"amount": 10}).status == 200
+    harness.pump()
+    assert api.request("PATCH", url, {"amount": 2}).status == 200
+    harness.pump()
+    assert crossings(harness) == [(80, "up", 9), (100, "up", 10), (100, "down", 2), (80, "down", 2)]
+
+
+def test_racing_resizes_end_in_one_outcome_and_the_loser_gives_its_units_back(harness: Harness) -> None:
+    """Two resizes read the same version; the one whose write comes second finds the version moved,
+    gives its lease back, reads again and applies to what the first left: no unit leaked."""
+    store, quota = harness.wiring.api_store, Quota("acme")
+    harness.api.put_account("acme", 20)
+    resource = accounts.create_resource(
+        store, quota, NewResource("r", amount=4), None, harness.clock.timestamp
+    ).resource
+    real_resize = store.resize
+    raced: list[Any] = []
+
+    def another_resize_lands_first(current: Any, amount: int, token: str, key: str, now: str) -> Any:
+        if not raced:  # ours read version 1 and holds its lease: another caller's whole resize lands now
+            raced.append(None)
+            raced[0] = accounts.resize_resource(store, quota, resource.resource_id, 15, harness.clock.timestamp)
+        return real_resize(current, amount, token, key, now)
+
+    store.resize = another_resize_lands_first  # type: ignore[method-assign]
+    try:
+        ours = accounts.resize_resource(store, quota, resource.resource_id, 6, harness.clock.timestamp)
+    finally:
+        del store.resize
+    assert (raced[0].amount, raced[0].version) == (15, 2)
+    assert (ours.amount, ours.version) == (6, 3)  # applied to what the other left, once
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.room, truth.best_effort_net, truth.leases) == (6, 6, 14, 6, 0)
+    harness.pump()
+    harness.check_invariants()

@@ -172,7 +172,7 @@ def test_a_method_a_path_does_not_take_is_405_with_the_methods_it_does(
 
 def test_head_is_405_too_with_no_body(running_system: RunningSystem) -> None:
     head = running_system.api.request("HEAD", "/accounts/acme/resources/r1")
-    assert (head.status, head.headers["Allow"], head.body) == (405, "DELETE, GET", None)
+    assert (head.status, head.headers["Allow"], head.body) == (405, "DELETE, GET, PATCH", None)
 
 
 def test_a_method_api_gateway_does_not_take_is_refused_before_the_function(running_system: RunningSystem) -> None:

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from hybrid_counter_client import operations
-from hybrid_counter_client.client import DEFAULT_TIMEOUT_SECONDS, ClientBase
-from hybrid_counter_client.errors import HybridCounterError
+from hybrid_counter_client.client import DEFAULT_TIMEOUT_SECONDS, ClientBase, R, resize_key
+from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
@@ -30,7 +30,7 @@ from hybrid_counter_client.models import (
     TypeList,
 )
 from hybrid_counter_client.operations import Call
-from hybrid_counter_client.retries import RetryPolicy
+from hybrid_counter_client.retries import Attempts, RetryPolicy, resize_again
 from hybrid_counter_client.transport import Session
 
 T = TypeVar("T")
@@ -69,8 +69,8 @@ class AsyncLimitsClient(ClientBase):
         system = local_system(account_id, admin, directory)
         return cls(system.api_url, system.session, region=system.region, timeout=timeout, retry=retry)
 
-    async def _call(self, call: Call[T]) -> T:
-        attempts = self._attempts(call)
+    async def _call(self, call: Call[T], attempts: Attempts | None = None) -> T:
+        attempts = attempts or self._attempts(call)
         while True:
             try:
                 return await asyncio.to_thread(self._transport.call, call)
@@ -112,6 +112,38 @@ class AsyncLimitsClient(ClientBase):
 
     async def get_resource(self, account_id: str, resource_id: str) -> Resource:
         return await self._call(operations.get_resource(account_id, resource_id))
+
+    async def _resize(self, read: Call[R], send: Callable[[str | None], Call[R]], if_match: str | None) -> R:
+        """`LimitsClient._resize`, awaited."""
+        reads = 0
+        while True:
+            if if_match is None:
+                reads += 1
+                call = send((await self._call(read)).etag)
+            else:
+                call = send(if_match)
+            attempts = self._attempts(call)
+            try:
+                return await self._call(call, attempts)
+            except PreconditionFailed as error:
+                if if_match is not None or not resize_again(error, attempts, reads):
+                    raise
+
+    async def resize_resource(
+        self,
+        account_id: str,
+        resource_id: str,
+        amount: int,
+        *,
+        if_match: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Resource:
+        key = resize_key(idempotency_key)
+        return await self._resize(
+            operations.get_resource(account_id, resource_id),
+            lambda version: operations.resize_resource(account_id, resource_id, amount, version, key),
+            if_match,
+        )
 
     async def delete_resource(self, account_id: str, resource_id: str) -> None:
         await self._call(operations.delete_resource(account_id, resource_id))
@@ -167,6 +199,25 @@ class AsyncLimitsClient(ClientBase):
 
     async def get_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> TypedResource:
         return await self._call(operations.get_typed_resource(account_id, resource_type, resource_id))
+
+    async def resize_typed_resource(
+        self,
+        account_id: str,
+        resource_type: str,
+        resource_id: str,
+        amount: int,
+        *,
+        if_match: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> TypedResource:
+        key = resize_key(idempotency_key)
+        return await self._resize(
+            operations.get_typed_resource(account_id, resource_type, resource_id),
+            lambda version: operations.resize_typed_resource(
+                account_id, resource_type, resource_id, amount, version, key
+            ),
+            if_match,
+        )
 
     async def delete_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> None:
         await self._call(operations.delete_typed_resource(account_id, resource_type, resource_id))

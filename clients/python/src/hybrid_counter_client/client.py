@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import boto3
 
 from hybrid_counter_client import operations
-from hybrid_counter_client.errors import HybridCounterError
+from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
@@ -24,10 +25,12 @@ from hybrid_counter_client.models import (
     TypeList,
 )
 from hybrid_counter_client.operations import Call
-from hybrid_counter_client.retries import Attempts, RetryPolicy
+from hybrid_counter_client.retries import Attempts, RetryPolicy, resize_again
 from hybrid_counter_client.transport import Session, Transport
 
 T = TypeVar("T")
+# A resize's result: the resource, of the default type or of another.
+R = TypeVar("R", Resource, TypedResource)
 
 # An attempt's connect and read timeout. The API function's own timeout is 10 s, past which API
 # Gateway answers 503 at once; 15 s leaves it the room to say so.
@@ -66,6 +69,12 @@ class ClientBase:
 
     def _attempts(self, call: Call[Any]) -> Attempts:
         return Attempts(call, self._retry, self._clock, self._random)
+
+
+def resize_key(idempotency_key: str | None) -> str:
+    """A resize's Idempotency-Key: the caller's, or a new uuid4, made once per call so that every
+    attempt, and every send after a new read, carries it."""
+    return idempotency_key or str(uuid.uuid4())
 
 
 class LimitsClient(ClientBase):
@@ -112,8 +121,8 @@ class LimitsClient(ClientBase):
         system = local_system(account_id, admin, directory)
         return cls(system.api_url, system.session, region=system.region, timeout=timeout, retry=retry)
 
-    def _call(self, call: Call[T]) -> T:
-        attempts = self._attempts(call)
+    def _call(self, call: Call[T], attempts: Attempts | None = None) -> T:
+        attempts = attempts or self._attempts(call)
         while True:
             try:
                 return self._transport.call(call)
@@ -164,6 +173,50 @@ class LimitsClient(ClientBase):
 
     def get_resource(self, account_id: str, resource_id: str) -> Resource:
         return self._call(operations.get_resource(account_id, resource_id))
+
+    def _resize(self, read: Call[R], send: Callable[[str | None], Call[R]], if_match: str | None) -> R:
+        """`send(if_match)` with the caller's `if_match`; without one, with the version `read` finds,
+        read again and sent again while `resize_again` says so (retries.py)."""
+        reads = 0
+        while True:
+            if if_match is None:
+                reads += 1
+                call = send(self._call(read).etag)
+            else:
+                call = send(if_match)
+            attempts = self._attempts(call)
+            try:
+                return self._call(call, attempts)
+            except PreconditionFailed as error:
+                if if_match is not None or not resize_again(error, attempts, reads):
+                    raise
+
+    def resize_resource(
+        self,
+        account_id: str,
+        resource_id: str,
+        amount: int,
+        *,
+        if_match: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Resource:
+        """Set the units the resource holds to `amount` (1 to 2**53 - 1), and answer it with its new
+        `etag`. A growth is admitted as a create of the difference (LimitExceeded when fewer units
+        are free: the resource keeps its amount); a shrink frees the difference at once.
+
+        `if_match`: resize only if its `etag` is still this one (PreconditionFailed otherwise).
+        Without it, the client reads the resource first and sends the version it read, reading
+        again and sending again (a few times) when another resize landed between its read and its
+        first attempt. Every attempt sends the same `idempotency_key` (a new uuid4 unless given)
+        and the same If-Match, so a retry after this resize landed answers the resource as it is,
+        and a retry after another caller's resize is PreconditionFailed: never applied twice, never
+        over the other. The same key with another amount is IdempotencyKeyMismatch."""
+        key = resize_key(idempotency_key)
+        return self._resize(
+            operations.get_resource(account_id, resource_id),
+            lambda version: operations.resize_resource(account_id, resource_id, amount, version, key),
+            if_match,
+        )
 
     def delete_resource(self, account_id: str, resource_id: str) -> None:
         """Delete it and free its units. ResourceNotFound if there is no such live resource, but not
@@ -235,6 +288,26 @@ class LimitsClient(ClientBase):
 
     def get_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> TypedResource:
         return self._call(operations.get_typed_resource(account_id, resource_type, resource_id))
+
+    def resize_typed_resource(
+        self,
+        account_id: str,
+        resource_type: str,
+        resource_id: str,
+        amount: int,
+        *,
+        if_match: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> TypedResource:
+        """Set the units of the type's limit it holds, as `resize_resource` does."""
+        key = resize_key(idempotency_key)
+        return self._resize(
+            operations.get_typed_resource(account_id, resource_type, resource_id),
+            lambda version: operations.resize_typed_resource(
+                account_id, resource_type, resource_id, amount, version, key
+            ),
+            if_match,
+        )
 
     def delete_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> None:
         """Delete it and free its type's slot, as `delete_resource` does."""

@@ -4,7 +4,8 @@
 
 `retryable` is what the client retries on its own (docs/security.md's "Retry" column): a 429 after
 `Retry-After`, and a 5xx or a lost answer, because every call this client makes is safe to repeat
-(a create always carries an Idempotency-Key). Any other 4xx gets the same answer again.
+(a create always carries an Idempotency-Key, a resize its Idempotency-Key and If-Match: retries.py).
+Any other 4xx gets the same answer again.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ class TooManyResourceTypes(ClientError):
 
 
 class PreconditionFailed(ClientError):
-    """`If-Match` names another version of the account: read it again for its new `etag`."""
+    """`If-Match` names another version of the limit (or of the resource, for a resize): read it
+    again for its new `etag`."""
 
 
 class PayloadTooLarge(ClientError):

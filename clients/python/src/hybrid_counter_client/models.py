@@ -1,7 +1,7 @@
 """What the API answers, as dataclasses: one per response schema of docs/openapi.json, each field
 the schema's property of the same name in camelCase (`best_effort` is `bestEffort`), of the type
 the schema gives it. A field with `header` in its metadata comes from that response header instead;
-a field with a default is a property the API may leave out.
+a field with a default is a property (or a header) the API may leave out.
 tests/client/test_openapi_drift.py fails when these and the document part ways.
 
 Decoding checks every value's type against the field's annotation, so an answer that is not what
@@ -89,12 +89,18 @@ class Account:
 
 @dataclass(frozen=True)
 class Resource:
+    """A live resource. `etag`: its version, from the ETag header of `get_resource` and
+    `resize_resource` ('"1"' until its first resize; each resize makes the next), for
+    `resize_resource(if_match=)`; None from a create or a page, whose answers carry no ETag. Not
+    compared: a resource read equals the same resource as its create answered it."""
+
     account_id: str
     resource_id: str
     name: str
     attributes: dict[str, Any]
     created_at: str  # ISO 8601, as the API wrote it
     amount: int = 1  # the units of its quota it holds (the API leaves 1 out of its answers)
+    etag: str | None = field(default=None, metadata={"header": "ETag"}, compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,7 @@ class TypedResource:
     created_at: str  # ISO 8601, as the API wrote it
     type: str
     amount: int = 1  # the units of its type's quota it holds
+    etag: str | None = field(default=None, metadata={"header": "ETag"}, compare=False, kw_only=True)  # as Resource's
 
 
 @dataclass(frozen=True)

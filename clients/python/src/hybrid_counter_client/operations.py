@@ -85,6 +85,9 @@ GET_RESOURCE = Operation(
 DELETE_RESOURCE = Operation(
     "deleteResource", "DELETE", "/accounts/{accountId}/resources/{resourceId}", frozenset({204}), "delete_resource"
 )
+RESIZE_RESOURCE = Operation(
+    "resizeResource", "PATCH", "/accounts/{accountId}/resources/{resourceId}", frozenset({200}), "resize_resource"
+)
 # A type's routes (docs/api.md, "Resource types"): its limit, and its resources as the default type's.
 TYPE_PATH = "/accounts/{accountId}/types/{resourceType}"
 LIST_TYPES = Operation("listResourceTypes", "GET", "/accounts/{accountId}/types", frozenset({200}), "list_types")
@@ -102,6 +105,9 @@ GET_TYPED_RESOURCE = Operation(
 DELETE_TYPED_RESOURCE = Operation(
     "deleteTypedResource", "DELETE", f"{TYPE_PATH}/resources/{{resourceId}}", frozenset({204}), "delete_typed_resource"
 )
+RESIZE_TYPED_RESOURCE = Operation(
+    "resizeTypedResource", "PATCH", f"{TYPE_PATH}/resources/{{resourceId}}", frozenset({200}), "resize_typed_resource"
+)
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
@@ -109,6 +115,7 @@ OPERATIONS = (
     CREATE_RESOURCE,
     GET_RESOURCE,
     DELETE_RESOURCE,
+    RESIZE_RESOURCE,
     LIST_TYPES,
     GET_TYPE,
     PUT_TYPE,
@@ -116,6 +123,7 @@ OPERATIONS = (
     CREATE_TYPED_RESOURCE,
     GET_TYPED_RESOURCE,
     DELETE_TYPED_RESOURCE,
+    RESIZE_TYPED_RESOURCE,
 )
 
 
@@ -167,7 +175,7 @@ def _account(answer: Answer) -> Account:
 
 
 def _resource(answer: Answer) -> Resource:
-    return decode(Resource, answer.json())
+    return decode(Resource, answer.json(), answer.headers)
 
 
 def _page(answer: Answer) -> ResourcePage:
@@ -188,9 +196,9 @@ def get_account(account_id: str) -> Call[Account]:
 
 
 def _put_headers(if_match: str | None, idempotency_key: str | None) -> dict[str, str]:
-    """A PUT's headers. Its key is made once per call, here, so that every attempt of the call
-    sends it: the API then takes a retry for the first attempt, and a retry never overwrites a
-    PUT another caller made after that attempt (docs/admission.md, "Limit changes")."""
+    """A PUT's (or a resize's) headers. Its key is made once per call, here, so that every attempt
+    of the call sends it: the API then takes a retry for the first attempt, and a retry never
+    overwrites a PUT another caller made after that attempt (docs/admission.md, "Limit changes")."""
     headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
     return headers if if_match is None else {**headers, "If-Match": if_match}
 
@@ -246,6 +254,17 @@ def get_resource(account_id: str, resource_id: str) -> Call[Resource]:
     return Call(GET_RESOURCE, {"accountId": account_id, "resourceId": resource_id}, _resource)
 
 
+def resize_resource(
+    account_id: str, resource_id: str, amount: int, if_match: str | None, idempotency_key: str
+) -> Call[Resource]:
+    """One resize as sent: `if_match` and `idempotency_key` the same on every attempt (the client
+    makes the key once per resize, retries.py's `resize_again` says when it reads and sends again)."""
+    headers = _put_headers(if_match, idempotency_key)
+    where = {"accountId": account_id, "resourceId": resource_id}
+    body = _json_body({"amount": amount})
+    return Call(RESIZE_RESOURCE, where, _resource, headers=headers, body=body)
+
+
 def delete_resource(account_id: str, resource_id: str) -> Call[None]:
     return Call(DELETE_RESOURCE, {"accountId": account_id, "resourceId": resource_id}, _nothing, when_gone=lambda: None)
 
@@ -298,6 +317,15 @@ def create_typed_resource(
 def get_typed_resource(account_id: str, resource_type: str, resource_id: str) -> Call[TypedResource]:
     where = {"accountId": account_id, "resourceType": resource_type, "resourceId": resource_id}
     return Call(GET_TYPED_RESOURCE, where, _decoder(TypedResource))
+
+
+def resize_typed_resource(
+    account_id: str, resource_type: str, resource_id: str, amount: int, if_match: str | None, idempotency_key: str
+) -> Call[TypedResource]:
+    where = {"accountId": account_id, "resourceType": resource_type, "resourceId": resource_id}
+    headers = _put_headers(if_match, idempotency_key)
+    body = _json_body({"amount": amount})
+    return Call(RESIZE_TYPED_RESOURCE, where, _decoder(TypedResource), headers=headers, body=body)
 
 
 def delete_typed_resource(account_id: str, resource_type: str, resource_id: str) -> Call[None]:

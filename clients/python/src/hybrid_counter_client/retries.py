@@ -20,6 +20,13 @@ served about 11 calls a second (200 callers, half created and half refused Limit
 jittered share of 1, 2, 4, 8, 10 s... make about 8 attempts, and 10 leaves a caller whose draws
 were short its turn too. On AWS a throttled call is rare (an account runs 1,000 functions at once
 by default) and each costs the function nothing: the gateway answers it.
+
+Each retried call is safe to send again (clients/python/README.md, "Retries"): a read and a PUT
+or create with the call's one Idempotency-Key change nothing twice; a delete whose earlier attempt
+may have landed takes the ResourceNotFound after it as done. A resize sends one Idempotency-Key
+and one If-Match on every attempt: the version the caller gave, or the one the client read just
+before (`resize_again`), so a retry after its own first attempt landed answers the resource as
+it is, and a retry after another caller's resize is PreconditionFailed, never applied over it.
 """
 
 from __future__ import annotations
@@ -29,7 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hybrid_counter_client.errors import HybridCounterError, NoResponse, ResourceNotFound, ServerError
+from hybrid_counter_client.errors import (
+    HybridCounterError,
+    NoResponse,
+    PreconditionFailed,
+    ResourceNotFound,
+    ServerError,
+)
 from hybrid_counter_client.operations import Call
 
 logger = logging.getLogger("hybrid_counter_client")
@@ -78,6 +91,11 @@ class Attempts:
         # A 5xx or a lost answer: that request may have landed, and a later answer is about it.
         self._earlier_may_have_landed = False
 
+    @property
+    def may_have_landed(self) -> bool:
+        """Whether a request of the call so far may have landed (answered a 5xx, or not at all)."""
+        return self._earlier_may_have_landed
+
     def gone_after_landing(self, error: HybridCounterError) -> bool:
         """A ResourceNotFound after an attempt that may have landed: that attempt removed it."""
         return isinstance(error, ResourceNotFound) and self._earlier_may_have_landed
@@ -104,3 +122,18 @@ class Attempts:
             wait,
         )
         return wait
+
+
+# How many times a resize whose If-Match the client read itself reads the resource: the first
+# read, and one more after each PreconditionFailed of `resize_again`'s.
+RESIZE_READS = 4
+
+
+def resize_again(error: HybridCounterError, attempts: Attempts, reads: int) -> bool:
+    """Whether a resize whose If-Match is the version the client read (the caller gave none) reads
+    the resource again and sends again with the new version, after its attempts ended in `error`:
+    only for a PreconditionFailed when none of them may have landed (each was answered a 429 or the
+    412), so another caller's resize landed between the read and the PATCH and this one did not;
+    at most RESIZE_READS reads in all. After an attempt that may have landed, the 412 may follow
+    this resize's own landing, overtaken by another: the caller gets it, and reads for itself."""
+    return isinstance(error, PreconditionFailed) and not attempts.may_have_landed and reads < RESIZE_READS

@@ -1,0 +1,196 @@
+"""The Python client's resize (`resize_resource`, `resize_typed_resource`) through the real API
+handler: a bridge on 127.0.0.1 hands each signed request the client sends to the handler as API
+Gateway's proxy event (the harness's in-process API, tests/support/api_events.py), on this tier's
+table. Reserve then settle, a resize landing between the client's read and its PATCH, and a lost
+answer retried before and after another caller's resize: each ends with the units exact and the
+invariants holding. The client's own rules against a scripted server: tests/client/test_resize.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from hybrid_counter_client import LimitExceeded, LimitsClient, PreconditionFailed, Resource, TypedResource
+
+from tests.client.conftest import Waits, static_session
+from tests.handler.conftest import Kind
+
+# On this tier's backend, and the client's too (`make client`).
+pytestmark = pytest.mark.client
+
+# The request headers the API reads; the signature's are API Gateway's business, not the handler's.
+FORWARDED = ("content-type", "idempotency-key", "if-match")
+
+
+@dataclass
+class Bridge:
+    """Serves the handler over HTTP. `before`: for each request of a method, in turn, what runs
+    before it is handed on (another caller's write, say; None: nothing). `lose`: methods whose next
+    answer is lost after the handler ran (the connection closed without a word)."""
+
+    kind: Kind
+    before: dict[str, list[Callable[[], None] | None]] = field(default_factory=dict)
+    lose: set[str] = field(default_factory=set)
+    seen: list[tuple[str, str | None]] = field(default_factory=list)  # each request's method and If-Match
+
+    def __post_init__(self) -> None:
+        bridge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def answer(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                headers = {name: value for name, value in self.headers.items() if name.lower() in FORWARDED}
+                bridge.seen.append((self.command, self.headers.get("If-Match")))
+                queued = bridge.before.get(self.command) or [None]
+                hook = queued.pop(0)
+                if hook is not None:
+                    hook()
+                url = urlsplit(self.path)
+                path = url.path.removeprefix("/prod") + (f"?{url.query}" if url.query else "")
+                response = bridge.kind.harness.api.request(self.command, path, body or None, headers)
+                if self.command in bridge.lose:
+                    bridge.lose.discard(self.command)
+                    self.close_connection = True
+                    return
+                raw = response.text.encode()
+                self.send_response(response.status)
+                for name, value in response.headers.items():
+                    if name.lower() not in ("content-length", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = answer
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/prod/"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def bridge(kind: Kind) -> Iterator[Bridge]:
+    served = Bridge(kind)
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def client(bridge: Bridge) -> Iterator[LimitsClient]:
+    waits = Waits()
+    with LimitsClient(bridge.url, static_session(), clock=waits.clock, sleep=waits.sleep) as made:
+        yield made
+
+
+def create(kind: Kind, client: LimitsClient, amount: int) -> Resource | TypedResource:
+    if kind.resource_type is None:
+        return client.create_resource(Kind.ACCOUNT, "completion", amount=amount)
+    return client.create_typed_resource(Kind.ACCOUNT, kind.resource_type, "completion", amount=amount)
+
+
+def resize(kind: Kind, client: LimitsClient, resource_id: str, amount: int, **options: Any) -> Resource | TypedResource:
+    if kind.resource_type is None:
+        return client.resize_resource(Kind.ACCOUNT, resource_id, amount, **options)
+    return client.resize_typed_resource(Kind.ACCOUNT, kind.resource_type, resource_id, amount, **options)
+
+
+def another_callers_resize(kind: Kind, resource_id: str, amount: int) -> Callable[[], None]:
+    def resize_now() -> None:
+        response = kind.harness.api.request("PATCH", f"{kind.resources_url}/{resource_id}", {"amount": amount})
+        assert response.status == 200, response.text
+
+    return resize_now
+
+
+def held(kind: Kind, resource_id: str) -> tuple[int, str]:
+    """The resource's amount and ETag, as the API reads it now."""
+    response = kind.harness.api.request("GET", f"{kind.resources_url}/{resource_id}")
+    assert response.status == 200, response.text
+    return response.json().get("amount", 1), response.headers["ETag"]
+
+
+def test_reserve_then_settle(kind: Kind, client: LimitsClient, bridge: Bridge) -> None:
+    kind.put(10_000)
+    reserved = create(kind, client, 4000)
+    assert (reserved.amount, kind.read()["available"]) == (4000, 6000)
+    settled = resize(kind, client, reserved.resource_id, 3200)
+    assert (settled.amount, settled.etag, settled.resource_id) == (3200, '"2"', reserved.resource_id)
+    assert [method for method, _ in bridge.seen] == ["POST", "GET", "PATCH"]
+    assert bridge.seen[-1] == ("PATCH", '"1"')  # the version it read
+    assert kind.read()["available"] == 6800
+    kind.harness.pump()
+    view = kind.read()
+    assert (view["eventual"], view["bestEffort"], view["used"]) == (3200, 3200, 3200)
+    kind.harness.check_invariants()
+
+
+def test_a_resize_that_lands_between_the_read_and_the_patch_is_read_again(
+    kind: Kind, client: LimitsClient, bridge: Bridge
+) -> None:
+    kind.put(100)
+    resource = create(kind, client, 10)
+    bridge.before["PATCH"] = [another_callers_resize(kind, resource.resource_id, 30)]
+    resized = resize(kind, client, resource.resource_id, 20)
+    assert (resized.amount, resized.etag) == (20, '"3"')  # after the other's, never over it unread
+    assert bridge.seen[1:] == [("GET", None), ("PATCH", '"1"'), ("GET", None), ("PATCH", '"2"')]
+    truth = kind.truth()
+    assert (truth.live, truth.admitted, truth.leases) == (20, 20, 0)
+    kind.harness.pump()
+    assert kind.read()["eventual"] == 20
+    kind.harness.check_invariants()
+
+
+def test_a_lost_answer_is_retried_and_the_resize_applied_once(kind: Kind, client: LimitsClient, bridge: Bridge) -> None:
+    kind.put(100)
+    resource = create(kind, client, 10)
+    bridge.lose.add("PATCH")
+    resized = resize(kind, client, resource.resource_id, 40)
+    assert (resized.amount, resized.etag) == (40, '"2"')  # the first attempt's, answered again
+    assert bridge.seen[1:] == [("GET", None), ("PATCH", '"1"'), ("PATCH", '"1"')]
+    truth = kind.truth()
+    assert (truth.live, truth.admitted, truth.room, truth.leases) == (40, 40, 60, 0)
+    kind.harness.check_invariants()
+
+
+def test_a_retry_after_another_callers_resize_never_undoes_it(kind: Kind, client: LimitsClient, bridge: Bridge) -> None:
+    """The first attempt landed and its answer was lost; another caller resized before the retry:
+    the retry is PreconditionFailed, and the other caller's amount stands."""
+    kind.put(100)
+    resource = create(kind, client, 10)
+    bridge.lose.add("PATCH")
+    bridge.before["PATCH"] = [None, another_callers_resize(kind, resource.resource_id, 25)]
+    with pytest.raises(PreconditionFailed):
+        resize(kind, client, resource.resource_id, 40)
+    assert bridge.seen[1:] == [("GET", None), ("PATCH", '"1"'), ("PATCH", '"1"')]  # not read again
+    assert held(kind, resource.resource_id) == (25, '"3"')
+    truth = kind.truth()
+    assert (truth.live, truth.admitted, truth.leases) == (25, 25, 0)
+    kind.harness.pump()
+    kind.harness.check_invariants()
+
+
+def test_a_growth_past_the_free_units_is_refused_and_the_resource_kept(kind: Kind, client: LimitsClient) -> None:
+    kind.put(10)
+    resource = create(kind, client, 6)
+    with pytest.raises(LimitExceeded):
+        resize(kind, client, resource.resource_id, 11)
+    assert held(kind, resource.resource_id) == (6, '"1"')
+    shrunk = resize(kind, client, resource.resource_id, 2, if_match='"1"')
+    assert (shrunk.amount, shrunk.etag) == (2, '"2"')
+    kind.harness.check_invariants()
