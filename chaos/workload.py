@@ -324,7 +324,7 @@ def resize(
     """Resize a live resource as a careful caller does: read its version, then PATCH it with that
     version as If-Match and one Idempotency-Key on every attempt, retried on a 5xx or no answer. A
     retry after its own attempt landed is answered the resource as it is; one after another
-    caller's resize is 412 and changes nothing (docs/admission.md, "Resize"). 404: a delete won
+    caller's resize is 412 and changes nothing (docs/admission.md, "Resizing"). 404: a delete won
     the race; 409 LimitExceeded: fewer units free than the growth, the resource keeps its amount."""
     version: str | None = None
     current = 0
