@@ -16,10 +16,23 @@ from chaos.run import DEFAULT_RATES, ChaosSettings, Report, run
 from local.deploy import context_entry
 
 
+def mutation_names(value: str) -> str:
+    """`--break`'s value: known mutation names, comma-joined."""
+    unknown = [name for name in value.split(",") if name not in MUTATIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown mutation(s) {unknown}; known: {sorted(MUTATIONS)}")
+    return value
+
+
 def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
     parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--operations", type=int, default=600, help="client operations (creates and deletes)")
+    parser.add_argument(
+        "--operations",
+        type=int,
+        default=600,
+        help="client operations (creates and deletes, and resizes with --amounts)",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
     parser.add_argument("--accounts", type=int, default=4, help="ordinary accounts (limit 40)")
     parser.add_argument("--hot-accounts", type=int, default=2, help="accounts hammered at their limit of 5")
@@ -39,7 +52,13 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         help="the only fault: a share P of single-item writes land and answer 500 two seconds later; "
         "callers must see none of it (docs/admission.md)",
     )
-    parser.add_argument("--break", dest="mutation", choices=sorted(MUTATIONS), help="plant a known bug")
+    parser.add_argument(
+        "--break",
+        dest="mutation",
+        type=mutation_names,
+        metavar="NAME[,NAME]",
+        help=f"plant a known bug (or several, comma-joined): {', '.join(sorted(MUTATIONS))}",
+    )
     parser.add_argument("--report", default="chaos-report.json", help="where to write the JSON report")
     parser.add_argument("--quiescence-timeout", type=float, default=180.0)
     parser.add_argument(
@@ -73,6 +92,12 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         default=6,
         help="limit changes an admin makes while the clients work (lowered to the usage or below, raised, set "
         "back): each must be one Limit Changed event and the crossings it makes decided once",
+    )
+    parser.add_argument(
+        "--amounts",
+        action="store_true",
+        help="creates take random amounts (1..8 units, the limits 4 times larger) and the clients also resize live "
+        "resources (1..8), racing the deletes and each other: every check holds in units",
     )
     parser.add_argument(
         "--no-refusal-events",
@@ -117,6 +142,7 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         types=args.types,
         limit_changes=args.limit_changes,
         refusal_events=not args.no_refusal_events,
+        amounts=args.amounts,
     )
     return settings, args.report
 
@@ -125,6 +151,7 @@ def render(report: Report) -> str:
     lines = [
         f"chaos run: seed {report.settings['seed']}, {report.settings['operations']} operations, "
         f"{report.settings['clients']} clients, {report.settings['types']} type(s) per account"
+        + (", random amounts and resizes" if report.settings.get("amounts") else "")
         + (f", broken: {report.settings['mutation']}" if report.settings["mutation"] else "")
     ]
     lines.append("\noperations (client view)")

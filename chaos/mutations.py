@@ -72,15 +72,35 @@ def _aggregator_counts_each_window_once_per_batch() -> None:
     setattr(refusals, "windows_of", windows_of)  # noqa: B010 - aggregate() calls it by this module's name
 
 
+def _consumer_counts_a_resize_from_nothing() -> None:
+    """The consumer counts a resize as if the counter held nothing for the resource: it adds the
+    new amount, not the difference from what the counter held (only amounts and resizes show it)."""
+    from functions.core import counting
+
+    original = counting.ResourceAction.delta
+
+    def delta(self: counting.ResourceAction) -> int:
+        if self.kind is counting.ActionKind.COUNT_RESIZE:
+            return self.amount
+        return original.fget(self)  # type: ignore[attr-defined, no-any-return]
+
+    counting.ResourceAction.delta = property(delta)  # type: ignore[method-assign, assignment]
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
     "consumer-ignores-limit-changes": _consumer_ignores_limit_changes,
     "aggregator-counts-each-window-once-per-batch": _aggregator_counts_each_window_once_per_batch,
+    "consumer-counts-a-resize-from-nothing": _consumer_counts_a_resize_from_nothing,
 }
 
 
-def apply(name: str) -> None:
-    if name not in MUTATIONS:
-        raise ValueError(f"unknown mutation {name!r}; known: {sorted(MUTATIONS)}")
-    MUTATIONS[name]()
+def apply(names: str) -> None:
+    """Plant the mutation `names` names, or each of several joined by commas (a run whose checks
+    must catch each: tests/chaos/test_chaos.py plants two caught by different checks in one run)."""
+    for name in names.split(","):
+        if name not in MUTATIONS:
+            raise ValueError(f"unknown mutation {name!r}; known: {sorted(MUTATIONS)}")
+    for name in names.split(","):
+        MUTATIONS[name]()

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -37,11 +37,12 @@ from chaos.usage_events import (
     refusal_checks,
     refusal_lines,
     refusals_announced,
+    refused_units_announced,
     replay,
     stream_records,
 )
 from chaos.workload import Account, ClientOutcomes, LimitChanger, attempt, create, run_clients
-from functions.adapters import keys
+from functions.adapters import keys, resources
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
@@ -56,6 +57,7 @@ from functions.core.leases import (
     Lease,
     LeaseKind,
     Settlement,
+    in_units,
     resolution,
 )
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, Resource
@@ -82,6 +84,10 @@ REFUSAL_GRACE_SECONDS = 5
 # How long past that the checks wait for the last minute's Limit Refused events.
 REFUSALS_ANNOUNCED_TIMEOUT = 30.0
 FATAL_CREATES = 2
+# With amounts: each create takes, and each resize sets, 1..MAX_AMOUNT units (4.5 on average), and
+# every limit is AMOUNT_SCALE times the one-unit run's, so quotas still fill up and refuse.
+MAX_AMOUNT = 8
+AMOUNT_SCALE = 4
 DEFAULT_RATES = {
     "throttle": 0.02,
     "fail_before": 0.02,
@@ -128,6 +134,10 @@ class ChaosSettings:
     # Check the Limit Refused events: the run then waits for the minute of the last refusal to end
     # and be announced (up to a minute more). `python -m chaos` does unless told not to.
     refusal_events: bool = False
+    # Amounts (docs/admission.md, "Amounts"): creates take 1..MAX_AMOUNT units, the clients also
+    # resize live resources to 1..MAX_AMOUNT, and the limits are AMOUNT_SCALE times larger. Off:
+    # every resource holds 1 unit, and a seed makes the run it made before amounts.
+    amounts: bool = False
 
     @property
     def faults_on(self) -> bool:
@@ -199,7 +209,7 @@ class Sampler(threading.Thread):
                 self.stop.wait(0.02)
 
     def observe(self, shot: Snapshot) -> None:
-        live = len(shot.live)
+        live = shot.live_units  # in units: the sum of the live resources' amounts
         self.best_effort.expect(shot.best_effort <= live, f"{shot.quota}: best-effort {shot.best_effort} > live {live}")
         self.eventual.expect(
             shot.eventual == shot.processed, f"{shot.quota}: eventual {shot.eventual} != counted {shot.processed}"
@@ -235,7 +245,13 @@ def limit_check(sampler: Sampler, truth: StreamTruth, bound: int) -> tuple[Check
 # What faults inject and a repair may correct: slots held and increments lost by requests that died
 # between writes. Anything else an audit reports (the eventual counter off, an overcount, admitted
 # below the live resources) is drift no fault injects: a bug.
-INJECTABLE_DRIFT = ("slot(s) held beyond the writes in flight", "below the live resources beyond the writes in flight")
+# Matched against functions/core/audit.py audit_problems' words (tests/chaos/test_drift_words.py).
+INJECTABLE_DRIFT = ("slot(s) held beyond the writes in flight", "below the live units beyond the writes in flight")
+
+
+def unexplained_drift(problems: Sequence[str]) -> list[str]:
+    """The problems an audit reported that no injected fault explains."""
+    return [problem for problem in problems if not any(kind in problem for kind in INJECTABLE_DRIFT)]
 
 
 class Auditor(threading.Thread):
@@ -257,7 +273,7 @@ class Auditor(threading.Thread):
                 finding = commands.audit_account(self._table, account.quota)
                 self.verdicts[finding.verdict] += 1
                 if finding.verdict != "inconclusive":
-                    unexplained = [p for p in finding.problems if not any(kind in p for kind in INJECTABLE_DRIFT)]
+                    unexplained = unexplained_drift(finding.problems)
                     self.check.expect(not unexplained, f"{account.name}: {'; '.join(unexplained)}")
                 if finding.verdict == "drift":
                     try:
@@ -301,10 +317,11 @@ def resource_types(count: int) -> list[str]:
 def make_accounts(settings: ChaosSettings) -> list[Account]:
     """Every limit the clients work on: each account's types, its default type first (a type's
     first PUT needs no account, but the default type's limit is then 0 until the account's PUT)."""
-    accounts = [Account(f"acct-{i}", limit=40) for i in range(settings.accounts)]
-    accounts += [Account(f"hot-{i}", limit=5, hot=True) for i in range(settings.hot_accounts)]
+    scale = AMOUNT_SCALE if settings.amounts else 1
+    accounts = [Account(f"acct-{i}", limit=40 * scale) for i in range(settings.accounts)]
+    accounts += [Account(f"hot-{i}", limit=5 * scale, hot=True) for i in range(settings.hot_accounts)]
     if settings.fatal and settings.faults_on:
-        accounts.append(Account(f"{FATAL_PREFIX}-0", limit=10, fatal=True))
+        accounts.append(Account(f"{FATAL_PREFIX}-0", limit=10 * scale, fatal=True))
     return [replace(account, resource_type=kind) for account in accounts for kind in resource_types(settings.types)]
 
 
@@ -383,9 +400,13 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                     for index in range(FATAL_CREATES):
                         create(api, account, f"fatal-{index}", outcomes)
             ordinary = [account for account in accounts if not account.fatal]
-            changer = LimitChanger(api, ordinary, outcomes, settings.operations, settings.limit_changes, settings.seed)
+            unit = AMOUNT_SCALE if settings.amounts else 1
+            changer = LimitChanger(
+                api, ordinary, outcomes, settings.operations, settings.limit_changes, settings.seed, unit
+            )
             changer.start()
-            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes)
+            max_amount = MAX_AMOUNT if settings.amounts else None
+            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes, max_amount)
             changer.finish()
             report.limit_changes = changer.made
             workload_done = time.monotonic()
@@ -409,6 +430,8 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 report.checks.append(auditor.check)
             report.checks.append(quiescence_check(quiet))
             report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes)
+            if settings.amounts:
+                report.checks.append(amounts_check(dynamodb, table, accounts, outcomes))
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
             phase_over("end state checks")
@@ -455,21 +478,27 @@ def announced_refusal_checks(
     deadline = time.monotonic() + minute_left + REFUSAL_GRACE_SECONDS + REFUSALS_ANNOUNCED_TIMEOUT
     api_log = os.path.join(log_dir, "api.log")  # local/functions.py log_path: the API function's file
     while True:
-        lines = refusal_lines(api_log)
+        lines, line_units = refusal_lines(api_log)
         announced = {account.quota: snapshot(dynamodb, table, account.quota).refusals for account in accounts}
         ids = {event["eventId"] for events in announced.values() for event in events}
         received = {str(event["detail"]["eventId"]) for event in subscriber.receive()}
-        done = all(refusals_announced(announced[quota]) == lines[quota] for quota in announced) and ids <= received
+        done = all(
+            refusals_announced(announced[quota]) == lines[quota]
+            and refused_units_announced(announced[quota]) == line_units[quota]
+            for quota in announced
+        )
+        done = done and ids <= received
         if done or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     answered = {account.quota: outcomes.refused[account.name] for account in accounts}
+    answered_units = {account.quota: outcomes.refused_units[account.name] for account in accounts}
     figures = {
         "refusal lines": sum(lines.values()),
         "Limit Refused events": len(ids),
         "refusals announced": sum(refusals_announced(events) for events in announced.values()),
     }
-    return figures, refusal_checks(announced, lines, answered, subscriber.received)
+    return figures, refusal_checks(announced, lines, answered, subscriber.received, line_units, answered_units)
 
 
 def _put_account(api: LimitsClient, account: Account) -> None:
@@ -538,16 +567,18 @@ def end_state_checks(
         unresolved = outcomes.unresolved.get(account.name, set())
         deleted = outcomes.deleted.get(account.name, set())
         if not account.fatal:
-            held = slots_held_by_leases(shot)
+            held, unknown = units_held_by_leases(shot)
             stored.expect(
-                shot.admitted == len(shot.live) + held,
-                f"{account.name}: admitted {shot.admitted}, live {len(shot.live)}, "
-                f"{len(shot.leases)} lease(s) holding {held} slot(s): {describe_leases(shot)}",
+                shot.live_units + held <= shot.admitted <= shot.live_units + held + unknown,
+                f"{account.name}: admitted {shot.admitted}, live units {shot.live_units}, "
+                f"{len(shot.leases)} lease(s) holding {held} unit(s) (and up to {unknown} more): "
+                f"{describe_leases(shot)}",
             )
             view = read_carefully(partial(account.usage, api), f"GET {account.path}")
             exact.expect(
-                view.eventual == len(shot.live) == shot.eventual,
-                f"{account.name}: API eventual {view.eventual}, table eventual {shot.eventual}, live {len(shot.live)}",
+                view.eventual == shot.live_units == shot.eventual,
+                f"{account.name}: API eventual {view.eventual}, table eventual {shot.eventual}, "
+                f"live units {shot.live_units}",
             )
         for resource_id in acknowledged - unresolved:
             exists.expect(
@@ -564,6 +595,19 @@ def end_state_checks(
                 f"{account.name}/{resource_id} exists but no client was told it was created",
             )
     return [exact, stored, answers, exists, gone, phantom]
+
+
+def amounts_check(dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes) -> Check:
+    """Each resource that exists holds an amount a client asked it to hold: its create's, or one of
+    its resizes' (a resize applied twice, or half applied, holds another)."""
+    check = Check("every resource holds an amount a client asked for (its create's or a resize's)")
+    for account in accounts:
+        shot = snapshot(dynamodb, table, account.quota)
+        for resource_id in sorted(shot.existing):
+            amount = resources.amount_of(shot.items[resource_id])
+            asked = outcomes.asked.get(resource_id, set())
+            check.expect(amount in asked, f"{account.name}/{resource_id} holds {amount}, asked {sorted(asked)}")
+    return check
 
 
 def settled_usage_events(
@@ -593,10 +637,27 @@ def lease_resolutions(shot: Snapshot) -> list[tuple[Lease, Settlement]]:
     return [(lease, resolution(lease, _lease_resource(shot, lease), expired=False)) for lease in shot.leases]
 
 
-def slots_held_by_leases(shot: Snapshot) -> int:
-    """How many slots the account's leases hold beyond its live resources: a reservation whose put
-    never landed, a deletion whose soft delete landed. A heal would release exactly these."""
-    return sum(settlement in (RELEASE_RESERVATION, FINISH_DELETION) for _, settlement in lease_resolutions(shot))
+def units_held_by_leases(shot: Snapshot) -> tuple[int, int]:
+    """How many units the account's leases hold beyond its live resources' amounts: a reservation
+    whose put never landed, a deletion whose soft delete landed, a growth whose write never landed,
+    a shrink whose write landed; a heal would release exactly these. And how many more they may
+    hold: a resize's lease whose resource a later resize changed (or that is gone) hides whether
+    its own write landed (functions/core/leases.py, _resize_resolution), so its units may be held
+    or not until a quiet heal sets the counters to the truth."""
+    held = unknown = 0
+    for lease, settlement in lease_resolutions(shot):
+        held += max(0, -settlement.admitted)
+        if _resize_outcome_hidden(lease, settlement, _lease_resource(shot, lease)):
+            unknown += lease.units
+    return held, unknown
+
+
+def _resize_outcome_hidden(lease: Lease, settlement: Settlement, resource: Resource | None) -> bool:
+    """A resize's lease dropped without proof that its write landed: a later resize (or the
+    resource's removal) hides it."""
+    if lease.kind not in (LeaseKind.GROWTH, LeaseKind.SHRINK) or settlement != DROP:
+        return False
+    return resource is None or resource.resize_token != lease.token
 
 
 def describe_leases(shot: Snapshot) -> str:
@@ -622,14 +683,18 @@ def describe_leases(shot: Snapshot) -> str:
 
 
 def _settlement_name(lease: Lease, settlement: Settlement) -> str:
-    # Settlements are compared by value (a release and a finished deletion are the same change).
+    # Settlements are compared by value (a release and a finished deletion are the same change),
+    # in the lease's units.
+    units = f"{lease.units} unit(s)"
     if settlement == DROP:
-        return "drop (holds no slot)"
-    if lease.kind is LeaseKind.RESERVATION:
-        return "release reservation (holds a slot)" if settlement == RELEASE_RESERVATION else str(settlement)
-    if settlement == FINISH_DELETION:
-        return "finish deletion (holds a slot)"
-    return "undo deletion (holds no slot)" if settlement == UNDO_DELETION else str(settlement)
+        return "drop (holds nothing)"
+    if lease.kind in (LeaseKind.RESERVATION, LeaseKind.GROWTH):
+        release = in_units(RELEASE_RESERVATION, lease.units)
+        return f"release reservation (holds {units})" if settlement == release else str(settlement)
+    if settlement == in_units(FINISH_DELETION, lease.units):
+        return f"finish {lease.kind.value} (holds {units})"
+    undo = in_units(UNDO_DELETION, lease.units)
+    return f"undo {lease.kind.value} (holds nothing)" if settlement == undo else str(settlement)
 
 
 def _lease_resource(shot: Snapshot, lease: Lease) -> Resource | None:
@@ -695,9 +760,9 @@ def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
         shot = snapshot(dynamodb, table, account.quota)
         check.expect(
             outcome in (HealOutcome.HEALED, HealOutcome.EXACT)
-            and shot.best_effort_net == shot.admitted == len(shot.live),
+            and shot.best_effort_net == shot.admitted == shot.live_units,
             f"{account.name}: heal {outcome.value}, best-effort {shot.best_effort_net}, "
-            f"admitted {shot.admitted}, live {len(shot.live)}",
+            f"admitted {shot.admitted}, live units {shot.live_units}",
         )
     return check
 
@@ -711,7 +776,11 @@ def unseen_ambiguity_checks(
     answers = Check("only ambiguous writes injected: every create and delete answered as if none had failed")
     for outcome, count in outcomes.statuses.items():
         kind, _, status = outcome.partition(" ")
-        allowed = {"create": {"2xx", "201", "409"}, "delete": {"204", "404"}}[kind]
+        allowed = {
+            "create": {"2xx", "201", "409"},
+            "delete": {"204", "404"},
+            "resize": {"2xx", "200", "404", "409", "412"},
+        }[kind]
         answers.expect(status in allowed, f"{count} x {outcome}")
     answers.expect(not outcomes.unresolved, f"unresolved after retries: {outcomes.unresolved}")
     stored = Check("only ambiguous writes injected: no lease left, stored admitted = eventual = live, no heal")
@@ -719,7 +788,7 @@ def unseen_ambiguity_checks(
 
     def admitted_after_raise(account: Account) -> tuple[Snapshot, list[int | str]]:
         shot = snapshot(dynamodb, table, account.quota)
-        attempt(partial(account.set_limit, api, len(shot.live) + 3), 200)
+        attempt(partial(account.set_limit, api, shot.live_units + 3), 200)
         return shot, [attempt(partial(account.create, api, f"after-{index}"), 201).status for index in range(4)]
 
     # Each account's calls are sequential (its fourth create must find the limit); the accounts are
@@ -727,7 +796,7 @@ def unseen_ambiguity_checks(
     with ThreadPoolExecutor(max_workers=max(1, len(accounts))) as pool:
         seen = list(pool.map(admitted_after_raise, accounts))
     for account, (shot, statuses) in zip(accounts, seen, strict=True):
-        live = len(shot.live)
+        live = shot.live_units
         stored.expect(
             not shot.leases and shot.admitted == shot.eventual == live,
             f"{account.name}: leases {len(shot.leases)}, admitted {shot.admitted}, "

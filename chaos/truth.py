@@ -35,7 +35,10 @@ class Snapshot:
     shards: int = 0  # admission shard items
     eventual: int = 0  # over every counter shard
     live: set[str] = field(default_factory=set)
-    processed: int = 0  # existing resources with counter_processed=true
+    live_units: int = 0  # the sum of the live resources' amounts: what the limit bounds
+    # Units the eventual counter holds for the existing resources with counter_processed=true: each
+    # one's amount, or its `counted_units` while a resize of it is not counted yet.
+    processed: int = 0
     existing: set[str] = field(default_factory=set)
     pending: int = 0  # uncounted or soft-deleted resources
     leases: tuple[Lease, ...] = ()  # on the shard items: writes in flight, or dead and not yet settled
@@ -96,9 +99,12 @@ def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
             shot.items[resource_id] = item
             processed = bool(item.get(table_layout.COUNTER_PROCESSED))
             deleted = bool(item.get(table_layout.DELETED))
-            shot.processed += processed
+            units = resources.amount_of(item)  # an item without `amount` (every older one) holds 1
+            held = resources.counted_units_of(item)
+            shot.processed += (units if held is None else held) if processed else 0
             if not deleted:
                 shot.live.add(resource_id)
+                shot.live_units += units
             shot.pending += (not processed) or deleted
     shot.leases = tuple(leases)
     return shot

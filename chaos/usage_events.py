@@ -262,20 +262,27 @@ def event_checks(
     return [exact, walked, settled, numbered, sided, changes, complete]
 
 
-def refusal_lines(api_log: str) -> Counter[Quota]:
-    """The creates the API refused, per quota, as its log lines tell them: what CloudWatch Logs
-    sends the aggregator (functions/core/refusals.py)."""
+def refusal_lines(api_log: str) -> tuple[Counter[Quota], Counter[Quota]]:
+    """The creates (and growing resizes) the API refused, per quota, as its log lines tell them:
+    what CloudWatch Logs sends the aggregator (functions/core/refusals.py); and the units they
+    asked for."""
     lines: Counter[Quota] = Counter()
+    units: Counter[Quota] = Counter()
     with open(api_log, encoding="utf-8") as log:
         for line in log:
             refusal = parse_refusal(line, datetime.now(UTC), "")
             if refusal is not None:
                 lines[refusal.quota] += 1
-    return lines
+                units[refusal.quota] += refusal.units
+    return lines, units
 
 
 def refusals_announced(events: Iterable[Mapping[str, Any]]) -> int:
     return sum(int(event["refused"]) for event in events)
+
+
+def refused_units_announced(events: Iterable[Mapping[str, Any]]) -> int:
+    return sum(int(event["refusedUnits"]) for event in events)
 
 
 def refusal_checks(
@@ -283,10 +290,13 @@ def refusal_checks(
     lines: Counter[Quota],
     answered: Mapping[Quota, int],
     received: list[dict[str, Any]],
+    line_units: Counter[Quota],
+    answered_units: Mapping[Quota, int],
 ) -> list[Check]:
     """Limit Refused events (docs/events.md, "Refused creates"): every refusal line of the API is
-    counted in its quota's events, once; one event per quota and minute; each delivered; and every
-    409 LimitExceeded a client was answered is a refusal line."""
+    counted in its quota's events, once, with the units it asked for; one event per quota and
+    minute; each delivered; and every 409 LimitExceeded a client was answered (a create's, or a
+    growing resize's) is a refusal line, of the units it asked for."""
     counted = Check("limit refused: each quota's events count every refusal line of the API, once")
     once = Check("limit refused: at most one event per quota and minute, no two sharing an id, each delivered")
     logged = Check("limit refused: every 409 LimitExceeded a client was answered is a refusal line of the API")
@@ -294,8 +304,9 @@ def refusal_checks(
     ids: set[str] = set()
     for quota, events in announced.items():
         counted.expect(
-            refusals_announced(events) == lines[quota],
-            f"{quota}: {refusals_announced(events)} refusals announced, {lines[quota]} logged",
+            refusals_announced(events) == lines[quota] and refused_units_announced(events) == line_units[quota],
+            f"{quota}: {refusals_announced(events)} refusals of {refused_units_announced(events)} unit(s) announced, "
+            f"{lines[quota]} of {line_units[quota]} logged",
         )
         minutes = [event["windowStart"] for event in events]
         once.expect(len(set(minutes)) == len(minutes), f"{quota}: minutes {minutes}")
@@ -304,6 +315,8 @@ def refusal_checks(
             once.expect(event["eventId"] in delivered_ids, f"{quota}: {event['eventId']} not delivered")
             ids.add(event["eventId"])
         logged.expect(
-            answered.get(quota, 0) <= lines[quota], f"{quota}: {answered.get(quota, 0)} answered, {lines[quota]} logged"
+            answered.get(quota, 0) <= lines[quota] and answered_units.get(quota, 0) <= line_units[quota],
+            f"{quota}: {answered.get(quota, 0)} answered ({answered_units.get(quota, 0)} unit(s)), "
+            f"{lines[quota]} logged ({line_units[quota]} unit(s))",
         )
     return [counted, once, logged]

@@ -1,4 +1,5 @@
-"""The clients of a chaos run: concurrent creates and deletes over HTTP, as careful callers make them.
+"""The clients of a chaos run: concurrent creates and deletes (with `--amounts`, of random amounts,
+and resizes) over HTTP, as careful callers make them.
 
 Every create carries an Idempotency-Key, and a create or delete that fails with a 5xx (or no
 answer) is retried with the same key. Clients remember what the API acknowledged, because
@@ -53,11 +54,32 @@ class Account:
         account = f"/accounts/{self.account_id}"
         return account if self.quota.is_default else f"{account}/types/{self.resource_type}"
 
-    def create(self, client: LimitsClient, name: str, key: str | None = None) -> str:
-        """Create a resource of its limit; its id."""
+    def create(self, client: LimitsClient, name: str, key: str | None = None, amount: int | None = None) -> str:
+        """Create a resource of its limit (of `amount` units; None: the body a client before amounts
+        sent, 1 unit); its id."""
         if self.quota.is_default:
-            return client.create_resource(self.account_id, name, idempotency_key=key).resource_id
-        return client.create_typed_resource(self.account_id, self.resource_type, name, idempotency_key=key).resource_id
+            return client.create_resource(self.account_id, name, idempotency_key=key, amount=amount).resource_id
+        return client.create_typed_resource(
+            self.account_id, self.resource_type, name, idempotency_key=key, amount=amount
+        ).resource_id
+
+    def version(self, client: LimitsClient, resource_id: str) -> tuple[str | None, int]:
+        """The resource's ETag (its version, for a resize's If-Match) and amount, as GET on it answers."""
+        if self.quota.is_default:
+            found = client.get_resource(self.account_id, resource_id)
+            return found.etag, found.amount
+        typed = client.get_typed_resource(self.account_id, self.resource_type, resource_id)
+        return typed.etag, typed.amount
+
+    def resize(self, client: LimitsClient, resource_id: str, amount: int, if_match: str | None, key: str) -> None:
+        """PATCH the resource to `amount` units, only at version `if_match`, with `key` as its
+        Idempotency-Key."""
+        if self.quota.is_default:
+            client.resize_resource(self.account_id, resource_id, amount, if_match=if_match, idempotency_key=key)
+        else:
+            client.resize_typed_resource(
+                self.account_id, self.resource_type, resource_id, amount, if_match=if_match, idempotency_key=key
+            )
 
     def delete(self, client: LimitsClient, resource_id: str) -> None:
         if self.quota.is_default:
@@ -92,7 +114,11 @@ class ClientOutcomes:
     wrong_404s: list[str] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
     creates_per_type: Counter[str] = field(default_factory=Counter)  # acknowledged creates by resource type
-    refused: Counter[str] = field(default_factory=Counter)  # creates answered 409 LimitExceeded, by quota
+    # Creates (and growing resizes) answered 409 LimitExceeded, by quota, and the units they asked for.
+    refused: Counter[str] = field(default_factory=Counter)
+    refused_units: Counter[str] = field(default_factory=Counter)
+    # Every amount a client asked a resource to hold (its create's, its resizes'), by resource id.
+    asked: dict[str, set[int]] = field(default_factory=dict)
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -130,8 +156,18 @@ def attempt(call: Callable[[], Any], success: int) -> Answer:
 
 
 def run_clients(
-    api: LimitsClient, accounts: list[Account], operations: int, clients: int, seed: int, outcomes: ClientOutcomes
+    api: LimitsClient,
+    accounts: list[Account],
+    operations: int,
+    clients: int,
+    seed: int,
+    outcomes: ClientOutcomes,
+    max_amount: int | None = None,
 ) -> None:
+    """`operations` creates and deletes, by `clients` threads. With `max_amount`, each create takes
+    a random amount 1..max_amount, and some operations resize a live resource to a random amount
+    in that range instead (growing or shrinking it), racing the deletes and each other. Without it,
+    the same seed makes the same operations as before amounts (no random draw is added)."""
     remaining = [operations]
     lock = threading.Lock()
 
@@ -151,6 +187,12 @@ def run_clients(
                 live = sorted(outcomes.acknowledged.get(account.name, set()))
             if live and rng.random() < 0.4:
                 delete(api, account, rng.choice(live), outcomes)
+            elif max_amount is not None and live and rng.random() < 0.4:
+                key = str(uuid.UUID(int=rng.getrandbits(128)))
+                resize(api, account, rng.choice(live), rng.randint(1, max_amount), key, outcomes)
+            elif max_amount is not None:
+                amount = rng.randint(1, max_amount)
+                create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes, amount)
             else:
                 create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes)
 
@@ -178,9 +220,11 @@ class LimitChanger(threading.Thread):
         operations: int,
         changes: int,
         seed: int,
+        unit: int = 1,
     ) -> None:
         super().__init__(name="chaos-limit-changer", daemon=True)
         self._api, self._accounts, self._outcomes, self._changes = api, accounts, outcomes, changes
+        self._unit = unit  # a raise adds this many times 4..20 units (resources of several units each)
         self._marks = [operations * (index + 1) // changes for index in range(changes - 1)]
         self._rng = random.Random(f"{seed}/limits")  # noqa: S311 - a reproducible workload
         self.stop = threading.Event()
@@ -213,7 +257,7 @@ class LimitChanger(threading.Thread):
             if kind == "lower" and 0 < used < limit:
                 new = max(1, used - self._rng.randint(0, 2))
             elif kind == "raise":
-                new = used + self._rng.randint(4, 20)
+                new = used + self._rng.randint(4, 20) * self._unit
             elif kind == "restore":
                 new = account.limit
             else:
@@ -243,10 +287,12 @@ class LimitChanger(threading.Thread):
         return False
 
 
-def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcomes) -> None:
+def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcomes, amount: int | None = None) -> None:
     resource_id = idempotent_resource_id(account.quota, key)
+    with outcomes.lock:
+        outcomes.asked.setdefault(resource_id, set()).add(1 if amount is None else amount)
     for attempt_number in range(RETRIES):
-        answer = attempt(lambda: account.create(api, key, key), 201)
+        answer = attempt(lambda: account.create(api, key, key, amount), 201)
         # The client answers a replay (200: an earlier attempt created it) as it answers a 201; a
         # first attempt with a new key can only create.
         status = "2xx" if answer.ok() and attempt_number else answer.status
@@ -260,6 +306,7 @@ def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcom
         if answer.status == 409 and answer.code == "LimitExceeded":
             with outcomes.lock:
                 outcomes.refused[account.name] += 1
+                outcomes.refused_units[account.name] += 1 if amount is None else amount
         if not answer.undecided():
             if attempt_number:  # an earlier try may have created it before failing
                 with outcomes.lock:
@@ -268,6 +315,45 @@ def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcom
         with outcomes.lock:
             outcomes.retries += 1
             outcomes.unresolved.setdefault(account.name, set()).add(resource_id)
+        time.sleep(0.02 * (attempt_number + 1))
+
+
+def resize(
+    api: LimitsClient, account: Account, resource_id: str, amount: int, key: str, outcomes: ClientOutcomes
+) -> None:
+    """Resize a live resource as a careful caller does: read its version, then PATCH it with that
+    version as If-Match and one Idempotency-Key on every attempt, retried on a 5xx or no answer. A
+    retry after its own attempt landed is answered the resource as it is; one after another
+    caller's resize is 412 and changes nothing (docs/admission.md, "Resizing"). 404: a delete won
+    the race; 409 LimitExceeded: fewer units free than the growth, the resource keeps its amount."""
+    version: str | None = None
+    current = 0
+    for attempt_number in range(RETRIES):
+        read = attempt(lambda: account.version(api, resource_id), 200)
+        if read.ok():
+            version, current = read.value
+            break
+        if not read.undecided():
+            outcomes.note("resize", read.status)  # 404: deleted before it was read
+            return
+        with outcomes.lock:
+            outcomes.retries += 1
+        time.sleep(0.02 * (attempt_number + 1))
+    else:
+        return  # never read: nothing was sent
+    with outcomes.lock:
+        outcomes.asked.setdefault(resource_id, set()).add(amount)
+    for attempt_number in range(RETRIES):
+        answer = attempt(lambda: account.resize(api, resource_id, amount, version, key), 200)
+        outcomes.note("resize", "2xx" if answer.ok() and attempt_number else answer.status)
+        if answer.status == 409 and answer.code == "LimitExceeded":
+            with outcomes.lock:  # the growth, from the amount at the version it was sent for
+                outcomes.refused[account.name] += 1
+                outcomes.refused_units[account.name] += amount - current
+        if not answer.undecided():
+            return
+        with outcomes.lock:
+            outcomes.retries += 1
         time.sleep(0.02 * (attempt_number + 1))
 
 

@@ -12,13 +12,18 @@ from chaos.run import ChaosSettings, run
 def test_a_short_chaos_run_holds_every_invariant_with_hot_accounts_spread_over_shards() -> None:
     """Faults of every kind, and DynamoDB's partition limits at 1/100 (shard growth scaled with
     them): the hot accounts grow admission shards while the faults land, and every invariant (the
-    sum of room and admitted over the shards among them) holds at every sampled instant."""
-    report = run(ChaosSettings(seed=11, operations=150, clients=6, partition_limits="1/100"))
+    sum of room and admitted over the shards among them) holds at every sampled instant. In units:
+    the creates take random amounts and the clients resize live resources, racing the deletes
+    (`--amounts`), so each check sums amounts, growths are admitted on the shards and shrinks free
+    units while the shards grow."""
+    report = run(ChaosSettings(seed=11, operations=150, clients=6, partition_limits="1/100", amounts=True))
     print(report.to_json())
     assert report.seconds_to_quiescence is not None
     assert {check.name: check.violations for check in report.checks if check.violations} == {}
     assert sum(report.faults.values()) > 0
     assert report.operations.get("create 201", 0) > 0
+    assert report.operations.get("resize 200", 0) > 0
+    assert any(check.name.startswith("every resource holds an amount") for check in report.checks)
     # Under scaled limits an account grows at a scaled rate (2.5 writes/s on one shard at 1/100),
     # which the hot accounts always pass. Whether the emulator refused anything depends on this
     # machine's speed (a slow one may never reach 10 WCU/s on an item), so it is reported, not asserted.
@@ -52,17 +57,29 @@ def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> No
     )
 
 
-def test_the_chaos_checks_catch_a_consumer_that_ignores_limit_changes() -> None:
-    """A limit lowered to a quota's usage reaches 100% with no count moving: a consumer that takes
-    the change's record as done leaves that crossing unannounced (the run's last change, made once
-    the clients stopped, is such a lowering)."""
+def test_the_chaos_checks_catch_ignored_limit_changes_and_resizes_counted_from_nothing() -> None:
+    """Two planted bugs in one run, each caught by its own check (apart, each fails only its own:
+    docs/chaos.md). A limit lowered to a quota's usage reaches 100% with no count moving: a
+    consumer that takes the change's record as done leaves that crossing unannounced (the run's
+    last change, made once the clients stopped, is such a lowering). A consumer that counts a
+    resize as if the counter held nothing for the resource adds its new amount, not the
+    difference: only amounts and resizes show it, and the counter then holds more than the
+    counted resources' units."""
     settings = ChaosSettings(
-        seed=2, operations=60, clients=4, mutation="consumer-ignores-limit-changes", limit_changes=1, events_timeout=5
+        seed=2,
+        operations=60,
+        clients=4,
+        amounts=True,
+        mutation="consumer-ignores-limit-changes,consumer-counts-a-resize-from-nothing",
+        limit_changes=1,
+        events_timeout=5,
     )
     report = run(settings)
-    print(report.limit_changes)
+    print(report.limit_changes, report.operations)
+    assert report.operations.get("resize 200", 0) > 0
     failed = {check.name for check in report.checks if check.violations}
     assert "usage events: once quiet, the last crossings announced are where the usage stands" in failed
+    assert "eventual = existing counted resources at every sampled instant" in failed
 
 
 def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None:
