@@ -33,8 +33,12 @@ def test_document_describes_the_contract() -> None:
         "/accounts/{accountId}/types/{resourceType}",
         "/accounts/{accountId}/types/{resourceType}/resources",
         "/accounts/{accountId}/types/{resourceType}/resources/{resourceId}",
+        "/accounts/{accountId}/admission",
+        "/accounts/{accountId}/types/{resourceType}/admission",
     }
     assert set(paths["/accounts/{accountId}/resources"]) == {"get", "post"}
+    assert set(paths["/accounts/{accountId}/resources/{resourceId}"]) == {"get", "patch", "delete"}
+    assert set(paths["/accounts/{accountId}/admission"]) == {"get"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}"]) == {"get", "put"}
     parameters = {p["name"] for p in paths["/accounts/{accountId}/resources"]["post"]["parameters"]}
     assert "idempotency-key" in {name.lower() for name in parameters}

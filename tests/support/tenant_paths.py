@@ -23,7 +23,6 @@ TENANT_ACME_PATHS = [
     ("PATCH", "/accounts/acme/types/seats/resources/r1", True),
     ("GET", "/accounts/acme/admission", True),  # would a create be admitted
     ("GET", "/accounts/acme/types/seats/admission", True),
-    ("POST", "/accounts/acme/admission", False),
     ("PUT", "/accounts/acme", False),  # only an admin sets a limit
     ("PUT", "/accounts/acme/types/seats", False),
     ("PUT", "/accounts/acme/types/default", False),
