@@ -147,11 +147,10 @@ TIER_OF_FOLDER = {
 }
 
 
-# The order the tests are dealt in, by what one of them costs: the chaos runs first, then the
-# modules whose tests share a costly module fixture (`shares_setup`: kept together at the front of
-# a worker's share, which no other worker takes from, so one worker sets it up once), the tests
-# marked slow, then the tiers whose tests start systems or processes, the cheapest last.
-COSTLIEST_FIRST = ("integration", "ops", "runtime", "infra", "handler", "client", "unit")
+# The order the tests are dealt in: the chaos runs first, then the modules whose tests share a
+# costly module fixture (`shares_setup`: kept together at the front of a worker's share, which no
+# other worker takes from, so one worker sets it up once), then the rest in collection order.
+FIRST = ("chaos", "shares_setup")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -159,8 +158,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     `make test` gives each worker a share of the tests and lets a worker that runs out take half
     of what another has left (pytest-xdist `--dist worksteal`), so the workers end together only if
-    what is left at the end is short: the tests are sorted costliest first, and a worker takes from
-    the end of another's share, so the modules that share a setup go at the front. With `--dist load`,
+    what is left at the end is short. A worker takes from the end of another's share, so the
+    longest tests (the chaos runs) and the modules that share a setup go at the front; sorting the
+    tests marked slow there too ran the heavy concurrency tests side by side with the chaos runs,
+    each three to six times slower (2026-11-27). With `--dist load`,
     which hands out fixed chunks, one worker kept the chaos runs and ran 100 s after the others
     (2026-11-27). Keeping a file's, or the integration tier's, tests on one worker was measured
     slower (2026-11-24: 327 s against 215 s): the long chains then ran side by side, each slowed by
@@ -171,10 +172,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(TIER_OF_FOLDER[folder])
 
     def rank(item: pytest.Item) -> int:
-        for first, marker in enumerate(("chaos", "shares_setup", "slow")):
-            if item.get_closest_marker(marker):
-                return first
-        tier = next((tier for tier in COSTLIEST_FIRST if item.get_closest_marker(tier)), None)
-        return 3 + (COSTLIEST_FIRST.index(tier) if tier else len(COSTLIEST_FIRST))
+        return next((first for first, marker in enumerate(FIRST) if item.get_closest_marker(marker)), len(FIRST))
 
     items.sort(key=rank)
