@@ -100,14 +100,16 @@ def link(operation_id: str, **parameters: str) -> dict[str, Any]:
 
 ACCOUNT_OF_REQUEST = "$request.path.accountId"
 # What a client does next: an account just put can be read, listed and created in; one just read
-# can be changed, on the condition that it is still as read; a resource just created (or
-# replayed) can be read and deleted, and its account read again.
+# can be changed, on the condition that it is still as read, asked whether a create would be
+# admitted, and its types listed; a resource just created (or replayed) can be read, resized and
+# deleted, and its account read again.
 ACCOUNT_READS = {
     operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ACCOUNT, LIST_RESOURCES)
 }
 PUT_ACCOUNT_LINKS = {**ACCOUNT_READS, CREATE_RESOURCE: link(CREATE_RESOURCE, accountId=ACCOUNT_OF_REQUEST)}
 GET_ACCOUNT_LINKS = {
-    PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"})
+    PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"}),
+    **{operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ADMISSION, LIST_TYPES)},
 }
 CREATE_RESOURCE_LINKS = {
     **ACCOUNT_READS,
@@ -133,7 +135,8 @@ GET_TYPE_LINKS = {
         accountId=ACCOUNT_OF_REQUEST,
         resourceType=TYPE_OF_REQUEST,
         **{"header.If-Match": "$response.header.ETag"},
-    )
+    ),
+    GET_TYPED_ADMISSION: link(GET_TYPED_ADMISSION, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST),
 }
 CREATE_TYPED_RESOURCE_LINKS = {
     **TYPE_READS,

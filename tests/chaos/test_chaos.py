@@ -51,10 +51,14 @@ def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> No
         events_timeout=5,  # the crossings dropped never come: no need to wait the minute a correct run may take
     )
     failed = {check.name for check in run(settings).checks if check.violations}
-    assert (
-        "usage events: each quota's outbox holds exactly the crossings of its counter's path while its limit stood"
-        in failed
-    )
+    # A dropped crossing down shows in whichever of these the run's path exposes: the outbox against
+    # the counter's path read from the stream (which the trimming fault may shorten), a threshold
+    # crossed up twice in a row, or the last crossing announced once quiet.
+    assert failed & {
+        "usage events: each quota's outbox holds exactly the crossings of its counter's path while its limit stood",
+        "usage events: each threshold's crossings alternate up, down, up... from none",
+        "usage events: once quiet, the last crossings announced are where the usage stands",
+    }, failed
 
 
 def test_the_chaos_checks_catch_ignored_limit_changes_and_resizes_counted_from_nothing() -> None:

@@ -226,7 +226,11 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     where = {"accountId": "linked"}
     reads = {("GET", account), ("GET", resources)}
     assert follow("PUT", account, 200, where, api.put_account("linked", 5)) == {*reads, ("POST", resources)}
-    assert follow("GET", account, 200, where, api.request("GET", "/accounts/linked")) == {("PUT", account)}
+    assert follow("GET", account, 200, where, api.request("GET", "/accounts/linked")) == {
+        ("PUT", account),
+        ("GET", f"{account}/admission"),
+        ("GET", f"{account}/types"),
+    }
     created = api.create("linked", "r1")
     on_it = {("GET", resource), ("PATCH", resource), ("DELETE", resource)}
     assert follow("POST", resources, 201, where, created) == {*reads, *on_it}
@@ -240,7 +244,10 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     where = {"accountId": "linked", "resourceType": "seats"}
     reads = {("GET", a_type), ("GET", typed)}
     assert follow("PUT", a_type, 200, where, api.put_type("linked", "seats", 5)) == {*reads, ("POST", typed)}
-    assert follow("GET", a_type, 200, where, api.request("GET", "/accounts/linked/types/seats")) == {("PUT", a_type)}
+    assert follow("GET", a_type, 200, where, api.request("GET", "/accounts/linked/types/seats")) == {
+        ("PUT", a_type),
+        ("GET", f"{a_type}/admission"),
+    }
     created = api.create("linked", "s1", resource_type="seats")
     on_it = {("GET", typed_resource), ("PATCH", typed_resource), ("DELETE", typed_resource)}
     assert follow("POST", typed, 201, where, created) == {*reads, *on_it}
