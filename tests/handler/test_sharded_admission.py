@@ -17,7 +17,7 @@ from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.dynamo_table import DynamoTable
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
-from functions.core.errors import LimitExceeded
+from functions.core.errors import LimitExceeded, StoreUnavailable
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness
@@ -75,6 +75,22 @@ def create(harness: Harness, index: int, directory: Directory, store: DynamoApiS
     )
 
 
+def create_carefully(harness: Harness, index: int, directory: Directory, store: DynamoApiStore) -> accounts.Created:
+    """A create as a careful caller makes it: with an Idempotency-Key, and a 503 retried with it. A
+    starved machine makes DynamoDB Local time writes out waiting for their lock (the SDK's attempts
+    then run out: 3 of 200 creates in one clean-clone run, 2026-11-27); the API answers those 503,
+    which the contract says to retry, and the retry is the same request, never a second create."""
+    for attempt in range(5):
+        try:
+            return accounts.create_resource(
+                store, ACME, NewResource(name=f"r{index}"), f"k{index}", harness.clock.timestamp, directory=directory
+            )
+        except StoreUnavailable:
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("limit", "creates"), [(200, 200), (150, 200)])
 def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
@@ -84,7 +100,7 @@ def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     left anywhere (each had a free slot until it took one). With fewer, exactly the limit is."""
     spread(harness, "acme", limit, shards=8)
     stores = patient_stores(harness, creates)
-    results = run_together(creates, lambda i: create(harness, i, process(8, seed=i), stores[i]))
+    results = run_together(creates, lambda i: create_carefully(harness, i, process(8, seed=i), stores[i]))
     admitted = [r for r in results if isinstance(r, accounts.Created)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]
     assert len(admitted) == limit, [r for r in results if not isinstance(r, (accounts.Created, LimitExceeded))][:3]
