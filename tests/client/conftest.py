@@ -8,13 +8,14 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
 import pytest
 from hybrid_counter_client import LimitsClient, RetryPolicy
+
+from tests.support.http_server import LocalServer, Request, Response
 
 REGION = "eu-west-3"
 
@@ -55,56 +56,26 @@ class ScriptedServer:
         self.script: list[Reply] = []
         self.received: list[Received] = []
         self._lock = threading.Lock()
-        server = self
+        self._http = LocalServer(self._respond)
+        self.url = self._http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def answer(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                url = urlsplit(self.path)
-                with server._lock:
-                    server.received.append(
-                        Received(
-                            self.command,
-                            url.path,
-                            parse_qs(url.query),
-                            {name.lower(): value for name, value in self.headers.items()},
-                            body,
-                        )
-                    )
-                    reply = server.script.pop(0) if server.script else Reply(599, {"unscripted": True})
-                if reply is DROP:
-                    self.close_connection = True
-                    return
-                raw = b"" if reply.body is None else json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                if raw:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = answer
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/prod/"
-        # Polled often, so that a test's server stops at once.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
-        self._thread.start()
+    def _respond(self, request: Request) -> Response | None:
+        url = urlsplit(request.path)
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        with self._lock:
+            self.received.append(Received(request.method, url.path, parse_qs(url.query), headers, request.body))
+            reply = self.script.pop(0) if self.script else Reply(599, {"unscripted": True})
+        if reply is DROP:
+            return None
+        raw = b"" if reply.body is None else json.dumps(reply.body).encode()
+        json_type = {"Content-Type": "application/json"} if raw else {}
+        return Response(reply.status, {**reply.headers, **json_type}, raw)
 
     def answers(self, *replies: Reply) -> None:
         self.script.extend(replies)
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.close()
 
 
 class Waits:

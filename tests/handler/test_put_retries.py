@@ -13,11 +13,9 @@ attempt's answer lost after it landed; the others send the proxy events a retry 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -36,6 +34,7 @@ from tests.conftest import Backend
 from tests.handler.conftest import Harness, Kind
 from tests.handler.test_limit_changes import limit_changes
 from tests.support.faults import Faults
+from tests.support.http_server import LocalServer, Request, Response
 
 # The admin's "first" PUT, then another admin's, a second later.
 FIRST, LATER = 5, 9
@@ -47,48 +46,28 @@ class HandlerOverHttp:
     handler answered; True drops the connection without the answer."""
 
     def __init__(self, harness: Harness, lose_answer: Callable[[str, str], bool]) -> None:
-        api = harness.api
-        answered: list[tuple[str, int]] = []
-        self.answered = answered
+        self._api = harness.api
+        self._lose_answer = lose_answer
+        self.answered: list[tuple[str, int]] = []
+        self._http = LocalServer(self._forward)
+        self.url = self._http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def forward(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                path = self.path.removeprefix("/prod")
-                wanted = ("if-match", "idempotency-key")
-                headers = {name: value for name, value in self.headers.items() if name.lower() in wanted}
-                answer = api.request(self.command, path, raw.decode() or None, headers)
-                answered.append((self.command, answer.status))
-                if lose_answer(self.command, path):
-                    self.close_connection = True
-                    return
-                body = answer.text.encode()
-                self.send_response(answer.status)
-                for name, value in answer.headers.items():
-                    if name.lower() != "content-length":
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_PUT = forward
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/prod/"
+    def _forward(self, request: Request) -> Response | None:
+        path = request.path.removeprefix("/prod")
+        wanted = ("if-match", "idempotency-key")
+        headers = {name: value for name, value in request.headers.items() if name.lower() in wanted}
+        answer = self._api.request(request.method, path, request.body.decode() or None, headers)
+        self.answered.append((request.method, answer.status))
+        if self._lose_answer(request.method, path):
+            return None
+        answered = {name: value for name, value in answer.headers.items() if name.lower() != "content-length"}
+        return Response(answer.status, answered, answer.text.encode())
 
     def __enter__(self) -> HandlerOverHttp:
-        threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.close()
 
 
 def admin_client(url: str) -> LimitsClient:

@@ -7,10 +7,8 @@ invariants holding. The client's own rules against a scripted server: tests/clie
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +17,7 @@ from hybrid_counter_client import LimitExceeded, LimitsClient, PreconditionFaile
 
 from tests.client.conftest import Waits, static_session
 from tests.handler.conftest import Kind
+from tests.support.http_server import LocalServer, Request, Response
 
 # On this tier's backend, and the client's too (`make client`).
 pytestmark = pytest.mark.client
@@ -39,49 +38,31 @@ class Bridge:
     seen: list[tuple[str, str | None]] = field(default_factory=list)  # each request's method and If-Match
 
     def __post_init__(self) -> None:
-        bridge = self
+        self._http = LocalServer(self._answer)
+        self.url = self._http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def answer(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-                headers = {name: value for name, value in self.headers.items() if name.lower() in FORWARDED}
-                bridge.seen.append((self.command, self.headers.get("If-Match")))
-                queued = bridge.before.get(self.command) or [None]
-                hook = queued.pop(0)
-                if hook is not None:
-                    hook()
-                url = urlsplit(self.path)
-                path = url.path.removeprefix("/prod") + (f"?{url.query}" if url.query else "")
-                response = bridge.kind.harness.api.request(self.command, path, body or None, headers)
-                if self.command in bridge.lose:
-                    bridge.lose.discard(self.command)
-                    self.close_connection = True
-                    return
-                raw = response.text.encode()
-                self.send_response(response.status)
-                for name, value in response.headers.items():
-                    if name.lower() not in ("content-length", "connection"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = answer
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/prod/"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
-        self._thread.start()
+    def _answer(self, request: Request) -> Response | None:
+        headers = {name: value for name, value in request.headers.items() if name.lower() in FORWARDED}
+        self.seen.append((request.method, request.header("If-Match")))
+        queued = self.before.get(request.method) or [None]
+        hook = queued.pop(0)
+        if hook is not None:
+            hook()
+        url = urlsplit(request.path)
+        path = url.path.removeprefix("/prod") + (f"?{url.query}" if url.query else "")
+        response = self.kind.harness.api.request(request.method, path, request.body.decode() or None, headers)
+        if request.method in self.lose:
+            self.lose.discard(request.method)
+            return None
+        answered = {
+            name: value
+            for name, value in response.headers.items()
+            if name.lower() not in ("content-length", "connection")
+        }
+        return Response(response.status, answered, response.text.encode())
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.close()
 
 
 @pytest.fixture
