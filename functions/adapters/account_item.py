@@ -23,6 +23,7 @@ from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, SORT_KE
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
 from functions.core.model import Quota, TenantRate, Usage
+from functions.core.periods import Period, format_instant, parse_period
 from functions.core.thresholds import thresholds_or_default
 
 if TYPE_CHECKING:
@@ -78,6 +79,12 @@ WINDOW = "rate_window_seconds"
 # On the default type's account item: the names of the account's other types (a string set), so
 # a read of the account finds them with the read it always made (functions/core/accounts.py).
 RESOURCE_TYPES = "resource_types"
+# A periodic quota's period (functions/core/periods.py): `day` or `month`, and its anchor if any
+# (absent: a holding quota). Its account item then admits nothing itself: each period has a shard 0
+# of its own (`ACCOUNT#<name>@<period id>`), opened by the period's first create with the limit
+# and thresholds copied, and changed with them by every limit change while the period is current.
+PERIOD = "period"
+PERIOD_ANCHOR = "period_anchor"
 
 # `limit` is a DynamoDB reserved word: the clauses below name it `#limit`.
 EXPRESSION_NAMES = {"#limit": LIMIT}
@@ -132,11 +139,21 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         limit_request=str(_get(item, LIMIT_REQUEST)),
         thresholds=thresholds_of(item),
         leases=held_leases(item),
+        period=period_of(item),
     )
 
 
+def period_of(item: Mapping[str, Any]) -> Period | None:
+    """A decoded account item's period, if it is a periodic quota's."""
+    if PERIOD not in item:
+        return None
+    anchor = item.get(PERIOD_ANCHOR)
+    return parse_period(str(item[PERIOD]), str(anchor) if anchor else None)
+
+
 def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -> Usage:
-    """A quota's usage as its account item (first) and its other shard items say, with its eventual count."""
+    """A quota's usage as its account item (first) and its other shard items say, with its eventual
+    count (a periodic quota's own counts nothing: its periods do, functions/core/accounts.py)."""
     account = shard_state(shards[0])
     return Usage(
         quota=quota,
@@ -146,6 +163,7 @@ def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -
         rate=rate_of_item(shards[0]),
         limit_version=account.limit_version,
         thresholds=account.thresholds,
+        period=account.period,
     )
 
 
@@ -255,6 +273,44 @@ def create_sets() -> str:
     )
 
 
+def open_period_sets() -> str:
+    """The SET clauses of a period's shard 0, opened with its quota's limit (values :limit, :zero,
+    :one, :id, :type, :now, :bucket, :stamp, :version; names #limit, #type) and thresholds
+    (thresholds_sets). Its limit version is its quota's: a limit change moves both together."""
+    return (
+        f"#limit = :limit, {ROOM} = :limit, {ADMITTED} = :zero, {BEST_EFFORT} = :zero, "
+        f"{HEAL_EPOCH} = :zero, {ACTIVE} = :one, {SPAN} = :one, {VERSION} = :one, "
+        f"{ACCOUNT_ID} = :id, #type = :type, {CREATED_AT} = :now, {UPDATED_AT} = :now, "
+        f"{ACTIVITY_BUCKET} = :bucket, {STAMP_SETS}, {LIMIT_VERSION} = :version"
+    )
+
+
+def period_limit_update(optional_sets: str) -> str:
+    """A limit change on a period's shard 0 (values :limit, :now, :stamp, :next, :change, :one;
+    name #limit), with its thresholds' SET clause if the change gives them (thresholds_sets)."""
+    return (
+        f"SET #limit = :limit, {UPDATED_AT} = :now, {STAMP_SETS}, {LIMIT_VERSION} = :next"
+        + optional_sets
+        + f" ADD {ROOM} :change, {VERSION} :one"
+    )
+
+
+def period_sets(period: Period | None, values: dict[str, Any]) -> str:
+    """The SET clauses (and values) that make a quota periodic, if the change gives a period."""
+    if period is None:
+        return ""
+    values[":period"] = period.kind.value
+    sets = f", {PERIOD} = :period"
+    if period.anchor is not None:
+        values[":anchor"] = format_instant(period.anchor)
+        sets += f", {PERIOD_ANCHOR} = :anchor"
+    return sets
+
+
+# A holding's write on shard 0 of a quota (value-free): refused by a periodic quota's account item.
+HOLDING_CONDITION = f"attribute_not_exists({PERIOD})"
+
+
 def set_limit_update(optional_sets: str) -> str:
     """A limit change's update (values :limit, :now, :stamp, :next, :received, :token, :change,
     :one; name #limit), with the change's optional SET clauses (rate_sets, thresholds_sets)."""
@@ -274,8 +330,10 @@ def limit_version_condition(read_version: int, values: dict[str, Any]) -> str:
 
 def change_sets(change: LimitChange, values: dict[str, Any]) -> str:
     """The SET clauses (and their values) of what a limit change may set besides the limit: its
-    rate and its thresholds, each only if it gives one."""
-    return rate_sets(change.rate, values) + thresholds_sets(change.thresholds, values)
+    rate, its thresholds and its period, each only if it gives one."""
+    return (
+        rate_sets(change.rate, values) + thresholds_sets(change.thresholds, values) + period_sets(change.period, values)
+    )
 
 
 def rate_sets(rate: TenantRate | None, values: dict[str, Any]) -> str:

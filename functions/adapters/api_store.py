@@ -26,6 +26,7 @@ from functions.adapters.resources import (
     ADMITTED_BY,
     AMOUNT,
     DELETE_TOKEN,
+    PERIOD,
     RESIZE_TOKEN,
     RESOURCE_TYPE,
     TOMBSTONE,
@@ -48,7 +49,7 @@ from functions.adapters.table_layout import (
     PENDING_SINCE,
     SORT_KEY,
 )
-from functions.core.accounts import FirstAttempt, LimitChange, Registered, epoch_seconds
+from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
@@ -104,7 +105,15 @@ class DynamoApiStore(ShardStore):
             return False  # it exists (perhaps our own retried write): the caller re-reads
         return True
 
-    def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(
+        self,
+        quota: Quota,
+        account: ShardState,
+        change: LimitChange,
+        now: str,
+        retired_span: int,
+        periods: Sequence[PeriodLimit] = (),
+    ) -> bool:
         values: dict[str, Any] = {
             ":limit": change.limit,
             ":change": change.limit - account.limit,
@@ -127,6 +136,8 @@ class DynamoApiStore(ShardStore):
         # A change's event is written with it, never by a second, separately failing write.
         announced = change.announced(account)
         event = [limit_change_item(self._table.name, quota, account, change, now)] if announced else []
+        # A periodic quota's open periods change with it, in the same transaction.
+        event += [item for period in periods for item in self._period_limit(period, account, change, now)]
         if not retired_span and not event:
             try:
                 self._table.call("set limit", "update_item", **update)
@@ -138,7 +149,11 @@ class DynamoApiStore(ShardStore):
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
         update["ConditionExpression"] += schema.SINGLE_SHARD_CONDITION
         update["ExpressionAttributeValues"][":single"] = {"N": "1"}
-        checks = [
+        return self.transact("set limit", [{"Update": update}, *event, *self._retired_checks(quota, retired_span)])
+
+    def _retired_checks(self, quota: Quota, retired_span: int) -> list[dict[str, Any]]:
+        """That each shard of `quota` from 1 below `retired_span` is retired and empty (or absent)."""
+        return [
             {
                 "ConditionCheck": {
                     "TableName": self._table.name,
@@ -150,7 +165,80 @@ class DynamoApiStore(ShardStore):
             }
             for shard in range(1, retired_span)
         ]
-        return self.transact("set limit", [{"Update": update}, *event, *checks])
+
+    def _period_limit(
+        self, period: PeriodLimit, account: ShardState, change: LimitChange, now: str
+    ) -> list[dict[str, Any]]:
+        """A limit change's writes on one open period: its shard 0 takes the new limit (the
+        difference into its room), the thresholds if the change gives them and the account
+        item's new limit version, if it is still at the version read (the account item's, as
+        opened); lowered below its room, only once its other shards are retired and empty."""
+        shard = period.shard
+        values: dict[str, Any] = {
+            ":limit": change.limit,
+            ":change": change.limit - shard.limit,
+            ":now": now,
+            ":stamp": last_write_stamp(now),
+            ":one": 1,
+            ":next": account.limit_version + 1,
+        }
+        condition = schema.limit_version_condition(shard.limit_version, values)
+        if period.retired_span:
+            condition += schema.SINGLE_SHARD_CONDITION
+            values[":single"] = 1
+        update = {
+            "TableName": self._table.name,
+            "Key": account_key(period.quota),
+            "UpdateExpression": schema.period_limit_update(schema.thresholds_sets(change.thresholds, values)),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
+            "ExpressionAttributeValues": to_attributes(values),
+        }
+        return [{"Update": update}, *self._retired_checks(period.quota, period.retired_span)]
+
+    def open_period(self, period: Quota, account: ShardState, now: str, expires_at: int) -> bool:
+        values: dict[str, Any] = {
+            ":limit": account.limit,
+            ":zero": 0,
+            ":one": 1,
+            ":id": period.account_id,
+            ":type": schema.ACCOUNT_TYPE,
+            ":now": now,
+            ":bucket": keys.activity_bucket(period),
+            ":stamp": last_write_stamp(now),
+            ":version": account.limit_version,
+            ":expires": expires_at,
+        }
+        sets = schema.open_period_sets() + schema.thresholds_sets(account.thresholds, values)
+        account_values: dict[str, Any] = {}
+        unchanged: dict[str, Any] = {
+            "TableName": self._table.name,
+            "Key": account_key(period.whole),
+            "ConditionExpression": schema.limit_version_condition(account.limit_version, account_values),
+        }
+        if account_values:
+            unchanged["ExpressionAttributeValues"] = to_attributes(account_values)
+        return self.transact(
+            "open period",
+            [
+                {"ConditionCheck": unchanged},
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": account_key(period),
+                        "UpdateExpression": f"SET {sets}, #expires = :expires",
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                        "ExpressionAttributeNames": {
+                            **EXPRESSION_NAMES,
+                            "#type": ITEM_TYPE,
+                            "#pk": PARTITION_KEY,
+                            "#expires": EXPIRES_AT,
+                        },
+                        "ExpressionAttributeValues": to_attributes(values),
+                    }
+                },
+            ],
+        )
 
     def claim_put(self, quota: Quota, put_id: str, first: FirstAttempt, now: int, expires_at: int) -> FirstAttempt:
         values = {
@@ -252,8 +340,17 @@ class DynamoApiStore(ShardStore):
                 # A new key, or one whose tombstone outlived its retention (TTL removes it within
                 # days, not at once): the Idempotency-Key's window is over. Over at the request's
                 # time, the one the create flow judged a replay by (Resource.expired).
-                ConditionExpression="attribute_not_exists(#pk) OR (#type = :tombstone AND #expires <= :now)",
-                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#type": ITEM_TYPE, "#expires": EXPIRES_AT},
+                # So is a usage record's once its period and the key's window are over.
+                ConditionExpression=(
+                    "attribute_not_exists(#pk) OR "
+                    "((#type = :tombstone OR attribute_exists(#period)) AND #expires <= :now)"
+                ),
+                ExpressionAttributeNames={
+                    "#pk": PARTITION_KEY,
+                    "#type": ITEM_TYPE,
+                    "#expires": EXPIRES_AT,
+                    "#period": PERIOD,
+                },
                 ExpressionAttributeValues=to_attributes(
                     {":tombstone": TOMBSTONE, ":now": epoch_seconds(resource.created_at)}
                 ),
@@ -293,6 +390,9 @@ class DynamoApiStore(ShardStore):
         # The amount the delete took from best-effort: a resource of amount 1 has no `amount`.
         amount = f"attribute_not_exists({AMOUNT})" if units == 1 else f"{AMOUNT} = :units"
         units_value = {} if units == 1 else {":units": units}
+        # Admitted by this period (a usage record), or by no period (a holding's resource).
+        period = "#period = :period" if quota.period else "attribute_not_exists(#period)"
+        period_value = {":period": quota.period} if quota.period else {}
         try:
             self._table.call(
                 "delete resource",
@@ -303,8 +403,10 @@ class DynamoApiStore(ShardStore):
                     f"SET {DELETED} = :true, deleted_at = :now, {DELETE_TOKEN} = :token, "
                     f"{PENDING_BUCKET} = :bucket, {PENDING_SINCE} = :now"
                 ),
-                ConditionExpression=f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by} AND {amount}",
-                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#shard": ADMITTED_BY},
+                ConditionExpression=(
+                    f"attribute_exists(#pk) AND {DELETED} = :false AND {admitted_by} AND {amount} AND {period}"
+                ),
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#shard": ADMITTED_BY, "#period": PERIOD},
                 ExpressionAttributeValues=to_attributes(
                     {
                         ":true": True,
@@ -314,6 +416,7 @@ class DynamoApiStore(ShardStore):
                         ":bucket": keys.pending_bucket(quota, resource_id),
                         ":shard": shard,
                         **units_value,
+                        **period_value,
                     }
                 ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 from functions.adapters import keys
-from functions.adapters.account_item import shard_state
+from functions.adapters.account_item import period_of, shard_state
 from functions.adapters.attributes import to_attributes
 from functions.adapters.counters import counter_addition, counter_decision, counter_key, counter_of, counter_state
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.outbox import crossing_item
 from functions.adapters.resource_records import pending_record
-from functions.adapters.resources import counted_update, resize_counted_update, resource_state, tombstone_update
+from functions.adapters.resources import (
+    PERIOD,
+    counted_update,
+    resize_counted_update,
+    resource_state,
+    tombstone_update,
+)
 from functions.adapters.shards import account_key
-from functions.adapters.table_layout import PENDING_INDEX, PENDING_SINCE, SORT_KEY
+from functions.adapters.table_layout import PARTITION_KEY, PENDING_INDEX, PENDING_SINCE, SORT_KEY
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -76,6 +82,14 @@ class DynamoCountingStore:
             return bands, [seen if seen is not None else counter_state(read.get(0, {}), 0)]
         return bands, [counter_state(read.get(shard, {}), shard) for shard in range(EVENTUAL_COUNTER_SHARDS)]
 
+    def decided_on(self, quota: Quota) -> Quota | None:
+        found = self._table.read_keys("read limit for a decision", [account_key(quota)])
+        period = period_of(found[0]) if found else None
+        if period is None:
+            return quota
+        current = quota.in_period(period.window_at(self._clock.now()).id)
+        return current if self._table.read_keys("read period for a decision", [account_key(current)]) else None
+
     def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
         now = self._clock.now()
         items = [{"Update": self._action(quota, action)} for action in actions]
@@ -117,7 +131,18 @@ class DynamoCountingStore:
             request["ExpressionAttributeNames"] = {"#since": PENDING_SINCE}
             request["ExpressionAttributeValues"] = to_attributes({":cutoff": older_than})
         for page in self._table.pages("scan pending index", request, "scan"):
-            yield from map(pending_record, page.get("Items", []))
+            entries = page.get("Items", [])
+            periods = self._periods_of(entries)
+            for entry in entries:
+                yield pending_record(entry, periods.get((entry[PARTITION_KEY]["S"], entry[SORT_KEY]["S"])))
+
+    def _periods_of(self, entries: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+        """The period of each usage record among pending-index entries, by key: the index does not
+        project it (an index's projection cannot change in place), so it is read, a key's `pk`,
+        `sk` and `period` only (about 0.5 RCU per entry, for entries the stream left to the sweep)."""
+        wanted = [{PARTITION_KEY: entry[PARTITION_KEY], SORT_KEY: entry[SORT_KEY]} for entry in entries]
+        found = self._table.read_keys("read periods of pending records", wanted, (PARTITION_KEY, SORT_KEY, PERIOD))
+        return {(str(item[PARTITION_KEY]), str(item[SORT_KEY])): str(item[PERIOD]) for item in found if PERIOD in item}
 
     def _transact(self, actions: list[dict[str, Any]], resources: int, counters: Sequence[int]) -> TransactionResult:
         """One transaction: `resources` resource actions first, then one action on each counter

@@ -38,15 +38,23 @@ class DynamoTable:
         with translated(operation):
             yield from self.client.get_paginator(method).paginate(**request)
 
-    def read_keys(self, operation: str, wanted: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def read_keys(
+        self, operation: str, wanted: Sequence[dict[str, Any]], attributes: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
         """The items that exist among `wanted`, decoded, strongly consistent: one BatchGetItem per
-        100 keys, asked again for the keys it left unprocessed."""
+        100 keys, asked again for the keys it left unprocessed. `attributes`: only those of each."""
         found: list[dict[str, Any]] = []
+        projection: dict[str, Any] = {}
+        if attributes:
+            names = {f"#a{index}": name for index, name in enumerate(attributes)}
+            projection = {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
         for start in range(0, len(wanted), BATCH_GET_KEYS):
             chunk = wanted[start : start + BATCH_GET_KEYS]
             for _ in range(BATCH_GET_ATTEMPTS):
                 response = self.call(
-                    operation, "batch_get_item", RequestItems={self.name: {"Keys": chunk, "ConsistentRead": True}}
+                    operation,
+                    "batch_get_item",
+                    RequestItems={self.name: {"Keys": chunk, "ConsistentRead": True, **projection}},
                 )
                 found.extend(map(from_attributes, response.get("Responses", {}).get(self.name, [])))
                 chunk = response.get("UnprocessedKeys", {}).get(self.name, {}).get("Keys", [])

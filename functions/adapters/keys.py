@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from functions.core.model import RESOURCE_TYPE_PATTERN, Quota
+from functions.core.model import PERIOD_ID_PATTERN, RESOURCE_TYPE_PATTERN, Quota
 
 ACCOUNT_PREFIX = "ACCOUNT#"
 ACCOUNT_SORT_KEY = "ACCOUNT"
@@ -61,34 +61,51 @@ ACTIVITY_BUCKET_COUNT = 128
 
 # Between the account id and the type in a typed quota's name.
 TYPE_SEPARATOR = "#"
+# Between a quota's name and its period's id in a period's name (neither holds an `@`).
+PERIOD_SEPARATOR = "@"
 _RESOURCE_TYPE = re.compile(RESOURCE_TYPE_PATTERN)
+_PERIOD_ID = re.compile(PERIOD_ID_PATTERN)
 
 
 def _name(quota: Quota) -> str:
-    """What a quota's keys are built from: the account id, and for a type other than the default,
-    `#` and the type. A type outside the pattern could forge another quota's keys: refused."""
+    """What a quota's keys are built from: the account id, for a type other than the default `#`
+    and the type, and for one period of a periodic quota `@` and the period's id. A type or a
+    period outside its pattern could forge another quota's keys: refused."""
+    if quota.period and not _PERIOD_ID.fullmatch(quota.period):
+        raise ValueError(f"period {quota.period!r} is not a period id")
+    period = f"{PERIOD_SEPARATOR}{quota.period}" if quota.period else ""
     if quota.is_default:
-        return quota.account_id
+        return quota.account_id + period
     if not _RESOURCE_TYPE.fullmatch(quota.resource_type):
         raise ValueError(f"resource type {quota.resource_type!r} is not a type name")
-    return f"{quota.account_id}{TYPE_SEPARATOR}{quota.resource_type}"
+    return f"{quota.account_id}{TYPE_SEPARATOR}{quota.resource_type}{period}"
 
 
 def _quota_named(name: str) -> Quota | None:
     """The quota whose name is `name`; None if no quota has that name."""
+    name, at, period = name.partition(PERIOD_SEPARATOR)
+    if at and not _PERIOD_ID.fullmatch(period):
+        return None
     account_id, separator, resource_type = name.partition(TYPE_SEPARATOR)
     if not account_id or TYPE_SEPARATOR in account_id:
         return None
     if not separator:
-        return Quota(account_id)
+        return Quota(account_id, period=period)
     if not _RESOURCE_TYPE.fullmatch(resource_type) or Quota(account_id, resource_type).is_default:
         return None  # the default type's keys never name it
-    return Quota(account_id, resource_type)
+    return Quota(account_id, resource_type, period)
 
 
 def account_pk(quota: Quota) -> str:
-    """The quota's partition: its account item, its counter shard 0 and its resources."""
+    """The quota's partition: its account item, its counter shard 0 and its resources. A period
+    of a periodic quota has one of its own (its shard 0, counter shard 0 and crossings' outbox)."""
     return f"{ACCOUNT_PREFIX}{_name(quota)}"
+
+
+def resources_pk(quota: Quota) -> str:
+    """Where a quota's resources are: its partition, whatever period admitted them, so that an
+    Idempotency-Key names one record whichever period its retry comes in."""
+    return account_pk(quota.whole)
 
 
 def shard_pk(quota: Quota, shard: int) -> str:
@@ -146,8 +163,9 @@ def _bucket_of(text: str, count: int) -> int:
 
 
 def pending_bucket(quota: Quota, resource_id: str) -> str:
-    """Spread pending resources evenly over the sparse index's fixed set of partitions."""
-    return pending_bucket_name(_bucket_of(f"{_name(quota)}/{resource_id}", PENDING_BUCKET_COUNT))
+    """Spread pending resources evenly over the sparse index's fixed set of partitions (a usage
+    record's bucket is its quota's, whatever its period: the record's key is)."""
+    return pending_bucket_name(_bucket_of(f"{_name(quota.whole)}/{resource_id}", PENDING_BUCKET_COUNT))
 
 
 def pending_bucket_name(index: int) -> str:

@@ -57,7 +57,7 @@ def crossing_item(table: str, crossing: Crossing, now: datetime) -> dict[str, An
                 {
                     ":type": USAGE_EVENT,
                     ":detail_type": event.DETAIL_TYPE,
-                    ":detail": event.model_dump_json(),
+                    ":detail": event.model_dump_json(exclude_none=True),  # a holding's: as before periods
                     ":expires": int((now + OUTBOX_RETENTION).timestamp()),
                     ":id": crossing.quota.account_id,
                 }

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
-from functions.adapters.resources import ADMITTED_BY, AMOUNT
+from functions.adapters.resources import ADMITTED_BY, AMOUNT, PERIOD
 from functions.adapters.table_layout import COUNTED_UNITS, COUNTER_PROCESSED, DELETED, PARTITION_KEY, SORT_KEY
 from functions.core.counting import ItemRecord, LimitChangedRecord, ResourceRecord
 from functions.core.model import Quota
@@ -36,7 +36,8 @@ def resource_ids(values: Mapping[str, Any]) -> tuple[Quota, str] | None:
     quota, resource_id = keys.quota_of(pk), keys.resource_id_from_sk(sk)
     if quota is None or not resource_id:
         return None
-    return quota, resource_id
+    period = values.get(PERIOD)  # a usage record counts in its period
+    return (quota.in_period(period) if isinstance(period, str) and period else quota), resource_id
 
 
 def from_values(values: Mapping[str, Any], flags_only: bool = False) -> ResourceRecord | None:
@@ -85,9 +86,12 @@ def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
     return [(sequence_number(record), from_stream_record(record)) for record in records]
 
 
-def pending_record(item: Mapping[str, Any]) -> ItemRecord:
-    """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`."""
+def pending_record(item: Mapping[str, Any], period: str | None = None) -> ItemRecord:
+    """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`; `period`: the
+    period its item says it counts in (the index does not carry it), if any."""
     values = from_attributes(item)
+    if period:
+        values[PERIOD] = period
     return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", from_values(values, flags_only=True)
 
 

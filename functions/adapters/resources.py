@@ -1,7 +1,10 @@
 """The resource item family: a resource's key, its attributes, its codec, and its tombstone.
 
 A resource lives in its quota's partition (`ACCOUNT#<id>` / `RESOURCE#<id>`), in the sparse
-pending index while it has counting work left, and as a tombstone after its delete is counted.
+pending index while it has counting work left, and as a tombstone after its delete is counted. A
+usage record of a periodic quota lives there too, whatever its period (so an Idempotency-Key names
+one record in any period), and says its period in `period_id`; TTL removes it once its period and the
+key's window are over (`expires_at`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ RESOURCE_TYPE = "resource"  # a resource item's type (table_layout.ITEM_TYPE); a
 AMOUNT = "amount"  # the units it holds; only when not 1 (absent: 1, as every older resource)
 # Set by a resize: the version it made (absent: 1, never resized) and its request's token.
 RESOURCE_VERSION = "resource_version"
+PERIOD = "period_id"  # a usage record's period (its id): the one its admission's time fell in
 RESIZE_TOKEN = "resize_token"  # noqa: S105 - an attribute name, not a secret
 RESIZE_KEY = "resize_key"  # its Idempotency-Key, hashed: a retry of that resize finds it
 # While a resize of a counted resource is not counted yet, `counted_units` (table_layout) holds the
@@ -53,14 +57,15 @@ TOMBSTONE_REMOVES = (
 
 
 def resource_key(quota: Quota, resource_id: str) -> dict[str, Any]:
-    return item_key(keys.account_pk(quota), keys.resource_sk(resource_id))
+    return item_key(keys.resources_pk(quota), keys.resource_sk(resource_id))
 
 
 def resource_item(resource: Resource) -> dict[str, Any]:
     amount = {} if resource.amount == 1 else {AMOUNT: resource.amount}
+    period = {PERIOD: resource.quota.period, EXPIRES_AT: resource.expires_at} if resource.quota.period else {}
     return to_attributes(
         {
-            PARTITION_KEY: keys.account_pk(resource.quota),
+            PARTITION_KEY: keys.resources_pk(resource.quota),
             SORT_KEY: keys.resource_sk(resource.resource_id),
             ITEM_TYPE: RESOURCE_TYPE,
             "account_id": resource.account_id,
@@ -78,6 +83,7 @@ def resource_item(resource: Resource) -> dict[str, Any]:
             PENDING_SINCE: resource.created_at,
             ADMITTED_BY: resource.shard,
             **amount,
+            **period,
         }
     )
 
@@ -105,6 +111,9 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
     quota = keys.quota_of(str(values[PARTITION_KEY]))
     if quota is None:
         raise ValueError(f"not a resource's partition key: {values[PARTITION_KEY]!r}")
+    period = values.get(PERIOD)
+    if isinstance(period, str) and period:
+        quota = quota.in_period(period)
     return Resource(
         quota=quota,
         resource_id=values["resource_id"],
@@ -118,7 +127,7 @@ def resource_from_values(values: Mapping[str, Any]) -> Resource:
         delete_token=values.get(DELETE_TOKEN, ""),
         tombstone=tombstone,
         shard=int(values.get(ADMITTED_BY, 0)),
-        expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone else 0,
+        expires_at=int(values.get(EXPIRES_AT, 0)) if tombstone or quota.period else 0,
         amount=amount_of(values),
         version=int(values.get(RESOURCE_VERSION, 1)),
         resize_token=values.get(RESIZE_TOKEN, ""),
@@ -241,6 +250,10 @@ def resize_update(
     else:
         values[":version"] = resource.version
         at_version = f"{RESOURCE_VERSION} = :version"
+    names = {"#pk": PARTITION_KEY}
+    if resource.quota.period:  # the record read, not one its key made after it expired
+        at_version += " AND #period = :period"
+        names["#period"], values[":period"] = PERIOD, resource.quota.period
     expression = "SET " + ", ".join(sets) + (f" REMOVE {', '.join(removes)}" if removes else "")
     return {
         "TableName": table,
@@ -249,7 +262,7 @@ def resize_update(
         "ConditionExpression": (
             f"attribute_exists(#pk) AND {DELETED} = :false AND {COUNTER_PROCESSED} = :counted AND {at_version}"
         ),
-        "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": to_attributes(values),
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -292,14 +305,21 @@ def resources_query(
     **request: Any,
 ) -> dict[str, Any]:
     """A Query of an account's resource items (its partition, from the first resource sort key):
-    `request`'s other parameters, with their attribute `names` and `values` beside the key's."""
+    `request`'s other parameters, with their attribute `names` and `values` beside the key's. For
+    one period of a periodic quota, its records only (a filter on `period`)."""
+    names, values = dict(names or {}), dict(values or {})
+    if quota.period:
+        period_filter = "#period = :period"
+        names["#period"], values[":period"] = PERIOD, quota.period
+        given = request.get("FilterExpression")
+        request["FilterExpression"] = f"({given}) AND {period_filter}" if given else period_filter
     return {
         "TableName": table,
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
         **request,
-        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, **(names or {})},
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, **names},
         "ExpressionAttributeValues": to_attributes(
-            {":pk": keys.account_pk(quota), ":prefix": keys.RESOURCE_PREFIX, **(values or {})}
+            {":pk": keys.resources_pk(quota), ":prefix": keys.RESOURCE_PREFIX, **values}
         ),
     }
 

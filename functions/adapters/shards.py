@@ -33,7 +33,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled, TransactionConflict
 from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.admission import ShardState
-from functions.core.errors import AccountNotFound, StoreUnavailable
+from functions.core.errors import AccountNotFound, QuotaIsPeriodic, StoreUnavailable
 from functions.core.healing import last_write_stamp
 from functions.core.leases import Lease, Settled, Settlement, in_order
 from functions.core.model import Quota
@@ -187,8 +187,12 @@ class ShardStore:
         `condition` holds and the lease is not held yet. Returns the item as it is with the lease
         held, or None if the condition failed (or the shard has no item yet). A retry of a take that
         landed finds its own lease in the old item, and returns that item: it is applied once.
-        Raises AccountNotFound when shard 0 is missing."""
+        Raises AccountNotFound when shard 0 is missing, QuotaIsPeriodic when shard 0 is a periodic
+        quota's own (whose periods admit, not it)."""
         conditions = ["attribute_exists(#pk)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
+        holding = not quota.period and lease.shard == 0
+        if holding:
+            conditions.append(schema.HOLDING_CONDITION)
         values: dict[str, Any] = {
             ":one": 1,
             ":stamp": last_write_stamp(lease.taken_at),
@@ -213,6 +217,9 @@ class ShardStore:
             old = failed.item
             if not old and lease.shard == 0:
                 raise AccountNotFound(quota) from failed
+            period = schema.period_of(old) if holding and not holds(old, lease) else None
+            if period is not None:
+                raise QuotaIsPeriodic(quota, period) from failed
             return old if holds(old, lease) else None
         return from_attributes(response["Attributes"])
 

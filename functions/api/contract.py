@@ -189,7 +189,9 @@ ERRORS = {
     "ResourceNotFound",
     409: "LimitExceeded (the account, or the type, is at its limit), IdempotencyKeyReused (the key's resource was "
     f"deleted), TooManyResourceTypes (a PUT of a new type when the account has {MAX_RESOURCE_TYPES} types besides "
-    "the default)",
+    "the default), PeriodChangeRefused (a PUT asking a quota for another period: a holding quota becomes periodic "
+    "only while it holds nothing, a periodic one keeps its period), PeriodClosed (a delete or resize of a usage "
+    "record whose period is over)",
     412: "PreconditionFailed: If-Match names another version of the limit (or the account, or its type, does not "
     "exist)",
     413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
@@ -278,6 +280,7 @@ PUT_ACCOUNT_OPERATION = Operation(
                 AccountView,
             )
         },
+        409,
         412,
         413,
         422,
@@ -459,10 +462,12 @@ RESIZE_RESOURCE_OPERATION = Resources(
     ),
 )
 DELETE_RESOURCE_OPERATION = Resources(
-    default=Operation(DELETE_RESOURCE, "Delete a resource", answers({204: ("Deleted; its slot is free", None)}, 404)),
+    default=Operation(
+        DELETE_RESOURCE, "Delete a resource", answers({204: ("Deleted; its slot is free", None)}, 404, 409)
+    ),
     typed=Operation(
         DELETE_TYPED_RESOURCE,
         "Delete a resource of a type",
-        answers({204: ("Deleted; its slot in the type's limit is free", None)}, 404),
+        answers({204: ("Deleted; its slot in the type's limit is free", None)}, 404, 409),
     ),
 )

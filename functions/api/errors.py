@@ -22,6 +22,8 @@ from functions.core.errors import (
     IdempotencyKeyReused,
     InvalidCursor,
     LimitExceeded,
+    PeriodChangeRefused,
+    PeriodClosed,
     PreconditionFailed,
     ResourceNotFound,
     StoreUnavailable,
@@ -39,6 +41,8 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     InvalidCursor: HTTPStatus.BAD_REQUEST,
     PreconditionFailed: HTTPStatus.PRECONDITION_FAILED,
     TooManyResourceTypes: HTTPStatus.CONFLICT,
+    PeriodChangeRefused: HTTPStatus.CONFLICT,
+    PeriodClosed: HTTPStatus.CONFLICT,
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
 }
 

@@ -60,6 +60,7 @@ from functions.api.router import (
 )
 from functions.core import accounts, leases
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
+from functions.core.periods import Period
 from functions.shared.observability import logger, metrics, tracer
 from functions.shared.wiring import Wiring
 from functions.shared.wiring import default as default_wiring
@@ -102,14 +103,14 @@ def put_account(
     idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
     rate = request.rateLimit.as_rate() if request.rateLimit else None
-    change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, rate)
+    change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, rate, request.as_period())
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
 
 
 def get_account(accountId: AccountId) -> Response[str]:
-    read = accounts.get_account(wired().api_store, accountId)
+    read = accounts.get_account(wired().api_store, accountId, now())
     return account_response(read.default, read.types)
 
 
@@ -119,6 +120,7 @@ def limit_change(
     if_match: str | None,
     idempotency_key: str | None,
     rate: TenantRate | None = None,
+    period: Period | None = None,
 ) -> accounts.LimitChange:
     """A PUT's change of a limit, received now: its thresholds ascending, or None (the quota keeps
     what it has); its key remembered as long as a create's (the tombstone retention)."""
@@ -136,6 +138,7 @@ def limit_change(
         changed_by=caller(),
         thresholds=None if thresholds is None else tuple(thresholds),
         key=key,
+        period=period,
     )
 
 
@@ -156,18 +159,18 @@ def put_type(
     if_match: IfMatch = None,
     idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
-    change = limit_change(request.limit, request.thresholds, if_match, idempotency_key)
+    change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, period=request.as_period())
     usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
 
 
 def get_type(accountId: AccountId, resourceType: ResourceType) -> Response[str]:
-    usage = accounts.get_usage(wired().api_store, Quota(accountId, resourceType))
+    usage = accounts.get_usage(wired().api_store, Quota(accountId, resourceType), now())
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
 
 
 def list_types(accountId: AccountId) -> Response[str]:
-    read = accounts.get_account(wired().api_store, accountId)
+    read = accounts.get_account(wired().api_store, accountId, now())
     return json_response(HTTPStatus.OK, TypeList(items=[TypeView.of(usage) for usage in read.every_type]))
 
 
@@ -204,7 +207,7 @@ def list_resources(
     cursor: Cursor = None,
 ) -> Response[str]:
     budget = page_budget(lambda resource: family.view.of(resource).model_dump())
-    page = accounts.list_resources(wired().api_store, Quota(accountId, resourceType), limit, cursor, budget)
+    page = accounts.list_resources(wired().api_store, Quota(accountId, resourceType), limit, cursor, budget, now())
     items = [family.view.of(item) for item in page.items]
     return json_response(HTTPStatus.OK, family.page(items=items, nextCursor=page.next_cursor))
 
@@ -262,7 +265,7 @@ def delete_resource(
 def get_admission(
     family: Family, accountId: AccountId, resourceType: ResourceType, amount: AskedAmount = 1
 ) -> Response[str]:
-    admission = accounts.would_admit(wired().api_store, Quota(accountId, resourceType), amount)
+    admission = accounts.would_admit(wired().api_store, Quota(accountId, resourceType), amount, now())
     view = AdmissionView(amount=admission.amount, admitted=admission.admitted, free=admission.free)
     return json_response(HTTPStatus.OK, view)
 

@@ -4,7 +4,7 @@ generated from them (docs/openapi.json)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictStr,
+    model_validator,
 )
 
 from functions.api.json_body import LARGEST_DOUBLE, MAX_INTEGER_DIGITS, SMALLEST_DOUBLE
@@ -24,6 +25,7 @@ from functions.core.model import (
     TenantRate,
     Usage,
 )
+from functions.core.periods import Period, format_instant, parse_period
 from functions.core.thresholds import MAX_THRESHOLDS
 
 # A limit is in units, as an amount is (a token budget counts past a million): every JSON client
@@ -104,7 +106,66 @@ class RateLimit(BaseModel):
         return cls(requestsPerSecond=rate.requests_per_second, burstSeconds=rate.window_seconds)
 
 
-class PutAccountRequest(BaseModel):
+def _not_null_period(value: Any) -> Any:
+    """Omitted, a quota keeps its period (or stays a holding); null would say nothing more."""
+    if value is None:
+        raise ValueError("must be 'day' or 'month' (omit it to keep the quota's period)")
+    return value
+
+
+def _not_null_anchor(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must be an RFC 3339 timestamp (omit it for UTC calendar boundaries)")
+    return value
+
+
+PeriodField = Annotated[
+    Literal["day", "month"] | None,
+    BeforeValidator(_not_null_period),
+    Field(
+        description="Makes the quota periodic: its usage is what its resources (usage records) took since "
+        "the current period began, and starts at 0 at each period's end with no write (docs/periods.md). "
+        "`day` or `month`, on UTC calendar boundaries unless `anchor` says otherwise. Omitted, the quota "
+        "keeps its period, or stays a holding quota (usage is what exists). A holding quota becomes "
+        "periodic only while it holds nothing, and a periodic quota keeps its period (409 "
+        "PeriodChangeRefused).",
+        json_schema_extra=_without_null,
+    ),
+]
+# An RFC 3339 timestamp of whole seconds in the years 2000 to 2999, as far as a pattern says it (a
+# day or an hour out of range is refused by the parser, functions/core/periods.py).
+ANCHOR_PATTERN = r"^2[0-9]{3}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+AnchorField = Annotated[
+    str | None,
+    BeforeValidator(_not_null_anchor),
+    Field(
+        description="A period start (RFC 3339, whole seconds, years 2000 to 2999, e.g. "
+        "`2026-01-15T00:00:00Z`): days start at its time of day, months on its day of the month (the "
+        "last day of a month without it) at its time of day. Only with `period`.",
+        pattern=ANCHOR_PATTERN,
+        json_schema_extra=_without_null,
+    ),
+]
+
+
+class PeriodAsked(BaseModel):
+    """A PUT's period, checked as the core reads it (a 400 names what is wrong)."""
+
+    period: PeriodField = None
+    anchor: AnchorField = None
+
+    @model_validator(mode="after")
+    def _valid_period(self) -> Self:
+        if self.anchor is not None and self.period is None:
+            raise ValueError("anchor is only taken with a period")
+        self.as_period()  # raises ValueError with the reason
+        return self
+
+    def as_period(self) -> Period | None:
+        return None if self.period is None else parse_period(self.period, self.anchor)
+
+
+class PutAccountRequest(PeriodAsked):
     model_config = ConfigDict(extra="forbid")
 
     limit: WholeNumber = Field(
@@ -119,7 +180,7 @@ class PutAccountRequest(BaseModel):
     thresholds: Thresholds = None
 
 
-class PutTypeRequest(BaseModel):
+class PutTypeRequest(PeriodAsked):
     model_config = ConfigDict(extra="forbid")
 
     limit: WholeNumber = Field(
@@ -212,7 +273,32 @@ OWN_THRESHOLDS = (
 )
 
 
-class TypeView(QuotaAnswer):
+class PeriodView(QuotaAnswer):
+    """A periodic quota's period and the one its counts are of; every field absent for a holding."""
+
+    period: Literal["day", "month"] | None = Field(
+        default=None, description="Set for a periodic quota: its counts are its current period's."
+    )
+    anchor: str | None = Field(default=None, description="The period's anchor, if it has one.")
+    periodStart: str | None = Field(default=None, description="When the current period began (RFC 3339, UTC).")
+    periodEnd: str | None = Field(
+        default=None, description="When it ends, and the next begins at 0 (RFC 3339, UTC; exclusive)."
+    )
+
+    @staticmethod
+    def fields_of(usage: Usage) -> dict[str, Any]:
+        if usage.period is None or usage.window is None:
+            return {}
+        anchor = None if usage.period.anchor is None else format_instant(usage.period.anchor)
+        return {
+            "period": usage.period.kind.value,
+            "anchor": anchor,
+            "periodStart": format_instant(usage.window.start),
+            "periodEnd": format_instant(usage.window.end),
+        }
+
+
+class TypeView(PeriodView):
     """One of an account's limits: its resource type's limit and counters (the rate limit is the
     account's, in AccountView)."""
 
@@ -236,6 +322,7 @@ class TypeView(QuotaAnswer):
             used=usage.used,
             available=usage.available,
             thresholds=_listed(usage.thresholds),
+            **PeriodView.fields_of(usage),
         )
 
 
@@ -247,7 +334,7 @@ class TypeList(QuotaAnswer):
     items: list[TypeView] = Field(description="Every type of the account, the default type first, then by name.")
 
 
-class AccountView(QuotaAnswer):
+class AccountView(PeriodView):
     """The account's default type (the routes without a type), its rate limit, and its other types."""
 
     accountId: str
@@ -278,6 +365,7 @@ class AccountView(QuotaAnswer):
             rateLimit=RateLimit.of(usage.rate or default_rate),
             thresholds=_listed(usage.thresholds),
             types=[TypeView.of(other) for other in types] or None,
+            **PeriodView.fields_of(usage),
         )
 
 

@@ -33,7 +33,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from functions.core import leases
@@ -53,7 +53,10 @@ from functions.core.errors import (
     CallerGaveUp,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
+    PeriodChangeRefused,
+    PeriodClosed,
     PreconditionFailed,
+    QuotaIsPeriodic,
     ResourceAlreadyExists,
     ResourceChanged,
     ResourceNotFound,
@@ -71,6 +74,7 @@ from functions.core.leases import (
     Settled,
     Settlement,
     in_units,
+    parse_timestamp,
 )
 from functions.core.model import (
     MAX_RESOURCE_TYPES,
@@ -86,6 +90,7 @@ from functions.core.model import (
     idempotent_resource_id,
     random_resource_id,
 )
+from functions.core.periods import Period, PeriodWindow
 from functions.core.thresholds import thresholds_or_default
 
 logger = logging.getLogger(__name__)
@@ -119,7 +124,15 @@ class ApiStore(AdmissionStore, Protocol):
         item lists other types, each of theirs (those whose limit item exists) in one more read."""
         ...
 
-    def set_limit(self, quota: Quota, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(
+        self,
+        quota: Quota,
+        account: ShardState,
+        change: LimitChange,
+        now: str,
+        retired_span: int,
+        periods: Sequence[PeriodLimit] = (),
+    ) -> bool:
         """Apply `change` (the limit, shard 0's room by the difference, the rate and thresholds if
         any; the next limit version, the change's time and token) if the limit version is still the
         one read; with `retired_span`, only if every shard below it but 0 is retired and empty. A
@@ -127,6 +140,13 @@ class ApiStore(AdmissionStore, Protocol):
         ...
 
     def read_usage(self, quota: Quota) -> Usage | None: ...
+
+    def open_period(self, period: Quota, account: ShardState, now: str, expires_at: int) -> bool:
+        """Create shard 0 of `period` (a period of a periodic quota) with the limit, limit version
+        and thresholds of its quota's account item as read (`account`), in one transaction
+        conditional on the account item still being at that limit version; False if it was not
+        (or the period's shard 0 exists). `expires_at`: when TTL may remove it (epoch seconds)."""
+        ...
 
     def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         """Take a deletion lease with `best_effort - lease.units` on the shard `lease.shard`; returns the
@@ -232,11 +252,15 @@ class LimitChange:
     changed_by: str = ""  # the caller, as the limit changed event names it
     thresholds: tuple[int, ...] | None = None  # the quota's own, ascending; None: it keeps what it has
     key: PutKey | None = None  # Idempotency-Key: each attempt of one call is its first attempt
+    period: Period | None = None  # makes the quota periodic; None: it keeps the period it has, or none
 
     def fingerprint(self) -> str:
-        """What the PUT's body asks for: a key sent again with another one is another request."""
+        """What the PUT's body asks for: a key sent again with another one is another request. A
+        PUT without a period has the fingerprint it had before periods."""
         rate = None if self.rate is None else [self.rate.requests_per_second, self.rate.window_seconds]
-        asked = {"limit": self.limit, "rate": rate, "thresholds": self.thresholds}
+        asked: dict[str, object] = {"limit": self.limit, "rate": rate, "thresholds": self.thresholds}
+        if self.period is not None:
+            asked["period"] = self.period.to_json()
         return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
     def announced(self, account: ShardState) -> bool:
@@ -261,6 +285,18 @@ class LimitChange:
 # The default type's limit when the account item is created by its first other type's PUT: 0, set
 # by no PUT (received at 0, no token), so a PUT of the account received at any time applies.
 IMPLICIT_ACCOUNT = LimitChange(limit=0, received_ms=0, token="")
+
+
+@dataclass(frozen=True)
+class PeriodLimit:
+    """A period of a periodic quota whose shard 0 a limit change writes with its account item (the
+    current period, and the next when a process whose clock runs ahead opened it already): the
+    shard as read, and the span of its other shards retired first when the change lowers the
+    limit below its room (0: none, as the account item's `retired_span`)."""
+
+    quota: Quota
+    shard: ShardState
+    retired_span: int = 0
 
 
 def limit_change(
@@ -290,22 +326,60 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
         found = store.read_shards(quota, [0])
         account = found[0] if found else None
         if account is not None and account.limit_request == change.token:
-            return get_usage(store, quota)  # our own write landed (an SDK retry was refused)
+            return get_usage(store, quota, now)  # our own write landed (an SDK retry was refused)
         change.check(quota, account)
         if account is None:
             if store.create_account(quota, change, now):
-                return get_usage(store, quota)
+                return get_usage(store, quota, now)
             continue
         if account.limit_set_at > change.received_ms:
-            return get_usage(store, quota)  # overtaken by a PUT received later
+            return get_usage(store, quota, now)  # overtaken by a PUT received later
+        _check_period_change(quota, account, change)
+        periods = _periods_to_change(store, quota, account, change, now)
         if account.room + change.limit - account.limit >= 0 or account.span == 1:
-            if store.set_limit(quota, account, change, now, retired_span=0):
-                return get_usage(store, quota)
+            if store.set_limit(quota, account, change, now, retired_span=0, periods=periods):
+                return get_usage(store, quota, now)
             continue
         _retire_other_shards(store, quota, account)
-        if store.set_limit(quota, account, change, now, retired_span=account.span):
-            return get_usage(store, quota)
+        if store.set_limit(quota, account, change, now, retired_span=account.span, periods=periods):
+            return get_usage(store, quota, now)
     raise StoreUnavailable(f"put account {quota}: the account kept changing", may_have_landed=False)
+
+
+def _check_period_change(quota: Quota, account: ShardState, change: LimitChange) -> None:
+    """A holding quota becomes periodic only while it holds nothing (one shard, nothing admitted,
+    no write in flight: the limit change's write is conditional on the version read, so nothing
+    lands in between); a periodic quota keeps its period. Raises PeriodChangeRefused otherwise."""
+    if change.period is None or change.period == account.period:
+        return
+    if account.period is not None:
+        raise PeriodChangeRefused(quota, f"it is counted per {account.period.kind.value} already")
+    if account.span > 1 or account.admitted or account.leases:
+        raise PeriodChangeRefused(quota, "it holds resources; a holding quota becomes periodic only while empty")
+
+
+def _periods_to_change(
+    store: ApiStore, quota: Quota, account: ShardState, change: LimitChange, now: str
+) -> list[PeriodLimit]:
+    """The periods of a periodic quota whose shard 0 the change writes with its account item: the
+    current one and the next, those that are open (a period opened later copies the new limit). A
+    lowering below such a period's room retires its other shards first, as the account's own."""
+    if account.period is None:
+        return []
+    window = account.period.window_at(parse_timestamp(now))
+    periods = []
+    for opened in (window, account.period.following(window)):
+        period = quota.in_period(opened.id)
+        found = store.read_shards(period, [0])
+        if not found:
+            continue
+        shard = found[0]
+        if shard.room + change.limit - shard.limit >= 0 or shard.span == 1:
+            periods.append(PeriodLimit(period, shard))
+            continue
+        _retire_other_shards(store, period, shard)
+        periods.append(PeriodLimit(period, shard, retired_span=shard.span))
+    return periods
 
 
 def _as_first_attempt(store: ApiStore, quota: Quota, change: LimitChange, now: str) -> LimitChange:
@@ -351,12 +425,18 @@ def _register(store: ApiStore, quota: Quota, now: str) -> None:
     raise StoreUnavailable(f"register {quota}: the account kept changing", may_have_landed=False)
 
 
-def get_account(store: ApiStore, account_id: str) -> AccountUsage:
-    """The account's default type and every other type it has."""
+def get_account(store: ApiStore, account_id: str, now: str | None = None) -> AccountUsage:
+    """The account's default type and every other type it has (a periodic one's counts of its
+    period at `now`)."""
     read = store.read_account(account_id)
     if read is None:
         raise AccountNotFound(Quota(account_id))
-    return read
+    if not any(usage.period for usage in read.every_type):
+        return read
+    return AccountUsage(
+        default=in_period_at(store, read.default, now),
+        types=tuple(in_period_at(store, usage, now) for usage in read.types),
+    )
 
 
 def _retire_other_shards(store: ApiStore, quota: Quota, account: ShardState) -> None:
@@ -366,11 +446,26 @@ def _retire_other_shards(store: ApiStore, quota: Quota, account: ShardState) -> 
             store.gather(quota, shard, retire=True)  # a lost race shows in set_limit
 
 
-def get_usage(store: ApiStore, quota: Quota) -> Usage:
+def get_usage(store: ApiStore, quota: Quota, now: str | None = None) -> Usage:
+    """The quota's limit and counts: a periodic quota's are those of its period at `now` (its
+    current one; required for a periodic quota)."""
     usage = store.read_usage(quota)
     if usage is None:
         raise AccountNotFound(quota)
-    return usage
+    return in_period_at(store, usage, now)
+
+
+def in_period_at(store: ApiStore, usage: Usage, now: str | None) -> Usage:
+    """A quota's usage as read from its account item, with a periodic quota's counts those of its
+    period at `now`: zero until that period's first create opens it, with no write at its start."""
+    if usage.period is None:
+        return usage
+    if now is None:
+        raise ValueError(f"{usage.quota} is periodic: its usage is a period's, at a given time")
+    window = usage.period.window_at(parse_timestamp(now))
+    counted = store.read_usage(usage.quota.in_period(window.id))
+    best_effort, eventual = (0, 0) if counted is None else (counted.best_effort_net, counted.eventual)
+    return replace(usage, best_effort_net=best_effort, eventual=eventual, window=window)
 
 
 def create_resource(
@@ -398,11 +493,11 @@ def create_resource(
         raise CallerGaveUp()
     directory = directory or Directory()
     asked = Lease(LeaseKind.RESERVATION, token(), resource_id, now, units=request.amount)
-    lease, reserved = reserve(store, directory, quota, asked)
+    admitting, lease, reserved = _reserve_for(store, directory, quota, asked)
     release = in_units(RELEASE_RESERVATION, lease.units)  # if the resource is not created
 
     resource = Resource(
-        quota=quota,
+        quota=admitting,
         resource_id=resource_id,
         name=request.name,
         attributes=request.attributes,
@@ -411,36 +506,104 @@ def create_resource(
         request_token=lease.token,
         shard=lease.shard,
         amount=request.amount,
+        expires_at=_record_end(directory, admitting, now),
     )
     if not in_time():
-        _settle_quietly(store, quota, lease, release, now)
+        _settle_quietly(store, admitting, lease, release, now)
         raise CallerGaveUp()
     try:
         store.put_resource(resource)
     except StoreUnavailable as failure:
         if not failure.may_have_landed:
-            _settle_quietly(store, quota, lease, release, now)  # certainly not created
+            _settle_quietly(store, admitting, lease, release, now)  # certainly not created
             raise
         if not _landed(store, resource):
             raise  # unknown: the lease holds the slot until a heal finds out (docs/healing.md)
     except ResourceAlreadyExists as exists:
         # Another request's item holds the key (the same Idempotency-Key): ours never landed.
-        _settle_quietly(store, quota, lease, release, now)
+        _settle_quietly(store, admitting, lease, release, now)
         if not isinstance(exists.existing, Resource):
             raise
         return _replay(exists.existing, fingerprint)
 
     commit = replace(in_units(COMMIT_RESERVATION, lease.units), expected_heal_epoch=reserved.heal_epoch)
     try:
-        if store.settle(quota, lease, commit, now) is Settled.EPOCH_MOVED:
+        if store.settle(admitting, lease, commit, now) is Settled.EPOCH_MOVED:
             # A heal since the reservation has counted the resource already, or will never need
             # to: skip the increment, forget the lease.
-            store.settle(quota, lease, DROP, now)
+            store.settle(admitting, lease, DROP, now)
     except StoreUnavailable:
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
-    _settle_dead_on_sight(store, directory, quota, reserved.leases, now, in_time)
+    _settle_dead_on_sight(store, directory, admitting, reserved.leases, now, in_time)
     return Created(resource=resource, replayed=False)
+
+
+# Attempts of a create to find where it admits: a periodic quota learnt on the way, its period opened.
+ADMITTING_ATTEMPTS = 4
+
+
+def _reserve_for(store: ApiStore, directory: Directory, quota: Quota, asked: Lease) -> tuple[Quota, Lease, Reserved]:
+    """Reserve a create's units: on a holding quota's shards, or on those of a periodic quota's
+    period at the create's time (`asked.taken_at`), opening that period's shard 0 on its first
+    create. Returns the quota that admitted (the period, for a periodic quota) with the lease as
+    placed. A process learns that a quota is periodic from its account item's refusal of the
+    holding's write (QuotaIsPeriodic: one failed write per quota and process)."""
+    for _ in range(ADMITTING_ATTEMPTS):
+        admitting = _admitting(directory, quota, asked.taken_at)
+        try:
+            lease, reserved = reserve(store, directory, admitting, asked)
+        except QuotaIsPeriodic as periodic:
+            if not isinstance(periodic.period, Period):
+                raise
+            directory.learn_period(quota, periodic.period)
+            continue
+        except AccountNotFound:
+            if not admitting.period:
+                raise
+            _open_period(store, quota, admitting, directory, asked.taken_at)
+            continue
+        return admitting, lease, reserved
+    raise StoreUnavailable(f"admission on {quota}: its period kept changing", may_have_landed=False)
+
+
+def _admitting(directory: Directory, quota: Quota, now: str) -> Quota:
+    """Where a create at `now` admits: the quota, or its period at `now` if it is periodic."""
+    period = directory.period_of(quota)
+    return quota if period is None else quota.in_period(_window(period, now).id)
+
+
+def _window(period: Period, now: str) -> PeriodWindow:
+    return period.window_at(parse_timestamp(now))
+
+
+def _record_end(directory: Directory, admitting: Quota, now: str) -> int:
+    """When a usage record's key is free again (TTL removes it): its period's end and the
+    Idempotency-Key's window (the tombstone retention) after it; 0 for a holding's resource."""
+    period = directory.period_of(admitting.whole)
+    if not admitting.period or period is None:
+        return 0
+    return int((_window(period, now).end + directory.settings.tombstone_retention).timestamp())
+
+
+def _open_period(store: ApiStore, quota: Quota, period: Quota, directory: Directory, now: str) -> None:
+    """Open `period`'s shard 0 from its quota's account item: its limit and thresholds as they are
+    now (a limit change landing first makes the open fail, and the create reads again). Its items
+    are kept as long as the quota's history (HISTORY_RETENTION)."""
+    found = store.read_shards(quota, [0])
+    if not found:
+        raise AccountNotFound(quota)
+    account = found[0]
+    if account.period is None:
+        return  # not periodic (any more): the next attempt finds out
+    directory.learn_period(quota, account.period)
+    end = account.period.window_with_id(period.period).end
+    store.open_period(period, account, now, int((end + HISTORY_RETENTION).timestamp()))
+
+
+# How long a periodic quota's periods' admission and counter items are kept after each period's
+# end: 13 months of exact totals, for billing and analytics.
+HISTORY_RETENTION = timedelta(days=397)
 
 
 def epoch_seconds(timestamp: str) -> int:
@@ -503,14 +666,21 @@ class Admission:
         return self.free >= self.amount
 
 
-def would_admit(store: ApiStore, quota: Quota, amount: int) -> Admission:
+def would_admit(store: ApiStore, quota: Quota, amount: int, now: str | None = None) -> Admission:
     """Whether a create of `amount` units would be admitted now, reserving nothing: the room of
-    the quota's shards, read one after another (one read for a quiet account). Advisory: a create
-    a moment later may find less room or more (docs/api.md), and the create alone decides."""
+    the quota's shards, read one after another (one read for a quiet account; for a periodic quota,
+    its period's at `now`, all of its limit before its first create). Advisory: a create a moment
+    later may find less room or more (docs/api.md), and the create alone decides."""
     found = store.read_shards(quota, [0])
     if not found:
         raise AccountNotFound(quota)
     account = found[0]
+    if account.period is not None and now is not None:
+        period = quota.in_period(_window(account.period, now).id)
+        opened = store.read_shards(period, [0])
+        if not opened:
+            return Admission(amount, max(0, account.limit))
+        quota, account = period, opened[0]
     others = store.read_shards(quota, range(1, account.span)) if account.span > 1 else []
     return Admission(amount, max(0, account.room + sum(shard.room for shard in others)))
 
@@ -523,9 +693,17 @@ def get_resource(store: ApiStore, quota: Quota, resource_id: str) -> Resource:
 
 
 def list_resources(
-    store: ApiStore, quota: Quota, limit: int, cursor: str | None, budget: PageBudget | None = None
+    store: ApiStore,
+    quota: Quota,
+    limit: int,
+    cursor: str | None,
+    budget: PageBudget | None = None,
+    now: str | None = None,
 ) -> Page:
-    get_usage(store, quota)  # 404 for an unknown account rather than an empty list
+    """A page of the quota's live resources; a periodic quota's usage records of its period at `now`."""
+    usage = get_usage(store, quota, now)  # 404 for an unknown account rather than an empty list
+    if usage.window is not None:
+        quota = quota.in_period(usage.window.id)
     return store.list_resources(quota, limit, cursor, budget)
 
 
@@ -549,11 +727,14 @@ def delete_resource(
 
     The quiet path takes 1 from best-effort, and its soft delete is conditional on the resource's
     amount being 1: a resource of amount N refuses it, and the refusal's old item says N, so the
-    delete gives back the 1 and takes N (three writes more than a delete of amount 1)."""
+    delete gives back the 1 and takes N (three writes more than a delete of amount 1).
+
+    A usage record of a periodic quota is deleted (refunded) within its period only, on its
+    period's shards (PeriodClosed after it): its delete reads it first."""
     directory = directory or Directory()
     known = directory.layout(quota)
     current: Resource | None = None
-    if known is None or known[1] <= 1:
+    if directory.period_of(quota) is None and (known is None or known[1] <= 1):
         if not in_time():
             raise CallerGaveUp()
         now = clock()
@@ -562,9 +743,15 @@ def delete_resource(
             seen = store.take_deletion(quota, lease, only_unsharded=True)
         except AccountNotFound as missing:
             raise ResourceNotFound(quota, resource_id) from missing
+        except QuotaIsPeriodic as periodic:  # nothing written: read the record first
+            if not isinstance(periodic.period, Period):
+                raise
+            directory.learn_period(quota, periodic.period)
+            seen = None
         landed = False
         if seen is None:
-            learn_layout(store, directory, quota)  # it has shards: read first from now on
+            if directory.period_of(quota) is None:
+                learn_layout(store, directory, quota)  # it has shards: read first from now on
         else:
             try:
                 landed = _soft_delete(store, quota, lease, now)
@@ -585,24 +772,43 @@ def delete_resource(
         if not in_time():
             raise CallerGaveUp()
         now = clock()
+        admitting = _in_its_period(store, directory, current, now)
         lease = Lease(LeaseKind.DELETION, token(), resource_id, now, current.shard, current.amount)
-        seen = store.take_deletion(quota, lease)
+        seen = store.take_deletion(admitting, lease)
         if seen is None:
             raise StoreUnavailable("take deletion lease: a token taken twice", may_have_landed=False)
         try:
-            landed = _soft_delete(store, quota, lease, now)
+            landed = _soft_delete(store, admitting, lease, now)
         except AmountDiffers as differs:  # resized since we read it: given back, take what it holds now
             current = differs.existing if isinstance(differs.existing, Resource) else None
             continue
         if not landed:
             raise ResourceNotFound(quota, resource_id)  # another delete won
-        _settle_dead_on_sight(store, directory, quota, seen, now, in_time)
+        _settle_dead_on_sight(store, directory, admitting, seen, now, in_time)
         return
     raise StoreUnavailable(f"delete {resource_id}: the resource kept being resized", may_have_landed=False)
 
 
 # Attempts of a resize (or of a delete's soft delete) against concurrent resizes of the resource.
 RESIZE_ATTEMPTS = 8
+
+
+def _in_its_period(store: ApiStore, directory: Directory, resource: Resource, now: str) -> Quota:
+    """The quota whose shards a change of `resource` at `now` writes: the one that admitted it. A
+    usage record changes only within its period: PeriodClosed after it."""
+    admitting = resource.quota
+    if not admitting.period:
+        return admitting
+    period = directory.period_of(admitting.whole)
+    if period is None:
+        found = store.read_shards(admitting.whole, [0])
+        period = found[0].period if found else None
+        if period is None:
+            raise PeriodClosed(admitting, resource.resource_id)  # its quota is no longer periodic
+        directory.learn_period(admitting.whole, period)
+    if _window(period, now).id != admitting.period:
+        raise PeriodClosed(admitting, resource.resource_id)
+    return admitting
 
 
 def resize_key(quota: Quota, resource_id: str, idempotency_key: str) -> str:
@@ -652,7 +858,9 @@ def resize_resource(
             return current  # nothing to change: no write
         if not in_time():
             raise CallerGaveUp()
-        resized = _resize_once(store, directory, quota, current, amount, key, clock(), token(), in_time)
+        now = clock()
+        admitting = _in_its_period(store, directory, current, now)
+        resized = _resize_once(store, directory, admitting, current, amount, key, now, token(), in_time)
         if resized is not None:
             return resized
     raise StoreUnavailable(f"resize {resource_id}: the resource kept changing", may_have_landed=False)

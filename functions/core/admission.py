@@ -61,6 +61,7 @@ from functions.core.leases import (
     taken_before,
 )
 from functions.core.model import Quota
+from functions.core.periods import Period
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ class ShardState:
     limit_request: str = ""  # shard 0 only: the token of that PUT
     thresholds: tuple[int, ...] | None = None  # shard 0 only: the quota's own usage thresholds, if any
     leases: tuple[Lease, ...] = ()  # held on it, oldest first
+    # Shard 0 of a periodic quota (not of one of its periods): its period (None: a holding quota).
+    period: Period | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ class Directory:
         self._clock = clock
         self._rng = rng or random.Random()  # noqa: S311 - spreading load, not a secret
         self._known: OrderedDict[Quota, _Known] = OrderedDict()
+        self._periods: OrderedDict[Quota, Period] = OrderedDict()
         self._seen: OrderedDict[tuple[Quota, int], tuple[int, float]] = OrderedDict()
         self._settling: OrderedDict[tuple[Quota, int], float] = OrderedDict()
 
@@ -209,6 +213,15 @@ class Directory:
 
     def learn(self, quota: Quota, active: int, span: int) -> None:
         self._remember(self._known, quota, _Known(active, span))
+
+    def period_of(self, quota: Quota) -> Period | None:
+        """The quota's period, once this process has met it; None: a holding quota, or one not met
+        yet (its shard 0 refuses a holding's write, which teaches the period: QuotaIsPeriodic). A
+        quota's period never changes once it holds anything (functions/core/accounts.py)."""
+        return self._periods.get(quota)
+
+    def learn_period(self, quota: Quota, period: Period) -> None:
+        self._remember(self._periods, quota, period)
 
     def may_settle(self, quota: Quota, shard: int) -> bool:
         """Whether this process may settle the shard's dead leases now: once per `min_window`, so

@@ -197,6 +197,11 @@ class CountingStore(Protocol):
         may have, read strongly consistent."""
         ...
 
+    def decided_on(self, quota: Quota) -> Quota | None:
+        """Where a limit change of `quota` moves crossings: the quota itself, or a periodic quota's
+        current period (None while that period has no shard 0: nothing counted, nothing to cross)."""
+        ...
+
     def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
         """In one transaction: each action on its resource, each counter shard of the decision
         (its count and headroom, and shard 0's seq, above and version) conditional on it being as
@@ -453,7 +458,16 @@ def _decide(
 def redecide(store: CountingStore, quota: Quota) -> Outcome:
     """Decide a quota's crossings with no count moving: after its limit or thresholds changed,
     from what was last decided to where its exact usage stands against the new ones, with new
-    headroom. A replay finds nothing left to cross and writes the same headroom."""
+    headroom. A replay finds nothing left to cross and writes the same headroom. A periodic quota's
+    are its current period's (its past periods' crossings stand as they were made)."""
+    try:
+        deciding = store.decided_on(quota)
+    except StoreUnavailable as error:
+        logger.warning("store unavailable deciding %s after its limit changed: %s", quota, error)
+        return Outcome.RETRY
+    if deciding is None:
+        return Outcome.APPLIED
+    quota = deciding
     for _ in range(MAX_ROUNDS):
         try:
             bands, shards = store.read_for_decision(quota, None, 0)

@@ -128,6 +128,37 @@ class ResourceChanged(PreconditionFailed):
         )
 
 
+class PeriodChangeRefused(DomainError):
+    """A PUT asks a quota for another period than it has: a holding quota becomes periodic only
+    while it holds nothing, and a periodic quota keeps its period (its history is counted in it)."""
+
+    code = "PeriodChangeRefused"
+
+    def __init__(self, quota: Quota, why: str) -> None:
+        super().__init__(f"the period of{_of_type(quota)} account {quota.account_id!r} cannot change: {why}")
+
+
+class PeriodClosed(DomainError):
+    """A delete or resize of a usage record whose period is over: it is history, and stays counted."""
+
+    code = "PeriodClosed"
+
+    def __init__(self, quota: Quota, resource_id: str) -> None:
+        super().__init__(
+            f"resource {resource_id!r} in{_of_type(quota)} account {quota.account_id!r} was counted in the "
+            f"period {quota.period}, which is over: it is history and cannot change"
+        )
+
+
+class QuotaIsPeriodic(Exception):
+    """A write meant for a holding quota's shard 0 found a periodic quota's item (this process
+    did not know it was periodic yet): `period` is its period (functions/core/periods.py)."""
+
+    def __init__(self, quota: Quota, period: object) -> None:
+        super().__init__(f"{quota} is periodic")
+        self.period = period
+
+
 class StoreUnavailable(Exception):
     """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 

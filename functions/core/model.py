@@ -10,12 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.core.periods import Period, PeriodWindow
+
 # Ids appear in keys and URLs: keep them to a safe alphabet and a bounded length.
 MAX_ID_LENGTH = 64
 # A resource's amount: the units of its quota it holds, at least 1, at most what every JSON
 # client reads exactly (2^53 - 1, the largest integer an IEEE double holds exactly).
 MAX_AMOUNT = 2**53 - 1
 ID_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"
+# A period's id: its start, UTC (functions/core/periods.py, PeriodWindow.id).
+PERIOD_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}Z$"
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII without spaces
 
 # Namespace for ids derived from Idempotency-Key: the same key in the same quota always names
@@ -43,10 +47,25 @@ class Quota:
 
     account_id: str
     resource_type: str = DEFAULT_RESOURCE_TYPE
+    # One period of a periodic quota (functions/core/periods.py, the window's id): its admission
+    # shards and counters are its own, so each period starts at 0 with no write at its boundary.
+    # "": a holding quota, or a periodic quota as a whole (its limit, period and records).
+    period: str = ""
 
     def __str__(self) -> str:
-        """As logs and operators name it: the account, and the type when it is not the default."""
-        return self.account_id if self.is_default else f"{self.account_id}/{self.resource_type}"
+        """As logs and operators name it: the account, the type when it is not the default, and
+        the period when it is one."""
+        name = self.account_id if self.is_default else f"{self.account_id}/{self.resource_type}"
+        return f"{name}@{self.period}" if self.period else name
+
+    @property
+    def whole(self) -> Quota:
+        """The quota without its period: what holds its limit, its period and its records."""
+        return Quota(self.account_id, self.resource_type) if self.period else self
+
+    def in_period(self, period: str) -> Quota:
+        """The quota's period `period` (a window id)."""
+        return Quota(self.account_id, self.resource_type, period)
 
     @property
     def is_default(self) -> bool:
@@ -69,6 +88,10 @@ class Usage:
     rate: TenantRate | None = None  # the account's own rate limit; None: the stack's default
     limit_version: int = 0  # bumped by each limit change: the account's ETag
     thresholds: tuple[int, ...] | None = None  # the quota's own usage thresholds; None: the defaults
+    # A periodic quota's period, and the one its counters are of (the current one when read):
+    # None for a holding quota.
+    period: Period | None = None
+    window: PeriodWindow | None = None
 
     @property
     def account_id(self) -> str:
@@ -132,7 +155,9 @@ class Resource:
     delete_token: str = ""  # the token of the delete whose soft delete landed
     tombstone: bool = False  # counted and removed: only the key, tokens and fingerprint remain
     shard: int = 0  # the admission shard that admitted it, and releases it (functions/core/admission.py)
-    expires_at: int = 0  # a tombstone's end, epoch seconds: its key is free again after it
+    # A tombstone's end, or a usage record's (its period's end and the retention), epoch seconds:
+    # its key is free again after it.
+    expires_at: int = 0
     amount: int = 1  # units of its quota it holds (every resource of an older release holds 1)
     # Bumped by each resize (1: never resized): the resource's ETag, and what a resize is conditional on.
     version: int = 1
@@ -144,9 +169,10 @@ class Resource:
         return self.quota.account_id
 
     def expired(self, now_epoch: int) -> bool:
-        """A tombstone past its retention, which TTL has not removed yet (it may take days): its
-        Idempotency-Key's window is over, and a create with that key makes a new resource."""
-        return self.tombstone and 0 < self.expires_at <= now_epoch
+        """A tombstone past its retention, or a usage record past its period and the retention,
+        which TTL has not removed yet (it may take days): its Idempotency-Key's window is over,
+        and a create with that key makes a new resource."""
+        return (self.tombstone or bool(self.quota.period)) and 0 < self.expires_at <= now_epoch
 
 
 @dataclass(frozen=True)

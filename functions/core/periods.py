@@ -61,6 +61,16 @@ def format_instant(instant: datetime) -> str:
     return _utc(instant, "instant").strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def start_of(window_id: str) -> str:
+    """When the window whose id is `window_id` starts, as format_instant writes it (the id is its
+    start); ValueError if it is not an id."""
+    match = _WINDOW_ID.fullmatch(window_id)
+    if match is None:
+        raise ValueError(f"not a window id (YYYYMMDDTHHMMSSZ): {window_id!r:.{_SHOWN}}")
+    year, month, day, hour, minute, second = (int(part) for part in match.groups())
+    return format_instant(datetime(year, month, day, hour, minute, second, tzinfo=UTC))
+
+
 @dataclass(frozen=True)
 class PeriodWindow:
     """One window of a period: from `start` (included) to `end` (excluded), both UTC, whole

@@ -118,9 +118,11 @@ class Crossing:
     def event_id(self) -> str:
         """Stable: the same crossing always has the same id, so a subscriber can drop the copies
         that at-least-once delivery may bring; a different crossing (another quota, seq, usage...)
-        has another."""
+        has another, as has the same crossing in another period of a periodic quota (a holding's
+        ids are what they were before periods)."""
         fields = (self.quota.account_id, self.quota.resource_type, self.seq, self.threshold, self.direction.value)
-        name = "\n".join(map(str, (*fields, self.usage, self.limit)))
+        period = (self.quota.period,) if self.quota.period else ()
+        name = "\n".join(map(str, (*fields, self.usage, self.limit, *period)))
         return str(uuid.uuid5(_EVENT_ID_NAMESPACE, name))
 
 

@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.core.periods import start_of
 from functions.core.thresholds import Crossing
 
 SOURCE = "hybrid-counter.usage"
@@ -36,8 +37,13 @@ class UsageThresholdCrossed(BaseModel):
     crossedAt: str = Field(description="When the crossing was counted: ISO 8601, UTC.")
     seq: int = Field(
         ge=1,
-        description="This quota's event number: 1, 2, 3... without gaps. Order a quota's events by it; a gap "
-        "means an event not received yet.",
+        description="This quota's event number: 1, 2, 3... without gaps (a periodic quota's, in each period). "
+        "Order a quota's events by it; a gap means an event not received yet.",
+    )
+    periodStart: str | None = Field(
+        default=None,
+        description="A periodic quota's: the start of the period whose usage crossed (RFC 3339, UTC); each "
+        "period starts below every threshold, and its crossings are its own. Absent for a holding quota.",
     )
 
     @classmethod
@@ -52,6 +58,7 @@ class UsageThresholdCrossed(BaseModel):
             limit=crossing.limit,
             crossedAt=crossed_at,
             seq=crossing.seq,
+            periodStart=start_of(crossing.quota.period) if crossing.quota.period else None,
         )
 
 

@@ -34,7 +34,8 @@ class AccountTruth:
 
 
 def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
-    """Each quota's truth, by its partition key (`ACCOUNT#acme`, `ACCOUNT#acme#seats`)."""
+    """Each quota's truth, by its partition key (`ACCOUNT#acme`, `ACCOUNT#acme#seats`); each period
+    of a periodic quota's, by its period's (`ACCOUNT#acme#builds@20261127T000000Z`)."""
     accounts: dict[str, AccountTruth] = defaultdict(AccountTruth)
     request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
@@ -48,6 +49,8 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
             # quota's shards and counter shards have keys of their own, which name it.
             quota = keys.quota_of(item[table_layout.PARTITION_KEY])
             assert quota is not None, f"an item of no quota: {item[table_layout.PARTITION_KEY]}"
+            if item.get(resources.PERIOD):  # a usage record: its period's (`ACCOUNT#acme#builds@<id>`)
+                quota = quota.in_period(item[resources.PERIOD])
             truth = accounts[keys.account_pk(quota)]
             if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
                 shard = shard_state(item)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from functions.core import accounts
-from functions.core.accounts import LimitChange
+from functions.core.accounts import LimitChange, PeriodLimit
 from functions.core.admission import Directory, Reserved, ShardState
 from functions.core.errors import (
     AccountNotFound,
@@ -82,7 +82,15 @@ class RecordingStore:
         self.writes.append("put_account")
         return True
 
-    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(
+        self,
+        account_id: str,
+        account: ShardState,
+        change: LimitChange,
+        now: str,
+        retired_span: int,
+        periods: Sequence[PeriodLimit] = (),
+    ) -> bool:
         self.writes.append("put_account")
         return True
 

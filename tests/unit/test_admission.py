@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from functions.core import accounts
-from functions.core.accounts import LimitChange
+from functions.core.accounts import LimitChange, PeriodLimit
 from functions.core.admission import (
     MAX_SHARDS,
     Directory,
@@ -141,7 +141,15 @@ class Shards:
     def create_account(self, account_id: str, change: LimitChange, now: str) -> bool:
         raise AssertionError("the account exists")
 
-    def set_limit(self, account_id: str, account: ShardState, change: LimitChange, now: str, retired_span: int) -> bool:
+    def set_limit(
+        self,
+        account_id: str,
+        account: ShardState,
+        change: LimitChange,
+        now: str,
+        retired_span: int,
+        periods: Sequence[PeriodLimit] = (),
+    ) -> bool:
         limit = change.limit
         self.calls.append(f"limit {account.limit} -> {limit}")
         first = self.items[0]

@@ -336,6 +336,9 @@ class DecidingStore:
         self.reads.append((seen, target))
         return self.bands, self.shards
 
+    def decided_on(self, quota: Quota) -> Quota | None:
+        return quota  # a holding quota's crossings are its own
+
     def apply_decision(self, quota: Quota, actions: Sequence[ResourceAction], decision: Decision) -> TransactionResult:
         self.calls.append(f"decision of {len(actions)}")
         self.decided.append((list(actions), decision))
