@@ -82,6 +82,7 @@ class PeriodTotal:
     best_effort_net: int
     eventual: int
     settled: bool
+    opened: bool = True  # False: nobody created in it, and it has no item
 
     @property
     def best_effort(self) -> int:
@@ -120,7 +121,7 @@ def period_history(store: HistoryStore, quota: Quota, count: int, now: datetime)
         over = window.end + SETTLING_DELAY <= now
         counts = read.get(quota.in_period(window.id))
         if counts is None:  # never opened: nothing was created in it
-            totals.append(PeriodTotal(window, account.limit, 0, 0, settled=over))
+            totals.append(PeriodTotal(window, account.limit, 0, 0, settled=over, opened=False))
         else:
             totals.append(
                 PeriodTotal(window, counts.limit, counts.best_effort_net, counts.eventual, over and not counts.pending)
