@@ -48,7 +48,8 @@ class DynamoAuditReads:
         account = shard_state(read.shards[0])
 
         items = live = counted = uncounted = soft_deleted = tombstones = 0
-        for resource in self._resource_states(quota):
+        # A periodic quota's own account item admits nothing: its records are its periods'.
+        for resource in self._resource_states(quota) if account.period is None else ():
             if resource.get(ITEM_TYPE) == TOMBSTONE:
                 tombstones += 1
                 continue
