@@ -578,12 +578,19 @@ def _window(period: Period, now: str) -> PeriodWindow:
 
 
 def _record_end(directory: Directory, admitting: Quota, now: str) -> int:
-    """When a usage record's key is free again (TTL removes it): its period's end and the
-    Idempotency-Key's window (the tombstone retention) after it; 0 for a holding's resource."""
+    """When a usage record's key is free again and TTL may remove it: RECORD_RETENTION after its
+    period's end (or the Idempotency-Key's window, if longer); 0 for a holding's resource."""
     period = directory.period_of(admitting.whole)
     if not admitting.period or period is None:
         return 0
-    return int((_window(period, now).end + directory.settings.tombstone_retention).timestamp())
+    kept = max(RECORD_RETENTION, directory.settings.tombstone_retention)
+    return int((_window(period, now).end + kept).timestamp())
+
+
+# How long a usage record outlives its period: as long as a stream record may still be replayed
+# from a dead-letter queue (14 days, SQS's longest retention), so that a replay finds it and its
+# count lands in its own period once; its Idempotency-Key is remembered as long.
+RECORD_RETENTION = timedelta(days=14)
 
 
 def _open_period(store: ApiStore, quota: Quota, period: Quota, directory: Directory, now: str) -> None:
