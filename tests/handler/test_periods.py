@@ -406,3 +406,20 @@ def test_any_sequence_of_creates_refunds_retries_limits_and_midnights_is_exact_p
     view = harness.api.request("GET", url).json()
     assert (view["eventual"], view["bestEffort"]) == (used(period_now()), used(period_now()))
     harness.check_invariants()
+
+
+def test_a_record_and_its_key_outlive_its_period_by_the_dead_letter_queues_retention(evening: Harness) -> None:
+    """A stream record may wait 14 days in a dead-letter queue: its usage record must still be
+    there when it is replayed (TTL would remove it), and until then its key names it."""
+    harness = evening
+    put_builds(harness, 5)
+    first = build(harness, key="nightly").json()["resourceId"]
+    held_back = harness.tap.drain()  # its stream records wait, as in a dead-letter queue
+    harness.clock.advance(timedelta(days=13))
+    again = build(harness, key="nightly")
+    assert (again.status, again.json()["resourceId"]) == (200, first)
+    assert harness.deliver(held_back) == []  # replayed 13 days later: counted, in its own period
+    harness.pump()
+    assert period_truth(harness, TODAY).eventual == 1
+    harness.clock.advance(timedelta(days=2))  # past its period's end and 14 days: a new record
+    assert build(harness, key="nightly").status == 201
