@@ -285,6 +285,8 @@ def test_a_busy_period_spreads_over_shards_and_admits_exactly_its_limit_each_per
     results = run_together(45, lambda i: create_in(harness, 100 + i, Directory(rng=random.Random(i))))
     assert sum(isinstance(result, accounts.Created) for result in results) == 30
     assert all(isinstance(result, (accounts.Created, LimitExceeded)) for result in results), results
+    # The new day opened as spread as the last one ended, not on one shard to grow again.
+    assert harness.wiring.api_store.read_shards(BUILDS_QUOTA.in_period(TOMORROW), [0])[0].span == today.active
     assert put_builds(harness, 5).status == 200  # lowered under the period's usage
     assert build(harness).status == 409
     harness.pump()
