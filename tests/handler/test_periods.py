@@ -425,3 +425,26 @@ def test_a_record_and_its_key_outlive_its_period_by_the_dead_letter_queues_reten
     assert period_truth(harness, TODAY).eventual == 1
     harness.clock.advance(timedelta(days=2))  # past its period's end and 14 days: a new record
     assert build(harness, key="nightly").status == 201
+
+
+def test_the_admission_read_and_the_list_are_of_the_current_period(evening: Harness) -> None:
+    harness = evening
+    put_builds(harness, 5)
+
+    def free() -> int:
+        answer = harness.api.request("GET", f"{BUILDS}/admission?amount=2")
+        assert answer.status == 200, answer.text
+        return answer.json()["free"]  # type: ignore[no-any-return]
+
+    def listed() -> set[str]:
+        answer = harness.api.request("GET", f"{BUILDS}/resources")
+        assert answer.status == 200, answer.text
+        return {item["resourceId"] for item in answer.json()["items"]}
+
+    assert free() == 5  # no period opened yet: all of the limit
+    yesterday = {build(harness, amount=2).json()["resourceId"] for _ in range(2)}
+    assert (free(), listed()) == (1, yesterday)
+    harness.clock.advance(timedelta(minutes=2))
+    assert (free(), listed()) == (5, set())
+    today = {build(harness).json()["resourceId"]}
+    assert (free(), listed()) == (4, today)
