@@ -275,11 +275,13 @@ def create_sets() -> str:
 
 def open_period_sets() -> str:
     """The SET clauses of a period's shard 0, opened with its quota's limit (values :limit, :zero,
-    :one, :id, :type, :now, :bucket, :stamp, :version; names #limit, #type) and thresholds
-    (thresholds_sets). Its limit version is its quota's: a limit change moves both together."""
+    :one, :active, :id, :type, :now, :bucket, :stamp, :version; names #limit, #type) and
+    thresholds (thresholds_sets), its shards 0 .. :active - 1 active (the others have no item
+    yet: each takes room from its donor at its first create). Its limit version is its quota's:
+    a limit change moves both together."""
     return (
         f"#limit = :limit, {ROOM} = :limit, {ADMITTED} = :zero, {BEST_EFFORT} = :zero, "
-        f"{HEAL_EPOCH} = :zero, {ACTIVE} = :one, {SPAN} = :one, {VERSION} = :one, "
+        f"{HEAL_EPOCH} = :zero, {ACTIVE} = :active, {SPAN} = :active, {VERSION} = :one, "
         f"{ACCOUNT_ID} = :id, #type = :type, {CREATED_AT} = :now, {UPDATED_AT} = :now, "
         f"{ACTIVITY_BUCKET} = :bucket, {STAMP_SETS}, {LIMIT_VERSION} = :version"
     )

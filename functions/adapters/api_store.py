@@ -197,8 +197,9 @@ class DynamoApiStore(ShardStore):
         }
         return [{"Update": update}, *self._retired_checks(period.quota, period.retired_span)]
 
-    def open_period(self, period: Quota, account: ShardState, now: str, expires_at: int) -> bool:
+    def open_period(self, period: Quota, account: ShardState, now: str, expires_at: int, active: int = 1) -> bool:
         values: dict[str, Any] = {
+            ":active": active,
             ":limit": account.limit,
             ":zero": 0,
             ":one": 1,

@@ -24,35 +24,32 @@ from functions.adapters.table_layout import (
     ITEM_TYPE,
     PARTITION_KEY,
 )
+from functions.core.accounts import RECORD_RETENTION
 from functions.core.admission import ShardState
 from functions.core.audit import COUNTERS, PERIODS, RECORDS, Recount
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 from functions.core.periods import PeriodWindow
-
-# The least time a usage record is kept after its period's end: the least Idempotency-Key window
-# the stack takes (infra/options.py, idempotencyWindowSeconds). What an audit assumes when it is
-# not told the deployed one.
-LEAST_RECORD_RETENTION = timedelta(hours=1)
 
 
 class DynamoAuditReads:
     """What an audit reads of a quota, and which quotas there are (functions/core/sweeper.py's
     AuditSource: a slice is one activity bucket's quotas).
 
-    `clock` and `records_kept` (how long a usage record outlives its period: the tombstone
-    retention) tell which periods of a periodic quota still have all their records; without a
-    clock, every period is recounted from its records."""
+    `clock` tells which periods of a periodic quota still have all their records: a usage record
+    outlives its period by RECORD_RETENTION, or by the Idempotency-Key's window (the tombstone
+    retention) if longer (functions/core/accounts.py, `_record_end`). Without a clock, every
+    period is recounted from its records."""
 
     def __init__(
         self,
         table: DynamoTable,
         clock: Callable[[], datetime] | None = None,
-        records_kept: timedelta = LEAST_RECORD_RETENTION,
+        tombstone_retention: timedelta = timedelta(0),
     ) -> None:
         self._table = table
         self._shards = ShardStore(table)
         self._clock = clock
-        self._records_kept = records_kept
+        self._records_kept = max(RECORD_RETENTION, tombstone_retention)
 
     def recount(self, quota: Quota) -> Recount | None:
         """The account's counters and the truth about its resources, from its own partition only.

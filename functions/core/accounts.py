@@ -141,11 +141,12 @@ class ApiStore(AdmissionStore, Protocol):
 
     def read_usage(self, quota: Quota) -> Usage | None: ...
 
-    def open_period(self, period: Quota, account: ShardState, now: str, expires_at: int) -> bool:
+    def open_period(self, period: Quota, account: ShardState, now: str, expires_at: int, active: int = 1) -> bool:
         """Create shard 0 of `period` (a period of a periodic quota) with the limit, limit version
-        and thresholds of its quota's account item as read (`account`), in one transaction
-        conditional on the account item still being at that limit version; False if it was not
-        (or the period's shard 0 exists). `expires_at`: when TTL may remove it (epoch seconds)."""
+        and thresholds of its quota's account item as read (`account`) and `active` shards (the
+        others take their room from it as a grown account's do), in one transaction conditional
+        on the account item still being at that limit version; False if it was not (or the
+        period's shard 0 exists). `expires_at`: when TTL may remove it (epoch seconds)."""
         ...
 
     def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
@@ -578,18 +579,26 @@ def _window(period: Period, now: str) -> PeriodWindow:
 
 
 def _record_end(directory: Directory, admitting: Quota, now: str) -> int:
-    """When a usage record's key is free again (TTL removes it): its period's end and the
-    Idempotency-Key's window (the tombstone retention) after it; 0 for a holding's resource."""
+    """When a usage record's key is free again and TTL may remove it: RECORD_RETENTION after its
+    period's end (or the Idempotency-Key's window, if longer); 0 for a holding's resource."""
     period = directory.period_of(admitting.whole)
     if not admitting.period or period is None:
         return 0
-    return int((_window(period, now).end + directory.settings.tombstone_retention).timestamp())
+    kept = max(RECORD_RETENTION, directory.settings.tombstone_retention)
+    return int((_window(period, now).end + kept).timestamp())
+
+
+# How long a usage record outlives its period: as long as a stream record may still be replayed
+# from a dead-letter queue (14 days, SQS's longest retention), so that a replay finds it and its
+# count lands in its own period once; its Idempotency-Key is remembered as long.
+RECORD_RETENTION = timedelta(days=14)
 
 
 def _open_period(store: ApiStore, quota: Quota, period: Quota, directory: Directory, now: str) -> None:
     """Open `period`'s shard 0 from its quota's account item: its limit and thresholds as they are
-    now (a limit change landing first makes the open fail, and the create reads again). Its items
-    are kept as long as the quota's history (HISTORY_RETENTION)."""
+    now (a limit change landing first makes the open fail, and the create reads again), and the
+    active shards of the period before it. Its items are kept as long as the quota's history
+    (HISTORY_RETENTION)."""
     found = store.read_shards(quota, [0])
     if not found:
         raise AccountNotFound(quota)
@@ -597,8 +606,12 @@ def _open_period(store: ApiStore, quota: Quota, period: Quota, directory: Direct
     if account.period is None:
         return  # not periodic (any more): the next attempt finds out
     directory.learn_period(quota, account.period)
-    end = account.period.window_with_id(period.period).end
-    store.open_period(period, account, now, int((end + HISTORY_RETENTION).timestamp()))
+    window = account.period.window_with_id(period.period)
+    # A busy quota's period opens as spread as the one before it ended, rather than on one shard
+    # that its first second's creates would throttle while it grows again.
+    before = store.read_shards(quota.in_period(account.period.preceding(window).id), [0])
+    active = before[0].active if before else 1
+    store.open_period(period, account, now, int((window.end + HISTORY_RETENTION).timestamp()), active)
 
 
 # How long a periodic quota's periods' admission and counter items are kept after each period's

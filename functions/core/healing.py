@@ -143,6 +143,10 @@ def heal_account(
         if read is None:
             return HealResult(HealOutcome.NOT_FOUND)
     state, eventual = read
+    if state.shards and state.shards[0].period is not None:
+        # A periodic quota's own account item admits and counts nothing (its periods do, each
+        # healed as a quota): no read of its records, which are its periods'.
+        return HealResult(HealOutcome.EXACT, before, eventual)
     # A delete (or shrink) in flight has decremented best-effort and may still land or give it back.
     deleting = any(lease.kind.takes_best_effort for lease in state.leases)
     if deleting or store.has_pending_work(quota):

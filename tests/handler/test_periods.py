@@ -6,15 +6,20 @@ the same Idempotency-Key in the next period is the same record, counted in its f
 
 from __future__ import annotations
 
+import os
 import random
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from functions.adapters import keys
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
+from functions.core.audit import audit
 from functions.core.errors import LimitExceeded
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, Quota
@@ -280,6 +285,8 @@ def test_a_busy_period_spreads_over_shards_and_admits_exactly_its_limit_each_per
     results = run_together(45, lambda i: create_in(harness, 100 + i, Directory(rng=random.Random(i))))
     assert sum(isinstance(result, accounts.Created) for result in results) == 30
     assert all(isinstance(result, (accounts.Created, LimitExceeded)) for result in results), results
+    # The new day opened as spread as the last one ended, not on one shard to grow again.
+    assert harness.wiring.api_store.read_shards(BUILDS_QUOTA.in_period(TOMORROW), [0])[0].span == today.active
     assert put_builds(harness, 5).status == 200  # lowered under the period's usage
     assert build(harness).status == 409
     harness.pump()
@@ -290,3 +297,154 @@ def test_a_busy_period_spreads_over_shards_and_admits_exactly_its_limit_each_per
         healed = heal_account(harness.wiring.healing_store, BUILDS_QUOTA.in_period(period), harness.clock.now(), QUIET)
         assert healed.outcome in (HealOutcome.EXACT, HealOutcome.HEALED), healed
     harness.check_invariants()
+
+
+def test_the_audit_finds_each_period_exact_and_the_quota_itself_holding_nothing(evening: Harness) -> None:
+    """A periodic quota's own account item admits nothing: its records are its periods', so an
+    audit of it (the sweeper's slice, `ops audit`) must not count them as its own, and a heal of it
+    has nothing to do."""
+    harness = evening
+    put_builds(harness, 5)
+    for _ in range(3):
+        assert build(harness, amount=2).status in {201, 409}
+    harness.clock.advance(timedelta(minutes=2))
+    assert build(harness).status == 201
+    harness.pump()
+    reads = harness.wiring.audit_reads
+    for quota in (BUILDS_QUOTA, BUILDS_QUOTA.in_period(TODAY), BUILDS_QUOTA.in_period(TOMORROW)):
+        finding = audit(partial(reads.recount, quota), quota)
+        assert finding is not None, quota
+        assert finding.verdict == "exact", (quota, finding)
+    healed = heal_account(harness.wiring.healing_store, BUILDS_QUOTA, harness.clock.now(), QUIET)
+    assert healed.outcome is HealOutcome.EXACT, healed
+
+
+# A step of the property below: ("create", amount, key or None), ("refund", index), ("clock", 17-minute
+# steps forward), ("limit", new limit). The clock only ever lands 3 s or more from a boundary
+# (17 and 1,440 minutes share no factor), so a step's own running time never crosses one.
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), st.integers(1, 3), st.sampled_from([None, None, "k1", "k2", "k3"])),
+        st.tuples(st.just("refund"), st.integers(0, 30)),
+        st.tuples(st.just("clock"), st.integers(1, 60)),  # 14 steps of 17 h at most: no record expires
+        st.tuples(st.just("limit"), st.integers(0, 6)),
+    ),
+    min_size=1,
+    max_size=14,
+)
+ACCOUNTS = iter(range(1_000_000))
+
+
+@settings(
+    max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "12")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    database=None,
+)
+@given(steps=STEPS, limit=st.integers(1, 6))
+def test_any_sequence_of_creates_refunds_retries_limits_and_midnights_is_exact_per_period(
+    harness: Harness, steps: list[tuple[Any, ...]], limit: int
+) -> None:
+    """Sequential calls, so the API must answer exactly what a model of the periods predicts: each
+    create admitted iff its period's usage leaves room for its amount, a keyed retry the first
+    record (in its first period, while its key lasts), a refund only within its period; and once
+    counted, each period's eventual total is the sum of its records."""
+    account = f"p{next(ACCOUNTS)}"
+    quota, url = Quota(account, "builds"), f"/accounts/{account}/types/builds"
+    harness.clock.set(EVENING - timedelta(hours=3, seconds=-3))
+    start = harness.clock.now()
+    assert harness.api.request("PUT", url, {"limit": limit, "period": "day"}).status == 200
+    offset = timedelta(0)
+    records: list[dict[str, Any]] = []  # the model: id, period, amount, refunded
+    keyed: dict[str, dict[str, Any]] = {}
+    limits = {"now": limit}
+
+    def period_now() -> str:
+        return (start + offset).strftime("%Y%m%dT000000Z")
+
+    def used(period: str) -> int:
+        return sum(r["amount"] for r in records if r["period"] == period and not r["refunded"])
+
+    for step in steps:
+        if step[0] == "clock":
+            offset += timedelta(minutes=17 * step[1])
+            harness.clock.set(start + offset)
+        elif step[0] == "limit":
+            limits["now"] = step[1]
+            assert harness.api.request("PUT", url, {"limit": step[1]}).status == 200
+        elif step[0] == "create":
+            _, amount, key = step
+            headers = {"Idempotency-Key": key} if key else None
+            answer = harness.api.request("POST", f"{url}/resources", {"name": "b", "amount": amount}, headers)
+            earlier = keyed.get(key) if key else None
+            if earlier is not None and earlier["amount"] != amount:
+                assert answer.status == 422, answer.text  # the key came with another body
+            elif earlier is not None and not earlier["refunded"]:
+                assert (answer.status, answer.json()["resourceId"]) == (200, earlier["id"]), answer.text
+            elif earlier is not None:
+                assert answer.status == 409, answer.text  # IdempotencyKeyReused: its record was refunded
+            elif used(period_now()) + amount <= limits["now"]:
+                assert answer.status == 201, answer.text
+                made = {"id": answer.json()["resourceId"], "period": period_now(), "amount": amount, "refunded": False}
+                records.append(made)
+                if key:
+                    keyed[key] = made
+            else:
+                assert (answer.status, answer.json()["error"]["code"]) == (409, "LimitExceeded"), answer.text
+        elif records:
+            record = records[step[1] % len(records)]
+            answer = harness.api.request("DELETE", f"{url}/resources/{record['id']}")
+            if record["refunded"]:
+                assert answer.status == 404, answer.text
+            elif record["period"] != period_now():
+                assert (answer.status, answer.json()["error"]["code"]) == (409, "PeriodClosed"), answer.text
+            else:
+                assert answer.status == 204, answer.text
+                record["refunded"] = True
+    harness.pump()
+    for period in {r["period"] for r in records}:
+        truth = harness.truth(quota.in_period(period))
+        assert (truth.live, truth.eventual) == (used(period), used(period)), period
+    view = harness.api.request("GET", url).json()
+    assert (view["eventual"], view["bestEffort"]) == (used(period_now()), used(period_now()))
+    harness.check_invariants()
+
+
+def test_a_record_and_its_key_outlive_its_period_by_the_dead_letter_queues_retention(evening: Harness) -> None:
+    """A stream record may wait 14 days in a dead-letter queue: its usage record must still be
+    there when it is replayed (TTL would remove it), and until then its key names it."""
+    harness = evening
+    put_builds(harness, 5)
+    first = build(harness, key="nightly").json()["resourceId"]
+    held_back = harness.tap.drain()  # its stream records wait, as in a dead-letter queue
+    harness.clock.advance(timedelta(days=13))
+    again = build(harness, key="nightly")
+    assert (again.status, again.json()["resourceId"]) == (200, first)
+    assert harness.deliver(held_back) == []  # replayed 13 days later: counted, in its own period
+    harness.pump()
+    assert period_truth(harness, TODAY).eventual == 1
+    harness.clock.advance(timedelta(days=2))  # past its period's end and 14 days: a new record
+    assert build(harness, key="nightly").status == 201
+
+
+def test_the_admission_read_and_the_list_are_of_the_current_period(evening: Harness) -> None:
+    harness = evening
+    put_builds(harness, 5)
+
+    def free() -> int:
+        answer = harness.api.request("GET", f"{BUILDS}/admission?amount=2")
+        assert answer.status == 200, answer.text
+        return answer.json()["free"]  # type: ignore[no-any-return]
+
+    def listed() -> set[str]:
+        answer = harness.api.request("GET", f"{BUILDS}/resources")
+        assert answer.status == 200, answer.text
+        return {item["resourceId"] for item in answer.json()["items"]}
+
+    assert free() == 5  # no period opened yet: all of the limit
+    yesterday = {build(harness, amount=2).json()["resourceId"] for _ in range(2)}
+    assert (free(), listed()) == (1, yesterday)
+    harness.clock.advance(timedelta(minutes=2))
+    assert (free(), listed()) == (5, set())
+    today = {build(harness).json()["resourceId"]}
+    assert (free(), listed()) == (4, today)

@@ -79,14 +79,15 @@ def test_a_record_deleted_behind_the_systems_back_is_drift_in_its_period(cli_har
 
 def test_a_period_whose_records_expired_is_judged_on_its_counters(cli_harness: Harness, cli: Cli) -> None:
     first = two_days_of_builds(cli_harness)
-    cli_harness.clock.advance(timedelta(days=2))  # past the 27th's end and any record retention
+    cli_harness.clock.advance(timedelta(days=15))  # past the 27th's end and its records' retention (14 days)
     for resource_id in first:  # TTL removes the 27th's records
         key = {
             table_layout.PARTITION_KEY: keys.account_pk(BUILDS_QUOTA),
             table_layout.SORT_KEY: keys.resource_sk(resource_id),
         }
         cli_harness.backend.dynamodb.delete_item(TableName=cli_harness.backend.table, Key=to_attributes(key))
-    result = cli("audit", "acme", "--type", "builds", "--json")
+    # Past a day quota's last 13 periods: `--all` finds it in the activity index.
+    result = cli("audit", "--all", "--json")
     assert result.code == EXIT_OK, result.out
     today = findings(result)[f"builds@{TODAY}"]
     assert (today["verdict"], today["account"]["basis"], today["account"]["eventual"]) == ("exact", "counters", 2)
@@ -103,7 +104,7 @@ def test_a_period_whose_records_expired_is_judged_on_its_counters(cli_harness: H
         ExpressionAttributeNames={"#count": "count"},
         ExpressionAttributeValues=to_attributes({":one": 1}),
     )
-    repaired = cli("audit", "acme", "--type", "builds", "--repair")
+    repaired = cli("audit", "--all", "--repair")
     assert repaired.code == EXIT_DRIFT
     assert "disagree" in repaired.out
     assert "not repaired: its records have expired" in repaired.out

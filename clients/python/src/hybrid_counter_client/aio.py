@@ -92,9 +92,13 @@ class AsyncLimitsClient(ClientBase):
         thresholds: list[int] | None = None,
         if_match: str | None = None,
         idempotency_key: str | None = None,
+        period: str | None = None,
+        anchor: str | None = None,
     ) -> Account:
         return await self._call(
-            operations.put_account(account_id, limit, rate_limit, thresholds, if_match, idempotency_key)
+            operations.put_account(
+                account_id, limit, rate_limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+            )
         )
 
     async def get_account(self, account_id: str) -> Account:
@@ -173,9 +177,13 @@ class AsyncLimitsClient(ClientBase):
         thresholds: list[int] | None = None,
         if_match: str | None = None,
         idempotency_key: str | None = None,
+        period: str | None = None,
+        anchor: str | None = None,
     ) -> ResourceType:
         return await self._call(
-            operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match, idempotency_key)
+            operations.put_type_limit(
+                account_id, resource_type, limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+            )
         )
 
     async def would_admit(self, account_id: str, amount: int | None = None) -> Admission:

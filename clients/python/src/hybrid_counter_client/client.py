@@ -144,15 +144,25 @@ class LimitsClient(ClientBase):
         thresholds: list[int] | None = None,
         if_match: str | None = None,
         idempotency_key: str | None = None,
+        period: str | None = None,
+        anchor: str | None = None,
     ) -> Account:
         """Create the account or set its limit (an admin session only). `rate_limit`: its own rate
         limit; `thresholds`: its own usage thresholds, 1 to 10 percentages 1..100 (docs/events.md;
-        `[80, 100]` gives the defaults back); each omitted, it keeps what it has. `if_match`:
-        change it only if its `etag` is still this one (PreconditionFailed otherwise). Every
-        attempt sends the same `idempotency_key` (a new uuid4 unless given), so a retry never
-        overwrites a PUT made after its first attempt: it then answers the account as that PUT
-        left it."""
-        return self._call(operations.put_account(account_id, limit, rate_limit, thresholds, if_match, idempotency_key))
+        `[80, 100]` gives the defaults back); each omitted, it keeps what it has. `period`: "day"
+        or "month" makes the quota periodic (docs/periods.md): its usage is what was created since
+        its current period began, from 0 again at each period's end; `anchor` (RFC 3339, whole
+        seconds, only with `period`) moves its boundaries off 00:00 UTC and the 1st. Omitted, the
+        quota keeps its period (or stays a holding); PeriodChangeRefused when the quota cannot take
+        the one asked for. `if_match`: change it only if its `etag` is still this one
+        (PreconditionFailed otherwise). Every attempt sends the same `idempotency_key` (a new uuid4
+        unless given), so a retry never overwrites a PUT made after its first attempt: it then
+        answers the account as that PUT left it."""
+        return self._call(
+            operations.put_account(
+                account_id, limit, rate_limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+            )
+        )
 
     def get_account(self, account_id: str) -> Account:
         return self._call(operations.get_account(account_id))
@@ -252,15 +262,19 @@ class LimitsClient(ClientBase):
         thresholds: list[int] | None = None,
         if_match: str | None = None,
         idempotency_key: str | None = None,
+        period: str | None = None,
+        anchor: str | None = None,
     ) -> ResourceType:
         """Set a type's limit (an admin session only), adding the type to the account (and the
         account, at a default-type limit of 0, if it has none yet; TooManyResourceTypes past the
-        most types an account may have). `thresholds`: the type's own usage thresholds, as in
+        most types an account may have). `thresholds`, `period` and `anchor`: the type's own, as in
         `put_account` (omitted, it keeps what it has). `if_match`: change it only if the type's
         `etag` is still this one (PreconditionFailed otherwise). `idempotency_key`: as in
         `put_account`."""
         return self._call(
-            operations.put_type_limit(account_id, resource_type, limit, thresholds, if_match, idempotency_key)
+            operations.put_type_limit(
+                account_id, resource_type, limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+            )
         )
 
     def would_admit(self, account_id: str, amount: int | None = None) -> Admission:

@@ -134,6 +134,15 @@ class TooManyResourceTypes(ClientError):
     """A PUT of a new type when the account has the most types it may have (50 besides the default)."""
 
 
+class PeriodChangeRefused(ClientError):
+    """A PUT asks a quota for another period than it has: a holding quota becomes periodic only
+    while it holds nothing, and a periodic quota keeps its period and anchor (docs/periods.md)."""
+
+
+class PeriodClosed(ClientError):
+    """A delete or resize of a usage record whose period is over: it is history, and stays counted."""
+
+
 class PreconditionFailed(ClientError):
     """`If-Match` names another version of the limit (or of the resource, for a resize): read it
     again for its new `etag`."""

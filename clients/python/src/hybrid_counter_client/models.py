@@ -41,7 +41,10 @@ class RateLimit:
 @dataclass(frozen=True)
 class TypeUsage:
     """One of an account's limits: its resource type's limit and counts (docs/api.md, "Resource types").
-    `thresholds`: its own usage thresholds, ascending; None when it has none (80 and 100 apply)."""
+    `thresholds`: its own usage thresholds, ascending; None when it has none (80 and 100 apply).
+    `period`: "day" or "month" for a periodic quota, whose counts are its current period's, from
+    `period_start` up to `period_end` (exclusive), when it starts again at 0 (docs/periods.md);
+    `anchor` the period's anchor if it has one. All four None for a holding quota."""
 
     account_id: str
     type: str
@@ -51,6 +54,10 @@ class TypeUsage:
     used: int  # max(best_effort, eventual)
     available: int
     thresholds: list[int] | None = None
+    period: str | None = None  # "day" or "month"
+    anchor: str | None = None  # RFC 3339, as the PUT gave it
+    period_start: str | None = None  # RFC 3339, UTC
+    period_end: str | None = None  # RFC 3339, UTC, exclusive
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,8 @@ class Account:
     """An account's limit and counts: its default type's (the routes without a type). `etag` is its
     limit's version, for `put_account(if_match=)`. `thresholds`: its own usage thresholds,
     ascending; None when it has none (80 and 100 apply). `types`: its other types, by name; None
-    when it has none."""
+    when it has none. `period`, `anchor`, `period_start`, `period_end`: its default type's period,
+    as TypeUsage's (None for a holding quota)."""
 
     account_id: str
     limit: int
@@ -85,6 +93,10 @@ class Account:
     etag: str = field(metadata={"header": "ETag"})
     thresholds: list[int] | None = None
     types: list[TypeUsage] | None = None
+    period: str | None = None  # "day" or "month"
+    anchor: str | None = None  # RFC 3339, as the PUT gave it
+    period_start: str | None = None  # RFC 3339, UTC
+    period_end: str | None = None  # RFC 3339, UTC, exclusive
 
 
 @dataclass(frozen=True)

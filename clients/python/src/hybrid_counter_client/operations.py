@@ -211,6 +211,14 @@ def _put_headers(if_match: str | None, idempotency_key: str | None) -> dict[str,
     return headers if if_match is None else {**headers, "If-Match": if_match}
 
 
+def _quota_settings(thresholds: Sequence[int] | None, period: str | None, anchor: str | None) -> dict[str, Any]:
+    """A PUT's optional quota settings, each only when given: left out, the quota keeps what it has
+    (and the body is the one a client before thresholds or periods sent). The API checks them
+    (400 ValidationError: an unknown period, an anchor that is not RFC 3339 or has no period)."""
+    given = {"thresholds": None if thresholds is None else list(thresholds), "period": period, "anchor": anchor}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def put_account(
     account_id: str,
     limit: int,
@@ -218,12 +226,14 @@ def put_account(
     thresholds: Sequence[int] | None,
     if_match: str | None,
     idempotency_key: str | None = None,
+    *,
+    period: str | None = None,
+    anchor: str | None = None,
 ) -> Call[Account]:
     body: dict[str, Any] = {"limit": limit}
     if rate_limit is not None:
         body["rateLimit"] = rate_limit.to_json()
-    if thresholds is not None:
-        body["thresholds"] = list(thresholds)
+    body |= _quota_settings(thresholds, period, anchor)
     headers = _put_headers(if_match, idempotency_key)
     return Call(PUT_ACCOUNT, {"accountId": account_id}, _account, headers=headers, body=_json_body(body))
 
@@ -292,12 +302,13 @@ def put_type_limit(
     thresholds: Sequence[int] | None,
     if_match: str | None,
     idempotency_key: str | None = None,
+    *,
+    period: str | None = None,
+    anchor: str | None = None,
 ) -> Call[ResourceType]:
     headers = _put_headers(if_match, idempotency_key)
     where = {"accountId": account_id, "resourceType": resource_type}
-    body: dict[str, Any] = {"limit": limit}
-    if thresholds is not None:
-        body["thresholds"] = list(thresholds)
+    body: dict[str, Any] = {"limit": limit, **_quota_settings(thresholds, period, anchor)}
     return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body(body))
 
 
