@@ -125,6 +125,11 @@ class DynamoApiStore(ShardStore):
             ":token": change.token,
         }
         unchanged = schema.limit_version_condition(account.limit_version, values)
+        if change.period is not None and account.period is None:
+            # Becoming periodic: only while it still holds what it held when read (nothing), so no
+            # create, delete or lease lands in between (every one of them bumps the version).
+            unchanged += schema.HOLDS_AS_READ_CONDITION
+            values[":version_read"] = account.version
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),

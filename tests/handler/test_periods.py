@@ -467,3 +467,20 @@ def test_a_period_opened_while_a_limit_change_is_in_flight_gets_the_new_limit(ev
     assert [build(harness).status for _ in range(3)] == [201, 201, 409]
     assert builds(harness)["limit"] == 3
     harness.check_invariants()
+
+
+def test_a_create_landing_while_a_holding_becomes_periodic_makes_the_change_refused(evening: Harness) -> None:
+    """The PUT read the holding empty; a create lands before the PUT's write: the quota must not
+    become periodic holding a resource its periods know nothing of."""
+    harness = evening
+    assert harness.api.put_type("acme", "builds", 2).status == 200
+
+    def create_first() -> None:
+        assert build(harness).status == 201
+
+    harness.faults.before_call("UpdateItem", once(lambda params: ":period" in str(params), create_first))
+    harness.faults.before_call("TransactWriteItems", once(lambda params: ":period" in str(params), create_first))
+    refused = put_builds(harness, 2)
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "PeriodChangeRefused"), refused.text
+    assert "period" not in builds(harness)
+    harness.check_invariants()
