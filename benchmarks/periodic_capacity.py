@@ -304,10 +304,17 @@ def _hottest(units: dict[str, float]) -> tuple[str, float]:
 
 
 def shard_average(run: PeriodicRun) -> tuple[int, float]:
-    """The busy quota's admission shards its measured creates wrote, and their average WCU per record."""
+    """The busy quota's admission shards (shard 0 aside: every one its warm-up and measured creates
+    wrote), and what each takes per record on average, of what the measured creates wrote on them."""
+    shards = {
+        item
+        for name in ("busy warm-up", BUSY_CREATE)
+        for item in run.meter.usage.get(name, Usage()).item_wcu
+        if family(item).startswith("SHARD#")
+    }
     usage = run.meter.usage.get(BUSY_CREATE, Usage())
-    shards = {item: units for item, units in usage.item_wcu.items() if family(item).startswith("SHARD#")}
-    return len(shards), sum(shards.values()) / len(shards) / run.settings.hot_records if shards else 0.0
+    measured = sum(units for item, units in usage.item_wcu.items() if item in shards)
+    return len(shards), measured / len(shards) / run.settings.hot_records if shards else 0.0
 
 
 def ceiling(units_per_record: float) -> float:
@@ -362,7 +369,7 @@ def write_lines(run: PeriodicRun) -> list[str]:
     ):
         counting = operation == BUSY_COUNT
         lines.append(
-            f"    {sum(entry.units for entry in writes) / records:5.2f} WCU {len(writes) / records:5.2f} writes  "
+            f"    {sum(entry.units for entry in writes) / records:5.2f} WCU {len(writes) / records:6.3f} writes  "
             f"{'consumer' if counting else 'create'} {api} {place}: {what_it_buys(counting, place)}"
         )
     return lines
@@ -423,8 +430,8 @@ def report(run: PeriodicRun) -> str:
         "",
         f"one busy periodic quota, projected (goal {GOAL_RECORDS_PER_SECOND:,} records/s):",
         f"    {ceiling(busy.item[1]):>10,.0f}/s  hottest item: {_short(busy.item[0])} ({busy.item[1]:.3f} WCU/record)",
-        f"    {ceiling(shards[1]):>10,.0f}/s  its {shards[0]} admission shards at their average "
-        f"({shards[1]:.4f} WCU/record each)",
+        f"    {ceiling(shards[1]):>10,.0f}/s  its {shards[0]} admission shards besides shard 0, at their "
+        f"average ({shards[1]:.4f} WCU/record each)",
         f"    {ceiling(busy.index_key[1]):>10,.0f}/s  hottest index key: {_short(busy.index_key[0])} "
         f"({busy.index_key[1]:.3f} WCU/record)",
         f"    {ceiling(busy.key[1]):>10,.0f}/s  hottest table partition key (soft: split by sort key): "
@@ -432,11 +439,26 @@ def report(run: PeriodicRun) -> str:
         f"    {ceiling(atomic.item[1]):>10,.0f}/s  baseline 1's counter item ({atomic.item[1]:.2f} WCU/record)",
         f"    {ceiling(marker.item[1]):>10,.0f}/s  baseline 2's counter item ({marker.item[1]:.2f} WCU/record; "
         f"its partition key {marker.key[1]:.2f}: {ceiling(marker.key[1]):,.0f}/s)",
+        "  on-demand cost per million records: "
+        + ", ".join(f"{name} ${_cost(figure):.2f}" for name, figure in (("quiet", quiet), ("busy", busy)))
+        + f"; baseline 1 ${_cost(atomic):.2f}, baseline 2 ${_cost(marker):.2f} ({_prices()})",
         f"  what each WCU of a busy record buys ({busy.wcu:.2f} WCU a record; baseline 1 {atomic.wcu:.2f}, "
         f"baseline 2 {marker.wcu:.2f}):",
         *write_lines(run),
     ]
     return "\n".join(lines)
+
+
+def _cost(figure: PerRecord) -> float:
+    from benchmarks.capacity import PRICE_PER_MILLION_READ_UNITS, PRICE_PER_MILLION_WRITE_UNITS
+
+    return figure.wcu * PRICE_PER_MILLION_WRITE_UNITS + figure.rcu * PRICE_PER_MILLION_READ_UNITS
+
+
+def _prices() -> str:
+    from benchmarks.capacity import PRICE_PER_MILLION_READ_UNITS, PRICE_PER_MILLION_WRITE_UNITS, PRICES_AS_OF
+
+    return f"${PRICE_PER_MILLION_WRITE_UNITS}/M WRU, ${PRICE_PER_MILLION_READ_UNITS}/M RRU, {PRICES_AS_OF}"
 
 
 def _rate(units: float) -> str:

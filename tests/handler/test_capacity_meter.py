@@ -206,6 +206,7 @@ def test_the_periodic_report_meters_every_item_a_usage_record_writes(backend: Ba
         PeriodicSettings,
         family,
         measure_periodic,
+        report,
     )
 
     reader = boto3.client("dynamodb", endpoint_url=backend.endpoint_url)
@@ -235,3 +236,4 @@ def test_the_periodic_report_meters_every_item_a_usage_record_writes(backend: Ba
     assert any("/ RESOURCE#" in item for item in counted_items)
     # The open wrote the next period's shard 0, which only it could have written.
     assert any(f"@{run.next_window_id} / ACCOUNT" in item for item in run.meter.usage[OPEN].item_wcu)
+    assert "what each WCU of a busy record buys" in report(run)
