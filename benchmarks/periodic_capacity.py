@@ -91,7 +91,7 @@ class PeriodicSettings:
 @dataclass
 class PeriodicRun:
     """What `measure_periodic` measured: the meter (its usage per operation, and its trace), the
-    records each measured operation stands for, and the keys of the quotas."""
+    records each measured operation stands for, and the periods it wrote."""
 
     meter: CapacityMeter
     settings: PeriodicSettings
