@@ -23,7 +23,7 @@ help:
 	@echo "make bench     the blog's seven counters, the paper's design and this project side by side (capacity, ceiling, count error)"
 	@echo "make bench-load   the paper's load test (constant arrival, create then delete); ARGS='--ceiling-share 0.8'"
 	@echo "make bench-emulators   moto plain, moto tuned and DynamoDB Local side by side"
-	@echo "make bench-capacity    DynamoDB capacity per operation, item and key; projected AWS ceilings and cost"
+	@echo "make bench-capacity    DynamoDB capacity per operation, item and key; projected AWS ceilings and cost; ARGS='--period day' a periodic quota's records alone"
 	@echo "make test-dynamodb-local   the handler tier against DynamoDB Local (AWS's engine) instead of moto"
 	@echo "make unit | handler | runtime | integration | infra | client   one test tier"
 	@echo "make test-deployed   the integration tests against the deployed stack (API_URL from its outputs)"

@@ -12,7 +12,10 @@ per record, and a heal. Then projects, from the capacity per create+delete itera
   the table reaches those limits, whatever the number of accounts;
 * **the on-demand cost** per million create+delete iterations (PRICES below);
 * **resource types**: one account with `--types` of them, quiet over all, then one busy beside
-  quiet ones: the hottest item and partition key per iteration, and each type's partition keys.
+  quiet ones: the hottest item and partition key per iteration, and each type's partition keys;
+* **periodic quotas** (benchmarks/periodic_capacity.py; `--period day|month` for that report
+  alone): a usage record, quiet and busy, a period's and a process's first create, and two
+  baselines in the same run, with the records a second one busy quota reaches.
 
 Prints figures and asserts none; tests/handler/test_capacity_meter.py checks the meter itself.
 """
@@ -31,10 +34,12 @@ from typing import Any
 import boto3
 
 from benchmarks.capacity_meter import CapacityMeter, Usage
+from benchmarks.periodic_capacity import PeriodicSettings, periodic_report
 from functions.adapters import keys
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.leases import iso_timestamp
 from functions.core.model import Quota
+from functions.core.periods import PeriodKind
 from functions.shared.clock import Clock
 
 # us-east-1, on-demand, Standard table class, as listed on aws.amazon.com/dynamodb/pricing/on-demand/
@@ -274,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--amount", type=int, default=1, help="units each resource of the create+delete iterations holds (amounts)"
     )
+    parser.add_argument(
+        "--period",
+        choices=[kind.value for kind in PeriodKind],
+        help="the periodic quotas' report alone, for this period (the full run makes it for a day): "
+        "--iterations quiet records and of each baseline, --hot-iterations busy records after --warmup",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -282,6 +293,22 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.tables import create_table
 
     os.environ.update(LOCAL_CREDENTIALS, AWS_DEFAULT_REGION="us-east-1")
+    periodic = PeriodicSettings(
+        kind=PeriodKind(args.period or PeriodKind.DAY.value),
+        records=args.iterations,
+        hot_records=args.hot_iterations,
+        warmup=args.warmup,
+        batch=args.batch,
+        rate=args.rate,
+        amount=args.amount,
+    )
+    if args.period:
+        print(f"running usage records of a {args.period} quota and the two baselines ...", flush=True)
+        with EmulatorProcess() as emulator:
+            text = periodic_report(emulator.url, periodic)
+        print()
+        print(text)
+        return 0
     runs = {
         "quiet": argparse.Namespace(
             accounts=1, iterations=args.iterations, batch=1, rate=None, warmup=0, amount=args.amount
@@ -332,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         keyed_puts = keyed_put_report(emulator.url)
         print("running resizes ...", flush=True)
         resizes = resize_report(emulator.url)
+        print("running usage records of a day quota and the two baselines ...", flush=True)
+        periodic_figures = periodic_report(emulator.url, periodic)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -351,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     print(keyed_puts)
     print()
     print(resizes)
+    print()
+    print(periodic_figures)
     return 0
 
 

@@ -6,6 +6,9 @@ table and index, per partition key and per item, under the operation the caller 
         ...calls through `client`...
     meter.report()
 
+With `trace=True` it also keeps every write it billed, one entry per item (and per index key) a
+call wrote, in `meter.trace`: what a report needs to say which write of an operation costs what.
+
 For every write it reads the items the call names before and after (with the unmetered reader,
 consistently), so it sees what DynamoDB bills: item sizes, failed conditions, index entries,
 key changes. That costs reads of its own: it is for benchmarks and tests, never a deployed path.
@@ -58,14 +61,29 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Billed:
+    """One item (or index key) a write call billed: `call` numbers the meter's calls, so a
+    transaction's items share it; `run` is the operation's run the call was made in (1, 2, ...)."""
+
+    operation: str
+    run: int
+    call: int
+    api: str
+    place: str  # "table / pk / sk" for an item, "table index NAME key K" for an index key
+    units: float
+
+
+@dataclass(frozen=True)
 class _TableShape:
     keys: tuple[str, ...]
     indexes: tuple[Index, ...]
 
 
 class CapacityMeter:
-    def __init__(self, client: Any, reader: Any) -> None:
+    def __init__(self, client: Any, reader: Any, trace: bool = False) -> None:
         self._reader = reader
+        self.trace: list[Billed] | None = [] if trace else None
+        self._calls = 0
         self._shapes: dict[str, _TableShape] = {}
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -151,6 +169,7 @@ class CapacityMeter:
         failed = "Error" in parsed
         with self._lock:
             usage.calls[model.name] += 1
+            self._calls += 1
             if model.name in WRITES:
                 self._bill_writes(usage, context.get("capacity_before", []), failed, model.name, parsed)
             else:
@@ -165,13 +184,20 @@ class CapacityMeter:
                 continue  # conservative: a batch with unprocessed items is billed for the others only
             new = old if failed else self._read(table, key)
             units = write_units(old, new, transactional=transactional)
-            self._add(usage.wcu, usage.item_wcu, table, key, units)
+            item = self._add(usage.wcu, usage.item_wcu, table, key, units)
+            self._traced(usage, name, item, units)
             if failed:
                 continue  # nothing changed: no index is written
             shape = self.shape(table)
             for index in shape.indexes:
                 for write in index_writes(index, old, new, shape.keys):
-                    usage.wcu[(f"{table} index {write.index}", _show(write.partition_key))] += write.units
+                    place = (f"{table} index {write.index}", _show(write.partition_key))
+                    usage.wcu[place] += write.units
+                    self._traced(usage, name, " key ".join(place), write.units)
+
+    def _traced(self, usage: Usage, api: str, place: str, units: float) -> None:
+        if self.trace is not None:
+            self.trace.append(Billed(self._current, usage.runs, self._calls, api, place, units))
 
     def _bill_reads(self, usage: Usage, name: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
         if name == "GetItem":
@@ -206,11 +232,14 @@ class CapacityMeter:
         table: str,
         key: dict[str, Any],
         units: float,
-    ) -> None:
+    ) -> str:
+        """Bill `units` to the item's partition key and to the item; returns the item's name."""
         shape = self.shape(table)
         partition = _show(key[shape.keys[0]])
         by_key[(table, partition)] += units
-        by_item[" / ".join([table, *(_show(key[name]) for name in shape.keys)])] += units
+        item = " / ".join([table, *(_show(key[name]) for name in shape.keys)])
+        by_item[item] += units
+        return item
 
 
 def _show(value: Any) -> str:

@@ -311,6 +311,8 @@ def period_sets(period: Period | None, values: dict[str, Any]) -> str:
 
 # A holding's write on shard 0 of a quota (value-free): refused by a periodic quota's account item.
 HOLDING_CONDITION = f"attribute_not_exists({PERIOD})"
+# A limit change that makes a holding periodic: the shard as read (value :version_read).
+HOLDS_AS_READ_CONDITION = f" AND {VERSION} = :version_read"
 
 
 def set_limit_update(optional_sets: str) -> str:

@@ -126,6 +126,11 @@ class DynamoApiStore(ShardStore):
             ":token": change.token,
         }
         unchanged = schema.limit_version_condition(account.limit_version, values)
+        if change.period is not None and account.period is None:
+            # Becoming periodic: only while it still holds what it held when read (nothing), so no
+            # create, delete or lease lands in between (every one of them bumps the version).
+            unchanged += schema.HOLDS_AS_READ_CONDITION
+            values[":version_read"] = account.version
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
@@ -173,8 +178,17 @@ class DynamoApiStore(ShardStore):
         """A limit change's writes on one open period: its shard 0 takes the new limit (the
         difference into its room), the thresholds if the change gives them and the account
         item's new limit version, if it is still at the version read (the account item's, as
-        opened); lowered below its room, only once its other shards are retired and empty."""
+        opened); lowered below its room, only once its other shards are retired and empty. A
+        period read not open: a check that it still is not."""
         shard = period.shard
+        if shard is None:
+            unopened = {
+                "TableName": self._table.name,
+                "Key": account_key(period.quota),
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+            }
+            return [{"ConditionCheck": unopened}]
         values: dict[str, Any] = {
             ":limit": change.limit,
             ":change": change.limit - shard.limit,

@@ -290,13 +290,14 @@ IMPLICIT_ACCOUNT = LimitChange(limit=0, received_ms=0, token="")
 
 @dataclass(frozen=True)
 class PeriodLimit:
-    """A period of a periodic quota whose shard 0 a limit change writes with its account item (the
-    current period, and the next when a process whose clock runs ahead opened it already): the
-    shard as read, and the span of its other shards retired first when the change lowers the
-    limit below its room (0: none, as the account item's `retired_span`)."""
+    """A period of a periodic quota that a limit change writes with its account item (the current
+    period, and the next, which a process whose clock runs ahead may have opened): its shard 0 as
+    read, and the span of its other shards retired first when the change lowers the limit below
+    its room (0: none, as the account item's `retired_span`). `shard` None: it was not open, and
+    the change lands only while it still is not (an open landing first copied the old limit)."""
 
     quota: Quota
-    shard: ShardState
+    shard: ShardState | None
     retired_span: int = 0
 
 
@@ -362,9 +363,10 @@ def _check_period_change(quota: Quota, account: ShardState, change: LimitChange)
 def _periods_to_change(
     store: ApiStore, quota: Quota, account: ShardState, change: LimitChange, now: str
 ) -> list[PeriodLimit]:
-    """The periods of a periodic quota whose shard 0 the change writes with its account item: the
-    current one and the next, those that are open (a period opened later copies the new limit). A
-    lowering below such a period's room retires its other shards first, as the account's own."""
+    """The periods of a periodic quota the change writes with its account item: the current one
+    and the next, each as read (an open one takes the new limit; one not open yet must still not
+    be when the change lands, and opens later with the new limit). A lowering below an open
+    period's room retires its other shards first, as the account's own."""
     if account.period is None:
         return []
     window = account.period.window_at(parse_timestamp(now))
@@ -373,6 +375,7 @@ def _periods_to_change(
         period = quota.in_period(opened.id)
         found = store.read_shards(period, [0])
         if not found:
+            periods.append(PeriodLimit(period, None))
             continue
         shard = found[0]
         if shard.room + change.limit - shard.limit >= 0 or shard.span == 1:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 from botocore.exceptions import ClientError
@@ -190,3 +192,48 @@ def test_a_quiet_accounts_delete_of_amount_n_makes_three_writes_more_and_no_read
     assert not delete.rcu
     account, resource = f"{backend.table} / ACCOUNT#acme / ACCOUNT", f"{backend.table} / ACCOUNT#acme / RESOURCE#"
     assert delete.item_wcu == {account: 4, resource + created.resource.resource_id: 2}  # the refused soft delete: 1
+
+
+def test_the_periodic_report_meters_every_item_a_usage_record_writes(backend: Backend) -> None:
+    """`make bench-capacity`'s periodic report (benchmarks/periodic_capacity.py) on a small run: every
+    item its flows wrote (records, period shards and counters, the quota's account item, the
+    baselines' counters and markers) is one the meter billed, and a quiet record's create and count
+    each bill its record and its period's items, so no write of a record goes unmetered."""
+    from benchmarks.periodic_capacity import (
+        OPEN,
+        QUIET_COUNT,
+        QUIET_CREATE,
+        PeriodicSettings,
+        family,
+        measure_periodic,
+        report,
+    )
+
+    reader = boto3.client("dynamodb", endpoint_url=backend.endpoint_url)
+
+    def items() -> dict[str, Any]:
+        pages = reader.get_paginator("scan").paginate(TableName=backend.table, ConsistentRead=True)
+        found = [item for page in pages for item in page["Items"]]
+        return {
+            " / ".join([backend.table, item[table_layout.PARTITION_KEY]["S"], item[table_layout.SORT_KEY]["S"]]): item
+            for item in found
+        }
+
+    before = items()
+    settings = PeriodicSettings(records=2, hot_records=4, warmup=2, batch=2, start=backend.clock.now())
+    run = measure_periodic(backend.dynamodb, reader, backend.streams, backend.table, backend.stream_arn, settings)
+    after = items()
+
+    written = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+    billed = {item for usage in run.meter.usage.values() for item in usage.item_wcu}
+    assert written, "the run wrote nothing"
+    assert written - billed == set()
+    period = f"@{run.window_id}"
+    quiet_items = {family(item) for item in run.meter.usage[QUIET_CREATE].item_wcu}
+    assert quiet_items == {"ACCOUNT#periodic#quiet@<period> / ACCOUNT", "ACCOUNT#periodic#quiet / RESOURCE#<id>"}
+    counted_items = set(run.meter.usage[QUIET_COUNT].item_wcu)
+    assert any(item.endswith(f"{period} / COUNTER") for item in counted_items)
+    assert any("/ RESOURCE#" in item for item in counted_items)
+    # The open wrote the next period's shard 0, which only it could have written.
+    assert any(f"@{run.next_window_id} / ACCOUNT" in item for item in run.meter.usage[OPEN].item_wcu)
+    assert "what each WCU of a busy record buys" in report(run)

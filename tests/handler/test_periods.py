@@ -24,6 +24,7 @@ from functions.core.errors import LimitExceeded
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness
+from tests.handler.test_healing import once
 from tests.handler.test_invariants import run_together
 from tests.handler.test_usage_thresholds import events as usage_events
 from tests.support.truth import read_truth
@@ -448,3 +449,38 @@ def test_the_admission_read_and_the_list_are_of_the_current_period(evening: Harn
     assert (free(), listed()) == (5, set())
     today = {build(harness).json()["resourceId"]}
     assert (free(), listed()) == (4, today)
+
+
+def test_a_period_opened_while_a_limit_change_is_in_flight_gets_the_new_limit(evening: Harness) -> None:
+    """The PUT read the period not opened yet; the period's first create opens it (from the old
+    limit) before the PUT's write lands: the PUT must not land without changing that period."""
+    harness = evening
+    put_builds(harness, 1)
+
+    def open_the_period_first() -> None:
+        assert build(harness).status == 201  # opens today at limit 1, and takes it
+
+    harness.faults.before_call(
+        "TransactWriteItems", once(lambda params: "#limit = :limit" in str(params), open_the_period_first)
+    )
+    assert put_builds(harness, 3).status == 200
+    assert [build(harness).status for _ in range(3)] == [201, 201, 409]
+    assert builds(harness)["limit"] == 3
+    harness.check_invariants()
+
+
+def test_a_create_landing_while_a_holding_becomes_periodic_makes_the_change_refused(evening: Harness) -> None:
+    """The PUT read the holding empty; a create lands before the PUT's write: the quota must not
+    become periodic holding a resource its periods know nothing of."""
+    harness = evening
+    assert harness.api.put_type("acme", "builds", 2).status == 200
+
+    def create_first() -> None:
+        assert build(harness).status == 201
+
+    harness.faults.before_call("UpdateItem", once(lambda params: ":period" in str(params), create_first))
+    harness.faults.before_call("TransactWriteItems", once(lambda params: ":period" in str(params), create_first))
+    refused = put_builds(harness, 2)
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "PeriodChangeRefused"), refused.text
+    assert "period" not in builds(harness)
+    harness.check_invariants()
