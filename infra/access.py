@@ -6,9 +6,10 @@ answers 403 otherwise. Two roles hold the permissions:
 
 * **TenantRole**, assumed with a session tag `tenant=<account id>` (`sts:AssumeRole` with `Tags`;
   the trust policy refuses a session without it, or with a value that could name more than one
-  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>` and
-  `GET /accounts/<tag>/admission`, `GET` of its types (`/accounts/<tag>/types`,
-  `/accounts/<tag>/types/*`, which includes a type's admission) and every method under
+  account's paths: `TENANT_TAG_REFUSED`). Its policy allows `GET /accounts/<tag>`,
+  `GET /accounts/<tag>/admission` and `GET /accounts/<tag>/history`, `GET` of its types
+  (`/accounts/<tag>/types`, `/accounts/<tag>/types/*`, which includes a type's admission and
+  history) and every method under
   `/accounts/<tag>/resources` and `/accounts/<tag>/types/*/resources` (functions/core/
   token_access.py's `tenant_paths`), where `<tag>` is `${aws:PrincipalTag/tenant}`: IAM puts
   the session's tag into the resource ARN, so one role serves every tenant (IAM's role quota is far

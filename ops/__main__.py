@@ -31,10 +31,11 @@ from hybrid_counter_client import LocalSystemError, local_directory
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.event_bus import EventBridgeBus
 from functions.adapters.refused_windows import DynamoRefusedWindows, SqsAnnouncementQueue
-from functions.core.audit import Recount
+from functions.core.audit import RECORDS, Recount
 from functions.core.errors import StoreUnavailable
 from functions.core.healing import HealOutcome
 from functions.core.model import DEFAULT_RESOURCE_TYPE, RESOURCE_TYPE_PATTERN, Quota
+from functions.core.periods import format_instant
 from functions.shared.clock import Clock
 from infra.function_settings import API_FUNCTION, HEAL_QUIET_SECONDS
 from infra.outputs import DEFAULT_STACK_NAME
@@ -333,7 +334,8 @@ def run_account(context: Context) -> int:
         if narrowed_to is not None
         else commands.account_quotas(context.table, account_id)
     )
-    views = [commands.recount(context.table, quota) for quota in quotas]
+    # A periodic type's row is its current period's.
+    views = [commands.recount(context.table, quota, context.clock.now()) for quota in quotas]
     if context.args.json:
         # One type's view; without --type, the default type's with `types` beside it once the
         # account has another type, as the API's GET of the account answers.
@@ -359,14 +361,24 @@ def run_audit(context: Context) -> int:
         print(f"note: --account is deprecated: use `python -m ops audit {account_id}`", file=sys.stderr)
     if not account_id and (context.args.all_types or context.args.resource_type != DEFAULT_RESOURCE_TYPE):
         raise OpsError("--type and --all-types name one account's types: `--all` audits every type already")
-    quotas = account_quotas(context, account_id) if account_id else commands.all_quotas(context.table)
+    now = context.clock.now()
+    # A periodic quota's periods are quotas of their own: an account's recent ones are audited with
+    # it; `--all` finds every one in the activity index, as it finds every quota.
+    quotas = (
+        commands.with_periods(context.table, account_quotas(context, account_id), now)
+        if account_id
+        else commands.all_quotas(context.table)
+    )
     verdicts: Counter[str] = Counter()
     progress = len(quotas) > 1 and sys.stderr.isatty()
     for done, quota in enumerate(quotas, start=1):
-        finding = commands.audit_account(context.table, quota)
+        finding = commands.audit_account(context.table, quota, now=now)
         verdicts[finding.verdict] += 1
         repair = None
-        if context.args.repair and finding.verdict == "drift":
+        judged_on_records = finding.recount is None or finding.recount.basis == RECORDS
+        if context.args.repair and finding.verdict == "drift" and not judged_on_records:
+            print(f"  {quota}: not repaired: its records have expired, so nothing says what its counters should be")
+        elif context.args.repair and finding.verdict == "drift":
             quiet = timedelta(seconds=HEAL_QUIET_SECONDS)
             repair = commands.repair_account(context.table, finding, quiet, context.clock.now())
             verdicts["repaired"] += 1
@@ -574,6 +586,14 @@ def format_account(account_id: str, views: Sequence[Recount], detailed: bool = F
         # The type's name to the left, the numbers to the right.
         cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
         lines.append("  " + "  ".join(cells).rstrip())
+    for view in views:
+        if view.period is not None and view.window is not None:
+            lines.append(
+                f"  {view.quota.resource_type}: per {view.period.kind.value}"
+                + (f" from {format_instant(view.period.anchor)}" if view.period.anchor else "")
+                + f"; its counts are the current period's, {format_instant(view.window.start)} to "
+                f"{format_instant(view.window.end)} (`python -m ops audit` audits its recent periods)"
+            )
     for view in views:
         if detailed or needs_a_look(view):
             lines += ["", *format_type_details(view)]

@@ -17,13 +17,16 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.adapters import keys
+from functions.adapters.api_store import DynamoApiStore
 from functions.adapters.audit_reads import DynamoAuditReads
 from functions.adapters.counters import correct_counter, read_counter
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.table_layout import PARTITION_KEY
-from functions.core.audit import AuditFinding, Recount, audit, quota_fields
+from functions.core import history
+from functions.core.audit import RECORDS, AuditFinding, Recount, audit, quota_fields
+from functions.core.errors import AccountNotFound, QuotaNotPeriodic
 from functions.core.healing import AccountState, HealOutcome, HealPlan, heal_account
 from functions.core.model import Quota
 from functions.core.redrive import StreamBatchInfo
@@ -44,25 +47,49 @@ from ops.stack import (
 # -- account -----------------------------------------------------------------------------------
 
 
-def recount(table: DynamoTable, quota: Quota) -> Recount:
+def recount(table: DynamoTable, quota: Quota, now: datetime | None = None) -> Recount:
     """The account's counters and the truth about its resources, from its own partition only
     (functions/adapters/audit_reads.py). The two reads are not one snapshot: on a busy account,
-    the numbers can disagree by the writes made in between."""
-    found = DynamoAuditReads(table).recount(quota)
+    the numbers can disagree by the writes made in between. Given `now`, a periodic quota's are
+    its period's at `now` (its current one; before its first create, 0 at the quota's limit),
+    with the period and its window."""
+    reads = DynamoAuditReads(table, None if now is None else lambda: now)
+    found = reads.recount(quota)
     if found is None:
         raise AccountNotInTable(f"account {quota} not found in table {table.name}")
-    return found
+    if found.period is None or now is None:
+        return found
+    window = found.period.window_at(now)
+    current = reads.recount(quota.in_period(window.id))
+    if current is None:  # nobody created in it yet: no item of it
+        return replace(found, quota=quota.in_period(window.id), basis=RECORDS, window=window)
+    return replace(current, period=found.period)
 
 
 # -- audit -------------------------------------------------------------------------------------
 
 
-def audit_account(table: DynamoTable, quota: Quota, attempts: int = 3) -> AuditFinding:
-    """Recount one account from its items and compare (read-only): functions/core/audit.py."""
-    finding = audit(lambda: DynamoAuditReads(table).recount(quota), quota, attempts)
+def audit_account(table: DynamoTable, quota: Quota, attempts: int = 3, now: datetime | None = None) -> AuditFinding:
+    """Recount one account from its items and compare (read-only): functions/core/audit.py. Given
+    `now`, a period whose records may have expired is judged on its counters alone."""
+    reads = DynamoAuditReads(table, None if now is None else lambda: now)
+    finding = audit(lambda: reads.recount(quota), quota, attempts)
     if finding is None:
         raise AccountNotInTable(f"account {quota} not found in table {table.name}")
     return finding
+
+
+def with_periods(table: DynamoTable, quotas: Sequence[Quota], now: datetime) -> list[Quota]:
+    """`quotas`, each periodic one followed by its periods that have items among its last 13 (the
+    periods a history answers, newest first): each is a quota of its own to audit."""
+    store = DynamoApiStore(table)
+    found: list[Quota] = []
+    for quota in quotas:
+        found.append(quota)
+        with contextlib.suppress(QuotaNotPeriodic, AccountNotFound):
+            read = history.period_history(store, quota, history.MAX_HISTORY_PERIODS, now)
+            found += [quota.in_period(total.window.id) for total in read.totals if total.opened]
+    return found
 
 
 def all_quotas(table: DynamoTable) -> list[Quota]:
@@ -106,8 +133,8 @@ def repair_account(table: DynamoTable, finding: AuditFinding, quiet: timedelta, 
     the sweeper's heal's (docs/healing.md): it needs no counting work pending, and lowers held
     slots only on an account quiet for `quiet`."""
     counts = finding.recount
-    if finding.verdict != "drift" or counts is None:
-        return Repair(finding.quota, 0, None)
+    if finding.verdict != "drift" or counts is None or counts.basis != RECORDS:
+        return Repair(finding.quota, 0, None)  # only a recount against the records says what is right
     fixed_by = counts.counted - counts.eventual
     if fixed_by:
         read = read_counter(table, finding.quota)

@@ -53,6 +53,7 @@ from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Regi
 from functions.core.admission import Reserved, ShardState
 from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists
 from functions.core.healing import last_write_stamp
+from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
 from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
 
@@ -313,6 +314,9 @@ class DynamoApiStore(ShardStore):
         read = self.read_quota_items(quota)
         return None if read is None else _usage(quota, read)
 
+    def read_period_counts(self, periods: Sequence[Quota]) -> dict[Quota, PeriodCounts]:
+        return {period: _period_counts(read) for period, read in self.read_quotas_items(periods).items()}
+
     def read_account(self, account_id: str) -> AccountUsage | None:
         account = Quota(account_id)
         read = self.read_quota_items(account)
@@ -476,6 +480,17 @@ class DynamoApiStore(ShardStore):
 
 def _usage(quota: Quota, read: AccountItems) -> Usage:
     return schema.usage_of(quota, read.shards, read.eventual)
+
+
+def _period_counts(read: AccountItems) -> PeriodCounts:
+    shards = [shard_state(item) for item in read.shards]
+    return PeriodCounts(
+        limit=shards[0].limit,
+        admitted=sum(shard.admitted for shard in shards),
+        best_effort_net=sum(shard.best_effort for shard in shards),
+        eventual=read.eventual,
+        leases_held=sum(len(shard.leases) for shard in shards),
+    )
 
 
 def _encode_cursor(last_key: Mapping[str, Any]) -> str:

@@ -4,7 +4,8 @@ accounts themselves from the activity index."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from functions.adapters import account_item as schema
@@ -23,17 +24,32 @@ from functions.adapters.table_layout import (
     ITEM_TYPE,
     PARTITION_KEY,
 )
-from functions.core.audit import Recount
+from functions.core.accounts import RECORD_RETENTION
+from functions.core.admission import ShardState
+from functions.core.audit import COUNTERS, PERIODS, RECORDS, Recount
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
+from functions.core.periods import PeriodWindow
 
 
 class DynamoAuditReads:
     """What an audit reads of a quota, and which quotas there are (functions/core/sweeper.py's
-    AuditSource: a slice is one activity bucket's quotas)."""
+    AuditSource: a slice is one activity bucket's quotas).
 
-    def __init__(self, table: DynamoTable) -> None:
+    `clock` tells which periods of a periodic quota still have all their records: a usage record
+    outlives its period by RECORD_RETENTION, or by the Idempotency-Key's window (the tombstone
+    retention) if longer (functions/core/accounts.py, `_record_end`). Without a clock, every
+    period is recounted from its records."""
+
+    def __init__(
+        self,
+        table: DynamoTable,
+        clock: Callable[[], datetime] | None = None,
+        tombstone_retention: timedelta = timedelta(0),
+    ) -> None:
         self._table = table
         self._shards = ShardStore(table)
+        self._clock = clock
+        self._records_kept = max(RECORD_RETENTION, tombstone_retention)
 
     def recount(self, quota: Quota) -> Recount | None:
         """The account's counters and the truth about its resources, from its own partition only.
@@ -46,10 +62,12 @@ class DynamoAuditReads:
         if read is None:
             return None
         account = shard_state(read.shards[0])
+        basis, window = self._basis(quota, account)
 
         items = live = counted = uncounted = soft_deleted = tombstones = 0
-        # A periodic quota's own account item admits nothing: its records are its periods'.
-        for resource in self._resource_states(quota) if account.period is None else ():
+        # Only a recount against the records reads them (a periodic quota's own partition holds
+        # every period's: none of them is its own item's).
+        for resource in self._resource_states(quota) if basis == RECORDS else ():
             if resource.get(ITEM_TYPE) == TOMBSTONE:
                 tombstones += 1
                 continue
@@ -84,7 +102,29 @@ class DynamoAuditReads:
             deletes_in_flight=sum(lease.units for lease in held if lease.kind.takes_best_effort),
             creates_in_flight=sum(lease.units for lease in held if not lease.kind.takes_best_effort),
             tombstones=tombstones,
+            basis=basis,
+            period=account.period,
+            window=window,
         )
+
+    def _basis(self, quota: Quota, account: ShardState) -> tuple[str, PeriodWindow | None]:
+        """What the quota's counters are judged against (functions/core/audit.py), and a period's
+        window: a period's end is its quota's period's (one read of the quota's account item)."""
+        if account.period is not None:
+            return PERIODS, None
+        if not quota.period:
+            return RECORDS, None
+        found = self._shards.read_shards(quota.whole, [0])
+        period = found[0].period if found else None
+        if period is None:
+            return RECORDS, None
+        try:
+            window = period.window_with_id(quota.period)
+        except ValueError:  # not a window of the quota's period: judged on what it holds
+            return RECORDS, None
+        if self._clock is None or self._clock() < window.end + self._records_kept:
+            return RECORDS, window
+        return COUNTERS, window
 
     def _resource_states(self, quota: Quota) -> Iterator[dict[str, Any]]:
         """The counting attributes of every resource item of the account: a Query of its partition."""

@@ -20,6 +20,7 @@ from functions.api.models import (
     AccountView,
     AdmissionView,
     ErrorResponse,
+    PeriodHistoryView,
     ResourcePage,
     ResourceView,
     TypedResourcePage,
@@ -27,6 +28,7 @@ from functions.api.models import (
     TypeList,
     TypeView,
 )
+from functions.core.history import DEFAULT_HISTORY_PERIODS, MAX_HISTORY_PERIODS
 from functions.core.model import (
     DEFAULT_RESOURCE_TYPE,
     ID_PATTERN,
@@ -67,6 +69,16 @@ AskedAmount = Annotated[
     Query(ge=1, le=MAX_AMOUNT, description="The units a create would ask for: 1 to 2^53 - 1, default 1."),
 ]
 
+HistoryPeriods = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=MAX_HISTORY_PERIODS,
+        description=f"How many periods: the current one and the ones before it, 1 to {MAX_HISTORY_PERIODS} "
+        f"(a year of months and the current one), default {DEFAULT_HISTORY_PERIODS}.",
+    ),
+]
+
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 # A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
@@ -91,6 +103,7 @@ LIST_TYPED_RESOURCES, CREATE_TYPED_RESOURCE = "listTypedResources", "createTyped
 GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE = "getTypedResource", "deleteTypedResource"
 RESIZE_RESOURCE, RESIZE_TYPED_RESOURCE = "resizeResource", "resizeTypedResource"
 GET_ADMISSION, GET_TYPED_ADMISSION = "getAdmission", "getTypedAdmission"
+GET_HISTORY, GET_TYPED_HISTORY = "getPeriodHistory", "getTypedPeriodHistory"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -101,15 +114,18 @@ def link(operation_id: str, **parameters: str) -> dict[str, Any]:
 ACCOUNT_OF_REQUEST = "$request.path.accountId"
 # What a client does next: an account just put can be read, listed and created in; one just read
 # can be changed, on the condition that it is still as read, asked whether a create would be
-# admitted, and its types listed; a resource just created (or replayed) can be read, resized and
-# deleted, and its account read again.
+# admitted, its types listed, and, when its answer names a period, its periods' history read; a
+# resource just created (or replayed) can be read, resized and deleted, and its account read again.
 ACCOUNT_READS = {
     operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ACCOUNT, LIST_RESOURCES)
 }
 PUT_ACCOUNT_LINKS = {**ACCOUNT_READS, CREATE_RESOURCE: link(CREATE_RESOURCE, accountId=ACCOUNT_OF_REQUEST)}
 GET_ACCOUNT_LINKS = {
     PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"}),
-    **{operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ADMISSION, LIST_TYPES)},
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST)
+        for operation_id in (GET_ADMISSION, LIST_TYPES, GET_HISTORY)
+    },
 }
 CREATE_RESOURCE_LINKS = {
     **ACCOUNT_READS,
@@ -136,7 +152,10 @@ GET_TYPE_LINKS = {
         resourceType=TYPE_OF_REQUEST,
         **{"header.If-Match": "$response.header.ETag"},
     ),
-    GET_TYPED_ADMISSION: link(GET_TYPED_ADMISSION, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST),
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
+        for operation_id in (GET_TYPED_ADMISSION, GET_TYPED_HISTORY)
+    },
 }
 CREATE_TYPED_RESOURCE_LINKS = {
     **TYPE_READS,
@@ -191,7 +210,7 @@ ERRORS = {
     f"deleted), TooManyResourceTypes (a PUT of a new type when the account has {MAX_RESOURCE_TYPES} types besides "
     "the default), PeriodChangeRefused (a PUT asking a quota for another period: a holding quota becomes periodic "
     "only while it holds nothing, a periodic one keeps its period), PeriodClosed (a delete or resize of a usage "
-    "record whose period is over)",
+    "record whose period is over), QuotaNotPeriodic (a periods' history of a holding quota, which has no periods)",
     412: "PreconditionFailed: If-Match names another version of the limit (or the account, or its type, does not "
     "exist)",
     413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
@@ -422,6 +441,26 @@ ADMISSION_OPERATION = Resources(
         "Would a create of `amount` units of a type be admitted now?",
         answers({200: ("Whether it would, and the type's free units", AdmissionView)}, 404),
         description=ADMISSION_DESCRIPTION,
+    ),
+)
+HISTORY_DESCRIPTION = (
+    "A periodic quota's exact totals (docs/periods.md#history): its current period and the ones before it, newest "
+    "first. A period is `settled` once it ended at least a minute ago and nothing of it is pending: its `eventual` "
+    "is then final. A period nobody created in reads 0 at the quota's current limit. One read of the quota and one "
+    "BatchGetItem of its periods."
+)
+HISTORY_OPERATION = Resources(
+    default=Operation(
+        GET_HISTORY,
+        "A periodic quota's totals, period by period",
+        answers({200: ("The periods, newest first", PeriodHistoryView)}, 404, 409),
+        description=HISTORY_DESCRIPTION,
+    ),
+    typed=Operation(
+        GET_TYPED_HISTORY,
+        "A periodic type's totals, period by period",
+        answers({200: ("The type's periods, newest first", PeriodHistoryView)}, 404, 409),
+        description=HISTORY_DESCRIPTION,
     ),
 )
 RESIZE_DESCRIPTION = (

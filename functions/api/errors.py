@@ -25,6 +25,7 @@ from functions.core.errors import (
     PeriodChangeRefused,
     PeriodClosed,
     PreconditionFailed,
+    QuotaNotPeriodic,
     ResourceNotFound,
     StoreUnavailable,
     TooManyResourceTypes,
@@ -43,6 +44,7 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     TooManyResourceTypes: HTTPStatus.CONFLICT,
     PeriodChangeRefused: HTTPStatus.CONFLICT,
     PeriodClosed: HTTPStatus.CONFLICT,
+    QuotaNotPeriodic: HTTPStatus.CONFLICT,
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
 }
 

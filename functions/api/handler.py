@@ -28,6 +28,7 @@ from functions.api.contract import (
     AccountId,
     AskedAmount,
     Cursor,
+    HistoryPeriods,
     IdempotencyKey,
     PageSize,
     PutIdempotencyKey,
@@ -39,6 +40,7 @@ from functions.api.models import (
     AccountView,
     AdmissionView,
     CreateResourceRequest,
+    PeriodHistoryView,
     PutAccountRequest,
     PutTypeRequest,
     QuotaAnswer,
@@ -52,13 +54,15 @@ from functions.api.routed import caller, caller_waiting, now, received_ms, routi
 from functions.api.router import (
     ACCOUNT_PATH,
     ADMISSION_PATH,
+    HISTORY_PATH,
     RESOURCE_PATH,
     RESOURCES_PATH,
     TYPE_PATH,
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, leases
+from functions.core import accounts, history, leases
+from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
 from functions.shared.observability import logger, metrics, tracer
@@ -270,6 +274,13 @@ def get_admission(
     return json_response(HTTPStatus.OK, view)
 
 
+def get_history(
+    family: Family, accountId: AccountId, resourceType: ResourceType, periods: HistoryPeriods = DEFAULT_HISTORY_PERIODS
+) -> Response[str]:
+    read = history.period_history(wired().api_store, Quota(accountId, resourceType), periods, wired().clock.now())
+    return json_response(HTTPStatus.OK, PeriodHistoryView.of(read))
+
+
 # Every route: its method, its path, its contract (functions/api/contract.py) and what answers it.
 # An operation on resources (`Resources`) is routed in each family, its path below the family's.
 ROUTES: tuple[router.Route, ...] = (
@@ -284,6 +295,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("DELETE", RESOURCE_PATH, contract.DELETE_RESOURCE_OPERATION, delete_resource),
     ("PATCH", RESOURCE_PATH, contract.RESIZE_RESOURCE_OPERATION, resize_resource),
     ("GET", ADMISSION_PATH, contract.ADMISSION_OPERATION, get_admission),
+    ("GET", HISTORY_PATH, contract.HISTORY_OPERATION, get_history),
 )
 
 

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from functions.api.json_body import LARGEST_DOUBLE, MAX_INTEGER_DIGITS, SMALLEST_DOUBLE
+from functions.core.history import History
 from functions.core.model import (
     MAX_AMOUNT,
     MAX_REQUESTS_PER_SECOND,
@@ -366,6 +367,57 @@ class AccountView(PeriodView):
             thresholds=_listed(usage.thresholds),
             types=[TypeView.of(other) for other in types] or None,
             **PeriodView.fields_of(usage),
+        )
+
+
+class PeriodTotalView(BaseModel):
+    """One period of a periodic quota's history."""
+
+    periodStart: str = Field(description="When the period began (RFC 3339, UTC).")
+    periodEnd: str = Field(description="When it ended, or ends (RFC 3339, UTC; exclusive).")
+    limit: int = Field(
+        description="The period's limit: as it stood when the period ended (a limit change applies to the "
+        "current period at once), or the quota's current limit for a period nobody created in."
+    )
+    bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
+    eventual: int = Field(description="Exact count of the period's counted usage records (a late one included).")
+    used: int = Field(description="max(bestEffort, eventual), as the quota's GET says it.")
+    settled: bool = Field(
+        description="Final: the period ended at least a minute ago and nothing of it is pending (no create, "
+        "resize or refund in flight, every record counted), so `eventual` is its exact total and never moves "
+        "again. Bill from a settled period's `eventual`."
+    )
+
+
+class PeriodHistoryView(QuotaAnswer):
+    """A periodic quota's current period and the ones before it, newest first."""
+
+    accountId: str
+    type: str = Field(description="The quota's resource type (`default` on the routes without a type).")
+    period: Literal["day", "month"]
+    anchor: str | None = Field(default=None, description="The period's anchor, if it has one; absent otherwise.")
+    periods: list[PeriodTotalView] = Field(description="The current period first, then each one before it.")
+
+    @classmethod
+    def of(cls, history: History) -> PeriodHistoryView:
+        anchor = history.period.anchor
+        return cls(
+            accountId=history.quota.account_id,
+            type=history.quota.resource_type,
+            period=history.period.kind.value,
+            anchor=None if anchor is None else format_instant(anchor),
+            periods=[
+                PeriodTotalView(
+                    periodStart=format_instant(total.window.start),
+                    periodEnd=format_instant(total.window.end),
+                    limit=total.limit,
+                    bestEffort=total.best_effort,
+                    eventual=total.eventual,
+                    used=total.used,
+                    settled=total.settled,
+                )
+                for total in history.totals
+            ],
         )
 
 

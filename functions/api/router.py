@@ -1,7 +1,7 @@
 """How the API's table of routes (functions/api/handler.py, ROUTES) becomes Powertools' routes.
 
 A row names its method, its path, its contract (functions/api/contract.py) and the function that
-answers it. An operation on a quota's resources (or its admission) is routed in each family: below
+answers it. An operation on a quota's resources (or its admission, or its history) is routed in each family: below
 the account's path, where its quota is the default type's, and below a type's path; one function
 answers both. Every path
 the table has answers its other methods 405.
@@ -30,6 +30,7 @@ TYPE_PATH = f"{TYPES_PATH}/<resourceType>"
 RESOURCES_PATH = "{quota}/resources"
 RESOURCE_PATH = "{quota}/resources/<resourceId>"
 ADMISSION_PATH = "{quota}/admission"
+HISTORY_PATH = "{quota}/history"
 
 
 @dataclass(frozen=True)

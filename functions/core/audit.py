@@ -5,6 +5,13 @@ of the accounts at every sweep). Pure: the reading is functions/adapters/audit_r
 may lag the live units by the writes in flight, never exceed them; `admitted` may exceed them by the
 writes in flight, never lag.
 An account is judged only on two identical consecutive recounts: no write landed between them.
+
+A periodic quota (docs/periods.md) is judged period by period, each period a quota of its own
+against its own records (`RECORDS`), as long as they are kept: a period's records expire once it
+and the Idempotency-Key window are over, and a period older than that is judged on its counters
+alone (`COUNTERS`: they must agree with each other, as its history's `settled` says). The
+periodic quota's own account item holds its limit and period and admits nothing (`PERIODS`): its
+counters must stay at 0, whatever records its partition holds (they are its periods').
 """
 
 from __future__ import annotations
@@ -14,6 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.core.model import Quota
+from functions.core.periods import Period, PeriodWindow, format_instant
+
+# What a recount judges the counters against (Recount.basis).
+RECORDS = "records"  # the quota's resource items (a holding, or a period whose records are kept)
+PERIODS = "periods"  # nothing: a periodic quota's own item, which admits nothing (its periods do)
+COUNTERS = "counters"  # each other: a period past its records' retention
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,11 @@ class Recount:
     # its count, or one that died.
     creates_in_flight: int
     tombstones: int  # counted deletes, kept for the retention so retries recognise themselves
+    basis: str = RECORDS  # what the counters are judged against (RECORDS, PERIODS, COUNTERS)
+    # A periodic quota's period (on its own recount, and on its current period's in `ops account`),
+    # and the window of the period recounted, when known.
+    period: Period | None = None
+    window: PeriodWindow | None = None
 
     @property
     def best_effort(self) -> int:
@@ -89,13 +107,26 @@ class Recount:
             "heal_epoch": self.heal_epoch,
             "last_write_at": self.last_write_at,
             "healed_at": self.healed_at,
+            **self._period_fields(),
         }
+
+    def _period_fields(self) -> dict[str, Any]:
+        """A periodic quota's period and what it was judged against; nothing for a holding."""
+        fields: dict[str, Any] = {} if self.basis == RECORDS else {"basis": self.basis}
+        if self.period is not None:
+            fields["period"] = self.period.to_json()
+        if self.window is not None:
+            fields["period_start"] = format_instant(self.window.start)
+            fields["period_end"] = format_instant(self.window.end)
+        return fields
 
 
 def quota_fields(quota: Quota) -> dict[str, str]:
-    """How findings name a quota: its account, and its type unless it is the default (the
-    routes without a type, whose findings name the account alone)."""
-    return {"account_id": quota.account_id} | ({} if quota.is_default else {"resource_type": quota.resource_type})
+    """How findings name a quota: its account, its type unless it is the default (the routes
+    without a type, whose findings name the account alone), and one period of a periodic quota its
+    period's id."""
+    named = {"account_id": quota.account_id} | ({} if quota.is_default else {"resource_type": quota.resource_type})
+    return named | ({"period_id": quota.period} if quota.period else {})
 
 
 @dataclass(frozen=True)
@@ -123,8 +154,27 @@ def audit_problems(recount: Recount) -> list[str]:
     `eventual` must equal the counted units (each counting transaction flips a flag and moves the
     counter by the amount together). `best_effort` may lag the live units by the writes in flight (a
     create counts after its put, a delete decrements before its soft delete), never exceed them;
-    `admitted` may exceed them by the writes in flight, never lag."""
+    `admitted` may exceed them by the writes in flight, never lag. A periodic quota's own item and
+    a period whose records have expired are judged as the module says."""
+    if recount.basis == PERIODS:
+        return [
+            f"{name} {value} on a periodic quota's own item, which admits and counts nothing (its periods do)"
+            for name, value in (
+                ("admitted", recount.admitted),
+                ("best effort", recount.best_effort_net),
+                ("eventual", recount.eventual),
+            )
+            if value
+        ]
     in_flight = recount.creates_in_flight + recount.deletes_in_flight
+    if recount.basis == COUNTERS:
+        if in_flight or not recount.admitted == recount.best_effort_net == recount.eventual:
+            return [
+                f"admitted {recount.admitted}, best effort {recount.best_effort_net} and eventual "
+                f"{recount.eventual} disagree ({in_flight} unit(s) held by leases) in a period whose records "
+                "have expired: its total is not final"
+            ]
+        return []
     problems = []
     if recount.eventual != recount.counted:
         problems.append(f"eventual {recount.eventual} but {recount.counted} counted units")

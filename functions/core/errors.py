@@ -150,6 +150,18 @@ class PeriodClosed(DomainError):
         )
 
 
+class QuotaNotPeriodic(DomainError):
+    """A periodic quota's read (its periods' history) of a holding quota, which has no periods."""
+
+    code = "QuotaNotPeriodic"
+
+    def __init__(self, quota: Quota) -> None:
+        super().__init__(
+            f"{_of_type(quota).strip() or 'the default type of'} account {quota.account_id!r} is a holding quota: "
+            "it has no periods (its usage is what it holds now)"
+        )
+
+
 class QuotaIsPeriodic(Exception):
     """A write meant for a holding quota's shard 0 found a periodic quota's item (this process
     did not know it was periodic yet): `period` is its period (functions/core/periods.py)."""

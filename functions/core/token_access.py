@@ -51,6 +51,7 @@ def tenant_paths(tenant: str) -> list[tuple[str, str]]:
     return [
         ("GET", account),
         ("GET", f"{account}/admission"),
+        ("GET", f"{account}/history"),
         ("*", f"{account}/resources"),
         ("*", f"{account}/resources/*"),
         ("GET", f"{account}/types"),

@@ -128,7 +128,10 @@ class Wiring:
 
     @property
     def audit_reads(self) -> DynamoAuditReads:
-        return self._once("audit_reads", lambda: DynamoAuditReads(self.table))
+        return self._once(
+            "audit_reads",
+            lambda: DynamoAuditReads(self.table, self.clock.now, self.settings.tombstone_retention),
+        )
 
     @property
     def event_bus(self) -> EventBridgeBus:

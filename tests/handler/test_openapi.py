@@ -35,10 +35,13 @@ def test_document_describes_the_contract() -> None:
         "/accounts/{accountId}/types/{resourceType}/resources/{resourceId}",
         "/accounts/{accountId}/admission",
         "/accounts/{accountId}/types/{resourceType}/admission",
+        "/accounts/{accountId}/history",
+        "/accounts/{accountId}/types/{resourceType}/history",
     }
     assert set(paths["/accounts/{accountId}/resources"]) == {"get", "post"}
     assert set(paths["/accounts/{accountId}/resources/{resourceId}"]) == {"get", "patch", "delete"}
     assert set(paths["/accounts/{accountId}/admission"]) == {"get"}
+    assert set(paths["/accounts/{accountId}/types/{resourceType}/history"]) == {"get"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}"]) == {"get", "put"}
     parameters = {p["name"] for p in paths["/accounts/{accountId}/resources"]["post"]["parameters"]}
     assert "idempotency-key" in {name.lower() for name in parameters}
@@ -192,8 +195,9 @@ def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) 
 def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness: Harness) -> None:
     """A client generated from the document (or a fuzzer's stateful phase) follows these links: from
     a PUT of an account to its reads and to a create in it, from a read of it to a PUT on the
-    condition that it is as read, from a create to the resource's read, resize and delete and the account's
-    reads. Each link, followed against the API, reaches what it names (2xx)."""
+    condition that it is as read (and to its periods' history, a periodic quota's), from a create to
+    the resource's read, resize and delete and the account's reads. Each link, followed against the
+    API, reaches what it names (2xx)."""
     document = json.loads(render())
     by_id = {
         described["operationId"]: (method.upper(), path)
@@ -226,10 +230,14 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     where = {"accountId": "linked"}
     reads = {("GET", account), ("GET", resources)}
     assert follow("PUT", account, 200, where, api.put_account("linked", 5)) == {*reads, ("POST", resources)}
-    assert follow("GET", account, 200, where, api.request("GET", "/accounts/linked")) == {
+    # A read leads to the periods' history too, which a periodic quota answers (a holding's is 409).
+    billed = {"accountId": "billed"}
+    assert api.request("PUT", "/accounts/billed", {"limit": 5, "period": "month"}).status == 200
+    assert follow("GET", account, 200, billed, api.request("GET", "/accounts/billed")) == {
         ("PUT", account),
         ("GET", f"{account}/admission"),
         ("GET", f"{account}/types"),
+        ("GET", f"{account}/history"),
     }
     created = api.create("linked", "r1")
     on_it = {("GET", resource), ("PATCH", resource), ("DELETE", resource)}
@@ -244,9 +252,12 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     where = {"accountId": "linked", "resourceType": "seats"}
     reads = {("GET", a_type), ("GET", typed)}
     assert follow("PUT", a_type, 200, where, api.put_type("linked", "seats", 5)) == {*reads, ("POST", typed)}
-    assert follow("GET", a_type, 200, where, api.request("GET", "/accounts/linked/types/seats")) == {
+    builds = {"accountId": "linked", "resourceType": "builds"}
+    assert api.request("PUT", "/accounts/linked/types/builds", {"limit": 5, "period": "day"}).status == 200
+    assert follow("GET", a_type, 200, builds, api.request("GET", "/accounts/linked/types/builds")) == {
         ("PUT", a_type),
         ("GET", f"{a_type}/admission"),
+        ("GET", f"{a_type}/history"),
     }
     created = api.create("linked", "s1", resource_type="seats")
     on_it = {("GET", typed_resource), ("PATCH", typed_resource), ("DELETE", typed_resource)}

@@ -17,6 +17,9 @@ from hybrid_counter_client import (
     LimitsClient,
     PeriodChangeRefused,
     PeriodClosed,
+    PeriodHistory,
+    PeriodTotal,
+    QuotaNotPeriodic,
     Resource,
     ResourceType,
     TypedResource,
@@ -111,3 +114,37 @@ def test_a_day_quota_at_its_limit_admits_again_after_midnight(kind: Kind, client
     after = read(kind, client)
     assert (after.period, after.eventual, after.used, after.available) == ("day", 1, 1, 2)
     harness.check_invariants()
+
+
+def history(kind: Kind, client: LimitsClient, periods: int | None = None) -> PeriodHistory:
+    if kind.resource_type is None:
+        return client.period_history(Kind.ACCOUNT, periods)
+    return client.typed_period_history(Kind.ACCOUNT, kind.resource_type, periods)
+
+
+def test_a_day_quotas_history_reads_each_day_final_once_counted(kind: Kind, client: LimitsClient) -> None:
+    harness = kind.harness
+    harness.clock.set(EVENING)
+    put_a_day(kind, client, 3)
+    build(kind, client)
+    build(kind, client)
+    harness.clock.advance(timedelta(minutes=2))  # the 27th ended a minute ago
+    harness.pump()
+    read = history(kind, client)  # the API's default: this day and the one before
+    assert (read.account_id, read.type, read.period, read.anchor) == (
+        Kind.ACCOUNT,
+        kind.resource_type or "default",
+        "day",
+        None,
+    )
+    assert read.periods == [
+        PeriodTotal("2026-11-28T00:00:00Z", "2026-11-29T00:00:00Z", 3, 0, 0, 0, settled=False),
+        PeriodTotal("2026-11-27T00:00:00Z", "2026-11-28T00:00:00Z", 3, 2, 2, 2, settled=True),
+    ]
+    assert len(history(kind, client, 13).periods) == 13
+
+
+def test_a_holding_quotas_history_is_refused(kind: Kind, client: LimitsClient) -> None:
+    kind.put(3)
+    with pytest.raises(QuotaNotPeriodic):
+        history(kind, client)

@@ -23,6 +23,8 @@ TENANT_ACME_PATHS = [
     ("PATCH", "/accounts/acme/types/seats/resources/r1", True),
     ("GET", "/accounts/acme/admission", True),  # would a create be admitted
     ("GET", "/accounts/acme/types/seats/admission", True),
+    ("GET", "/accounts/acme/history", True),  # its periodic quotas' totals
+    ("GET", "/accounts/acme/types/builds/history", True),
     ("PUT", "/accounts/acme", False),  # only an admin sets a limit
     ("PUT", "/accounts/acme/types/seats", False),
     ("PUT", "/accounts/acme/types/default", False),
@@ -34,4 +36,6 @@ TENANT_ACME_PATHS = [
     ("DELETE", "/accounts/globex/types/seats/resources/r1", False),
     ("PATCH", "/accounts/globex/resources/r1", False),
     ("GET", "/accounts/globex/admission", False),
+    ("GET", "/accounts/globex/history", False),
+    ("GET", "/accounts/globex/types/builds/history", False),
 ]

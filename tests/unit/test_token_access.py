@@ -27,6 +27,7 @@ def test_a_tenant_token_may_read_its_account_and_use_its_resources_only() -> Non
         "Resource": [
             f"{BASE}/GET/accounts/acme",
             f"{BASE}/GET/accounts/acme/admission",
+            f"{BASE}/GET/accounts/acme/history",
             f"{BASE}/*/accounts/acme/resources",
             f"{BASE}/*/accounts/acme/resources/*",
             f"{BASE}/GET/accounts/acme/types",

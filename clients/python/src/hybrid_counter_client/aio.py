@@ -22,6 +22,7 @@ from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
     Admission,
+    PeriodHistory,
     RateLimit,
     Resource,
     ResourcePage,
@@ -194,6 +195,18 @@ class AsyncLimitsClient(ClientBase):
     async def would_admit_typed(self, account_id: str, resource_type: str, amount: int | None = None) -> Admission:
         """As `would_admit`, for one of the account's types."""
         return await self._call(operations.would_admit_typed(account_id, resource_type, amount))
+
+    async def period_history(self, account_id: str, periods: int | None = None) -> PeriodHistory:
+        """A periodic quota's exact totals: its current period and the `periods - 1` before it (1 to
+        13; the API's default, 2, when not given), newest first, each `settled` once final.
+        QuotaNotPeriodic for a holding quota."""
+        return await self._call(operations.period_history(account_id, periods))
+
+    async def typed_period_history(
+        self, account_id: str, resource_type: str, periods: int | None = None
+    ) -> PeriodHistory:
+        """As `period_history`, for one of the account's types."""
+        return await self._call(operations.typed_period_history(account_id, resource_type, periods))
 
     async def get_type(self, account_id: str, resource_type: str) -> ResourceType:
         return await self._call(operations.get_type(account_id, resource_type))

@@ -143,6 +143,10 @@ class PeriodClosed(ClientError):
     """A delete or resize of a usage record whose period is over: it is history, and stays counted."""
 
 
+class QuotaNotPeriodic(ClientError):
+    """A history of a holding quota, which has no periods (docs/periods.md)."""
+
+
 class PreconditionFailed(ClientError):
     """`If-Match` names another version of the limit (or of the resource, for a resize): read it
     again for its new `etag`."""

@@ -148,6 +148,32 @@ class Admission:
 
 
 @dataclass(frozen=True)
+class PeriodTotal:
+    """One period of a periodic quota's history: its window (RFC 3339, UTC; `period_end`
+    exclusive), its limit, its counts, and whether they are final (`settled`: bill from its
+    `eventual`, which never moves again)."""
+
+    period_start: str
+    period_end: str
+    limit: int
+    best_effort: int
+    eventual: int
+    used: int
+    settled: bool
+
+
+@dataclass(frozen=True)
+class PeriodHistory:
+    """A periodic quota's current period and the ones before it, newest first (docs/periods.md)."""
+
+    account_id: str
+    type: str
+    period: str  # "day" or "month"
+    periods: list[PeriodTotal]
+    anchor: str | None = None
+
+
+@dataclass(frozen=True)
 class TypedResourcePage:
     """One page of a type's resources; `next_cursor` is None on the last."""
 

@@ -19,6 +19,7 @@ from hybrid_counter_client.errors import InvalidPathValue
 from hybrid_counter_client.models import (
     Account,
     Admission,
+    PeriodHistory,
     RateLimit,
     Resource,
     ResourcePage,
@@ -114,6 +115,11 @@ GET_ADMISSION = Operation("getAdmission", "GET", "/accounts/{accountId}/admissio
 GET_TYPED_ADMISSION = Operation(
     "getTypedAdmission", "GET", f"{TYPE_PATH}/admission", frozenset({200}), "would_admit_typed"
 )
+# A periodic quota's totals, period by period: the account's default type, or a type.
+GET_HISTORY = Operation("getPeriodHistory", "GET", "/accounts/{accountId}/history", frozenset({200}), "period_history")
+GET_TYPED_HISTORY = Operation(
+    "getTypedPeriodHistory", "GET", f"{TYPE_PATH}/history", frozenset({200}), "typed_period_history"
+)
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
@@ -132,6 +138,8 @@ OPERATIONS = (
     RESIZE_TYPED_RESOURCE,
     GET_ADMISSION,
     GET_TYPED_ADMISSION,
+    GET_HISTORY,
+    GET_TYPED_HISTORY,
 )
 
 
@@ -364,3 +372,17 @@ def would_admit(account_id: str, amount: int | None) -> Call[Admission]:
 def would_admit_typed(account_id: str, resource_type: str, amount: int | None) -> Call[Admission]:
     where = {"accountId": account_id, "resourceType": resource_type}
     return Call(GET_TYPED_ADMISSION, where, _decoder(Admission), query=_asked(amount))
+
+
+def _periods(periods: int | None) -> dict[str, str]:
+    """The history's query: without a count, the API answers its default (2 periods)."""
+    return {} if periods is None else {"periods": str(periods)}
+
+
+def period_history(account_id: str, periods: int | None) -> Call[PeriodHistory]:
+    return Call(GET_HISTORY, {"accountId": account_id}, _decoder(PeriodHistory), query=_periods(periods))
+
+
+def typed_period_history(account_id: str, resource_type: str, periods: int | None) -> Call[PeriodHistory]:
+    where = {"accountId": account_id, "resourceType": resource_type}
+    return Call(GET_TYPED_HISTORY, where, _decoder(PeriodHistory), query=_periods(periods))
