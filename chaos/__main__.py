@@ -189,7 +189,8 @@ def render(report: Report) -> str:
     if report.periods:
         lines.append(
             f"midnights crossed under load: {report.periods['midnights crossed while the clients worked']}, "
-            f"settled periods: {report.periods['settled periods']}"
+            f"settled periods: {report.periods['settled periods']}, keyed retries answered in a later period: "
+            f"{report.periods['keyed retries answered in a later period']}"
         )
         lines += [f"  clock: {move}" for move in report.periods["clock"]]
         lines += [

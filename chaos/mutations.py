@@ -109,6 +109,22 @@ def _consumer_counts_a_record_in_the_period_it_processes_it() -> None:
     setattr(counting, "plan_record", plan_record)  # noqa: B010 - process_records calls it by this module's name
 
 
+def _periods_told_by_the_wall_clock() -> None:
+    """Every function tells which period an instant is in by the wall clock, not by the instant it
+    was given (the injected clock's): the calendar reads the time itself. Only a clock other than
+    the wall clock shows it: a run with `--periods`, whose records all land in today's real period."""
+    from datetime import UTC, datetime
+
+    from functions.core.periods import Period, PeriodWindow
+
+    original = Period.window_at
+
+    def window_at(self: Period, instant: datetime) -> PeriodWindow:
+        return original(self, datetime.now(UTC))
+
+    Period.window_at = window_at  # type: ignore[method-assign]
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
@@ -116,6 +132,7 @@ MUTATIONS = {
     "aggregator-counts-each-window-once-per-batch": _aggregator_counts_each_window_once_per_batch,
     "consumer-counts-a-resize-from-nothing": _consumer_counts_a_resize_from_nothing,
     "consumer-counts-a-record-in-the-period-it-processes-it": _consumer_counts_a_record_in_the_period_it_processes_it,
+    "periods-told-by-the-wall-clock": _periods_told_by_the_wall_clock,
 }
 
 

@@ -340,14 +340,15 @@ class ClockMover(threading.Thread):
                 if self.stop.wait(0.02):
                     return
             if clock.now() < midnight - LEAD:
-                self._gate.close()
+                self._gate.close()  # waits for the requests in flight: the clock runs on meanwhile
                 try:
                     before = clock.now()
-                    clock.set(midnight - LEAD)
+                    if before < midnight - LEAD:  # forward only
+                        clock.set(midnight - LEAD)
+                        moved = f"{_instant(before)} -> {_instant(clock.now())}"
+                        self.moves.append(f"{moved} after {self._gate.entered} operations")
                 finally:
                     self._gate.open()
-                moved = f"{_instant(before)} -> {_instant(clock.now())}"
-                self.moves.append(f"{moved} after {self._gate.entered} operations")
             while clock.now() < midnight:
                 if self.stop.wait(0.01):
                     return
@@ -631,7 +632,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 phase_over("refusal events")
             report.checks.append(heal_check(dynamodb, table, accounts, now(), plan))
             if settings.only_ambiguous_writes:
-                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
+                report.checks += unseen_ambiguity_checks(api, dynamodb, table, holdings, outcomes)
             report.most_admission_shards = sampler.max_shards
             report.checks.append(sampler.held)
             if settings.partition_limits:
@@ -1055,6 +1056,7 @@ def period_checks(
         for period_id, (records, units, eventual) in per_period.items()
     }
     figures["settled periods"] = len(sampler.settled_totals)
+    figures["keyed retries answered in a later period"] = outcomes.replays_in_a_later_period
     return figures, [over, every, admitted_in, retried, final]
 
 

@@ -137,6 +137,7 @@ class ClientOutcomes:
     windows: dict[str, tuple[str, str]] = field(default_factory=dict)
     keyed: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)  # key, amount, period
     wrong_replays: list[str] = field(default_factory=list)
+    replays_in_a_later_period: int = 0  # keyed retries answered in a period after their record's
     # The clock the periods are told by (the local runtime's, shifted over midnight); None: no periods.
     clock: Callable[[], datetime] | None = None
     retries: int = 0
@@ -386,7 +387,7 @@ def periodic_operation(api: LimitsClient, account: Account, rng: random.Random, 
         # A key names its record until the record expires, a day (the key's window) after its
         # period: later, a create with it is a new record (docs/periods.md). Retried within that only.
         keyed = [
-            (key, amount)
+            (key, amount, window)
             for key, amount, window in outcomes.keyed.get(account.name, [])
             if now + REPLAY_MARGIN < _window_start(window) + PERIOD_LENGTH + DEFAULT_TOMBSTONE_RETENTION
         ]
@@ -394,13 +395,15 @@ def periodic_operation(api: LimitsClient, account: Account, rng: random.Random, 
     if live and draw < 0.25:
         delete(api, account, rng.choice(this_period if this_period and rng.random() < 0.8 else live), outcomes)
     elif keyed and draw < 0.4:
-        key, amount = rng.choice(keyed)
-        replay(api, account, key, amount, outcomes)
+        key, amount, window = rng.choice(keyed)
+        replay(api, account, key, amount, outcomes, later=window < current)
     else:
         create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes, rng.randint(1, PERIOD_MAX_AMOUNT))
 
 
-def replay(api: LimitsClient, account: Account, key: str, amount: int, outcomes: ClientOutcomes) -> None:
+def replay(
+    api: LimitsClient, account: Account, key: str, amount: int, outcomes: ClientOutcomes, later: bool = False
+) -> None:
     """A create sent again with an acknowledged create's Idempotency-Key and body, as a caller
     whose answer was lost does (later, maybe in the next period): it must answer that record,
     which stays in its first period, counted once. Only for a record no client is deleting (a
@@ -415,6 +418,9 @@ def replay(api: LimitsClient, account: Account, key: str, amount: int, outcomes:
             answer = attempt(lambda: account.create(api, key, key, amount), 201)
             outcomes.note("replay", "2xx" if answer.ok() else answer.status)
             if answer.ok() or not answer.undecided():
+                if answer.ok() and later:
+                    with outcomes.lock:
+                        outcomes.replays_in_a_later_period += 1
                 if answer.value != resource_id:
                     with outcomes.lock:
                         outcomes.wrong_replays.append(
