@@ -107,6 +107,11 @@ AFTER = timedelta(seconds=2)  # how long the clients work past a midnight before
 # its last instant has landed its record by then) and none of its records is pending: its eventual
 # total may never change after.
 SETTLE_AFTER = timedelta(seconds=60)
+# How long the clock mover waits, the clients stopped, for the system to be quiet before a jump.
+SETTLE_TIMEOUT = 30.0
+# Before a jump of hours: the clock moves this far first, and the scheduled functions run once
+# (the sweeper, every 5 minutes when deployed, settles leases dead for a minute: HEAL_QUIET_SECONDS).
+SCHEDULES_AFTER = timedelta(minutes=5)
 DEFAULT_RATES = {
     "throttle": 0.02,
     "fail_before": 0.02,
@@ -308,11 +313,23 @@ class ClockMover(threading.Thread):
     it run over it at the real pace, the clients working on; the rest of the day's share waits
     for midnight, so each day after one has its operations too. The clock moves only while the
     gate is closed: no client request in flight could take a live lease for a stale one, or be
-    answered after its caller gave up."""
+    answered after its caller gave up. And only once the system is quiet (`settle`: the consumer
+    has counted every write, DLQ 1 is empty), as a minute of real time would leave it: after a
+    jump every quota has had no write for a day, which is when a heal sets `admitted` to the
+    eventual count (functions/core/healing.py), and that count must then be the truth. A jump
+    of hours first moves the clock SCHEDULES_AFTER on and runs the scheduled functions once
+    (`schedules`: the sweeper), as the hours skipped would have."""
 
-    def __init__(self, plan: PeriodPlan, gate: Gate, operations: int) -> None:
+    def __init__(
+        self,
+        plan: PeriodPlan,
+        gate: Gate,
+        operations: int,
+        settle: Callable[[], bool],
+        schedules: Callable[[], object],
+    ) -> None:
         super().__init__(name="chaos-clock-mover", daemon=True)
-        self._plan, self._gate = plan, gate
+        self._plan, self._gate, self._settle, self._schedules = plan, gate, settle, schedules
         days = plan.boundaries + 1
         self._ends = [operations * (index + 1) // days for index in range(days)]  # each day's last operation
         self.stop = threading.Event()
@@ -342,11 +359,22 @@ class ClockMover(threading.Thread):
             if clock.now() < midnight - LEAD:
                 self._gate.close()  # waits for the requests in flight: the clock runs on meanwhile
                 try:
+                    settled = self._settle()
                     before = clock.now()
+                    swept = before + SCHEDULES_AFTER < midnight - LEAD
+                    if swept:
+                        # What the skipped hours do first: the sweeper, minutes later, settles
+                        # the dead leases and heals the quiet quotas (in a day, a dead lease gets
+                        # older than the key window, and its settlement no longer trusts a
+                        # missing record: functions/core/leases.py `resolution`).
+                        clock.set(before + SCHEDULES_AFTER)
+                        self._schedules()
                     if before < midnight - LEAD:  # forward only
                         clock.set(midnight - LEAD)
                         moved = f"{_instant(before)} -> {_instant(clock.now())}"
-                        self.moves.append(f"{moved} after {self._gate.entered} operations")
+                        quiet = "" if settled else " (not quiet)"
+                        scheduled = f", the scheduled functions run at +{SCHEDULES_AFTER}" if swept else ""
+                        self.moves.append(f"{moved} after {self._gate.entered} operations{quiet}{scheduled}")
                 finally:
                     self._gate.open()
             while clock.now() < midnight:
@@ -364,6 +392,13 @@ class ClockMover(threading.Thread):
         now = self._plan.clock.now()
         self.moves.append(f"clients done at {_instant(now)} after {self._gate.entered} operations")
         self.crossed = sum(self._plan.boundary(index) <= now for index in range(self._plan.boundaries))
+
+
+def _settled(
+    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], plan: PeriodPlan | None
+) -> bool:
+    """Wait (up to SETTLE_TIMEOUT) until nothing is pending outside fatal accounts and DLQ 1 is empty."""
+    return wait_for_quiescence(runtime, dynamodb, table, accounts, SETTLE_TIMEOUT, plan) is not None
 
 
 def _instant(moment: datetime) -> str:
@@ -578,7 +613,10 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 gate,
             )
             changer.start()
-            mover = None if plan is None else ClockMover(plan, gate, settings.operations)
+            settle = partial(_settled, runtime, dynamodb, table, accounts, plan)
+            mover = (
+                None if plan is None else ClockMover(plan, gate, settings.operations, settle, runtime.run_schedules_now)
+            )
             if mover is not None:
                 mover.begin()
             max_amount = MAX_AMOUNT if settings.amounts else None
