@@ -100,6 +100,14 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "resources (1..8), racing the deletes and each other: every check holds in units",
     )
     parser.add_argument(
+        "--periods",
+        action="store_true",
+        help="each account also holds a periodic type (a day, limit 12; 6 on a hot account) and the local runtime's "
+        "clock crosses --boundaries midnights while the clients create (1..4 units), refund and retry with their "
+        "keys: every check holds per period (no Limit Refused checks)",
+    )
+    parser.add_argument("--boundaries", type=int, default=3, help="midnights the clock crosses with --periods")
+    parser.add_argument(
         "--no-refusal-events",
         action="store_true",
         help="do not check the Limit Refused events (the check waits up to a minute for the last minute's)",
@@ -143,6 +151,8 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         limit_changes=args.limit_changes,
         refusal_events=not args.no_refusal_events,
         amounts=args.amounts,
+        periods=args.periods,
+        boundaries=args.boundaries,
     )
     return settings, args.report
 
@@ -152,6 +162,11 @@ def render(report: Report) -> str:
         f"chaos run: seed {report.settings['seed']}, {report.settings['operations']} operations, "
         f"{report.settings['clients']} clients, {report.settings['types']} type(s) per account"
         + (", random amounts and resizes" if report.settings.get("amounts") else "")
+        + (
+            f", periodic quotas over {report.settings['boundaries']} midnights"
+            if report.settings.get("periods")
+            else ""
+        )
         + (f", broken: {report.settings['mutation']}" if report.settings["mutation"] else "")
     ]
     lines.append("\noperations (client view)")
@@ -171,6 +186,18 @@ def render(report: Report) -> str:
         lines += [f"      {violation}" for violation in check.violations[:5]]
     if report.refusals:
         lines.append("refused creates: " + ", ".join(f"{k} {v}" for k, v in report.refusals.items()))
+    if report.periods:
+        lines.append(
+            f"midnights crossed under load: {report.periods['midnights crossed while the clients worked']}, "
+            f"settled periods: {report.periods['settled periods']}, keyed retries answered in a later period: "
+            f"{report.periods['keyed retries answered in a later period']}"
+        )
+        lines += [f"  clock: {move}" for move in report.periods["clock"]]
+        lines += [
+            f"  period {period_id}: {figures['records']} records, {figures['live units']} live units, "
+            f"eventual {figures['eventual']}"
+            for period_id, figures in report.periods["per period"].items()
+        ]
     lines.append(f"\nmax limit overshoot observed: {report.max_limit_overshoot} (bound: {report.overshoot_bound})")
     lines.append(f"most admission shards of one account: {report.most_admission_shards}")
     if report.audits:
@@ -182,6 +209,10 @@ def render(report: Report) -> str:
     lines.append(f"total time: {report.seconds_total} s")
     lines.append(f"violations: {report.violations}")
     return "\n".join(lines)
+
+
+def _periods_title(settings: dict[str, object]) -> str:
+    return f", periodic quotas over {settings['boundaries']} midnights" if settings.get("periods") else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,12 +87,52 @@ def _consumer_counts_a_resize_from_nothing() -> None:
     counting.ResourceAction.delta = property(delta)  # type: ignore[method-assign, assignment]
 
 
+def _consumer_counts_a_record_in_the_period_it_processes_it() -> None:
+    """The consumer counts a usage record in the period of its own clock when it reads the record
+    (the period current then), not in the record's `period_id`: a record created late in a period
+    and counted after its end lands in the next one (only periods, and a clock over midnight, show it)."""
+    import dataclasses
+
+    from functions.core import counting
+    from functions.core.periods import parse_period
+    from functions.shared.wiring import default
+
+    original = counting.plan_record
+
+    def plan_record(record: counting.ResourceRecord) -> counting.CountingTask | None:
+        task = original(record)
+        if task is None or not task.quota.period:
+            return task
+        current = parse_period("day", None).window_at(default().clock.now()).id  # the run's periods are days
+        return dataclasses.replace(task, quota=task.quota.in_period(current))
+
+    setattr(counting, "plan_record", plan_record)  # noqa: B010 - process_records calls it by this module's name
+
+
+def _periods_told_by_the_wall_clock() -> None:
+    """Every function tells which period an instant is in by the wall clock, not by the instant it
+    was given (the injected clock's): the calendar reads the time itself. Only a clock other than
+    the wall clock shows it: a run with `--periods`, whose records all land in today's real period."""
+    from datetime import UTC, datetime
+
+    from functions.core.periods import Period, PeriodWindow
+
+    original = Period.window_at
+
+    def window_at(self: Period, instant: datetime) -> PeriodWindow:
+        return original(self, datetime.now(UTC))
+
+    Period.window_at = window_at  # type: ignore[method-assign]
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
     "consumer-ignores-limit-changes": _consumer_ignores_limit_changes,
     "aggregator-counts-each-window-once-per-batch": _aggregator_counts_each_window_once_per_batch,
     "consumer-counts-a-resize-from-nothing": _consumer_counts_a_resize_from_nothing,
+    "consumer-counts-a-record-in-the-period-it-processes-it": _consumer_counts_a_record_in_the_period_it_processes_it,
+    "periods-told-by-the-wall-clock": _periods_told_by_the_wall_clock,
 }
 
 

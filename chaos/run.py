@@ -16,6 +16,7 @@ import os
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,7 @@ from chaos.usage_events import (
     replay,
     stream_records,
 )
-from chaos.workload import Account, ClientOutcomes, LimitChanger, attempt, create, run_clients
+from chaos.workload import Account, ClientOutcomes, Gate, LimitChanger, attempt, create, run_clients
 from functions.adapters import keys, resources
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
@@ -61,9 +62,13 @@ from functions.core.leases import (
     resolution,
 )
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, Resource
+from functions.core.periods import parse_period
 from infra.function_settings import HEAL_QUIET_SECONDS
 from infra.outputs import OUTPUT_EVENT_BUS_NAME
+from local.clock import ShiftedClock
 from local.emulator import EmulatorProcess
+from local.http_client import HttpApi
+from local.identities import ADMIN
 from local.partition_throttling import read_throttles
 from local.product import (
     SINGLE_ATTEMPT,
@@ -88,6 +93,25 @@ FATAL_CREATES = 2
 # every limit is AMOUNT_SCALE times the one-unit run's, so quotas still fill up and refuse.
 MAX_AMOUNT = 8
 AMOUNT_SCALE = 4
+# With periods: each account also holds a periodic type (`day`, UTC days) at a small limit, and the
+# run's clock starts ten seconds before the first midnight, crosses it while the clients work, and
+# then, while no client request is in flight, jumps to LEAD before the next one, `boundaries` times
+# in all: the last days of 2026 and the first of 2027 (a month's end and a year's too).
+PERIODIC_TYPE = "builds"
+PERIODIC_LIMIT, HOT_PERIODIC_LIMIT = 12, 6
+FIRST_BOUNDARY = datetime(2026, 12, 30, tzinfo=UTC)
+START_LEAD = timedelta(seconds=10)
+LEAD = timedelta(seconds=2)
+AFTER = timedelta(seconds=2)  # how long the clients work past a midnight before the next jump
+# A past period is settled once it ended this long ago (by the run's clock: a create admitted in
+# its last instant has landed its record by then) and none of its records is pending: its eventual
+# total may never change after.
+SETTLE_AFTER = timedelta(seconds=60)
+# How long the clock mover waits, the clients stopped, for the system to be quiet before a jump.
+SETTLE_TIMEOUT = 30.0
+# Before a jump of hours: the clock moves this far first, and the scheduled functions run once
+# (the sweeper, every 5 minutes when deployed, settles leases dead for a minute: HEAL_QUIET_SECONDS).
+SCHEDULES_AFTER = timedelta(minutes=5)
 DEFAULT_RATES = {
     "throttle": 0.02,
     "fail_before": 0.02,
@@ -138,6 +162,11 @@ class ChaosSettings:
     # resize live resources to 1..MAX_AMOUNT, and the limits are AMOUNT_SCALE times larger. Off:
     # every resource holds 1 unit, and a seed makes the run it made before amounts.
     amounts: bool = False
+    # Periodic quotas (docs/periods.md): each account also holds a periodic type, and the local
+    # runtime's clock (local/clock.py) crosses `boundaries` midnights while the clients create,
+    # refund and retry with their keys. Off: no periodic quota, the system clock.
+    periods: bool = False
+    boundaries: int = 3
 
     @property
     def faults_on(self) -> bool:
@@ -171,6 +200,9 @@ class Report:
     limit_changes: list[str] = field(default_factory=list)  # "<quota> <old> -> <new>", as the admin made them
     # Creates the API refused (its log lines), and the Limit Refused events announcing them.
     refusals: dict[str, int] = field(default_factory=dict)
+    # With periods: the midnights the clock crossed while the clients worked, and each period's
+    # records, units and eventual total once quiet.
+    periods: dict[str, Any] = field(default_factory=dict)
 
     @property
     def violations(self) -> int:
@@ -182,13 +214,55 @@ class Report:
         return json.dumps(data, indent=2, sort_keys=True)
 
 
-class Sampler(threading.Thread):
-    """Checks one snapshot after another, of each account's every type, while the clients run."""
+@dataclass(frozen=True)
+class PeriodPlan:
+    """The periods of a run with periodic quotas: the days its clock starts in and crosses into,
+    told by the local runtime's clock (local/clock.py) that the run moves."""
 
-    def __init__(self, dynamodb: Any, table: str, accounts: list[Account], faults_on: bool) -> None:
+    clock: ShiftedClock
+    boundaries: int
+
+    def boundary(self, index: int) -> datetime:
+        return FIRST_BOUNDARY + timedelta(days=index)
+
+    @property
+    def ids(self) -> list[str]:
+        """Every period the clients may create in: the first day's and each crossed into."""
+        return [day_window(self.boundary(index) - timedelta(days=1)) for index in range(self.boundaries + 1)]
+
+    def settled(self, period_id: str) -> bool:
+        """The period ended long enough ago that no create admitted in it still lands a record."""
+        return self.clock.now() >= start_of_window(period_id) + timedelta(days=1) + SETTLE_AFTER
+
+
+def day_window(moment: datetime) -> str:
+    return parse_period("day", None).window_at(moment).id
+
+
+def start_of_window(period_id: str) -> datetime:
+    return datetime.strptime(period_id, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
+def views(account: Account, plan: PeriodPlan | None) -> list[Quota]:
+    """What the checks look at for a limit: a holding's quota, or each period of a periodic one."""
+    if account.period is None or plan is None:
+        return [account.quota]
+    return [account.quota.in_period(period_id) for period_id in plan.ids]
+
+
+class Sampler(threading.Thread):
+    """Checks one snapshot after another, of each account's every type (and each period of a
+    periodic one), while the clients run."""
+
+    def __init__(
+        self, dynamodb: Any, table: str, accounts: list[Account], faults_on: bool, plan: PeriodPlan | None = None
+    ) -> None:
         super().__init__(name="chaos-sampler", daemon=True)
         self._dynamodb, self._table, self._accounts = dynamodb, table, accounts
         self._faults_on = faults_on
+        self._plan = plan
+        self.settled = Check("periodic: a past period's eventual total never changes once it is settled")
+        self.settled_totals: dict[Quota, int] = {}
         self.stop = threading.Event()
         self.best_effort = Check("best-effort <= live at every sampled instant")
         self.eventual = Check("eventual = existing counted resources at every sampled instant")
@@ -203,9 +277,10 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set():
             for account in self._accounts:
-                if self.stop.is_set():
-                    return
-                self.observe(snapshot(self._dynamodb, self._table, account.quota))
+                for quota in views(account, self._plan):
+                    if self.stop.is_set():
+                        return
+                    self.observe(snapshot(self._dynamodb, self._table, quota))
                 self.stop.wait(0.02)
 
     def observe(self, shot: Snapshot) -> None:
@@ -222,8 +297,112 @@ class Sampler(threading.Thread):
         )
         self.max_shards = max(self.max_shards, shot.shards)
         self.samples += 1
+        period = shot.quota.period
+        if self._plan is not None and period and shot.pending == 0 and self._plan.settled(period):
+            first = self.settled_totals.setdefault(shot.quota, shot.eventual)
+            self.settled.expect(shot.eventual == first, f"{shot.quota}: eventual {shot.eventual}, settled at {first}")
         if live > shot.limit:
             self.over_limit.append((shot.quota, shot.limit_version, live, shot.limit))
+
+
+class ClockMover(threading.Thread):
+    """Moves the run's clock over its midnights while the clients work, and shares the clients'
+    operations evenly between the run's days (the gate's ceiling). The clock starts START_LEAD
+    before the first midnight. Each day, once the clients have made half its share (or the clock
+    is LEAD before its midnight already), it sets the clock to LEAD before that midnight and lets
+    it run over it at the real pace, the clients working on; the rest of the day's share waits
+    for midnight, so each day after one has its operations too. The clock moves only while the
+    gate is closed: no client request in flight could take a live lease for a stale one, or be
+    answered after its caller gave up. And only once the system is quiet (`settle`: the consumer
+    has counted every write, DLQ 1 is empty), as a minute of real time would leave it: after a
+    jump every quota has had no write for a day, which is when a heal sets `admitted` to the
+    eventual count (functions/core/healing.py), and that count must then be the truth. A jump
+    of hours first moves the clock SCHEDULES_AFTER on and runs the scheduled functions once
+    (`schedules`: the sweeper), as the hours skipped would have."""
+
+    def __init__(
+        self,
+        plan: PeriodPlan,
+        gate: Gate,
+        operations: int,
+        settle: Callable[[], bool],
+        schedules: Callable[[], object],
+    ) -> None:
+        super().__init__(name="chaos-clock-mover", daemon=True)
+        self._plan, self._gate, self._settle, self._schedules = plan, gate, settle, schedules
+        days = plan.boundaries + 1
+        self._ends = [operations * (index + 1) // days for index in range(days)]  # each day's last operation
+        self.stop = threading.Event()
+        self.crossed = 0  # midnights the clock had crossed when the clients stopped
+        self.moves: list[str] = []  # each jump, and where the clock was when the clients stopped
+
+    def begin(self) -> None:
+        self._plan.clock.set(self._plan.boundary(0) - START_LEAD)
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._move()
+        finally:
+            self._gate.let_through(None)
+
+    def _move(self) -> None:
+        clock = self._plan.clock
+        for index in range(self._plan.boundaries):
+            midnight = self._plan.boundary(index)
+            start = self._ends[index - 1] if index else 0
+            half = (start + self._ends[index]) // 2
+            self._gate.let_through(self._ends[index])
+            while self._gate.entered < half and clock.now() < midnight - LEAD:
+                if self.stop.wait(0.02):
+                    return
+            if clock.now() < midnight - LEAD:
+                self._gate.close()  # waits for the requests in flight: the clock runs on meanwhile
+                try:
+                    settled = self._settle()
+                    before = clock.now()
+                    swept = before + SCHEDULES_AFTER < midnight - LEAD
+                    if swept:
+                        # What the skipped hours do first: the sweeper, minutes later, settles
+                        # the dead leases and heals the quiet quotas (in a day, a dead lease gets
+                        # older than the key window, and its settlement no longer trusts a
+                        # missing record: functions/core/leases.py `resolution`).
+                        clock.set(before + SCHEDULES_AFTER)
+                        self._schedules()
+                    if before < midnight - LEAD:  # forward only
+                        clock.set(midnight - LEAD)
+                        moved = f"{_instant(before)} -> {_instant(clock.now())}"
+                        quiet = "" if settled else " (not quiet)"
+                        scheduled = f", the scheduled functions run at +{SCHEDULES_AFTER}" if swept else ""
+                        self.moves.append(f"{moved} after {self._gate.entered} operations{quiet}{scheduled}")
+                finally:
+                    self._gate.open()
+            while clock.now() < midnight:
+                if self.stop.wait(0.01):
+                    return
+            self._gate.let_through(self._ends[index + 1])  # the next day's share
+            while clock.now() < midnight + AFTER:
+                if self.stop.wait(0.02):
+                    return
+
+    def finish(self) -> None:
+        """The clients stopped: the clock moves on at the real pace from here."""
+        self.stop.set()
+        self.join()
+        now = self._plan.clock.now()
+        self.moves.append(f"clients done at {_instant(now)} after {self._gate.entered} operations")
+        self.crossed = sum(self._plan.boundary(index) <= now for index in range(self._plan.boundaries))
+
+
+def _settled(
+    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], plan: PeriodPlan | None
+) -> bool:
+    """Wait (up to SETTLE_TIMEOUT) until nothing is pending outside fatal accounts and DLQ 1 is empty."""
+    return wait_for_quiescence(runtime, dynamodb, table, accounts, SETTLE_TIMEOUT, plan) is not None
+
+
+def _instant(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def limit_check(sampler: Sampler, truth: StreamTruth, bound: int) -> tuple[Check, int]:
@@ -258,9 +437,12 @@ class Auditor(threading.Thread):
     """`ops audit --repair` beside the clients: audits each account in turn and repairs what
     drifted, as an operator would while writes continue."""
 
-    def __init__(self, dynamodb: Any, table: str, accounts: list[Account]) -> None:
+    def __init__(
+        self, dynamodb: Any, table: str, accounts: list[Account], now: Callable[[], datetime] | None = None
+    ) -> None:
         super().__init__(name="chaos-auditor", daemon=True)
         self._table, self._accounts = DynamoTable(dynamodb, table), accounts
+        self._now = now or (lambda: datetime.now(UTC))  # the local runtime's functions' clock
         self.stop = threading.Event()
         self.check = Check("the audit beside the clients reports no drift that faults do not inject")
         self.verdicts: Counter[str] = Counter()
@@ -281,7 +463,7 @@ class Auditor(threading.Thread):
                             self._table,
                             finding,
                             timedelta(seconds=HEAL_QUIET_SECONDS),
-                            datetime.now(UTC),  # the local runtime's functions run on the real clock
+                            self._now(),
                         )
                         self.verdicts["repaired"] += 1
                     except TryLater:
@@ -322,7 +504,19 @@ def make_accounts(settings: ChaosSettings) -> list[Account]:
     accounts += [Account(f"hot-{i}", limit=5 * scale, hot=True) for i in range(settings.hot_accounts)]
     if settings.fatal and settings.faults_on:
         accounts.append(Account(f"{FATAL_PREFIX}-0", limit=10 * scale, fatal=True))
-    return [replace(account, resource_type=kind) for account in accounts for kind in resource_types(settings.types)]
+    typed = [replace(account, resource_type=kind) for account in accounts for kind in resource_types(settings.types)]
+    if settings.periods:  # each account's periodic type, the fatal one's aside
+        typed += [
+            replace(
+                account,
+                resource_type=PERIODIC_TYPE,
+                period="day",
+                limit=HOT_PERIODIC_LIMIT if account.hot else PERIODIC_LIMIT,
+            )
+            for account in accounts
+            if not account.fatal
+        ]
+    return typed
 
 
 def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
@@ -359,6 +553,8 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     if chaos is None and settings.mutation:
         chaos = ChaosConfig(settings.seed, ledger_path, {}, settings.mutation)
 
+    plan = PeriodPlan(ShiftedClock(f"{log_dir}/clock.offset"), settings.boundaries) if settings.periods else None
+    now: Callable[[], datetime] = partial(datetime.now, UTC) if plan is None else plan.clock.now
     with EmulatorProcess(
         partition_limits=settings.partition_limits, partition_burst_seconds=settings.partition_burst_seconds
     ) as emulator:
@@ -377,6 +573,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 retry_backoff_seconds=0.05,
                 log_dir=log_dir,
                 context=settings.context,
+                clock=None if plan is None else plan.clock,
             )
         )
         runtime.deploy_and_start()
@@ -385,14 +582,17 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             api = admin_client(runtime, retry=SINGLE_ATTEMPT)
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
+            admin = HttpApi(runtime.api_url, credentials=runtime.settings.identities.session(ADMIN, {}).credentials())
             for account in accounts:
-                _put_account(api, account)
+                _put_account(api, account, admin)
 
             subscriber = Subscriber(runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME])
-            outcomes = ClientOutcomes()
-            sampler = Sampler(dynamodb, table, accounts, settings.faults_on)
+            outcomes = ClientOutcomes(clock=None if plan is None else plan.clock.now)
+            gate = Gate()
+            sampler = Sampler(dynamodb, table, accounts, settings.faults_on, plan)
             sampler.start()
-            auditor = Auditor(dynamodb, table, accounts) if settings.audit_repair else None
+            holdings = [account for account in accounts if account.period is None]
+            auditor = Auditor(dynamodb, table, holdings, now) if settings.audit_repair else None
             if auditor is not None:
                 auditor.start()
             for account in accounts:
@@ -401,18 +601,34 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                         create(api, account, f"fatal-{index}", outcomes)
             ordinary = [account for account in accounts if not account.fatal]
             unit = AMOUNT_SCALE if settings.amounts else 1
+            # A periodic quota's limit stays as set: the checks hold each period to it at every instant.
             changer = LimitChanger(
-                api, ordinary, outcomes, settings.operations, settings.limit_changes, settings.seed, unit
+                api,
+                [account for account in ordinary if account.period is None],
+                outcomes,
+                settings.operations,
+                settings.limit_changes,
+                settings.seed,
+                unit,
+                gate,
             )
             changer.start()
+            settle = partial(_settled, runtime, dynamodb, table, accounts, plan)
+            mover = (
+                None if plan is None else ClockMover(plan, gate, settings.operations, settle, runtime.run_schedules_now)
+            )
+            if mover is not None:
+                mover.begin()
             max_amount = MAX_AMOUNT if settings.amounts else None
-            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes, max_amount)
+            run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes, max_amount, gate)
+            if mover is not None:
+                mover.finish()
             changer.finish()
             report.limit_changes = changer.made
             workload_done = time.monotonic()
             phase_over("workload")
 
-            quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout)
+            quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout, plan)
             sampler.stop.set()
             sampler.join()
             if auditor is not None:
@@ -429,33 +645,40 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             if auditor is not None:
                 report.checks.append(auditor.check)
             report.checks.append(quiescence_check(quiet))
-            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes)
+            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes, plan)
             if settings.amounts:
-                report.checks.append(amounts_check(dynamodb, table, accounts, outcomes))
+                report.checks.append(amounts_check(dynamodb, table, accounts, outcomes, plan))
+            if plan is not None and mover is not None:
+                report.periods, period_checks_made = period_checks(
+                    dynamodb, table, accounts, outcomes, plan, sampler, mover.crossed, mover.moves
+                )
+                report.checks += period_checks_made
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
             phase_over("end state checks")
             quotas, truth = settled_usage_events(
-                runtime, dynamodb, table, accounts, subscriber, settings.events_timeout
+                runtime, dynamodb, table, accounts, subscriber, settings.events_timeout, plan
             )
             phase_over("usage events settled")
             report.checks += event_checks(quotas, truth, subscriber.received)
-            if settings.refusal_events:
+            if settings.refusal_events and plan is None:
                 refusal_report, refusal_checks_made = announced_refusal_checks(
                     dynamodb, table, accounts, subscriber, log_dir, outcomes
                 )
                 report.refusals = refusal_report
                 report.checks += refusal_checks_made
                 phase_over("refusal events")
-            report.checks.append(heal_check(dynamodb, table, accounts))
+            report.checks.append(heal_check(dynamodb, table, accounts, now(), plan))
             if settings.only_ambiguous_writes:
-                report.checks += unseen_ambiguity_checks(api, dynamodb, table, accounts, outcomes)
+                report.checks += unseen_ambiguity_checks(api, dynamodb, table, holdings, outcomes)
             report.most_admission_shards = sampler.max_shards
             report.checks.append(sampler.held)
             if settings.partition_limits:
                 report.partition_throttles = by_family(read_throttles(emulator.url))
             within_limits, report.max_limit_overshoot = limit_check(sampler, truth, report.overshoot_bound)
             report.checks.append(within_limits)
+            if plan is not None:
+                report.checks.append(sampler.settled)
             report.lambda_traffic = lambda_traffic(runtime)
             phase_over("other checks")
         finally:
@@ -501,19 +724,31 @@ def announced_refusal_checks(
     return figures, refusal_checks(announced, lines, answered, subscriber.received, line_units, answered_units)
 
 
-def _put_account(api: LimitsClient, account: Account) -> None:
+def _put_account(api: LimitsClient, account: Account, admin: HttpApi) -> None:
+    """Its limit, and a periodic quota's period (a PUT whose body the product's client cannot send
+    yet: signed as the admin, by the local HTTP client)."""
     for _ in range(20):
-        try:
-            account.set_limit(api, account.limit)
-            return
-        except HybridCounterError:
-            pass
+        if account.period is not None:
+            body = {"limit": account.limit, "period": account.period}
+            if admin.request("PUT", account.path, body, {"Idempotency-Key": str(uuid.uuid4())}).status == 200:
+                return
+        else:
+            try:
+                account.set_limit(api, account.limit)
+                return
+            except HybridCounterError:
+                pass
         time.sleep(0.1)
     raise RuntimeError(f"could not set the limit of {account.name}")
 
 
 def wait_for_quiescence(
-    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], timeout: float
+    runtime: LocalRuntime,
+    dynamodb: Any,
+    table: str,
+    accounts: list[Account],
+    timeout: float,
+    plan: PeriodPlan | None = None,
 ) -> float | None:
     """The moment DLQ 1 is empty and nothing is pending outside fatal accounts, twice in a row."""
     sqs = runtime.client("sqs")
@@ -528,7 +763,7 @@ def wait_for_quiescence(
             attributes["ApproximateNumberOfMessagesNotVisible"]
         )
         settled = in_flight == 0 and all(
-            snapshot(dynamodb, table, a.quota).pending == 0 for a in accounts if not a.fatal
+            snapshot(dynamodb, table, quota).pending == 0 for a in accounts if not a.fatal for quota in views(a, plan)
         )
         if settled:
             if calm_since is not None and time.monotonic() - calm_since >= 1.0:
@@ -553,7 +788,10 @@ def end_state_checks(
     table: str,
     accounts: list[Account],
     outcomes: ClientOutcomes,
+    plan: PeriodPlan | None = None,
 ) -> list[Check]:
+    """Once quiet. A periodic quota's counting checks hold per period (the API's counts are its
+    current period's), and its records are checked over all its periods together."""
     exact = Check("eventual = live for every account and type (API and table)")
     stored = Check("before any heal, the stored admitted = live + the slots its held leases account for")
     answers = Check("no delete of a live resource was answered 404 unless another client deleted it")
@@ -562,34 +800,41 @@ def end_state_checks(
     gone = Check("no deleted resource survives")
     phantom = Check("every resource in the table was acknowledged (or its create's outcome was unknown)")
     for account in accounts:
-        shot = snapshot(dynamodb, table, account.quota)
+        shots = [snapshot(dynamodb, table, quota) for quota in views(account, plan)]
         acknowledged = outcomes.acknowledged.get(account.name, set())
         unresolved = outcomes.unresolved.get(account.name, set())
         deleted = outcomes.deleted.get(account.name, set())
         if not account.fatal:
-            held, unknown = units_held_by_leases(shot)
-            stored.expect(
-                shot.live_units + held <= shot.admitted <= shot.live_units + held + unknown,
-                f"{account.name}: admitted {shot.admitted}, live units {shot.live_units}, "
-                f"{len(shot.leases)} lease(s) holding {held} unit(s) (and up to {unknown} more): "
-                f"{describe_leases(shot)}",
-            )
             view = read_carefully(partial(account.usage, api), f"GET {account.path}")
-            exact.expect(
-                view.eventual == shot.live_units == shot.eventual,
-                f"{account.name}: API eventual {view.eventual}, table eventual {shot.eventual}, "
-                f"live units {shot.live_units}",
-            )
+            current = account.quota if plan is None or account.period is None else None
+            if current is None:
+                assert plan is not None
+                current = account.quota.in_period(account.window(plan.clock.now()))
+            for shot in shots:
+                held, unknown = units_held_by_leases(shot)
+                stored.expect(
+                    shot.live_units + held <= shot.admitted <= shot.live_units + held + unknown,
+                    f"{shot.quota}: admitted {shot.admitted}, live units {shot.live_units}, "
+                    f"{len(shot.leases)} lease(s) holding {held} unit(s) (and up to {unknown} more): "
+                    f"{describe_leases(shot)}",
+                )
+                api_eventual = view.eventual if shot.quota == current else shot.eventual
+                exact.expect(
+                    api_eventual == shot.live_units == shot.eventual,
+                    f"{shot.quota}: API eventual {api_eventual}, table eventual {shot.eventual}, "
+                    f"live units {shot.live_units}",
+                )
+        records = merged(account.quota, shots)
         for resource_id in acknowledged - unresolved:
             exists.expect(
-                resource_id in shot.live,
-                f"{account.name}/{resource_id} acknowledged but missing (item: {_describe(shot, resource_id)})",
+                resource_id in records.live,
+                f"{account.name}/{resource_id} acknowledged but missing (item: {_describe(records, resource_id)})",
             )
         if account.fatal:
             continue  # its counting never succeeds, so its soft-deleted resources are never removed
         for resource_id in deleted - unresolved:
-            gone.expect(resource_id not in shot.existing, f"{account.name}/{resource_id} deleted but present")
-        for resource_id in shot.existing | set(shot.tombstones):
+            gone.expect(resource_id not in records.existing, f"{account.name}/{resource_id} deleted but present")
+        for resource_id in records.existing | set(records.tombstones):
             phantom.expect(
                 resource_id in acknowledged | unresolved | deleted,
                 f"{account.name}/{resource_id} exists but no client was told it was created",
@@ -597,12 +842,27 @@ def end_state_checks(
     return [exact, stored, answers, exists, gone, phantom]
 
 
-def amounts_check(dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes) -> Check:
+def merged(quota: Quota, shots: Sequence[Snapshot]) -> Snapshot:
+    """The records of several snapshots (a periodic quota's periods) as one snapshot's."""
+    if len(shots) == 1:
+        return shots[0]
+    records = Snapshot(quota)
+    for shot in shots:
+        records.live |= shot.live
+        records.existing |= shot.existing
+        records.tombstones.update(shot.tombstones)
+        records.items.update(shot.items)
+    return records
+
+
+def amounts_check(
+    dynamodb: Any, table: str, accounts: list[Account], outcomes: ClientOutcomes, plan: PeriodPlan | None = None
+) -> Check:
     """Each resource that exists holds an amount a client asked it to hold: its create's, or one of
     its resizes' (a resize applied twice, or half applied, holds another)."""
     check = Check("every resource holds an amount a client asked for (its create's or a resize's)")
     for account in accounts:
-        shot = snapshot(dynamodb, table, account.quota)
+        shot = merged(account.quota, [snapshot(dynamodb, table, quota) for quota in views(account, plan)])
         for resource_id in sorted(shot.existing):
             amount = resources.amount_of(shot.items[resource_id])
             asked = outcomes.asked.get(resource_id, set())
@@ -611,7 +871,13 @@ def amounts_check(dynamodb: Any, table: str, accounts: list[Account], outcomes: 
 
 
 def settled_usage_events(
-    runtime: LocalRuntime, dynamodb: Any, table: str, accounts: list[Account], subscriber: Subscriber, timeout: float
+    runtime: LocalRuntime,
+    dynamodb: Any,
+    table: str,
+    accounts: list[Account],
+    subscriber: Subscriber,
+    timeout: float,
+    plan: PeriodPlan | None = None,
 ) -> tuple[dict[Quota, QuotaEvents], StreamTruth]:
     """Each quota's outbox, once every crossing a limit change makes is decided (the consumer
     decides it after the change's record) and the publisher delivered what the outbox holds (or
@@ -621,8 +887,11 @@ def settled_usage_events(
     while True:
         quotas = {}
         for account in accounts:
-            shot = snapshot(dynamodb, table, account.quota)
-            quotas[account.quota] = QuotaEvents(shot.events, shot.limit_changes, shot.eventual, shot.limit)
+            for quota in views(account, plan):  # a period's crossings are its own (docs/periods.md)
+                shot = snapshot(dynamodb, table, quota)
+                if quota.period and shot.shards == 0:
+                    continue  # a period no client created in: never opened, no limit, nothing to announce
+                quotas[quota] = QuotaEvents(shot.events, shot.limit_changes, shot.eventual, shot.limit)
         written = {event["eventId"] for q in quotas.values() for event in [*q.crossings, *q.limit_changes]}
         received = {str(event["detail"]["eventId"]) for event in subscriber.receive()}
         if time.monotonic() > deadline or (written <= received and all(q.settled for q in quotas.values())):
@@ -749,22 +1018,84 @@ def fatal_work_kept_check(dynamodb: Any, table: str, accounts: list[Account], ou
     return check
 
 
-def heal_check(dynamodb: Any, table: str, accounts: list[Account]) -> Check:
-    """Once quiet, a heal brings both API-path counters to the live count (docs/guarantees.md, 6: self-healing)."""
+def heal_check(
+    dynamodb: Any, table: str, accounts: list[Account], now: datetime, plan: PeriodPlan | None = None
+) -> Check:
+    """Once quiet, a heal (at `now`, the functions' clock) brings both API-path counters to the live
+    count (docs/guarantees.md, 6: self-healing); a periodic quota's, each of its periods' that opened."""
     check = Check("after healing, best-effort = admitted = live")
     store = DynamoHealingStore(DynamoTable(dynamodb, table))
     for account in accounts:
         if account.fatal:
             continue
-        outcome = heal_account(store, account.quota, datetime.now(UTC), timedelta(0)).outcome
-        shot = snapshot(dynamodb, table, account.quota)
-        check.expect(
-            outcome in (HealOutcome.HEALED, HealOutcome.EXACT)
-            and shot.best_effort_net == shot.admitted == shot.live_units,
-            f"{account.name}: heal {outcome.value}, best-effort {shot.best_effort_net}, "
-            f"admitted {shot.admitted}, live units {shot.live_units}",
-        )
+        for quota in views(account, plan):
+            if quota.period and snapshot(dynamodb, table, quota).shards == 0:
+                continue  # a period no client created in: never opened, nothing to heal
+            outcome = heal_account(store, quota, now, timedelta(0)).outcome
+            shot = snapshot(dynamodb, table, quota)
+            check.expect(
+                outcome in (HealOutcome.HEALED, HealOutcome.EXACT)
+                and shot.best_effort_net == shot.admitted == shot.live_units,
+                f"{quota}: heal {outcome.value}, best-effort {shot.best_effort_net}, "
+                f"admitted {shot.admitted}, live units {shot.live_units}",
+            )
     return check
+
+
+def period_checks(
+    dynamodb: Any,
+    table: str,
+    accounts: list[Account],
+    outcomes: ClientOutcomes,
+    plan: PeriodPlan,
+    sampler: Sampler,
+    crossed: int,
+    moves: list[str],
+) -> tuple[dict[str, Any], list[Check]]:
+    """What only periodic quotas and a clock over midnight show, once quiet: the midnights crossed
+    under load; each record in the period of its admission's time (the clock's period between its
+    create's first attempt and its answer); each keyed retry answered its record; each settled
+    period's total as it settled. And the figures: per period, records, units and eventual."""
+    over = Check(f"periodic: the clock crossed {plan.boundaries} midnight(s) while the clients worked")
+    over.expect(crossed >= plan.boundaries, f"crossed {crossed}")
+    admitted_in = Check("periodic: every record is in the period of its create's admission (its period_id)")
+    retried = Check("periodic: a keyed retry (also in a later period) answers its record, never another one")
+    retried.checked = outcomes.statuses.get("replay 2xx", 0)
+    for wrong in outcomes.wrong_replays:
+        retried.expect(False, wrong)
+    final = Check("periodic: once quiet, each settled period's eventual total is what it settled at")
+    figures: dict[str, Any] = {"midnights crossed while the clients worked": crossed, "clock": moves}
+    per_period: dict[str, list[int]] = {period_id: [0, 0, 0] for period_id in plan.ids}
+    for account in accounts:
+        if account.period is None:
+            continue
+        for quota in views(account, plan):
+            shot = snapshot(dynamodb, table, quota)
+            tally = per_period[quota.period]
+            tally[0] += len(shot.existing) + len(shot.tombstones)
+            tally[1] += shot.live_units
+            tally[2] += shot.eventual
+            if quota in sampler.settled_totals:
+                settled = sampler.settled_totals[quota]
+                final.expect(shot.eventual == settled, f"{quota}: eventual {shot.eventual}, settled at {settled}")
+            for resource_id in shot.existing | set(shot.tombstones):
+                sent, answered = outcomes.windows.get(resource_id, ("", ""))
+                if not sent:
+                    continue  # its create's outcome stayed unknown
+                admitted_in.expect(
+                    sent <= quota.period <= answered,
+                    f"{quota}: {resource_id} created between periods {sent} and {answered}",
+                )
+    every = Check("periodic: the clients created records in each of the run's periods")
+    for period_id, (records, _, _) in per_period.items():
+        every.expect(records > 0, f"no record in period {period_id}")
+    figures["per period"] = {
+        period_id: {"records": records, "live units": units, "eventual": eventual}
+        for period_id, (records, units, eventual) in per_period.items()
+    }
+    figures["settled periods"] = len(sampler.settled_totals)
+    figures["keyed retries answered in a later period"] = outcomes.replays_in_a_later_period
+    return figures, [over, every, admitted_in, retried, final]
 
 
 def unseen_ambiguity_checks(

@@ -55,19 +55,25 @@ class Snapshot:
 
 
 def quota_partitions(quota: Quota) -> list[str]:
-    """Every partition key a quota's items can have."""
+    """Every partition key a quota's items can have; a period's, with its quota's records' partition."""
     shards = [keys.shard_pk(quota, shard) for shard in range(1, MAX_SHARDS)]
     counters = [keys.counter_pk(quota, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
-    return [keys.account_pk(quota), *shards, *counters]
+    records = [keys.resources_pk(quota)] if quota.period else []
+    return [keys.account_pk(quota), *shards, *counters, *records]
 
 
 def snapshot(dynamodb: Any, table: str, quota: Quota) -> Snapshot:
-    """The quota at one instant, read through `dynamodb`'s endpoint: the embedded emulator."""
+    """The quota at one instant, read through `dynamodb`'s endpoint: the embedded emulator. A period
+    of a periodic quota (docs/periods.md) is its shards and counters, and the records of its
+    quota's partition whose `period_id` is that period."""
     shot = Snapshot(quota)
     items = read_partitions(dynamodb.meta.endpoint_url, table, quota_partitions(quota))
     leases: list[Lease] = []
+    records = keys.resources_pk(quota) if quota.period else None
     for item in map(from_attributes, items):
         sort_key = item[table_layout.SORT_KEY]
+        if item[table_layout.PARTITION_KEY] == records and item.get(resources.PERIOD) != quota.period:
+            continue  # the quota's own item and other periods' records
         if sort_key in (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY):
             state = shard_state(item)
             if sort_key == keys.ACCOUNT_SORT_KEY:

@@ -82,7 +82,12 @@ Crossings = list[tuple[int, str]]  # (threshold, direction), in order
 
 
 def event_quota(event: Mapping[str, Any]) -> Quota:
-    return Quota(str(event["accountId"]), str(event["resourceType"]))
+    """The quota an event is of: a periodic quota's period's when it carries `periodStart`."""
+    quota = Quota(str(event["accountId"]), str(event["resourceType"]))
+    start = event.get("periodStart")
+    if not start:
+        return quota
+    return quota.in_period(datetime.fromisoformat(str(start)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ"))
 
 
 @dataclass

@@ -16,14 +16,18 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hybrid_counter_client import Account as AccountUsage
 from hybrid_counter_client import HybridCounterError, LimitsClient, ResourceType
 
+from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, idempotent_resource_id
+from functions.core.periods import parse_period
 
 RETRIES = 8
 
@@ -38,6 +42,13 @@ class Account:
     hot: bool = False
     fatal: bool = False  # every transaction on it is made to fail: its records must end in DLQ 2
     resource_type: str = DEFAULT_RESOURCE_TYPE
+    # A periodic quota's period (`day`: UTC days, docs/periods.md); None: a holding.
+    period: str | None = None
+
+    def window(self, moment: datetime) -> str:
+        """The id of its period holding `moment` (a periodic quota's only)."""
+        assert self.period is not None, f"{self.name} is a holding"
+        return parse_period(self.period, None).window_at(moment).id
 
     @property
     def quota(self) -> Quota:
@@ -119,6 +130,16 @@ class ClientOutcomes:
     refused_units: Counter[str] = field(default_factory=Counter)
     # Every amount a client asked a resource to hold (its create's, its resizes'), by resource id.
     asked: dict[str, set[int]] = field(default_factory=dict)
+    # A periodic quota's records (`--periods`): the periods of the clock when its create was first
+    # sent and when it was acknowledged (its admission's time is between), by resource id; each
+    # acknowledged create's key and amount, by quota, for the clients' keyed retries later; and
+    # the keyed retries that were not answered the record they named.
+    windows: dict[str, tuple[str, str]] = field(default_factory=dict)
+    keyed: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)  # key, amount, period
+    wrong_replays: list[str] = field(default_factory=list)
+    replays_in_a_later_period: int = 0  # keyed retries answered in a period after their record's
+    # The clock the periods are told by (the local runtime's, shifted over midnight); None: no periods.
+    clock: Callable[[], datetime] | None = None
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -155,6 +176,61 @@ def attempt(call: Callable[[], Any], success: int) -> Answer:
         return Answer(NO_ANSWER if error.status is None else error.status, error.code)
 
 
+class Gate:
+    """Lets the clients' operations through while open and, when given a ceiling, until that many
+    have entered; `close` waits until none is in flight. A chaos run over midnights moves its clock
+    while the gate is closed (no request could take a live lease for a stale one) and shares the
+    operations between its days with the ceiling."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._open = True
+        self._in_flight = 0
+        self._ceiling: int | None = None
+        self.entered = 0
+
+    @contextmanager
+    def passage(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: self._open and (self._ceiling is None or self.entered < self._ceiling))
+            self._in_flight += 1
+            self.entered += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._in_flight -= 1
+                self._condition.notify_all()
+
+    def close(self) -> None:
+        with self._condition:
+            self._open = False
+            self._condition.wait_for(lambda: self._in_flight == 0)
+
+    def open(self) -> None:
+        with self._condition:
+            self._open = True
+            self._condition.notify_all()
+
+    def let_through(self, ceiling: int | None) -> None:
+        """At most `ceiling` operations in all from now on (None: no ceiling)."""
+        with self._condition:
+            self._ceiling = ceiling
+            self._condition.notify_all()
+
+
+# A periodic quota's usage records (`--periods`): each create takes 1..PERIOD_MAX_AMOUNT units.
+PERIOD_MAX_AMOUNT = 4
+# The periods' length (the runs' periodic quotas are days), and how long before its record expires
+# a key is last retried (a retry's attempts take a few seconds at most).
+PERIOD_LENGTH = timedelta(days=1)
+REPLAY_MARGIN = timedelta(seconds=30)
+
+
+def _window_start(window_id: str) -> datetime:
+    return datetime.strptime(window_id, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
 def run_clients(
     api: LimitsClient,
     accounts: list[Account],
@@ -163,12 +239,15 @@ def run_clients(
     seed: int,
     outcomes: ClientOutcomes,
     max_amount: int | None = None,
+    gate: Gate | None = None,
 ) -> None:
     """`operations` creates and deletes, by `clients` threads. With `max_amount`, each create takes
     a random amount 1..max_amount, and some operations resize a live resource to a random amount
     in that range instead (growing or shrinking it), racing the deletes and each other. Without it,
-    the same seed makes the same operations as before amounts (no random draw is added)."""
+    the same seed makes the same operations as before amounts (no random draw is added). A
+    periodic quota's operations are `periodic_operation`'s. Each operation goes through `gate`."""
     remaining = [operations]
+    gate = gate or Gate()
     lock = threading.Lock()
 
     def take() -> bool:
@@ -183,18 +262,22 @@ def run_clients(
         while take():
             hot = [a for a in accounts if a.hot]
             account = rng.choice(hot) if hot and rng.random() < 0.4 else rng.choice(accounts)
-            with outcomes.lock:
-                live = sorted(outcomes.acknowledged.get(account.name, set()))
-            if live and rng.random() < 0.4:
-                delete(api, account, rng.choice(live), outcomes)
-            elif max_amount is not None and live and rng.random() < 0.4:
-                key = str(uuid.UUID(int=rng.getrandbits(128)))
-                resize(api, account, rng.choice(live), rng.randint(1, max_amount), key, outcomes)
-            elif max_amount is not None:
-                amount = rng.randint(1, max_amount)
-                create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes, amount)
-            else:
-                create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes)
+            with gate.passage():
+                if account.period is not None:
+                    periodic_operation(api, account, rng, outcomes)
+                    continue
+                with outcomes.lock:
+                    live = sorted(outcomes.acknowledged.get(account.name, set()))
+                if live and rng.random() < 0.4:
+                    delete(api, account, rng.choice(live), outcomes)
+                elif max_amount is not None and live and rng.random() < 0.4:
+                    key = str(uuid.UUID(int=rng.getrandbits(128)))
+                    resize(api, account, rng.choice(live), rng.randint(1, max_amount), key, outcomes)
+                elif max_amount is not None:
+                    amount = rng.randint(1, max_amount)
+                    create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes, amount)
+                else:
+                    create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes)
 
     threads = [threading.Thread(target=client, args=(i,), name=f"chaos-client-{i}") for i in range(clients)]
     for thread in threads:
@@ -221,8 +304,10 @@ class LimitChanger(threading.Thread):
         changes: int,
         seed: int,
         unit: int = 1,
+        gate: Gate | None = None,
     ) -> None:
         super().__init__(name="chaos-limit-changer", daemon=True)
+        self._gate = gate or Gate()  # each change goes through it, as the clients' operations do
         self._api, self._accounts, self._outcomes, self._changes = api, accounts, outcomes, changes
         self._unit = unit  # a raise adds this many times 4..20 units (resources of several units each)
         self._marks = [operations * (index + 1) // changes for index in range(changes - 1)]
@@ -235,7 +320,8 @@ class LimitChanger(threading.Thread):
             while self._progress() < mark:
                 if self.stop.wait(0.05):
                     return
-            self._change(self.KINDS[index % len(self.KINDS)])
+            with self._gate.passage():
+                self._change(self.KINDS[index % len(self.KINDS)])
 
     def finish(self) -> None:
         """Once the clients stopped: the last change, a lowering."""
@@ -287,10 +373,73 @@ class LimitChanger(threading.Thread):
         return False
 
 
+def periodic_operation(api: LimitsClient, account: Account, rng: random.Random, outcomes: ClientOutcomes) -> None:
+    """One operation on a periodic quota (`--periods`): a refund (a delete) of a record, mostly of
+    the current period's (within its period it frees its units; after it, 409 PeriodClosed); a
+    keyed retry of an earlier create (the same Idempotency-Key and body, often in a later period:
+    it must answer that record, in its first period); else a create of 1..PERIOD_MAX_AMOUNT units."""
+    assert outcomes.clock is not None, "a periodic quota needs the run's clock"
+    now = outcomes.clock()
+    current = account.window(now)
+    with outcomes.lock:
+        live = sorted(outcomes.acknowledged.get(account.name, set()))
+        this_period = [rid for rid in live if outcomes.windows.get(rid, ("", ""))[1] == current]
+        # A key names its record until the record expires, a day (the key's window) after its
+        # period: later, a create with it is a new record (docs/periods.md). Retried within that only.
+        keyed = [
+            (key, amount, window)
+            for key, amount, window in outcomes.keyed.get(account.name, [])
+            if now + REPLAY_MARGIN < _window_start(window) + PERIOD_LENGTH + DEFAULT_TOMBSTONE_RETENTION
+        ]
+    draw = rng.random()
+    if live and draw < 0.25:
+        delete(api, account, rng.choice(this_period if this_period and rng.random() < 0.8 else live), outcomes)
+    elif keyed and draw < 0.4:
+        key, amount, window = rng.choice(keyed)
+        replay(api, account, key, amount, outcomes, later=window < current)
+    else:
+        create(api, account, f"k-{uuid.UUID(int=rng.getrandbits(128))}", outcomes, rng.randint(1, PERIOD_MAX_AMOUNT))
+
+
+def replay(
+    api: LimitsClient, account: Account, key: str, amount: int, outcomes: ClientOutcomes, later: bool = False
+) -> None:
+    """A create sent again with an acknowledged create's Idempotency-Key and body, as a caller
+    whose answer was lost does (later, maybe in the next period): it must answer that record,
+    which stays in its first period, counted once. Only for a record no client is deleting (a
+    refunded record's key answers otherwise), and none deletes it meanwhile."""
+    resource_id = idempotent_resource_id(account.quota, key)
+    with outcomes.lock:
+        if outcomes.deleting[resource_id] or resource_id not in outcomes.acknowledged.get(account.name, set()):
+            return
+        outcomes.deleting[resource_id] += 1
+    try:
+        for attempt_number in range(RETRIES):
+            answer = attempt(lambda: account.create(api, key, key, amount), 201)
+            outcomes.note("replay", "2xx" if answer.ok() else answer.status)
+            if answer.ok() or not answer.undecided():
+                if answer.ok() and later:
+                    with outcomes.lock:
+                        outcomes.replays_in_a_later_period += 1
+                if answer.value != resource_id:
+                    with outcomes.lock:
+                        outcomes.wrong_replays.append(
+                            f"{account.name}/{resource_id}: {answer.status} {answer.code or ''} {answer.value or ''}"
+                        )
+                return
+            with outcomes.lock:
+                outcomes.retries += 1
+            time.sleep(0.02 * (attempt_number + 1))
+    finally:
+        with outcomes.lock:
+            outcomes.deleting[resource_id] -= 1
+
+
 def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcomes, amount: int | None = None) -> None:
     resource_id = idempotent_resource_id(account.quota, key)
     with outcomes.lock:
         outcomes.asked.setdefault(resource_id, set()).add(1 if amount is None else amount)
+    sent = account.window(outcomes.clock()) if account.period and outcomes.clock else ""
     for attempt_number in range(RETRIES):
         answer = attempt(lambda: account.create(api, key, key, amount), 201)
         # The client answers a replay (200: an earlier attempt created it) as it answers a 201; a
@@ -298,10 +447,14 @@ def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcom
         status = "2xx" if answer.ok() and attempt_number else answer.status
         outcomes.note("create", status)
         if answer.ok():
+            acknowledged = account.window(outcomes.clock()) if sent and outcomes.clock else ""
             with outcomes.lock:
                 outcomes.acknowledged.setdefault(account.name, set()).add(resource_id)
                 outcomes.unresolved.get(account.name, set()).discard(resource_id)
                 outcomes.creates_per_type[account.resource_type] += 1
+                if sent:
+                    outcomes.windows[resource_id] = (sent, acknowledged)
+                    outcomes.keyed.setdefault(account.name, []).append((key, 1 if amount is None else amount, sent))
             return
         if answer.status == 409 and answer.code == "LimitExceeded":
             with outcomes.lock:
@@ -372,6 +525,8 @@ def delete(api: LimitsClient, account: Account, resource_id: str, outcomes: Clie
                     outcomes.acknowledged[account.name].discard(resource_id)
                     outcomes.deleted.setdefault(account.name, set()).add(resource_id)
                 return
+            if answer.code == "PeriodClosed" and attempt_number > 0:
+                break  # its period ended since an attempt that may have refunded it: unknown
             if not answer.undecided():
                 return  # 404 on the first try: another client deleted it first
             with outcomes.lock:

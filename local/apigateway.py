@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import Message
@@ -199,8 +199,10 @@ def proxy_event(
     source_ip: str = "127.0.0.1",
     caller: Caller | None = None,
     authorized: Authorized | None = None,
+    received_ms: int | None = None,
 ) -> dict[str, Any]:
-    """The Lambda proxy integration's request event (payload format 1.0)."""
+    """The Lambda proxy integration's request event (payload format 1.0), received at `received_ms`
+    (epoch ms; the system clock's now unless given)."""
     path = request_path(raw_path)
     query = parse_qsl(urlsplit(raw_path).query, keep_blank_values=True)
     multi_query: dict[str, list[str]] = {}
@@ -230,7 +232,7 @@ def proxy_event(
             "path": f"/{stage}{path}",
             "stage": stage,
             "requestId": str(uuid.uuid4()),
-            "requestTimeEpoch": int(time.time() * 1000),
+            "requestTimeEpoch": int(time.time() * 1000) if received_ms is None else received_ms,
             "protocol": "HTTP/1.1",
             # Filled for a method authorized by a Lambda authorizer: its principalId and context.
             **({"authorizer": authorized.as_request_context()} if authorized is not None else {}),
@@ -267,7 +269,10 @@ class ApiGateway:
         responses: GatewayResponses | None = None,
         throttle: StageThrottle | None = None,
         token_authorizer: LambdaTokenAuthorizer | None = None,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
+        # What stamps a request's `requestTimeEpoch`: the system clock, or the runtime's shifted one.
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._routes = sorted(routes, key=lambda route: route.specificity, reverse=True)
         self._stage = stage
         self._authorizer = authorizer
@@ -358,6 +363,7 @@ class ApiGateway:
                     self.client_address[0],
                     caller,
                     authorized,
+                    gateway._clock_ms(),
                 )
                 invocation = route.function.invoke(
                     event, synchronous=True, patience_seconds=INTEGRATION_TIMEOUT_SECONDS

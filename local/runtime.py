@@ -25,6 +25,7 @@ from typing import Any
 import boto3
 
 from local.apigateway import ApiGateway, Route
+from local.clock import CLOCK_OFFSET_ENV, ShiftedClock
 from local.deploy import CdkApp
 from local.event_bus import BusRouter
 from local.event_sources import (
@@ -42,6 +43,7 @@ from local.functions import (
     SANDBOX_HOOK_ENV,
     DeployedFunction,
     FunctionPool,
+    Invocation,
     SandboxHook,
     log_path,
 )
@@ -93,6 +95,9 @@ class RuntimeSettings:
     schedule_period_seconds: float | None = None  # None: each rule's own rate
     retry_backoff_seconds: float = 0.5  # base of the exponential backoff between stream retries
     log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="local-lambda-logs-"))
+    # A shifted time of day (local/clock.py) for the stand-ins' stamps and every sandbox, which its
+    # caller moves (a chaos run over midnight); None: the system clock, as on AWS.
+    clock: ShiftedClock | None = None
 
 
 class LocalRuntime:
@@ -108,6 +113,7 @@ class LocalRuntime:
         self.outputs: dict[str, str] = {}
         self.gateway: ApiGateway | None = None
         self._known_shards: set[tuple[str, str]] = set()
+        self._schedules: list[tuple[str, FunctionPool]] = []  # (rule ARN, its target's pool)
         self.bus_router = BusRouter(self.client, self._stop)
 
     def client(self, service: str) -> Any:
@@ -147,6 +153,8 @@ class LocalRuntime:
             sandbox_env[FAULTS_ENV] = json.dumps(list(self.settings.faults))
         if self.settings.sandbox_hook is not None:
             sandbox_env[SANDBOX_HOOK_ENV] = self.settings.sandbox_hook.to_json()
+        if self.settings.clock is not None:
+            sandbox_env[CLOCK_OFFSET_ENV] = self.settings.clock.path
         sandbox_env.update(self.settings.environment)
         mappings = self._read_event_source_mappings()
         schedules = self._read_schedules()
@@ -214,14 +222,25 @@ class LocalRuntime:
 
     def _start_schedule(self, rule_arn: str, every_seconds: float, pool: FunctionPool) -> None:
         period = self.settings.schedule_period_seconds or every_seconds
+        self._schedules.append((rule_arn, pool))
 
         def tick() -> None:
             while not self._stop.wait(period):
-                invocation = pool.invoke(scheduled_event(rule_arn, self.settings.region))
-                self.schedule_stats.add(invocations=1, failed_invocations=int(not invocation.ok))
-                log_invocation(pool.function.short_name, 1, invocation, "(scheduled)")
+                self._invoke_scheduled(rule_arn, pool)
 
         self._spawn("schedule-" + rule_arn.rsplit("/", 1)[-1][-12:], tick)
+
+    def _invoke_scheduled(self, rule_arn: str, pool: FunctionPool) -> Invocation:
+        invocation = pool.invoke(scheduled_event(rule_arn, self.settings.region, self._now()))
+        self.schedule_stats.add(invocations=1, failed_invocations=int(not invocation.ok))
+        log_invocation(pool.function.short_name, 1, invocation, "(scheduled)")
+        return invocation
+
+    def run_schedules_now(self) -> list[Invocation]:
+        """Invoke every schedule's target once now, and wait for each: what EventBridge's next
+        ticks would do. A caller that moves the shifted clock by hours runs them in between, as
+        the hours it skips would have (the sweeper every 5 minutes)."""
+        return [self._invoke_scheduled(rule_arn, pool) for rule_arn, pool in self._schedules]
 
     def _read_functions(self, stack_resources: list[dict[str, Any]]) -> dict[str, DeployedFunction]:
         lam = self.client("lambda")
@@ -267,7 +286,15 @@ class LocalRuntime:
         responses, throttle = GatewayResponses.from_template(template), StageThrottle.from_template(template)
         token_authorizer = self._token_authorizer(template, stack_resources, rest_api_id, stage)
         self.gateway = ApiGateway(
-            routes, stage, self.settings.host, self.settings.port, authorizer, responses, throttle, token_authorizer
+            routes,
+            stage,
+            self.settings.host,
+            self.settings.port,
+            authorizer,
+            responses,
+            throttle,
+            token_authorizer,
+            clock_ms=None if self.settings.clock is None else self.settings.clock.epoch_ms,
         )
         self.gateway.start()
 
@@ -406,6 +433,9 @@ class LocalRuntime:
         )
         self._spawn("queue-" + queue_url.rsplit("/", 1)[1][-12:], poller.run)
 
+    def _now(self) -> datetime:
+        return datetime.now(UTC) if self.settings.clock is None else self.settings.clock.now()
+
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
@@ -437,15 +467,15 @@ def rate_seconds(expression: str) -> float | None:
     return float(int(found.group(1)) * unit)
 
 
-def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
-    """The event EventBridge sends a target on a schedule."""
+def scheduled_event(rule_arn: str, region: str, now: datetime | None = None) -> dict[str, Any]:
+    """The event EventBridge sends a target on a schedule (at `now`, the system clock's unless given)."""
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": "Scheduled Event",
         "source": "aws.events",
         "account": rule_arn.split(":")[4],
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": region,
         "resources": [rule_arn],
         "detail": {},

@@ -32,7 +32,7 @@ from functions.adapters.refused_windows import DynamoRefusedWindows, SqsAnnounce
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
 from functions.core.rate_limits import TenantLimiter
-from functions.shared.clock import Clock
+from functions.shared.clock import Clock, clock_from_environment
 from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
 
 # Three attempts keep a throttled API call inside the API timeout (the SDK backs off with jitter).
@@ -162,5 +162,6 @@ class Wiring:
 
 @lru_cache(maxsize=1)
 def default() -> Wiring:
-    """This execution environment's wiring: boto3's default session, settings from the environment."""
-    return Wiring(Settings.from_env())
+    """This execution environment's wiring: boto3's default session, settings from the environment,
+    and the system clock (or the local runtime's shifted one, when it names one: clock.py)."""
+    return Wiring(Settings.from_env(), clock=clock_from_environment())

@@ -30,13 +30,29 @@ def test_a_short_chaos_run_holds_every_invariant_with_hot_accounts_spread_over_s
     assert report.most_admission_shards > 1
 
 
-def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed() -> None:
+def test_the_chaos_checks_catch_a_consumer_that_ignores_counter_processed_and_periods_told_by_the_wall_clock() -> None:
+    """Two planted bugs in one run, each caught by its own checks. A consumer that counts a create
+    without checking it was not counted already counts a redelivered record twice. With periodic
+    quotas and the runtime's clock over a midnight (`--periods`), a calendar that tells periods by
+    the wall clock, not by the injected clock's instant it is given, puts every usage record in
+    today's real period: none is where the run's clock says it was created (so this run also shows
+    that every function reads the shifted clock: without it, the same checks fail)."""
     settings = ChaosSettings(
-        seed=11, operations=60, clients=4, mutation="consumer-ignores-counter-processed", events_timeout=5
+        seed=11,
+        operations=60,
+        clients=4,
+        mutation="consumer-ignores-counter-processed,periods-told-by-the-wall-clock",
+        events_timeout=5,
+        periods=True,
+        boundaries=1,
     )
     report = run(settings)
-    failed = {check.name for check in report.checks if check.violations}
+    failed = {check.name: check.violations for check in report.checks if check.violations}
     assert "eventual = existing counted resources at every sampled instant" in failed
+    # The wall clock's period is none of the run's: its records are missing from them all.
+    assert "periodic: the clients created records in each of the run's periods" in failed
+    missing = failed["every acknowledged, undeleted resource exists exactly once"]
+    assert all("/builds/" in violation for violation in missing if violation != "..."), missing
 
 
 def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> None:
