@@ -67,8 +67,6 @@ from infra.function_settings import HEAL_QUIET_SECONDS
 from infra.outputs import OUTPUT_EVENT_BUS_NAME
 from local.clock import ShiftedClock
 from local.emulator import EmulatorProcess
-from local.http_client import HttpApi
-from local.identities import ADMIN
 from local.partition_throttling import read_throttles
 from local.product import (
     SINGLE_ATTEMPT,
@@ -582,9 +580,8 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             api = admin_client(runtime, retry=SINGLE_ATTEMPT)
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
-            admin = HttpApi(runtime.api_url, credentials=runtime.settings.identities.session(ADMIN, {}).credentials())
             for account in accounts:
-                _put_account(api, account, admin)
+                _put_account(api, account)
 
             subscriber = Subscriber(runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME])
             outcomes = ClientOutcomes(clock=None if plan is None else plan.clock.now)
@@ -724,20 +721,15 @@ def announced_refusal_checks(
     return figures, refusal_checks(announced, lines, answered, subscriber.received, line_units, answered_units)
 
 
-def _put_account(api: LimitsClient, account: Account, admin: HttpApi) -> None:
-    """Its limit, and a periodic quota's period (a PUT whose body the product's client cannot send
-    yet: signed as the admin, by the local HTTP client)."""
+def _put_account(api: LimitsClient, account: Account) -> None:
+    """Its limit (and a periodic quota's period), retried with one key as a careful admin does."""
+    key = str(uuid.uuid4())
     for _ in range(20):
-        if account.period is not None:
-            body = {"limit": account.limit, "period": account.period}
-            if admin.request("PUT", account.path, body, {"Idempotency-Key": str(uuid.uuid4())}).status == 200:
-                return
-        else:
-            try:
-                account.set_limit(api, account.limit)
-                return
-            except HybridCounterError:
-                pass
+        try:
+            account.set_limit(api, account.limit, key=key)
+            return
+        except HybridCounterError:
+            pass
         time.sleep(0.1)
     raise RuntimeError(f"could not set the limit of {account.name}")
 

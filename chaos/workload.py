@@ -105,10 +105,13 @@ class Account:
         return client.get_type(self.account_id, self.resource_type)
 
     def set_limit(self, client: LimitsClient, limit: int, key: str | None = None) -> None:
+        """Its limit (and, for a periodic quota, its period: a PUT without one keeps it)."""
         if self.quota.is_default:
-            client.put_account(self.account_id, limit=limit, idempotency_key=key)
+            client.put_account(self.account_id, limit=limit, idempotency_key=key, period=self.period)
         else:
-            client.put_type_limit(self.account_id, self.resource_type, limit=limit, idempotency_key=key)
+            client.put_type_limit(
+                self.account_id, self.resource_type, limit=limit, idempotency_key=key, period=self.period
+            )
 
 
 @dataclass
