@@ -601,6 +601,7 @@ def test_one_tenant_role_serves_every_tenant_through_its_session_tag(template_js
         "*/accounts/${aws:PrincipalTag/tenant}/types/*/resources/*",
         "GET/accounts/${aws:PrincipalTag/tenant}",  # and no PUT: a tenant never sets its limit
         "GET/accounts/${aws:PrincipalTag/tenant}/admission",  # would a create be admitted
+        "GET/accounts/${aws:PrincipalTag/tenant}/history",  # a periodic quota's totals
         "GET/accounts/${aws:PrincipalTag/tenant}/types",
         "GET/accounts/${aws:PrincipalTag/tenant}/types/*",  # nor a type's
     ]
