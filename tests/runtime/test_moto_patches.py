@@ -43,6 +43,14 @@ def aws(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
+def flavour_urls() -> Iterator[dict[str, str]]:
+    """One emulator of each flavour side by side, for the tests that compare their answers (each
+    its own tables): started once for them all, not twice for each."""
+    with EmulatorProcess(flavour="tuned") as tuned, EmulatorProcess(flavour="plain") as plain:
+        yield {"tuned": tuned.url, "plain": plain.url}
+
+
+@pytest.fixture(scope="module")
 def upstream() -> Iterator[dict[str, Any]]:
     """moto as released: its own server, in this process (the emulator changes moto in its own
     process only), so that a test can also watch moto's internals."""
@@ -302,12 +310,9 @@ def stream_records(url: str, table: str) -> list[dict[str, Any]]:
     return records
 
 
-def test_the_tuned_stream_reads_give_the_sdk_what_moto_gives_it() -> None:
+def test_the_tuned_stream_reads_give_the_sdk_what_moto_gives_it(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator writes GetRecords with json.dumps; the SDK must parse the same records."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = stream_records(emulator.url, "images")
+    by_flavour = {flavour: stream_records(url, "images") for flavour, url in flavour_urls.items()}
 
     def comparable(record: dict[str, Any]) -> dict[str, Any]:
         created = record["dynamodb"].pop("ApproximateCreationDateTime")
@@ -564,13 +569,10 @@ def item_answers(url: str, table: str) -> list[Any]:
     return answers
 
 
-def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it() -> None:
+def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator writes the item calls' answers with json.dumps; the SDK must parse the
     same answers as from moto's own serializer."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = item_answers(emulator.url, "items")
+    by_flavour = {flavour: item_answers(url, "items") for flavour, url in flavour_urls.items()}
     tuned, plain = by_flavour["tuned"], by_flavour["plain"]
     assert tuned[1]["Attributes"]["b"] == {"B": b"\x00\xffbytes"}  # binary values round-trip
     assert tuned[-1]["Code"] == "ConditionalCheckFailedException"
@@ -647,13 +649,10 @@ def repeated_expression_answers(url: str, table: str) -> list[Any]:
     return answers
 
 
-def test_expressions_parsed_once_give_each_request_its_own_values() -> None:
+def test_expressions_parsed_once_give_each_request_its_own_values(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator caches what moto parses from an expression's text; a request must still
     be applied with its own values and names, as plain moto applies it."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = repeated_expression_answers(emulator.url, "repeated")
+    by_flavour = {flavour: repeated_expression_answers(url, "repeated") for flavour, url in flavour_urls.items()}
     tuned, plain = by_flavour["tuned"], by_flavour["plain"]
     assert tuned[0]["count"] == {"N": "1"}  # applied ...
     assert "refused" in tuned  # ... and refused at least once
@@ -743,11 +742,8 @@ def refused_structures(url: str, table: str) -> list[Any]:
     return answers
 
 
-def test_an_update_that_breaks_moto_s_structure_checks_is_refused_every_time() -> None:
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = refused_structures(emulator.url, "structure")
+def test_an_update_that_breaks_moto_s_structure_checks_is_refused_every_time(flavour_urls: dict[str, str]) -> None:
+    by_flavour = {flavour: refused_structures(url, "structure") for flavour, url in flavour_urls.items()}
     assert by_flavour["tuned"] == ["applied", "ValidationException", "ValidationException", "ValidationException"]
     assert by_flavour["tuned"] == by_flavour["plain"]
 
@@ -1013,13 +1009,10 @@ def query_answers(url: str, table: str) -> list[Any]:
     return [every_page(**query) for query in queries]
 
 
-def test_queries_answer_what_moto_answers() -> None:
+def test_queries_answer_what_moto_answers(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator hands a query only the items its key can match; every answer, page by
     page, must be plain moto's."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = query_answers(emulator.url, "queries")
+    by_flavour = {flavour: query_answers(url, "queries") for flavour, url in flavour_urls.items()}
     tuned = by_flavour["tuned"]
     items = [[page["Items"] for page in pages] for pages in tuned]
     assert [item["sk"]["S"] for page in items[0] for item in page] == [f"s{s}" for s in range(7)]
