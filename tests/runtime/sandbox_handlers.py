@@ -1,7 +1,9 @@
-"""Handlers the function-pool tests run in real sandboxes (spawned processes)."""
+"""Handlers the function-pool tests run in real sandboxes (processes of their own)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
 
@@ -14,3 +16,23 @@ def sleep_then_answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def answer_of_size(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """A proxy response whose body is `event["characters"]` times `event["character"]`."""
     return {"statusCode": 200, "body": event["character"] * int(event["characters"])}
+
+
+# The modules this one found imported when it was (a sandbox forked from a server that preloaded
+# them has them; a fresh interpreter has none of them), and its own invocations so far.
+IMPORTED_BEFORE = sorted(name for name in ("boto3", "pydantic") if name in sys.modules)
+_invocations = 0
+
+
+def describe_sandbox(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """What this sandbox is: its process, its environment's setting, what it found imported, and
+    how many invocations it has run (module state: its own)."""
+    global _invocations
+    _invocations += 1
+    time.sleep(float(event.get("sleep", 0)))
+    return {
+        "pid": os.getpid(),
+        "setting": os.environ.get("SANDBOX_SETTING"),
+        "imported_before": IMPORTED_BEFORE,
+        "invocations": _invocations,
+    }
