@@ -319,6 +319,9 @@ class ApiGateway:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive
+            # An answer's headers and body go out in two writes: with Nagle's algorithm, the body
+            # waited up to 40 ms for the client's delayed acknowledgement of the headers.
+            disable_nagle_algorithm = True
             timeout = IDLE_CONNECTION_SECONDS
 
             def log_message(self, format: str, *args: Any) -> None:

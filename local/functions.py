@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -173,6 +173,23 @@ def _invoke_in_sandbox(event: Any) -> tuple[bool, Any, str, str]:
 # --- in the runtime -----------------------------------------------------------------------------
 
 
+def sandbox_context(preload: Sequence[str] = ()) -> Any:
+    """How sandboxes start. Without `preload`: a fresh interpreter each (multiprocessing's spawn),
+    which imports everything the handler needs. With it: forked from one server process of this
+    runtime's process that imported the `preload` modules once (multiprocessing's forkserver), so a
+    sandbox imports only what they leave, its handler's own modules always among it. A module fit
+    for it is a library whose import reads no setting a function's environment gives (the sandbox's
+    environment is set after the fork, before its handler loads). The server starts with the first
+    sandbox and keeps the modules of the first `preload` given for the rest of the process; a module
+    another runtime of the process preloads and this one does not is imported in its sandboxes as
+    usual."""
+    if not preload:
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))
+    return context
+
+
 class FunctionPool:
     """One function's sandboxes: at most its concurrency run at once, as on the Lambda service.
 
@@ -186,14 +203,18 @@ class FunctionPool:
     """
 
     def __init__(
-        self, function: DeployedFunction, base_environment: Mapping[str, str], account_concurrency: int
+        self,
+        function: DeployedFunction,
+        base_environment: Mapping[str, str],
+        account_concurrency: int,
+        preload: Sequence[str] = (),
     ) -> None:
         self.function = function
         self.concurrency = function.reserved_concurrency or account_concurrency
         self._free = threading.BoundedSemaphore(self.concurrency)
         self._busy = 0
         self._busy_lock = threading.Lock()
-        context = multiprocessing.get_context("spawn")
+        context = sandbox_context(preload)
         self._pool = ProcessPoolExecutor(
             max_workers=self.concurrency,
             mp_context=context,

@@ -73,6 +73,10 @@ class RuntimeSettings:
     # Concurrency the account leaves to functions without reserved concurrency: AWS's default is
     # 1,000; here each unit is a sandbox process, so a few. Beyond it the API answers at once.
     account_concurrency: int = 10
+    # Library modules imported once in a server process the sandboxes are forked from, rather than
+    # in every sandbox (local/functions.py `sandbox_context` says which modules fit); none: each
+    # sandbox is a fresh interpreter.
+    sandbox_preload: Sequence[str] = ()
     faults: Sequence[Mapping[str, Any]] = ()
     # Fault injection hooks (`make chaos` gives both: chaos/faults.py); off by default. Code each
     # sandbox runs before its handler loads, and what each stream shard's deliveries do wrong.
@@ -161,7 +165,7 @@ class LocalRuntime:
         for arn, function in functions.items():
             background = any(m["FunctionArn"] == arn for m in mappings) or any(t == arn for _, _, t in schedules)
             concurrency = 2 if background else self.settings.account_concurrency
-            self._pools[arn] = FunctionPool(function, sandbox_env, concurrency)
+            self._pools[arn] = FunctionPool(function, sandbox_env, concurrency, self.settings.sandbox_preload)
         for pool in self._pools.values():
             pool.warm_up()
         self._start_gateway(stack_resources)

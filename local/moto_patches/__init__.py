@@ -25,6 +25,7 @@ from local.moto_patches import (
     event_targets,
     item_answers_as_json,
     no_event_source_polling,
+    queries_sort_their_matches,
     stream_records_as_json,
     transact_get_items_limit,
     transaction_rollback,
@@ -74,3 +75,4 @@ def apply_speed_ups() -> None:
     conditions_lexed_once.apply()
     tree_walks_dispatched_once.apply()
     update_structure_checked_once.apply()
+    queries_sort_their_matches.apply()

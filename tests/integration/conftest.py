@@ -72,6 +72,7 @@ FAULTS = [
 
 
 REFUSAL_GRACE_SECONDS = 1
+SWEEP_PERIOD_SECONDS = 15
 
 
 @dataclass
@@ -121,10 +122,13 @@ def running_system() -> Iterator[RunningSystem]:
                 faults=FAULTS,
                 sqs_retry_visibility_seconds=1,  # DLQ 1 retries in a second, not in 6 minutes
                 retry_backoff_seconds=0.05,
-                # The sweeper every 5 seconds, not every 5 minutes: only test_the_scheduled_sweeper_runs
-                # needs it to run (nothing here is pending for its 5 minutes), and each run scans the table
-                # (every second, it took a sandbox and the emulator about 7% of a core while idle).
-                schedule_period_seconds=5,
+                # The sweeper every 15 seconds, not every 5 minutes: only test_the_scheduled_sweeper_runs
+                # needs it to run (nothing here is pending for its 5 minutes), and each run reads every
+                # account written in the last minute and queries the activity index's 128 buckets, a
+                # cost that grows with the tier's data (every second, it took a sandbox and the emulator
+                # about 7% of a core while idle; every 5 seconds, about 12% of four of the tier's files'
+                # CPU, 2026-11-27).
+                schedule_period_seconds=SWEEP_PERIOD_SECONDS,
                 # A minute's refused creates announced a second after it, not a minute and a half.
                 environment=refusal_environment(REFUSAL_GRACE_SECONDS),
             )

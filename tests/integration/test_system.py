@@ -12,7 +12,7 @@ from hybrid_counter_client import Account, HybridCounterError, LimitExceeded, Re
 
 from local.http_client import poll
 from local.product import new_account
-from tests.integration.conftest import POISON_EVERYWHERE, POISON_IN_CONSUMER, RunningSystem
+from tests.integration.conftest import POISON_EVERYWHERE, POISON_IN_CONSUMER, SWEEP_PERIOD_SECONDS, RunningSystem
 
 
 def eventual_reaches(running_system: RunningSystem, account_id: str, expected: int, timeout: float = 60) -> Account:
@@ -181,7 +181,9 @@ def test_a_method_api_gateway_does_not_take_is_refused_before_the_function(runni
 
 
 def test_the_scheduled_sweeper_runs(running_system: RunningSystem, local_runtime: Any) -> None:
-    poll(lambda: local_runtime.schedule_stats.invocations, lambda count: count >= 2, timeout=30, interval=0.2)
+    # Two runs, one period apart (the first a period after the system started), each taking a moment.
+    timeout = 3 * SWEEP_PERIOD_SECONDS + 15
+    poll(lambda: local_runtime.schedule_stats.invocations, lambda count: count >= 2, timeout=timeout, interval=0.2)
     assert local_runtime.schedule_stats.failed_invocations == 0
 
 

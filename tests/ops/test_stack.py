@@ -43,6 +43,29 @@ def test_the_outputs_name_the_table_the_queues_and_the_sweeper(moto_backend: Bac
     )
 
 
+def test_connections_in_one_process_parse_each_service_model_once(
+    emulator_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each command makes a Connection, and a session of its own once parsed the models of every
+    service it used again (a tenth of a second of CPU per command; most of the ops tier's CPU
+    when every test ran a command). A second connection's session has its own credentials and
+    region, and parses nothing."""
+    import botocore.loaders
+
+    Connection(emulator_url, "us-east-1").client("dynamodb")
+    parsed: list[str] = []
+    load_file = botocore.loaders.JSONFileLoader.load_file
+
+    def watched(self: botocore.loaders.JSONFileLoader, file_path: str) -> object:
+        parsed.append(file_path)
+        return load_file(self, file_path)
+
+    monkeypatch.setattr(botocore.loaders.JSONFileLoader, "load_file", watched)
+    second = Connection(emulator_url, "eu-west-1")
+    assert second.client("dynamodb").meta.region_name == "eu-west-1"
+    assert parsed == []
+
+
 def test_a_missing_output_is_named(moto_backend: Backend, connection: Connection) -> None:
     name = create_output_stack(connection, {OUTPUT_TABLE_NAME: "counter-table"})
     outputs = StackOutputs.resolve(connection, name)

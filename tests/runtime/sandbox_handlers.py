@@ -1,7 +1,9 @@
-"""Handlers the function-pool tests run in real sandboxes (spawned processes)."""
+"""Handlers the function-pool tests run in real sandboxes (processes of their own)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
 
@@ -21,3 +23,23 @@ def time_of_day(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from functions.shared.clock import clock_from_environment
 
     return {"now": clock_from_environment().now().isoformat()}
+
+
+# The modules this one found imported when it was (a sandbox forked from a server that preloaded
+# them has them; a fresh interpreter has none of them), and its own invocations so far.
+IMPORTED_BEFORE = sorted(name for name in ("boto3", "pydantic") if name in sys.modules)
+_invocations = 0
+
+
+def describe_sandbox(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """What this sandbox is: its process, its environment's setting, what it found imported, and
+    how many invocations it has run (module state: its own)."""
+    global _invocations
+    _invocations += 1
+    time.sleep(float(event.get("sleep", 0)))
+    return {
+        "pid": os.getpid(),
+        "setting": os.environ.get("SANDBOX_SETTING"),
+        "imported_before": IMPORTED_BEFORE,
+        "invocations": _invocations,
+    }

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import logging
 import os
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -231,6 +233,29 @@ def test_a_chunked_body_is_decoded_and_the_next_request_on_the_connection_is_ans
     assert (first_answer[0], json.loads(first_answer[2])) == (201, {"path": "/first"})
     assert (second_answer[0], json.loads(second_answer[2])) == (201, {"path": "/second"})
     assert [event["body"] for event in function.events] == ['{"name": "n"}', None]
+
+
+def test_an_answer_on_a_kept_alive_connection_waits_for_no_delayed_ack(
+    gateway: tuple[ApiGateway, EchoFunction],
+) -> None:
+    """The gateway writes an answer's headers and its body in two writes. With Nagle's algorithm on
+    its socket, the body waited for the client to acknowledge the headers, which the client's
+    kernel delays up to 40 ms on a connection past its first exchanges: every answer of a kept-alive
+    connection took over 40 ms (measured: 42 to 67 ms, against 0.2 ms without it), for every request
+    of `make run` and of each test tier that calls the API."""
+    api, _ = gateway
+    host, port = api.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    took = []
+    try:
+        for index in range(10):
+            started = time.perf_counter()
+            connection.request("GET", f"/r{index}")
+            assert connection.getresponse().read()
+            took.append(time.perf_counter() - started)
+    finally:
+        connection.close()
+    assert min(took[2:]) < 0.02, [f"{seconds * 1000:.1f} ms" for seconds in took]
 
 
 @pytest.mark.parametrize(

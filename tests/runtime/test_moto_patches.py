@@ -43,6 +43,14 @@ def aws(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
+def flavour_urls() -> Iterator[dict[str, str]]:
+    """One emulator of each flavour side by side, for the tests that compare their answers (each
+    its own tables): started once for them all, not twice for each."""
+    with EmulatorProcess(flavour="tuned") as tuned, EmulatorProcess(flavour="plain") as plain:
+        yield {"tuned": tuned.url, "plain": plain.url}
+
+
+@pytest.fixture(scope="module")
 def upstream() -> Iterator[dict[str, Any]]:
     """moto as released: its own server, in this process (the emulator changes moto in its own
     process only), so that a test can also watch moto's internals."""
@@ -302,12 +310,9 @@ def stream_records(url: str, table: str) -> list[dict[str, Any]]:
     return records
 
 
-def test_the_tuned_stream_reads_give_the_sdk_what_moto_gives_it() -> None:
+def test_the_tuned_stream_reads_give_the_sdk_what_moto_gives_it(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator writes GetRecords with json.dumps; the SDK must parse the same records."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = stream_records(emulator.url, "images")
+    by_flavour = {flavour: stream_records(url, "images") for flavour, url in flavour_urls.items()}
 
     def comparable(record: dict[str, Any]) -> dict[str, Any]:
         created = record["dynamodb"].pop("ApproximateCreationDateTime")
@@ -564,13 +569,10 @@ def item_answers(url: str, table: str) -> list[Any]:
     return answers
 
 
-def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it() -> None:
+def test_the_tuned_item_answers_give_the_sdk_what_moto_gives_it(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator writes the item calls' answers with json.dumps; the SDK must parse the
     same answers as from moto's own serializer."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = item_answers(emulator.url, "items")
+    by_flavour = {flavour: item_answers(url, "items") for flavour, url in flavour_urls.items()}
     tuned, plain = by_flavour["tuned"], by_flavour["plain"]
     assert tuned[1]["Attributes"]["b"] == {"B": b"\x00\xffbytes"}  # binary values round-trip
     assert tuned[-1]["Code"] == "ConditionalCheckFailedException"
@@ -647,13 +649,10 @@ def repeated_expression_answers(url: str, table: str) -> list[Any]:
     return answers
 
 
-def test_expressions_parsed_once_give_each_request_its_own_values() -> None:
+def test_expressions_parsed_once_give_each_request_its_own_values(flavour_urls: dict[str, str]) -> None:
     """The tuned emulator caches what moto parses from an expression's text; a request must still
     be applied with its own values and names, as plain moto applies it."""
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = repeated_expression_answers(emulator.url, "repeated")
+    by_flavour = {flavour: repeated_expression_answers(url, "repeated") for flavour, url in flavour_urls.items()}
     tuned, plain = by_flavour["tuned"], by_flavour["plain"]
     assert tuned[0]["count"] == {"N": "1"}  # applied ...
     assert "refused" in tuned  # ... and refused at least once
@@ -743,11 +742,8 @@ def refused_structures(url: str, table: str) -> list[Any]:
     return answers
 
 
-def test_an_update_that_breaks_moto_s_structure_checks_is_refused_every_time() -> None:
-    by_flavour = {}
-    for flavour in FLAVOURS:
-        with EmulatorProcess(flavour=flavour) as emulator:
-            by_flavour[flavour] = refused_structures(emulator.url, "structure")
+def test_an_update_that_breaks_moto_s_structure_checks_is_refused_every_time(flavour_urls: dict[str, str]) -> None:
+    by_flavour = {flavour: refused_structures(url, "structure") for flavour, url in flavour_urls.items()}
     assert by_flavour["tuned"] == ["applied", "ValidationException", "ValidationException", "ValidationException"]
     assert by_flavour["tuned"] == by_flavour["plain"]
 
@@ -928,3 +924,120 @@ def test_upstream_moto_streams_a_keys_only_insert_before_an_update_s_new_item(up
         ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "1"}, "n": {"N": "1"}}),
         ("INSERT", {"pk": {"S": "a"}, "sk": {"S": "2"}}),
     ]
+
+
+# --- queries_sort_their_matches -----------------------------------------------------------------
+
+
+def query_answers(url: str, table: str) -> list[Any]:
+    """Queries of every shape the emulator serves, on a table with a sort key and on one without:
+    a partition whole, ranges, backwards, filtered, projected, in pages of every size, and the same
+    on a sparse index whose key spreads over the partitions (numbers in every form, items without
+    the index's key)."""
+    dynamodb = clients(url)["dynamodb"]
+    index = {
+        "IndexName": "by-group",
+        "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "w", "KeyType": "RANGE"}],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+    numbers = {"AttributeName": "n", "KeyType": "HASH"}
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "g", "w")]
+        + [{"AttributeName": "n", "AttributeType": "N"}],
+        GlobalSecondaryIndexes=[
+            index,
+            {"IndexName": "by-number", "KeySchema": [numbers], "Projection": {"ProjectionType": "KEYS_ONLY"}},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    flat = f"{table}-flat"
+    dynamodb.create_table(
+        TableName=flat,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "g", "w")],
+        GlobalSecondaryIndexes=[index],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for p in range(12):
+        for s in range(7):
+            item = {"pk": {"S": f"p{p % 5}-{p}"}, "sk": {"S": f"s{(s * 5) % 7}"}, "v": {"N": str(p * s)}}
+            if (p + s) % 3:  # the others stay out of the index
+                item |= {"g": {"S": f"g{(p * s) % 4}"}, "w": {"S": f"w{(p + 2 * s) % 6}"}}
+            if s % 2:
+                item["n"] = {"N": ["1", "1.0", "10", "2E1"][(p + s) % 4]}
+            dynamodb.put_item(TableName=table, Item=item)
+        dynamodb.put_item(TableName=flat, Item={"pk": {"S": f"f{p}"}, "g": {"S": f"g{p % 3}"}, "w": {"S": f"w{p % 4}"}})
+
+    def every_page(**query: Any) -> list[Any]:
+        pages, start = [], None
+        while True:
+            page = dynamodb.query(**query, **({"ExclusiveStartKey": start} if start else {}))
+            page.pop("ResponseMetadata")
+            pages.append(page)
+            if "LastEvaluatedKey" not in page:
+                return pages
+            start = page["LastEvaluatedKey"]
+
+    def key(condition: str, **values: str) -> dict[str, Any]:
+        return {
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": {f":{name}": {"N" if name == "n" else "S": v} for name, v in values.items()},
+        }
+
+    partition = key("pk = :p", p="p1-6")
+    group = key("g = :g", g="g2")
+    queries = [
+        {"TableName": table, **partition},
+        {"TableName": table, **key("pk = :p", p="p9-9")},  # no such partition
+        {"TableName": table, **key("pk = :p AND sk BETWEEN :a AND :b", p="p2-7", a="s1", b="s5")},
+        {"TableName": table, **key("pk = :p AND begins_with(sk, :a)", p="p3-8", a="s2")},
+        {"TableName": table, **partition, "ScanIndexForward": False, "Limit": 3},
+        {"TableName": table, **partition, "Limit": 2, "FilterExpression": "v > :zero"},
+        {"TableName": table, **partition, "ProjectionExpression": "sk, v"},
+        {"TableName": table, "IndexName": "by-group", **group},
+        {"TableName": table, "IndexName": "by-group", **group, "Limit": 4, "ScanIndexForward": False},
+        {"TableName": table, "IndexName": "by-group", **key("g = :g AND w >= :w", g="g1", w="w3"), "Limit": 2},
+        {"TableName": table, "IndexName": "by-group", **key("g = :g", g="g9")},
+        {"TableName": table, "IndexName": "by-number", **key("n = :n", n="10"), "Limit": 3},
+        {"TableName": table, "IndexName": "by-number", **key("n = :n", n="1")},
+        {"TableName": flat, **key("pk = :p", p="f4")},
+        {"TableName": flat, "IndexName": "by-group", **key("g = :g", g="g1"), "Limit": 2},
+    ]
+    queries[5]["ExpressionAttributeValues"][":zero"] = {"N": "0"}
+    return [every_page(**query) for query in queries]
+
+
+def test_queries_answer_what_moto_answers(flavour_urls: dict[str, str]) -> None:
+    """The tuned emulator hands a query only the items its key can match; every answer, page by
+    page, must be plain moto's."""
+    by_flavour = {flavour: query_answers(url, "queries") for flavour, url in flavour_urls.items()}
+    tuned = by_flavour["tuned"]
+    items = [[page["Items"] for page in pages] for pages in tuned]
+    assert [item["sk"]["S"] for page in items[0] for item in page] == [f"s{s}" for s in range(7)]
+    assert items[1] == [[]]
+    assert min(len(tuned[4]), len(tuned[8])) > 1  # paged, on the table and on an index
+    assert {item["n"]["N"] for page in items[12] for item in page} == {"1", "1.0"}
+    assert tuned == by_flavour["plain"]
+
+
+def test_upstream_moto_sorts_the_whole_table_for_a_query_of_one_partition(
+    upstream: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.dynamodb.models.table import Table
+
+    dynamodb = upstream["dynamodb"]
+    create_table(dynamodb, "upstream-queries")
+    for p in range(5):
+        dynamodb.put_item(TableName="upstream-queries", Item={"pk": {"S": f"P#{p}"}, "sk": {"S": "A"}})
+    gathered = watch(monkeypatch, Table, "all_items")
+    found = dynamodb.query(
+        TableName="upstream-queries",
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "P#3"}},
+    )
+    assert len(found["Items"]) == 1
+    [(table, items)] = gathered
+    assert table.name == "upstream-queries"
+    assert len(items) == 5  # every item of the table, for one
