@@ -141,21 +141,21 @@ class DynamoApiStore(ShardStore):
         }
         # A change's event is written with it, never by a second, separately failing write.
         announced = change.announced(account)
-        event = [limit_change_item(self._table.name, quota, account, change, now)] if announced else []
-        # A periodic quota's open periods change with it, in the same transaction.
-        event += [item for period in periods for item in self._period_limit(period, account, change, now)]
-        if not retired_span and not event:
+        with_it = [limit_change_item(self._table.name, quota, account, change, now)] if announced else []
+        # A periodic quota's periods change with it, in the same transaction.
+        with_it += [item for period in periods for item in self._period_limit(period, account, change, now)]
+        if not retired_span and not with_it:
             try:
                 self._table.call("set limit", "update_item", **update)
             except ConditionFailed:
                 return False  # another change came first (or ours, retried): the caller re-reads
             return True
         if not retired_span:
-            return self.transact("set limit", [{"Update": update}, *event])
+            return self.transact("set limit", [{"Update": update}, *with_it])
         # Lowered below shard 0's room: only once every other shard admits nothing and holds no room.
         update["ConditionExpression"] += schema.SINGLE_SHARD_CONDITION
         update["ExpressionAttributeValues"][":single"] = {"N": "1"}
-        return self.transact("set limit", [{"Update": update}, *event, *self._retired_checks(quota, retired_span)])
+        return self.transact("set limit", [{"Update": update}, *with_it, *self._retired_checks(quota, retired_span)])
 
     def _retired_checks(self, quota: Quota, retired_span: int) -> list[dict[str, Any]]:
         """That each shard of `quota` from 1 below `retired_span` is retired and empty (or absent)."""
