@@ -558,8 +558,6 @@ def _reserve_for(store: ApiStore, directory: Directory, quota: Quota, asked: Lea
         try:
             lease, reserved = reserve(store, directory, admitting, asked)
         except QuotaIsPeriodic as periodic:
-            if not isinstance(periodic.period, Period):
-                raise
             directory.learn_period(quota, periodic.period)
             continue
         except AccountNotFound:
@@ -760,8 +758,6 @@ def delete_resource(
         except AccountNotFound as missing:
             raise ResourceNotFound(quota, resource_id) from missing
         except QuotaIsPeriodic as periodic:  # nothing written: read the record first
-            if not isinstance(periodic.period, Period):
-                raise
             directory.learn_period(quota, periodic.period)
             seen = None
         landed = False

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from functions.core.model import Quota
+    from functions.core.periods import Period
 
 
 class DomainError(Exception):
@@ -166,7 +167,7 @@ class QuotaIsPeriodic(Exception):
     """A write meant for a holding quota's shard 0 found a periodic quota's item (this process
     did not know it was periodic yet): `period` is its period (functions/core/periods.py)."""
 
-    def __init__(self, quota: Quota, period: object) -> None:
+    def __init__(self, quota: Quota, period: Period) -> None:
         super().__init__(f"{quota} is periodic")
         self.period = period
 
