@@ -31,12 +31,22 @@ IMPORTED_BEFORE = sorted(name for name in ("boto3", "pydantic") if name in sys.m
 _invocations = 0
 
 
+def _meet(folder: str, parties: int) -> None:
+    """Hold this invocation until `parties` invocations have come here (each leaves a file named by
+    its process in `folder`), so that they run at once, each in a sandbox of its own."""
+    open(os.path.join(folder, str(os.getpid())), "w").close()
+    deadline = time.monotonic() + 20
+    while len(os.listdir(folder)) < parties and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling the folder: the condition, not a guess at how long it takes
+
+
 def describe_sandbox(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """What this sandbox is: its process, its environment's setting, what it found imported, and
     how many invocations it has run (module state: its own)."""
     global _invocations
     _invocations += 1
-    time.sleep(float(event.get("sleep", 0)))
+    if "rendezvous" in event:
+        _meet(event["rendezvous"], int(event["parties"]))
     return {
         "pid": os.getpid(),
         "setting": os.environ.get("SANDBOX_SETTING"),

@@ -9,6 +9,7 @@ to 502, its own integration timeout to 504 ("Handle Lambda errors in API Gateway
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -168,9 +169,12 @@ def test_a_sandbox_forked_with_the_libraries_imported_is_still_a_sandbox_of_its_
 
 
 def _two_at_once(pool: FunctionPool) -> list[dict[str, object]]:
-    """Two invocations side by side, each holding its sandbox a moment, so that each runs in its own."""
+    """Two invocations side by side, each holding its sandbox until the other has come, so that each
+    runs in its own."""
     results: list[Invocation] = []
-    threads = [threading.Thread(target=lambda: results.append(pool.invoke({"sleep": 0.3}))) for _ in range(2)]
+    folder = tempfile.mkdtemp(prefix="rendezvous-")
+    event = {"rendezvous": folder, "parties": 2}
+    threads = [threading.Thread(target=lambda: results.append(pool.invoke(event))) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
