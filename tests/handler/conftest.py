@@ -3,9 +3,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from hybrid_counter_client import LimitsClient
 
 from functions.adapters import keys
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
@@ -14,6 +15,9 @@ from tests.support.api_events import ApiClient, ApiResponse, resources_url
 from tests.support.faults import Faults
 from tests.support.stream import StreamTap, deliver, failed_sequence_numbers
 from tests.support.truth import AccountTruth, assert_invariants, read_truth
+
+if TYPE_CHECKING:
+    from tests.handler.client_bridge import Bridge
 
 
 @pytest.fixture(scope="session")
@@ -137,3 +141,23 @@ def kind(harness: Harness, request: pytest.FixtureRequest) -> Iterator[Kind]:
     chosen = Kind(harness, request.param)
     yield chosen
     chosen.check_bystander()
+
+
+@pytest.fixture
+def bridge(kind: Kind) -> Iterator[Bridge]:
+    """The real handler served over HTTP on 127.0.0.1, for the Python client (tests/handler/client_bridge.py)."""
+    from tests.handler.client_bridge import Bridge  # it imports Kind from here
+
+    served = Bridge(kind)
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def client(bridge: Bridge) -> Iterator[LimitsClient]:
+    """The Python client of the bridge, waiting on a fake clock between its attempts."""
+    from tests.client.conftest import Waits, static_session
+
+    waits = Waits()
+    with LimitsClient(bridge.url, static_session(), clock=waits.clock, sleep=waits.sleep) as made:
+        yield made

@@ -7,7 +7,6 @@ tests/client/test_periods.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,28 +24,13 @@ from hybrid_counter_client import (
     TypedResource,
 )
 
-from tests.client.conftest import Waits, static_session
+from tests.handler.client_bridge import Bridge
 from tests.handler.conftest import Kind
-from tests.handler.test_resize_client import Bridge
 
 # On this tier's backend, and the client's too (`make client`).
 pytestmark = pytest.mark.client
 
 EVENING = datetime(2026, 11, 27, 23, 59, 0, tzinfo=UTC)  # a minute before midnight (UTC)
-
-
-@pytest.fixture
-def bridge(kind: Kind) -> Iterator[Bridge]:
-    served = Bridge(kind)
-    yield served
-    served.close()
-
-
-@pytest.fixture
-def client(bridge: Bridge) -> Iterator[LimitsClient]:
-    waits = Waits()
-    with LimitsClient(bridge.url, static_session(), clock=waits.clock, sleep=waits.sleep) as made:
-        yield made
 
 
 def put_a_day(kind: Kind, client: LimitsClient, limit: int, period: str = "day") -> Account | ResourceType:

@@ -7,76 +7,17 @@ invariants holding. The client's own rules against a scripted server: tests/clie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from hybrid_counter_client import LimitExceeded, LimitsClient, PreconditionFailed, Resource, TypedResource
 
-from tests.client.conftest import Waits, static_session
+from tests.handler.client_bridge import Bridge
 from tests.handler.conftest import Kind
-from tests.support.http_server import LocalServer, Request, Response
 
 # On this tier's backend, and the client's too (`make client`).
 pytestmark = pytest.mark.client
-
-# The request headers the API reads; the signature's are API Gateway's business, not the handler's.
-FORWARDED = ("content-type", "idempotency-key", "if-match")
-
-
-@dataclass
-class Bridge:
-    """Serves the handler over HTTP. `before`: for each request of a method, in turn, what runs
-    before it is handed on (another caller's write, say; None: nothing). `lose`: methods whose next
-    answer is lost after the handler ran (the connection closed without a word)."""
-
-    kind: Kind
-    before: dict[str, list[Callable[[], None] | None]] = field(default_factory=dict)
-    lose: set[str] = field(default_factory=set)
-    seen: list[tuple[str, str | None]] = field(default_factory=list)  # each request's method and If-Match
-
-    def __post_init__(self) -> None:
-        self._http = LocalServer(self._answer)
-        self.url = self._http.url
-
-    def _answer(self, request: Request) -> Response | None:
-        headers = {name: value for name, value in request.headers.items() if name.lower() in FORWARDED}
-        self.seen.append((request.method, request.header("If-Match")))
-        queued = self.before.get(request.method) or [None]
-        hook = queued.pop(0)
-        if hook is not None:
-            hook()
-        url = urlsplit(request.path)
-        path = url.path.removeprefix("/prod") + (f"?{url.query}" if url.query else "")
-        response = self.kind.harness.api.request(request.method, path, request.body.decode() or None, headers)
-        if request.method in self.lose:
-            self.lose.discard(request.method)
-            return None
-        answered = {
-            name: value
-            for name, value in response.headers.items()
-            if name.lower() not in ("content-length", "connection")
-        }
-        return Response(response.status, answered, response.text.encode())
-
-    def close(self) -> None:
-        self._http.close()
-
-
-@pytest.fixture
-def bridge(kind: Kind) -> Iterator[Bridge]:
-    served = Bridge(kind)
-    yield served
-    served.close()
-
-
-@pytest.fixture
-def client(bridge: Bridge) -> Iterator[LimitsClient]:
-    waits = Waits()
-    with LimitsClient(bridge.url, static_session(), clock=waits.clock, sleep=waits.sleep) as made:
-        yield made
 
 
 def create(kind: Kind, client: LimitsClient, amount: int) -> Resource | TypedResource:
