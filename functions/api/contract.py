@@ -115,7 +115,10 @@ ACCOUNT_OF_REQUEST = "$request.path.accountId"
 # What a client does next: an account just put can be read, listed and created in; one just read
 # can be changed, on the condition that it is still as read, asked whether a create would be
 # admitted, its types listed, and, when its answer names a period, its periods' history read; a
-# resource just created (or replayed) can be read, resized and deleted, and its account read again.
+# resource just created (or replayed) can be read, resized and deleted, and its account (type) read
+# again, asked about the next create, its history read and its limit changed (with no If-Match: a
+# raise after a create). Each of the account's next steps is one link from a create, so a fuzzer's
+# stateful phase, which starts from creates, reaches them without chains of reads.
 ACCOUNT_READS = {
     operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST) for operation_id in (GET_ACCOUNT, LIST_RESOURCES)
 }
@@ -129,6 +132,10 @@ GET_ACCOUNT_LINKS = {
 }
 CREATE_RESOURCE_LINKS = {
     **ACCOUNT_READS,
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST)
+        for operation_id in (GET_ADMISSION, LIST_TYPES, GET_HISTORY, PUT_ACCOUNT)
+    },
     **{
         operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceId="$response.body#/resourceId")
         for operation_id in (GET_RESOURCE, DELETE_RESOURCE, RESIZE_RESOURCE)
@@ -159,6 +166,10 @@ GET_TYPE_LINKS = {
 }
 CREATE_TYPED_RESOURCE_LINKS = {
     **TYPE_READS,
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
+        for operation_id in (GET_TYPED_ADMISSION, GET_TYPED_HISTORY, PUT_TYPE)
+    },
     **{
         operation_id: link(
             operation_id,

@@ -16,6 +16,7 @@ machine are driven by hypothesis here.)"""
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,8 +39,9 @@ EXAMPLES_PER_OPERATION = 30
 TYPES = ["default", "seats", "builds"]
 # The periods the setup gives the periodic ones.
 PERIODS = {"default": "month", "builds": "day"}
+UNBOUNDED = 2**53 - 1  # the largest limit (and amount) the API takes
 # The stateful phase runs rounds of sequences, each round from a seed of its own (fixed: a red run
-# reproduces), until every one of the 16 operations has answered a 2xx or the rounds run out (ten:
+# reproduces), until every operation has answered a 2xx or the rounds run out (ten:
 # which operations a round reaches follows the answers, so a change of an answer moves them). Seeds
 # fixed here, not derived from the test's source (hypothesis's derandomize), so that renaming a
 # name in the state machine does not draw other sequences: with derandomize, 25 sequences missed an
@@ -158,16 +160,16 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
             # Sequences start with a create (schemathesis's root), which needs an account: each
             # sequence gets fresh ones, so the links it follows (read, delete what was created) run
             # against real resources, and a replayed sequence meets the same state it first met.
-            self.accounts = [running_system.api.new_account(prefix="flow", limit=1000) for _ in range(2)]
-            # And types of each (a create in a type needs one), beside the default type: a holding and
-            # a periodic one. The default types are periodic too (a month, made so while empty): a
-            # history answers only a periodic quota (409 QuotaNotPeriodic otherwise), and is reached
-            # only through a read of the quota, so a holding default type left it unreached.
+            # Each has three types: the default one and `builds` periodic, `seats` a holding (a
+            # history answers only a periodic quota: 409 QuotaNotPeriodic otherwise). Their limits
+            # are the largest, so a generated amount is admitted and its resource's links followed.
+            self.accounts = [f"flow-{uuid.uuid4().hex[:12]}" for _ in range(2)]
             for account_id in self.accounts:
-                periodic = {"limit": 1000, "period": "month"}
-                assert running_system.api.request("PUT", f"/accounts/{account_id}", periodic).status == 200
-                for resource_type, body in (("seats", {"limit": 1000}), ("builds", {"limit": 1000, "period": "day"})):
-                    path = f"/accounts/{account_id}/types/{resource_type}"
+                for path, body in (
+                    (f"/accounts/{account_id}", {"limit": UNBOUNDED, "period": PERIODS["default"]}),
+                    (f"/accounts/{account_id}/types/seats", {"limit": UNBOUNDED}),
+                    (f"/accounts/{account_id}/types/builds", {"limit": UNBOUNDED, "period": PERIODS["builds"]}),
+                ):
                     assert running_system.api.request("PUT", path, body).status == 200
 
         def call(self, case: schemathesis.Case, **kwargs: Any) -> Any:
