@@ -327,17 +327,21 @@ class LimitChanger(threading.Thread):
                 self._change(self.KINDS[index % len(self.KINDS)])
 
     def finish(self) -> None:
-        """Once the clients stopped: the last change, a lowering."""
+        """Once the clients stopped: the last changes, every quota that can be lowered lowered to
+        its usage or under it. The crossings such a change makes are made by no count; every quota,
+        not one, so that a run has some (one quota's counter may already stand past every threshold
+        its lowering reaches, and then it makes none)."""
         self.stop.set()
         self.join()
         if self._changes:
-            self._change("lower")
+            self._change("lower", every=True)
 
     def _progress(self) -> int:
         with self._outcomes.lock:
             return sum(self._outcomes.statuses.values())
 
-    def _change(self, kind: str) -> None:
+    def _change(self, kind: str, every: bool = False) -> None:
+        """Change the first quota (in a random order) this kind of change applies to, or `every` one."""
         for account in self._rng.sample(self._accounts, len(self._accounts)):
             view = self._get(account)
             if view is None:
@@ -355,7 +359,8 @@ class LimitChanger(threading.Thread):
                 continue
             if new != limit and self._put(account, new):
                 self.made.append(f"{account.name} {limit} -> {new}")
-                return
+                if not every:
+                    return
 
     def _get(self, account: Account) -> AccountUsage | ResourceType | None:
         for _ in range(RETRIES):

@@ -81,7 +81,7 @@ def test_the_chaos_checks_catch_ignored_limit_changes_and_resizes_counted_from_n
     """Two planted bugs in one run, each caught by its own check (apart, each fails only its own:
     docs/chaos.md). A limit lowered to a quota's usage reaches 100% with no count moving: a
     consumer that takes the change's record as done leaves that crossing unannounced (the run's
-    last change, made once the clients stopped, is such a lowering). A consumer that counts a
+    last changes, made once the clients stopped, are such lowerings). A consumer that counts a
     resize as if the counter held nothing for the resource adds its new amount, not the
     difference: only amounts and resizes show it, and the counter then holds more than the
     counted resources' units."""
