@@ -530,7 +530,7 @@ PLAN_ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
         "schema": {"type": "string"},
     }
 }
-PLAN_OF_REQUEST = "$request.path.plan"
+PLAN_OF_REQUEST = "$request.path.planId"
 PUT_PLAN_OPERATION = Operation(
     PUT_PLAN,
     "Create a plan or replace its quotas (admin only)",
@@ -546,7 +546,7 @@ PUT_PLAN_OPERATION = Operation(
         412,
         413,
         headers=PLAN_ETAG_HEADER,
-        links={GET_PLAN: link(GET_PLAN, plan=PLAN_OF_REQUEST)},
+        links={GET_PLAN: link(GET_PLAN, planId=PLAN_OF_REQUEST)},
     ),
 )
 GET_PLAN_OPERATION = Operation(
@@ -557,7 +557,7 @@ GET_PLAN_OPERATION = Operation(
         404,
         headers=PLAN_ETAG_HEADER,
         links={
-            PUT_PLAN: link(PUT_PLAN, plan=PLAN_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"}),
+            PUT_PLAN: link(PUT_PLAN, planId=PLAN_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"}),
         },
     ),
 )

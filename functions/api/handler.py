@@ -197,7 +197,7 @@ def remove_override(accountId: AccountId, resourceType: ResourceType) -> Respons
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
 
 
-def put_plan(plan: PlanId, request: Annotated[PutPlanRequest, Body()], if_match: PlanIfMatch = None) -> Response[str]:
+def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_match: PlanIfMatch = None) -> Response[str]:
     versions, must_exist = parse_if_match(if_match)
     quotas = {
         name: plans.PlanQuota(
@@ -207,12 +207,12 @@ def put_plan(plan: PlanId, request: Annotated[PutPlanRequest, Body()], if_match:
         )
         for name, quota in request.quotas.items()
     }
-    written = plans.put_plan(wired().api_store, plan, quotas, now(), caller(), versions, must_exist)
+    written = plans.put_plan(wired().api_store, planId, quotas, now(), caller(), versions, must_exist)
     return json_response(HTTPStatus.OK, PlanView.of(written), plan_etag(written))
 
 
-def get_plan(plan: PlanId) -> Response[str]:
-    found = plans.get_plan(wired().api_store, plan)
+def get_plan(planId: PlanId) -> Response[str]:
+    found = plans.get_plan(wired().api_store, planId)
     return json_response(HTTPStatus.OK, PlanView.of(found), plan_etag(found))
 
 

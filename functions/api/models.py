@@ -366,8 +366,8 @@ class PeriodView(QuotaAnswer):
         }
 
 
-LimitSourceField = Field(
-    description="Where the limit comes from (docs/plans.md): `account`, set by the quota's own PUT on an account "
+LIMIT_SOURCE = (
+    "Where the limit comes from (docs/plans.md): `account`, set by the quota's own PUT on an account "
     "without a plan giving it; `plan`, the account's plan's; `override`, the quota's own PUT on an account whose "
     "plan gives it (`DELETE .../override` gives it the plan's again)."
 )
@@ -381,7 +381,7 @@ class TypeView(PeriodView):
     accountId: str
     type: str
     limit: int
-    limitSource: LimitSourceValue = LimitSourceField
+    limitSource: LimitSourceValue = Field(default="account", description=LIMIT_SOURCE)
     bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
     eventual: int = Field(description="Exact count of processed resources; lags the stream.")
     used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
@@ -422,7 +422,7 @@ class AccountView(PeriodView):
 
     accountId: str
     limit: int
-    limitSource: LimitSourceValue = LimitSourceField
+    limitSource: LimitSourceValue = Field(default="account", description=LIMIT_SOURCE)
     plan: str | None = Field(
         default=None, description="The account's plan (docs/plans.md); absent when it is on none (never null)."
     )

@@ -39,9 +39,9 @@ def test_document_describes_the_contract() -> None:
         "/accounts/{accountId}/types/{resourceType}/history",
         "/accounts/{accountId}/types/{resourceType}/override",
         "/plans",
-        "/plans/{plan}",
+        "/plans/{planId}",
     }
-    assert set(paths["/plans/{plan}"]) == {"get", "put"}
+    assert set(paths["/plans/{planId}"]) == {"get", "put"}
     assert set(paths["/plans"]) == {"get"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}/override"]) == {"delete"}
     assert set(paths["/accounts/{accountId}/resources"]) == {"get", "post"}
@@ -104,7 +104,7 @@ def test_every_answer_the_api_gives_is_documented_with_its_schema(harness: Harne
     for _ in range(2):
         answer("GET", f"{typed}/{{resourceId}}", f"/accounts/acme/types/seats/resources/{seat['resourceId']}")
         answer("DELETE", f"{typed}/{{resourceId}}", f"/accounts/acme/types/seats/resources/{seat['resourceId']}")
-    plan, plans, override = "/plans/{plan}", "/plans", f"{a_type}/override"
+    plan, plans, override = "/plans/{planId}", "/plans", f"{a_type}/override"
     answer("PUT", plan, "/plans/pro", {"quotas": {"seats": {"limit": 5}}})
     answer("PUT", plan, "/plans/pro", {"quotas": {"default": {"limit": 5}}})
     answer("PUT", plan, "/plans/pro", {"quotas": {}}, {"If-Match": '"9"'})
@@ -310,7 +310,7 @@ GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  
 def test_every_method_a_documented_path_does_not_take_is_405_with_the_documented_ones(harness: Harness) -> None:
     document = json.loads(render())
     for template, operations in document["paths"].items():
-        path = template.format(accountId="acme", resourceType="seats", resourceId="r1", plan="pro")
+        path = template.format(accountId="acme", resourceType="seats", resourceId="r1", planId="pro")
         documented = sorted(method.upper() for method in operations)
         for method in sorted(set(GATEWAY_METHODS) - set(documented)):
             answer = harness.api.request(method, path)

@@ -286,11 +286,11 @@ class AsyncLimitsClient(ClientBase):
     async def remove_override(self, account_id: str, resource_type: str) -> ResourceType:
         return await self._call(operations.remove_override(account_id, resource_type))
 
-    async def put_plan(self, plan: str, *, quotas: Mapping[str, Any], if_match: str | None = None) -> Plan:
-        return await self._call(operations.put_plan(plan, quotas, if_match))
+    async def put_plan(self, plan_id: str, *, quotas: Mapping[str, Any], if_match: str | None = None) -> Plan:
+        return await self._call(operations.put_plan(plan_id, quotas, if_match))
 
-    async def get_plan(self, plan: str) -> Plan:
-        return await self._call(operations.get_plan(plan))
+    async def get_plan(self, plan_id: str) -> Plan:
+        return await self._call(operations.get_plan(plan_id))
 
     async def list_plans_page(self, *, limit: int | None = None, cursor: str | None = None) -> PlanPage:
         return await self._call(operations.list_plans_page(limit, cursor))

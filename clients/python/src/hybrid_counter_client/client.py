@@ -389,15 +389,15 @@ class LimitsClient(ClientBase):
         removed it)."""
         return self._call(operations.remove_override(account_id, resource_type))
 
-    def put_plan(self, plan: str, *, quotas: Mapping[str, Any], if_match: str | None = None) -> Plan:
+    def put_plan(self, plan_id: str, *, quotas: Mapping[str, Any], if_match: str | None = None) -> Plan:
         """Create the plan or replace its quotas: by type name, each as `put_type_limit` takes it
         (`{"limit": 50, "thresholds": [80], "period": "month"}`). The same quotas again change
         nothing; `if_match`: only if its `etag` is still this one (PreconditionFailed otherwise)."""
-        return self._call(operations.put_plan(plan, quotas, if_match))
+        return self._call(operations.put_plan(plan_id, quotas, if_match))
 
-    def get_plan(self, plan: str) -> Plan:
+    def get_plan(self, plan_id: str) -> Plan:
         """The plan (PlanNotFound if there is none of that name)."""
-        return self._call(operations.get_plan(plan))
+        return self._call(operations.get_plan(plan_id))
 
     def list_plans_page(self, *, limit: int | None = None, cursor: str | None = None) -> PlanPage:
         return self._call(operations.list_plans_page(limit, cursor))

@@ -53,7 +53,7 @@ class TypeUsage:
     eventual: int  # exact once the stream is applied; lags it
     used: int  # max(best_effort, eventual)
     available: int
-    limit_source: str  # "account", "plan" or "override" (docs/plans.md)
+    limit_source: str = "account"  # or "plan", "override" (docs/plans.md); an API before plans sends none
     thresholds: list[int] | None = None
     period: str | None = None  # "day" or "month"
     anchor: str | None = None  # RFC 3339, as the PUT gave it
@@ -91,8 +91,8 @@ class Account:
     used: int  # max(best_effort, eventual)
     available: int
     rate_limit: RateLimit  # its own, or the API's default
-    limit_source: str  # its default type's: "account" (a plan gives named types only)
     etag: str = field(metadata={"header": "ETag"})
+    limit_source: str = "account"  # its default type's: always "account" (a plan gives named types only)
     plan: str | None = None  # its plan, if it is on one (docs/plans.md)
     thresholds: list[int] | None = None
     types: list[TypeUsage] | None = None

@@ -44,14 +44,14 @@ PATH_PATTERNS: Mapping[str, str] = {
     "accountId": r"^[A-Za-z0-9_-]{1,64}$",
     "resourceType": r"^[a-z][a-z0-9-]{0,31}$",
     "resourceId": r"^[A-Za-z0-9_-]{1,64}$",
-    "plan": r"^[a-z][a-z0-9-]{0,31}$",
+    "planId": r"^[a-z][a-z0-9-]{0,31}$",
 }
 # The client's name of each: the argument a caller passed it as.
 ARGUMENT_NAMES: Mapping[str, str] = {
     "accountId": "account_id",
     "resourceType": "resource_type",
     "resourceId": "resource_id",
-    "plan": "plan",
+    "planId": "plan_id",
 }
 _COMPILED = {name: re.compile(pattern) for name, pattern in PATH_PATTERNS.items()}
 
@@ -126,8 +126,8 @@ GET_TYPED_HISTORY = Operation(
 )
 # A type's override of its account's plan, and the plans (docs/plans.md).
 REMOVE_OVERRIDE = Operation("removeOverride", "DELETE", f"{TYPE_PATH}/override", frozenset({200}), "remove_override")
-PUT_PLAN = Operation("putPlan", "PUT", "/plans/{plan}", frozenset({200}), "put_plan")
-GET_PLAN = Operation("getPlan", "GET", "/plans/{plan}", frozenset({200}), "get_plan")
+PUT_PLAN = Operation("putPlan", "PUT", "/plans/{planId}", frozenset({200}), "put_plan")
+GET_PLAN = Operation("getPlan", "GET", "/plans/{planId}", frozenset({200}), "get_plan")
 LIST_PLANS = Operation("listPlans", "GET", "/plans", frozenset({200}), "list_plans_page")
 OPERATIONS = (
     GET_ACCOUNT,
@@ -252,8 +252,10 @@ def put_account(
     anchor: str | None = None,
     plan: str | None = None,
 ) -> Call[Account]:
-    """The account's own limit, or (`plan`, which the API takes alone) the plan it is put on."""
-    body: dict[str, Any] = {"limit": limit} if plan is None else {"plan": plan}
+    """The account's own limit, or (`plan`, which the API takes alone: ValidationError with any
+    other setting) the plan it is put on. Each is sent as given, so the API judges the body."""
+    given = {"limit": limit, "plan": plan}
+    body: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
     if rate_limit is not None:
         body["rateLimit"] = rate_limit.to_json()
     body |= _quota_settings(thresholds, period, anchor)
@@ -413,14 +415,14 @@ def _plan_quota(quota: Any) -> dict[str, Any]:
     return dict(quota.to_json() if hasattr(quota, "to_json") else quota)
 
 
-def put_plan(plan: str, quotas: Mapping[str, Any], if_match: str | None) -> Call[Plan]:
+def put_plan(plan_id: str, quotas: Mapping[str, Any], if_match: str | None) -> Call[Plan]:
     body = _json_body({"quotas": {name: _plan_quota(quota) for name, quota in quotas.items()}})
     headers = {} if if_match is None else {"If-Match": if_match}
-    return Call(PUT_PLAN, {"plan": plan}, _decoder(Plan), headers=headers, body=body)
+    return Call(PUT_PLAN, {"planId": plan_id}, _decoder(Plan), headers=headers, body=body)
 
 
-def get_plan(plan: str) -> Call[Plan]:
-    return Call(GET_PLAN, {"plan": plan}, _decoder(Plan))
+def get_plan(plan_id: str) -> Call[Plan]:
+    return Call(GET_PLAN, {"planId": plan_id}, _decoder(Plan))
 
 
 def list_plans_page(limit: int | None, cursor: str | None) -> Call[PlanPage]:
