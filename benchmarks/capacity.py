@@ -30,6 +30,7 @@ import random
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -598,8 +599,7 @@ def plans_report(emulator_url: str) -> str:
     def join(account: str) -> None:
         plans.join_plan(api, account, "pro", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
 
-    measured: list[tuple[str, Usage]] = []
-    for label, action in [
+    steps: list[tuple[str, Callable[[], object]]] = [
         ("PUT /plans/pro, created (3 types)", lambda: plans.put_plan(api, "pro", pro, now_text())),
         ("PUT /plans/pro, the same quotas again (no write)", lambda: plans.put_plan(api, "pro", pro, now_text())),
         ("GET /plans/pro", lambda: plans.get_plan(api, "pro")),
@@ -609,7 +609,9 @@ def plans_report(emulator_url: str) -> str:
         ("the same account put on pro again (the same version)", lambda: join("owned")),
         ("PUT /plans/pro, one quota changed", lambda: plans.put_plan(api, "pro", raised, now_text())),
         ("the account put on pro's new version (one type's limit changes)", lambda: join("owned")),
-    ]:
+    ]
+    measured: list[tuple[str, Usage]] = []
+    for label, action in steps:
         with meter.operation(label) as usage:
             action()
         measured.append((label, usage))
