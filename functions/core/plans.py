@@ -95,16 +95,17 @@ def put_plan(
     must_exist: bool = False,
 ) -> Plan:
     """Create the plan or replace its quotas, at its next version. The same quotas again change
-    nothing (the version stays: its accounts have nothing new to be given). `if_match`: only at
+    nothing and answer the plan as it is, whatever If-Match says (the version stays: its accounts
+    have nothing new to be given; a retry of a PUT that landed is no 412). `if_match`: only at
     those versions; `must_exist`: only if it exists (If-Match: *). PlanPreconditionFailed otherwise."""
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
         current = store.read_plan(name)
+        if current is not None and dict(current.quotas) == dict(quotas):
+            return current  # nothing to change (a retry of a PUT that landed, If-Match or not)
         if current is None and (must_exist or if_match is not None):
             raise PlanPreconditionFailed(name, None)
         if current is not None and if_match is not None and current.version not in if_match:
             raise PlanPreconditionFailed(name, current.version)
-        if current is not None and dict(current.quotas) == dict(quotas):
-            return current
         read_version = 0 if current is None else current.version
         plan = Plan(name, read_version + 1, dict(quotas), now, changed_by)
         if store.write_plan(plan, read_version):

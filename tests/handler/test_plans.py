@@ -66,6 +66,17 @@ def test_a_plans_put_with_if_match_applies_only_at_that_version(harness: Harness
     )
 
 
+def test_a_retry_of_a_plans_put_that_landed_is_no_412(harness: Harness, faults: Faults) -> None:
+    """Its write lands, the answer is lost, the SDK's retry fails the version condition: the PUT
+    reads again, finds its quotas there and answers the plan, If-Match or not."""
+    put_plan(harness, "pro", PRO)
+    landed = faults.lands_then_500("PutItem", lambda params: "PLAN#pro" in str(params))
+    answer = put_plan(harness, "pro", FREE, '"1"')
+    assert landed == [1]
+    assert (answer.status, answer.headers["ETag"]) == (200, '"2"'), answer.text
+    assert put_plan(harness, "pro", FREE, '"1"').status == 200  # the client's own retry, after it
+
+
 @pytest.mark.parametrize("if_match", ["*", '"1"'])
 def test_if_match_never_creates_a_plan(harness: Harness, if_match: str) -> None:
     answer = put_plan(harness, "pro", PRO, if_match)
