@@ -333,3 +333,25 @@ def test_an_empty_plan_creates_the_account_with_its_default_type_at_zero(harness
 def test_plan_routes_answer_other_methods_405(harness: Harness) -> None:
     for method, url in [("POST", "/plans/pro"), ("DELETE", "/plans"), ("PUT", "/accounts/acme/types/seats/override")]:
         assert harness.api.request(method, url, {}).status == 405
+
+
+def test_a_plan_lowering_a_types_limit_below_its_usage_refuses_and_crosses_as_a_put_does(harness: Harness) -> None:
+    """The type holds 9 of 10; its account put on a plan of 8: the Limit Changed event says usage 9,
+    the consumer decides the 100% crossing from it, and creates are refused until deletes pay back."""
+    from tests.handler.test_limit_changes import limit_changes
+    from tests.handler.test_usage_thresholds import crossings
+
+    seats = Quota("acme", "seats")
+    harness.api.put_type("acme", "seats", 10)
+    made = [harness.api.create("acme", f"s{index}", resource_type="seats") for index in range(9)]
+    assert {response.status for response in made} == {201}
+    harness.pump()
+    assert crossings(harness, seats) == [(80, "up", 9)]
+    put_plan(harness, "small", {"quotas": {"seats": {"limit": 8}}})
+    assert join(harness, "acme", "small").status == 200
+    (changed,) = limit_changes(harness, seats)
+    assert (changed["oldLimit"], changed["newLimit"], changed["usage"]) == (10, 8, 9)
+    harness.pump()
+    assert crossings(harness, seats)[1:] == [(100, "up", 9)]
+    assert harness.api.create("acme", "over", resource_type="seats").status == 409
+    harness.check_invariants()
