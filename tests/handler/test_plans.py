@@ -4,6 +4,7 @@ Through the real handler and the table's conditions."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -355,3 +356,27 @@ def test_a_plan_lowering_a_types_limit_below_its_usage_refuses_and_crosses_as_a_
     assert crossings(harness, seats)[1:] == [(100, "up", 9)]
     assert harness.api.create("acme", "over", resource_type="seats").status == 409
     harness.check_invariants()
+
+
+def test_an_override_landing_while_the_plan_is_applied_stands(harness: Harness, faults: Faults) -> None:
+    """The application reads seats (the plan's), then an override received before it lands first:
+    the application's write fails its version condition, reads again, finds the override and
+    leaves it (a later `PUT` of the plan never overwrites an override, whatever the order)."""
+    put_plan(harness, "pro", PRO)
+    join(harness, "acme", "pro")
+    put_plan(harness, "pro", {"quotas": {**PRO["quotas"], "seats": {"limit": 55}}})
+    harness.clock.advance(timedelta(seconds=10))
+    received = harness.clock.epoch_ms()
+    fired: list[int] = []
+
+    def override_first(params: dict[str, Any]) -> None:
+        if fired or "ACCOUNT#acme#seats" not in str(params):
+            return
+        fired.append(1)
+        answer = harness.api.request("PUT", "/accounts/acme/types/seats", {"limit": 60}, None, received - 1000)
+        assert answer.json()["limitSource"] == "override", answer.text
+
+    faults.before_call("TransactWriteItems", override_first)
+    assert join(harness, "acme", "pro", received_ms=received).status == 200
+    assert fired == [1]
+    assert types_of(harness.api.account("acme"))["seats"] == (60, "override")
