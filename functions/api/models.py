@@ -189,11 +189,9 @@ class PutAccountRequest(PeriodAsked):
     model_config = ConfigDict(extra="forbid")
 
     limit: Annotated[
-        WholeNumber | None,
+        Annotated[int, Field(ge=0, le=MAX_LIMIT), BeforeValidator(_whole_number)] | None,
         BeforeValidator(_not_null_limit),
         Field(
-            ge=0,
-            le=MAX_LIMIT,
             description="Most units the account's resources may hold together (each holds its amount, 1 by "
             "default): 0 to 2^53 - 1. Required unless `plan` is given.",
             json_schema_extra=_without_null,

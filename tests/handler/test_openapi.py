@@ -41,6 +41,9 @@ def test_document_describes_the_contract() -> None:
         "/plans",
         "/plans/{planId}",
     }
+    # A limit optional beside `plan` keeps its bounds as JSON Schema says them (pydantic wrote `ge`/`le`).
+    limit = document["components"]["schemas"]["PutAccountRequest"]["properties"]["limit"]
+    assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 0, 2**53 - 1)
     assert set(paths["/plans/{planId}"]) == {"get", "put"}
     assert set(paths["/plans"]) == {"get"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}/override"]) == {"delete"}
