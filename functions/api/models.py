@@ -202,10 +202,9 @@ class PutAccountRequest(PeriodAsked):
     )
     thresholds: Thresholds = None
     plan: Annotated[
-        StrictStr | None,
+        Annotated[StrictStr, Field(pattern=RESOURCE_TYPE_PATTERN)] | None,
         BeforeValidator(_not_null_plan),
         Field(
-            pattern=RESOURCE_TYPE_PATTERN,
             description="Puts the account on this plan (docs/plans.md): each of the plan's quotas is set on the "
             "account's type of that name, but the account's overrides, and a type another plan gave it that this "
             "one lacks keeps its limit as the account's own. Alone: not with `limit`, `rateLimit`, `thresholds`, "

@@ -44,6 +44,8 @@ def test_document_describes_the_contract() -> None:
     # A limit optional beside `plan` keeps its bounds as JSON Schema says them (pydantic wrote `ge`/`le`).
     limit = document["components"]["schemas"]["PutAccountRequest"]["properties"]["limit"]
     assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 0, 2**53 - 1)
+    plan = document["components"]["schemas"]["PutAccountRequest"]["properties"]["plan"]
+    assert (plan["type"], plan["pattern"]) == ("string", "^[a-z][a-z0-9-]{0,31}$")
     assert set(paths["/plans/{planId}"]) == {"get", "put"}
     assert set(paths["/plans"]) == {"get"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}/override"]) == {"delete"}
