@@ -15,7 +15,9 @@ per record, and a heal. Then projects, from the capacity per create+delete itera
   quiet ones: the hottest item and partition key per iteration, and each type's partition keys;
 * **periodic quotas** (benchmarks/periodic_capacity.py; `--period day|month` for that report
   alone): a usage record, quiet and busy, a period's and a process's first create, and two
-  baselines in the same run, with the records a second one busy quota reaches.
+  baselines in the same run, with the records a second one busy quota reaches;
+* **plans** (`--plans` for that report alone): a plan's PUT, GET and list, and an account put on
+  a plan of three types, in total and by item.
 
 Prints figures and asserts none; tests/handler/test_capacity_meter.py checks the meter itself.
 """
@@ -28,6 +30,7 @@ import random
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -285,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the periodic quotas' report alone, for this period (the full run makes it for a day): "
         "--iterations quiet records and of each baseline, --hot-iterations busy records after --warmup",
     )
+    parser.add_argument(
+        "--plans",
+        action="store_true",
+        help="the plans' report alone: a plan's PUT, GET and list, and an account put on a plan of three types",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -302,6 +310,13 @@ def main(argv: list[str] | None = None) -> int:
         rate=args.rate,
         amount=args.amount,
     )
+    if args.plans:
+        print("running plans ...", flush=True)
+        with EmulatorProcess() as emulator:
+            text = plans_report(emulator.url)
+        print()
+        print(text)
+        return 0
     if args.period:
         print(f"running usage records of a {args.period} quota and the two baselines ...", flush=True)
         with EmulatorProcess() as emulator:
@@ -361,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         resizes = resize_report(emulator.url)
         print("running usage records of a day quota and the two baselines ...", flush=True)
         periodic_figures = periodic_report(emulator.url, periodic)
+        print("running plans ...", flush=True)
+        plan_figures = plans_report(emulator.url)
     (meter, one, ran), (_, many, _) = results["quiet"], results["many"]
     print()
     print(report(meter, one, many, args.accounts, ran))
@@ -382,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     print(resizes)
     print()
     print(periodic_figures)
+    print()
+    print(plan_figures)
     return 0
 
 
@@ -549,6 +568,68 @@ def keyed_put_report(emulator_url: str) -> str:
 
     lines = [f"  {label}: {units(usage)}" for label, usage in measured]
     return "\n".join(["PUTs with and without an Idempotency-Key:", *lines])
+
+
+def plans_report(emulator_url: str) -> str:
+    """What plans cost (docs/plans.md): a plan's PUT (created, the same again, changed), its GET
+    and a page of the list; an account put on a plan of three types (new, one existing with its
+    own limits, the same version again, another version with one quota changed), each in total and
+    by item (each type's account item, the default type's, the plan's)."""
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.core import accounts, plans
+    from functions.core.periods import parse_period
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    create_table(dynamodb, "capacity-plans")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    api = DynamoApiStore(DynamoTable(dynamodb, "capacity-plans"))
+    pro = {
+        "seats": plans.PlanQuota(50),
+        "projects": plans.PlanQuota(10, thresholds=(50, 90)),
+        "builds": plans.PlanQuota(1000, period=parse_period("month", None)),
+    }
+    raised = {**pro, "projects": plans.PlanQuota(20, thresholds=(50, 90))}
+    for resource_type in pro:
+        accounts.put_limit(
+            api, Quota("owned", resource_type), accounts.limit_change(1, WALL_CLOCK.epoch_ms()), now_text
+        )
+
+    def join(account: str) -> None:
+        plans.join_plan(api, account, "pro", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("PUT /plans/pro, created (3 types)", lambda: plans.put_plan(api, "pro", pro, now_text())),
+        ("PUT /plans/pro, the same quotas again (no write)", lambda: plans.put_plan(api, "pro", pro, now_text())),
+        ("GET /plans/pro", lambda: plans.get_plan(api, "pro")),
+        ("GET /plans (one page)", lambda: api.list_plans(25, None)),
+        ("a new account put on pro (3 types)", lambda: join("newco")),
+        ("an account with the 3 types of its own put on pro", lambda: join("owned")),
+        ("the same account put on pro again (the same version)", lambda: join("owned")),
+        ("PUT /plans/pro, one quota changed", lambda: plans.put_plan(api, "pro", raised, now_text())),
+        ("the account put on pro's new version (one type's limit changes)", lambda: join("owned")),
+    ]
+    measured: list[tuple[str, Usage]] = []
+    for label, action in steps:
+        with meter.operation(label) as usage:
+            action()
+        measured.append((label, usage))
+
+    def units(usage: Usage) -> str:
+        calls = ", ".join(f"{api} {count:g}" for api, count in sorted(usage.calls.items()))
+        return f"{sum(usage.calls.values()):g} calls ({calls}), {usage.total_wcu:g} WCU, {usage.total_rcu:g} RCU"
+
+    def by_item(usage: Usage) -> list[str]:
+        items = sorted(set(usage.item_wcu) | set(usage.item_rcu))
+        return [
+            f"      {item}: {usage.item_wcu.get(item, 0):g} WCU, {usage.item_rcu.get(item, 0):g} RCU" for item in items
+        ]
+
+    lines = []
+    for label, usage in measured:
+        lines += [f"  {label}: {units(usage)}", *by_item(usage)]
+    return "\n".join(["Plans (docs/plans.md), per operation and by item:", *lines])
 
 
 def resize_report(emulator_url: str, runs: int = 20) -> str:

@@ -50,6 +50,12 @@ SHARED = {
     (Path("functions/adapters/resources.py"), account_item.CREATED_AT): "a resource's creation time",
     (Path("functions/adapters/resource_records.py"), account_item.CREATED_AT): "a resource's creation time",
     (Path("functions/adapters/refused_windows.py"), account_item.LIMIT): "the limit a refusal window saw",
+    # A plan's quota (functions/adapters/plan_item.py) names its fields as a type's PUT does.
+    (Path("functions/adapters/plan_item.py"), account_item.LIMIT): "a plan quota's limit",
+    (Path("functions/adapters/plan_item.py"), account_item.THRESHOLDS): "a plan quota's thresholds",
+    (Path("functions/adapters/plan_item.py"), account_item.PERIOD): "a plan quota's period",
+    (Path("functions/adapters/plan_item.py"), account_item.PLAN_VERSION): "a plan's own version",
+    (Path("functions/adapters/plan_item.py"), account_item.PLAN): "the plan item's type",
     # The activity index (declared with the table, which account_item.py imports) projects it.
     (Path("functions/adapters/table_layout.py"), account_item.HEALED_AT): "the activity index's projection",
 }

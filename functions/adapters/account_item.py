@@ -22,7 +22,7 @@ from functions.adapters.keys import SHARD_SORT_KEY
 from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, SORT_KEY
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
-from functions.core.model import Quota, TenantRate, Usage
+from functions.core.model import LimitSource, Quota, TenantRate, Usage
 from functions.core.periods import Period, format_instant, parse_period
 from functions.core.thresholds import thresholds_or_default
 
@@ -86,6 +86,16 @@ RESOURCE_TYPES = "resource_types"
 PERIOD = "period"
 PERIOD_ANCHOR = "period_anchor"
 
+# Where the limit comes from (model.LimitSource, docs/plans.md): `plan` or `override`; absent, the
+# account's own (every item written before plans).
+LIMIT_SOURCE = "limit_source"
+# On the default type's account item of an account on a plan: the plan's name, the version of it
+# last given to the account in full, and when the PUT that gave it was received (epoch ms), so an
+# older PUT never overwrites a newer one's plan.
+PLAN = "plan"
+PLAN_VERSION = "plan_version"
+PLAN_SET_AT = "plan_set_at"
+
 # `limit` is a DynamoDB reserved word: the clauses below name it `#limit`.
 EXPRESSION_NAMES = {"#limit": LIMIT}
 
@@ -140,6 +150,7 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         thresholds=thresholds_of(item),
         leases=held_leases(item),
         period=period_of(item),
+        limit_source=str(item.get(LIMIT_SOURCE, LimitSource.ACCOUNT)),
     )
 
 
@@ -164,6 +175,9 @@ def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -
         limit_version=account.limit_version,
         thresholds=account.thresholds,
         period=account.period,
+        limit_source=account.limit_source,
+        plan=str(shards[0][PLAN]) if PLAN in shards[0] else None,
+        plan_version=int(shards[0].get(PLAN_VERSION, 0)),
     )
 
 
@@ -354,6 +368,25 @@ def thresholds_sets(thresholds: tuple[int, ...] | None, values: dict[str, Any]) 
         return ""
     values[":thresholds"] = list(thresholds_or_default(thresholds))  # ascending, each once
     return f", {THRESHOLDS} = :thresholds"
+
+
+def source_clauses(source: str, current: str, values: dict[str, Any]) -> tuple[str, str]:
+    """The SET clause (and its value) of where a change's limit comes from, and its REMOVE clause:
+    a limit of the account's own carries no source (as every item written before plans), so a
+    change back to one removes it."""
+    if source != LimitSource.ACCOUNT:
+        values[":source"] = source
+        return f", {LIMIT_SOURCE} = :source", ""
+    return "", (f" REMOVE {LIMIT_SOURCE}" if current != LimitSource.ACCOUNT else "")
+
+
+# An account's plan, given in full (values :plan, :plan_version, :received; names #pk and
+# MEMBERSHIP_NAMES' #plan, a reserved word): on the default type's account item, which must exist,
+# unless a PUT received later gave it another. Neither `version` nor a stamp: no counter moves, so
+# a heal's reads stand.
+MEMBERSHIP_NAMES = {"#plan": PLAN}
+MEMBERSHIP_UPDATE = f"SET #plan = :plan, {PLAN_VERSION} = :plan_version, {PLAN_SET_AT} = :received"
+MEMBERSHIP_CONDITION = f"attribute_exists(#pk) AND (attribute_not_exists({PLAN_SET_AT}) OR {PLAN_SET_AT} <= :received)"
 
 
 def types_sets(resource_types: Sequence[str], values: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from functions.adapters.account_item import (
 from functions.adapters.attributes import to_attributes
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
+from functions.adapters.plan_item import PlanItems
 from functions.adapters.resources import (
     ADMITTED_BY,
     AMOUNT,
@@ -55,7 +56,8 @@ from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyE
 from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
-from functions.core.model import AccountUsage, Page, PageBudget, Quota, Resource, Usage
+from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, Resource, Usage
+from functions.core.plans import Plan, PlanPage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -97,6 +99,7 @@ class DynamoApiStore(ShardStore):
                     + schema.create_sets()
                     + schema.change_sets(change, values)
                     + schema.types_sets(resource_types, values)
+                    + schema.source_clauses(change.source_on(None), LimitSource.ACCOUNT, values)[0]
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={**EXPRESSION_NAMES, "#type": ITEM_TYPE, "#pk": PARTITION_KEY},
@@ -126,6 +129,7 @@ class DynamoApiStore(ShardStore):
             ":token": change.token,
         }
         unchanged = schema.limit_version_condition(account.limit_version, values)
+        source_sets, removes = schema.source_clauses(change.source_on(account), account.limit_source, values)
         if change.period is not None and account.period is None:
             # Becoming periodic: only while it still holds what it held when read (nothing), so no
             # create, delete or lease lands in between (every one of them bumps the version).
@@ -134,7 +138,7 @@ class DynamoApiStore(ShardStore):
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
-            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values)),
+            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values) + source_sets) + removes,
             "ConditionExpression": unchanged,
             "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
             "ExpressionAttributeValues": to_attributes(values),
@@ -255,6 +259,35 @@ class DynamoApiStore(ShardStore):
                 },
             ],
         )
+
+    # plans (functions/adapters/plan_item.py) and accounts' membership ------------------------
+
+    def read_plan(self, name: str) -> Plan | None:
+        return PlanItems(self._table).read_plan(name)
+
+    def write_plan(self, plan: Plan, read_version: int) -> bool:
+        return PlanItems(self._table).write_plan(plan, read_version)
+
+    def list_plans(self, limit: int, cursor: str | None) -> PlanPage:
+        return PlanItems(self._table).list_plans(limit, cursor)
+
+    def set_membership(self, account_id: str, plan: str, version: int, received_ms: int) -> bool:
+        try:
+            self._table.call(
+                "record plan",
+                "update_item",
+                TableName=self._table.name,
+                Key=account_key(Quota(account_id)),
+                UpdateExpression=schema.MEMBERSHIP_UPDATE,
+                ConditionExpression=schema.MEMBERSHIP_CONDITION,
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, **schema.MEMBERSHIP_NAMES},
+                ExpressionAttributeValues=to_attributes(
+                    {":plan": plan, ":plan_version": version, ":received": received_ms}
+                ),
+            )
+        except ConditionFailed:
+            return False  # a PUT received later gave it its plan (or ours, retried by the SDK)
+        return True
 
     def claim_put(self, quota: Quota, put_id: str, first: FirstAttempt, now: int, expires_at: int) -> FirstAttempt:
         values = {

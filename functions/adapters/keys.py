@@ -43,6 +43,10 @@ LIMIT_REFUSED_PREFIX = f"{EVENT_PREFIX}REFUSED#"
 # A keyed PUT's record (functions/core/accounts.py, `put_account`): `PUT#<id the key names>`, in
 # the quota's partition, kept for the key's window (TTL).
 PUT_REQUEST_PREFIX = "PUT#"
+# Plans (functions/core/plans.py): every plan in one partition, `PLANS`, a sort key per plan,
+# `PLAN#<name>`, so the plans are listed by a Query (plans are few and written rarely).
+PLANS_PK = "PLANS"
+PLAN_PREFIX = "PLAN#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"
@@ -152,6 +156,19 @@ def refused_window_sk(minute: str) -> str:
 
 def limit_refused_sk(minute: str) -> str:
     return f"{LIMIT_REFUSED_PREFIX}{minute}"
+
+
+def plan_sk(name: str) -> str:
+    """A plan's sort key in the plans' partition: its name is a type name (no `#`)."""
+    if not _RESOURCE_TYPE.fullmatch(name):
+        raise ValueError(f"plan {name!r} is not a plan name")
+    return f"{PLAN_PREFIX}{name}"
+
+
+def plan_name_from_sk(sk: str) -> str | None:
+    """The plan whose sort key is `sk`; None for any other key."""
+    name = sk[len(PLAN_PREFIX) :] if sk.startswith(PLAN_PREFIX) else ""
+    return name if _RESOURCE_TYPE.fullmatch(name) else None
 
 
 def resource_id_from_sk(sk: str) -> str | None:

@@ -21,6 +21,8 @@ from functions.api.models import (
     AdmissionView,
     ErrorResponse,
     PeriodHistoryView,
+    PlanPageView,
+    PlanView,
     ResourcePage,
     ResourceView,
     TypedResourcePage,
@@ -49,6 +51,13 @@ ResourceType = Annotated[
     ),
 ]
 ResourceId = Annotated[str, Path(pattern=ID_PATTERN)]
+PlanId = Annotated[
+    str,
+    Path(
+        pattern=RESOURCE_TYPE_PATTERN,
+        description="Plan name: a lowercase letter, then up to 31 lowercase letters, digits and -.",
+    ),
+]
 IdempotencyKey = Annotated[
     str | None,
     Header(pattern=IDEMPOTENCY_KEY_PATTERN, description="Retries with the same key never count twice."),
@@ -104,6 +113,8 @@ GET_TYPED_RESOURCE, DELETE_TYPED_RESOURCE = "getTypedResource", "deleteTypedReso
 RESIZE_RESOURCE, RESIZE_TYPED_RESOURCE = "resizeResource", "resizeTypedResource"
 GET_ADMISSION, GET_TYPED_ADMISSION = "getAdmission", "getTypedAdmission"
 GET_HISTORY, GET_TYPED_HISTORY = "getPeriodHistory", "getTypedPeriodHistory"
+PUT_PLAN, GET_PLAN, LIST_PLANS = "putPlan", "getPlan", "listPlans"
+REMOVE_OVERRIDE = "removeOverride"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -216,14 +227,15 @@ ERRORS = {
     403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
     "InvalidSignature, ExpiredToken, AccessDenied (another tenant's path, or a tenant setting a limit)",
     404: "AccountNotFound (no such account; on a type's routes, the account has no limit of that type), "
-    "ResourceNotFound",
+    "ResourceNotFound, PlanNotFound (no plan of that name: nothing written), OverrideNotFound (the type's limit "
+    "is not an override of its account's plan)",
     409: "LimitExceeded (the account, or the type, is at its limit), IdempotencyKeyReused (the key's resource was "
     f"deleted), TooManyResourceTypes (a PUT of a new type when the account has {MAX_RESOURCE_TYPES} types besides "
     "the default), PeriodChangeRefused (a PUT asking a quota for another period: a holding quota becomes periodic "
     "only while it holds nothing, a periodic one keeps its period), PeriodClosed (a delete or resize of a usage "
     "record whose period is over), QuotaNotPeriodic (a periods' history of a holding quota, which has no periods)",
     412: "PreconditionFailed: If-Match names another version of the limit (or the account, or its type, does not "
-    "exist)",
+    "exist; on a plan's route, of the plan)",
     413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
     422: "IdempotencyKeyMismatch: the key was sent before with another body",
     429: "TenantThrottled: the account is over its rate limit; API Gateway: Throttled (the stage's limit). "
@@ -306,10 +318,11 @@ PUT_ACCOUNT_OPERATION = Operation(
             200: (
                 "The account, with its new limit. A PUT overtaken by one received after it changes nothing "
                 "and answers the account as that later PUT left it; so does a retry (the same Idempotency-Key) "
-                "of one that landed",
+                "of one that landed. With `plan`: the account on the plan, with every type (docs/plans.md)",
                 AccountView,
             )
         },
+        404,
         409,
         412,
         413,
@@ -519,5 +532,65 @@ DELETE_RESOURCE_OPERATION = Resources(
         DELETE_TYPED_RESOURCE,
         "Delete a resource of a type",
         answers({204: ("Deleted; its slot in the type's limit is free", None)}, 404, 409),
+    ),
+)
+
+PLAN_ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
+    "ETag": {
+        "description": 'The plan\'s version, as a strong entity tag ("3"), for If-Match.',
+        "schema": {"type": "string"},
+    }
+}
+PLAN_OF_REQUEST = "$request.path.planId"
+PUT_PLAN_OPERATION = Operation(
+    PUT_PLAN,
+    "Create a plan or replace its quotas (admin only)",
+    answers(
+        {
+            200: (
+                "The plan at its new version; the same quotas again change nothing (the version stays). Accounts "
+                "already on the plan keep what they were given until a later step gives them the new version "
+                "(docs/plans.md)",
+                PlanView,
+            )
+        },
+        412,
+        413,
+        headers=PLAN_ETAG_HEADER,
+        links={GET_PLAN: link(GET_PLAN, planId=PLAN_OF_REQUEST)},
+    ),
+)
+GET_PLAN_OPERATION = Operation(
+    GET_PLAN,
+    "Read a plan (admin only)",
+    answers(
+        {200: ("The plan; ETag names its version, for If-Match", PlanView)},
+        404,
+        headers=PLAN_ETAG_HEADER,
+        links={
+            PUT_PLAN: link(PUT_PLAN, planId=PLAN_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"}),
+        },
+    ),
+)
+LIST_PLANS_OPERATION = Operation(
+    LIST_PLANS,
+    "List the plans, a page at a time by cursor (admin only)",
+    answers({200: ("A page of plans in name order, and the cursor of the next", PlanPageView)}),
+    description="One Query of the plans' partition a page. Pass nextCursor on until it is null and every plan comes "
+    "exactly once.",
+)
+REMOVE_OVERRIDE_OPERATION = Operation(
+    REMOVE_OVERRIDE,
+    "Remove a type's override: give it its account's plan's limit again (admin only)",
+    answers(
+        {
+            200: (
+                "The type with its plan's limit (a Limit Changed event if the limit differs). Should the plan no "
+                "longer give the type, it keeps its limit as the account's own",
+                TypeView,
+            )
+        },
+        404,
+        headers=ETAG_HEADER,
     ),
 )

@@ -22,8 +22,10 @@ from functions.core.errors import (
     IdempotencyKeyReused,
     InvalidCursor,
     LimitExceeded,
+    OverrideNotFound,
     PeriodChangeRefused,
     PeriodClosed,
+    PlanNotFound,
     PreconditionFailed,
     QuotaNotPeriodic,
     ResourceNotFound,
@@ -46,6 +48,8 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     PeriodClosed: HTTPStatus.CONFLICT,
     QuotaNotPeriodic: HTTPStatus.CONFLICT,
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
+    PlanNotFound: HTTPStatus.NOT_FOUND,
+    OverrideNotFound: HTTPStatus.NOT_FOUND,
 }
 
 RETRY_AFTER_SECONDS = "1"

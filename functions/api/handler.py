@@ -31,6 +31,7 @@ from functions.api.contract import (
     HistoryPeriods,
     IdempotencyKey,
     PageSize,
+    PlanId,
     PutIdempotencyKey,
     ResourceId,
     ResourceType,
@@ -41,27 +42,33 @@ from functions.api.models import (
     AdmissionView,
     CreateResourceRequest,
     PeriodHistoryView,
+    PlanPageView,
+    PlanView,
     PutAccountRequest,
+    PutPlanRequest,
     PutTypeRequest,
     QuotaAnswer,
     ResizeResourceRequest,
     TypeList,
     TypeView,
 )
-from functions.api.preconditions import IfMatch, ResourceIfMatch, parse_if_match
+from functions.api.preconditions import IfMatch, PlanIfMatch, ResourceIfMatch, parse_if_match
 from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import (
     ACCOUNT_PATH,
     ADMISSION_PATH,
     HISTORY_PATH,
+    OVERRIDE_PATH,
+    PLAN_PATH,
+    PLANS_PATH,
     RESOURCE_PATH,
     RESOURCES_PATH,
     TYPE_PATH,
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, history, leases
+from functions.core import accounts, history, leases, plans
 from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
@@ -106,8 +113,23 @@ def put_account(
     if_match: IfMatch = None,
     idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
+    if request.plan is not None:
+        versions, must_exist = parse_if_match(if_match)
+        read = plans.join_plan(
+            wired().api_store,
+            accountId,
+            request.plan,
+            received_ms(),
+            now,
+            caller_waiting,
+            caller(),
+            if_match=versions,
+            must_exist=must_exist,
+        )
+        return account_response(read.default, read.types)
+    limit = request.limit if request.limit is not None else 0  # the model refuses a body with neither
     rate = request.rateLimit.as_rate() if request.rateLimit else None
-    change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, rate, request.as_period())
+    change = limit_change(limit, request.thresholds, if_match, idempotency_key, rate, request.as_period())
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
@@ -166,6 +188,42 @@ def put_type(
     change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, period=request.as_period())
     usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
+
+
+@gate.exempt_from_tenant_rate  # as a type's PUT
+def remove_override(accountId: AccountId, resourceType: ResourceType) -> Response[str]:
+    quota = Quota(accountId, resourceType)
+    usage = plans.remove_override(wired().api_store, quota, received_ms(), now, caller_waiting, caller())
+    return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
+
+
+def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_match: PlanIfMatch = None) -> Response[str]:
+    versions, must_exist = parse_if_match(if_match)
+    quotas = {
+        name: plans.PlanQuota(
+            limit=quota.limit,
+            thresholds=None if quota.thresholds is None else tuple(quota.thresholds),
+            period=quota.as_period(),
+        )
+        for name, quota in request.quotas.items()
+    }
+    written = plans.put_plan(wired().api_store, planId, quotas, now(), caller(), versions, must_exist)
+    return json_response(HTTPStatus.OK, PlanView.of(written), plan_etag(written))
+
+
+def get_plan(planId: PlanId) -> Response[str]:
+    found = plans.get_plan(wired().api_store, planId)
+    return json_response(HTTPStatus.OK, PlanView.of(found), plan_etag(found))
+
+
+def list_plans(limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
+    page = wired().api_store.list_plans(limit, cursor)
+    items = [PlanView.of(plan) for plan in page.items]
+    return json_response(HTTPStatus.OK, PlanPageView(items=items, nextCursor=page.next_cursor))
+
+
+def plan_etag(plan: plans.Plan) -> dict[str, str]:
+    return {"ETag": f'"{plan.version}"'}
 
 
 def get_type(accountId: AccountId, resourceType: ResourceType) -> Response[str]:
@@ -296,6 +354,10 @@ ROUTES: tuple[router.Route, ...] = (
     ("PATCH", RESOURCE_PATH, contract.RESIZE_RESOURCE_OPERATION, resize_resource),
     ("GET", ADMISSION_PATH, contract.ADMISSION_OPERATION, get_admission),
     ("GET", HISTORY_PATH, contract.HISTORY_OPERATION, get_history),
+    ("DELETE", OVERRIDE_PATH, contract.REMOVE_OVERRIDE_OPERATION, remove_override),
+    ("PUT", PLAN_PATH, contract.PUT_PLAN_OPERATION, put_plan),
+    ("GET", PLAN_PATH, contract.GET_PLAN_OPERATION, get_plan),
+    ("GET", PLANS_PATH, contract.LIST_PLANS_OPERATION, list_plans),
 )
 
 

@@ -19,14 +19,18 @@ from pydantic import (
 from functions.api.json_body import LARGEST_DOUBLE, MAX_INTEGER_DIGITS, SMALLEST_DOUBLE
 from functions.core.history import History
 from functions.core.model import (
+    DEFAULT_RESOURCE_TYPE,
     MAX_AMOUNT,
     MAX_REQUESTS_PER_SECOND,
+    MAX_RESOURCE_TYPES,
     MAX_WINDOW_SECONDS,
+    RESOURCE_TYPE_PATTERN,
     Resource,
     TenantRate,
     Usage,
 )
 from functions.core.periods import Period, format_instant, parse_period
+from functions.core.plans import Plan, PlanQuota
 from functions.core.thresholds import MAX_THRESHOLDS
 
 # A limit is in units, as an amount is (a token budget counts past a million): every JSON client
@@ -166,19 +170,58 @@ class PeriodAsked(BaseModel):
         return None if self.period is None else parse_period(self.period, self.anchor)
 
 
+def _not_null_limit(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must be a whole number (omit it only to put the account on a plan)")
+    return value
+
+
+def _not_null_plan(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must be a plan's name (omit it to set the account's own limit)")
+    return value
+
+
 class PutAccountRequest(PeriodAsked):
+    """Either the account's own limit (`limit`, with `rateLimit`, `thresholds`, `period` as they
+    are), or a plan (`plan` alone)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    limit: WholeNumber = Field(
-        ge=0,
-        le=MAX_LIMIT,
-        description="Most units the account's resources may hold together (each holds its amount, 1 by default): "
-        "0 to 2^53 - 1.",
-    )
+    limit: Annotated[
+        Annotated[int, Field(ge=0, le=MAX_LIMIT), BeforeValidator(_whole_number)] | None,
+        BeforeValidator(_not_null_limit),
+        Field(
+            description="Most units the account's resources may hold together (each holds its amount, 1 by "
+            "default): 0 to 2^53 - 1. Required unless `plan` is given.",
+            json_schema_extra=_without_null,
+        ),
+    ] = None
     rateLimit: RateLimit | None = Field(
         default=None, description="The account's own rate limit; omitted, the account keeps the one it has."
     )
     thresholds: Thresholds = None
+    plan: Annotated[
+        Annotated[StrictStr, Field(pattern=RESOURCE_TYPE_PATTERN)] | None,
+        BeforeValidator(_not_null_plan),
+        Field(
+            description="Puts the account on this plan (docs/plans.md): each of the plan's quotas is set on the "
+            "account's type of that name, but the account's overrides, and a type another plan gave it that this "
+            "one lacks keeps its limit as the account's own. Alone: not with `limit`, `rateLimit`, `thresholds`, "
+            "`period` or `anchor` (400). 404 PlanNotFound, nothing written, for a plan that does not exist.",
+            json_schema_extra=_without_null,
+        ),
+    ] = None
+
+    @model_validator(mode="after")
+    def _limit_or_plan(self) -> Self:
+        if self.plan is None and self.limit is None:
+            raise ValueError("give `limit` (the account's own limit) or `plan`")
+        if self.plan is not None and (
+            self.limit is not None or self.rateLimit or self.thresholds is not None or self.period or self.anchor
+        ):
+            raise ValueError("`plan` comes alone: the plan's quotas are the account's limits")
+        return self
 
 
 class PutTypeRequest(PeriodAsked):
@@ -190,6 +233,27 @@ class PutTypeRequest(PeriodAsked):
         description="Most units the account's resources of this type may hold together: 0 to 2^53 - 1.",
     )
     thresholds: Thresholds = None
+
+
+PlanTypeName = Annotated[str, Field(pattern=RESOURCE_TYPE_PATTERN)]
+
+
+class PutPlanRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    quotas: dict[PlanTypeName, PutTypeRequest] = Field(
+        max_length=MAX_RESOURCE_TYPES,
+        description=f"The plan's quotas by resource type name (up to {MAX_RESOURCE_TYPES}), each as a type's PUT "
+        f"takes it: its limit, and its thresholds and period if the plan gives them (omitted, an account's type "
+        f"keeps what it has). Named types only: `{DEFAULT_RESOURCE_TYPE}`, an account's type of the routes "
+        f"without one, is never a plan's (400).",
+    )
+
+    @model_validator(mode="after")
+    def _named_types_only(self) -> Self:
+        if DEFAULT_RESOURCE_TYPE in self.quotas:
+            raise ValueError(f"`{DEFAULT_RESOURCE_TYPE}` is the account's own type, never a plan's")
+        return self
 
 
 ATTRIBUTE_VALUE_REF = "#/components/schemas/AttributeValue"
@@ -299,6 +363,14 @@ class PeriodView(QuotaAnswer):
         }
 
 
+LIMIT_SOURCE = (
+    "Where the limit comes from (docs/plans.md): `account`, set by the quota's own PUT on an account "
+    "without a plan giving it; `plan`, the account's plan's; `override`, the quota's own PUT on an account whose "
+    "plan gives it (`DELETE .../override` gives it the plan's again)."
+)
+LimitSourceValue = Literal["account", "plan", "override"]
+
+
 class TypeView(PeriodView):
     """One of an account's limits: its resource type's limit and counters (the rate limit is the
     account's, in AccountView)."""
@@ -306,6 +378,7 @@ class TypeView(PeriodView):
     accountId: str
     type: str
     limit: int
+    limitSource: LimitSourceValue = Field(default="account", description=LIMIT_SOURCE)
     bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
     eventual: int = Field(description="Exact count of processed resources; lags the stream.")
     used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
@@ -318,6 +391,7 @@ class TypeView(PeriodView):
             accountId=usage.account_id,
             type=usage.quota.resource_type,
             limit=usage.limit,
+            limitSource=_source(usage),
             bestEffort=usage.best_effort,
             eventual=usage.eventual,
             used=usage.used,
@@ -325,6 +399,11 @@ class TypeView(PeriodView):
             thresholds=_listed(usage.thresholds),
             **PeriodView.fields_of(usage),
         )
+
+
+def _source(usage: Usage) -> LimitSourceValue:
+    source = usage.limit_source
+    return "plan" if source == "plan" else "override" if source == "override" else "account"
 
 
 def _listed(thresholds: tuple[int, ...] | None) -> list[int] | None:
@@ -340,6 +419,10 @@ class AccountView(PeriodView):
 
     accountId: str
     limit: int
+    limitSource: LimitSourceValue = Field(default="account", description=LIMIT_SOURCE)
+    plan: str | None = Field(
+        default=None, description="The account's plan (docs/plans.md); absent when it is on none (never null)."
+    )
     bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
     eventual: int = Field(description="Exact count of processed resources; lags the stream.")
     used: int = Field(
@@ -359,6 +442,8 @@ class AccountView(PeriodView):
         return cls(
             accountId=usage.account_id,
             limit=usage.limit,
+            limitSource=_source(usage),
+            plan=usage.plan,
             bestEffort=usage.best_effort,
             eventual=usage.eventual,
             used=usage.used,
@@ -368,6 +453,51 @@ class AccountView(PeriodView):
             types=[TypeView.of(other) for other in types] or None,
             **PeriodView.fields_of(usage),
         )
+
+
+class PlanQuotaView(QuotaAnswer):
+    """One type's quota in a plan, as its PUT gave it (thresholds, period and anchor absent when not given)."""
+
+    limit: int
+    thresholds: list[int] | None = Field(
+        default=None, description="The thresholds the plan gives; absent: an account's type keeps its own."
+    )
+    period: Literal["day", "month"] | None = Field(default=None, description="The period the plan gives, if any.")
+    anchor: str | None = Field(default=None, description="Its anchor, if it has one.")
+
+    @classmethod
+    def of(cls, quota: PlanQuota) -> PlanQuotaView:
+        period = quota.period
+        return cls(
+            limit=quota.limit,
+            thresholds=_listed(quota.thresholds),
+            period=None if period is None else period.kind.value,
+            anchor=None if period is None or period.anchor is None else format_instant(period.anchor),
+        )
+
+
+class PlanView(QuotaAnswer):
+    """A plan at its current version (its ETag)."""
+
+    plan: str
+    version: int = Field(description="Bumped by each PUT that changes its quotas: the ETag's version.")
+    quotas: dict[str, PlanQuotaView] = Field(description="Its quotas by resource type name.")
+
+    @classmethod
+    def of(cls, plan: Plan) -> PlanView:
+        quotas = {name: PlanQuotaView.of(quota) for name, quota in sorted(plan.quotas.items())}
+        return cls(plan=plan.name, version=plan.version, quotas=quotas)
+
+    def answer(self) -> dict[str, Any]:
+        return {**self.model_dump(exclude={"quotas"}), "quotas": {n: q.answer() for n, q in self.quotas.items()}}
+
+
+class PlanPageView(QuotaAnswer):
+    items: list[PlanView] = Field(description="Plans in name order.")
+    nextCursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+    def answer(self) -> dict[str, Any]:
+        return {"items": [item.answer() for item in self.items], "nextCursor": self.nextCursor}
 
 
 class PeriodTotalView(BaseModel):

@@ -45,6 +45,17 @@ ResourceIfMatch = Annotated[
 ]
 
 
+PlanIfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=1024,
+        pattern=IF_MATCH_PATTERN,
+        description='Change the plan only if its ETag is one of these ("1", "2") or, with *, if it exists.',
+    ),
+]
+
+
 def parse_if_match(header: str | None) -> tuple[frozenset[int] | None, bool]:
     """If-Match as (the versions it allows, or None for any; whether the account must exist).
 

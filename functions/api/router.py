@@ -31,6 +31,10 @@ RESOURCES_PATH = "{quota}/resources"
 RESOURCE_PATH = "{quota}/resources/<resourceId>"
 ADMISSION_PATH = "{quota}/admission"
 HISTORY_PATH = "{quota}/history"
+# A type's override of its account's plan (docs/plans.md), and the plans themselves.
+OVERRIDE_PATH = f"{TYPE_PATH}/override"
+PLANS_PATH = "/plans"
+PLAN_PATH = f"{PLANS_PATH}/<planId>"
 
 
 @dataclass(frozen=True)

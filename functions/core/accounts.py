@@ -79,6 +79,7 @@ from functions.core.leases import (
 from functions.core.model import (
     MAX_RESOURCE_TYPES,
     AccountUsage,
+    LimitSource,
     NewResource,
     Page,
     PageBudget,
@@ -254,6 +255,11 @@ class LimitChange:
     thresholds: tuple[int, ...] | None = None  # the quota's own, ascending; None: it keeps what it has
     key: PutKey | None = None  # Idempotency-Key: each attempt of one call is its first attempt
     period: Period | None = None  # makes the quota periodic; None: it keeps the period it has, or none
+    # Where the limit comes from (model.LimitSource): None for a quota's own PUT, which is an
+    # override on a quota its account's plan gives and the account's own on any other; a plan's
+    # application gives `plan` (docs/plans.md).
+    source: str | None = None
+    keeps_override: bool = False  # a plan's application: an override stands, nothing written
 
     def fingerprint(self) -> str:
         """What the PUT's body asks for: a key sent again with another one is another request. A
@@ -273,6 +279,24 @@ class LimitChange:
         """The quota's effective thresholds after this change: the ones it gives, else the ones
         `account` has."""
         return thresholds_or_default(account.thresholds if self.thresholds is None else self.thresholds)
+
+    def source_on(self, account: ShardState | None) -> str:
+        """Where the limit this change sets on `account` (as read; None: not created yet) comes from."""
+        if self.source is not None:
+            return self.source
+        following_a_plan = account is not None and account.limit_source != LimitSource.ACCOUNT
+        return LimitSource.OVERRIDE if following_a_plan else LimitSource.ACCOUNT
+
+    def changes_nothing(self, account: ShardState) -> bool:
+        """A plan's application that would leave `account` (as read) exactly as it is: the same
+        limit, thresholds, period and source, so it writes nothing (no new limit version)."""
+        return (
+            self.source == LimitSource.PLAN
+            and account.limit_source == LimitSource.PLAN
+            and self.limit == account.limit
+            and (self.thresholds is None or self.thresholds == account.thresholds)
+            and (self.period is None or self.period == account.period)
+        )
 
     def check(self, quota: Quota, account: ShardState | None) -> None:
         """Raise PreconditionFailed unless the account is as the caller's If-Match says."""
@@ -336,6 +360,8 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
             continue
         if account.limit_set_at > change.received_ms:
             return get_usage(store, quota, now)  # overtaken by a PUT received later
+        if (change.keeps_override and account.limit_source == LimitSource.OVERRIDE) or change.changes_nothing(account):
+            return get_usage(store, quota, now)  # a plan's application: nothing of it to write here
         _check_period_change(quota, account, change)
         periods = _periods_to_change(store, quota, account, change, now)
         if account.room + change.limit - account.limit >= 0 or account.span == 1:

@@ -91,6 +91,7 @@ class ShardState:
     leases: tuple[Lease, ...] = ()  # held on it, oldest first
     # Shard 0 of a periodic quota (not of one of its periods): its period (None: a holding quota).
     period: Period | None = None
+    limit_source: str = "account"  # shard 0 only: where its limit comes from (model.LimitSource)
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,35 @@ class QuotaIsPeriodic(Exception):
         self.period = period
 
 
+class PlanNotFound(DomainError):
+    """No plan of that name (docs/plans.md)."""
+
+    code = "PlanNotFound"
+
+    def __init__(self, plan: str) -> None:
+        super().__init__(f"plan {plan!r} does not exist")
+
+
+class PlanPreconditionFailed(PreconditionFailed):
+    """A plan's PUT whose If-Match names another version of the plan (or a plan that does not exist)."""
+
+    def __init__(self, plan: str, version: int | None) -> None:
+        now = "does not exist" if version is None else f'is at ETag "{version}"'
+        DomainError.__init__(self, f"plan {plan} {now}, not what If-Match asks for; read it and retry")
+
+
+class OverrideNotFound(DomainError):
+    """A removal of an override from a type whose limit is not one."""
+
+    code = "OverrideNotFound"
+
+    def __init__(self, quota: Quota) -> None:
+        super().__init__(
+            f"type {quota.resource_type!r} of account {quota.account_id!r} has no override: its limit is not "
+            "its own PUT's on an account whose plan gives the type"
+        )
+
+
 class StoreUnavailable(Exception):
     """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 

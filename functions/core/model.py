@@ -39,6 +39,16 @@ RESOURCE_TYPE_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 MAX_RESOURCE_TYPES = 50
 
 
+class LimitSource:
+    """Where a quota's limit comes from, as its account item records it (docs/plans.md): set by its
+    own PUT on an account without a plan (`account`, what every limit was before plans), given by
+    the account's plan (`plan`), or a type's own PUT on an account whose plan gives it (`override`)."""
+
+    ACCOUNT = "account"
+    PLAN = "plan"
+    OVERRIDE = "override"
+
+
 @dataclass(frozen=True, order=True)
 class Quota:
     """One limit of an account: the account and the resource type it limits. Every flow's limit,
@@ -92,6 +102,9 @@ class Usage:
     # None for a holding quota.
     period: Period | None = None
     window: PeriodWindow | None = None
+    limit_source: str = LimitSource.ACCOUNT  # where its limit comes from (LimitSource)
+    plan: str | None = None  # the default type's only: the account's plan, if it is on one
+    plan_version: int = 0  # and the version of it the account was last given
 
     @property
     def account_id(self) -> str:

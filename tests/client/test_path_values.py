@@ -20,7 +20,16 @@ from tests.client.conftest import ScriptedServer, Waits, client_of, static_sessi
 
 # Every method that takes a path value: one per operation, and the iterators over every page.
 METHODS = sorted({operation.client_method for operation in OPERATIONS} | {"list_resources", "list_typed_resources"})
-GOOD = {"account_id": "acme", "resource_type": "seats", "resource_id": "r-1", "name": "vm-1", "limit": 3, "amount": 2}
+GOOD = {
+    "account_id": "acme",
+    "resource_type": "seats",
+    "resource_id": "r-1",
+    "name": "vm-1",
+    "limit": 3,
+    "amount": 2,
+    "plan_id": "pro",
+    "quotas": {},
+}
 PATH_ARGUMENTS = set(ARGUMENT_NAMES.values())
 Clients = tuple[LimitsClient, AsyncLimitsClient, Waits]
 # A call of `method` with `argument` given `value` (the `send` fixture).

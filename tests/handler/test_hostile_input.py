@@ -380,7 +380,13 @@ ANY_BODY = st.one_of(
     st.text(max_size=40),
     st.binary(max_size=40),  # sent base64-encoded, as API Gateway passes a binary body
 )
-ROUTES_WITH_A_BODY = ["PUT {a}", "PUT {a}/types/seats", "POST {a}/resources", "POST {a}/types/seats/resources"]
+ROUTES_WITH_A_BODY = [
+    "PUT {a}",
+    "PUT {a}/types/seats",
+    "POST {a}/resources",
+    "POST {a}/types/seats/resources",
+    "PUT /plans/hostile",
+]
 
 
 @settings(
@@ -397,7 +403,7 @@ def test_any_content_type_and_body_is_answered_in_the_envelope_never_a_5xx(
     if harness.api.request("GET", "/accounts/typed/types/seats").status == 404:  # once: the examples share it
         assert harness.api.put_type("typed", "seats", 1000).status == 200
     method, url = route.format(a="/accounts/typed").split(" ")
-    before = read_truth(harness.backend.dynamodb, harness.backend.table)
+    before = read_truth(harness.backend.dynamodb, harness.backend.table), plans(harness)
     response = harness.api.request(method, url, body, {"Content-Type": content_type})
     event(f"answered {response.status}")
     assert response.status < 500, response.text
@@ -407,4 +413,35 @@ def test_any_content_type_and_body_is_answered_in_the_envelope_never_a_5xx(
         return
     assert set(answer) == {"error"}, answer
     assert {"code", "message"} <= set(answer["error"]), answer
-    assert read_truth(harness.backend.dynamodb, harness.backend.table) == before
+    assert (read_truth(harness.backend.dynamodb, harness.backend.table), plans(harness)) == before
+
+
+def plans(harness: Harness) -> list[dict[str, Any]]:
+    """Every plan, as the API answers them (read_truth reads quotas only)."""
+    return list(harness.api.request("GET", "/plans?limit=100").json()["items"])
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "place"),
+    [
+        ("PUT", "/plans/pro", '{"quotas": {"seats": {"limit": NaN}}}', "quotas.seats.limit"),
+        ("PUT", "/plans/pro", '{"quotas": {"seats": {"limit": 1e400}}}', "quotas.seats.limit"),
+        ("PUT", "/plans/pro", '{"quotas": {"seats": {"limit": 1}, "seats": {"limit": 2}}}', "quotas.seats"),
+        (
+            "PUT",
+            "/plans/pro",
+            '{"quotas": {"seats": {"limit": 5, "thresholds": [50, NaN]}}}',
+            "quotas.seats.thresholds.1",
+        ),
+        ("PUT", "/plans/pro", '{"quotas": {"se\\ud800ts": {"limit": 1}}}', None),
+        ("PUT", "/accounts/acme", '{"plan": "pro", "plan": "free"}', "plan"),
+        ("PUT", "/accounts/acme", '{"plan": "pro\\u0000"}', None),
+    ],
+)
+def test_hostile_plan_bodies_are_refused_before_any_write(
+    harness: Harness, method: str, url: str, body: str, place: str | None
+) -> None:
+    assert harness.api.request("PUT", "/plans/free", {"quotas": {"seats": {"limit": 1}}}).status == 200
+    before = plans(harness)
+    refused_before_any_write(harness, method, url, body, place)
+    assert plans(harness) == before

@@ -40,9 +40,11 @@ def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_
 ) -> None:
     answers = replay_previous_release(harness)
     api = harness.api
-    # Read: the same answers, byte for byte, no `types` field and no registry written by a read.
+    # Read: the same answers, byte for byte, no `types` field and no registry written by a read;
+    # the account's only with the field plans added after its limit (docs/plans.md).
     account = api.request("GET", "/accounts/old")
-    assert (account.text, account.headers["ETag"]) == (answers["account"], answers["etag"])
+    with_source = answers["account"].replace('"limit":3,', '"limit":3,"limitSource":"account",', 1)
+    assert (account.text, account.headers["ETag"]) == (with_source, answers["etag"])
     assert api.request("GET", "/accounts/old/resources").text == answers["list"]
     kept = json.loads(answers["kept"])
     assert api.request("GET", f"/accounts/old/resources/{kept['resourceId']}").text == answers["kept"]
@@ -75,7 +77,9 @@ def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_
     truth = harness.truth(OLD)
     assert (truth.live, truth.eventual, truth.admitted, truth.best_effort_net) == (2, 2, 2, 2)
     harness.check_invariants()
-    assert set(api.account("old")) == {"accountId", "limit", "bestEffort", "eventual", "used", "available", "rateLimit"}
+    assert set(api.account("old")) == {
+        *("accountId", "limit", "limitSource", "bestEffort", "eventual", "used", "available", "rateLimit")
+    }
 
 
 def test_the_previous_releases_account_takes_a_type_beside_its_default_type(harness: Harness) -> None:
@@ -88,4 +92,4 @@ def test_the_previous_releases_account_takes_a_type_beside_its_default_type(harn
     assert harness.truth(OLD) == before
     body = harness.api.account("old")
     assert [view["type"] for view in body.pop("types")] == ["seats"]
-    assert body == {**json.loads(answers["account"]), "eventual": 1}
+    assert body == {**json.loads(answers["account"]), "eventual": 1, "limitSource": "account"}

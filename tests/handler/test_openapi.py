@@ -37,7 +37,18 @@ def test_document_describes_the_contract() -> None:
         "/accounts/{accountId}/types/{resourceType}/admission",
         "/accounts/{accountId}/history",
         "/accounts/{accountId}/types/{resourceType}/history",
+        "/accounts/{accountId}/types/{resourceType}/override",
+        "/plans",
+        "/plans/{planId}",
     }
+    # A limit optional beside `plan` keeps its bounds as JSON Schema says them (pydantic wrote `ge`/`le`).
+    limit = document["components"]["schemas"]["PutAccountRequest"]["properties"]["limit"]
+    assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 0, 2**53 - 1)
+    plan = document["components"]["schemas"]["PutAccountRequest"]["properties"]["plan"]
+    assert (plan["type"], plan["pattern"]) == ("string", "^[a-z][a-z0-9-]{0,31}$")
+    assert set(paths["/plans/{planId}"]) == {"get", "put"}
+    assert set(paths["/plans"]) == {"get"}
+    assert set(paths["/accounts/{accountId}/types/{resourceType}/override"]) == {"delete"}
     assert set(paths["/accounts/{accountId}/resources"]) == {"get", "post"}
     assert set(paths["/accounts/{accountId}/resources/{resourceId}"]) == {"get", "patch", "delete"}
     assert set(paths["/accounts/{accountId}/admission"]) == {"get"}
@@ -98,7 +109,31 @@ def test_every_answer_the_api_gives_is_documented_with_its_schema(harness: Harne
     for _ in range(2):
         answer("GET", f"{typed}/{{resourceId}}", f"/accounts/acme/types/seats/resources/{seat['resourceId']}")
         answer("DELETE", f"{typed}/{{resourceId}}", f"/accounts/acme/types/seats/resources/{seat['resourceId']}")
+    plan, plans, override = "/plans/{planId}", "/plans", f"{a_type}/override"
+    answer("PUT", plan, "/plans/pro", {"quotas": {"seats": {"limit": 5}}})
+    answer("PUT", plan, "/plans/pro", {"quotas": {"default": {"limit": 5}}})
+    answer("PUT", plan, "/plans/pro", {"quotas": {}}, {"If-Match": '"9"'})
+    answer("GET", plan, "/plans/pro")
+    answer("GET", plan, "/plans/nope")
+    answer("GET", plans, "/plans")
+    answer("GET", plans, "/plans?cursor=abc")
+    answer("PUT", account, "/accounts/planned", {"plan": "pro"})
+    answer("PUT", account, "/accounts/planned", {"plan": "nope"})
+    answer("PUT", a_type, "/accounts/planned/types/seats", {"limit": 9})
+    answer("DELETE", override, "/accounts/planned/types/seats/override")
+    answer("DELETE", override, "/accounts/planned/types/seats/override")
+    answer("DELETE", override, "/accounts/planned/types/nope/override")
     assert {status for _, _, status in given} == {200, 201, 204, 400, 404, 409, 412, 413, 422}
+    assert {(template, status) for _, template, status in given if template in (plan, plans, override)} == {
+        (plan, 200),
+        (plan, 400),
+        (plan, 404),
+        (plan, 412),
+        (plans, 200),
+        (plans, 400),
+        (override, 200),
+        (override, 404),
+    }
     assert {(template, status) for _, template, status in given if template.startswith(types)} >= {
         (a_type, 409),
         (a_type, 412),
@@ -280,7 +315,7 @@ GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")  
 def test_every_method_a_documented_path_does_not_take_is_405_with_the_documented_ones(harness: Harness) -> None:
     document = json.loads(render())
     for template, operations in document["paths"].items():
-        path = template.format(accountId="acme", resourceType="seats", resourceId="r1")
+        path = template.format(accountId="acme", resourceType="seats", resourceId="r1", planId="pro")
         documented = sorted(method.upper() for method in operations)
         for method in sorted(set(GATEWAY_METHODS) - set(documented)):
             answer = harness.api.request(method, path)

@@ -18,6 +18,7 @@ def type_view(resource_type: str, limit: int, best_effort: int = 0, eventual: in
         "accountId": "acme",
         "type": resource_type,
         "limit": limit,
+        "limitSource": "account",  # set by its own PUT, on an account without a plan (docs/plans.md)
         "bestEffort": best_effort,
         "eventual": eventual,
         "used": used,
@@ -60,6 +61,7 @@ def test_an_account_without_other_types_answers_exactly_as_before(harness: Harne
     assert api.account("acme") == {
         "accountId": "acme",
         "limit": 3,
+        "limitSource": "account",  # the one field plans added (docs/plans.md)
         "bestEffort": 0,
         "eventual": 0,
         "used": 0,

@@ -1,6 +1,6 @@
 """What a tenant of account `acme` may call, as IAM authorization (infra/access.py) and the JWT
 authorizer (functions/core/token_access.py) both allow it: its own account's reads and resources,
-every type's included, never a limit, never another account's paths."""
+every type's included, never a limit, never another account's paths; and the admin's alone."""
 
 from __future__ import annotations
 
@@ -38,4 +38,13 @@ TENANT_ACME_PATHS = [
     ("GET", "/accounts/globex/admission", False),
     ("GET", "/accounts/globex/history", False),
     ("GET", "/accounts/globex/types/builds/history", False),
+]
+
+# The admin's alone, for every tenant (docs/plans.md): the plans, and a type's override's removal.
+# A tenant reads its own account's plan and each type's limitSource on its account's GET.
+ADMIN_ONLY_PATHS = [
+    ("DELETE", "/accounts/acme/types/seats/override"),
+    ("GET", "/plans"),
+    ("GET", "/plans/pro"),
+    ("PUT", "/plans/pro"),
 ]

@@ -45,6 +45,8 @@ def read_truth(client: Any, table: str) -> dict[str, AccountTruth]:
             sort_key = item[table_layout.SORT_KEY]
             if sort_key == keys.RATE_SORT_KEY:
                 continue  # a rate window counts requests, not the account's resources
+            if item[table_layout.PARTITION_KEY] == keys.PLANS_PK:
+                continue  # a plan is no quota's (tests/handler/test_plans.py reads plans through the API)
             # Summed per quota, under its partition key (`ACCOUNT#acme`, `ACCOUNT#acme#seats`): a
             # quota's shards and counter shards have keys of their own, which name it.
             quota = keys.quota_of(item[table_layout.PARTITION_KEY])

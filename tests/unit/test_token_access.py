@@ -8,7 +8,7 @@ import pytest
 from functions.authorizer.policy import access_policy
 from functions.core.token_access import TokenRules
 from local.iam_policy import allowed, execute_api_arn
-from tests.support.tenant_paths import TENANT_ACME_PATHS
+from tests.support.tenant_paths import ADMIN_ONLY_PATHS, TENANT_ACME_PATHS
 
 RULES = TokenRules(tenant_claim="tenant", admin_scope="counter/admin")
 METHOD = "arn:aws:execute-api:us-east-1:123456789012:a1b2c3/prod/POST/accounts/acme/resources"
@@ -45,6 +45,16 @@ def test_a_tenant_token_reaches_every_type_of_its_account_and_sets_no_limit(meth
     policy = access_policy({"sub": "u1", "tenant": "acme"}, METHOD, RULES)["policyDocument"]
     arn = execute_api_arn("us-east-1", "123456789012", "a1b2c3", "prod", method, path)
     assert allowed([policy], "execute-api:Invoke", arn, {}) is may
+
+
+@pytest.mark.parametrize(("method", "path"), ADMIN_ONLY_PATHS)
+def test_a_tenant_token_never_reaches_a_plan_or_removes_an_override(method: str, path: str) -> None:
+    """API Gateway answers it 403 AccessDenied, in the envelope (docs/security.md); the admin may."""
+    arn = execute_api_arn("us-east-1", "123456789012", "a1b2c3", "prod", method, path)
+    tenant = access_policy({"sub": "u1", "tenant": "acme"}, METHOD, RULES)["policyDocument"]
+    admin = access_policy({"sub": "ops", "scope": "counter/admin"}, METHOD, RULES)["policyDocument"]
+    assert allowed([tenant], "execute-api:Invoke", arn, {}) is False
+    assert allowed([admin], "execute-api:Invoke", arn, {}) is True
 
 
 @pytest.mark.parametrize("claims", [{"scope": "openid counter/admin"}, {"cognito:groups": ["counter/admin"]}])

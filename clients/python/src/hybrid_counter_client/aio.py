@@ -23,6 +23,8 @@ from hybrid_counter_client.models import (
     Account,
     Admission,
     PeriodHistory,
+    Plan,
+    PlanPage,
     RateLimit,
     Resource,
     ResourcePage,
@@ -88,17 +90,26 @@ class AsyncLimitsClient(ClientBase):
         self,
         account_id: str,
         *,
-        limit: int,
+        limit: int | None = None,
         rate_limit: RateLimit | None = None,
         thresholds: list[int] | None = None,
         if_match: str | None = None,
         idempotency_key: str | None = None,
         period: str | None = None,
         anchor: str | None = None,
+        plan: str | None = None,
     ) -> Account:
         return await self._call(
             operations.put_account(
-                account_id, limit, rate_limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+                account_id,
+                limit,
+                rate_limit,
+                thresholds,
+                if_match,
+                idempotency_key,
+                period=period,
+                anchor=anchor,
+                plan=plan,
             )
         )
 
@@ -266,6 +277,30 @@ class AsyncLimitsClient(ClientBase):
             page = await self.list_typed_resources_page(account_id, resource_type, limit=page_size, cursor=cursor)
             for resource in page.items:
                 yield resource
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # -- plans (docs/plans.md), as LimitsClient's ------------------------------------------------
+
+    async def remove_override(self, account_id: str, resource_type: str) -> ResourceType:
+        return await self._call(operations.remove_override(account_id, resource_type))
+
+    async def put_plan(self, plan_id: str, *, quotas: Mapping[str, Any], if_match: str | None = None) -> Plan:
+        return await self._call(operations.put_plan(plan_id, quotas, if_match))
+
+    async def get_plan(self, plan_id: str) -> Plan:
+        return await self._call(operations.get_plan(plan_id))
+
+    async def list_plans_page(self, *, limit: int | None = None, cursor: str | None = None) -> PlanPage:
+        return await self._call(operations.list_plans_page(limit, cursor))
+
+    async def list_plans(self, *, page_size: int | None = None) -> AsyncIterator[Plan]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_plans_page(limit=page_size, cursor=cursor)
+            for plan in page.items:
+                yield plan
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor

@@ -18,6 +18,8 @@ from hybrid_counter_client.models import (
     Account,
     Admission,
     PeriodHistory,
+    Plan,
+    PlanPage,
     RateLimit,
     Resource,
     ResourcePage,
@@ -140,13 +142,14 @@ class LimitsClient(ClientBase):
         self,
         account_id: str,
         *,
-        limit: int,
+        limit: int | None = None,
         rate_limit: RateLimit | None = None,
         thresholds: list[int] | None = None,
         if_match: str | None = None,
         idempotency_key: str | None = None,
         period: str | None = None,
         anchor: str | None = None,
+        plan: str | None = None,
     ) -> Account:
         """Create the account or set its limit (an admin session only). `rate_limit`: its own rate
         limit; `thresholds`: its own usage thresholds, 1 to 10 percentages 1..100 (docs/events.md;
@@ -158,10 +161,23 @@ class LimitsClient(ClientBase):
         the one asked for. `if_match`: change it only if its `etag` is still this one
         (PreconditionFailed otherwise). Every attempt sends the same `idempotency_key` (a new uuid4
         unless given), so a retry never overwrites a PUT made after its first attempt: it then
-        answers the account as that PUT left it."""
+        answers the account as that PUT left it.
+
+        `plan` (alone: with no `limit` or other setting, else ValidationError) puts the account on
+        that plan (docs/plans.md): each of its quotas on the account's type of that name, but the
+        account's overrides; the answer lists every type. PlanNotFound, nothing written, for a plan
+        that does not exist. A retry gives nothing twice."""
         return self._call(
             operations.put_account(
-                account_id, limit, rate_limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+                account_id,
+                limit,
+                rate_limit,
+                thresholds,
+                if_match,
+                idempotency_key,
+                period=period,
+                anchor=anchor,
+                plan=plan,
             )
         )
 
@@ -360,6 +376,37 @@ class LimitsClient(ClientBase):
         cursor: str | None = None
         while True:
             page = self.list_typed_resources_page(account_id, resource_type, limit=page_size, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # -- plans (docs/plans.md): admin sessions only --------------------------------------------
+
+    def remove_override(self, account_id: str, resource_type: str) -> ResourceType:
+        """Give the type its account's plan's limit again (its override removed). OverrideNotFound
+        when its limit is no override (after a retry of a call that may have landed: that call
+        removed it)."""
+        return self._call(operations.remove_override(account_id, resource_type))
+
+    def put_plan(self, plan_id: str, *, quotas: Mapping[str, Any], if_match: str | None = None) -> Plan:
+        """Create the plan or replace its quotas: by type name, each as `put_type_limit` takes it
+        (`{"limit": 50, "thresholds": [80], "period": "month"}`). The same quotas again change
+        nothing; `if_match`: only if its `etag` is still this one (PreconditionFailed otherwise)."""
+        return self._call(operations.put_plan(plan_id, quotas, if_match))
+
+    def get_plan(self, plan_id: str) -> Plan:
+        """The plan (PlanNotFound if there is none of that name)."""
+        return self._call(operations.get_plan(plan_id))
+
+    def list_plans_page(self, *, limit: int | None = None, cursor: str | None = None) -> PlanPage:
+        return self._call(operations.list_plans_page(limit, cursor))
+
+    def list_plans(self, *, page_size: int | None = None) -> Iterator[Plan]:
+        """Every plan, by name, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_plans_page(limit=page_size, cursor=cursor)
             yield from page.items
             if page.next_cursor is None:
                 return

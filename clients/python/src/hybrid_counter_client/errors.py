@@ -113,6 +113,14 @@ class ResourceNotFound(ClientError):
     """No such live resource."""
 
 
+class PlanNotFound(ClientError):
+    """No plan of that name (docs/plans.md); an account's PUT with it wrote nothing."""
+
+
+class OverrideNotFound(ClientError):
+    """The type's limit is not an override of its account's plan: nothing to remove."""
+
+
 class RouteNotFound(ClientError):
     """A path the API does not have."""
 

@@ -53,6 +53,7 @@ class TypeUsage:
     eventual: int  # exact once the stream is applied; lags it
     used: int  # max(best_effort, eventual)
     available: int
+    limit_source: str = "account"  # or "plan", "override" (docs/plans.md); an API before plans sends none
     thresholds: list[int] | None = None
     period: str | None = None  # "day" or "month"
     anchor: str | None = None  # RFC 3339, as the PUT gave it
@@ -91,12 +92,34 @@ class Account:
     available: int
     rate_limit: RateLimit  # its own, or the API's default
     etag: str = field(metadata={"header": "ETag"})
+    limit_source: str = "account"  # its default type's: always "account" (a plan gives named types only)
+    plan: str | None = None  # its plan, if it is on one (docs/plans.md)
     thresholds: list[int] | None = None
     types: list[TypeUsage] | None = None
     period: str | None = None  # "day" or "month"
     anchor: str | None = None  # RFC 3339, as the PUT gave it
     period_start: str | None = None  # RFC 3339, UTC
     period_end: str | None = None  # RFC 3339, UTC, exclusive
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A plan (docs/plans.md): its quotas by type name, each as a type's PUT gave it (`{"limit":
+    50}`, with `thresholds`, `period` and `anchor` when the plan gives them). `etag` is its version,
+    for `put_plan(if_match=)`."""
+
+    plan: str
+    version: int
+    quotas: dict[str, Any]
+    etag: str | None = field(default=None, metadata={"header": "ETag"}, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class PlanPage:
+    """One page of plans, by name; `next_cursor` is None on the last."""
+
+    items: list[Plan]
+    next_cursor: str | None
 
 
 @dataclass(frozen=True)

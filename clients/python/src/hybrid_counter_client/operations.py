@@ -20,6 +20,8 @@ from hybrid_counter_client.models import (
     Account,
     Admission,
     PeriodHistory,
+    Plan,
+    PlanPage,
     RateLimit,
     Resource,
     ResourcePage,
@@ -42,12 +44,14 @@ PATH_PATTERNS: Mapping[str, str] = {
     "accountId": r"^[A-Za-z0-9_-]{1,64}$",
     "resourceType": r"^[a-z][a-z0-9-]{0,31}$",
     "resourceId": r"^[A-Za-z0-9_-]{1,64}$",
+    "planId": r"^[a-z][a-z0-9-]{0,31}$",
 }
 # The client's name of each: the argument a caller passed it as.
 ARGUMENT_NAMES: Mapping[str, str] = {
     "accountId": "account_id",
     "resourceType": "resource_type",
     "resourceId": "resource_id",
+    "planId": "plan_id",
 }
 _COMPILED = {name: re.compile(pattern) for name, pattern in PATH_PATTERNS.items()}
 
@@ -120,6 +124,11 @@ GET_HISTORY = Operation("getPeriodHistory", "GET", "/accounts/{accountId}/histor
 GET_TYPED_HISTORY = Operation(
     "getTypedPeriodHistory", "GET", f"{TYPE_PATH}/history", frozenset({200}), "typed_period_history"
 )
+# A type's override of its account's plan, and the plans (docs/plans.md).
+REMOVE_OVERRIDE = Operation("removeOverride", "DELETE", f"{TYPE_PATH}/override", frozenset({200}), "remove_override")
+PUT_PLAN = Operation("putPlan", "PUT", "/plans/{planId}", frozenset({200}), "put_plan")
+GET_PLAN = Operation("getPlan", "GET", "/plans/{planId}", frozenset({200}), "get_plan")
+LIST_PLANS = Operation("listPlans", "GET", "/plans", frozenset({200}), "list_plans_page")
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
@@ -140,6 +149,10 @@ OPERATIONS = (
     GET_TYPED_ADMISSION,
     GET_HISTORY,
     GET_TYPED_HISTORY,
+    REMOVE_OVERRIDE,
+    PUT_PLAN,
+    GET_PLAN,
+    LIST_PLANS,
 )
 
 
@@ -229,7 +242,7 @@ def _quota_settings(thresholds: Sequence[int] | None, period: str | None, anchor
 
 def put_account(
     account_id: str,
-    limit: int,
+    limit: int | None,
     rate_limit: RateLimit | None,
     thresholds: Sequence[int] | None,
     if_match: str | None,
@@ -237,8 +250,12 @@ def put_account(
     *,
     period: str | None = None,
     anchor: str | None = None,
+    plan: str | None = None,
 ) -> Call[Account]:
-    body: dict[str, Any] = {"limit": limit}
+    """The account's own limit, or (`plan`, which the API takes alone: ValidationError with any
+    other setting) the plan it is put on. Each is sent as given, so the API judges the body."""
+    given = {"limit": limit, "plan": plan}
+    body: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
     if rate_limit is not None:
         body["rateLimit"] = rate_limit.to_json()
     body |= _quota_settings(thresholds, period, anchor)
@@ -386,3 +403,28 @@ def period_history(account_id: str, periods: int | None) -> Call[PeriodHistory]:
 def typed_period_history(account_id: str, resource_type: str, periods: int | None) -> Call[PeriodHistory]:
     where = {"accountId": account_id, "resourceType": resource_type}
     return Call(GET_TYPED_HISTORY, where, _decoder(PeriodHistory), query=_periods(periods))
+
+
+def remove_override(account_id: str, resource_type: str) -> Call[ResourceType]:
+    where = {"accountId": account_id, "resourceType": resource_type}
+    return Call(REMOVE_OVERRIDE, where, _decoder(ResourceType))
+
+
+def _plan_quota(quota: Any) -> dict[str, Any]:
+    """A plan's quota as the API takes it: a mapping as given, or a PlanQuota-like object's `to_json()`."""
+    return dict(quota.to_json() if hasattr(quota, "to_json") else quota)
+
+
+def put_plan(plan_id: str, quotas: Mapping[str, Any], if_match: str | None) -> Call[Plan]:
+    body = _json_body({"quotas": {name: _plan_quota(quota) for name, quota in quotas.items()}})
+    headers = {} if if_match is None else {"If-Match": if_match}
+    return Call(PUT_PLAN, {"planId": plan_id}, _decoder(Plan), headers=headers, body=body)
+
+
+def get_plan(plan_id: str) -> Call[Plan]:
+    return Call(GET_PLAN, {"planId": plan_id}, _decoder(Plan))
+
+
+def list_plans_page(limit: int | None, cursor: str | None) -> Call[PlanPage]:
+    query = {name: str(value) for name, value in (("limit", limit), ("cursor", cursor)) if value is not None}
+    return Call(LIST_PLANS, {}, _decoder(PlanPage), query=query)

@@ -1,0 +1,75 @@
+"""The Python client's plan calls (`put_plan`, `get_plan`, `list_plans`, `put_account(plan=)`,
+`remove_override`) through the real API handler, served on 127.0.0.1 by the bridge
+(tests/handler/client_bridge.py) on this tier's table."""
+
+from __future__ import annotations
+
+import pytest
+from hybrid_counter_client import (
+    LimitsClient,
+    OverrideNotFound,
+    PlanNotFound,
+    PreconditionFailed,
+    ValidationError,
+)
+
+from tests.handler.client_bridge import Bridge
+from tests.handler.conftest import Harness, Kind
+
+pytestmark = pytest.mark.client
+
+PRO = {
+    "seats": {"limit": 50},
+    "projects": {"limit": 10, "thresholds": [50, 90]},
+    "builds": {"limit": 1000, "period": "month"},
+}
+
+
+@pytest.fixture
+def kind(harness: Harness) -> Kind:
+    """The account's default type only: a plan's calls are the account's, not one type's."""
+    return Kind(harness, None)
+
+
+def test_a_plan_is_put_read_listed_and_versioned(client: LimitsClient, bridge: Bridge) -> None:
+    created = client.put_plan("pro", quotas=PRO)
+    assert (created.plan, created.version, created.etag) == ("pro", 1, '"1"')
+    assert created.quotas["projects"] == {"limit": 10, "thresholds": [50, 90]}
+    assert client.get_plan("pro") == created
+    changed = client.put_plan("pro", quotas={**PRO, "seats": {"limit": 60}}, if_match=created.etag)
+    assert changed.version == 2
+    with pytest.raises(PreconditionFailed):
+        client.put_plan("pro", quotas=PRO, if_match=created.etag)
+    assert bridge.seen[-1] == ("PUT", '"1"')
+    client.put_plan("free", quotas={"seats": {"limit": 3}})
+    assert [plan.plan for plan in client.list_plans(page_size=1)] == ["free", "pro"]
+    with pytest.raises(PlanNotFound):
+        client.get_plan("nope")
+
+
+def test_an_account_on_a_plan_its_override_and_the_overrides_removal(client: LimitsClient) -> None:
+    client.put_plan("pro", quotas=PRO)
+    account = client.put_account("acme", plan="pro")
+    assert (account.plan, account.limit, account.limit_source) == ("pro", 0, "account")
+    assert {t.type: (t.limit, t.limit_source) for t in account.types or []} == {
+        "builds": (1000, "plan"),
+        "projects": (10, "plan"),
+        "seats": (50, "plan"),
+    }
+    override = client.put_type_limit("acme", "seats", limit=60)
+    assert (override.limit, override.limit_source) == (60, "override")
+    restored = client.remove_override("acme", "seats")
+    assert (restored.limit, restored.limit_source) == (50, "plan")
+    with pytest.raises(OverrideNotFound):
+        client.remove_override("acme", "seats")
+    assert client.get_account("acme").plan == "pro"
+    with pytest.raises(PlanNotFound):
+        client.put_account("other", plan="nope")
+    with pytest.raises(ValidationError):
+        client.put_account("other", plan="pro", limit=5)
+
+
+def test_an_account_without_a_plan_reads_as_before(client: LimitsClient) -> None:
+    account = client.put_account("acme", limit=3)
+    assert (account.plan, account.limit_source, account.limit) == (None, "account", 3)
+    assert client.put_type_limit("acme", "seats", limit=4).limit_source == "account"
