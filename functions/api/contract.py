@@ -159,9 +159,13 @@ TYPE_READS = {
     operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
     for operation_id in (GET_TYPE, LIST_TYPED_RESOURCES)
 }
+# A type's PUT on an account whose plan gives the type is an override, which can be removed.
 PUT_TYPE_LINKS = {
     **TYPE_READS,
-    CREATE_TYPED_RESOURCE: link(CREATE_TYPED_RESOURCE, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST),
+    **{
+        operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
+        for operation_id in (CREATE_TYPED_RESOURCE, REMOVE_OVERRIDE)
+    },
 }
 GET_TYPE_LINKS = {
     PUT_TYPE: link(
@@ -575,7 +579,14 @@ GET_PLAN_OPERATION = Operation(
 LIST_PLANS_OPERATION = Operation(
     LIST_PLANS,
     "List the plans, a page at a time by cursor (admin only)",
-    answers({200: ("A page of plans in name order, and the cursor of the next", PlanPageView)}),
+    answers(
+        {200: ("A page of plans in name order, and the cursor of the next", PlanPageView)},
+        # The page's first plan can be read and changed (a PUT with no If-Match).
+        links={
+            operation_id: link(operation_id, planId="$response.body#/items/0/plan")
+            for operation_id in (GET_PLAN, PUT_PLAN)
+        },
+    ),
     description="One Query of the plans' partition a page. Pass nextCursor on until it is null and every plan comes "
     "exactly once.",
 )

@@ -184,9 +184,17 @@ def _not_null_plan(value: Any) -> Any:
 
 class PutAccountRequest(PeriodAsked):
     """Either the account's own limit (`limit`, with `rateLimit`, `thresholds`, `period` as they
-    are), or a plan (`plan` alone)."""
+    are), or a plan (`plan` alone): the document says so too, so a body it takes is one the API takes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["limit"], "not": {"required": ["plan"]}},
+                {"required": ["plan"], "maxProperties": 1},
+            ]
+        },
+    )
 
     limit: Annotated[
         Annotated[int, Field(ge=0, le=MAX_LIMIT), BeforeValidator(_whole_number)] | None,
@@ -247,6 +255,8 @@ class PutPlanRequest(BaseModel):
         f"takes it: its limit, and its thresholds and period if the plan gives them (omitted, an account's type "
         f"keeps what it has). Named types only: `{DEFAULT_RESOURCE_TYPE}`, an account's type of the routes "
         f"without one, is never a plan's (400).",
+        # Only type names as keys (patternProperties alone lets any other key through), `default` not one.
+        json_schema_extra={"additionalProperties": False, "propertyNames": {"not": {"enum": [DEFAULT_RESOURCE_TYPE]}}},
     )
 
     @model_validator(mode="after")

@@ -220,8 +220,12 @@ def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) 
     """A link's runtime expression (OpenAPI 3.1, "Runtime Expressions"): the forms this API uses."""
     if expression.startswith("$request.path."):
         return request_path[expression.removeprefix("$request.path.")]
-    if expression.startswith("$response.body#/"):
-        return str(answer.json()[expression.removeprefix("$response.body#/")])
+    if expression.startswith("$response.body#/"):  # a JSON pointer (RFC 6901) into the answer
+        found = answer.json()
+        for token in expression.removeprefix("$response.body#/").split("/"):
+            token = token.replace("~1", "/").replace("~0", "~")
+            found = found[int(token)] if isinstance(found, list) else found[token]
+        return str(found)
     if expression.startswith("$response.header."):
         return answer.headers[expression.removeprefix("$response.header.")]
     raise AssertionError(f"unexpected link expression {expression}")
@@ -231,8 +235,9 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     """A client generated from the document (or a fuzzer's stateful phase) follows these links: from
     a PUT of an account to its reads and to a create in it, from a read of it to a PUT on the
     condition that it is as read (and to its periods' history, a periodic quota's), from a create to
-    the resource's read, resize and delete and the account's reads. Each link, followed against the
-    API, reaches what it names (2xx)."""
+    the resource's read, resize and delete and the account's next steps, from a type's PUT to the
+    removal of its override, and between a plan's PUT, its read and the list. Each link, followed
+    against the API, reaches what it names (2xx)."""
     document = json.loads(render())
     by_id = {
         described["operationId"]: (method.upper(), path)
@@ -254,7 +259,8 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
             headers = {
                 name.removeprefix("header."): value for name, value in values.items() if name.startswith("header.")
             }
-            payload = {"POST": {"name": "linked"}, "PUT": {"limit": 5}, "PATCH": {"amount": 1}}.get(target_method)
+            put = {"quotas": {"seats": {"limit": 3}}} if target.startswith("/plans") else {"limit": 5}
+            payload = {"POST": {"name": "linked"}, "PUT": put, "PATCH": {"amount": 1}}.get(target_method)
             followed = api.request(target_method, target.format(**path), payload, headers)
             assert 200 <= followed.status < 300, (link, followed.status, followed.text)
             reached.add((target_method, target))
@@ -274,19 +280,32 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
         ("GET", f"{account}/types"),
         ("GET", f"{account}/history"),
     }
-    created = api.create("linked", "r1")
+    # A create leads to the resource's read, resize and delete, and to its account's reads, its
+    # admission, its history (a periodic quota's) and its PUT.
+    created = api.create("billed", "r1")
     on_it = {("GET", resource), ("PATCH", resource), ("DELETE", resource)}
-    assert follow("POST", resources, 201, where, created) == {*reads, *on_it}
-    assert api.create("linked", "r2", key="k2").status == 201
-    replayed = api.create("linked", "r2", key="k2")  # a replay answers the resource it created
-    assert follow("POST", resources, 200, where, replayed) == {*reads, *on_it}
+    account_next = {
+        *reads,
+        ("GET", f"{account}/admission"),
+        ("GET", f"{account}/types"),
+        ("GET", f"{account}/history"),
+        ("PUT", account),
+    }
+    assert follow("POST", resources, 201, billed, created) == {*account_next, *on_it}
+    assert api.create("billed", "r2", key="k2").status == 201
+    replayed = api.create("billed", "r2", key="k2")  # a replay answers the resource it created
+    assert follow("POST", resources, 200, billed, replayed) == {*account_next, *on_it}
 
     # The same on a type's routes, which name the type too.
     a_type = "/accounts/{accountId}/types/{resourceType}"
     typed, typed_resource = f"{a_type}/resources", f"{a_type}/resources/{{resourceId}}"
     where = {"accountId": "linked", "resourceType": "seats"}
     reads = {("GET", a_type), ("GET", typed)}
-    assert follow("PUT", a_type, 200, where, api.put_type("linked", "seats", 5)) == {*reads, ("POST", typed)}
+    # On an account whose plan gives the type, its PUT is an override, which can be removed.
+    assert api.request("PUT", "/plans/linking", {"quotas": {"seats": {"limit": 3}}}).status == 200
+    assert api.request("PUT", "/accounts/linked", {"plan": "linking"}).status == 200
+    override = api.put_type("linked", "seats", 5)
+    assert follow("PUT", a_type, 200, where, override) == {*reads, ("POST", typed), ("DELETE", f"{a_type}/override")}
     builds = {"accountId": "linked", "resourceType": "builds"}
     assert api.request("PUT", "/accounts/linked/types/builds", {"limit": 5, "period": "day"}).status == 200
     assert follow("GET", a_type, 200, builds, api.request("GET", "/accounts/linked/types/builds")) == {
@@ -294,9 +313,18 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
         ("GET", f"{a_type}/admission"),
         ("GET", f"{a_type}/history"),
     }
-    created = api.create("linked", "s1", resource_type="seats")
+    created = api.create("linked", "b1", resource_type="builds")
     on_it = {("GET", typed_resource), ("PATCH", typed_resource), ("DELETE", typed_resource)}
-    assert follow("POST", typed, 201, where, created) == {*reads, *on_it}
+    type_next = {*reads, ("GET", f"{a_type}/admission"), ("GET", f"{a_type}/history"), ("PUT", a_type)}
+    assert follow("POST", typed, 201, builds, created) == {*type_next, *on_it}
+
+    # A plan's PUT leads to its read, its read to a PUT on the condition that it is as read, and a
+    # page of the list to its first plan's read and PUT.
+    plan, named = "/plans/{planId}", {"planId": "linking"}
+    put_plan = api.request("PUT", "/plans/linking", {"quotas": {"seats": {"limit": 4}}})
+    assert follow("PUT", plan, 200, named, put_plan) == {("GET", plan)}
+    assert follow("GET", plan, 200, named, api.request("GET", "/plans/linking")) == {("PUT", plan)}
+    assert follow("GET", "/plans", 200, {}, api.request("GET", "/plans")) == {("GET", plan), ("PUT", plan)}
 
     # A create where the account (or the type) does not exist leads to its PUT: a fuzzer's stateful
     # phase starts from creates in accounts it makes up, and reached nothing a create makes.

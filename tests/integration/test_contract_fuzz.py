@@ -106,15 +106,24 @@ def checks_for(case: schemathesis.Case, checks: list[Any]) -> list[Any]:
     Nor is a create with an Idempotency-Key, whose answer depends on what was sent with that key
     before (422 IdempotencyKeyMismatch for another body, 409 IdempotencyKeyReused once it was
     deleted). Nor is a body outside the API's JSON rules (`outside_json_rules`). Nor is a period's
-    anchor: its pattern says the form of an RFC 3339 timestamp, not the calendar (a 13th month, a
-    30th of February, an hour 24 match it and are refused as documented, 400 ValidationError)."""
+    anchor (a type's, or one of a plan's quotas'): its pattern says the form of an RFC 3339
+    timestamp, not the calendar (a 13th month, a 30th of February, an hour 24 match it and are
+    refused as documented, 400 ValidationError)."""
     carries_cursor = bool(case.query) and "cursor" in case.query
     history = {"if-match", "idempotency-key"}
     carries_history = any(name.lower() in history for name in case.headers or {})
-    carries_anchor = isinstance(case.body, dict) and "anchor" in case.body
+    carries_anchor = isinstance(case.body, dict) and (
+        "anchor" in case.body or any(isinstance(quota, dict) and "anchor" in quota for quota in plan_quotas(case.body))
+    )
     if carries_cursor or carries_history or carries_anchor or outside_json_rules(case):
         return [check for check in checks if check.__name__ != "positive_data_acceptance"]
     return checks
+
+
+def plan_quotas(body: dict[str, Any]) -> list[Any]:
+    """The quotas a plan's PUT body gives (each as a type's PUT takes it), if it is one."""
+    quotas = body.get("quotas")
+    return list(quotas.values()) if isinstance(quotas, dict) else []
 
 
 def outside_json_rules(case: schemathesis.Case) -> bool:
@@ -185,14 +194,22 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
             # Each has three types: the default one and `builds` periodic, `seats` a holding (a
             # history answers only a periodic quota: 409 QuotaNotPeriodic otherwise). Their limits
             # are the largest, so a generated amount is admitted and its resource's links followed.
+            # The second account's `seats` is its plan's, so a PUT of it is an override, which can
+            # be removed (the first's is its own: removing an override there is 404).
             self.accounts = [f"flow-{uuid.uuid4().hex[:12]}" for _ in range(2)]
-            for account_id in self.accounts:
-                for path, body in (
-                    (f"/accounts/{account_id}", {"limit": UNBOUNDED, "period": PERIODS["default"]}),
-                    (f"/accounts/{account_id}/types/seats", {"limit": UNBOUNDED}),
-                    (f"/accounts/{account_id}/types/builds", {"limit": UNBOUNDED, "period": PERIODS["builds"]}),
-                ):
-                    assert running_system.api.request("PUT", path, body).status == 200
+            plan = f"flow-{uuid.uuid4().hex[:12]}"
+            first, second = (f"/accounts/{account_id}" for account_id in self.accounts)
+            for path, body in (
+                (f"/plans/{plan}", {"quotas": {"seats": {"limit": UNBOUNDED}}}),
+                *((account, {"limit": UNBOUNDED, "period": PERIODS["default"]}) for account in (first, second)),
+                (f"{first}/types/seats", {"limit": UNBOUNDED}),
+                (second, {"plan": plan}),
+                *(
+                    (f"{account}/types/builds", {"limit": UNBOUNDED, "period": PERIODS["builds"]})
+                    for account in (first, second)
+                ),
+            ):
+                assert running_system.api.request("PUT", path, body).status == 200, (path, body)
 
         def call(self, case: schemathesis.Case, **kwargs: Any) -> Any:
             for name, known in (("accountId", self.accounts), ("resourceType", TYPES)):
