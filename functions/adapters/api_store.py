@@ -30,6 +30,7 @@ from functions.adapters.resources import (
     PERIOD,
     RESIZE_TOKEN,
     RESOURCE_TYPE,
+    RESOURCE_VERSION,
     TOMBSTONE,
     read_resource,
     read_resources,
@@ -52,7 +53,7 @@ from functions.adapters.table_layout import (
 )
 from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
-from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists
+from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
 from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
@@ -427,6 +428,16 @@ class DynamoApiStore(ShardStore):
                 old = failed.item
                 if old.get(RESIZE_TOKEN) == token:
                     return resource_from_values(old)  # our own landed write, retried by the SDK
+                if failed.may_have_landed and (not old or int(old.get(RESOURCE_VERSION, 1)) > resource.version + 1):
+                    # An earlier attempt may have made the next version and a later resize the one
+                    # after (or the item is gone): which write made ours is hidden, so the lease
+                    # must stay (given back, it would free units the resource holds, or give back
+                    # a decrement of units already freed). A version one past ours with another
+                    # token was made by another resize: ours never landed.
+                    raise StoreUnavailable(
+                        f"resize {resource.resource_id}: whether it landed is hidden by a later change",
+                        may_have_landed=True,
+                    ) from failed
                 live = old.get(ITEM_TYPE) == RESOURCE_TYPE and old.get(DELETED) is False
                 found = resource_from_values(old) if live else None
                 if found is None or found.version != resource.version or found.counter_processed == counted:

@@ -10,6 +10,7 @@ each says what the earlier one (no leases, no tombstones) did.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -352,3 +353,45 @@ def test_a_late_delete_after_its_retry_succeeded_gives_back_its_decrement(
     assert kind.delete(resource_id).status == 404  # answered to nobody
     assert retry == [204]
     exact(harness, kind.quota, live=1)
+
+
+# --- resizes ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("to", "then"), [(7, 2), (2, 6)], ids=["growth", "shrink"])
+def test_a_resize_that_landed_and_was_resized_again_before_its_retry_is_never_given_back(
+    harness: Harness, kind: Kind, faults: Faults, to: int, then: int
+) -> None:
+    """Our resize (4 -> `to`) lands and its answer is lost; meanwhile another caller resizes the
+    resource again (`to` -> `then`, from our version), so the SDK's retry finds neither our version
+    nor our token. Whether ours landed is hidden now: the resize must not give its lease back (a
+    growth's units released under the resource that holds them, a shrink's decrement given back
+    over units already freed); the lease stays, and a heal drops it on the safe side. (Before: the
+    retry took the moved version for a resize that never landed and gave its lease back. Chaos,
+    seed 11 with amounts: admitted 6 units below live after a growth; best-effort and admitted one
+    above live, no lease left, after a shrink.)"""
+    kind.put(20)
+    made = harness.api.request("POST", kind.resources_url, {"name": "r", "amount": 4})
+    assert made.status == 201, made.text
+    url = f"{kind.resources_url}/{made.json()['resourceId']}"
+    other: list[tuple[int, Any]] = []
+
+    def another_caller_resizes() -> None:
+        answer = harness.api.request("PATCH", url, {"amount": then})
+        other.append((answer.status, answer.json().get("amount", 1)))
+
+    landed = land_then_500(faults, "resize", another_caller_resizes)
+    ours = harness.api.request("PATCH", url, {"amount": to})
+    assert landed == [1]
+    assert other == [(200, then)]  # made from our version: ours had landed
+    harness.check_invariants()  # best-effort <= live <= admitted, at once
+    assert ours.status == 503, ours.text  # its outcome is unknown: a careful caller reads again
+    truth = kind.truth()
+    assert (truth.live, truth.leases) == (then, 1)
+    # The lease is dead once its request is certainly over: a heal drops it on the safe side (the
+    # units held, best-effort low) and, on an account quiet since, sets both counters to the truth.
+    harness.pump()
+    later = harness.clock.now() + timedelta(minutes=2)
+    outcome = heal_account(harness.wiring.healing_store, kind.quota, later, timedelta(seconds=60)).outcome
+    assert outcome is HealOutcome.HEALED
+    exact(harness, kind.quota, live=then)
