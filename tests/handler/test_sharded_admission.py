@@ -92,7 +92,7 @@ def create_carefully(harness: Harness, index: int, directory: Directory, store: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("limit", "creates"), [(200, 200), (150, 200)])
+@pytest.mark.parametrize(("limit", "creates"), [(100, 100), (75, 100)])
 def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     harness: Harness, limit: int, creates: int
 ) -> None:

@@ -33,7 +33,11 @@ from local.sigv4 import sign
 from scripts.openapi import OPENAPI_FILE
 from tests.integration.conftest import RunningSystem
 
-EXAMPLES_PER_OPERATION = 30
+# Examples per operation and mode, each through the whole system (the gateway, a sandbox, the
+# emulator). Each run draws its own (no database, no fixed seed), so CI's runs add up; the hostile
+# bodies themselves go to the real handler in-process by the hundred in
+# tests/handler/test_hostile_input.py.
+EXAMPLES_PER_OPERATION = 20
 # The types the stateful phase's accounts have: a generated type name is mapped to one of them.
 # `builds` is periodic (a day), so its history answers; so do the default types' (a month).
 TYPES = ["default", "seats", "builds"]
