@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from functions.adapters import keys
+from functions.adapters.api_store import DynamoApiStore
 from functions.core import accounts
 from functions.core.admission import Directory, ShardingSettings
 from functions.core.audit import audit
@@ -24,6 +25,7 @@ from functions.core.errors import LimitExceeded
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.model import NewResource, Quota
 from tests.handler.conftest import Harness
+from tests.handler.patience import patient_stores
 from tests.handler.test_healing import once
 from tests.handler.test_invariants import run_together
 from tests.handler.test_usage_thresholds import events as usage_events
@@ -252,10 +254,11 @@ def test_each_period_crosses_its_own_thresholds_and_a_rollover_announces_nothing
     assert len(set(ids)) == 4
 
 
-def create_in(harness: Harness, index: int, directory: Directory) -> Any:
-    """A create of one build through the API's flow, by an execution environment (`directory`)."""
+def create_in(harness: Harness, index: int, directory: Directory, store: DynamoApiStore | None = None) -> Any:
+    """A create of one build through the API's flow, by an execution environment (`directory`,
+    and `store`: the harness's by default)."""
     return accounts.create_resource(
-        harness.wiring.api_store,
+        store or harness.wiring.api_store,
         BUILDS_QUOTA,
         NewResource(name=f"b{index}"),
         None,
@@ -283,7 +286,10 @@ def test_a_busy_period_spreads_over_shards_and_admits_exactly_its_limit_each_per
 
     harness.clock.advance(timedelta(minutes=2))
     # Processes that never met the quota: each learns it is periodic from its first refused write.
-    results = run_together(45, lambda i: create_in(harness, 100 + i, Directory(rng=random.Random(i))))
+    # Each with a store of its own that waits (45 at once on one emulator outlast the functions'
+    # read timeout on a loaded machine: a run with four test workers failed so).
+    stores = patient_stores(harness, 45)
+    results = run_together(45, lambda i: create_in(harness, 100 + i, Directory(rng=random.Random(i)), stores[i]))
     assert sum(isinstance(result, accounts.Created) for result in results) == 30
     assert all(isinstance(result, (accounts.Created, LimitExceeded)) for result in results), results
     # The new day opened as spread as the last one ended, not on one shard to grow again.
