@@ -29,9 +29,14 @@ def dynamodb_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def backend(dynamodb_url: str, request: pytest.FixtureRequest) -> Backend:
-    """This test's table, stream and wiring, on what `dynamodb_url` serves."""
-    return fresh_backend(dynamodb_url, shared=on_dynamodb_local(request.config))
+def backend(dynamodb_url: str, request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """This test's table, stream and wiring, on what `dynamodb_url` serves. On moto's server the
+    next test's reset empties it; DynamoDB Local keeps it, so it is dropped when the test ends."""
+    shared = on_dynamodb_local(request.config)
+    made = fresh_backend(dynamodb_url, shared=shared)
+    yield made
+    if shared:
+        made.drop()
 
 
 @pytest.fixture
