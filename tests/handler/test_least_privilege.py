@@ -12,12 +12,12 @@ from functions.core.model import Quota
 from functions.shared.config import FunctionEnvironment, Settings
 from functions.shared.wiring import Wiring
 from infra.function_settings import API_FUNCTION, REDRIVE_FUNCTION, STREAM_CONSUMER_FUNCTION, SWEEPER_FUNCTION
-from infra.synth import synth_template_json
 from tests.handler.conftest import Harness
 from tests.handler.test_redrive import failed_range, redrive  # noqa: F401 - failed_range is a fixture
 from tests.support.faults import Faults
 from tests.support.iam_calls import CallRecorder, Needed
 from tests.support.lambda_context import FakeLambdaContext
+from tests.support.template import synth_template_json
 
 # What Lambda's own poller needs from the role of a function with a DynamoDB stream event source
 # (Lambda developer guide, "Using AWS Lambda with Amazon DynamoDB", execution role permissions):

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from infra.synth import synth_template_json
 from local.apigateway import MAX_REQUEST_BYTES, ApiGateway, PortInUse, Route, integration_response, proxy_event
 from local.functions import REPO_ROOT, DeployedFunction, Invocation
 from local.gateway_responses import GatewayResponses
 from local.http_client import poll
+from tests.support.template import synth_template_json
 
 
 @dataclass

@@ -198,8 +198,8 @@ def test_without_preload_a_sandbox_is_a_fresh_interpreter() -> None:
 def test_the_libraries_preloaded_for_the_stack_read_nothing_its_functions_are_given() -> None:
     """local/product.py preloads libraries that read some settings as they are imported, before a
     sandbox's environment is set: no function of the stack may be given one of them."""
-    from infra.synth import synth_template_json
     from local.product import READ_AT_IMPORT
+    from tests.support.template import synth_template_json
 
     given = {
         name

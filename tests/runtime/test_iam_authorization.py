@@ -22,7 +22,6 @@ from botocore.credentials import Credentials
 
 from infra.access import ADMIN_ROLE_ID, TENANT_ROLE_ID
 from infra.outputs import TENANT_TAG_KEY
-from infra.synth import synth_template_json
 from local.apigateway import ApiGateway, Route
 from local.endpoints import LOCAL_DIR_ENV, Endpoints, write_endpoints
 from local.gateway_responses import GatewayResponses
@@ -34,6 +33,7 @@ from local.identities import main as identities_main
 from local.sessions import RENEWED_WITHIN, SESSION_DURATION
 from local.sigv4 import MAX_CLOCK_SKEW, sign, utc_now, verify
 from tests.runtime.test_apigateway import EchoFunction
+from tests.support.template import synth_template_json
 from tests.support.tenant_paths import TENANT_ACME_PATHS
 from tests.support.tenant_tags import ACCOUNT_ID_TAGS, HOSTILE_TENANT_TAGS
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent
 
-from infra.synth import synth_template_json
 from local.log_subscriptions import (
     ASYNC_RETRY_ATTEMPTS,
     FilterPattern,
@@ -24,6 +23,7 @@ from local.log_subscriptions import (
     UnsupportedFilterPattern,
     subscription_payload,
 )
+from tests.support.template import synth_template_json
 
 
 def test_a_json_equality_pattern_selects_the_json_lines_whose_property_is_that_value() -> None:

@@ -4,12 +4,13 @@ read from the deployed template, answering 429 in the API's error envelope with 
 from __future__ import annotations
 
 from infra import options
-from infra.synth import synth_template_json, synthesize_stack_template
+from infra.synth import synthesize_stack_template
 from local.apigateway import ApiGateway, Route
 from local.gateway_responses import GatewayResponses
 from local.http_client import HttpApi
 from local.stage_throttle import StageThrottle
 from tests.runtime.test_apigateway import EchoFunction
+from tests.support.template import synth_template_json
 
 
 class Clock:

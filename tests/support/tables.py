@@ -6,7 +6,7 @@ import copy
 import functools
 from typing import Any
 
-from infra.synth import synth_template_json
+from tests.support.template import synth_template_json
 
 _COPIED_PROPERTIES = ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "StreamSpecification")
 
