@@ -41,11 +41,10 @@ class BusTap:
 
 
 class BusRouter:
-    def __init__(self, client: Callable[[str], Any], stop: threading.Event, poll_seconds: float = 0.25) -> None:
+    def __init__(self, client: Callable[[str], Any], stop: threading.Event) -> None:
         self._events, self._sqs, self._sns = client("events"), client("sqs"), client("sns")
         self._secrets = client("secretsmanager")
         self._stop = stop
-        self._poll_seconds = poll_seconds
         self.delivered = 0  # events printed (and routed)
 
     def tap(self, bus: str) -> BusTap:
@@ -61,12 +60,12 @@ class BusRouter:
 
     def run(self, tap: BusTap) -> None:
         while not self._stop.is_set():
-            messages = self._sqs.receive_message(QueueUrl=tap.queue_url, MaxNumberOfMessages=10).get("Messages", [])
-            for message in messages:
+            # A long poll: the emulator answers as soon as an event arrives, and an idle system asks
+            # once a second, not four times (stopping waits out at most one poll).
+            messages = self._sqs.receive_message(QueueUrl=tap.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+            for message in messages.get("Messages", []):
                 self.route(tap.bus, json.loads(message["Body"]))
                 self._sqs.delete_message(QueueUrl=tap.queue_url, ReceiptHandle=message["ReceiptHandle"])
-            if not messages:
-                self._stop.wait(self._poll_seconds)
 
     def route(self, bus: str, event: dict[str, Any]) -> None:
         logger.info("%-16s %s %s", "event", event.get("detail-type"), json.dumps(event.get("detail"), sort_keys=True))

@@ -40,7 +40,7 @@ def test_a_rule_to_an_sns_topic_gets_the_event_published_and_each_event_is_logge
     events.put_rule(Name="to-topic", EventBusName="usage", EventPattern=json.dumps(pattern))
     events.put_targets(Rule="to-topic", EventBusName="usage", Targets=[{"Id": "topic", "Arn": topic}])
     stop = threading.Event()
-    router = BusRouter(aws, stop, poll_seconds=0.05)
+    router = BusRouter(aws, stop)
     thread = threading.Thread(target=router.run, args=(router.tap("usage"),), daemon=True)
     thread.start()
     try:
@@ -94,7 +94,7 @@ def test_a_rule_to_an_api_destination_makes_its_http_call_with_the_connections_a
     target = {"Id": "hook", "Arn": destination["ApiDestinationArn"], "RoleArn": "arn:aws:iam::000000000000:role/r"}
     events.put_targets(Rule="to-hook", EventBusName="hooked", Targets=[target])
     stop = threading.Event()
-    router = BusRouter(aws, stop, poll_seconds=0.05)
+    router = BusRouter(aws, stop)
     thread = threading.Thread(target=router.run, args=(router.tap("hooked"),), daemon=True)
     thread.start()
     try:
