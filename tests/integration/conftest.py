@@ -89,12 +89,9 @@ class RunningSystem:
     local_dir: Path | None = None
 
 
-# Session scope: a worker starts its system for the first integration test it is dealt and keeps
-# it to the end. With package scope, a worker that went on to another tier and then took a few
-# integration tests from another's share started a second one for them (six starts in a run of
-# `make test` for three workers, three of them at the very end for one to eight tests, 2026-11-27).
-# Its threads keep the network while a unit test runs (tests/unit/conftest.py guards the test's own).
-@pytest.fixture(scope="session")
+# Package scope: the local system stops when the integration tests are done, not at the end of
+# the session, so its pollers never run on into other tiers (the unit tier blocks the network).
+@pytest.fixture(scope="package")
 def running_system() -> Iterator[RunningSystem]:
     api_url = os.environ.get("API_URL")
     if api_url:
