@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -22,7 +23,14 @@ from functions.adapters.resources import (
     tombstone_update,
 )
 from functions.adapters.shards import account_key
-from functions.adapters.table_layout import PARTITION_KEY, PENDING_INDEX, PENDING_SINCE, SORT_KEY
+from functions.adapters.table_layout import (
+    PARTITION_KEY,
+    PENDING_BUCKET,
+    PENDING_INDEX,
+    PENDING_SINCE,
+    SORT_KEY,
+    item_key,
+)
 from functions.core.counting import (
     COMMITTED,
     CONDITIONAL_CHECK_FAILED,
@@ -97,6 +105,18 @@ class DynamoCountingStore:
         items += [crossing_item(self._table.name, crossing, now) for crossing in decision.crossings]
         return self._transact(items, len(actions), [write.read.shard for write in decision.writes])
 
+    def settle_limit_change(self, quota: Quota, limit_version: int) -> None:
+        with contextlib.suppress(ConditionFailed):  # expired (TTL): nothing to settle
+            self._table.call(
+                "settle limit change",
+                "update_item",
+                TableName=self._table.name,
+                Key=item_key(keys.account_pk(quota), keys.limit_change_sk(limit_version)),
+                UpdateExpression="REMOVE #bucket, #since",
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={"#bucket": PENDING_BUCKET, "#since": PENDING_SINCE, "#pk": PARTITION_KEY},
+            )
+
     def _action(self, quota: Quota, action: ResourceAction) -> dict[str, Any]:
         if action.kind is ActionKind.COUNT_CREATE:
             return counted_update(self._table.name, quota, action.resource_id, action.amount)
@@ -165,6 +185,6 @@ class DynamoCountingStore:
             )
             own = reasons[:resources]
             return TransactionResult(
-                tuple(CancellationReason(code, resource_state(item)) for code, item in own), counter
+                tuple(CancellationReason(code, resource_state(item)) for code, item in own), counter, cancelled=True
             )
         return COMMITTED

@@ -146,6 +146,12 @@ def limit_change_sk(limit_version: int) -> str:
     return f"{LIMIT_CHANGE_PREFIX}{limit_version:012d}"
 
 
+def limit_version_from_sk(sk: str) -> int | None:
+    """The limit version a limit change's outbox key names; None for any other key."""
+    digits = sk.removeprefix(LIMIT_CHANGE_PREFIX)
+    return int(digits) if digits != sk and digits.isdigit() else None
+
+
 def put_request_sk(put_id: str) -> str:
     return f"{PUT_REQUEST_PREFIX}{put_id}"
 

@@ -20,7 +20,15 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from functions.adapters import keys
 from functions.adapters.attributes import to_attributes
-from functions.adapters.table_layout import EXPIRES_AT, ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
+from functions.adapters.table_layout import (
+    EXPIRES_AT,
+    ITEM_TYPE,
+    PARTITION_KEY,
+    PENDING_BUCKET,
+    PENDING_SINCE,
+    SORT_KEY,
+    item_key,
+)
 from functions.core.accounts import LimitChange
 from functions.core.admission import ShardState
 from functions.core.leases import iso_timestamp, parse_timestamp
@@ -84,9 +92,15 @@ def limit_change_item(table: str, quota: Quota, account: ShardState, change: Lim
         changedAt=now,
         limitVersion=version,
     )
+    sort_key = keys.limit_change_sk(version)
     values = {
         PARTITION_KEY: keys.account_pk(quota),
-        SORT_KEY: keys.limit_change_sk(version),
+        SORT_KEY: sort_key,
+        # In the pending index until the consumer has decided the crossings the change makes
+        # (CountingStore.settle_limit_change), so a change whose stream records are lost is
+        # decided by the sweep that finds it there.
+        PENDING_BUCKET: keys.pending_bucket(quota, sort_key),
+        PENDING_SINCE: now,
         ITEM_TYPE: USAGE_EVENT,
         DETAIL_TYPE: event.DETAIL_TYPE,
         DETAIL: event.model_dump_json(),

@@ -73,12 +73,19 @@ def from_stream_record(record: DynamoDBRecord) -> ResourceRecord | LimitChangedR
     if data is None or record.event_name not in _WRITES:
         return None
     values = {**data.new_image, **data.keys}
-    pk, sk = values.get(PARTITION_KEY), values.get(SORT_KEY)
-    if isinstance(sk, str) and sk.startswith(keys.LIMIT_CHANGE_PREFIX) and isinstance(pk, str):
-        quota = keys.quota_of(pk)
-        inserted = record.event_name is DynamoDBRecordEventName.INSERT
-        return LimitChangedRecord(quota) if inserted and quota is not None else None
+    change = _limit_change(values)
+    if change is not None:  # only its insert: a MODIFY is its settling (it leaves the pending index)
+        return change if record.event_name is DynamoDBRecordEventName.INSERT else None
     return from_values(values)
+
+
+def _limit_change(values: Mapping[str, Any]) -> LimitChangedRecord | None:
+    """The limit change whose outbox item these plain values are, or None for any other item."""
+    pk, sk = values.get(PARTITION_KEY), values.get(SORT_KEY)
+    if not isinstance(pk, str) or not isinstance(sk, str):
+        return None
+    quota, version = keys.quota_of(pk), keys.limit_version_from_sk(sk)
+    return None if quota is None or version is None else LimitChangedRecord(quota, version)
 
 
 def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
@@ -87,12 +94,14 @@ def stream_records(records: Iterable[DynamoDBRecord]) -> list[ItemRecord]:
 
 
 def pending_record(item: Mapping[str, Any], period: str | None = None) -> ItemRecord:
-    """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`; `period`: the
-    period its item says it counts in (the index does not carry it), if any."""
+    """A pending-index entry (DynamoDB's typed attributes) by its key, `pk/sk`: a resource's, or a
+    limit change's outbox item not yet decided; `period`: the period a resource's item says it
+    counts in (the index does not carry it), if any."""
     values = from_attributes(item)
     if period:
         values[PERIOD] = period
-    return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", from_values(values, flags_only=True)
+    record = _limit_change(values) or from_values(values, flags_only=True)
+    return f"{values.get(PARTITION_KEY)}/{values.get(SORT_KEY)}", record
 
 
 def _flag(value: Any) -> bool | None:

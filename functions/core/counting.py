@@ -170,10 +170,13 @@ class TransactionResult:
 
     reasons: tuple[CancellationReason, ...] = ()
     counter: CounterShard | None = None
+    # Cancelled with no resource action to give a reason to: a decision after a limit change
+    # moves no resource, so only this says its transaction did not commit.
+    cancelled: bool = False
 
     @property
     def committed(self) -> bool:
-        return not self.reasons
+        return not self.reasons and not self.cancelled
 
 
 COMMITTED = TransactionResult()
@@ -206,6 +209,11 @@ class CountingStore(Protocol):
         """In one transaction: each action on its resource, each counter shard of the decision
         (its count and headroom, and shard 0's seq, above and version) conditional on it being as
         read, and one outbox item per crossing."""
+        ...
+
+    def settle_limit_change(self, quota: Quota, limit_version: int) -> None:
+        """Take a limit change whose crossings were decided out of the pending index (nothing if
+        its outbox item is gone). Raises StoreUnavailable."""
         ...
 
 
@@ -244,9 +252,12 @@ class ResourceRecord:
 @dataclass(frozen=True)
 class LimitChangedRecord:
     """A limit change's outbox item was inserted: the quota's headroom is for the old limit, so
-    its crossings are decided again now, with no count moving (`redecide`)."""
+    its crossings are decided again now, with no count moving (`redecide`). The item stays in the
+    pending index until then (`settle_limit_change`): a change whose stream records are lost is
+    decided by the sweep that finds it there."""
 
     quota: Quota
+    limit_version: int
 
 
 # An item of a batch: its id, as failures are reported (a stream record's sequence number, a pending
@@ -516,13 +527,26 @@ def process_records(store: CountingStore, records: Sequence[ItemRecord]) -> Batc
     report = BatchReport()
     for (item_id, record), task in zip(records, tasks, strict=True):
         if isinstance(record, LimitChangedRecord):
-            report.record(item_id, redecided[record.quota])
+            report.record(item_id, settle(store, record, redecided[record.quota]))
             continue
         outcome = Outcome.SKIPPED if task is None else next(outcomes)
         report.record(item_id, outcome)
         if record and task and task.kind is TaskKind.COUNT_CREATE and outcome is not Outcome.RETRY:
             report.creates_done.append(record)
     return report
+
+
+def settle(store: CountingStore, record: LimitChangedRecord, redecided: Outcome) -> Outcome:
+    """A limit change decided leaves the pending index; one that is not stays there, for the
+    stream's retry, the redrive or the sweep."""
+    if redecided is not Outcome.APPLIED:
+        return redecided
+    try:
+        store.settle_limit_change(record.quota, record.limit_version)
+    except StoreUnavailable as error:
+        logger.warning("store unavailable settling %s's limit change: %s", record.quota, error)
+        return Outcome.RETRY
+    return Outcome.APPLIED
 
 
 def process_pending(store: CountingStore, records: Iterable[ItemRecord]) -> BatchReport:

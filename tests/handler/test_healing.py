@@ -15,6 +15,7 @@ import pytest
 
 from functions.adapters import keys, table_layout
 from functions.core import accounts
+from functions.core.counting import LimitChangedRecord, Outcome
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource, Quota
@@ -207,6 +208,39 @@ def test_the_sweeper_applies_old_pending_work_and_heals_quiet_accounts(
     last = sweep_at(harness, after_that_minute + timedelta(seconds=1), settings)
     assert sum(last.heals.values()) == 0
     harness.check_invariants()
+
+
+def test_the_sweeper_decides_a_limit_change_the_stream_never_delivered(harness: Harness) -> None:
+    """A lowered limit's crossings are decided by the sweep that finds its outbox item pending,
+    once it is old enough, and that sweep takes it out of the pending index."""
+    from tests.handler.test_usage_thresholds import create, crossings
+
+    harness.api.put_account("acme", 5)
+    create(harness, 4)
+    harness.pump()
+    harness.api.put_account("acme", 3)
+    harness.tap.drain()  # its records are lost
+    changed_at = harness.clock.now()
+    settings = SweepSettings(pending_older_than=timedelta(minutes=5), quiet=NOT_QUIET, lookback=timedelta(hours=1))
+
+    assert sum(sweep_at(harness, changed_at + timedelta(minutes=4), settings).pending.outcomes.values()) == 0
+    assert crossings(harness) == [(80, "up", 4)]  # not yet: the stream may still deliver it
+    report = sweep_at(harness, changed_at + timedelta(minutes=6), settings)
+    assert report.pending.outcomes[Outcome.APPLIED] == 1
+    assert crossings(harness) == [(80, "up", 4), (100, "up", 4)]
+    assert list(harness.wiring.counting_store.pending_records(None)) == []
+    harness.pump()  # the settling's own stream record is no change
+    assert crossings(harness) == [(80, "up", 4), (100, "up", 4)]
+
+
+def test_a_decided_limit_change_leaves_the_pending_index(harness: Harness) -> None:
+    harness.api.put_account("acme", 5)
+    harness.api.put_account("acme", 3)
+    assert [record for _, record in harness.wiring.counting_store.pending_records(None)] == [
+        LimitChangedRecord(Quota("acme"), 2)  # the first limit was version 1
+    ]
+    harness.pump()
+    assert list(harness.wiring.counting_store.pending_records(None)) == []
 
 
 def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(harness: Harness, faults: Faults) -> None:

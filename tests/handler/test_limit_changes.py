@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from functions.adapters import keys
 from functions.adapters.attributes import from_attributes
 from functions.core.model import Quota
 from tests.handler.conftest import Harness, Kind
 from tests.handler.test_usage_thresholds import ACME, create, crossings
+from tests.support.faults import Faults
 
 LIMIT_CHANGED = "Limit Changed"
 
@@ -58,6 +61,32 @@ def test_lowering_a_limit_below_the_usage_crosses_100_percent_once_with_no_count
     harness.pump()
     assert crossings(harness)[1:] == [(100, "up", 9)]
     assert [event for event in crossings(harness) if event[0] == 100] == [(100, "up", 9)]
+    harness.check_invariants()
+
+
+@pytest.mark.parametrize("code", ["TransactionConflict", "ThrottlingError", "ConditionalCheckFailed"])
+def test_a_limit_changes_decision_cancelled_on_its_counter_is_made_again(
+    harness: Harness, faults: Faults, code: str
+) -> None:
+    """The decision after a limit change moves no resource: a cancellation names only its counter
+    (or its crossings' outbox items). Its record fails and is retried, or it decides again at
+    once on a counter that moved; never taken as done with nothing written."""
+    at_nine_of_ten(harness)
+    assert harness.api.put_account("acme", 8).status == 200
+    records = harness.tap.drain()
+    faults.answer_instead(
+        "TransactWriteItems", lambda _: True, faults.transaction_cancelled(code, "None")
+    )  # the counter's action, and the 100% crossing's outbox item
+    failed = harness.deliver(records)
+    if code == "ConditionalCheckFailed":
+        assert failed == []  # read again and decided at once
+    else:
+        assert failed == [
+            next(r for r in records if "LIMIT#" in r["dynamodb"]["Keys"]["sk"]["S"])["dynamodb"]["SequenceNumber"]
+        ]
+        assert crossings(harness) == [(80, "up", 9)]
+        assert harness.deliver(records) == []
+    assert crossings(harness) == [(80, "up", 9), (100, "up", 9)]
     harness.check_invariants()
 
 

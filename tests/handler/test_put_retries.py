@@ -231,8 +231,8 @@ def test_a_key_costs_one_write_of_one_unit_and_its_retry_writes_nothing_else(bac
     cost(2, None)
     assert cost(2, None) == ({"UpdateItem": 1}, 1)
     assert cost(2, "same") == ({"PutItem": 1, "UpdateItem": 1}, 2)
-    assert cost(5, None) == ({"TransactWriteItems": 1}, 4)
-    assert cost(6, "change") == ({"PutItem": 1, "TransactWriteItems": 1}, 5)
+    assert cost(5, None) == ({"TransactWriteItems": 1}, 5)  # 4, and the change's pending index entry
+    assert cost(6, "change") == ({"PutItem": 1, "TransactWriteItems": 1}, 6)
     assert cost(6, "change") == ({"PutItem": 1}, 1)  # a replay
     cost(9, None)
     assert cost(6, "change") == ({"PutItem": 1}, 1)  # overtaken

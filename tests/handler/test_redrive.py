@@ -144,3 +144,34 @@ def test_a_range_whose_work_keeps_failing_stays_failed(harness: Harness, failed_
     )
     assert redrive(harness, failed_range) == ["m0"]  # left on DLQ 1: SQS moves it to DLQ 2 after maxReceiveCount
     assert harness.api.account("acme")["eventual"] == 0
+
+
+def test_a_limit_change_whose_records_are_gone_is_still_decided(harness: Harness, faults: Faults) -> None:
+    """A lowered limit's batch exhausted its retries and the stream trimmed it before the redrive
+    read it: the crossings the change makes are decided anyway, not left to the next count that
+    leaves the old limit's headroom (which may never come)."""
+    from tests.handler.test_usage_thresholds import create, crossings
+
+    harness.api.put_account("acme", 5)
+    create(harness, 4)  # 80%: announced
+    harness.pump()
+    assert crossings(harness) == [(80, "up", 4)]
+    harness.api.put_account("acme", 3)  # 133%: crosses 100 up
+    records = harness.tap.drain()
+    message = on_failure_message(
+        harness.backend.stream_arn,
+        shard_of(harness),
+        records[0]["dynamodb"]["SequenceNumber"],
+        records[-1]["dynamodb"]["SequenceNumber"],
+        len(records),
+    )
+    faults.answer_instead(
+        "GetShardIterator",
+        lambda _: True,
+        {"__type": "TrimmedDataAccessException"},
+        service="dynamodb-streams",
+        times=99,
+    )
+    assert redrive(harness, message) == []
+    harness.pump()
+    assert crossings(harness) == [(80, "up", 4), (100, "up", 4)]

@@ -19,6 +19,7 @@ from functions.core.counting import (
     CancellationReason,
     CountingTask,
     ItemRecord,
+    LimitChangedRecord,
     Outcome,
     ResourceAction,
     ResourceRecord,
@@ -326,6 +327,7 @@ class DecidingStore:
     calls: list[str] = field(default_factory=list)
     decided: list[tuple[list[ResourceAction], Decision]] = field(default_factory=list)
     reads: list[tuple[CounterShard, int]] = field(default_factory=list)
+    settle_fails: bool = False
 
     def apply_actions(self, quota: Quota, actions: Sequence[ResourceAction]) -> TransactionResult:
         self.calls.append(f"transaction of {len(actions)}")
@@ -343,6 +345,11 @@ class DecidingStore:
         self.calls.append(f"decision of {len(actions)}")
         self.decided.append((list(actions), decision))
         return self.decision_results.pop(0)
+
+    def settle_limit_change(self, quota: Quota, limit_version: int) -> None:
+        self.calls.append(f"settle {limit_version}")
+        if self.settle_fails:
+            raise StoreUnavailable("throttled", may_have_landed=False)
 
 
 def no_headroom(counter: CounterShard, actions: int = 1) -> TransactionResult:
@@ -397,3 +404,18 @@ def test_a_counter_that_fails_for_another_reason_is_not_decided_but_retried_late
     store = DecidingStore([TransactionResult((reason("None"), reason("TransactionConflict")))], [], [])
     assert process_records(store, [insert("r1", "101")]).failed == ["101"]
     assert store.calls == ["transaction of 1"]
+
+
+def test_a_limit_change_leaves_the_pending_index_once_decided_and_only_then() -> None:
+    at_90 = CounterShard(0, 90, up_room=10, down_room=10)
+    records: list[ItemRecord] = [("1", LimitChangedRecord(Quota("a1"), 3)), ("2", LimitChangedRecord(Quota("a1"), 4))]
+    store = DecidingStore([], [COMMITTED], [at_90])
+    assert process_records(store, records).outcomes == {Outcome.APPLIED: 2}
+    assert store.calls == ["read", "decision of 0", "settle 3", "settle 4"]  # one decision for both
+
+    undecided = DecidingStore([], [TransactionResult(cancelled=True)], [at_90])  # throttled: retried later
+    assert process_records(undecided, records).failed == ["1", "2"]
+    assert undecided.calls == ["read", "decision of 0"]
+
+    unsettled = DecidingStore([], [COMMITTED], [at_90], settle_fails=True)
+    assert process_records(unsettled, records).failed == ["1", "2"]  # decided again later: harmless

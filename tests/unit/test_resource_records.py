@@ -168,8 +168,8 @@ def test_sweep_reports_failed_items_by_key() -> None:
 @pytest.mark.parametrize(
     ("raw", "decoded"),
     [
-        (record("INSERT", sk=keys.limit_change_sk(2)), LimitChangedRecord(A1)),
-        (record("MODIFY", sk=keys.limit_change_sk(2)), None),  # not an insert: no new change
+        (record("INSERT", sk=keys.limit_change_sk(2)), LimitChangedRecord(A1, 2)),
+        (record("MODIFY", sk=keys.limit_change_sk(2)), None),  # its settling: no new change
         (record("REMOVE", sk=keys.limit_change_sk(2)), None),  # its TTL
         (record("INSERT", sk=keys.event_sk(1)), None),  # a crossing: the publisher's, not the consumer's
     ],
@@ -179,3 +179,8 @@ def test_a_limit_changes_insert_and_only_it_asks_the_consumer_for_a_decision(
 ) -> None:
     assert from_stream_record(DynamoDBRecord(raw)) == decoded
     assert matches_any(table_layout.STREAM_FILTER_PATTERNS, raw) == (decoded is not None)
+
+
+def test_a_limit_changes_pending_entry_asks_for_its_decision() -> None:
+    entry = {"pk": "ACCOUNT#a1", "sk": keys.limit_change_sk(7), "pending_bucket": "PENDING#01", "pending_since": "x"}
+    assert pending_record(to_attributes(entry)) == (f"ACCOUNT#a1/{keys.limit_change_sk(7)}", LimitChangedRecord(A1, 7))
