@@ -92,6 +92,9 @@ class ShardState:
     # Shard 0 of a periodic quota (not of one of its periods): its period (None: a holding quota).
     period: Period | None = None
     limit_source: str = "account"  # shard 0 only: where its limit comes from (model.LimitSource)
+    # Shard 0 only: when its override ends (epoch ms), for an expiring grant (docs/plans.md); no
+    # create admits at or after it, and while it stands the account admits on shard 0 alone.
+    grant_ends: int | None = None
 
 
 @dataclass(frozen=True)
