@@ -221,7 +221,7 @@ _accounts = itertools.count()
 @given(
     limit=st.integers(min_value=0, max_value=5),
     offset=st.integers(min_value=-3, max_value=3),
-    made=st.integers(min_value=0, max_value=6),
+    made=st.integers(min_value=3, max_value=6),
 )
 def test_creates_never_exceed_the_limit_in_force_when_they_are_received(
     harness: Harness, limit: int, offset: int, made: int
