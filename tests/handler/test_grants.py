@@ -141,6 +141,31 @@ def test_a_put_received_after_the_grant_wins_over_its_ending_however_late_either
     assert (seats(harness)["limit"], seats(harness)["limitSource"]) == (2, "plan")
 
 
+def test_an_override_landing_while_the_sweep_ends_the_grant_stands(harness: Harness) -> None:
+    """The sweep reads the grant, then a new override (received after the grant, before its end)
+    lands first: the ending's write fails its version condition, reads again, finds a PUT received
+    after the grant and writes nothing. The later-received PUT is what stays."""
+    on_plan(harness)
+    grant(harness, 5, NOON + timedelta(seconds=10))
+    harness.clock.set(NOON + timedelta(seconds=12))
+    received = int((NOON + timedelta(seconds=9)).timestamp() * 1000)
+    fired: list[int] = []
+
+    def override_first(params: dict[str, Any]) -> None:
+        if fired or "ACCOUNT#acme#seats" not in str(params):
+            return
+        fired.append(1)
+        answer = harness.api.request("PUT", "/accounts/acme/types/seats", {"limit": 7}, None, received)
+        assert answer.status == 200, answer.text
+
+    harness.faults.before_call("TransactWriteItems", override_first)
+    sweep(harness)
+    assert fired == [1]
+    read = seats(harness)
+    assert (read["limit"], read["limitSource"], "expiresAt" in read) == (7, "override", False)
+    assert [(c["oldLimit"], c["newLimit"]) for c in limit_changes(harness, SEATS)] == [(2, 5), (5, 7)]
+
+
 def test_a_put_received_before_the_grant_never_overwrites_it_or_its_ending(harness: Harness) -> None:
     on_plan(harness)
     earlier = harness.clock.epoch_ms() - 1_000
