@@ -74,6 +74,7 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
+    epoch_ms,
     in_units,
     parse_timestamp,
 )
@@ -983,7 +984,7 @@ def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: 
         reserved = store.reserve_on(quota, lease)
         if reserved is not None:
             return reserved
-        bring_room_to(store, quota, lease.shard, lease.units)
+        bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
     raise StoreUnavailable(f"resize on {quota}: the room found was taken first", may_have_landed=False)
 
 

@@ -235,6 +235,26 @@ def test_a_grant_on_a_sharded_type_admits_on_shard_0_alone_and_never_past_its_en
     assert seats(harness)["limit"] == 2
 
 
+def test_a_growth_after_the_end_of_a_resource_admitted_on_another_shard_is_refused_by_the_plans_limit(
+    harness: Harness,
+) -> None:
+    """A type grown to 4 shards admits resources on shards 1 to 3; a grant then retires them. After
+    its end, growing one of those resources (its shard retired: room must be brought to it) finds
+    the grant ended, ends it and is refused by the plan's limit of 2, with 3 held."""
+    on_plan(harness)
+    store = harness.wiring.api_store
+    assert harness.api.put_type("acme", "seats", 10).status == 200
+    assert store.set_active(SEATS, 1, 1, 4)
+    ids = [harness.api.create("acme", f"r{index}", resource_type="seats").json()["resourceId"] for index in range(3)]
+    elsewhere = [rid for rid in ids if (found := store.get_resource(SEATS, rid)) is not None and found.shard > 0]
+    assert elsewhere, "no resource admitted on a shard but 0"
+    assert grant(harness, 10, NOON + timedelta(minutes=5)).status == 200
+    harness.clock.set(NOON + timedelta(minutes=5))
+    grown = harness.api.request("PATCH", f"/accounts/acme/types/seats/resources/{elsewhere[0]}", {"amount": 2})
+    assert (grown.status, grown.json()["error"]["code"]) == (409, "LimitExceeded"), grown.text
+    assert (seats(harness)["limit"], seats(harness)["limitSource"]) == (2, "plan")
+
+
 _accounts = itertools.count()
 
 
