@@ -426,9 +426,9 @@ UNSHARDED_CONDITION = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)"
 # A reservation's condition: the shard's room holds the units taken, while it is open (value
 # :admitted, the units, as reserve_changes puts it).
 RESERVE_CONDITION = f"{ROOM} >= :{ADMITTED} AND attribute_not_exists({RETIRED})"
-# ... and not at or after the end of an expiring override the shard carries (value :at_ms, the
-# reservation's time in epoch ms): only shard 0 ever carries one.
-BEFORE_GRANT_ENDS_CONDITION = f" AND (attribute_not_exists({GRANT_ENDS}) OR {GRANT_ENDS} > :at_ms)"
+# A reservation on shard 0: not at or after the end of an expiring override it carries (value
+# :at_ms, the reservation's time in epoch ms); only shard 0 ever carries one.
+BEFORE_GRANT_ENDS_CONDITION = f"(attribute_not_exists({GRANT_ENDS}) OR {GRANT_ENDS} > :at_ms)"
 # A layout change that grows the active shards: not while an expiring override stands.
 NO_GRANT_CONDITION = f" AND attribute_not_exists({GRANT_ENDS})"
 

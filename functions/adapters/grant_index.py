@@ -1,7 +1,8 @@
 """The expiring grants' index (docs/plans.md, "Expiring grants"): one entry per grant, written in
 the transaction of the PUT that gives it, in the partition of the UTC hour the grant ends
 (keys.GRANTS_PREFIX), sorted by its end. The sweeper finds the grants that ended with one Query per
-hour it looks back over (an hour or two: entries are removed once handled), never a Scan.
+hour of its look-back (6 hours: 7 Queries, each reading only the entries not handled yet, as each
+is removed once handled), never a Scan.
 
 An entry only says where to look: the quota's account item decides (its grant's end, the PUT that
 gave it). A grant replaced or removed early leaves its entry, which the sweeper finds, checks and

@@ -208,7 +208,7 @@ class ShardStore:
         }
         at_ms = epoch_ms(lease.taken_at)
         if before_grant_ends:
-            conditions.append(schema.BEFORE_GRANT_ENDS_CONDITION.removeprefix(" AND "))
+            conditions.append(schema.BEFORE_GRANT_ENDS_CONDITION)
             values[":at_ms"] = at_ms
         request = {
             "TableName": self._table.name,
