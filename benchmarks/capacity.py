@@ -17,7 +17,8 @@ per record, and a heal. Then projects, from the capacity per create+delete itera
   alone): a usage record, quiet and busy, a period's and a process's first create, and two
   baselines in the same run, with the records a second one busy quota reaches;
 * **plans** (`--plans` for that report alone): a plan's PUT, GET and list, and an account put on
-  a plan of three types, in total and by item.
+  a plan of three types, in total and by item; an expiring grant: its PUT, creates under it and at
+  its end, the sweep that ends one.
 
 Prints figures and asserts none; tests/handler/test_capacity_meter.py checks the meter itself.
 """
@@ -610,6 +611,7 @@ def plans_report(emulator_url: str) -> str:
         ("PUT /plans/pro, one quota changed", lambda: plans.put_plan(api, "pro", raised, now_text())),
         ("the account put on pro's new version (one type's limit changes)", lambda: join("owned")),
     ]
+    steps += grant_steps(api)
     measured: list[tuple[str, Usage]] = []
     for label, action in steps:
         with meter.operation(label) as usage:
@@ -630,6 +632,52 @@ def plans_report(emulator_url: str) -> str:
     for label, usage in measured:
         lines += [f"  {label}: {units(usage)}", *by_item(usage)]
     return "\n".join(["Plans (docs/plans.md), per operation and by item:", *lines])
+
+
+def grant_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
+    """What expiring grants cost (docs/plans.md, "Expiring grants"), on accounts put on a plan of
+    one type (seats, 50) before the meter runs: a create of an account without a grant (today's),
+    a grant's PUT, a create under it, the first create at its end (which ends it), the sweep's
+    ending of one, and a sweep with none."""
+    from dataclasses import replace
+
+    from functions.adapters.grant_index import DynamoGrantIndex
+    from functions.core import accounts, grants, plans
+    from functions.core.model import NewResource
+
+    later = WALL_CLOCK.now() + timedelta(hours=1)
+    ends = (int(WALL_CLOCK.now().timestamp()) + 60) * 1000
+
+    def after_the_end() -> str:
+        return iso_timestamp(later)
+
+    def give(account: str) -> None:
+        change = replace(accounts.limit_change(60, WALL_CLOCK.epoch_ms()), grant_ends=ends)
+        accounts.put_limit(api, Quota(account, "seats"), change, now_text)
+
+    def create(account: str, resource_type: str = "seats", clock: Callable[[], str] = now_text) -> None:
+        grants.admitting_past_grants(
+            lambda: accounts.create_resource(api, Quota(account, resource_type), NewResource("r"), None, clock),
+            api,
+            clock,
+            lambda: True,
+        )
+
+    index = DynamoGrantIndex(api._table)
+    accounts.put_account(api, Quota("plain"), accounts.limit_change(10, WALL_CLOCK.epoch_ms()), now_text)
+    plans.put_plan(api, "team", {"seats": plans.PlanQuota(50)}, now_text())
+    for account in ("granted", "swept"):
+        plans.join_plan(api, account, "team", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+    return [
+        ("a create of the default type, no plan, no grant (today's create)", lambda: create("plain", "default")),
+        ("a create of a plan's type, no grant", lambda: create("granted")),
+        ("a type's PUT with expiresAt (a grant: 50 -> 60)", lambda: give("granted")),
+        ("a create under a standing grant", lambda: create("granted")),
+        ("the first create at the grant's end (ends it, then admits)", lambda: create("granted", clock=after_the_end)),
+        ("a grant given to be swept", lambda: give("swept")),
+        ("a sweep ending one grant", lambda: grants.sweep_grants(api, index, later, timedelta(hours=6))),
+        ("a sweep finding no grant ended", lambda: grants.sweep_grants(api, index, later, timedelta(hours=6))),
+    ]
 
 
 def resize_report(emulator_url: str, runs: int = 20) -> str:

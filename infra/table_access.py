@@ -32,8 +32,18 @@ API = (
 COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 # The sweeper: pending resources (the pending index), quiet accounts (the activity index), a heal's
 # reads (the account's items, its partition, the resources of dead leases, all batched) and writes
-# (updates, transactions of them).
-SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem")
+# (updates, transactions of them); the expiring grants' index (a Query per hour, each handled entry
+# deleted) and a grant's ending as `DELETE .../override` makes it (its plan read, the limit changed
+# with its event's outbox item put and, lowered below shard 0's room, condition checks).
+SWEEPER = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
 # The pending index is scanned (it holds only pending work), the activity index queried by bucket.
 SWEEPER_INDEXES = {PENDING_INDEX.name: ("dynamodb:Scan",), ACTIVITY_INDEX.name: ("dynamodb:Query",)}
 # The redrive, when a range's records are gone: the pending index, as a sweep reads it.

@@ -728,6 +728,8 @@ def format_sweep(result: commands.SweepResult) -> str:
         if "busy_accounts" in summary:
             busy, settled = summary["busy_accounts"], summary.get("dead_leases_settled", 0)
             lines.append(f"  busy accounts  {busy}; dead leases settled {settled}")
+        if "grants_ended" in summary:
+            lines.append(f"  grants ended   {summary['grants_ended']}")
     else:
         lines.append(f"  {json.dumps(summary)}")
     return "\n".join(lines)

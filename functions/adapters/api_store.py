@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from functions.adapters import account_item as schema
-from functions.adapters import keys
+from functions.adapters import grant_index, keys
 from functions.adapters.account_item import (
     EXPRESSION_NAMES,
     heal_epoch_of,
@@ -131,6 +131,9 @@ class DynamoApiStore(ShardStore):
         }
         unchanged = schema.limit_version_condition(account.limit_version, values)
         source_sets, removes = schema.source_clauses(change.source_on(account), account.limit_source, values)
+        grant_sets, grant_removed = schema.grant_clauses(change.grant_ends, account.grant_ends is not None, values)
+        if grant_removed:
+            removes += f", {grant_removed}" if removes else f" REMOVE {grant_removed}"
         if change.period is not None and account.period is None:
             # Becoming periodic: only while it still holds what it held when read (nothing), so no
             # create, delete or lease lands in between (every one of them bumps the version).
@@ -139,7 +142,8 @@ class DynamoApiStore(ShardStore):
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
-            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values) + source_sets) + removes,
+            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values) + source_sets + grant_sets)
+            + removes,
             "ConditionExpression": unchanged,
             "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
             "ExpressionAttributeValues": to_attributes(values),
@@ -149,6 +153,9 @@ class DynamoApiStore(ShardStore):
         with_it = [limit_change_item(self._table.name, quota, account, change, now)] if announced else []
         # A periodic quota's periods change with it, in the same transaction.
         with_it += [item for period in periods for item in self._period_limit(period, account, change, now)]
+        # A grant's entry in the index the sweeper reads, with it (functions/adapters/grant_index.py).
+        if change.grant_ends is not None:
+            with_it.append(grant_index.entry_put(self._table.name, quota, change.grant_ends))
         if not retired_span and not with_it:
             try:
                 self._table.call("set limit", "update_item", **update)
@@ -363,7 +370,8 @@ class DynamoApiStore(ShardStore):
         )
 
     def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
-        taken = self.take_lease(quota, lease, schema.reserve_changes(lease.units), schema.RESERVE_CONDITION)
+        changes = schema.reserve_changes(lease.units)
+        taken = self.take_lease(quota, lease, changes, schema.RESERVE_CONDITION, before_grant_ends=lease.shard == 0)
         if taken is None:
             return None
         state = shard_state(taken)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -68,7 +69,7 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, history, leases, plans
+from functions.core import accounts, grants, history, leases, plans
 from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
@@ -185,8 +186,12 @@ def put_type(
     if_match: IfMatch = None,
     idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
+    quota = Quota(accountId, resourceType)
     change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, period=request.as_period())
-    usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
+    ends = request.expires_at_ms()
+    if ends is not None:  # an expiring grant: its end checked by the API's clock
+        change = replace(change, grant_ends=grants.check_end(quota, ends, wired().clock.epoch_ms()))
+    usage = accounts.put_limit(wired().api_store, quota, change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
 
 
@@ -244,14 +249,19 @@ def create_resource(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[str]:
     quota = Quota(accountId, resourceType)
-    created = accounts.create_resource(
+    created = grants.admitting_past_grants(
+        lambda: accounts.create_resource(
+            wired().api_store,
+            quota,
+            NewResource(name=request.name, attributes=request.attributes, amount=request.amount),
+            idempotency_key,
+            now,
+            in_time=caller_waiting,
+            directory=wired().shard_directory,
+        ),
         wired().api_store,
-        quota,
-        NewResource(name=request.name, attributes=request.attributes, amount=request.amount),
-        idempotency_key,
         now,
-        in_time=caller_waiting,
-        directory=wired().shard_directory,
+        caller_waiting,
     )
     if created.replayed:
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
@@ -295,16 +305,21 @@ def resize_resource(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[str]:
     versions, _ = parse_if_match(if_match)  # * matches any version of a resource that exists
-    resource = accounts.resize_resource(
+    resource = grants.admitting_past_grants(
+        lambda: accounts.resize_resource(
+            wired().api_store,
+            Quota(accountId, resourceType),
+            resourceId,
+            request.amount,
+            now,
+            if_match=versions,
+            idempotency_key=idempotency_key,
+            in_time=caller_waiting,
+            directory=wired().shard_directory,
+        ),
         wired().api_store,
-        Quota(accountId, resourceType),
-        resourceId,
-        request.amount,
         now,
-        if_match=versions,
-        idempotency_key=idempotency_key,
-        in_time=caller_waiting,
-        directory=wired().shard_directory,
+        caller_waiting,
     )
     return json_response(HTTPStatus.OK, family.view.of(resource), resource_etag(resource))
 

@@ -4,6 +4,7 @@ generated from them (docs/openapi.json)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -232,6 +233,23 @@ class PutAccountRequest(PeriodAsked):
         return self
 
 
+def _not_null_expiry(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must be an RFC 3339 UTC timestamp (omit it for an override that does not expire)")
+    return value
+
+
+# An RFC 3339 UTC timestamp of whole seconds in the years 2000 to 2999, as far as a pattern says it.
+EXPIRES_AT_PATTERN = r"^2[0-9]{3}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}[Zz]$"
+EXPIRES_AT = (
+    'An expiring grant (docs/plans.md, "Expiring grants"): the override ends at this time (RFC 3339, UTC, '
+    "whole seconds, e.g. `2026-12-31T00:00:00Z`) and the type returns to its plan's limit by itself, within one "
+    "sweep (5 minutes) of it; no create received at or after it is admitted by the override. Only on a type whose "
+    "limit comes from the account's plan or overrides it, not a periodic one; in the future and at most 366 days "
+    "ahead (400 ValidationError, nothing written, otherwise). Omitted, the override does not expire."
+)
+
+
 class PutTypeRequest(PeriodAsked):
     model_config = ConfigDict(extra="forbid")
 
@@ -241,6 +259,26 @@ class PutTypeRequest(PeriodAsked):
         description="Most units the account's resources of this type may hold together: 0 to 2^53 - 1.",
     )
     thresholds: Thresholds = None
+    expiresAt: Annotated[
+        Annotated[StrictStr, Field(pattern=EXPIRES_AT_PATTERN)] | None,
+        BeforeValidator(_not_null_expiry),
+        Field(description=EXPIRES_AT, json_schema_extra=_without_null),
+    ] = None
+
+    @model_validator(mode="after")
+    def _valid_expiry(self) -> Self:
+        self.expires_at_ms()  # raises ValueError for a day or an hour out of range
+        return self
+
+    def expires_at_ms(self) -> int | None:
+        """When the grant ends, epoch ms; None: the override does not expire."""
+        if self.expiresAt is None:
+            return None
+        try:
+            moment = datetime.fromisoformat(self.expiresAt.upper().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"expiresAt is not a time: {self.expiresAt!r:.40}") from None
+        return int(moment.timestamp()) * 1000
 
 
 PlanTypeName = Annotated[str, Field(pattern=RESOURCE_TYPE_PATTERN)]
@@ -394,6 +432,12 @@ class TypeView(PeriodView):
     used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
     available: int
     thresholds: list[int] | None = Field(default=None, description=OWN_THRESHOLDS)
+    expiresAt: str | None = Field(
+        default=None,
+        description="Set for an expiring grant (an override with `expiresAt`, docs/plans.md): when it ends (RFC "
+        "3339, UTC); creates from then on are admitted by the plan's limit, and the type returns to it within one "
+        "sweep. Absent for any other limit (never null).",
+    )
 
     @classmethod
     def of(cls, usage: Usage) -> TypeView:
@@ -407,8 +451,13 @@ class TypeView(PeriodView):
             used=usage.used,
             available=usage.available,
             thresholds=_listed(usage.thresholds),
+            expiresAt=None if usage.grant_ends is None else format_instant(_instant(usage.grant_ends)),
             **PeriodView.fields_of(usage),
         )
+
+
+def _instant(epoch_ms: int) -> datetime:
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC)
 
 
 def _source(usage: Usage) -> LimitSourceValue:

@@ -105,6 +105,9 @@ class Usage:
     limit_source: str = LimitSource.ACCOUNT  # where its limit comes from (LimitSource)
     plan: str | None = None  # the default type's only: the account's plan, if it is on one
     plan_version: int = 0  # and the version of it the account was last given
+    # An override that expires (docs/plans.md, "Expiring grants"): when it ends, epoch ms; None
+    # for every other limit.
+    grant_ends: int | None = None
 
     @property
     def account_id(self) -> str:

@@ -73,3 +73,21 @@ def test_an_account_without_a_plan_reads_as_before(client: LimitsClient) -> None
     account = client.put_account("acme", limit=3)
     assert (account.plan, account.limit_source, account.limit) == (None, "account", 3)
     assert client.put_type_limit("acme", "seats", limit=4).limit_source == "account"
+
+
+def test_an_expiring_grant_through_the_client(client: LimitsClient, harness: Harness) -> None:
+    """`put_type_limit(expires_at=)` gives a grant, which every read says; a type without a plan
+    behind it is a ValidationError."""
+    from datetime import timedelta
+
+    from functions.core.periods import format_instant
+
+    client.put_plan("pro", quotas=PRO)
+    client.put_account("acme", plan="pro")
+    ends = format_instant(harness.clock.now() + timedelta(days=7))
+    granted = client.put_type_limit("acme", "seats", limit=60, expires_at=ends)
+    assert (granted.limit, granted.limit_source, granted.expires_at) == (60, "override", ends)
+    assert client.get_type("acme", "seats").expires_at == ends
+    assert {t.type: t.expires_at for t in client.get_account("acme").types or []}["seats"] == ends
+    with pytest.raises(ValidationError):
+        client.put_type_limit("acme", "extra", limit=4, expires_at=ends)

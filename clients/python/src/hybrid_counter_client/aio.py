@@ -191,10 +191,19 @@ class AsyncLimitsClient(ClientBase):
         idempotency_key: str | None = None,
         period: str | None = None,
         anchor: str | None = None,
+        expires_at: str | None = None,
     ) -> ResourceType:
         return await self._call(
             operations.put_type_limit(
-                account_id, resource_type, limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+                account_id,
+                resource_type,
+                limit,
+                thresholds,
+                if_match,
+                idempotency_key,
+                period=period,
+                anchor=anchor,
+                expires_at=expires_at,
             )
         )
 

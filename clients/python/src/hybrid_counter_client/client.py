@@ -281,16 +281,28 @@ class LimitsClient(ClientBase):
         idempotency_key: str | None = None,
         period: str | None = None,
         anchor: str | None = None,
+        expires_at: str | None = None,
     ) -> ResourceType:
         """Set a type's limit (an admin session only), adding the type to the account (and the
         account, at a default-type limit of 0, if it has none yet; TooManyResourceTypes past the
         most types an account may have). `thresholds`, `period` and `anchor`: the type's own, as in
         `put_account` (omitted, it keeps what it has). `if_match`: change it only if the type's
         `etag` is still this one (PreconditionFailed otherwise). `idempotency_key`: as in
-        `put_account`."""
+        `put_account`. `expires_at` (RFC 3339, UTC, whole seconds, e.g. "2026-12-31T00:00:00Z"): an
+        expiring grant on a type the account's plan gives, which returns to the plan's limit then
+        (docs/plans.md, "Expiring grants"); ValidationError for a type without a plan behind it, a
+        periodic one, a time not in the future or more than 366 days ahead."""
         return self._call(
             operations.put_type_limit(
-                account_id, resource_type, limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+                account_id,
+                resource_type,
+                limit,
+                thresholds,
+                if_match,
+                idempotency_key,
+                period=period,
+                anchor=anchor,
+                expires_at=expires_at,
             )
         )
 

@@ -59,6 +59,9 @@ class TypeUsage:
     anchor: str | None = None  # RFC 3339, as the PUT gave it
     period_start: str | None = None  # RFC 3339, UTC
     period_end: str | None = None  # RFC 3339, UTC, exclusive
+    # An expiring grant's end (RFC 3339, UTC): the override returns to the plan's limit then
+    # (docs/plans.md, "Expiring grants"); None for any other limit.
+    expires_at: str | None = None
 
 
 @dataclass(frozen=True)

@@ -330,10 +330,13 @@ def put_type_limit(
     *,
     period: str | None = None,
     anchor: str | None = None,
+    expires_at: str | None = None,
 ) -> Call[ResourceType]:
     headers = _put_headers(if_match, idempotency_key)
     where = {"accountId": account_id, "resourceType": resource_type}
     body: dict[str, Any] = {"limit": limit, **_quota_settings(thresholds, period, anchor)}
+    if expires_at is not None:
+        body["expiresAt"] = expires_at
     return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body(body))
 
 
