@@ -31,6 +31,7 @@ from functions.api.contract import (
     HistoryPeriods,
     IdempotencyKey,
     PageSize,
+    PlanFilter,
     PlanId,
     PutIdempotencyKey,
     ResourceId,
@@ -38,6 +39,8 @@ from functions.api.contract import (
 )
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
+    AccountEntryView,
+    AccountPageView,
     AccountView,
     AdmissionView,
     CreateResourceRequest,
@@ -57,6 +60,7 @@ from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import (
     ACCOUNT_PATH,
+    ACCOUNTS_PATH,
     ADMISSION_PATH,
     HISTORY_PATH,
     OVERRIDE_PATH,
@@ -222,6 +226,12 @@ def list_plans(limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Re
     return json_response(HTTPStatus.OK, PlanPageView(items=items, nextCursor=page.next_cursor))
 
 
+def list_accounts(plan: PlanFilter = None, limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
+    page = wired().api_store.list_accounts(plan, limit, cursor)
+    items = [AccountEntryView.of(entry) for entry in page.items]
+    return json_response(HTTPStatus.OK, AccountPageView(items=items, nextCursor=page.next_cursor))
+
+
 def plan_etag(plan: plans.Plan) -> dict[str, str]:
     return {"ETag": f'"{plan.version}"'}
 
@@ -358,6 +368,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("PUT", PLAN_PATH, contract.PUT_PLAN_OPERATION, put_plan),
     ("GET", PLAN_PATH, contract.GET_PLAN_OPERATION, get_plan),
     ("GET", PLANS_PATH, contract.LIST_PLANS_OPERATION, list_plans),
+    ("GET", ACCOUNTS_PATH, contract.LIST_ACCOUNTS_OPERATION, list_accounts),
 )
 
 

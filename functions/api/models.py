@@ -30,7 +30,7 @@ from functions.core.model import (
     Usage,
 )
 from functions.core.periods import Period, format_instant, parse_period
-from functions.core.plans import Plan, PlanQuota
+from functions.core.plans import AccountEntry, Plan, PlanQuota
 from functions.core.thresholds import MAX_THRESHOLDS
 
 # A limit is in units, as an amount is (a token budget counts past a million): every JSON client
@@ -508,6 +508,35 @@ class PlanPageView(QuotaAnswer):
 
     def answer(self) -> dict[str, Any]:
         return {"items": [item.answer() for item in self.items], "nextCursor": self.nextCursor}
+
+
+class AccountEntryView(BaseModel):
+    """An account as the registry lists it."""
+
+    accountId: str
+    plan: str | None = Field(default=None, description="The account's plan; absent when it is on none.")
+    planVersion: int | None = Field(
+        default=None, description="The plan's version the account was given in full; absent when it is on none."
+    )
+
+    @classmethod
+    def of(cls, entry: AccountEntry) -> AccountEntryView:
+        if entry.plan is None:
+            return cls(accountId=entry.account_id)
+        return cls(accountId=entry.account_id, plan=entry.plan, planVersion=entry.plan_version)
+
+
+class AccountPageView(QuotaAnswer):
+    items: list[AccountEntryView] = Field(
+        description="Accounts by id: a plan's, or (no `plan`) those on no plan first, then each plan's by plan name."
+    )
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last. A page may hold fewer than `limit` "
+        "accounts and still have one."
+    )
+
+    def answer(self) -> dict[str, Any]:
+        return {"items": [item.model_dump(exclude_none=True) for item in self.items], "nextCursor": self.nextCursor}
 
 
 class PeriodTotalView(BaseModel):

@@ -935,3 +935,19 @@ def test_the_activity_index_lets_the_sweeper_find_quiet_accounts(template_json: 
         "ProjectionType": "INCLUDE",
         "NonKeyAttributes": list(table_layout.ACTIVITY_INDEX.projected),
     }
+
+
+def test_the_accounts_index_is_the_account_registry(template_json: dict[str, Any]) -> None:
+    """Sparse (only a default type's account item carries its key), by plan then account id, and
+    projecting only the membership: the counter path's writes of that item never write it."""
+    _, table_resource = table(template_json)
+    indexes = {index["IndexName"]: index for index in table_resource["Properties"]["GlobalSecondaryIndexes"]}
+    accounts = indexes[table_layout.ACCOUNTS_INDEX.name]
+    assert accounts["KeySchema"] == [
+        {"AttributeName": table_layout.REGISTRY, "KeyType": "HASH"},
+        {"AttributeName": "account_id", "KeyType": "RANGE"},
+    ]
+    assert accounts["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["plan", "plan_version"]}
+    assert {"AttributeName": table_layout.REGISTRY, "AttributeType": "S"} in table_resource["Properties"][
+        "AttributeDefinitions"
+    ]
