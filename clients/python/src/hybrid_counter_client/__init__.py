@@ -43,6 +43,8 @@ from hybrid_counter_client.errors import (
 from hybrid_counter_client.local_run import LocalEndpoints, LocalSystemError, local_directory, local_endpoints
 from hybrid_counter_client.models import (
     Account,
+    AccountEntry,
+    AccountPage,
     Admission,
     PeriodHistory,
     PeriodTotal,
@@ -62,7 +64,9 @@ from hybrid_counter_client.retries import RetryPolicy
 __all__ = [
     "AccessDenied",
     "Account",
+    "AccountEntry",
     "AccountNotFound",
+    "AccountPage",
     "Admission",
     "AsyncLimitsClient",
     "ClientError",

@@ -123,6 +123,25 @@ class PlanPage:
 
 
 @dataclass(frozen=True)
+class AccountEntry:
+    """An account as the registry lists it: its plan and the plan's version it was given in full
+    (None on no plan)."""
+
+    account_id: str
+    plan: str | None = None
+    plan_version: int | None = None
+
+
+@dataclass(frozen=True)
+class AccountPage:
+    """One page of accounts: a plan's by id, or every account's (those on no plan first, then each
+    plan's, plans by name); `next_cursor` is None on the last, and a page may be short before it."""
+
+    items: list[AccountEntry]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
 class Resource:
     """A live resource. `etag`: its version, from the ETag header of `get_resource` and
     `resize_resource` ('"1"' until its first resize; each resize makes the next), for
