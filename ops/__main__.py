@@ -275,6 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--in-process", dest="mode", action="store_const", const="in-process", help="run the sweep in this process"
     )
     sweep.set_defaults(run=run_sweep, mode=None)
+
+    registry = commands_parser.add_parser(
+        "registry-backfill",
+        parents=[connection],
+        help="list accounts created before the account registry: give each its registry key (once)",
+        description="Give each account created before the accounts index (GET /accounts) its registry key: its "
+        "plan's name, or '-' for none. One Scan of the table, a page at a time, writing only the accounts that "
+        'lack the key, each conditionally: a rerun writes nothing (docs/plans.md, "The account registry").',
+    )
+    registry.set_defaults(run=run_registry_backfill)
     return parser
 
 
@@ -534,6 +544,16 @@ def run_sweep(context: Context) -> int:
     if context.args.json:
         return emit_json(result.to_json())
     print(format_sweep(result))
+    return EXIT_OK
+
+
+def run_registry_backfill(context: Context) -> int:
+    from ops.registry import backfill_registry
+
+    written = backfill_registry(context.table)
+    if context.args.json:
+        return emit_json({"written": written})
+    print(f"{_many(written, 'account')} given a registry key")
     return EXIT_OK
 
 
