@@ -578,6 +578,7 @@ def plans_report(emulator_url: str) -> str:
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.dynamo_table import DynamoTable
     from functions.core import accounts, plans
+    from functions.core.model import NewResource
     from functions.core.periods import parse_period
     from tests.support.tables import create_table
 
@@ -596,8 +597,15 @@ def plans_report(emulator_url: str) -> str:
             api, Quota("owned", resource_type), accounts.limit_change(1, WALL_CLOCK.epoch_ms()), now_text
         )
 
-    def join(account: str) -> None:
-        plans.join_plan(api, account, "pro", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+    def join(account: str, plan: str = "pro") -> None:
+        plans.join_plan(api, account, plan, WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+
+    def create(quota: Quota) -> None:
+        accounts.create_resource(api, quota, NewResource("r"), None, now_text)
+
+    plans.put_plan(api, "free", {}, now_text())
+    for account in ("owned", "solo"):  # room for the creates below (a plan leaves the default type's limit)
+        accounts.put_account(api, Quota(account), accounts.limit_change(100, WALL_CLOCK.epoch_ms()), now_text)
 
     steps: list[tuple[str, Callable[[], object]]] = [
         ("PUT /plans/pro, created (3 types)", lambda: plans.put_plan(api, "pro", pro, now_text())),
@@ -609,6 +617,15 @@ def plans_report(emulator_url: str) -> str:
         ("the same account put on pro again (the same version)", lambda: join("owned")),
         ("PUT /plans/pro, one quota changed", lambda: plans.put_plan(api, "pro", raised, now_text())),
         ("the account put on pro's new version (one type's limit changes)", lambda: join("owned")),
+        # The account registry (the accounts index): a create in an account on a plan writes no
+        # index entry (the index projects only the membership); a page of the list is a Query.
+        ("a create of the default type in an account on pro", lambda: create(Quota("owned"))),
+        ("a create of a type pro gives (seats) in an account on pro", lambda: create(Quota("owned", "seats"))),
+        ("a create of the default type in an account on no plan", lambda: create(Quota("solo"))),
+        ("GET /accounts?plan=pro (one page, 2 accounts)", lambda: api.list_accounts("pro", 25, None)),
+        ("GET /accounts (one page: no plan's, then pro's)", lambda: api.list_accounts(None, 25, None)),
+        ("a new account put on free (its first plan, no types)", lambda: join("moved", "free")),
+        ("that account moved to pro (3 types)", lambda: join("moved")),
     ]
     measured: list[tuple[str, Usage]] = []
     for label, action in steps:
@@ -622,8 +639,16 @@ def plans_report(emulator_url: str) -> str:
 
     def by_item(usage: Usage) -> list[str]:
         items = sorted(set(usage.item_wcu) | set(usage.item_rcu))
+        indexes = sorted({place for place, _ in usage.wcu if " index " in place})
         return [
-            f"      {item}: {usage.item_wcu.get(item, 0):g} WCU, {usage.item_rcu.get(item, 0):g} RCU" for item in items
+            *(
+                f"      {item}: {usage.item_wcu.get(item, 0):g} WCU, {usage.item_rcu.get(item, 0):g} RCU"
+                for item in items
+            ),
+            *(
+                f"      {place}: {sum(units for (p, _), units in usage.wcu.items() if p == place):g} WCU"
+                for place in indexes
+            ),
         ]
 
     lines = []
