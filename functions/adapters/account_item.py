@@ -178,6 +178,7 @@ def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -
         limit_source=account.limit_source,
         plan=str(shards[0][PLAN]) if PLAN in shards[0] else None,
         plan_version=int(shards[0].get(PLAN_VERSION, 0)),
+        plan_set_at=int(shards[0].get(PLAN_SET_AT, 0)),
     )
 
 

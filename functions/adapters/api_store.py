@@ -59,7 +59,7 @@ from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
 from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, Resource, Usage
-from functions.core.plans import AccountPage, Plan, PlanPage
+from functions.core.plans import AccountEntry, AccountPage, Plan, PlanPage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -276,6 +276,9 @@ class DynamoApiStore(ShardStore):
 
     def list_accounts(self, plan: str | None, limit: int, cursor: str | None) -> AccountPage:
         return AccountRegistry(self._table).list_accounts(plan, limit, cursor)
+
+    def registry_page(self, plan: str, limit: int, after: str | None) -> tuple[list[AccountEntry], str | None]:
+        return AccountRegistry(self._table).accounts_of(plan, limit, after)
 
     def set_membership(self, account_id: str, plan: str, version: int, received_ms: int) -> bool:
         try:

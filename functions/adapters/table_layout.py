@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from functions.adapters.keys import EVENT_PREFIX, LIMIT_CHANGE_PREFIX, RESOURCE_PREFIX
+from functions.adapters.keys import EVENT_PREFIX, LIMIT_CHANGE_PREFIX, PLAN_PREFIX, RESOURCE_PREFIX
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -110,4 +110,10 @@ STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
 # (functions/adapters/outbox.py). Their TTL deletes are REMOVE records, which it never sees.
 OUTBOX_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {SORT_KEY: {"S": [{"prefix": EVENT_PREFIX}]}}}},
+)
+
+# The plan rollout's pager (functions/plan_rollout/handler.py): a plan item's insert or change, each
+# a version of the plan, and no other record.
+PLAN_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
+    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {SORT_KEY: {"S": [{"prefix": PLAN_PREFIX}]}}}},
 )

@@ -72,7 +72,7 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, history, leases, plans
+from functions.core import accounts, history, leases, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
@@ -217,7 +217,8 @@ def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_matc
 
 def get_plan(planId: PlanId) -> Response[str]:
     found = plans.get_plan(wired().api_store, planId)
-    return json_response(HTTPStatus.OK, PlanView.of(found), plan_etag(found))
+    progress = rollout.progress(wired().api_store, found)
+    return json_response(HTTPStatus.OK, PlanView.of(found, progress), plan_etag(found))
 
 
 def list_plans(limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:

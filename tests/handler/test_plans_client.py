@@ -78,7 +78,7 @@ def test_an_account_without_a_plan_reads_as_before(client: LimitsClient) -> None
 def test_accounts_are_listed_by_the_client_sync_and_async(client: LimitsClient, bridge: Bridge) -> None:
     import asyncio
 
-    from hybrid_counter_client import AccountEntry, AsyncLimitsClient
+    from hybrid_counter_client import AccountEntry, AsyncLimitsClient, PlanRollout
 
     from tests.client.conftest import Waits, static_session
 
@@ -90,6 +90,7 @@ def test_accounts_are_listed_by_the_client_sync_and_async(client: LimitsClient, 
     assert list(client.list_accounts(page_size=1)) == [AccountEntry("acme"), *on_pro]
     assert list(client.list_accounts(plan="pro")) == on_pro
     assert client.list_accounts_page(plan="pro", limit=1).next_cursor is not None
+    assert client.get_plan("pro").rollout == PlanRollout(version=1, accounts=2, updated=2)
 
     async def listed() -> list[AccountEntry]:
         waits = Waits()

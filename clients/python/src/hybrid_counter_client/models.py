@@ -111,7 +111,18 @@ class Plan:
     plan: str
     version: int
     quotas: dict[str, Any]
+    # `get_plan` only: how many of its accounts have its current version (None from a PUT or a list).
+    rollout: PlanRollout | None = field(default=None, compare=False, kw_only=True)
     etag: str | None = field(default=None, metadata={"header": "ETag"}, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class PlanRollout:
+    """A plan change's progress: `updated` of its `accounts` have `version` (all, once it is done)."""
+
+    version: int
+    accounts: int
+    updated: int
 
 
 @dataclass(frozen=True)
