@@ -654,7 +654,70 @@ def plans_report(emulator_url: str) -> str:
     lines = []
     for label, usage in measured:
         lines += [f"  {label}: {units(usage)}", *by_item(usage)]
+    lines += rollout_figures(api, meter, units, by_item)
     return "\n".join(["Plans (docs/plans.md), per operation and by item:", *lines])
+
+
+# The projection's assumptions: a DynamoDB call's latency from a Lambda function in its region.
+CALL_MS = 8
+PROJECTED_ACCOUNTS = 100_000
+
+
+def rollout_figures(api: Any, meter: CapacityMeter, units: Callable[[Usage], str], by_item: Any) -> list[str]:
+    """A plan change's rollout (functions/core/rollout.py): the pager's page, one account given the
+    new version, and the projection for PROJECTED_ACCOUNTS accounts at the worker's concurrency."""
+    from functions.core import accounts, plans, rollout
+    from infra.plan_rollout import ROLLOUT_WORKER_CONCURRENCY
+
+    class Queue:
+        def __init__(self) -> None:
+            self.sent: list[rollout.Message] = []
+
+        def send(self, messages: Any) -> None:
+            self.sent += messages
+
+    members = [f"member-{index:02d}" for index in range(20)]
+    quotas = {"seats": plans.PlanQuota(50), "projects": plans.PlanQuota(10)}
+    plans.put_plan(api, "team", quotas, now_text())
+    for account in members:
+        plans.join_plan(api, account, "team", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+    plans.put_plan(api, "team", {**quotas, "seats": plans.PlanQuota(60)}, now_text())
+    queue = Queue()
+    with meter.operation("the pager: one page of the registry (20 accounts), its messages queued") as paged:
+        rollout.page(api, queue, rollout.Page("team", 2))
+    applies = [message for message in queue.sent if isinstance(message, rollout.Apply)]
+    with meter.operation("the worker: one account given the new version (one quota changed of 2)") as one:
+        rollout.apply(api, rollout.Apply("team", 2, (members[0],)), now_text, lambda: True)
+    with meter.operation("the worker: the same message again (the account has it)") as again:
+        rollout.apply(api, rollout.Apply("team", 2, (members[0],)), now_text, lambda: True)
+    accounts.get_account(api, members[0], now_text())  # (keeps the account read in the report's reach)
+
+    calls = sum(one.calls.values())
+    pages = -(-PROJECTED_ACCOUNTS // rollout.PAGE_SIZE)
+    messages = -(-PROJECTED_ACCOUNTS // rollout.ACCOUNTS_PER_MESSAGE)
+    message_seconds = rollout.ACCOUNTS_PER_MESSAGE * calls * CALL_MS / 1000
+    minutes = messages / ROLLOUT_WORKER_CONCURRENCY * message_seconds / 60
+    index_wcu = sum(u for (place, _), u in one.wcu.items() if " index " in place)
+    return [
+        f"  {label}: {units(usage)}"
+        for label, usage in (
+            ("the pager: one page of the registry (20 accounts), its messages queued", paged),
+            ("the worker: one account given the new version (one quota changed of 2)", one),
+            ("the worker: the same message again (the account has it)", again),
+        )
+    ] + [
+        *by_item(one),
+        f"  the pager queued {len(applies)} apply messages of up to {rollout.ACCOUNTS_PER_MESSAGE} accounts",
+        f"  projection for {PROJECTED_ACCOUNTS:,} accounts on one plan (one quota changed; {CALL_MS} ms a call;"
+        f" the worker's concurrency {ROLLOUT_WORKER_CONCURRENCY}): {pages} page messages and {messages:,} apply"
+        f" messages; {PROJECTED_ACCOUNTS * calls:,.0f} table calls,"
+        f" {PROJECTED_ACCOUNTS * one.total_wcu:,.0f} WCU ({PROJECTED_ACCOUNTS * index_wcu:,.0f} of them the"
+        f" registry index's, all in the plan's partition), {PROJECTED_ACCOUNTS * one.total_rcu:,.0f} RCU;"
+        f" about {minutes:.1f} minutes, {PROJECTED_ACCOUNTS * one.total_wcu / (minutes * 60):,.0f} WCU/s spread over"
+        f" the accounts' own partitions ({one.total_wcu:g} WCU each, once) and"
+        f" {PROJECTED_ACCOUNTS * index_wcu / (minutes * 60):,.0f} WCU/s on the plan's index partition (1,000 a"
+        f" partition)",
+    ]
 
 
 def resize_report(emulator_url: str, runs: int = 20) -> str:

@@ -38,7 +38,7 @@ ROLLOUT_MAX_RECEIVE_COUNT: Final = 5
 ROLLOUT_WORKER_BATCH_SIZE: Final = 1  # a message holds up to 10 accounts: one retried alone
 # The worker's most concurrent invocations (an SQS event source's maximum concurrency): the
 # rollout's pace (docs/plans.md, its projection for 100,000 accounts).
-ROLLOUT_WORKER_CONCURRENCY: Final = 10
+ROLLOUT_WORKER_CONCURRENCY: Final = 25
 PLAN_STREAM_BATCH_SIZE: Final = 10
 
 DLQ_FINDING = (
