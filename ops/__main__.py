@@ -285,6 +285,18 @@ def build_parser() -> argparse.ArgumentParser:
         'lack the key, each conditionally: a rerun writes nothing (docs/plans.md, "The account registry").',
     )
     registry.set_defaults(run=run_registry_backfill)
+
+    plans_parser = commands_parser.add_parser("plans", help="plans (docs/plans.md)")
+    plans_commands = plans_parser.add_subparsers(dest="plans_command", required=True, metavar="PLANS_COMMAND")
+    status = plans_commands.add_parser(
+        "status",
+        parents=[connection],
+        help="a plan's version and how many of its accounts have it (its rollout's progress)",
+        description="The plan's current version and its accounts, counted from the account registry: how many "
+        "have the version. Exit 0 when every account has it, 3 while its rollout runs, 1 if there is no such plan.",
+    )
+    status.add_argument("plan", type=resource_type_name, help="the plan's name")
+    status.set_defaults(run=run_plans_status)
     return parser
 
 
@@ -555,6 +567,29 @@ def run_registry_backfill(context: Context) -> int:
         return emit_json({"written": written})
     print(f"{_many(written, 'account')} given a registry key")
     return EXIT_OK
+
+
+def run_plans_status(context: Context) -> int:
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.core import rollout
+
+    store = DynamoApiStore(context.table)
+    plan = store.read_plan(context.args.plan)
+    if plan is None:
+        raise OpsError(f"no plan {context.args.plan!r}")
+    progress = rollout.progress(store, plan)
+    done = progress.updated == progress.accounts
+    if context.args.json:
+        emit_json(
+            {"plan": plan.name, "version": progress.version, "accounts": progress.accounts, "updated": progress.updated}
+        )
+    else:
+        state = "done" if done else "rolling out"
+        print(
+            f"{plan.name} version {progress.version}: {progress.updated} of {_many(progress.accounts, 'account')}"
+            f" have it ({state})"
+        )
+    return EXIT_OK if done else EXIT_TRY_LATER
 
 
 # -- output ------------------------------------------------------------------------------------

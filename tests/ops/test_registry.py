@@ -26,3 +26,17 @@ def test_the_backfill_lists_older_accounts_and_writes_nothing_twice(cli_harness:
         {"accountId": "acme"},
         {"accountId": "globex", "plan": "pro", "planVersion": 1},
     ]
+
+
+def test_plans_status_says_how_many_accounts_have_the_plans_version(cli_harness: Harness, cli: Cli) -> None:
+    api = cli_harness.api
+    assert api.request("PUT", "/plans/pro", {"quotas": {"seats": {"limit": 5}}}).status == 200
+    for account in ("acme", "globex"):
+        assert api.request("PUT", f"/accounts/{account}", {"plan": "pro"}).status == 200
+    done = cli("plans", "status", "pro")
+    assert (done.code, done.out.strip()) == (0, "pro version 1: 2 of 2 accounts have it (done)")
+    assert api.request("PUT", "/plans/pro", {"quotas": {"seats": {"limit": 6}}}).status == 200  # no rollout here
+    running = cli("plans", "status", "pro", "--json")
+    assert running.code == 3
+    assert running.json() == {"plan": "pro", "version": 2, "accounts": 2, "updated": 0}
+    assert cli("plans", "status", "nope").code == 1
