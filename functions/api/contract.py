@@ -562,8 +562,8 @@ PUT_PLAN_OPERATION = Operation(
         {
             200: (
                 "The plan at its new version; the same quotas again change nothing (the version stays). Accounts "
-                "already on the plan keep what they were given until a later step gives them the new version "
-                "(docs/plans.md)",
+                "already on the plan are given the new version by its rollout, after the answer; GET of the plan "
+                "says how far it has reached (docs/plans.md)",
                 PlanView,
             )
         },
