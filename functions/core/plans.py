@@ -211,6 +211,11 @@ def join_plan(
     if not in_time():
         raise CallerGaveUp()
     store.set_membership(account_id, plan.name, plan.version, received_ms)
+    latest = store.read_plan(name)
+    if latest is not None and latest.version > plan.version:
+        # The plan changed while it was given: its rollout may have paged the plan's accounts before
+        # this membership was written (functions/core/rollout.py), so the account takes it here.
+        return join_plan(store, account_id, name, received_ms, clock, in_time, changed_by)
     return accounts.get_account(store, account_id, clock())
 
 

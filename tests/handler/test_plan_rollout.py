@@ -216,3 +216,37 @@ def test_a_pager_crash_mid_pages_is_resumed(harness: Harness, plan_rollout: Roll
     plan_rollout.run()
     assert [plan_of(harness, account) for account in ACCOUNTS] == [("pro", 2)] * len(ACCOUNTS)
     assert harness.api.request("GET", "/plans/pro").json()["rollout"] == {"version": 2, "accounts": 23, "updated": 23}
+
+
+def test_an_account_put_on_the_plan_while_its_change_is_paged_ends_at_the_change(
+    harness: Harness, plan_rollout: Rollout
+) -> None:
+    """The account's PUT read version 1; version 2 is written and paged (the account not on the
+    plan yet) before its membership lands: the PUT sees the new version and gives it."""
+    from functions.core import plans
+
+    put_plan(harness, PRO)
+    plan_rollout.run()
+    store = plan_rollout.wiring.api_store
+
+    class ChangedMeanwhile:
+        def __init__(self) -> None:
+            self.once = True
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def set_membership(self, account_id: str, plan: str, version: int, received_ms: int) -> bool:
+            if self.once:
+                self.once = False
+                put_plan(harness, PRO_2)
+                paged = plan_rollout.run()
+                assert paged == []  # the pager paged version 2: nobody on the plan is behind it
+            return store.set_membership(account_id, plan, version, received_ms)
+
+    now = partial(harness.clock.now)
+    plans.join_plan(
+        ChangedMeanwhile(), "late", "pro", harness.clock.epoch_ms(), lambda: now().isoformat(), lambda: True
+    )  # type: ignore[arg-type]
+    assert plan_of(harness, "late") == ("pro", 2)
+    assert limits(harness, "late")["seats"][:2] == (60, "plan")
