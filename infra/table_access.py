@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from functions.adapters.table_layout import ACTIVITY_INDEX, PENDING_INDEX
+from functions.adapters.table_layout import ACCOUNTS_INDEX, ACTIVITY_INDEX, PENDING_INDEX
 
 # The API: admission (conditional updates, room moves in transactions, a limit changed with its
 # event's outbox item put and, lowered, condition checks), resources (put, get, list), usage (batch
@@ -27,6 +27,11 @@ API = (
     "dynamodb:Query",
     "dynamodb:UpdateItem",
 )
+# The account registry's pages (`GET /accounts`): Queries of the accounts index.
+API_INDEXES = {ACCOUNTS_INDEX.name: ("dynamodb:Query",)}
+# The plan rollout's pager: the plan (GetItem) and its accounts' registry page (the accounts index).
+# Its worker is the API's: it applies a plan as a PUT of an account on it does.
+ROLLOUT_PAGER = ("dynamodb:GetItem",)
 # Counting a batch: one conditional update, or one transaction of updates; a usage-threshold
 # decision also reads the account item and the counter shards (batched).
 COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from functions.adapters.keys import SHARD_SORT_KEY
-from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, SORT_KEY
+from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, NO_PLAN, REGISTRY, SORT_KEY
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
 from functions.core.model import LimitSource, Quota, TenantRate, Usage
@@ -189,6 +189,7 @@ def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -
         plan=str(shards[0][PLAN]) if PLAN in shards[0] else None,
         plan_version=int(shards[0].get(PLAN_VERSION, 0)),
         grant_ends=account.grant_ends,
+        plan_set_at=int(shards[0].get(PLAN_SET_AT, 0)),
     )
 
 
@@ -405,8 +406,21 @@ def source_clauses(source: str, current: str, values: dict[str, Any]) -> tuple[s
 # unless a PUT received later gave it another. Neither `version` nor a stamp: no counter moves, so
 # a heal's reads stand.
 MEMBERSHIP_NAMES = {"#plan": PLAN}
-MEMBERSHIP_UPDATE = f"SET #plan = :plan, {PLAN_VERSION} = :plan_version, {PLAN_SET_AT} = :received"
+# The registry key moves with the plan (values :registry, the plan's name): the accounts index
+# lists the account under its plan (table_layout.ACCOUNTS_INDEX).
+MEMBERSHIP_UPDATE = (
+    f"SET #plan = :plan, {PLAN_VERSION} = :plan_version, {PLAN_SET_AT} = :received, {REGISTRY} = :registry"
+)
 MEMBERSHIP_CONDITION = f"attribute_exists(#pk) AND (attribute_not_exists({PLAN_SET_AT}) OR {PLAN_SET_AT} <= :received)"
+
+
+def registry_sets(quota: Quota, values: dict[str, Any]) -> str:
+    """The SET clause of a new account item's registry key: only the default type's account item
+    (one per account) carries it, listed under no plan until its membership is written."""
+    if not quota.is_default or quota.period:
+        return ""
+    values[":registry"] = NO_PLAN
+    return f", {REGISTRY} = :registry"
 
 
 def types_sets(resource_types: Sequence[str], values: dict[str, Any]) -> str:

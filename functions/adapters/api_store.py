@@ -23,6 +23,7 @@ from functions.adapters.attributes import to_attributes
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.plan_item import PlanItems
+from functions.adapters.registry import AccountRegistry
 from functions.adapters.resources import (
     ADMITTED_BY,
     AMOUNT,
@@ -58,7 +59,7 @@ from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
 from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, Resource, Usage
-from functions.core.plans import Plan, PlanPage
+from functions.core.plans import AccountEntry, AccountPage, Plan, PlanPage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -101,6 +102,7 @@ class DynamoApiStore(ShardStore):
                     + schema.change_sets(change, values)
                     + schema.types_sets(resource_types, values)
                     + schema.source_clauses(change.source_on(None), LimitSource.ACCOUNT, values)[0]
+                    + schema.registry_sets(quota, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={**EXPRESSION_NAMES, "#type": ITEM_TYPE, "#pk": PARTITION_KEY},
@@ -279,6 +281,12 @@ class DynamoApiStore(ShardStore):
     def list_plans(self, limit: int, cursor: str | None) -> PlanPage:
         return PlanItems(self._table).list_plans(limit, cursor)
 
+    def list_accounts(self, plan: str | None, limit: int, cursor: str | None) -> AccountPage:
+        return AccountRegistry(self._table).list_accounts(plan, limit, cursor)
+
+    def registry_page(self, plan: str, limit: int, after: str | None) -> tuple[list[AccountEntry], str | None]:
+        return AccountRegistry(self._table).accounts_of(plan, limit, after)
+
     def set_membership(self, account_id: str, plan: str, version: int, received_ms: int) -> bool:
         try:
             self._table.call(
@@ -290,7 +298,7 @@ class DynamoApiStore(ShardStore):
                 ConditionExpression=schema.MEMBERSHIP_CONDITION,
                 ExpressionAttributeNames={"#pk": PARTITION_KEY, **schema.MEMBERSHIP_NAMES},
                 ExpressionAttributeValues=to_attributes(
-                    {":plan": plan, ":plan_version": version, ":received": received_ms}
+                    {":plan": plan, ":plan_version": version, ":received": received_ms, ":registry": plan}
                 ),
             )
         except ConditionFailed:

@@ -32,6 +32,7 @@ from functions.api.contract import (
     HistoryPeriods,
     IdempotencyKey,
     PageSize,
+    PlanFilter,
     PlanId,
     PutIdempotencyKey,
     ResourceId,
@@ -39,6 +40,8 @@ from functions.api.contract import (
 )
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
+    AccountEntryView,
+    AccountPageView,
     AccountView,
     AdmissionView,
     CreateResourceRequest,
@@ -58,6 +61,7 @@ from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import (
     ACCOUNT_PATH,
+    ACCOUNTS_PATH,
     ADMISSION_PATH,
     HISTORY_PATH,
     OVERRIDE_PATH,
@@ -69,7 +73,7 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, grants, history, leases, plans
+from functions.core import accounts, grants, history, leases, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
@@ -218,13 +222,20 @@ def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_matc
 
 def get_plan(planId: PlanId) -> Response[str]:
     found = plans.get_plan(wired().api_store, planId)
-    return json_response(HTTPStatus.OK, PlanView.of(found), plan_etag(found))
+    progress = rollout.progress(wired().api_store, found)
+    return json_response(HTTPStatus.OK, PlanView.of(found, progress), plan_etag(found))
 
 
 def list_plans(limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
     page = wired().api_store.list_plans(limit, cursor)
     items = [PlanView.of(plan) for plan in page.items]
     return json_response(HTTPStatus.OK, PlanPageView(items=items, nextCursor=page.next_cursor))
+
+
+def list_accounts(plan: PlanFilter = None, limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
+    page = wired().api_store.list_accounts(plan, limit, cursor)
+    items = [AccountEntryView.of(entry) for entry in page.items]
+    return json_response(HTTPStatus.OK, AccountPageView(items=items, nextCursor=page.next_cursor))
 
 
 def plan_etag(plan: plans.Plan) -> dict[str, str]:
@@ -373,6 +384,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("PUT", PLAN_PATH, contract.PUT_PLAN_OPERATION, put_plan),
     ("GET", PLAN_PATH, contract.GET_PLAN_OPERATION, get_plan),
     ("GET", PLANS_PATH, contract.LIST_PLANS_OPERATION, list_plans),
+    ("GET", ACCOUNTS_PATH, contract.LIST_ACCOUNTS_OPERATION, list_accounts),
 )
 
 

@@ -31,7 +31,8 @@ from functions.core.model import (
     Usage,
 )
 from functions.core.periods import Period, format_instant, parse_period
-from functions.core.plans import Plan, PlanQuota
+from functions.core.plans import AccountEntry, Plan, PlanQuota
+from functions.core.rollout import Progress
 from functions.core.thresholds import MAX_THRESHOLDS
 
 # A limit is in units, as an amount is (a token budget counts past a million): every JSON client
@@ -535,20 +536,42 @@ class PlanQuotaView(QuotaAnswer):
         )
 
 
+class RolloutView(BaseModel):
+    """How far a plan's current version has reached its accounts (docs/plans.md)."""
+
+    version: int = Field(description="The plan's current version.")
+    accounts: int = Field(description="The accounts on the plan, as the account registry lists them.")
+    updated: int = Field(description="Those given the current version: equal to `accounts` once the rollout is done.")
+
+
 class PlanView(QuotaAnswer):
     """A plan at its current version (its ETag)."""
 
     plan: str
     version: int = Field(description="Bumped by each PUT that changes its quotas: the ETag's version.")
     quotas: dict[str, PlanQuotaView] = Field(description="Its quotas by resource type name.")
+    rollout: RolloutView | None = Field(
+        default=None,
+        description="The plan's GET only: how many of its accounts have its current version, counted from the "
+        "account registry (an eventually consistent index) when asked.",
+    )
 
     @classmethod
-    def of(cls, plan: Plan) -> PlanView:
+    def of(cls, plan: Plan, progress: Progress | None = None) -> PlanView:
         quotas = {name: PlanQuotaView.of(quota) for name, quota in sorted(plan.quotas.items())}
-        return cls(plan=plan.name, version=plan.version, quotas=quotas)
+        rollout = None
+        if progress is not None:
+            rollout = RolloutView(version=progress.version, accounts=progress.accounts, updated=progress.updated)
+        return cls(plan=plan.name, version=plan.version, quotas=quotas, rollout=rollout)
 
     def answer(self) -> dict[str, Any]:
-        return {**self.model_dump(exclude={"quotas"}), "quotas": {n: q.answer() for n, q in self.quotas.items()}}
+        answered = {
+            **self.model_dump(exclude={"quotas", "rollout"}),
+            "quotas": {n: q.answer() for n, q in self.quotas.items()},
+        }
+        if self.rollout is not None:
+            answered["rollout"] = self.rollout.model_dump()
+        return answered
 
 
 class PlanPageView(QuotaAnswer):
@@ -557,6 +580,35 @@ class PlanPageView(QuotaAnswer):
 
     def answer(self) -> dict[str, Any]:
         return {"items": [item.answer() for item in self.items], "nextCursor": self.nextCursor}
+
+
+class AccountEntryView(BaseModel):
+    """An account as the registry lists it."""
+
+    accountId: str
+    plan: str | None = Field(default=None, description="The account's plan; absent when it is on none.")
+    planVersion: int | None = Field(
+        default=None, description="The plan's version the account was given in full; absent when it is on none."
+    )
+
+    @classmethod
+    def of(cls, entry: AccountEntry) -> AccountEntryView:
+        if entry.plan is None:
+            return cls(accountId=entry.account_id)
+        return cls(accountId=entry.account_id, plan=entry.plan, planVersion=entry.plan_version)
+
+
+class AccountPageView(QuotaAnswer):
+    items: list[AccountEntryView] = Field(
+        description="Accounts by id: a plan's, or (no `plan`) those on no plan first, then each plan's by plan name."
+    )
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last. A page may hold fewer than `limit` "
+        "accounts and still have one."
+    )
+
+    def answer(self) -> dict[str, Any]:
+        return {"items": [item.model_dump(exclude_none=True) for item in self.items], "nextCursor": self.nextCursor}
 
 
 class PeriodTotalView(BaseModel):

@@ -108,6 +108,7 @@ class Usage:
     # An override that expires (docs/plans.md, "Expiring grants"): when it ends, epoch ms; None
     # for every other limit.
     grant_ends: int | None = None
+    plan_set_at: int = 0  # and when the PUT that put it on the plan was received (epoch ms)
 
     @property
     def account_id(self) -> str:

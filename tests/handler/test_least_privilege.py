@@ -77,6 +77,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     created = api.create("busy", "vm", key="k1").json()  # an idempotent create reads first
     api.account("busy")
     api.request("GET", "/accounts/busy/resources")
+    api.request("GET", "/accounts?limit=5")  # the account registry: the accounts index
     api.request("GET", f"/accounts/busy/resources/{created['resourceId']}")
     api.delete("busy", created["resourceId"])
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered

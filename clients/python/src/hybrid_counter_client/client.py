@@ -16,6 +16,8 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    AccountEntry,
+    AccountPage,
     Admission,
     PeriodHistory,
     Plan,
@@ -419,6 +421,21 @@ class LimitsClient(ClientBase):
         cursor: str | None = None
         while True:
             page = self.list_plans_page(limit=page_size, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def list_accounts_page(
+        self, *, plan: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> AccountPage:
+        return self._call(operations.list_accounts_page(plan, limit, cursor))
+
+    def list_accounts(self, *, plan: str | None = None, page_size: int | None = None) -> Iterator[AccountEntry]:
+        """Every account (or `plan`'s), page after page: on no plan first, then each plan's by plan name."""
+        cursor: str | None = None
+        while True:
+            page = self.list_accounts_page(plan=plan, limit=page_size, cursor=cursor)
             yield from page.items
             if page.next_cursor is None:
                 return

@@ -114,7 +114,18 @@ class Plan:
     plan: str
     version: int
     quotas: dict[str, Any]
+    # `get_plan` only: how many of its accounts have its current version (None from a PUT or a list).
+    rollout: PlanRollout | None = field(default=None, compare=False, kw_only=True)
     etag: str | None = field(default=None, metadata={"header": "ETag"}, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class PlanRollout:
+    """A plan change's progress: `updated` of its `accounts` have `version` (all, once it is done)."""
+
+    version: int
+    accounts: int
+    updated: int
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,25 @@ class PlanPage:
     """One page of plans, by name; `next_cursor` is None on the last."""
 
     items: list[Plan]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class AccountEntry:
+    """An account as the registry lists it: its plan and the plan's version it was given in full
+    (None on no plan)."""
+
+    account_id: str
+    plan: str | None = None
+    plan_version: int | None = None
+
+
+@dataclass(frozen=True)
+class AccountPage:
+    """One page of accounts: a plan's by id, or every account's (those on no plan first, then each
+    plan's, plans by name); `next_cursor` is None on the last, and a page may be short before it."""
+
+    items: list[AccountEntry]
     next_cursor: str | None
 
 
