@@ -112,14 +112,18 @@ def checks_for(case: schemathesis.Case, checks: list[Any]) -> list[Any]:
     deleted). Nor is a body outside the API's JSON rules (`outside_json_rules`). Nor is a period's
     anchor (a type's, or one of a plan's quotas'): its pattern says the form of an RFC 3339
     timestamp, not the calendar (a 13th month, a 30th of February, an hour 24 match it and are
-    refused as documented, 400 ValidationError)."""
+    refused as documented, 400 ValidationError). Nor is a grant's end (`expiresAt`): its pattern
+    says the same form, and whether an end is taken is state, not form: it must be after the API's
+    clock and within 366 days of it, on a type its account's plan gives (400 ValidationError
+    otherwise: docs/plans.md, "Expiring grants")."""
     carries_cursor = bool(case.query) and "cursor" in case.query
     history = {"if-match", "idempotency-key"}
     carries_history = any(name.lower() in history for name in case.headers or {})
     carries_anchor = isinstance(case.body, dict) and (
         "anchor" in case.body or any(isinstance(quota, dict) and "anchor" in quota for quota in plan_quotas(case.body))
     )
-    if carries_cursor or carries_history or carries_anchor or outside_json_rules(case):
+    carries_grant = isinstance(case.body, dict) and "expiresAt" in case.body
+    if carries_cursor or carries_history or carries_anchor or carries_grant or outside_json_rules(case):
         return [check for check in checks if check.__name__ != "positive_data_acceptance"]
     return checks
 
