@@ -251,7 +251,9 @@ EXPIRES_AT = (
 )
 
 
-class PutTypeRequest(PeriodAsked):
+class QuotaRequest(PeriodAsked):
+    """A type's quota as a type's PUT and a plan's quotas take it."""
+
     model_config = ConfigDict(extra="forbid")
 
     limit: WholeNumber = Field(
@@ -260,6 +262,11 @@ class PutTypeRequest(PeriodAsked):
         description="Most units the account's resources of this type may hold together: 0 to 2^53 - 1.",
     )
     thresholds: Thresholds = None
+
+
+class PutTypeRequest(QuotaRequest):
+    """A type's PUT: its quota, and for an override an end (a plan's quotas never end)."""
+
     expiresAt: Annotated[
         Annotated[StrictStr, Field(pattern=EXPIRES_AT_PATTERN)] | None,
         BeforeValidator(_not_null_expiry),
@@ -288,7 +295,7 @@ PlanTypeName = Annotated[str, Field(pattern=RESOURCE_TYPE_PATTERN)]
 class PutPlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    quotas: dict[PlanTypeName, PutTypeRequest] = Field(
+    quotas: dict[PlanTypeName, QuotaRequest] = Field(
         max_length=MAX_RESOURCE_TYPES,
         description=f"The plan's quotas by resource type name (up to {MAX_RESOURCE_TYPES}), each as a type's PUT "
         f"takes it: its limit, and its thresholds and period if the plan gives them (omitted, an account's type "
