@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -234,6 +235,11 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
                 if periodic is not None:
                     case.body["period"] = periodic
                     case.body.pop("anchor", None)
+            if case.method == "PUT" and isinstance(case.body, dict) and "expiresAt" in case.body:
+                # A generated end is in the past, too far ahead or no calendar's: always 400. An end a
+                # day ahead is asked instead, which a type its account's plan gives takes (a grant)
+                # and the others refuse as documented, so the PUTs that make an override still land.
+                case.body["expiresAt"] = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
             return case.call(base_url=running_system.api.base_url, headers=signed(case, running_system), timeout=30)
 
         def validate_response(self, response: Any, case: schemathesis.Case, **kwargs: Any) -> None:
