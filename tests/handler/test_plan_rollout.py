@@ -128,14 +128,16 @@ def plan_of(harness: Harness, account: str) -> tuple[str | None, int | None]:
     return entry.get("plan"), entry.get("planVersion")
 
 
-ACCOUNTS = [f"a{index:02d}" for index in range(23)]
+ACCOUNTS = [f"a{index:02d}" for index in range(10)]
 
 
 @pytest.fixture
 def on_pro(harness: Harness, plan_rollout: Rollout, monkeypatch: pytest.MonkeyPatch) -> None:
-    """23 accounts on pro (pages of 7: four pages, three messages of up to 10 from a page), one of
-    them with an override of seats; one more moved from pro to free."""
-    monkeypatch.setattr(rollout, "PAGE_SIZE", 7)
+    """10 accounts on pro (pages of 3: four pages, two messages of up to 2 from a full page), one of
+    them with an override of seats; one more moved from pro to free. (Each account put on a plan is
+    about 20 calls: few accounts, small pages, the same paths as 100,000.)"""
+    monkeypatch.setattr(rollout, "PAGE_SIZE", 3)
+    monkeypatch.setattr(rollout, "ACCOUNTS_PER_MESSAGE", 2)
     put_plan(harness, PRO)
     put_plan(harness, FREE, "free")
     for account in [*ACCOUNTS, "moved"]:
@@ -162,7 +164,7 @@ def test_a_plan_change_reaches_every_account_on_it_once(harness: Harness, plan_r
     assert limits(harness, "moved")["seats"][:2] == (3, "plan")  # on free now: pro's change is not its
     assert plan_of(harness, "moved") == ("free", 1)
     # Progress: every account of pro at version 2.
-    assert harness.api.request("GET", "/plans/pro").json()["rollout"] == {"version": 2, "accounts": 23, "updated": 23}
+    assert harness.api.request("GET", "/plans/pro").json()["rollout"] == {"version": 2, "accounts": 10, "updated": 10}
 
     # Every message delivered again (SQS delivers at least once): nothing changes a second time.
     after = {account: limits(harness, account) for account in ACCOUNTS}
@@ -215,7 +217,7 @@ def test_a_pager_crash_mid_pages_is_resumed(harness: Harness, plan_rollout: Roll
     plan_rollout.faults.crash_after("Query", matches=lambda params: "ExclusiveStartKey" in params)
     plan_rollout.run()
     assert [plan_of(harness, account) for account in ACCOUNTS] == [("pro", 2)] * len(ACCOUNTS)
-    assert harness.api.request("GET", "/plans/pro").json()["rollout"] == {"version": 2, "accounts": 23, "updated": 23}
+    assert harness.api.request("GET", "/plans/pro").json()["rollout"] == {"version": 2, "accounts": 10, "updated": 10}
 
 
 def test_an_account_put_on_the_plan_while_its_change_is_paged_ends_at_the_change(
