@@ -17,7 +17,8 @@ per record, and a heal. Then projects, from the capacity per create+delete itera
   alone): a usage record, quiet and busy, a period's and a process's first create, and two
   baselines in the same run, with the records a second one busy quota reaches;
 * **plans** (`--plans` for that report alone): a plan's PUT, GET and list, and an account put on
-  a plan of three types, in total and by item.
+  a plan of three types, in total and by item; an expiring grant: its PUT, creates under it and at
+  its end, the sweep that ends one.
 
 Prints figures and asserts none; tests/handler/test_capacity_meter.py checks the meter itself.
 """
@@ -578,6 +579,7 @@ def plans_report(emulator_url: str) -> str:
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.dynamo_table import DynamoTable
     from functions.core import accounts, plans
+    from functions.core.model import NewResource
     from functions.core.periods import parse_period
     from tests.support.tables import create_table
 
@@ -596,8 +598,15 @@ def plans_report(emulator_url: str) -> str:
             api, Quota("owned", resource_type), accounts.limit_change(1, WALL_CLOCK.epoch_ms()), now_text
         )
 
-    def join(account: str) -> None:
-        plans.join_plan(api, account, "pro", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+    def join(account: str, plan: str = "pro") -> None:
+        plans.join_plan(api, account, plan, WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+
+    def create(quota: Quota) -> None:
+        accounts.create_resource(api, quota, NewResource("r"), None, now_text)
+
+    plans.put_plan(api, "free", {}, now_text())
+    for account in ("owned", "solo"):  # room for the creates below (a plan leaves the default type's limit)
+        accounts.put_account(api, Quota(account), accounts.limit_change(100, WALL_CLOCK.epoch_ms()), now_text)
 
     steps: list[tuple[str, Callable[[], object]]] = [
         ("PUT /plans/pro, created (3 types)", lambda: plans.put_plan(api, "pro", pro, now_text())),
@@ -609,7 +618,17 @@ def plans_report(emulator_url: str) -> str:
         ("the same account put on pro again (the same version)", lambda: join("owned")),
         ("PUT /plans/pro, one quota changed", lambda: plans.put_plan(api, "pro", raised, now_text())),
         ("the account put on pro's new version (one type's limit changes)", lambda: join("owned")),
+        # The account registry (the accounts index): a create in an account on a plan writes no
+        # index entry (the index projects only the membership); a page of the list is a Query.
+        ("a create of the default type in an account on pro", lambda: create(Quota("owned"))),
+        ("a create of a type pro gives (seats) in an account on pro", lambda: create(Quota("owned", "seats"))),
+        ("a create of the default type in an account on no plan", lambda: create(Quota("solo"))),
+        ("GET /accounts?plan=pro (one page, 2 accounts)", lambda: api.list_accounts("pro", 25, None)),
+        ("GET /accounts (one page: no plan's, then pro's)", lambda: api.list_accounts(None, 25, None)),
+        ("a new account put on free (its first plan, no types)", lambda: join("moved", "free")),
+        ("that account moved to pro (3 types)", lambda: join("moved")),
     ]
+    steps += grant_steps(api)
     measured: list[tuple[str, Usage]] = []
     for label, action in steps:
         with meter.operation(label) as usage:
@@ -622,14 +641,131 @@ def plans_report(emulator_url: str) -> str:
 
     def by_item(usage: Usage) -> list[str]:
         items = sorted(set(usage.item_wcu) | set(usage.item_rcu))
+        indexes = sorted({place for place, _ in usage.wcu if " index " in place})
         return [
-            f"      {item}: {usage.item_wcu.get(item, 0):g} WCU, {usage.item_rcu.get(item, 0):g} RCU" for item in items
+            *(
+                f"      {item}: {usage.item_wcu.get(item, 0):g} WCU, {usage.item_rcu.get(item, 0):g} RCU"
+                for item in items
+            ),
+            *(
+                f"      {place}: {sum(units for (p, _), units in usage.wcu.items() if p == place):g} WCU"
+                for place in indexes
+            ),
         ]
 
     lines = []
     for label, usage in measured:
         lines += [f"  {label}: {units(usage)}", *by_item(usage)]
+    lines += rollout_figures(api, meter, units, by_item)
     return "\n".join(["Plans (docs/plans.md), per operation and by item:", *lines])
+
+
+def grant_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
+    """What expiring grants cost (docs/plans.md, "Expiring grants"), on accounts put on a plan of
+    one type (seats, 50) before the meter runs: a create of an account without a grant (today's),
+    a grant's PUT, a create under it, the first create at its end (which ends it), the sweep's
+    ending of one, and a sweep with none."""
+    from dataclasses import replace
+
+    from functions.adapters.grant_index import DynamoGrantIndex
+    from functions.core import accounts, grants, plans
+    from functions.core.model import NewResource
+
+    later = WALL_CLOCK.now() + timedelta(hours=1)
+    ends = (int(WALL_CLOCK.now().timestamp()) + 60) * 1000
+
+    def after_the_end() -> str:
+        return iso_timestamp(later)
+
+    def give(account: str) -> None:
+        change = replace(accounts.limit_change(60, WALL_CLOCK.epoch_ms()), grant_ends=ends)
+        accounts.put_limit(api, Quota(account, "seats"), change, now_text)
+
+    def create(account: str, resource_type: str = "seats", clock: Callable[[], str] = now_text) -> None:
+        grants.admitting_past_grants(
+            lambda: accounts.create_resource(api, Quota(account, resource_type), NewResource("r"), None, clock),
+            api,
+            clock,
+            lambda: True,
+        )
+
+    index = DynamoGrantIndex(api._table)
+    accounts.put_account(api, Quota("plain"), accounts.limit_change(10, WALL_CLOCK.epoch_ms()), now_text)
+    plans.put_plan(api, "team", {"seats": plans.PlanQuota(50)}, now_text())
+    for account in ("granted", "swept"):
+        plans.join_plan(api, account, "team", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+    return [
+        ("a create of the default type, no plan, no grant (today's create)", lambda: create("plain", "default")),
+        ("a create of a plan's type, no grant", lambda: create("granted")),
+        ("a type's PUT with expiresAt (a grant: 50 -> 60)", lambda: give("granted")),
+        ("a create under a standing grant", lambda: create("granted")),
+        ("the first create at the grant's end (ends it, then admits)", lambda: create("granted", clock=after_the_end)),
+        ("a grant given to be swept", lambda: give("swept")),
+        ("a sweep ending one grant", lambda: grants.sweep_grants(api, index, later, timedelta(hours=6))),
+        ("a sweep finding no grant ended", lambda: grants.sweep_grants(api, index, later, timedelta(hours=6))),
+    ]
+
+
+# The projection's assumptions: a DynamoDB call's latency from a Lambda function in its region.
+CALL_MS = 8
+PROJECTED_ACCOUNTS = 100_000
+
+
+def rollout_figures(api: Any, meter: CapacityMeter, units: Callable[[Usage], str], by_item: Any) -> list[str]:
+    """A plan change's rollout (functions/core/rollout.py): the pager's page, one account given the
+    new version, and the projection for PROJECTED_ACCOUNTS accounts at the worker's concurrency."""
+    from functions.core import accounts, plans, rollout
+    from infra.plan_rollout import ROLLOUT_WORKER_CONCURRENCY
+
+    class Queue:
+        def __init__(self) -> None:
+            self.sent: list[rollout.Message] = []
+
+        def send(self, messages: Any) -> None:
+            self.sent += messages
+
+    members = [f"member-{index:02d}" for index in range(20)]
+    quotas = {"seats": plans.PlanQuota(50), "projects": plans.PlanQuota(10)}
+    plans.put_plan(api, "fleet", quotas, now_text())
+    for account in members:
+        plans.join_plan(api, account, "fleet", WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+    plans.put_plan(api, "fleet", {**quotas, "seats": plans.PlanQuota(60)}, now_text())
+    queue = Queue()
+    with meter.operation("the pager: one page of the registry (20 accounts), its messages queued") as paged:
+        rollout.page(api, queue, rollout.Page("fleet", 2))
+    applies = [message for message in queue.sent if isinstance(message, rollout.Apply)]
+    with meter.operation("the worker: one account given the new version (one quota changed of 2)") as one:
+        rollout.apply(api, rollout.Apply("fleet", 2, (members[0],)), now_text, lambda: True)
+    with meter.operation("the worker: the same message again (the account has it)") as again:
+        rollout.apply(api, rollout.Apply("fleet", 2, (members[0],)), now_text, lambda: True)
+    accounts.get_account(api, members[0], now_text())  # (keeps the account read in the report's reach)
+
+    calls = sum(one.calls.values())
+    pages = -(-PROJECTED_ACCOUNTS // rollout.PAGE_SIZE)
+    messages = -(-PROJECTED_ACCOUNTS // rollout.ACCOUNTS_PER_MESSAGE)
+    message_seconds = rollout.ACCOUNTS_PER_MESSAGE * calls * CALL_MS / 1000
+    minutes = messages / ROLLOUT_WORKER_CONCURRENCY * message_seconds / 60
+    index_wcu = sum(u for (place, _), u in one.wcu.items() if " index " in place)
+    return [
+        f"  {label}: {units(usage)}"
+        for label, usage in (
+            ("the pager: one page of the registry (20 accounts), its messages queued", paged),
+            ("the worker: one account given the new version (one quota changed of 2)", one),
+            ("the worker: the same message again (the account has it)", again),
+        )
+    ] + [
+        *by_item(one),
+        f"  the pager queued {len(applies)} apply messages of up to {rollout.ACCOUNTS_PER_MESSAGE} accounts",
+        f"  projection for {PROJECTED_ACCOUNTS:,} accounts on one plan (one quota changed; {CALL_MS} ms a call;"
+        f" the worker's concurrency {ROLLOUT_WORKER_CONCURRENCY}): {pages} page messages and {messages:,} apply"
+        f" messages; {PROJECTED_ACCOUNTS * calls:,.0f} table calls,"
+        f" {PROJECTED_ACCOUNTS * one.total_wcu:,.0f} WCU ({PROJECTED_ACCOUNTS * index_wcu:,.0f} of them the"
+        f" registry index's, all in the plan's partition), {PROJECTED_ACCOUNTS * one.total_rcu:,.0f} RCU;"
+        f" about {minutes:.1f} minutes, {PROJECTED_ACCOUNTS * one.total_wcu / (minutes * 60):,.0f} WCU/s spread over"
+        f" the accounts' own partitions ({one.total_wcu:g} WCU each, once) and"
+        f" {PROJECTED_ACCOUNTS * index_wcu / (minutes * 60):,.0f} WCU/s on the plan's index partition (1,000 a"
+        f" partition)",
+    ]
 
 
 def resize_report(emulator_url: str, runs: int = 20) -> str:

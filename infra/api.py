@@ -73,7 +73,7 @@ class Api(Construct):
                 quiet=timedelta(seconds=HEAL_QUIET_SECONDS),
             ),
         )
-        table_access.grant_table(table, self.function, table_access.API)
+        table_access.grant_table(table, self.function, table_access.API, table_access.API_INDEXES)
 
         logging = logs_role != ApiLogsRole.NONE
         self.access_logs = (

@@ -8,7 +8,15 @@ import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.adapters.table_layout import ACTIVITY_INDEX, EXPIRES_AT, PARTITION_KEY, PENDING_INDEX, SORT_KEY, Index
+from functions.adapters.table_layout import (
+    ACCOUNTS_INDEX,
+    ACTIVITY_INDEX,
+    EXPIRES_AT,
+    PARTITION_KEY,
+    PENDING_INDEX,
+    SORT_KEY,
+    Index,
+)
 from infra.props import ExistingTable
 
 TABLE_ID: Final = "Table"  # stable: it feeds the table's logical id
@@ -38,7 +46,7 @@ class DataStore(Construct):
                 TABLE_ID,
                 table_name=existing_table.name,
                 table_stream_arn=existing_table.stream_arn,
-                global_indexes=[PENDING_INDEX.name, ACTIVITY_INDEX.name],
+                global_indexes=[PENDING_INDEX.name, ACTIVITY_INDEX.name, ACCOUNTS_INDEX.name],
             )
             return
 
@@ -69,6 +77,9 @@ class DataStore(Construct):
         # Sparse: only account items carry the activity bucket. Sorted by the last API write, it
         # lets the sweeper find accounts that went quiet (and heal them) without scanning.
         _add_index(table, ACTIVITY_INDEX)
+        # Sparse: one entry per account (its default type's account item), by its plan (or none)
+        # and id: the account registry `GET /accounts` and a plan's rollout page (docs/plans.md).
+        _add_index(table, ACCOUNTS_INDEX)
         self.table = table
 
 

@@ -76,6 +76,20 @@ REFUSAL_EMITTER_FUNCTION: Final = FunctionSettings(
     REFUSAL_AGGREGATOR_FUNCTION.memory_mb,
     "Writes each minute's Limit Refused event to the outbox once the minute is over",
 )
+PLAN_PAGER_FUNCTION: Final = FunctionSettings(
+    "PlanPagerFunction",
+    "functions.plan_rollout.handler.pager",
+    60,
+    256,
+    "Pages a changed plan's accounts in the registry onto the rollout queue",
+)
+PLAN_WORKER_FUNCTION: Final = FunctionSettings(
+    "PlanWorkerFunction",
+    "functions.plan_rollout.handler.worker",
+    60,
+    256,
+    "Gives each account of a rollout message its plan's new version",
+)
 # Sized as the API function, in front of which it runs.
 AUTHORIZER_FUNCTION: Final = FunctionSettings(
     "AuthorizerFunction",

@@ -41,6 +41,7 @@ from infra.jwt_authorizer import JwtAuthorizer
 from infra.monitoring import Monitoring
 from infra.nag import explain as explain_nag_findings
 from infra.outputs import TENANT_TAG_KEY
+from infra.plan_rollout import PlanRollout
 from infra.props import (
     ApiLogsRole,
     ExistingTable,
@@ -66,6 +67,7 @@ MONITORING_CONSTRUCT_ID: Final = "Monitoring"
 SWEEPER_CONSTRUCT_ID: Final = "Sweeper"
 EVENTS_CONSTRUCT_ID: Final = "UsageEvents"
 REFUSALS_CONSTRUCT_ID: Final = "LimitRefusals"
+PLAN_ROLLOUT_CONSTRUCT_ID: Final = "PlanRollout"
 
 __all__ = [
     "ApiLogsRole",
@@ -188,6 +190,9 @@ class HybridCounter(Construct):
             api_function=api.function,
             alarm_topic=monitoring.topic,
         )
+        plan_rollout = PlanRollout(
+            self, PLAN_ROLLOUT_CONSTRUCT_ID, table=data.table, shared=shared, alarm_topic=monitoring.topic
+        )
         # Last, so that every function reading the stream, whichever construct made it, is watched.
         monitoring.watch_stream_consumers(self)
         explain_nag_findings(self, api, access)
@@ -200,6 +205,7 @@ class HybridCounter(Construct):
         self._monitoring = monitoring
         self._usage_events = usage_events
         self._limit_refusals = limit_refusals
+        self._plan_rollout = plan_rollout
 
     def _name_prefix(self) -> str:
         """The stack's name and this construct's path in it: unique in an account and region as

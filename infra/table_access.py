@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from functions.adapters.table_layout import ACTIVITY_INDEX, PENDING_INDEX
+from functions.adapters.table_layout import ACCOUNTS_INDEX, ACTIVITY_INDEX, PENDING_INDEX
 
 # The API: admission (conditional updates, room moves in transactions, a limit changed with its
 # event's outbox item put and, lowered, condition checks), resources (put, get, list), usage (batch
@@ -27,13 +27,28 @@ API = (
     "dynamodb:Query",
     "dynamodb:UpdateItem",
 )
+# The account registry's pages (`GET /accounts`): Queries of the accounts index.
+API_INDEXES = {ACCOUNTS_INDEX.name: ("dynamodb:Query",)}
+# The plan rollout's pager: the plan (GetItem) and its accounts' registry page (the accounts index).
+# Its worker is the API's: it applies a plan as a PUT of an account on it does.
+ROLLOUT_PAGER = ("dynamodb:GetItem",)
 # Counting a batch: one conditional update, or one transaction of updates; a usage-threshold
 # decision also reads the account item and the counter shards (batched).
 COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 # The sweeper: pending resources (the pending index), quiet accounts (the activity index), a heal's
 # reads (the account's items, its partition, the resources of dead leases, all batched) and writes
-# (updates, transactions of them).
-SWEEPER = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem")
+# (updates, transactions of them); the expiring grants' index (a Query per hour, each handled entry
+# deleted) and a grant's ending as `DELETE .../override` makes it (its plan read, the limit changed
+# with its event's outbox item put and, lowered below shard 0's room, condition checks).
+SWEEPER = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
 # The pending index is scanned (it holds only pending work), the activity index queried by bucket.
 SWEEPER_INDEXES = {PENDING_INDEX.name: ("dynamodb:Scan",), ACTIVITY_INDEX.name: ("dynamodb:Query",)}
 # The redrive, when a range's records are gone: the pending index, as a sweep reads it.

@@ -275,6 +275,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--in-process", dest="mode", action="store_const", const="in-process", help="run the sweep in this process"
     )
     sweep.set_defaults(run=run_sweep, mode=None)
+
+    registry = commands_parser.add_parser(
+        "registry-backfill",
+        parents=[connection],
+        help="list accounts created before the account registry: give each its registry key (once)",
+        description="Give each account created before the accounts index (GET /accounts) its registry key: its "
+        "plan's name, or '-' for none. One Scan of the table, a page at a time, writing only the accounts that "
+        'lack the key, each conditionally: a rerun writes nothing (docs/plans.md, "The account registry").',
+    )
+    registry.set_defaults(run=run_registry_backfill)
+
+    plans_parser = commands_parser.add_parser("plans", help="plans (docs/plans.md)")
+    plans_commands = plans_parser.add_subparsers(dest="plans_command", required=True, metavar="PLANS_COMMAND")
+    status = plans_commands.add_parser(
+        "status",
+        parents=[connection],
+        help="a plan's version and how many of its accounts have it (its rollout's progress)",
+        description="The plan's current version and its accounts, counted from the account registry: how many "
+        "have the version. Exit 0 when every account has it, 3 while its rollout runs, 1 if there is no such plan.",
+    )
+    status.add_argument("plan", type=resource_type_name, help="the plan's name")
+    status.set_defaults(run=run_plans_status)
     return parser
 
 
@@ -537,6 +559,39 @@ def run_sweep(context: Context) -> int:
     return EXIT_OK
 
 
+def run_registry_backfill(context: Context) -> int:
+    from ops.registry import backfill_registry
+
+    written = backfill_registry(context.table)
+    if context.args.json:
+        return emit_json({"written": written})
+    print(f"{_many(written, 'account')} given a registry key")
+    return EXIT_OK
+
+
+def run_plans_status(context: Context) -> int:
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.core import rollout
+
+    store = DynamoApiStore(context.table)
+    plan = store.read_plan(context.args.plan)
+    if plan is None:
+        raise OpsError(f"no plan {context.args.plan!r}")
+    progress = rollout.progress(store, plan)
+    done = progress.updated == progress.accounts
+    if context.args.json:
+        emit_json(
+            {"plan": plan.name, "version": progress.version, "accounts": progress.accounts, "updated": progress.updated}
+        )
+    else:
+        state = "done" if done else "rolling out"
+        print(
+            f"{plan.name} version {progress.version}: {progress.updated} of {_many(progress.accounts, 'account')}"
+            f" have it ({state})"
+        )
+    return EXIT_OK if done else EXIT_TRY_LATER
+
+
 # -- output ------------------------------------------------------------------------------------
 
 
@@ -728,6 +783,8 @@ def format_sweep(result: commands.SweepResult) -> str:
         if "busy_accounts" in summary:
             busy, settled = summary["busy_accounts"], summary.get("dead_leases_settled", 0)
             lines.append(f"  busy accounts  {busy}; dead leases settled {settled}")
+        if "grants_ended" in summary:
+            lines.append(f"  grants ended   {summary['grants_ended']}")
     else:
         lines.append(f"  {json.dumps(summary)}")
     return "\n".join(lines)

@@ -58,6 +58,9 @@ SHARED = {
     (Path("functions/adapters/plan_item.py"), account_item.PLAN): "the plan item's type",
     # The activity index (declared with the table, which account_item.py imports) projects it.
     (Path("functions/adapters/table_layout.py"), account_item.HEALED_AT): "the activity index's projection",
+    # The accounts index (the account registry) projects the membership.
+    (Path("functions/adapters/table_layout.py"), account_item.PLAN): "the accounts index's projection",
+    (Path("functions/adapters/table_layout.py"), account_item.PLAN_VERSION): "the accounts index's projection",
 }
 
 _EXPRESSION = re.compile(r":[a-z_]|\battribute_(not_)?exists\(|\bif_not_exists\(|(^|\s)(ADD|SET|REMOVE) ")

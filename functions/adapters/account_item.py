@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from functions.adapters.keys import SHARD_SORT_KEY
-from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, SORT_KEY
+from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, NO_PLAN, REGISTRY, SORT_KEY
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
 from functions.core.model import LimitSource, Quota, TenantRate, Usage
@@ -95,6 +95,10 @@ LIMIT_SOURCE = "limit_source"
 PLAN = "plan"
 PLAN_VERSION = "plan_version"
 PLAN_SET_AT = "plan_set_at"
+# An expiring override (docs/plans.md, "Expiring grants"): when it ends, epoch ms. Absent for
+# every other limit (and every item written before grants). While it is there, no reservation
+# on the item admits at or after it, and the quota's shards do not grow.
+GRANT_ENDS = "grant_ends"
 
 # `limit` is a DynamoDB reserved word: the clauses below name it `#limit`.
 EXPRESSION_NAMES = {"#limit": LIMIT}
@@ -151,7 +155,13 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         leases=held_leases(item),
         period=period_of(item),
         limit_source=str(item.get(LIMIT_SOURCE, LimitSource.ACCOUNT)),
+        grant_ends=grant_ends_of(item),
     )
+
+
+def grant_ends_of(item: Mapping[str, Any]) -> int | None:
+    """When a decoded account item's expiring override ends (epoch ms); None: it has none."""
+    return int(item[GRANT_ENDS]) if GRANT_ENDS in item else None
 
 
 def period_of(item: Mapping[str, Any]) -> Period | None:
@@ -178,6 +188,8 @@ def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -
         limit_source=account.limit_source,
         plan=str(shards[0][PLAN]) if PLAN in shards[0] else None,
         plan_version=int(shards[0].get(PLAN_VERSION, 0)),
+        grant_ends=account.grant_ends,
+        plan_set_at=int(shards[0].get(PLAN_SET_AT, 0)),
     )
 
 
@@ -370,6 +382,15 @@ def thresholds_sets(thresholds: tuple[int, ...] | None, values: dict[str, Any]) 
     return f", {THRESHOLDS} = :thresholds"
 
 
+def grant_clauses(ends: int | None, had_one: bool, values: dict[str, Any]) -> tuple[str, str]:
+    """The SET clause (and its value) of a limit change's grant end, if it gives one, or the name
+    to REMOVE when the quota had one and this change gives none (every other change ends it)."""
+    if ends is not None:
+        values[":grant_ends"] = ends
+        return f", {GRANT_ENDS} = :grant_ends", ""
+    return "", (GRANT_ENDS if had_one else "")
+
+
 def source_clauses(source: str, current: str, values: dict[str, Any]) -> tuple[str, str]:
     """The SET clause (and its value) of where a change's limit comes from, and its REMOVE clause:
     a limit of the account's own carries no source (as every item written before plans), so a
@@ -385,8 +406,21 @@ def source_clauses(source: str, current: str, values: dict[str, Any]) -> tuple[s
 # unless a PUT received later gave it another. Neither `version` nor a stamp: no counter moves, so
 # a heal's reads stand.
 MEMBERSHIP_NAMES = {"#plan": PLAN}
-MEMBERSHIP_UPDATE = f"SET #plan = :plan, {PLAN_VERSION} = :plan_version, {PLAN_SET_AT} = :received"
+# The registry key moves with the plan (values :registry, the plan's name): the accounts index
+# lists the account under its plan (table_layout.ACCOUNTS_INDEX).
+MEMBERSHIP_UPDATE = (
+    f"SET #plan = :plan, {PLAN_VERSION} = :plan_version, {PLAN_SET_AT} = :received, {REGISTRY} = :registry"
+)
 MEMBERSHIP_CONDITION = f"attribute_exists(#pk) AND (attribute_not_exists({PLAN_SET_AT}) OR {PLAN_SET_AT} <= :received)"
+
+
+def registry_sets(quota: Quota, values: dict[str, Any]) -> str:
+    """The SET clause of a new account item's registry key: only the default type's account item
+    (one per account) carries it, listed under no plan until its membership is written."""
+    if not quota.is_default or quota.period:
+        return ""
+    values[":registry"] = NO_PLAN
+    return f", {REGISTRY} = :registry"
 
 
 def types_sets(resource_types: Sequence[str], values: dict[str, Any]) -> str:
@@ -406,6 +440,11 @@ UNSHARDED_CONDITION = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)"
 # A reservation's condition: the shard's room holds the units taken, while it is open (value
 # :admitted, the units, as reserve_changes puts it).
 RESERVE_CONDITION = f"{ROOM} >= :{ADMITTED} AND attribute_not_exists({RETIRED})"
+# A reservation on shard 0: not at or after the end of an expiring override it carries (value
+# :at_ms, the reservation's time in epoch ms); only shard 0 ever carries one.
+BEFORE_GRANT_ENDS_CONDITION = f"(attribute_not_exists({GRANT_ENDS}) OR {GRANT_ENDS} > :at_ms)"
+# A layout change that grows the active shards: not while an expiring override stands.
+NO_GRANT_CONDITION = f" AND attribute_not_exists({GRANT_ENDS})"
 
 
 def reserve_changes(units: int) -> dict[str, int]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from functions.adapters import account_item as schema
-from functions.adapters import keys
+from functions.adapters import grant_index, keys
 from functions.adapters.account_item import (
     EXPRESSION_NAMES,
     heal_epoch_of,
@@ -23,6 +23,7 @@ from functions.adapters.attributes import to_attributes
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.plan_item import PlanItems
+from functions.adapters.registry import AccountRegistry
 from functions.adapters.resources import (
     ADMITTED_BY,
     AMOUNT,
@@ -58,7 +59,7 @@ from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
 from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, Resource, Usage
-from functions.core.plans import Plan, PlanPage
+from functions.core.plans import AccountEntry, AccountPage, Plan, PlanPage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
 MAX_QUERY_PAGES_PER_LIST = 5
@@ -101,6 +102,7 @@ class DynamoApiStore(ShardStore):
                     + schema.change_sets(change, values)
                     + schema.types_sets(resource_types, values)
                     + schema.source_clauses(change.source_on(None), LimitSource.ACCOUNT, values)[0]
+                    + schema.registry_sets(quota, values)
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={**EXPRESSION_NAMES, "#type": ITEM_TYPE, "#pk": PARTITION_KEY},
@@ -131,6 +133,9 @@ class DynamoApiStore(ShardStore):
         }
         unchanged = schema.limit_version_condition(account.limit_version, values)
         source_sets, removes = schema.source_clauses(change.source_on(account), account.limit_source, values)
+        grant_sets, grant_removed = schema.grant_clauses(change.grant_ends, account.grant_ends is not None, values)
+        if grant_removed:
+            removes += f", {grant_removed}" if removes else f" REMOVE {grant_removed}"
         if change.period is not None and account.period is None:
             # Becoming periodic: only while it still holds what it held when read (nothing), so no
             # create, delete or lease lands in between (every one of them bumps the version).
@@ -139,7 +144,8 @@ class DynamoApiStore(ShardStore):
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
-            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values) + source_sets) + removes,
+            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values) + source_sets + grant_sets)
+            + removes,
             "ConditionExpression": unchanged,
             "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
             "ExpressionAttributeValues": to_attributes(values),
@@ -149,6 +155,9 @@ class DynamoApiStore(ShardStore):
         with_it = [limit_change_item(self._table.name, quota, account, change, now)] if announced else []
         # A periodic quota's periods change with it, in the same transaction.
         with_it += [item for period in periods for item in self._period_limit(period, account, change, now)]
+        # A grant's entry in the index the sweeper reads, with it (functions/adapters/grant_index.py).
+        if change.grant_ends is not None:
+            with_it.append(grant_index.entry_put(self._table.name, quota, change.grant_ends))
         if not retired_span and not with_it:
             try:
                 self._table.call("set limit", "update_item", **update)
@@ -272,6 +281,12 @@ class DynamoApiStore(ShardStore):
     def list_plans(self, limit: int, cursor: str | None) -> PlanPage:
         return PlanItems(self._table).list_plans(limit, cursor)
 
+    def list_accounts(self, plan: str | None, limit: int, cursor: str | None) -> AccountPage:
+        return AccountRegistry(self._table).list_accounts(plan, limit, cursor)
+
+    def registry_page(self, plan: str, limit: int, after: str | None) -> tuple[list[AccountEntry], str | None]:
+        return AccountRegistry(self._table).accounts_of(plan, limit, after)
+
     def set_membership(self, account_id: str, plan: str, version: int, received_ms: int) -> bool:
         try:
             self._table.call(
@@ -283,7 +298,7 @@ class DynamoApiStore(ShardStore):
                 ConditionExpression=schema.MEMBERSHIP_CONDITION,
                 ExpressionAttributeNames={"#pk": PARTITION_KEY, **schema.MEMBERSHIP_NAMES},
                 ExpressionAttributeValues=to_attributes(
-                    {":plan": plan, ":plan_version": version, ":received": received_ms}
+                    {":plan": plan, ":plan_version": version, ":received": received_ms, ":registry": plan}
                 ),
             )
         except ConditionFailed:
@@ -363,7 +378,8 @@ class DynamoApiStore(ShardStore):
         )
 
     def reserve_on(self, quota: Quota, lease: Lease) -> Reserved | None:
-        taken = self.take_lease(quota, lease, schema.reserve_changes(lease.units), schema.RESERVE_CONDITION)
+        changes = schema.reserve_changes(lease.units)
+        taken = self.take_lease(quota, lease, changes, schema.RESERVE_CONDITION, before_grant_ends=lease.shard == 0)
         if taken is None:
             return None
         state = shard_state(taken)

@@ -47,6 +47,10 @@ PUT_REQUEST_PREFIX = "PUT#"
 # `PLAN#<name>`, so the plans are listed by a Query (plans are few and written rarely).
 PLANS_PK = "PLANS"
 PLAN_PREFIX = "PLAN#"
+# Expiring grants (functions/core/grants.py): an entry per grant in the partition of the UTC hour
+# its override ends, `GRANTS#<YYYY-MM-DDTHH>`, sorted by the end (epoch ms, zero-padded) then the
+# quota's name, so the sweeper finds the grants ended by a Query per hour it looks back, never a Scan.
+GRANTS_PREFIX = "GRANTS#"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"

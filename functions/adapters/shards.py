@@ -33,9 +33,9 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled, TransactionConflict
 from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.admission import ShardState
-from functions.core.errors import AccountNotFound, QuotaIsPeriodic, StoreUnavailable
+from functions.core.errors import AccountNotFound, GrantEnded, QuotaIsPeriodic, StoreUnavailable
 from functions.core.healing import last_write_stamp
-from functions.core.leases import Lease, Settled, Settlement, in_order
+from functions.core.leases import Lease, Settled, Settlement, epoch_ms, in_order
 from functions.core.model import Quota
 
 # A single write on an item that a transaction (a grant, a heal) is changing is refused with a
@@ -181,14 +181,20 @@ class ShardStore:
     # leases --------------------------------------------------------------------------------
 
     def take_lease(
-        self, quota: Quota, lease: Lease, changes: Mapping[str, int], condition: str | None = None
+        self,
+        quota: Quota,
+        lease: Lease,
+        changes: Mapping[str, int],
+        condition: str | None = None,
+        before_grant_ends: bool = False,
     ) -> dict[str, Any] | None:
         """Apply `changes` (ADDs) to the shard `lease.shard` and take `lease` in the same update, if
         `condition` holds and the lease is not held yet. Returns the item as it is with the lease
         held, or None if the condition failed (or the shard has no item yet). A retry of a take that
         landed finds its own lease in the old item, and returns that item: it is applied once.
         Raises AccountNotFound when shard 0 is missing, QuotaIsPeriodic when shard 0 is a periodic
-        quota's own (whose periods admit, not it)."""
+        quota's own (whose periods admit, not it). `before_grant_ends`: only before the end of an
+        expiring override the shard carries, GrantEnded (nothing written) at or after it."""
         conditions = ["attribute_exists(#pk)", "attribute_not_exists(#lease)", *([condition] if condition else [])]
         holding = not quota.period and lease.shard == 0
         if holding:
@@ -200,6 +206,10 @@ class ShardStore:
             ":lease": lease_value(lease),
             **{f":{name}": delta for name, delta in changes.items()},
         }
+        at_ms = epoch_ms(lease.taken_at)
+        if before_grant_ends:
+            conditions.append(schema.BEFORE_GRANT_ENDS_CONDITION)
+            values[":at_ms"] = at_ms
         request = {
             "TableName": self._table.name,
             "Key": shard_key(quota, lease.shard),
@@ -220,6 +230,9 @@ class ShardStore:
             period = schema.period_of(old) if holding and not holds(old, lease) else None
             if period is not None:
                 raise QuotaIsPeriodic(quota, period) from failed
+            ends = schema.grant_ends_of(old) if before_grant_ends and not holds(old, lease) else None
+            if ends is not None and ends <= at_ms:
+                raise GrantEnded(quota, ends) from failed
             return old if holds(old, lease) else None
         return from_attributes(response["Attributes"])
 
@@ -380,10 +393,12 @@ class ShardStore:
         )
 
     def set_active(self, quota: Quota, active: int, span: int, to: int) -> bool:
+        # An account with an expiring override admits on shard 0 alone, which checks its end.
+        growing = schema.NO_GRANT_CONDITION if to > active else ""
         return self._update_if(
             shard_key(quota, 0),
             schema.LAYOUT_UPDATE,
-            schema.LAYOUT_CONDITION,
+            schema.LAYOUT_CONDITION + growing,
             {":to": to, ":new_span": max(span, to), ":active": active, ":span": span, ":one": 1},
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from functions.adapters.keys import EVENT_PREFIX, LIMIT_CHANGE_PREFIX, RESOURCE_PREFIX
+from functions.adapters.keys import EVENT_PREFIX, LIMIT_CHANGE_PREFIX, PLAN_PREFIX, RESOURCE_PREFIX
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -33,6 +33,10 @@ PENDING_SINCE = "pending_since"
 # Activity index keys: every account and admission shard item carries them.
 ACTIVITY_BUCKET = "activity_bucket"
 LAST_WRITE = "last_write_at"  # an API write's time rounded up to the minute (healing.last_write_stamp)
+# Accounts index key: the default type's account item (one per account) carries it: its plan's
+# name, or NO_PLAN for an account on none (docs/plans.md, "The account registry").
+REGISTRY = "registry"
+NO_PLAN = "-"  # never a plan's name (a plan's starts with a letter)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,13 @@ PENDING_INDEX = Index("pending", PENDING_BUCKET, PENDING_SINCE, (COUNTER_PROCESS
 # Sparse: account and shard items by the time of their last API write, over fixed buckets
 # (keys.activity_bucket): the sweeper finds accounts that went quiet without scanning.
 ACTIVITY_INDEX = Index("activity", ACTIVITY_BUCKET, LAST_WRITE, ("account_id", "healed_at"))
+
+
+# Sparse: only the default type's account item of each account carries its partition key (the
+# account's plan, or NO_PLAN), sorted by account id: `GET /accounts` pages it with a Query, never a
+# Scan. It projects only the membership, which nothing but a plan's application writes, so the
+# counter path's writes of that item (room, counts, stamps) never write the index.
+ACCOUNTS_INDEX = Index("accounts", REGISTRY, "account_id", ("plan", "plan_version"))
 
 
 def item_key(pk: str, sk: str) -> dict[str, Any]:
@@ -99,4 +110,10 @@ STREAM_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
 # (functions/adapters/outbox.py). Their TTL deletes are REMOVE records, which it never sees.
 OUTBOX_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
     {"eventName": ["INSERT"], "dynamodb": {"Keys": {SORT_KEY: {"S": [{"prefix": EVENT_PREFIX}]}}}},
+)
+
+# The plan rollout's pager (functions/plan_rollout/handler.py): a plan item's insert or change, each
+# a version of the plan, and no other record.
+PLAN_FILTER_PATTERNS: tuple[dict[str, object], ...] = (
+    {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {SORT_KEY: {"S": [{"prefix": PLAN_PREFIX}]}}}},
 )

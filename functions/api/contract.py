@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 
 from functions.api.models import (
+    AccountPageView,
     AccountView,
     AdmissionView,
     ErrorResponse,
@@ -56,6 +57,13 @@ PlanId = Annotated[
     Path(
         pattern=RESOURCE_TYPE_PATTERN,
         description="Plan name: a lowercase letter, then up to 31 lowercase letters, digits and -.",
+    ),
+]
+PlanFilter = Annotated[
+    str | None,
+    Query(
+        pattern=RESOURCE_TYPE_PATTERN,
+        description="Only the accounts on this plan (a plan's name); omitted, every account.",
     ),
 ]
 IdempotencyKey = Annotated[
@@ -114,6 +122,7 @@ RESIZE_RESOURCE, RESIZE_TYPED_RESOURCE = "resizeResource", "resizeTypedResource"
 GET_ADMISSION, GET_TYPED_ADMISSION = "getAdmission", "getTypedAdmission"
 GET_HISTORY, GET_TYPED_HISTORY = "getPeriodHistory", "getTypedPeriodHistory"
 PUT_PLAN, GET_PLAN, LIST_PLANS = "putPlan", "getPlan", "listPlans"
+LIST_ACCOUNTS = "listAccounts"
 REMOVE_OVERRIDE = "removeOverride"
 
 
@@ -553,8 +562,8 @@ PUT_PLAN_OPERATION = Operation(
         {
             200: (
                 "The plan at its new version; the same quotas again change nothing (the version stays). Accounts "
-                "already on the plan keep what they were given until a later step gives them the new version "
-                "(docs/plans.md)",
+                "already on the plan are given the new version by its rollout, after the answer; GET of the plan "
+                "says how far it has reached (docs/plans.md)",
                 PlanView,
             )
         },
@@ -589,6 +598,18 @@ LIST_PLANS_OPERATION = Operation(
     ),
     description="One Query of the plans' partition a page. Pass nextCursor on until it is null and every plan comes "
     "exactly once.",
+)
+LIST_ACCOUNTS_OPERATION = Operation(
+    LIST_ACCOUNTS,
+    "List the accounts, optionally a plan's, a page at a time by cursor (admin only)",
+    answers(
+        {200: ("A page of accounts and the cursor of the next", AccountPageView)},
+        links={GET_ACCOUNT: link(GET_ACCOUNT, accountId="$response.body#/items/0/accountId")},
+    ),
+    description="Queries of the accounts index (no Scan): with `plan`, the plan's accounts by id; without, those on "
+    "no plan by id, then each plan's, plans by name. Pass nextCursor on until it is null. The index is eventually "
+    "consistent: an account created or moved to another plan a moment ago may be listed where it was "
+    "(docs/plans.md).",
 )
 REMOVE_OVERRIDE_OPERATION = Operation(
     REMOVE_OVERRIDE,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -31,6 +32,7 @@ from functions.api.contract import (
     HistoryPeriods,
     IdempotencyKey,
     PageSize,
+    PlanFilter,
     PlanId,
     PutIdempotencyKey,
     ResourceId,
@@ -38,6 +40,8 @@ from functions.api.contract import (
 )
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
+    AccountEntryView,
+    AccountPageView,
     AccountView,
     AdmissionView,
     CreateResourceRequest,
@@ -57,6 +61,7 @@ from functions.api.proxy_event import as_json_request
 from functions.api.routed import caller, caller_waiting, now, received_ms, routing, wired
 from functions.api.router import (
     ACCOUNT_PATH,
+    ACCOUNTS_PATH,
     ADMISSION_PATH,
     HISTORY_PATH,
     OVERRIDE_PATH,
@@ -68,7 +73,7 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, history, leases, plans
+from functions.core import accounts, grants, history, leases, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
@@ -185,8 +190,12 @@ def put_type(
     if_match: IfMatch = None,
     idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
+    quota = Quota(accountId, resourceType)
     change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, period=request.as_period())
-    usage = accounts.put_limit(wired().api_store, Quota(accountId, resourceType), change, now, caller_waiting)
+    ends = request.expires_at_ms()
+    if ends is not None:  # an expiring grant: its end checked by the API's clock
+        change = replace(change, grant_ends=grants.check_end(quota, ends, wired().clock.epoch_ms()))
+    usage = accounts.put_limit(wired().api_store, quota, change, now, caller_waiting)
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
 
 
@@ -213,13 +222,20 @@ def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_matc
 
 def get_plan(planId: PlanId) -> Response[str]:
     found = plans.get_plan(wired().api_store, planId)
-    return json_response(HTTPStatus.OK, PlanView.of(found), plan_etag(found))
+    progress = rollout.progress(wired().api_store, found)
+    return json_response(HTTPStatus.OK, PlanView.of(found, progress), plan_etag(found))
 
 
 def list_plans(limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
     page = wired().api_store.list_plans(limit, cursor)
     items = [PlanView.of(plan) for plan in page.items]
     return json_response(HTTPStatus.OK, PlanPageView(items=items, nextCursor=page.next_cursor))
+
+
+def list_accounts(plan: PlanFilter = None, limit: PageSize = DEFAULT_PAGE_SIZE, cursor: Cursor = None) -> Response[str]:
+    page = wired().api_store.list_accounts(plan, limit, cursor)
+    items = [AccountEntryView.of(entry) for entry in page.items]
+    return json_response(HTTPStatus.OK, AccountPageView(items=items, nextCursor=page.next_cursor))
 
 
 def plan_etag(plan: plans.Plan) -> dict[str, str]:
@@ -244,14 +260,19 @@ def create_resource(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[str]:
     quota = Quota(accountId, resourceType)
-    created = accounts.create_resource(
+    created = grants.admitting_past_grants(
+        lambda: accounts.create_resource(
+            wired().api_store,
+            quota,
+            NewResource(name=request.name, attributes=request.attributes, amount=request.amount),
+            idempotency_key,
+            now,
+            in_time=caller_waiting,
+            directory=wired().shard_directory,
+        ),
         wired().api_store,
-        quota,
-        NewResource(name=request.name, attributes=request.attributes, amount=request.amount),
-        idempotency_key,
         now,
-        in_time=caller_waiting,
-        directory=wired().shard_directory,
+        caller_waiting,
     )
     if created.replayed:
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
@@ -295,16 +316,21 @@ def resize_resource(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[str]:
     versions, _ = parse_if_match(if_match)  # * matches any version of a resource that exists
-    resource = accounts.resize_resource(
+    resource = grants.admitting_past_grants(
+        lambda: accounts.resize_resource(
+            wired().api_store,
+            Quota(accountId, resourceType),
+            resourceId,
+            request.amount,
+            now,
+            if_match=versions,
+            idempotency_key=idempotency_key,
+            in_time=caller_waiting,
+            directory=wired().shard_directory,
+        ),
         wired().api_store,
-        Quota(accountId, resourceType),
-        resourceId,
-        request.amount,
         now,
-        if_match=versions,
-        idempotency_key=idempotency_key,
-        in_time=caller_waiting,
-        directory=wired().shard_directory,
+        caller_waiting,
     )
     return json_response(HTTPStatus.OK, family.view.of(resource), resource_etag(resource))
 
@@ -358,6 +384,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("PUT", PLAN_PATH, contract.PUT_PLAN_OPERATION, put_plan),
     ("GET", PLAN_PATH, contract.GET_PLAN_OPERATION, get_plan),
     ("GET", PLANS_PATH, contract.LIST_PLANS_OPERATION, list_plans),
+    ("GET", ACCOUNTS_PATH, contract.LIST_ACCOUNTS_OPERATION, list_accounts),
 )
 
 

@@ -4,6 +4,7 @@ generated from them (docs/openapi.json)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -30,7 +31,8 @@ from functions.core.model import (
     Usage,
 )
 from functions.core.periods import Period, format_instant, parse_period
-from functions.core.plans import Plan, PlanQuota
+from functions.core.plans import AccountEntry, Plan, PlanQuota
+from functions.core.rollout import Progress
 from functions.core.thresholds import MAX_THRESHOLDS
 
 # A limit is in units, as an amount is (a token budget counts past a million): every JSON client
@@ -232,7 +234,26 @@ class PutAccountRequest(PeriodAsked):
         return self
 
 
-class PutTypeRequest(PeriodAsked):
+def _not_null_expiry(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must be an RFC 3339 UTC timestamp (omit it for an override that does not expire)")
+    return value
+
+
+# An RFC 3339 UTC timestamp of whole seconds in the years 2000 to 2999, as far as a pattern says it.
+EXPIRES_AT_PATTERN = r"^2[0-9]{3}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}[Zz]$"
+EXPIRES_AT = (
+    'An expiring grant (docs/plans.md, "Expiring grants"): the override ends at this time (RFC 3339, UTC, '
+    "whole seconds, e.g. `2026-12-31T00:00:00Z`) and the type returns to its plan's limit by itself, within one "
+    "sweep (5 minutes) of it; no create received at or after it is admitted by the override. Only on a type whose "
+    "limit comes from the account's plan or overrides it, not a periodic one; in the future and at most 366 days "
+    "ahead (400 ValidationError, nothing written, otherwise). Omitted, the override does not expire."
+)
+
+
+class QuotaRequest(PeriodAsked):
+    """A type's quota as a type's PUT and a plan's quotas take it."""
+
     model_config = ConfigDict(extra="forbid")
 
     limit: WholeNumber = Field(
@@ -243,13 +264,38 @@ class PutTypeRequest(PeriodAsked):
     thresholds: Thresholds = None
 
 
+class PutTypeRequest(QuotaRequest):
+    """A type's PUT: its quota, and for an override an end (a plan's quotas never end)."""
+
+    expiresAt: Annotated[
+        Annotated[StrictStr, Field(pattern=EXPIRES_AT_PATTERN)] | None,
+        BeforeValidator(_not_null_expiry),
+        Field(description=EXPIRES_AT, json_schema_extra=_without_null),
+    ] = None
+
+    @model_validator(mode="after")
+    def _valid_expiry(self) -> Self:
+        self.expires_at_ms()  # raises ValueError for a day or an hour out of range
+        return self
+
+    def expires_at_ms(self) -> int | None:
+        """When the grant ends, epoch ms; None: the override does not expire."""
+        if self.expiresAt is None:
+            return None
+        try:
+            moment = datetime.fromisoformat(self.expiresAt.upper().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"expiresAt is not a time: {self.expiresAt!r:.40}") from None
+        return int(moment.timestamp()) * 1000
+
+
 PlanTypeName = Annotated[str, Field(pattern=RESOURCE_TYPE_PATTERN)]
 
 
 class PutPlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    quotas: dict[PlanTypeName, PutTypeRequest] = Field(
+    quotas: dict[PlanTypeName, QuotaRequest] = Field(
         max_length=MAX_RESOURCE_TYPES,
         description=f"The plan's quotas by resource type name (up to {MAX_RESOURCE_TYPES}), each as a type's PUT "
         f"takes it: its limit, and its thresholds and period if the plan gives them (omitted, an account's type "
@@ -394,6 +440,12 @@ class TypeView(PeriodView):
     used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
     available: int
     thresholds: list[int] | None = Field(default=None, description=OWN_THRESHOLDS)
+    expiresAt: str | None = Field(
+        default=None,
+        description="Set for an expiring grant (an override with `expiresAt`, docs/plans.md): when it ends (RFC "
+        "3339, UTC); creates from then on are admitted by the plan's limit, and the type returns to it within one "
+        "sweep. Absent for any other limit (never null).",
+    )
 
     @classmethod
     def of(cls, usage: Usage) -> TypeView:
@@ -407,8 +459,13 @@ class TypeView(PeriodView):
             used=usage.used,
             available=usage.available,
             thresholds=_listed(usage.thresholds),
+            expiresAt=None if usage.grant_ends is None else format_instant(_instant(usage.grant_ends)),
             **PeriodView.fields_of(usage),
         )
+
+
+def _instant(epoch_ms: int) -> datetime:
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC)
 
 
 def _source(usage: Usage) -> LimitSourceValue:
@@ -486,20 +543,42 @@ class PlanQuotaView(QuotaAnswer):
         )
 
 
+class RolloutView(BaseModel):
+    """How far a plan's current version has reached its accounts (docs/plans.md)."""
+
+    version: int = Field(description="The plan's current version.")
+    accounts: int = Field(description="The accounts on the plan, as the account registry lists them.")
+    updated: int = Field(description="Those given the current version: equal to `accounts` once the rollout is done.")
+
+
 class PlanView(QuotaAnswer):
     """A plan at its current version (its ETag)."""
 
     plan: str
     version: int = Field(description="Bumped by each PUT that changes its quotas: the ETag's version.")
     quotas: dict[str, PlanQuotaView] = Field(description="Its quotas by resource type name.")
+    rollout: RolloutView | None = Field(
+        default=None,
+        description="The plan's GET only: how many of its accounts have its current version, counted from the "
+        "account registry (an eventually consistent index) when asked.",
+    )
 
     @classmethod
-    def of(cls, plan: Plan) -> PlanView:
+    def of(cls, plan: Plan, progress: Progress | None = None) -> PlanView:
         quotas = {name: PlanQuotaView.of(quota) for name, quota in sorted(plan.quotas.items())}
-        return cls(plan=plan.name, version=plan.version, quotas=quotas)
+        rollout = None
+        if progress is not None:
+            rollout = RolloutView(version=progress.version, accounts=progress.accounts, updated=progress.updated)
+        return cls(plan=plan.name, version=plan.version, quotas=quotas, rollout=rollout)
 
     def answer(self) -> dict[str, Any]:
-        return {**self.model_dump(exclude={"quotas"}), "quotas": {n: q.answer() for n, q in self.quotas.items()}}
+        answered = {
+            **self.model_dump(exclude={"quotas", "rollout"}),
+            "quotas": {n: q.answer() for n, q in self.quotas.items()},
+        }
+        if self.rollout is not None:
+            answered["rollout"] = self.rollout.model_dump()
+        return answered
 
 
 class PlanPageView(QuotaAnswer):
@@ -508,6 +587,35 @@ class PlanPageView(QuotaAnswer):
 
     def answer(self) -> dict[str, Any]:
         return {"items": [item.answer() for item in self.items], "nextCursor": self.nextCursor}
+
+
+class AccountEntryView(BaseModel):
+    """An account as the registry lists it."""
+
+    accountId: str
+    plan: str | None = Field(default=None, description="The account's plan; absent when it is on none.")
+    planVersion: int | None = Field(
+        default=None, description="The plan's version the account was given in full; absent when it is on none."
+    )
+
+    @classmethod
+    def of(cls, entry: AccountEntry) -> AccountEntryView:
+        if entry.plan is None:
+            return cls(accountId=entry.account_id)
+        return cls(accountId=entry.account_id, plan=entry.plan, planVersion=entry.plan_version)
+
+
+class AccountPageView(QuotaAnswer):
+    items: list[AccountEntryView] = Field(
+        description="Accounts by id: a plan's, or (no `plan`) those on no plan first, then each plan's by plan name."
+    )
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last. A page may hold fewer than `limit` "
+        "accounts and still have one."
+    )
+
+    def answer(self) -> dict[str, Any]:
+        return {"items": [item.model_dump(exclude_none=True) for item in self.items], "nextCursor": self.nextCursor}
 
 
 class PeriodTotalView(BaseModel):

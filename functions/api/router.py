@@ -23,7 +23,8 @@ from functions.api.contract import Operation, Resources
 from functions.api.models import ResourcePage, ResourceView, TypedResourcePage, TypedResourceView
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota
 
-ACCOUNT_PATH = "/accounts/<accountId>"
+ACCOUNTS_PATH = "/accounts"
+ACCOUNT_PATH = f"{ACCOUNTS_PATH}/<accountId>"
 TYPES_PATH = f"{ACCOUNT_PATH}/types"
 TYPE_PATH = f"{TYPES_PATH}/<resourceType>"
 # A resources operation's paths, below its quota's: the account's or one of its types'.

@@ -51,6 +51,7 @@ from functions.core.errors import (
     AccountNotFound,
     AmountDiffers,
     CallerGaveUp,
+    GrantRefused,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
     PeriodChangeRefused,
@@ -73,6 +74,7 @@ from functions.core.leases import (
     LeaseKind,
     Settled,
     Settlement,
+    epoch_ms,
     in_units,
     parse_timestamp,
 )
@@ -260,6 +262,10 @@ class LimitChange:
     # application gives `plan` (docs/plans.md).
     source: str | None = None
     keeps_override: bool = False  # a plan's application: an override stands, nothing written
+    # An expiring grant (docs/plans.md): the override ends then (epoch ms) and its type returns to
+    # the plan's limit (functions/core/grants.py). Only an override may carry one; None: it does
+    # not expire (and any grant the quota had ends with this change).
+    grant_ends: int | None = None
 
     def fingerprint(self) -> str:
         """What the PUT's body asks for: a key sent again with another one is another request. A
@@ -268,6 +274,8 @@ class LimitChange:
         asked: dict[str, object] = {"limit": self.limit, "rate": rate, "thresholds": self.thresholds}
         if self.period is not None:
             asked["period"] = self.period.to_json()
+        if self.grant_ends is not None:
+            asked["expiresAt"] = self.grant_ends
         return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
     def announced(self, account: ShardState) -> bool:
@@ -354,6 +362,7 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
         if account is not None and account.limit_request == change.token:
             return get_usage(store, quota, now)  # our own write landed (an SDK retry was refused)
         change.check(quota, account)
+        _check_grant(quota, account, change)
         if account is None:
             if store.create_account(quota, change, now):
                 return get_usage(store, quota, now)
@@ -364,7 +373,9 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
             return get_usage(store, quota, now)  # a plan's application: nothing of it to write here
         _check_period_change(quota, account, change)
         periods = _periods_to_change(store, quota, account, change, now)
-        if account.room + change.limit - account.limit >= 0 or account.span == 1:
+        # A grant's account admits on shard 0 alone, which checks its end: its other shards retire.
+        fits = account.room + change.limit - account.limit >= 0 and change.grant_ends is None
+        if fits or account.span == 1:
             if store.set_limit(quota, account, change, now, retired_span=0, periods=periods):
                 return get_usage(store, quota, now)
             continue
@@ -372,6 +383,17 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
         if store.set_limit(quota, account, change, now, retired_span=account.span, periods=periods):
             return get_usage(store, quota, now)
     raise StoreUnavailable(f"put account {quota}: the account kept changing", may_have_landed=False)
+
+
+def _check_grant(quota: Quota, account: ShardState | None, change: LimitChange) -> None:
+    """Only an override of the account's plan can expire (a holding's: a periodic quota's periods
+    admit without reading its end). GrantRefused, nothing written, for any other limit."""
+    if change.grant_ends is None:
+        return
+    if account is None or change.source_on(account) != LimitSource.OVERRIDE:
+        raise GrantRefused(quota, "only an override of the account's plan can expire; its plan does not give this type")
+    if account.period is not None or change.period is not None:
+        raise GrantRefused(quota, "a periodic quota's limit cannot expire")
 
 
 def _check_period_change(quota: Quota, account: ShardState, change: LimitChange) -> None:
@@ -434,10 +456,15 @@ def put_limit(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, 
     its limit lands, so the registry never misses a type that has a limit (a name whose limit never
     landed is left out of reads, and the PUT's retry sets it)."""
     if quota.is_default:
+        if change.grant_ends is not None:
+            raise GrantRefused(quota, "the account's default type is never a plan's, so its limit cannot expire")
         return put_account(store, quota, change, clock, in_time)
     if not in_time():
         raise CallerGaveUp()
-    if not store.read_shards(quota, [0]):
+    found = store.read_shards(quota, [0])
+    if change.grant_ends is not None:
+        _check_grant(quota, found[0] if found else None, change)  # before a keyed PUT's record is written
+    if not found:
         change.check(quota, None)  # If-Match on a type without a limit: refused before any write
         _register(store, quota, clock())
     return put_account(store, quota, change, clock, in_time)
@@ -957,7 +984,7 @@ def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: 
         reserved = store.reserve_on(quota, lease)
         if reserved is not None:
             return reserved
-        bring_room_to(store, quota, lease.shard, lease.units)
+        bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
     raise StoreUnavailable(f"resize on {quota}: the room found was taken first", may_have_landed=False)
 
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Protocol, TypeVar
 
-from functions.core.errors import AccountNotFound, LimitExceeded, StoreUnavailable
+from functions.core.errors import AccountNotFound, GrantEnded, LimitExceeded, StoreUnavailable
 from functions.core.leases import (
     DEFAULT_TOMBSTONE_RETENTION,
     DeadLeaseStore,
@@ -92,6 +92,9 @@ class ShardState:
     # Shard 0 of a periodic quota (not of one of its periods): its period (None: a holding quota).
     period: Period | None = None
     limit_source: str = "account"  # shard 0 only: where its limit comes from (model.LimitSource)
+    # Shard 0 only: when its override ends (epoch ms), for an expiring grant (docs/plans.md); no
+    # create admits at or after it, and while it stands the account admits on shard 0 alone.
+    grant_ends: int | None = None
 
 
 @dataclass(frozen=True)
@@ -344,13 +347,18 @@ def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: in
     raise AccountFull(quota, account.limit, snapshot, units)
 
 
-def bring_room_to(store: AdmissionStore, quota: Quota, shard: int, units: int) -> None:
+def bring_room_to(store: AdmissionStore, quota: Quota, shard: int, units: int, at_ms: int | None = None) -> None:
     """Move room to `shard` so that it holds `units`: a resize grows its resource on the shard that
     admitted it, where its delete will free it. Raises AccountFull when the account's shards hold
     fewer free units than `units` at one instant (a snapshot, as a create is refused). Shard 0 grants
     them when it has them; otherwise every shard's room goes home to shard 0 first (the shards stay
-    open), as a limit lowering gathers it. A race lost here shows in the next reservation."""
+    open), as a limit lowering gathers it. A race lost here shows in the next reservation. `at_ms`:
+    the growth's time (epoch ms): GrantEnded, nothing moved, when the quota's expiring override
+    ended by then (a resource admitted on another shard before the grant grows by the limit that
+    follows it, as shard 0's reservation does)."""
     account = _account(store, quota)
+    if at_ms is not None and account.grant_ends is not None and account.grant_ends <= at_ms:
+        raise GrantEnded(quota, account.grant_ends)
     shards = store.read_shards(quota, range(account.span), snapshot=True) if account.span > 1 else [account]
     if not shards or shards[0].shard != 0:
         raise AccountNotFound(quota)

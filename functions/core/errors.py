@@ -172,6 +172,27 @@ class QuotaIsPeriodic(Exception):
         self.period = period
 
 
+class GrantEnded(Exception):
+    """A reservation on a quota whose expiring override ended at or before the reservation's time
+    (`ends`, epoch ms): nothing was written. The caller ends the grant (functions/core/grants.py)
+    and admits again, by the limit that follows it. Never reaches a client."""
+
+    def __init__(self, quota: Quota, ends: int) -> None:
+        super().__init__(f"{quota}: its grant ended at {ends}")
+        self.quota = quota
+        self.ends = ends
+
+
+class GrantRefused(DomainError):
+    """A PUT with `expiresAt` on a quota whose limit cannot expire: only an override of the
+    account's plan can (docs/plans.md, "Expiring grants"). A 400, nothing written."""
+
+    code = "ValidationError"
+
+    def __init__(self, quota: Quota, why: str) -> None:
+        super().__init__(f"expiresAt: {why} ({quota.account_id!r}, type {quota.resource_type!r})")
+
+
 class PlanNotFound(DomainError):
     """No plan of that name (docs/plans.md)."""
 

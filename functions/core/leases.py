@@ -26,7 +26,7 @@ import enum
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from functions.core.model import Quota, Resource
@@ -107,6 +107,14 @@ def in_units(settlement: Settlement, units: int) -> Settlement:
 def parse_timestamp(timestamp: str) -> datetime:
     """An ISO 8601 UTC timestamp of the flows' clock (a lease's `taken_at`, a write's stamp)."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
+def epoch_ms(timestamp: str) -> int:
+    """An ISO 8601 UTC timestamp of the flows' clock, as epoch milliseconds."""
+    return (parse_timestamp(timestamp) - _EPOCH) // timedelta(milliseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def iso_timestamp(moment: datetime) -> str:

@@ -105,6 +105,10 @@ class Usage:
     limit_source: str = LimitSource.ACCOUNT  # where its limit comes from (LimitSource)
     plan: str | None = None  # the default type's only: the account's plan, if it is on one
     plan_version: int = 0  # and the version of it the account was last given
+    # An override that expires (docs/plans.md, "Expiring grants"): when it ends, epoch ms; None
+    # for every other limit.
+    grant_ends: int | None = None
+    plan_set_at: int = 0  # and when the PUT that put it on the plan was received (epoch ms)
 
     @property
     def account_id(self) -> str:

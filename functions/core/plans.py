@@ -62,6 +62,21 @@ class PlanPage:
     next_cursor: str | None
 
 
+@dataclass(frozen=True)
+class AccountEntry:
+    """An account as the registry lists it: its id and its membership (None, 0: on no plan)."""
+
+    account_id: str
+    plan: str | None = None
+    plan_version: int = 0
+
+
+@dataclass(frozen=True)
+class AccountPage:
+    items: tuple[AccountEntry, ...]
+    next_cursor: str | None
+
+
 class PlanStore(Protocol):
     def read_plan(self, name: str) -> Plan | None:
         """The plan, strongly consistent; None if there is none of that name."""
@@ -73,6 +88,11 @@ class PlanStore(Protocol):
 
     def list_plans(self, limit: int, cursor: str | None) -> PlanPage:
         """Up to `limit` plans after `cursor`, by name (one Query of the plans' partition)."""
+        ...
+
+    def list_accounts(self, plan: str | None, limit: int, cursor: str | None) -> AccountPage:
+        """Up to `limit` accounts after `cursor`: the plan's by id, or (None) every account, those on
+        no plan first, then each plan's by plan name (the accounts index, Queries only)."""
         ...
 
     def set_membership(self, account_id: str, plan: str, version: int, received_ms: int) -> bool:
@@ -191,6 +211,11 @@ def join_plan(
     if not in_time():
         raise CallerGaveUp()
     store.set_membership(account_id, plan.name, plan.version, received_ms)
+    latest = store.read_plan(name)
+    if latest is not None and latest.version > plan.version:
+        # The plan changed while it was given: its rollout may have paged the plan's accounts before
+        # this membership was written (functions/core/rollout.py), so the account takes it here.
+        return join_plan(store, account_id, name, received_ms, clock, in_time, changed_by)
     return accounts.get_account(store, account_id, clock())
 
 

@@ -10,12 +10,14 @@
 4. It audits one slice of the accounts (functions/core/audit.py; a slice is an activity bucket's
    accounts), the next slice at the next sweep: every account about twice a day, and drift from
    its items shows as a metric and an alarm.
+5. It ends the expiring grants whose end has passed and that still stand (functions/core/grants.py),
+   so a grant returns to its plan's limit within one sweep period of its end.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -72,6 +74,7 @@ class SweepReport:
     dead_leases: int = 0  # of busy accounts, settled
     audits: Counter[str] = field(default_factory=Counter)  # verdicts of this sweep's audit slice
     drifted: list[AuditFinding] = field(default_factory=list)
+    grants_ended: int = 0  # expiring grants whose end had passed, ended (docs/plans.md)
 
 
 def sweep(
@@ -84,10 +87,15 @@ def sweep(
     settings: SweepSettings,
     tombstone_retention: timedelta = DEFAULT_TOMBSTONE_RETENTION,
     audits: AuditSource | None = None,
+    end_grants: Callable[[datetime, timedelta], int] | None = None,
 ) -> SweepReport:
     """One sweep at `now`: `counting` applies what `pending` finds, `healing` heals the accounts
-    `activity` finds, and, given `audits`, one slice of the accounts is audited."""
+    `activity` finds, and, given `audits`, one slice of the accounts is audited; given
+    `end_grants`, the expiring grants that ended within `lookback` and still stand are ended
+    (functions/core/grants.py), first: a grant returns to its plan's limit within one sweep."""
     report = SweepReport()
+    if end_grants is not None:
+        report.grants_ended = end_grants(now, settings.lookback)
     cutoff = iso_timestamp(now - settings.pending_older_than)
     report.pending = process_pending(counting, pending.pending_records(cutoff))
     # One pass over the accounts written since `lookback`, with no upper bound: a write that lands

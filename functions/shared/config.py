@@ -113,6 +113,8 @@ class FunctionEnvironment(BaseModel):
     # how long after its minute a window is announced (functions/core/refusals.py, DEFAULT_GRACE).
     refusal_queue_url: str | None = Field(default=None, validation_alias="REFUSAL_QUEUE_URL")
     refusal_grace: WholeSeconds = Field(default=None, validation_alias="REFUSAL_GRACE_SECONDS")
+    # The plan rollout's pager and worker (infra/plan_rollout.py): the queue of its messages.
+    rollout_queue_url: str | None = Field(default=None, validation_alias="ROLLOUT_QUEUE_URL")
 
     @classmethod
     def variable(cls, field_name: str) -> str:
@@ -191,6 +193,7 @@ class Settings:
     event_bus_name: str | None = None
     refusal_queue_url: str | None = None
     refusal_grace: timedelta = DEFAULT_GRACE
+    rollout_queue_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -211,6 +214,7 @@ class Settings:
             event_bus_name=read.event_bus_name,
             refusal_queue_url=read.refusal_queue_url,
             refusal_grace=_or(read.refusal_grace, DEFAULT_GRACE),
+            rollout_queue_url=read.rollout_queue_url,
         )
 
 

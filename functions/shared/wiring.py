@@ -29,6 +29,7 @@ from functions.adapters.event_bus import EventBridgeBus
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.refused_windows import DynamoRefusedWindows, SqsAnnouncementQueue
+from functions.adapters.rollout_queue import SqsRolloutQueue
 from functions.adapters.streams import DynamoStreamReader
 from functions.core.admission import Directory
 from functions.core.rate_limits import TenantLimiter
@@ -154,6 +155,15 @@ class Wiring:
             raise ConfigurationError(f"environment variable {variable} must be set")
         url = self.settings.refusal_queue_url
         return self._once("announcement_queue", lambda: SqsAnnouncementQueue(self._client("sqs"), url))
+
+    @property
+    def rollout_queue(self) -> SqsRolloutQueue:
+        """The plan rollout's queue (the pager's and the worker's: their environment names it)."""
+        if self.settings.rollout_queue_url is None:
+            variable = FunctionEnvironment.variable("rollout_queue_url")
+            raise ConfigurationError(f"environment variable {variable} must be set")
+        url = self.settings.rollout_queue_url
+        return self._once("rollout_queue", lambda: SqsRolloutQueue(self._client("sqs"), url))
 
     @property
     def stream_reader(self) -> DynamoStreamReader:

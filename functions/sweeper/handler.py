@@ -11,6 +11,8 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.adapters.grant_index import DynamoGrantIndex
+from functions.core.grants import sweep_grants
 from functions.core.sweeper import SweepReport, sweep
 from functions.shared.observability import logger, metrics, tracer
 from functions.shared.wiring import Wiring
@@ -27,6 +29,9 @@ def run_sweep(wiring: Wiring) -> SweepReport:
         now=wiring.clock.now(),
         settings=wiring.settings.sweep,
         tombstone_retention=wiring.settings.tombstone_retention,
+        end_grants=lambda now, lookback: (
+            sweep_grants(wiring.api_store, DynamoGrantIndex(wiring.table), now, lookback).ended
+        ),
     )
 
 
@@ -38,6 +43,7 @@ def summary(report: SweepReport) -> dict[str, Any]:
         "busy_accounts": report.busy_accounts,
         "dead_leases_settled": report.dead_leases,
         "audits": dict(report.audits),
+        "grants_ended": report.grants_ended,
     }
 
 

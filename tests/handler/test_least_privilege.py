@@ -4,11 +4,13 @@ every DynamoDB action its role allows was needed by one of those calls."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from functions.core.model import Quota
+from functions.core.periods import format_instant
 from functions.shared.config import FunctionEnvironment, Settings
 from functions.shared.wiring import Wiring
 from infra.function_settings import API_FUNCTION, REDRIVE_FUNCTION, STREAM_CONSUMER_FUNCTION, SWEEPER_FUNCTION
@@ -75,6 +77,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     created = api.create("busy", "vm", key="k1").json()  # an idempotent create reads first
     api.account("busy")
     api.request("GET", "/accounts/busy/resources")
+    api.request("GET", "/accounts?limit=5")  # the account registry: the accounts index
     api.request("GET", f"/accounts/busy/resources/{created['resourceId']}")
     api.delete("busy", created["resourceId"])
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
@@ -84,6 +87,15 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
         assert api.create("busy", f"r{index}").status == 201
     assert api.create("busy", "one too many").status == 409
     assert api.put_account("busy", 2).status == 200
+    # An expiring grant on a type once grown (its other shard retired by the grant), used to the
+    # full, so that the sweeper's ending lowers it below shard 0's room.
+    assert api.request("PUT", "/plans/team", {"quotas": {"seats": {"limit": 1}}}).status == 200
+    assert api.request("PUT", "/accounts/granted", {"plan": "team"}).status == 200
+    assert harness.wiring.api_store.set_active(Quota("granted", "seats"), 1, 1, 2)
+    ends = format_instant(harness.clock.now().replace(microsecond=0) + timedelta(seconds=2))
+    grant = {"limit": 3, "expiresAt": ends}
+    assert api.request("PUT", "/accounts/granted/types/seats", grant).status == 200
+    assert [api.create("granted", f"g{index}", resource_type="seats").status for index in range(3)] == [201] * 3
 
 
 def test_each_function_is_allowed_exactly_the_calls_it_makes(
@@ -111,7 +123,8 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     settings = Settings.from_env({FunctionEnvironment.variable("table_name"): harness.backend.table, **sweep_now})
     sweeper_wiring = Wiring(settings, harness.wiring.session, harness.wiring.endpoint_url, harness.clock)
     recorder.install(sweeper_wiring)
-    sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)
+    harness.clock.advance(timedelta(seconds=3))  # past the grant's end
+    assert sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)["grants_ended"] == 1
 
     template = synth_template_json()
     for function, handler in HANDLERS.items():

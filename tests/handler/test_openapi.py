@@ -27,6 +27,7 @@ def test_document_describes_the_contract() -> None:
     document = json.loads(render())
     paths = document["paths"]
     assert set(paths) == {
+        "/accounts",
         "/accounts/{accountId}",
         "/accounts/{accountId}/resources",
         "/accounts/{accountId}/resources/{resourceId}",
@@ -49,6 +50,8 @@ def test_document_describes_the_contract() -> None:
     assert (plan["type"], plan["pattern"]) == ("string", "^[a-z][a-z0-9-]{0,31}$")
     assert set(paths["/plans/{planId}"]) == {"get", "put"}
     assert set(paths["/plans"]) == {"get"}
+    assert set(paths["/accounts"]) == {"get"}
+    assert {p["name"] for p in paths["/accounts"]["get"]["parameters"]} == {"plan", "limit", "cursor"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}/override"]) == {"delete"}
     assert set(paths["/accounts/{accountId}/resources"]) == {"get", "post"}
     assert set(paths["/accounts/{accountId}/resources/{resourceId}"]) == {"get", "patch", "delete"}
@@ -124,6 +127,12 @@ def test_every_answer_the_api_gives_is_documented_with_its_schema(harness: Harne
     answer("DELETE", override, "/accounts/planned/types/seats/override")
     answer("DELETE", override, "/accounts/planned/types/seats/override")
     answer("DELETE", override, "/accounts/planned/types/nope/override")
+    answer("GET", "/accounts", "/accounts?plan=pro&limit=1")
+    answer("GET", "/accounts", "/accounts?cursor=abc")
+    assert {(template, status) for _, template, status in given if template == "/accounts"} == {
+        ("/accounts", 200),
+        ("/accounts", 400),
+    }
     assert {status for _, _, status in given} == {200, 201, 204, 400, 404, 409, 412, 413, 422}
     assert {(template, status) for _, template, status in given if template in (plan, plans, override)} == {
         (plan, 200),

@@ -50,7 +50,8 @@ def test_a_plan_is_put_read_and_versioned(harness: Harness) -> None:
         },
     }
     read = harness.api.request("GET", "/plans/pro")
-    assert (read.status, read.headers["ETag"], read.json()) == (200, '"1"', created.json())
+    rollout = {"version": 1, "accounts": 0, "updated": 0}  # the plan's GET only (docs/plans.md)
+    assert (read.status, read.headers["ETag"], read.json()) == (200, '"1"', {**created.json(), "rollout": rollout})
     assert put_plan(harness, "pro", PRO).headers["ETag"] == '"1"'  # the same quotas: nothing changes
     assert put_plan(harness, "pro", FREE).headers["ETag"] == '"2"'
 
@@ -118,6 +119,8 @@ def test_plans_are_listed_by_name_a_page_at_a_time(harness: Harness) -> None:
         {"quotas": {"seats": {"limit": 5, "anchor": "2026-01-01T00:00:00Z"}}},
         {"quotas": {"seats": {"limit": 5, "period": "week"}}},
         {"quotas": {"seats": {"limit": 5, "extra": 1}}},
+        # A plan's quota never ends: only an account's override can (was taken, and dropped unsaid).
+        {"quotas": {"seats": {"limit": 5, "expiresAt": "2099-01-01T00:00:00Z"}}},
         {"quotas": {f"t{index}": {"limit": 1} for index in range(51)}},
         {"quotas": None},
         {},

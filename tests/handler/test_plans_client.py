@@ -73,3 +73,46 @@ def test_an_account_without_a_plan_reads_as_before(client: LimitsClient) -> None
     account = client.put_account("acme", limit=3)
     assert (account.plan, account.limit_source, account.limit) == (None, "account", 3)
     assert client.put_type_limit("acme", "seats", limit=4).limit_source == "account"
+
+
+def test_an_expiring_grant_through_the_client(client: LimitsClient, harness: Harness) -> None:
+    """`put_type_limit(expires_at=)` gives a grant, which every read says; a type without a plan
+    behind it is a ValidationError."""
+    from datetime import timedelta
+
+    from functions.core.periods import format_instant
+
+    client.put_plan("pro", quotas=PRO)
+    client.put_account("acme", plan="pro")
+    ends = format_instant(harness.clock.now() + timedelta(days=7))
+    granted = client.put_type_limit("acme", "seats", limit=60, expires_at=ends)
+    assert (granted.limit, granted.limit_source, granted.expires_at) == (60, "override", ends)
+    assert client.get_type("acme", "seats").expires_at == ends
+    assert {t.type: t.expires_at for t in client.get_account("acme").types or []}["seats"] == ends
+    with pytest.raises(ValidationError):
+        client.put_type_limit("acme", "extra", limit=4, expires_at=ends)
+
+
+def test_accounts_are_listed_by_the_client_sync_and_async(client: LimitsClient, bridge: Bridge) -> None:
+    import asyncio
+
+    from hybrid_counter_client import AccountEntry, AsyncLimitsClient, PlanRollout
+
+    from tests.client.conftest import Waits, static_session
+
+    client.put_plan("pro", quotas=PRO)
+    client.put_account("acme", limit=3)
+    for account in ("p2", "p1"):
+        client.put_account(account, plan="pro")
+    on_pro = [AccountEntry("p1", "pro", 1), AccountEntry("p2", "pro", 1)]
+    assert list(client.list_accounts(page_size=1)) == [AccountEntry("acme"), *on_pro]
+    assert list(client.list_accounts(plan="pro")) == on_pro
+    assert client.list_accounts_page(plan="pro", limit=1).next_cursor is not None
+    assert client.get_plan("pro").rollout == PlanRollout(version=1, accounts=2, updated=2)
+
+    async def listed() -> list[AccountEntry]:
+        waits = Waits()
+        async with AsyncLimitsClient(bridge.url, static_session(), clock=waits.clock, sleep=waits.async_sleep) as made:
+            return [entry async for entry in made.list_accounts(page_size=2)]
+
+    assert asyncio.run(listed()) == [AccountEntry("acme"), *on_pro]

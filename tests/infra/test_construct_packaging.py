@@ -92,7 +92,7 @@ def test_the_wheel_carries_the_construct_and_the_functions_it_bundles(tmp_path: 
     [command] = result["pip"]  # the functions' requirements, from the installed copy
     assert command[command.index("--requirement") + 1] == str(installed / "functions" / "requirements.txt")
     functions = [r for r in result["template"]["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 8  # the counter's seven and the user's own
+    assert len(functions) == 10  # the counter's nine and the user's own
     # The package the counter's functions run: the installed functions/, bundled.
     [asset] = {
         f["Properties"]["Code"]["S3Key"].removesuffix(".zip") for f in functions if "S3Key" in f["Properties"]["Code"]

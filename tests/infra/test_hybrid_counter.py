@@ -114,8 +114,10 @@ def test_each_instance_counts_its_own_tables_stream_into_its_own_dead_letter_que
             for m in mappings
             if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
         }
-        consumer_id, publisher_id = sorted(stream_sources)  # the consumer's and the event publisher's
+        # the consumer's, the plan rollout's pager's and the event publisher's
+        consumer_id, pager_id, publisher_id = sorted(stream_sources)
         assert consumer_id.startswith(f"{counter.node.id}Counting"), consumer_id
+        assert pager_id.startswith(f"{counter.node.id}PlanRollout"), pager_id
         assert publisher_id.startswith(f"{counter.node.id}UsageEvents"), publisher_id
         assert stream_sources[consumer_id]["DestinationConfig"]["OnFailure"]["Destination"] == {
             "Fn::GetAtt": [logical_id(counter.dlq1), "Arn"]
@@ -552,7 +554,7 @@ def test_the_construct_in_two_stages_of_a_user_s_app_synthesizes_apart() -> None
         groups = of_type(template, "AWS::Logs::LogGroup").values()
         [log_group] = [group for group in groups if "LogGroupName" in group["Properties"]]
         assert log_group["Properties"]["LogGroupName"] == f"/aws/events/{name}-Limits-Counter-usage"
-        assert len(of_type(template, "AWS::Lambda::Function")) == 7
+        assert len(of_type(template, "AWS::Lambda::Function")) == 9
 
 
 # --- the app's stack is one use of it ---------------------------------------------------------------
@@ -582,22 +584,28 @@ DEPLOYED_IDS = {
 }
 
 
-# Added since: the usage events' (infra/usage_events.py).
+# Added since: the usage events' (infra/usage_events.py), the refusals' and the plan rollout's.
 ADDED_IDS = {
     "AWS::SQS::Queue": {
         "UsageEventsEventsFailureQueueCBF9EB51",
         "LimitRefusalsRefusedWindowsQueue552B6065",
         "LimitRefusalsRefusalsFailureQueueF5ECED86",
+        "PlanRolloutRolloutQueue00C2FC10",
+        "PlanRolloutRolloutFailureQueue3B80E217",
     },
     "AWS::Lambda::Function": {
         "UsageEventsEventPublisherFunction13156913",
         "LimitRefusalsRefusalAggregatorFunction1AF43950",
         "LimitRefusalsRefusalEmitterFunctionD95BFBE9",
+        "PlanRolloutPlanPagerFunction351B9A9F",
+        "PlanRolloutPlanWorkerFunctionF57C3CE9",
     },
     "AWS::IAM::Role": {
         "UsageEventsEventPublisherFunctionRole117186DE",
         "LimitRefusalsRefusalAggregatorFunctionRole656F28BC",
         "LimitRefusalsRefusalEmitterFunctionRole664B4D56",
+        "PlanRolloutPlanPagerFunctionRoleF36B7F3D",
+        "PlanRolloutPlanWorkerFunctionRole9E25DB08",
     },
 }
 

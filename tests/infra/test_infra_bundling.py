@@ -110,7 +110,8 @@ def test_synth_bundles_for_the_context_architecture(tmp_path: Path, pip: Recorde
     (command,) = pip.commands  # one shared package, bundled once
     assert flag_values(command, "--platform") == [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}"]
     functions = lambda_functions(template)
-    assert len(functions) == 7  # api, stream consumer, redrive, sweeper, event publisher, refusal aggregator, emitter
+    # api, stream consumer, redrive, sweeper, event publisher, refusal aggregator, emitter, plan pager, plan worker
+    assert len(functions) == 9
     assert all(function["Architectures"] == [architecture] for function in functions)
 
 

@@ -23,6 +23,8 @@ from infra.function_settings import (
     AUTHORIZER_FUNCTION,
     EVENT_PUBLISHER_FUNCTION,
     LOG_LEVEL,
+    PLAN_PAGER_FUNCTION,
+    PLAN_WORKER_FUNCTION,
     POWERTOOLS_METRICS_NAMESPACE,
     REDRIVE_FUNCTION,
     REFUSAL_AGGREGATOR_FUNCTION,
@@ -319,6 +321,8 @@ ALL_HANDLERS = (
     EVENT_PUBLISHER_FUNCTION.handler,
     REFUSAL_AGGREGATOR_FUNCTION.handler,
     REFUSAL_EMITTER_FUNCTION.handler,
+    PLAN_PAGER_FUNCTION.handler,
+    PLAN_WORKER_FUNCTION.handler,
 )
 EXPECTED_TIMEOUTS = {
     API_FUNCTION.handler: 10,
@@ -328,6 +332,8 @@ EXPECTED_TIMEOUTS = {
     EVENT_PUBLISHER_FUNCTION.handler: 30,
     REFUSAL_AGGREGATOR_FUNCTION.handler: 30,
     REFUSAL_EMITTER_FUNCTION.handler: 30,
+    PLAN_PAGER_FUNCTION.handler: 60,
+    PLAN_WORKER_FUNCTION.handler: 60,
 }
 SWEEPER_ENVIRONMENT = {
     FunctionEnvironment.variable("pending_older_than"): "300",
@@ -355,6 +361,14 @@ def aggregator_environment(template_json: dict[str, Any]) -> dict[str, Any]:
     return {FunctionEnvironment.variable("refusal_queue_url"): {"Ref": queue_id}}
 
 
+ROLLOUT_HANDLERS = (PLAN_PAGER_FUNCTION.handler, PLAN_WORKER_FUNCTION.handler)
+
+
+def rollout_environment(template_json: dict[str, Any]) -> dict[str, Any]:
+    [queue_id] = [q for q in resources_of_type(template_json, "AWS::SQS::Queue") if "RolloutRolloutQueue" in q]
+    return {FunctionEnvironment.variable("rollout_queue_url"): {"Ref": queue_id}}
+
+
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
 def test_function_runtime_architecture_and_shared_settings(template_json: dict[str, Any], handler: str) -> None:
     table_id, _ = table(template_json)
@@ -378,6 +392,7 @@ def test_function_runtime_architecture_and_shared_settings(template_json: dict[s
         **(API_ENVIRONMENT if handler == API_FUNCTION.handler else {}),
         **(publisher_environment(template_json) if handler == EVENT_PUBLISHER_FUNCTION.handler else {}),
         **(aggregator_environment(template_json) if handler == REFUSAL_AGGREGATOR_FUNCTION.handler else {}),
+        **(rollout_environment(template_json) if handler in ROLLOUT_HANDLERS else {}),
     }
     log_group_id = properties["LoggingConfig"]["LogGroup"]["Ref"]
     assert template_json["Resources"][log_group_id]["Properties"]["RetentionInDays"] == 30
@@ -935,3 +950,19 @@ def test_the_activity_index_lets_the_sweeper_find_quiet_accounts(template_json: 
         "ProjectionType": "INCLUDE",
         "NonKeyAttributes": list(table_layout.ACTIVITY_INDEX.projected),
     }
+
+
+def test_the_accounts_index_is_the_account_registry(template_json: dict[str, Any]) -> None:
+    """Sparse (only a default type's account item carries its key), by plan then account id, and
+    projecting only the membership: the counter path's writes of that item never write it."""
+    _, table_resource = table(template_json)
+    indexes = {index["IndexName"]: index for index in table_resource["Properties"]["GlobalSecondaryIndexes"]}
+    accounts = indexes[table_layout.ACCOUNTS_INDEX.name]
+    assert accounts["KeySchema"] == [
+        {"AttributeName": table_layout.REGISTRY, "KeyType": "HASH"},
+        {"AttributeName": "account_id", "KeyType": "RANGE"},
+    ]
+    assert accounts["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["plan", "plan_version"]}
+    assert {"AttributeName": table_layout.REGISTRY, "AttributeType": "S"} in table_resource["Properties"][
+        "AttributeDefinitions"
+    ]

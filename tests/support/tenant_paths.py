@@ -47,4 +47,5 @@ ADMIN_ONLY_PATHS = [
     ("GET", "/plans"),
     ("GET", "/plans/pro"),
     ("PUT", "/plans/pro"),
+    ("GET", "/accounts"),  # the account registry: every tenant's ids
 ]

@@ -43,11 +43,14 @@ from hybrid_counter_client.errors import (
 from hybrid_counter_client.local_run import LocalEndpoints, LocalSystemError, local_directory, local_endpoints
 from hybrid_counter_client.models import (
     Account,
+    AccountEntry,
+    AccountPage,
     Admission,
     PeriodHistory,
     PeriodTotal,
     Plan,
     PlanPage,
+    PlanRollout,
     RateLimit,
     Resource,
     ResourcePage,
@@ -62,7 +65,9 @@ from hybrid_counter_client.retries import RetryPolicy
 __all__ = [
     "AccessDenied",
     "Account",
+    "AccountEntry",
     "AccountNotFound",
+    "AccountPage",
     "Admission",
     "AsyncLimitsClient",
     "ClientError",
@@ -91,6 +96,7 @@ __all__ = [
     "Plan",
     "PlanNotFound",
     "PlanPage",
+    "PlanRollout",
     "PreconditionFailed",
     "QuotaExceeded",
     "QuotaNotPeriodic",

@@ -21,6 +21,8 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    AccountEntry,
+    AccountPage,
     Admission,
     PeriodHistory,
     Plan,
@@ -191,10 +193,19 @@ class AsyncLimitsClient(ClientBase):
         idempotency_key: str | None = None,
         period: str | None = None,
         anchor: str | None = None,
+        expires_at: str | None = None,
     ) -> ResourceType:
         return await self._call(
             operations.put_type_limit(
-                account_id, resource_type, limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+                account_id,
+                resource_type,
+                limit,
+                thresholds,
+                if_match,
+                idempotency_key,
+                period=period,
+                anchor=anchor,
+                expires_at=expires_at,
             )
         )
 
@@ -301,6 +312,23 @@ class AsyncLimitsClient(ClientBase):
             page = await self.list_plans_page(limit=page_size, cursor=cursor)
             for plan in page.items:
                 yield plan
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def list_accounts_page(
+        self, *, plan: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> AccountPage:
+        return await self._call(operations.list_accounts_page(plan, limit, cursor))
+
+    async def list_accounts(
+        self, *, plan: str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[AccountEntry]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_accounts_page(plan=plan, limit=page_size, cursor=cursor)
+            for entry in page.items:
+                yield entry
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor

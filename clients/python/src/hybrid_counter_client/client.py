@@ -16,6 +16,8 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    AccountEntry,
+    AccountPage,
     Admission,
     PeriodHistory,
     Plan,
@@ -281,16 +283,28 @@ class LimitsClient(ClientBase):
         idempotency_key: str | None = None,
         period: str | None = None,
         anchor: str | None = None,
+        expires_at: str | None = None,
     ) -> ResourceType:
         """Set a type's limit (an admin session only), adding the type to the account (and the
         account, at a default-type limit of 0, if it has none yet; TooManyResourceTypes past the
         most types an account may have). `thresholds`, `period` and `anchor`: the type's own, as in
         `put_account` (omitted, it keeps what it has). `if_match`: change it only if the type's
         `etag` is still this one (PreconditionFailed otherwise). `idempotency_key`: as in
-        `put_account`."""
+        `put_account`. `expires_at` (RFC 3339, UTC, whole seconds, e.g. "2026-12-31T00:00:00Z"): an
+        expiring grant on a type the account's plan gives, which returns to the plan's limit then
+        (docs/plans.md, "Expiring grants"); ValidationError for a type without a plan behind it, a
+        periodic one, a time not in the future or more than 366 days ahead."""
         return self._call(
             operations.put_type_limit(
-                account_id, resource_type, limit, thresholds, if_match, idempotency_key, period=period, anchor=anchor
+                account_id,
+                resource_type,
+                limit,
+                thresholds,
+                if_match,
+                idempotency_key,
+                period=period,
+                anchor=anchor,
+                expires_at=expires_at,
             )
         )
 
@@ -407,6 +421,21 @@ class LimitsClient(ClientBase):
         cursor: str | None = None
         while True:
             page = self.list_plans_page(limit=page_size, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def list_accounts_page(
+        self, *, plan: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> AccountPage:
+        return self._call(operations.list_accounts_page(plan, limit, cursor))
+
+    def list_accounts(self, *, plan: str | None = None, page_size: int | None = None) -> Iterator[AccountEntry]:
+        """Every account (or `plan`'s), page after page: on no plan first, then each plan's by plan name."""
+        cursor: str | None = None
+        while True:
+            page = self.list_accounts_page(plan=plan, limit=page_size, cursor=cursor)
             yield from page.items
             if page.next_cursor is None:
                 return

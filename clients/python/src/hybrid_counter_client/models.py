@@ -59,6 +59,9 @@ class TypeUsage:
     anchor: str | None = None  # RFC 3339, as the PUT gave it
     period_start: str | None = None  # RFC 3339, UTC
     period_end: str | None = None  # RFC 3339, UTC, exclusive
+    # An expiring grant's end (RFC 3339, UTC): the override returns to the plan's limit then
+    # (docs/plans.md, "Expiring grants"); None for any other limit.
+    expires_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,18 @@ class Plan:
     plan: str
     version: int
     quotas: dict[str, Any]
+    # `get_plan` only: how many of its accounts have its current version (None from a PUT or a list).
+    rollout: PlanRollout | None = field(default=None, compare=False, kw_only=True)
     etag: str | None = field(default=None, metadata={"header": "ETag"}, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class PlanRollout:
+    """A plan change's progress: `updated` of its `accounts` have `version` (all, once it is done)."""
+
+    version: int
+    accounts: int
+    updated: int
 
 
 @dataclass(frozen=True)
@@ -119,6 +133,25 @@ class PlanPage:
     """One page of plans, by name; `next_cursor` is None on the last."""
 
     items: list[Plan]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class AccountEntry:
+    """An account as the registry lists it: its plan and the plan's version it was given in full
+    (None on no plan)."""
+
+    account_id: str
+    plan: str | None = None
+    plan_version: int | None = None
+
+
+@dataclass(frozen=True)
+class AccountPage:
+    """One page of accounts: a plan's by id, or every account's (those on no plan first, then each
+    plan's, plans by name); `next_cursor` is None on the last, and a page may be short before it."""
+
+    items: list[AccountEntry]
     next_cursor: str | None
 
 

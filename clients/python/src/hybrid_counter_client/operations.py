@@ -18,6 +18,7 @@ from urllib.parse import quote
 from hybrid_counter_client.errors import InvalidPathValue
 from hybrid_counter_client.models import (
     Account,
+    AccountPage,
     Admission,
     PeriodHistory,
     Plan,
@@ -129,6 +130,8 @@ REMOVE_OVERRIDE = Operation("removeOverride", "DELETE", f"{TYPE_PATH}/override",
 PUT_PLAN = Operation("putPlan", "PUT", "/plans/{planId}", frozenset({200}), "put_plan")
 GET_PLAN = Operation("getPlan", "GET", "/plans/{planId}", frozenset({200}), "get_plan")
 LIST_PLANS = Operation("listPlans", "GET", "/plans", frozenset({200}), "list_plans_page")
+# The account registry: every account, or a plan's (docs/plans.md).
+LIST_ACCOUNTS = Operation("listAccounts", "GET", "/accounts", frozenset({200}), "list_accounts_page")
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
@@ -153,6 +156,7 @@ OPERATIONS = (
     PUT_PLAN,
     GET_PLAN,
     LIST_PLANS,
+    LIST_ACCOUNTS,
 )
 
 
@@ -330,10 +334,13 @@ def put_type_limit(
     *,
     period: str | None = None,
     anchor: str | None = None,
+    expires_at: str | None = None,
 ) -> Call[ResourceType]:
     headers = _put_headers(if_match, idempotency_key)
     where = {"accountId": account_id, "resourceType": resource_type}
     body: dict[str, Any] = {"limit": limit, **_quota_settings(thresholds, period, anchor)}
+    if expires_at is not None:
+        body["expiresAt"] = expires_at
     return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body(body))
 
 
@@ -428,3 +435,9 @@ def get_plan(plan_id: str) -> Call[Plan]:
 def list_plans_page(limit: int | None, cursor: str | None) -> Call[PlanPage]:
     query = {name: str(value) for name, value in (("limit", limit), ("cursor", cursor)) if value is not None}
     return Call(LIST_PLANS, {}, _decoder(PlanPage), query=query)
+
+
+def list_accounts_page(plan: str | None, limit: int | None, cursor: str | None) -> Call[AccountPage]:
+    given = (("plan", plan), ("limit", limit), ("cursor", cursor))
+    query = {name: str(value) for name, value in given if value is not None}
+    return Call(LIST_ACCOUNTS, {}, _decoder(AccountPage), query=query)

@@ -1,0 +1,42 @@
+"""`ops registry-backfill`: accounts from before the account registry get their key, once."""
+
+from __future__ import annotations
+
+from functions.adapters.shards import account_key
+from functions.adapters.table_layout import REGISTRY
+from functions.core.model import Quota
+from tests.handler.conftest import Harness
+from tests.ops.conftest import Cli
+
+
+def test_the_backfill_lists_older_accounts_and_writes_nothing_twice(cli_harness: Harness, cli: Cli) -> None:
+    api, table = cli_harness.api, cli_harness.wiring.table
+    assert api.request("PUT", "/plans/pro", {"quotas": {"seats": {"limit": 5}}}).status == 200
+    api.put_account("acme", 3)
+    assert api.request("PUT", "/accounts/globex", {"plan": "pro"}).status == 200
+    for account in ("acme", "globex"):  # as an older release wrote them
+        table.client.update_item(
+            TableName=table.name, Key=account_key(Quota(account)), UpdateExpression=f"REMOVE {REGISTRY}"
+        )
+    assert api.request("GET", "/accounts").json()["items"] == []
+
+    assert cli("registry-backfill").out.strip() == "2 accounts given a registry key"
+    assert cli("registry-backfill", "--json").json() == {"written": 0}
+    assert api.request("GET", "/accounts").json()["items"] == [
+        {"accountId": "acme"},
+        {"accountId": "globex", "plan": "pro", "planVersion": 1},
+    ]
+
+
+def test_plans_status_says_how_many_accounts_have_the_plans_version(cli_harness: Harness, cli: Cli) -> None:
+    api = cli_harness.api
+    assert api.request("PUT", "/plans/pro", {"quotas": {"seats": {"limit": 5}}}).status == 200
+    for account in ("acme", "globex"):
+        assert api.request("PUT", f"/accounts/{account}", {"plan": "pro"}).status == 200
+    done = cli("plans", "status", "pro")
+    assert (done.code, done.out.strip()) == (0, "pro version 1: 2 of 2 accounts have it (done)")
+    assert api.request("PUT", "/plans/pro", {"quotas": {"seats": {"limit": 6}}}).status == 200  # no rollout here
+    running = cli("plans", "status", "pro", "--json")
+    assert running.code == 3
+    assert running.json() == {"plan": "pro", "version": 2, "accounts": 2, "updated": 0}
+    assert cli("plans", "status", "nope").code == 1
