@@ -91,7 +91,7 @@ class PlanRollout(Construct):
         )
 
         self.worker = python_function(self, PLAN_WORKER_FUNCTION, shared=shared, environment=environment)
-        table_access.grant_table(table, self.worker, table_access.API, table_access.API_INDEXES)
+        table_access.grant_table(table, self.worker, table_access.ROLLOUT_WORKER, table_access.API_INDEXES)
         self.queue.grant_send_messages(self.worker)
         self.worker.add_event_source(
             event_sources.SqsEventSource(

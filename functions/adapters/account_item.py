@@ -412,6 +412,10 @@ MEMBERSHIP_UPDATE = (
     f"SET #plan = :plan, {PLAN_VERSION} = :plan_version, {PLAN_SET_AT} = :received, {REGISTRY} = :registry"
 )
 MEMBERSHIP_CONDITION = f"attribute_exists(#pk) AND (attribute_not_exists({PLAN_SET_AT}) OR {PLAN_SET_AT} <= :received)"
+# A type returned to the account's plan dates the membership no earlier (plans.return_to_plan):
+# its plan and version stay, so the registry's index is not written.
+FOLLOW_PLAN_UPDATE = f"SET {PLAN_SET_AT} = :received"
+FOLLOW_PLAN_CONDITION = f"#plan = :plan AND {PLAN_SET_AT} < :received"
 
 
 def registry_sets(quota: Quota, values: dict[str, Any]) -> str:

@@ -305,6 +305,22 @@ class DynamoApiStore(ShardStore):
             return False  # a PUT received later gave it its plan (or ours, retried by the SDK)
         return True
 
+    def follow_plan(self, account_id: str, plan: str, received_ms: int) -> bool:
+        try:
+            self._table.call(
+                "date plan",
+                "update_item",
+                TableName=self._table.name,
+                Key=account_key(Quota(account_id)),
+                UpdateExpression=schema.FOLLOW_PLAN_UPDATE,
+                ConditionExpression=schema.FOLLOW_PLAN_CONDITION,
+                ExpressionAttributeNames=schema.MEMBERSHIP_NAMES,
+                ExpressionAttributeValues=to_attributes({":plan": plan, ":received": received_ms}),
+            )
+        except ConditionFailed:
+            return False  # on another plan (or none), or dated so already
+        return True
+
     def claim_put(self, quota: Quota, put_id: str, first: FirstAttempt, now: int, expires_at: int) -> FirstAttempt:
         values = {
             PARTITION_KEY: keys.account_pk(quota),

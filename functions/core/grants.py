@@ -31,7 +31,7 @@ from functions.core.accounts import Clock, Deadline, LimitChange
 from functions.core.errors import GrantEnded, GrantRefused, StoreUnavailable
 from functions.core.leases import iso_timestamp
 from functions.core.model import LimitSource, Quota
-from functions.core.plans import PlansStore, plan_change
+from functions.core.plans import PlansStore, plan_change, return_to_plan
 
 T = TypeVar("T")
 
@@ -94,9 +94,10 @@ def end_grant(store: PlansStore, quota: Quota, ends_ms: int, clock: Clock, in_ti
         change = LimitChange(
             limit=account.limit, received_ms=received, token=token, changed_by=GRANT_EXPIRY, source=LimitSource.ACCOUNT
         )
+        accounts.put_limit(store, quota, change, clock, in_time)
     else:
         change = replace(plan_change(plan, quota, received, GRANT_EXPIRY, False), token=token)
-    accounts.put_limit(store, quota, change, clock, in_time)
+        return_to_plan(store, quota, plan, change, clock, in_time)
     return True
 
 

@@ -100,6 +100,12 @@ class PlanStore(Protocol):
         full by a PUT received at `received_ms`, unless a PUT received later recorded another; False then."""
         ...
 
+    def follow_plan(self, account_id: str, plan: str, received_ms: int) -> bool:
+        """Date the account's membership of `plan` no earlier than `received_ms`, its version kept:
+        a type returned to the plan by a change received then takes the plan's later versions,
+        which a rollout gives as of the membership. False if the account is on no plan or another."""
+        ...
+
 
 class PlansStore(ApiStore, PlanStore, Protocol):
     """What the plan flows need: the API's store, and the plans'."""
@@ -235,4 +241,15 @@ def remove_override(
     if plan is None or quota.resource_type not in plan.quotas:
         usage = accounts.get_usage(store, quota, clock())
         return accounts.put_limit(store, quota, own_limit(usage, received_ms, changed_by), clock, in_time)
-    return accounts.put_limit(store, quota, plan_change(plan, quota, received_ms, changed_by, False), clock, in_time)
+    return return_to_plan(store, quota, plan, plan_change(plan, quota, received_ms, changed_by, False), clock, in_time)
+
+
+def return_to_plan(
+    store: PlansStore, quota: Quota, plan: Plan, change: LimitChange, clock: Clock, in_time: Deadline
+) -> Usage:
+    """Give a type whose limit was an override its plan's quota again (`change`). A rollout gives
+    an account the plan's versions as of its membership (functions/core/rollout.py), and this
+    change is received after that: the membership is dated no earlier first, or the plan's later
+    versions would be older than the type's limit and never reach it."""
+    store.follow_plan(quota.account_id, plan.name, change.received_ms)
+    return accounts.put_limit(store, quota, change, clock, in_time)

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from functions.core import plans
 from functions.core.accounts import Clock, Deadline
+from functions.core.errors import StoreUnavailable
 from functions.core.plans import AccountEntry, PlansStore
 
 # A page of the registry the pager (and the worker, paging on) reads at once, and the accounts an
@@ -37,6 +38,9 @@ from functions.core.plans import AccountEntry, PlansStore
 PAGE_SIZE = 250
 ACCOUNTS_PER_MESSAGE = 10
 ROLLOUT_CALLER = "plan-rollout"
+# An account's application, given again while its membership moves under it (a type returned to
+# the plan meanwhile): then the message fails and is retried.
+APPLY_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -122,10 +126,15 @@ def apply_version(
     """Give the account the plan's version, as the PUT that put it on the plan would now; False if
     it has it already, or is on another plan (or none)."""
     read = store.read_account(account_id)
-    if read is None or read.default.plan != plan or read.default.plan_version >= version:
-        return False
-    plans.join_plan(store, account_id, plan, read.default.plan_set_at, clock, in_time, ROLLOUT_CALLER)
-    return True
+    given = False
+    for _ in range(APPLY_ATTEMPTS):
+        if read is None or read.default.plan != plan or read.default.plan_version >= version:
+            return given
+        # A type returned to the plan meanwhile dated the membership later (plans.return_to_plan):
+        # this application's membership was then refused, and it is given again as of that date.
+        read = plans.join_plan(store, account_id, plan, read.default.plan_set_at, clock, in_time, ROLLOUT_CALLER)
+        given = True
+    raise StoreUnavailable(f"rollout of {plan} to {account_id}: its membership kept changing", may_have_landed=True)
 
 
 def progress(store: RolloutStore, plan: plans.Plan) -> Progress:

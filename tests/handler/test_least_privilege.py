@@ -9,12 +9,21 @@ from typing import Any
 
 import pytest
 
+from functions.core import rollout
 from functions.core.model import Quota
 from functions.core.periods import format_instant
 from functions.shared.config import FunctionEnvironment, Settings
 from functions.shared.wiring import Wiring
-from infra.function_settings import API_FUNCTION, REDRIVE_FUNCTION, STREAM_CONSUMER_FUNCTION, SWEEPER_FUNCTION
+from infra.function_settings import (
+    API_FUNCTION,
+    PLAN_PAGER_FUNCTION,
+    PLAN_WORKER_FUNCTION,
+    REDRIVE_FUNCTION,
+    STREAM_CONSUMER_FUNCTION,
+    SWEEPER_FUNCTION,
+)
 from tests.handler.conftest import Harness
+from tests.handler.test_plan_rollout import Rollout
 from tests.handler.test_redrive import failed_range, redrive  # noqa: F401 - failed_range is a fixture
 from tests.support.faults import Faults
 from tests.support.iam_calls import CallRecorder, Needed
@@ -35,7 +44,11 @@ HANDLERS = {
     "consumer": STREAM_CONSUMER_FUNCTION.handler,
     "redrive": REDRIVE_FUNCTION.handler,
     "sweeper": SWEEPER_FUNCTION.handler,
+    "plan_pager": PLAN_PAGER_FUNCTION.handler,
+    "plan_worker": PLAN_WORKER_FUNCTION.handler,
 }
+# Functions with a DynamoDB stream event source: Lambda's poller uses their roles too.
+STREAM_SOURCED = {"consumer", "plan_pager"}
 
 
 def granted(template: dict[str, Any], handler: str) -> Needed:
@@ -103,6 +116,8 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     recorder: CallRecorder,
     failed_range: str,  # noqa: F811 - the fixture imported above
     faults: Faults,
+    emulator_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run_the_api_through_its_paths(harness)
     harness.pump()  # the consumer
@@ -125,11 +140,22 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     recorder.install(sweeper_wiring)
     harness.clock.advance(timedelta(seconds=3))  # past the grant's end
     assert sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)["grants_ended"] == 1
+    # A plan's new version: the pager reads its accounts from the registry, the worker gives it to
+    # each, and pages on (pages of one account: the worker's own paging too).
+    for other in ("team-1", "team-2"):
+        assert harness.api.request("PUT", f"/accounts/{other}", {"plan": "team"}).status == 200
+    monkeypatch.setattr(rollout, "PAGE_SIZE", 1)
+    plan_rollout = Rollout(harness, emulator_url)
+    recorder.install(plan_rollout.wiring)
+    assert harness.api.request("PUT", "/plans/team", {"quotas": {"seats": {"limit": 2}}}).status == 200
+    assert len(plan_rollout.run()) > 3  # apply messages, and page messages
+    seats = harness.api.request("GET", "/accounts/granted/types/seats").json()  # its grant ended above
+    assert (seats["limit"], seats["limitSource"]) == (2, "plan")
 
     template = synth_template_json()
     for function, handler in HANDLERS.items():
         made, allowed = recorder.by_function[function], granted(template, handler)
-        if function == "consumer":
+        if function in STREAM_SOURCED:
             assert allowed >= STREAM_POLLER
             allowed -= STREAM_POLLER
         assert made <= allowed, f"{function} calls what its role does not allow: {made - allowed}"

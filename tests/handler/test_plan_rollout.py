@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -15,7 +16,10 @@ import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from functions.adapters import table_layout
-from functions.core import rollout
+from functions.core import grants, rollout
+from functions.core.leases import epoch_ms
+from functions.core.model import Quota
+from functions.core.periods import format_instant
 from functions.shared.wiring import Wiring
 from local.filters import matches_any
 from tests.handler.conftest import Harness
@@ -252,3 +256,63 @@ def test_an_account_put_on_the_plan_while_its_change_is_paged_ends_at_the_change
     )  # type: ignore[arg-type]
     assert plan_of(harness, "late") == ("pro", 2)
     assert limits(harness, "late")["seats"][:2] == (60, "plan")
+
+
+def test_a_type_returned_to_the_plan_takes_the_plans_later_versions(harness: Harness, plan_rollout: Rollout) -> None:
+    """An override removed after the account joined (so received after its membership) and then a
+    plan change: the rollout, which gives the plan as of the membership, still reaches the type."""
+    put_plan(harness, PRO)
+    join(harness, "acme")
+    harness.clock.advance(timedelta(seconds=1))
+    assert harness.api.request("PUT", "/accounts/acme/types/seats", {"limit": 99}).status == 200
+    harness.clock.advance(timedelta(seconds=1))
+    assert harness.api.request("DELETE", "/accounts/acme/types/seats/override").status == 200
+    harness.clock.advance(timedelta(seconds=1))
+    put_plan(harness, PRO_3)
+    plan_rollout.run()
+    assert plan_of(harness, "acme") == ("pro", 2)
+    assert {name: value[:2] for name, value in limits(harness, "acme").items()} == {
+        "seats": (70, "plan"),
+        "projects": (12, "plan"),
+    }
+
+
+def test_a_grant_ended_takes_the_plans_later_versions(harness: Harness, plan_rollout: Rollout) -> None:
+    put_plan(harness, PRO)
+    join(harness, "acme")
+    harness.clock.advance(timedelta(seconds=1))
+    ends = format_instant(harness.clock.now().replace(microsecond=0) + timedelta(seconds=2))
+    assert harness.api.request("PUT", "/accounts/acme/types/seats", {"limit": 99, "expiresAt": ends}).status == 200
+    harness.clock.advance(timedelta(seconds=3))
+    assert grants.end_grant(harness.wiring.api_store, Quota("acme", "seats"), epoch_ms(ends), harness.clock.timestamp)
+    assert limits(harness, "acme")["seats"][:2] == (50, "plan")
+    put_plan(harness, PRO_3)
+    plan_rollout.run()
+    assert limits(harness, "acme")["seats"][:2] == (70, "plan")
+
+
+def test_an_override_removed_while_the_rollout_gives_the_account_ends_at_the_new_version(
+    harness: Harness, plan_rollout: Rollout
+) -> None:
+    """The removal lands after the rollout read the account and before it writes: the rollout's
+    writes, dated as of the old membership, are refused, and it gives the version again as of the
+    membership the removal dated."""
+    put_plan(harness, PRO)
+    join(harness, "acme")
+    harness.clock.advance(timedelta(seconds=1))
+    assert harness.api.request("PUT", "/accounts/acme/types/seats", {"limit": 99}).status == 200
+    harness.clock.advance(timedelta(seconds=1))
+    put_plan(harness, PRO_3)
+
+    def remove_once(_: Any, done: list[bool] = []) -> None:  # noqa: B006 - the hook's own state
+        if not done:
+            done.append(True)
+            assert harness.api.request("DELETE", "/accounts/acme/types/seats/override").status == 200
+
+    plan_rollout.faults.before_call("TransactWriteItems", remove_once)  # the rollout's first limit change
+    plan_rollout.run()
+    assert plan_of(harness, "acme") == ("pro", 2)
+    assert {name: value[:2] for name, value in limits(harness, "acme").items()} == {
+        "seats": (70, "plan"),
+        "projects": (12, "plan"),
+    }

@@ -19,6 +19,12 @@ HANDLER_MODULES = {
     "functions.redrive.handler": "redrive",
     "functions.sweeper.handler": "sweeper",
 }
+# Two functions of one module, each with its own role: told apart by the record handler each
+# one's batch handler calls (functions/plan_rollout/handler.py).
+HANDLER_FUNCTIONS = {
+    ("functions.plan_rollout.handler", "page_versions"): "plan_pager",
+    ("functions.plan_rollout.handler", "handle_message"): "plan_worker",
+}
 TRANSACT_WRITE_ACTIONS = {
     "Put": "PutItem",
     "Update": "UpdateItem",
@@ -58,7 +64,8 @@ class CallRecorder:
     def _calling_function() -> str | None:
         frame = sys._getframe(2)
         while frame is not None:
-            function = HANDLER_MODULES.get(frame.f_globals.get("__name__", ""))
+            module = frame.f_globals.get("__name__", "")
+            function = HANDLER_MODULES.get(module) or HANDLER_FUNCTIONS.get((module, frame.f_code.co_name))
             if function is not None:
                 return function
             frame = frame.f_back  # type: ignore[assignment]
