@@ -1,6 +1,9 @@
 # The README's commands. `make test` and (from the next issue) `make run` set everything up first.
 SHELL := /bin/bash
-PYTHON ?= python3
+# The functions' Lambda runtime, Python 3.12, when the machine has it (pyenv's, or one on PATH),
+# else python3: the tests then run every handler on the Python AWS runs it on, and coverage
+# traces through sys.monitoring (3.12+; pyproject.toml).
+PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12) python3)
 VENV := .venv
 BIN := $(VENV)/bin
 # Quiet, offline-friendly CDK: no Node end-of-life banner, no telemetry, no notices download.

@@ -70,8 +70,11 @@ def test_nesting_is_bounded_at_32_levels_the_body_being_the_first() -> None:
 
 @pytest.mark.parametrize("levels", [1_000, 30_000])
 def test_nesting_too_deep_for_the_parser_is_refused_too(levels: int) -> None:
-    """Python's parser runs out of stack (RecursionError) long before a 64 KiB body runs out."""
-    assert refusal(nested_lists(levels)) == f"body: nested deeper than {MAX_DEPTH} levels"
+    """Python's parser runs out of stack (RecursionError) long before a 64 KiB body runs out: at
+    1,000 levels on 3.11, past them on 3.12 (Lambda's), which then names the 33rd level as for any
+    body nested too deep."""
+    where = refusal(nested_lists(levels)).removesuffix(f": nested deeper than {MAX_DEPTH} levels")
+    assert where in ("body", "0" + ".0" * 31), where
 
 
 @pytest.mark.parametrize(
