@@ -87,6 +87,20 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "types and every check holds per (account, type)",
     )
     parser.add_argument(
+        "--plans",
+        action="store_true",
+        help="every account's named types take their limits from plans (at least 3 types unless --types says "
+        "more): an admin changes the plans, moves accounts between them, gives expiring grants and returns "
+        "overrides while the clients work, and once quiet every account must be at its plan's current limits",
+    )
+    parser.add_argument(
+        "--plan-changes",
+        type=int,
+        default=8,
+        help="with --plans: the plans' admin's steps while the clients work (a plan changed, an account moved, a "
+        "grant given, an override returned, in turn)",
+    )
+    parser.add_argument(
         "--limit-changes",
         type=int,
         default=6,
@@ -147,7 +161,9 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         partition_burst_seconds=args.partition_burst_seconds,
         context=dict(args.context),
         audit_repair=args.audit_repair,
-        types=args.types,
+        types=max(args.types, 3) if args.plans else args.types,
+        plans=args.plans,
+        plan_changes=args.plan_changes,
         limit_changes=args.limit_changes,
         refusal_events=not args.no_refusal_events,
         amounts=args.amounts,
@@ -167,6 +183,7 @@ def render(report: Report) -> str:
             if report.settings.get("periods")
             else ""
         )
+        + (", plans" if report.settings.get("plans") else "")
         + (f", broken: {report.settings['mutation']}" if report.settings["mutation"] else "")
     ]
     lines.append("\noperations (client view)")
@@ -175,6 +192,9 @@ def render(report: Report) -> str:
     lines += [f"  {'creates acknowledged, ' + kind:<28} {count:>7}" for kind, count in report.creates_per_type.items()]
     lines.append(f"\nlimit changes made while the clients worked: {len(report.limit_changes)}")
     lines += [f"  {change}" for change in report.limit_changes]
+    if report.plan_changes:
+        lines.append(f"\nplan changes made while the clients worked: {len(report.plan_changes)}")
+        lines += [f"  {change}" for change in report.plan_changes]
     lines.append("\nfaults injected")
     lines += [f"  {kind:<28} {count:>7}" for kind, count in report.faults.items()] or ["  none"]
     lines.append("\nLambda and queues")

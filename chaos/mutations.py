@@ -125,6 +125,19 @@ def _periods_told_by_the_wall_clock() -> None:
     Period.window_at = window_at  # type: ignore[method-assign]
 
 
+def _returned_types_leave_the_membership_as_dated() -> None:
+    """A type returned to its plan (an override removed, a grant ended) does not date the
+    account's membership (the bug before plans.return_to_plan did): the plan's later versions,
+    given as of the membership, are older than the type's limit and never reach it. Only a run
+    with `--plans` shows it: the plans' final check finds the type at its plan's older limit."""
+    from functions.adapters.api_store import DynamoApiStore
+
+    def follow_plan(self: DynamoApiStore, account_id: str, plan: str, received_ms: int) -> bool:
+        return False
+
+    DynamoApiStore.follow_plan = follow_plan  # type: ignore[method-assign]
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
@@ -133,6 +146,7 @@ MUTATIONS = {
     "consumer-counts-a-resize-from-nothing": _consumer_counts_a_resize_from_nothing,
     "consumer-counts-a-record-in-the-period-it-processes-it": _consumer_counts_a_record_in_the_period_it_processes_it,
     "periods-told-by-the-wall-clock": _periods_told_by_the_wall_clock,
+    "returned-types-leave-the-membership-as-dated": _returned_types_leave_the_membership_as_dated,
 }
 
 

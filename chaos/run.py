@@ -42,7 +42,18 @@ from chaos.usage_events import (
     replay,
     stream_records,
 )
-from chaos.workload import Account, ClientOutcomes, Gate, LimitChanger, attempt, create, run_clients
+from chaos.workload import (
+    GRANT_SECONDS,
+    PLANS,
+    Account,
+    ClientOutcomes,
+    Gate,
+    LimitChanger,
+    PlanChanger,
+    attempt,
+    create,
+    run_clients,
+)
 from functions.adapters import keys, resources
 from functions.adapters.attributes import to_attributes
 from functions.adapters.dynamo_table import DynamoTable
@@ -165,6 +176,11 @@ class ChaosSettings:
     # refund and retry with their keys. Off: no periodic quota, the system clock.
     periods: bool = False
     boundaries: int = 3
+    # Plans (docs/plans.md): every ordinary account's named types take their limits from a plan
+    # (chaos/workload.py PlanChanger: plans changed, accounts moved between them, expiring grants
+    # given, overrides returned), and once quiet every account must be at its plan's limits.
+    plans: bool = False
+    plan_changes: int = 8
 
     @property
     def faults_on(self) -> bool:
@@ -196,6 +212,7 @@ class Report:
     seconds_per_phase: dict[str, float] = field(default_factory=dict)
     audits: dict[str, int] = field(default_factory=dict)  # verdicts of the audit beside the clients
     limit_changes: list[str] = field(default_factory=list)  # "<quota> <old> -> <new>", as the admin made them
+    plan_changes: list[str] = field(default_factory=list)  # what the plans' admin did (`--plans`)
     # Creates the API refused (its log lines), and the Limit Refused events announcing them.
     refusals: dict[str, int] = field(default_factory=dict)
     # With periods: the midnights the clock crossed while the clients worked, and each period's
@@ -580,8 +597,11 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             api = admin_client(runtime, retry=SINGLE_ATTEMPT)
             dynamodb = runtime.client("dynamodb")
             table = runtime.outputs["TableName"]
+            on_plans = [a for a in accounts if settings.plans and not a.fatal and not a.quota.is_default]
             for account in accounts:
-                _put_account(api, account)
+                if account not in on_plans:
+                    _put_account(api, account)
+            plans = _put_plans(api, on_plans) if on_plans else {}
 
             subscriber = Subscriber(runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME])
             outcomes = ClientOutcomes(clock=None if plan is None else plan.clock.now)
@@ -610,6 +630,23 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 gate,
             )
             changer.start()
+            plan_changer = (
+                PlanChanger(
+                    api,
+                    on_plans,
+                    outcomes,
+                    settings.operations,
+                    settings.plan_changes,
+                    settings.seed,
+                    plans,
+                    unit,
+                    gate,
+                )
+                if on_plans
+                else None
+            )
+            if plan_changer is not None:
+                plan_changer.start()
             settle = partial(_settled, runtime, dynamodb, table, accounts, plan)
             mover = (
                 None if plan is None else ClockMover(plan, gate, settings.operations, settle, runtime.run_schedules_now)
@@ -620,8 +657,12 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes, max_amount, gate)
             if mover is not None:
                 mover.finish()
-            changer.finish()
+            # With plans, the named types' last changes are the plans' (each then a plan's own limit).
+            changer.finish(only=[account for account in ordinary if account not in on_plans] if on_plans else None)
             report.limit_changes = changer.made
+            if plan_changer is not None:
+                plan_changer.finish()
+                report.plan_changes = plan_changer.made
             workload_done = time.monotonic()
             phase_over("workload")
 
@@ -650,6 +691,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                     dynamodb, table, accounts, outcomes, plan, sampler, mover.crossed, mover.moves
                 )
                 report.checks += period_checks_made
+            if plan_changer is not None:
+                report.checks.append(plans_check(api, runtime, on_plans, plan_changer, settings.quiescence_timeout))
+                phase_over("plans settled")
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
             phase_over("end state checks")
@@ -719,6 +763,78 @@ def announced_refusal_checks(
         "refusals announced": sum(refusals_announced(events) for events in announced.values()),
     }
     return figures, refusal_checks(announced, lines, answered, subscriber.received, line_units, answered_units)
+
+
+def _put_plans(api: LimitsClient, on_plans: list[Account]) -> dict[str, dict[str, int]]:
+    """The plans, each type's limit the accounts' as made (the hot accounts' on the first plan, the
+    others' on the second, so that a move changes it), and every account put on the first."""
+    hot = {account.resource_type: account.limit for account in on_plans if account.hot}
+    calm = {account.resource_type: account.limit for account in on_plans if not account.hot}
+    kinds = sorted({account.resource_type for account in on_plans})
+    plans = {
+        PLANS[0]: {kind: hot.get(kind, calm.get(kind, 0)) for kind in kinds},
+        PLANS[1]: {kind: calm.get(kind, hot.get(kind, 0)) for kind in kinds},
+    }
+    for name, quotas in plans.items():
+        _careful(partial(api.put_plan, name, quotas={kind: {"limit": limit} for kind, limit in quotas.items()}))
+    for account_id in sorted({account.account_id for account in on_plans}):
+        _careful(partial(api.put_account, account_id, plan=PLANS[0]))
+    return plans
+
+
+def _careful(call: Callable[[], object]) -> None:
+    """Retried until it answers 2xx (each call here lands once however often it is made)."""
+    for _ in range(20):
+        try:
+            call()
+            return
+        except HybridCounterError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("a setup call kept failing")
+
+
+def plans_check(
+    api: LimitsClient, runtime: LocalRuntime, on_plans: list[Account], changer: PlanChanger, timeout: float
+) -> Check:
+    """Once the plans' last changes have reached every account (their rollouts done, the grants
+    ended by a sweep): each account is on a plan at its current version, and each named type whose
+    limit comes from the plan has the plan's limit; an override (a type's own PUT) keeps its own."""
+    check = Check("plans: once the rollouts are done, every account is at its plan's current limits (or its overrides)")
+    check.violations += [
+        f"the plans' admin was answered what it never expects: {failure}" for failure in changer.failed
+    ]
+    plans = changer.plans
+    time.sleep(GRANT_SECONDS)  # the last grant has ended: the sweep ends it
+    runtime.run_schedules_now()
+    deadline = time.monotonic() + timeout
+    for name in plans:
+        while True:
+            found = read_carefully(partial(api.get_plan, name), f"plan {name}")
+            rollout = found.rollout
+            if rollout is not None and rollout.version == found.version and rollout.updated == rollout.accounts:
+                break
+            if time.monotonic() > deadline:
+                check.violations.append(f"{name}: its rollout never finished: {rollout}")
+                break
+            time.sleep(0.2)
+    for account_id in sorted({account.account_id for account in on_plans}):
+        view = read_carefully(partial(api.get_account, account_id), f"account {account_id}")
+        check.checked += 1
+        if view.plan not in plans:
+            check.violations.append(f"{account_id}: on {view.plan}, not one of the run's plans")
+            continue
+        for kind in view.types or []:
+            given = plans[view.plan].get(kind.type)
+            if given is None:
+                continue
+            if kind.expires_at is not None:
+                check.violations.append(f"{account_id}/{kind.type}: a grant until {kind.expires_at} still stands")
+            if kind.limit_source == "plan" and kind.limit != given:
+                check.violations.append(
+                    f"{account_id}/{kind.type}: {kind.limit} from {view.plan}, whose limit is {given}"
+                )
+    return check
 
 
 def _put_account(api: LimitsClient, account: Account) -> None:

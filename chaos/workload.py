@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from hybrid_counter_client import Account as AccountUsage
@@ -326,13 +327,15 @@ class LimitChanger(threading.Thread):
             with self._gate.passage():
                 self._change(self.KINDS[index % len(self.KINDS)])
 
-    def finish(self) -> None:
-        """Once the clients stopped: the last changes, every quota that can be lowered lowered to
-        its usage or under it. The crossings such a change makes are made by no count; every quota,
-        not one, so that a run has some (one quota's counter may already stand past every threshold
-        its lowering reaches, and then it makes none)."""
+    def finish(self, only: list[Account] | None = None) -> None:
+        """Once the clients stopped: the last changes, every quota that can be lowered (of `only`,
+        if given) lowered to its usage or under it. The crossings such a change makes are made by no
+        count; every quota, not one, so that a run has some (one quota's counter may already stand
+        past every threshold its lowering reaches, and then it makes none)."""
         self.stop.set()
         self.join()
+        if only is not None:
+            self._accounts = only
         if self._changes:
             self._change("lower", every=True)
 
@@ -560,3 +563,144 @@ def _judge_404(
         racing = others or outcomes.deleting[resource_id] > 1
         if not (earlier_attempts or racing or deleted_by_someone):
             outcomes.wrong_404s.append(f"{account.name}/{resource_id}")
+
+
+# `--plans` (docs/chaos.md): the named types of every ordinary account take their limits from one
+# of these plans; the default type keeps its own (it is never a plan's).
+PLANS = ("plan-a", "plan-b")
+# How long a grant the plan changer gives stands: it ends while the clients work, so creates find
+# it ended before any sweep does (and the end of the run's sweep ends those left).
+GRANT_SECONDS = 2.0
+
+
+class PlanChanger(threading.Thread):
+    """An admin who manages plans beside the clients: at even steps of their progress, in turn,
+    changes a plan's limit of one type (lowered to below some accounts' usage, or raised), moves
+    an account to the other plan, gives a type an expiring grant (an override that ends within
+    seconds), and returns a type's override to its plan; once they stopped (`finish`), changes
+    every plan once more, so that an account whose type returned to its plan earlier must take a
+    later version too. `plans`: each plan's quotas as last PUT; `made`: what it did."""
+
+    KINDS = ("change", "switch", "grant", "return")
+
+    def __init__(
+        self,
+        api: LimitsClient,
+        accounts: list[Account],
+        outcomes: ClientOutcomes,
+        operations: int,
+        changes: int,
+        seed: int,
+        plans: dict[str, dict[str, int]],
+        unit: int = 1,
+        gate: Gate | None = None,
+    ) -> None:
+        super().__init__(name="chaos-plan-changer", daemon=True)
+        self._gate = gate or Gate()
+        self._api, self._accounts, self._outcomes = api, accounts, outcomes
+        self._marks = [operations * (index + 1) // (changes + 1) for index in range(changes)]
+        self._rng = random.Random(f"{seed}/plans")  # noqa: S311 - a reproducible workload
+        self._unit = unit
+        self.plans = plans
+        self.stop = threading.Event()
+        self.made: list[str] = []
+        self.failed: list[str] = []
+
+    def run(self) -> None:
+        try:
+            for index, mark in enumerate(self._marks):
+                while self._progress() < mark:
+                    if self.stop.wait(0.05):
+                        return
+                with self._gate.passage():
+                    self._act(self.KINDS[index % len(self.KINDS)])
+        except Exception as error:  # an answer no careful admin expects: the run's checks report it
+            self.failed.append(f"{type(error).__name__}: {error}")
+
+    def finish(self) -> None:
+        """Once the clients stopped: every override returned to its plan, then every plan changed,
+        which must then reach every type."""
+        self.stop.set()
+        self.join()
+        try:
+            while self._return_an_override():
+                pass
+            for plan in sorted(self.plans):
+                self._change(plan)
+        except Exception as error:  # as in `run`
+            self.failed.append(f"{type(error).__name__}: {error}")
+
+    def _progress(self) -> int:
+        with self._outcomes.lock:
+            return sum(self._outcomes.statuses.values())
+
+    def _act(self, kind: str) -> None:
+        if kind == "change":
+            self._change(self._rng.choice(sorted(self.plans)))
+        elif kind == "switch":
+            account_id = self._rng.choice(sorted({account.account_id for account in self._accounts}))
+            on = self._retried(lambda: self._api.get_account(account_id)).plan
+            to = next(plan for plan in sorted(self.plans) if plan != on)
+            key = str(uuid.uuid4())  # one over its attempts
+            self._retried(lambda: self._api.put_account(account_id, plan=to, idempotency_key=key))
+            self.made.append(f"{account_id}: {on} -> {to}")
+        else:
+            account = self._rng.choice(self._accounts)
+            if kind == "grant":
+                view = self._retried(lambda: self._api.get_type(account.account_id, account.resource_type))
+                if view.limit_source == "account":
+                    return  # its plan does not give the type: only an override may expire
+                ends = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=GRANT_SECONDS + 1)
+                limit = view.limit + self._rng.randint(1, 5) * self._unit
+                at = ends.isoformat().replace("+00:00", "Z")  # whole seconds, as the API takes it
+                key = str(uuid.uuid4())  # one over its attempts
+                self._retried(
+                    lambda: self._api.put_type_limit(
+                        account.account_id, account.resource_type, limit=limit, expires_at=at, idempotency_key=key
+                    )
+                )
+                self.made.append(f"{account.name}: {limit} until {at}")
+            else:
+                self._return_an_override()
+
+    def _return_an_override(self) -> bool:
+        """The first type (in a random order) whose limit is an override (the limit changer's PUTs
+        make them) returned to its plan; False when none is."""
+        for account in self._rng.sample(self._accounts, len(self._accounts)):
+            view = self._retried(partial(self._api.get_type, account.account_id, account.resource_type))
+            if view.limit_source != "override":
+                continue
+            try:
+                self._retried(partial(self._api.remove_override, account.account_id, account.resource_type))
+            except HybridCounterError as error:
+                if error.status != 404:  # OverrideNotFound: a retry of a removal that landed
+                    raise
+            self.made.append(f"{account.name}: back to its plan")
+            return True
+        return False
+
+    def _change(self, plan: str) -> None:
+        """One type of the plan lowered (to 1..3 units) or raised (by 4..20), the others kept."""
+        quotas = dict(self.plans[plan])
+        kind = self._rng.choice(sorted(quotas))
+        old = quotas[kind]
+        lowered = self._rng.random() < 0.5
+        quotas[kind] = (
+            self._rng.randint(1, 3) if lowered else old // self._unit + self._rng.randint(4, 20)
+        ) * self._unit
+        body = {name: {"limit": limit} for name, limit in quotas.items()}
+        self._retried(lambda: self._api.put_plan(plan, quotas=body))
+        self.plans[plan] = quotas
+        self.made.append(f"{plan}/{kind}: {old} -> {quotas[kind]}")
+
+    def _retried(self, call: Callable[[], Any]) -> Any:
+        """A 5xx or no answer is retried (each call here lands once however often it is made: a
+        plan's PUT by its quotas, a membership by its plan, a grant by its key); a 4xx is raised."""
+        for attempt_number in range(RETRIES):
+            try:
+                return call()
+            except HybridCounterError as error:
+                if (error.status is not None and error.status < 500) or attempt_number == RETRIES - 1:
+                    raise
+            time.sleep(0.05)
+        raise AssertionError("unreachable")

@@ -77,22 +77,28 @@ def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> No
     }, failed
 
 
-def test_the_chaos_checks_catch_ignored_limit_changes_and_resizes_counted_from_nothing() -> None:
-    """Two planted bugs in one run, each caught by its own check (apart, each fails only its own:
+def test_the_chaos_checks_catch_ignored_limit_changes_resizes_counted_from_nothing_and_plans_not_followed() -> None:
+    """Three planted bugs in one run, each caught by its own check (apart, each fails only its own:
     docs/chaos.md). A limit lowered to a quota's usage reaches 100% with no count moving: a
     consumer that takes the change's record as done leaves that crossing unannounced (the run's
     last changes, made once the clients stopped, are such lowerings). A consumer that counts a
     resize as if the counter held nothing for the resource adds its new amount, not the
     difference: only amounts and resizes show it, and the counter then holds more than the
-    counted resources' units."""
+    counted resources' units. A type returned to its plan that leaves the account's membership as
+    dated never takes the plan's later versions (the plans' admin returns every override, then
+    changes every plan, once the clients stopped)."""
     settings = ChaosSettings(
         seed=2,
         operations=60,
         clients=4,
         amounts=True,
-        mutation="consumer-ignores-limit-changes,consumer-counts-a-resize-from-nothing",
+        mutation="consumer-ignores-limit-changes,consumer-counts-a-resize-from-nothing,"
+        "returned-types-leave-the-membership-as-dated",
         limit_changes=1,
         events_timeout=5,
+        types=2,
+        plans=True,
+        plan_changes=4,
     )
     report = run(settings)
     print(report.limit_changes, report.operations)
@@ -100,6 +106,7 @@ def test_the_chaos_checks_catch_ignored_limit_changes_and_resizes_counted_from_n
     failed = {check.name for check in report.checks if check.violations}
     assert "usage events: once quiet, the last crossings announced are where the usage stands" in failed
     assert "eventual = existing counted resources at every sampled instant" in failed
+    assert any(name.startswith("plans: ") for name in failed), failed
 
 
 def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None:
@@ -115,14 +122,19 @@ def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None
     assert any(check.name.startswith("only ambiguous writes injected") for check in report.checks)
 
 
-def test_a_short_chaos_run_with_three_types_per_account_holds_every_invariant_per_type() -> None:
-    """Each account holds three limits (the default type and two others) and the clients race
-    creates and deletes across them: every check (sampled, end state, DLQ 2, heal, usage events,
-    Limit Refused events against the API's refusal lines) holds per (account, type), so no type's
-    write takes, frees or heals another's slot, nor counts another's refusals."""
+def test_a_short_chaos_run_with_three_types_per_account_on_plans_holds_every_invariant_per_type() -> None:
+    """Each account holds three limits (the default type and two others, which plans give) and the
+    clients race creates and deletes across them while an admin changes the plans, moves accounts
+    between them, gives expiring grants and returns overrides: every check (sampled, end state, DLQ
+    2, heal, usage events, Limit Refused events against the API's refusal lines, every account at
+    its plan's limits once quiet) holds per (account, type), so no type's write takes, frees or
+    heals another's slot, nor counts another's refusals."""
     report = run(
-        ChaosSettings(seed=5, operations=150, clients=6, accounts=2, hot_accounts=1, types=3, refusal_events=True)
+        ChaosSettings(
+            seed=5, operations=150, clients=6, accounts=2, hot_accounts=1, types=3, refusal_events=True, plans=True
+        )
     )
+    assert len(report.plan_changes) >= 8
     assert report.refusals["refusals announced"] > 0
     print(report.to_json())
     assert report.seconds_to_quiescence is not None
