@@ -54,6 +54,7 @@ from functions.core.errors import (
     GrantRefused,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
+    LimitExceeded,
     PeriodChangeRefused,
     PeriodClosed,
     PreconditionFailed,
@@ -61,6 +62,7 @@ from functions.core.errors import (
     ResourceAlreadyExists,
     ResourceChanged,
     ResourceNotFound,
+    ShadowRefused,
     StoreUnavailable,
     TooManyResourceTypes,
 )
@@ -86,6 +88,7 @@ from functions.core.model import (
     Page,
     PageBudget,
     Quota,
+    QuotaMode,
     Resource,
     TenantRate,
     Usage,
@@ -202,6 +205,9 @@ class ApiStore(AdmissionStore, Protocol):
 class Created:
     resource: Resource
     replayed: bool  # True when an Idempotency-Key retry returned the earlier resource
+    # A shadow quota's create admitted past its limit: the refusal enforcement would have made
+    # (the API logs it as a shadow refusal, docs/plans.md "Shadow mode"); None for any other.
+    shadowed: LimitExceeded | None = None
 
 
 Clock = Callable[[], str]
@@ -266,6 +272,9 @@ class LimitChange:
     # the plan's limit (functions/core/grants.py). Only an override may carry one; None: it does
     # not expire (and any grant the quota had ends with this change).
     grant_ends: int | None = None
+    # The quota's mode (model.QuotaMode, docs/plans.md "Shadow mode"); None: it keeps the one it
+    # has (enforce for a quota the change creates).
+    mode: str | None = None
 
     def fingerprint(self) -> str:
         """What the PUT's body asks for: a key sent again with another one is another request. A
@@ -276,12 +285,24 @@ class LimitChange:
             asked["period"] = self.period.to_json()
         if self.grant_ends is not None:
             asked["expiresAt"] = self.grant_ends
+        if self.mode is not None:
+            asked["mode"] = self.mode
         return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
     def announced(self, account: ShardState) -> bool:
         """Whether this change, applied to `account` as read, is one subscribers are told of (and
-        the consumer decides again): its limit, or its effective thresholds, differ."""
-        return self.limit != account.limit or self.new_thresholds(account) != thresholds_or_default(account.thresholds)
+        the consumer decides again): its limit, its effective thresholds, or its mode differ."""
+        return (
+            self.limit != account.limit
+            or self.new_thresholds(account) != thresholds_or_default(account.thresholds)
+            or self.new_mode(account) != account.mode
+        )
+
+    def new_mode(self, account: ShardState | None) -> str:
+        """The quota's mode after this change: the one it gives, else the one `account` has."""
+        if self.mode is not None:
+            return self.mode
+        return QuotaMode.ENFORCE if account is None else account.mode
 
     def new_thresholds(self, account: ShardState) -> tuple[int, ...]:
         """The quota's effective thresholds after this change: the ones it gives, else the ones
@@ -304,6 +325,7 @@ class LimitChange:
             and self.limit == account.limit
             and (self.thresholds is None or self.thresholds == account.thresholds)
             and (self.period is None or self.period == account.period)
+            and (self.mode is None or self.mode == account.mode)
         )
 
     def check(self, quota: Quota, account: ShardState | None) -> None:
@@ -354,6 +376,9 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
     a PUT that landed finds its own token."""
     if not in_time():
         raise CallerGaveUp()
+    if quota.is_default and change.mode == QuotaMode.SHADOW:  # before a keyed PUT's record is written
+        found = store.read_shards(quota, [0])
+        _check_mode(quota, found[0] if found else None, change)
     now = clock()
     change = _as_first_attempt(store, quota, change, now)
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
@@ -363,6 +388,7 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
             return get_usage(store, quota, now)  # our own write landed (an SDK retry was refused)
         change.check(quota, account)
         _check_grant(quota, account, change)
+        _check_mode(quota, account, change)
         if account is None:
             if store.create_account(quota, change, now):
                 return get_usage(store, quota, now)
@@ -394,6 +420,16 @@ def _check_grant(quota: Quota, account: ShardState | None, change: LimitChange) 
         raise GrantRefused(quota, "only an override of the account's plan can expire; its plan does not give this type")
     if account.period is not None or change.period is not None:
         raise GrantRefused(quota, "a periodic quota's limit cannot expire")
+
+
+def _check_mode(quota: Quota, account: ShardState | None, change: LimitChange) -> None:
+    """Only a holding quota can be in shadow mode: a periodic one's periods admit on items of their
+    own, which do not carry the mode. ShadowRefused, nothing written, for a change that would leave
+    a periodic quota in shadow mode."""
+    shadow = change.new_mode(account) == QuotaMode.SHADOW
+    periodic = change.period is not None or (account is not None and account.period is not None)
+    if shadow and periodic:
+        raise ShadowRefused(quota, "a periodic quota cannot be in shadow mode")
 
 
 def _check_period_change(quota: Quota, account: ShardState, change: LimitChange) -> None:
@@ -464,6 +500,7 @@ def put_limit(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, 
     found = store.read_shards(quota, [0])
     if change.grant_ends is not None:
         _check_grant(quota, found[0] if found else None, change)  # before a keyed PUT's record is written
+    _check_mode(quota, found[0] if found else None, change)  # before the type is registered
     if not found:
         change.check(quota, None)  # If-Match on a type without a limit: refused before any write
         _register(store, quota, clock())
@@ -593,7 +630,7 @@ def create_resource(
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
     _settle_dead_on_sight(store, directory, admitting, reserved.leases, now, in_time)
-    return Created(resource=resource, replayed=False)
+    return Created(resource=resource, replayed=False, shadowed=reserved.shadowed)
 
 
 # Attempts of a create to find where it admits: a periodic quota learnt on the way, its period opened.
