@@ -334,6 +334,7 @@ def resize_resource(
             idempotency_key=idempotency_key,
             in_time=caller_waiting,
             directory=wired().shard_directory,
+            on_shadow=lambda refusal: errors.log_refusal(refusal, shadow=True),
         ),
         wired().api_store,
         now,

@@ -38,6 +38,7 @@ from typing import Protocol
 
 from functions.core import leases
 from functions.core.admission import (
+    AccountFull,
     AdmissionStore,
     Directory,
     Reserved,
@@ -931,6 +932,7 @@ def resize_resource(
     token: TokenSource = leases.new_token,
     in_time: Deadline = _always,
     directory: Directory | None = None,
+    on_shadow: Callable[[LimitExceeded], None] | None = None,
 ) -> Resource:
     """Set a live resource's amount, reserve-then-settle style: growing takes the added units as a
     create takes its amount (LimitExceeded, with the resource unchanged, when fewer are free), on
@@ -943,7 +945,9 @@ def resize_resource(
     loser gives its lease back and reads again. `if_match`: only at those versions (ResourceChanged
     otherwise). A retry with the same `idempotency_key` after that resize landed answers the
     resource as it is (IdempotencyKeyMismatch if the key came with another amount); with If-Match
-    too, a retry after another resize is ResourceChanged, never applied twice."""
+    too, a retry after another resize is ResourceChanged, never applied twice. A growth past a
+    shadow quota's limit on shard 0 is made, and `on_shadow` told of the refusal enforcement would
+    have made (docs/plans.md, "Shadow mode")."""
     directory = directory or Directory()
     key = "" if idempotency_key is None else resize_key(quota, resource_id, idempotency_key)
     for _ in range(RESIZE_ATTEMPTS):
@@ -962,8 +966,11 @@ def resize_resource(
             raise CallerGaveUp()
         now = clock()
         admitting = _in_its_period(store, directory, current, now)
-        resized = _resize_once(store, directory, admitting, current, amount, key, now, token(), in_time)
+        shadowed: list[LimitExceeded] = []
+        resized = _resize_once(store, directory, admitting, current, amount, key, now, token(), in_time, shadowed)
         if resized is not None:
+            if shadowed and on_shadow is not None:
+                on_shadow(shadowed[0])
             return resized
     raise StoreUnavailable(f"resize {resource_id}: the resource kept changing", may_have_landed=False)
 
@@ -978,13 +985,17 @@ def _resize_once(
     now: str,
     token: str,
     in_time: Deadline,
+    shadowed: list[LimitExceeded] | None = None,
 ) -> Resource | None:
-    """One resize of `current` as read; None when it changed first (this resize's lease given back)."""
+    """One resize of `current` as read; None when it changed first (this resize's lease given back).
+    A growth admitted past a shadow quota's limit adds the refusal it was spared to `shadowed`."""
     units = amount - current.amount
     kind = LeaseKind.GROWTH if units > 0 else LeaseKind.SHRINK
     lease = Lease(kind, token, current.resource_id, now, current.shard, abs(units), from_version=current.version)
     if kind is LeaseKind.GROWTH:
         reserved = _reserve_growth(store, directory, quota, lease)
+        if reserved.shadowed is not None and shadowed is not None:
+            shadowed.append(reserved.shadowed)
         undo, done = in_units(RELEASE_RESERVATION, lease.units), in_units(COMMIT_RESERVATION, lease.units)
         done = replace(done, expected_heal_epoch=reserved.heal_epoch)
     else:
@@ -1016,12 +1027,21 @@ def _resize_once(
 
 def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: Lease) -> Reserved:
     """Reserve a growth's units on its resource's shard, moving room there when it lacks them;
-    LimitExceeded when the account's free units at one instant are fewer."""
+    LimitExceeded when the account's free units at one instant are fewer. A shadow quota's growth
+    on shard 0 is reserved past the limit instead (`Reserved.shadowed`); one on another shard is
+    refused as enforcement refuses it (no shard but shard 0 goes below zero room)."""
     for _ in range(directory.settings.attempts):
         reserved = store.reserve_on(quota, lease)
         if reserved is not None:
             return reserved
-        bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
+        try:
+            bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
+        except AccountFull as full:
+            if not full.shadow or lease.shard != 0:
+                raise
+            past = store.reserve_shadow(quota, lease)
+            if past is not None:
+                return replace(past, shadowed=full)
     raise StoreUnavailable(f"resize on {quota}: the room found was taken first", may_have_landed=False)
 
 

@@ -206,3 +206,26 @@ def test_a_periodic_quota_cannot_be_shadow(harness: Harness) -> None:
     assert (answer.status, answer.json()["error"]["code"]) == (400, "ValidationError"), answer.text
     assert harness.truth(Quota("acme", "builds")) == before
     assert api.request("GET", "/accounts/acme/types/builds").json()["mode"] == "enforce"
+
+
+def test_a_growth_past_a_shadow_quotas_limit_is_made_and_logged_as_a_shadow_refusal(
+    harness: Harness, api_lines: list[str]
+) -> None:
+    api = harness.api
+    pattern = FilterPattern.parse(filter_pattern())
+    put(harness, "/accounts/acme", {"limit": 5, "mode": "shadow"})
+    put(harness, "/accounts/other", {"limit": 5})
+    for account in ("acme", "other"):
+        kept = api.request("POST", f"/accounts/{account}/resources", {"name": "a", "amount": 4}).json()
+        grown = api.request("PATCH", f"/accounts/{account}/resources/{kept['resourceId']}", {"amount": 7})
+        assert grown.status == (200 if account == "acme" else 409), grown.text
+    lines = [parse_refusal(line, MINUTE, "1") for line in api_lines if pattern.matches(line)]
+    assert [(r.quota, r.units, r.shadow) for r in lines if r is not None] == [
+        (ACME, 3, True),
+        (Quota("other"), 3, False),
+    ]
+    harness.pump()
+    harness.check_invariants()
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.room, truth.eventual) == (7, 7, -2, 7)
+    assert harness.truth("other").live == 4
