@@ -4,6 +4,7 @@ conditions and the refusal aggregator; switched to enforce, it behaves as a lowe
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -54,7 +55,7 @@ def announced(harness: Harness, window: Window) -> tuple[str, LimitRefused] | No
 
 
 def test_a_shadow_quota_at_its_limit_admits_counts_and_announces_what_enforcement_would_refuse(
-    harness: Harness, refusals: Refusals, api_lines: list[str]
+    harness: Harness, refusals: Refusals, api_lines: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     api = harness.api
     pattern = FilterPattern.parse(filter_pattern())
@@ -64,8 +65,11 @@ def test_a_shadow_quota_at_its_limit_admits_counts_and_announces_what_enforcemen
         assert api.create(account, "a").status == 201
         assert api.create(account, "b").status == 201
     assert not [line for line in api_lines if pattern.matches(line)]
+    capsys.readouterr()
     past = api.create("acme", "c")
     assert past.status == 201, past.text
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [(m.get("ShadowRefusals"), m.get("AdmissionsRefused")) for m in emitted] == [([1.0], None)]
     lines = [line for line in api_lines if pattern.matches(line)]
     assert len(lines) == 1
     refusal = parse_refusal(lines[0], MINUTE, "1")
