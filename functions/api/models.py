@@ -418,7 +418,10 @@ class ResizeResourceRequest(BaseModel):
 
 class AdmissionView(BaseModel):
     amount: int = Field(description="The units asked about.")
-    admitted: bool = Field(description="Whether a create of that many units would be admitted now.")
+    admitted: bool = Field(
+        description="Whether a create of that many units would be admitted now: always true for a quota in shadow "
+        "mode, which admits past its limit (`free` says what enforcement would leave)."
+    )
     free: int = Field(description="The units a create could take now (0 or more).")
 
 

@@ -761,14 +761,16 @@ def _replay(earlier: Resource, fingerprint: str) -> Created:
 @dataclass(frozen=True)
 class Admission:
     """Whether a create of `amount` units would be admitted now: `free`, the units the quota's
-    admission shards could still admit when read."""
+    admission shards could still admit when read; `shadow`: the quota is in shadow mode, which
+    admits past its limit (docs/plans.md, "Shadow mode")."""
 
     amount: int
     free: int
+    shadow: bool = False
 
     @property
     def admitted(self) -> bool:
-        return self.free >= self.amount
+        return self.shadow or self.free >= self.amount
 
 
 def would_admit(store: ApiStore, quota: Quota, amount: int, now: str | None = None) -> Admission:
@@ -787,7 +789,8 @@ def would_admit(store: ApiStore, quota: Quota, amount: int, now: str | None = No
             return Admission(amount, max(0, account.limit))
         quota, account = period, opened[0]
     others = store.read_shards(quota, range(1, account.span)) if account.span > 1 else []
-    return Admission(amount, max(0, account.room + sum(shard.room for shard in others)))
+    free = max(0, account.room + sum(shard.room for shard in others))
+    return Admission(amount, free, shadow=account.mode == QuotaMode.SHADOW)
 
 
 def get_resource(store: ApiStore, quota: Quota, resource_id: str) -> Resource:

@@ -89,6 +89,11 @@ def test_a_shadow_quota_at_its_limit_admits_counts_and_announces_what_enforcemen
     assert (truth.live, truth.admitted, truth.room, truth.best_effort, truth.eventual) == (3, 3, -1, 3, 3)
     view = api.account("acme")
     assert (view["used"], view["limit"], view["available"], view["mode"]) == (3, 2, 0, "shadow")
+    asked = {acct: api.request("GET", f"/accounts/{acct}/admission").json() for acct in ("acme", "other")}
+    assert asked == {
+        "acme": {"amount": 1, "admitted": True, "free": 0},
+        "other": {"amount": 1, "admitted": False, "free": 0},
+    }
     # The aggregator makes one shadow Limit Refused event and one enforced: two events for the minute.
     harness.clock.set(MINUTE + timedelta(minutes=2))
     lines = [line for line in api_lines if pattern.matches(line)]
