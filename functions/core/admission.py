@@ -95,7 +95,7 @@ class ShardState:
     # Shard 0 only: when its override ends (epoch ms), for an expiring grant (docs/plans.md); no
     # create admits at or after it, and while it stands the account admits on shard 0 alone.
     grant_ends: int | None = None
-    mode: str = QuotaMode.ENFORCE  # shard 0 only: a shadow quota admits past its limit (shadow_reserve)
+    mode: str = QuotaMode.ENFORCE  # shard 0 only: a shadow quota admits past its limit (reserve_shadow)
 
 
 @dataclass(frozen=True)
