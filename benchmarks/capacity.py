@@ -629,6 +629,7 @@ def plans_report(emulator_url: str) -> str:
         ("that account moved to pro (3 types)", lambda: join("moved")),
     ]
     steps += grant_steps(api)
+    steps += shadow_steps(api)
     measured: list[tuple[str, Usage]] = []
     for label, action in steps:
         with meter.operation(label) as usage:
@@ -703,6 +704,36 @@ def grant_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
         ("a grant given to be swept", lambda: give("swept")),
         ("a sweep ending one grant", lambda: grants.sweep_grants(api, index, later, timedelta(hours=6))),
         ("a sweep finding no grant ended", lambda: grants.sweep_grants(api, index, later, timedelta(hours=6))),
+    ]
+
+
+def shadow_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
+    """What shadow mode costs (docs/plans.md, "Shadow mode"): a create of an enforced quota (today's)
+    and one refused at its limit; a create of a shadow quota within its limit, and one past it (the
+    refused conditional write, the read that finds no room, the reservation past the limit)."""
+    from contextlib import suppress
+    from dataclasses import replace
+
+    from functions.core import accounts
+    from functions.core.errors import LimitExceeded
+    from functions.core.model import NewResource, QuotaMode
+
+    def put(account: str, mode: str) -> None:
+        change = replace(accounts.limit_change(1, WALL_CLOCK.epoch_ms()), mode=mode)
+        accounts.put_account(api, Quota(account), change, now_text)
+
+    def create(account: str) -> None:
+        with suppress(LimitExceeded):  # the enforced quota's 409 is what is measured
+            accounts.create_resource(api, Quota(account), NewResource("r"), None, now_text)
+
+    put("enforced", QuotaMode.ENFORCE)
+    put("shadowed", QuotaMode.SHADOW)
+    return [
+        ("a create of an enforced quota within its limit (today's create)", lambda: create("enforced")),
+        ("a create of an enforced quota at its limit (409)", lambda: create("enforced")),
+        ("a create of a shadow quota within its limit", lambda: create("shadowed")),
+        ("a create of a shadow quota past its limit (admitted)", lambda: create("shadowed")),
+        ("another create of that shadow quota past its limit", lambda: create("shadowed")),
     ]
 
 

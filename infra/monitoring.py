@@ -254,7 +254,8 @@ class Monitoring(Construct):
                 title="Creates and deletes per second", left=[rate("ResourcesCreated"), rate("ResourcesDeleted")]
             ),
             cloudwatch.GraphWidget(
-                title="Admissions refused (409) per minute", left=[_service_metric("AdmissionsRefused", per_second)]
+                title="Admissions refused (409), and shadow quotas' creates past their limit, per minute",
+                left=[_service_metric("AdmissionsRefused", per_second), _service_metric("ShadowRefusals", per_second)],
             ),
             cloudwatch.GraphWidget(
                 title="Counting lag (ms): created -> counted p95, and the stream's iterator age",

@@ -757,7 +757,7 @@ def format_refusals_replay(report: refusals.RefusalsReplay) -> str:
             f"{counted.repeated}; {counted.scheduled} announcement(s) scheduled"
         )
     for message_id, outcome in report.windows.items():
-        window = f"window {outcome.window.quota} {outcome.window.name}"
+        window = f"window {outcome.window.quota} {outcome.window.key_name}"
         if outcome.announced is None:
             lines.append(f"{message_id}: {window}: nothing to announce (announced already, or never opened)")
         else:

@@ -81,6 +81,7 @@ class WindowOutcome:
             "start": self.window.name,
             "announced": self.announced is not None,
             "refused": refused,
+            **({"shadow": True} if self.window.shadow else {}),  # a shadow quota's window (docs/plans.md)
         }
 
 

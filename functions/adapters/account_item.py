@@ -22,7 +22,7 @@ from functions.adapters.keys import SHARD_SORT_KEY
 from functions.adapters.table_layout import ACTIVITY_BUCKET, LAST_WRITE, NO_PLAN, REGISTRY, SORT_KEY
 from functions.core.admission import ShardState
 from functions.core.leases import Lease, LeaseKind, in_order
-from functions.core.model import LimitSource, Quota, TenantRate, Usage
+from functions.core.model import LimitSource, Quota, QuotaMode, TenantRate, Usage
 from functions.core.periods import Period, format_instant, parse_period
 from functions.core.thresholds import thresholds_or_default
 
@@ -99,6 +99,9 @@ PLAN_SET_AT = "plan_set_at"
 # every other limit (and every item written before grants). While it is there, no reservation
 # on the item admits at or after it, and the quota's shards do not grow.
 GRANT_ENDS = "grant_ends"
+# A quota in shadow mode (docs/plans.md, "Shadow mode"): `shadow`; absent in enforce mode (every
+# item written before shadow mode). Its reservations past the limit are conditional on it.
+MODE = "quota_mode"
 
 # `limit` is a DynamoDB reserved word: the clauses below name it `#limit`.
 EXPRESSION_NAMES = {"#limit": LIMIT}
@@ -156,6 +159,7 @@ def shard_state(item: Mapping[str, Any]) -> ShardState:
         period=period_of(item),
         limit_source=str(item.get(LIMIT_SOURCE, LimitSource.ACCOUNT)),
         grant_ends=grant_ends_of(item),
+        mode=str(item.get(MODE, QuotaMode.ENFORCE)),
     )
 
 
@@ -190,6 +194,7 @@ def usage_of(quota: Quota, shards: Sequence[Mapping[str, Any]], eventual: int) -
         plan_version=int(shards[0].get(PLAN_VERSION, 0)),
         grant_ends=account.grant_ends,
         plan_set_at=int(shards[0].get(PLAN_SET_AT, 0)),
+        mode=account.mode,
     )
 
 
@@ -401,6 +406,15 @@ def source_clauses(source: str, current: str, values: dict[str, Any]) -> tuple[s
     return "", (f" REMOVE {LIMIT_SOURCE}" if current != LimitSource.ACCOUNT else "")
 
 
+def mode_clauses(mode: str | None, current: str, values: dict[str, Any]) -> tuple[str, str]:
+    """The SET clause (and its value) of a change's mode, and the name to REMOVE: enforce is the
+    attribute's absence (as on every item written before shadow mode); None keeps the mode."""
+    if mode == QuotaMode.SHADOW:
+        values[":mode"] = mode
+        return f", {MODE} = :mode", ""
+    return "", (MODE if mode == QuotaMode.ENFORCE and current != QuotaMode.ENFORCE else "")
+
+
 # An account's plan, given in full (values :plan, :plan_version, :received; names #pk and
 # MEMBERSHIP_NAMES' #plan, a reserved word): on the default type's account item, which must exist,
 # unless a PUT received later gave it another. Neither `version` nor a stamp: no counter moves, so
@@ -444,6 +458,8 @@ UNSHARDED_CONDITION = f"(attribute_not_exists({SPAN}) OR {SPAN} <= :one)"
 # A reservation's condition: the shard's room holds the units taken, while it is open (value
 # :admitted, the units, as reserve_changes puts it).
 RESERVE_CONDITION = f"{ROOM} >= :{ADMITTED} AND attribute_not_exists({RETIRED})"
+# A shadow quota's reservation past its limit (shard 0, whatever its room): only while in shadow mode.
+SHADOW_RESERVE_CONDITION = f"attribute_exists({MODE}) AND attribute_not_exists({RETIRED})"
 # A reservation on shard 0: not at or after the end of an expiring override it carries (value
 # :at_ms, the reservation's time in epoch ms); only shard 0 ever carries one.
 BEFORE_GRANT_ENDS_CONDITION = f"(attribute_not_exists({GRANT_ENDS}) OR {GRANT_ENDS} > :at_ms)"

@@ -58,7 +58,7 @@ from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyE
 from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
-from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, Resource, Usage
+from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, QuotaMode, Resource, Usage
 from functions.core.plans import AccountEntry, AccountPage, Plan, PlanPage
 
 # A list page reads at most this many DynamoDB pages while skipping soft-deleted items.
@@ -103,6 +103,7 @@ class DynamoApiStore(ShardStore):
                     + schema.types_sets(resource_types, values)
                     + schema.source_clauses(change.source_on(None), LimitSource.ACCOUNT, values)[0]
                     + schema.registry_sets(quota, values)
+                    + schema.mode_clauses(change.mode, QuotaMode.ENFORCE, values)[0]
                 ),
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={**EXPRESSION_NAMES, "#type": ITEM_TYPE, "#pk": PARTITION_KEY},
@@ -136,6 +137,9 @@ class DynamoApiStore(ShardStore):
         grant_sets, grant_removed = schema.grant_clauses(change.grant_ends, account.grant_ends is not None, values)
         if grant_removed:
             removes += f", {grant_removed}" if removes else f" REMOVE {grant_removed}"
+        mode_sets, mode_removed = schema.mode_clauses(change.mode, account.mode, values)
+        if mode_removed:
+            removes += f", {mode_removed}" if removes else f" REMOVE {mode_removed}"
         if change.period is not None and account.period is None:
             # Becoming periodic: only while it still holds what it held when read (nothing), so no
             # create, delete or lease lands in between (every one of them bumps the version).
@@ -144,7 +148,9 @@ class DynamoApiStore(ShardStore):
         update: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": account_key(quota),
-            "UpdateExpression": schema.set_limit_update(schema.change_sets(change, values) + source_sets + grant_sets)
+            "UpdateExpression": schema.set_limit_update(
+                schema.change_sets(change, values) + source_sets + grant_sets + mode_sets
+            )
             + removes,
             "ConditionExpression": unchanged,
             "ExpressionAttributeNames": dict(EXPRESSION_NAMES),
@@ -401,6 +407,19 @@ class DynamoApiStore(ShardStore):
         state = shard_state(taken)
         layout = (state.active, state.span) if lease.shard == 0 else None
         return Reserved(heal_epoch=heal_epoch_of(taken), version=state.version, layout=layout, leases=state.leases)
+
+    def reserve_shadow(self, quota: Quota, lease: Lease) -> Reserved | None:
+        changes = schema.reserve_changes(lease.units)
+        taken = self.take_lease(quota, lease, changes, schema.SHADOW_RESERVE_CONDITION, before_grant_ends=True)
+        if taken is None:
+            return None
+        state = shard_state(taken)
+        return Reserved(
+            heal_epoch=heal_epoch_of(taken),
+            version=state.version,
+            layout=(state.active, state.span),
+            leases=state.leases,
+        )
 
     def take_deletion(self, quota: Quota, lease: Lease, only_unsharded: bool = False) -> tuple[Lease, ...] | None:
         # Signed on purpose: a decrement may land before the increment it cancels (a delete

@@ -32,7 +32,7 @@ from functions.adapters.table_layout import (
 from functions.core.accounts import LimitChange
 from functions.core.admission import ShardState
 from functions.core.leases import iso_timestamp, parse_timestamp
-from functions.core.model import Quota
+from functions.core.model import Quota, QuotaMode
 from functions.core.publishing import BusEvent, OutboxRecord
 from functions.core.thresholds import Crossing, limit_change_id, thresholds_or_default
 from functions.usage_events.models import LimitChanged, UsageThresholdCrossed
@@ -92,6 +92,9 @@ def limit_change_item(table: str, quota: Quota, account: ShardState, change: Lim
         changedAt=now,
         limitVersion=version,
     )
+    new_mode = change.new_mode(account)
+    if QuotaMode.SHADOW in (account.mode, new_mode):  # absent for a quota that was and stays enforced
+        event = event.model_copy(update={"oldMode": account.mode, "newMode": new_mode})
     sort_key = keys.limit_change_sk(version)
     values = {
         PARTITION_KEY: keys.account_pk(quota),
@@ -103,7 +106,7 @@ def limit_change_item(table: str, quota: Quota, account: ShardState, change: Lim
         PENDING_SINCE: now,
         ITEM_TYPE: USAGE_EVENT,
         DETAIL_TYPE: event.DETAIL_TYPE,
-        DETAIL: event.model_dump_json(),
+        DETAIL: event.model_dump_json(exclude_none=True),
         EXPIRES_AT: int((parse_timestamp(now) + OUTBOX_RETENTION).timestamp()),
         "account_id": quota.account_id,
     }

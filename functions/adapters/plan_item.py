@@ -21,6 +21,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.errors import InvalidCursor
+from functions.core.model import QuotaMode
 from functions.core.periods import format_instant, parse_period
 from functions.core.plans import Plan, PlanPage, PlanQuota
 
@@ -37,6 +38,7 @@ QUOTA_LIMIT = "limit"
 QUOTA_THRESHOLDS = "thresholds"
 QUOTA_PERIOD = "period"
 QUOTA_ANCHOR = "anchor"
+QUOTA_MODE = "mode"  # `shadow` only; absent: enforce (every plan written before shadow mode)
 
 # A plan's write: only at the version read (value :read), or as the first one (name #pk).
 FIRST_WRITE = "attribute_not_exists(#pk)"
@@ -55,6 +57,8 @@ def quota_values(quota: PlanQuota) -> dict[str, Any]:
         values[QUOTA_PERIOD] = quota.period.kind.value
         if quota.period.anchor is not None:
             values[QUOTA_ANCHOR] = format_instant(quota.period.anchor)
+    if quota.mode == QuotaMode.SHADOW:
+        values[QUOTA_MODE] = quota.mode
     return values
 
 
@@ -66,6 +70,7 @@ def quota_from(values: Mapping[str, Any]) -> PlanQuota:
         limit=int(values[QUOTA_LIMIT]),
         thresholds=None if thresholds is None else tuple(int(each) for each in thresholds),
         period=None if period is None else parse_period(str(period), None if anchor is None else str(anchor)),
+        mode=QuotaMode.SHADOW if values.get(QUOTA_MODE) == QuotaMode.SHADOW else QuotaMode.ENFORCE,
     )
 
 

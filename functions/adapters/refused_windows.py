@@ -38,7 +38,7 @@ WINDOW_RETENTION = OUTBOX_RETENTION + timedelta(days=1)
 
 
 def _key(window: Window) -> dict[str, Any]:
-    return item_key(keys.account_pk(window.quota), keys.refused_window_sk(window.name))
+    return item_key(keys.account_pk(window.quota), keys.refused_window_sk(window.key_name))
 
 
 class DynamoRefusedWindows:
@@ -113,13 +113,14 @@ class DynamoRefusedWindows:
             limit=state.limit,
             windowStart=iso_timestamp(window.start),
             windowEnd=iso_timestamp(window.end),
+            shadow=True if window.shadow else None,
         )
         outbox = {
             PARTITION_KEY: keys.account_pk(window.quota),
-            SORT_KEY: keys.limit_refused_sk(window.name),
+            SORT_KEY: keys.limit_refused_sk(window.key_name),
             ITEM_TYPE: USAGE_EVENT,
             DETAIL_TYPE: event.DETAIL_TYPE,
-            DETAIL: event.model_dump_json(),
+            DETAIL: event.model_dump_json(exclude_none=True),
             EXPIRES_AT: int((now + OUTBOX_RETENTION).timestamp()),
             "account_id": window.quota.account_id,
         }

@@ -81,6 +81,17 @@ def describe_validation_errors(error: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+def log_refusal(error: LimitExceeded, shadow: bool = False) -> None:
+    """The refusal's metric and line: the Limit Refused events' only source, a subscription filter
+    selects the line (functions/core/refusals.py), so the refusal costs no call of its own. A shadow
+    quota's create admitted past its limit (`shadow`) logs the refusal enforcement would have made,
+    marked shadow, and counts in `ShadowRefusals` rather than `AdmissionsRefused`."""
+    name = "ShadowRefusals" if shadow else "AdmissionsRefused"
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    message = "create admitted in shadow mode past its limit" if shadow else "create refused"
+    logger.info(message, extra=refusal_log_fields(error.quota, error.limit, error.units, shadow=shadow))
+
+
 def register(app: APIGatewayRestResolver) -> None:
     def request_id() -> str | None:
         return app.current_event.request_context.request_id
@@ -88,10 +99,7 @@ def register(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
     def domain_error(error: DomainError) -> Response[str]:
         if isinstance(error, LimitExceeded):  # the dashboard's "admissions refused"
-            metrics.add_metric(name="AdmissionsRefused", unit=MetricUnit.Count, value=1)
-            # The Limit Refused events' only source: a subscription filter selects this line
-            # (functions/core/refusals.py), so the refusal costs no call of its own.
-            logger.info("create refused", extra=refusal_log_fields(error.quota, error.limit, error.units))
+            log_refusal(error)
         # By the most specific class listed: the core may raise a refinement (admission's AccountFull).
         status = next((STATUS_OF[kind] for kind in type(error).__mro__ if kind in STATUS_OF), HTTPStatus.BAD_REQUEST)
         return error_response(status, error.code, str(error), request_id=request_id())

@@ -75,7 +75,7 @@ from functions.api.router import (
 )
 from functions.core import accounts, grants, history, leases, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
-from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
+from functions.core.model import NewResource, Quota, QuotaMode, Resource, TenantRate, Usage
 from functions.core.periods import Period
 from functions.shared.observability import logger, metrics, tracer
 from functions.shared.wiring import Wiring
@@ -134,7 +134,7 @@ def put_account(
         return account_response(read.default, read.types)
     limit = request.limit if request.limit is not None else 0  # the model refuses a body with neither
     rate = request.rateLimit.as_rate() if request.rateLimit else None
-    change = limit_change(limit, request.thresholds, if_match, idempotency_key, rate, request.as_period())
+    change = limit_change(limit, request.thresholds, if_match, idempotency_key, rate, request.as_period(), request.mode)
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
@@ -152,6 +152,7 @@ def limit_change(
     idempotency_key: str | None,
     rate: TenantRate | None = None,
     period: Period | None = None,
+    mode: str | None = None,
 ) -> accounts.LimitChange:
     """A PUT's change of a limit, received now: its thresholds ascending, or None (the quota keeps
     what it has); its key remembered as long as a create's (the tombstone retention)."""
@@ -170,6 +171,7 @@ def limit_change(
         thresholds=None if thresholds is None else tuple(thresholds),
         key=key,
         period=period,
+        mode=mode,
     )
 
 
@@ -191,7 +193,9 @@ def put_type(
     idempotency_key: PutIdempotencyKey = None,
 ) -> Response[str]:
     quota = Quota(accountId, resourceType)
-    change = limit_change(request.limit, request.thresholds, if_match, idempotency_key, period=request.as_period())
+    change = limit_change(
+        request.limit, request.thresholds, if_match, idempotency_key, period=request.as_period(), mode=request.mode
+    )
     ends = request.expires_at_ms()
     if ends is not None:  # an expiring grant: its end checked by the API's clock
         change = replace(change, grant_ends=grants.check_end(quota, ends, wired().clock.epoch_ms()))
@@ -213,6 +217,7 @@ def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_matc
             limit=quota.limit,
             thresholds=None if quota.thresholds is None else tuple(quota.thresholds),
             period=quota.as_period(),
+            mode=quota.mode or QuotaMode.ENFORCE,
         )
         for name, quota in request.quotas.items()
     }
@@ -278,6 +283,8 @@ def create_resource(
         metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
         return json_response(HTTPStatus.OK, family.view.of(created.resource))
     metrics.add_metric(name="ResourcesCreated", unit=MetricUnit.Count, value=1)
+    if created.shadowed is not None:
+        errors.log_refusal(created.shadowed, shadow=True)
     location = f"{family.url(quota)}/{created.resource.resource_id}"
     return json_response(HTTPStatus.CREATED, family.view.of(created.resource), {"Location": location})
 
@@ -327,6 +334,7 @@ def resize_resource(
             idempotency_key=idempotency_key,
             in_time=caller_waiting,
             directory=wired().shard_directory,
+            on_shadow=lambda refusal: errors.log_refusal(refusal, shadow=True),
         ),
         wired().api_store,
         now,

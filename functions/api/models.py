@@ -184,6 +184,35 @@ def _not_null_plan(value: Any) -> Any:
     return value
 
 
+def _not_null_mode(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must be `enforce` or `shadow` (omit it to keep the quota's mode)")
+    return value
+
+
+MODE_ASKED = (
+    'The quota\'s mode (docs/plans.md, "Shadow mode"): `enforce` refuses a create past the limit with 409 '
+    "LimitExceeded; `shadow` admits it, counts it as any other, and announces the refusal enforcement would have "
+    "made (a Limit Refused event with `shadow`, the metric ShadowRefusals). Omitted, the quota keeps its mode "
+    "(`enforce` for a new one). Not for a periodic quota (400)."
+)
+ModeField = Annotated[
+    Literal["enforce", "shadow"] | None,
+    BeforeValidator(_not_null_mode),
+    Field(description=MODE_ASKED, json_schema_extra=_without_null),
+]
+ModeValue = Literal["enforce", "shadow"]
+MODE_READ = (
+    'The quota\'s mode (docs/plans.md, "Shadow mode"): `enforce` (every quota before shadow mode) refuses a create '
+    "past the limit; `shadow` admits it, and `used` may then exceed `limit` (`available` is 0)."
+)
+
+
+def _no_periodic_shadow(mode: str | None, period: str | None) -> None:
+    if mode == "shadow" and period is not None:
+        raise ValueError("a periodic quota cannot be in shadow mode")
+
+
 class PutAccountRequest(PeriodAsked):
     """Either the account's own limit (`limit`, with `rateLimit`, `thresholds`, `period` as they
     are), or a plan (`plan` alone): the document says so too, so a body it takes is one the API takes."""
@@ -211,6 +240,7 @@ class PutAccountRequest(PeriodAsked):
         default=None, description="The account's own rate limit; omitted, the account keeps the one it has."
     )
     thresholds: Thresholds = None
+    mode: ModeField = None
     plan: Annotated[
         Annotated[StrictStr, Field(pattern=RESOURCE_TYPE_PATTERN)] | None,
         BeforeValidator(_not_null_plan),
@@ -228,9 +258,15 @@ class PutAccountRequest(PeriodAsked):
         if self.plan is None and self.limit is None:
             raise ValueError("give `limit` (the account's own limit) or `plan`")
         if self.plan is not None and (
-            self.limit is not None or self.rateLimit or self.thresholds is not None or self.period or self.anchor
+            self.limit is not None
+            or self.rateLimit
+            or self.thresholds is not None
+            or self.period
+            or self.anchor
+            or self.mode is not None
         ):
             raise ValueError("`plan` comes alone: the plan's quotas are the account's limits")
+        _no_periodic_shadow(self.mode, self.period)
         return self
 
 
@@ -262,6 +298,12 @@ class QuotaRequest(PeriodAsked):
         description="Most units the account's resources of this type may hold together: 0 to 2^53 - 1.",
     )
     thresholds: Thresholds = None
+    mode: ModeField = None
+
+    @model_validator(mode="after")
+    def _holding_shadow(self) -> Self:
+        _no_periodic_shadow(self.mode, self.period)
+        return self
 
 
 class PutTypeRequest(QuotaRequest):
@@ -376,7 +418,10 @@ class ResizeResourceRequest(BaseModel):
 
 class AdmissionView(BaseModel):
     amount: int = Field(description="The units asked about.")
-    admitted: bool = Field(description="Whether a create of that many units would be admitted now.")
+    admitted: bool = Field(
+        description="Whether a create of that many units would be admitted now: always true for a quota in shadow "
+        "mode, which admits past its limit (`free` says what enforcement would leave)."
+    )
     free: int = Field(description="The units a create could take now (0 or more).")
 
 
@@ -435,6 +480,7 @@ class TypeView(PeriodView):
     type: str
     limit: int
     limitSource: LimitSourceValue = Field(default="account", description=LIMIT_SOURCE)
+    mode: ModeValue = Field(default="enforce", description=MODE_READ)
     bestEffort: int = Field(description="Immediate count; may undercount, never overcounts.")
     eventual: int = Field(description="Exact count of processed resources; lags the stream.")
     used: int = Field(description="max(bestEffort, eventual), as in AccountView.")
@@ -454,6 +500,7 @@ class TypeView(PeriodView):
             type=usage.quota.resource_type,
             limit=usage.limit,
             limitSource=_source(usage),
+            mode=_mode(usage.mode),
             bestEffort=usage.best_effort,
             eventual=usage.eventual,
             used=usage.used,
@@ -473,6 +520,10 @@ def _source(usage: Usage) -> LimitSourceValue:
     return "plan" if source == "plan" else "override" if source == "override" else "account"
 
 
+def _mode(mode: str) -> ModeValue:
+    return "shadow" if mode == "shadow" else "enforce"
+
+
 def _listed(thresholds: tuple[int, ...] | None) -> list[int] | None:
     return None if thresholds is None else list(thresholds)
 
@@ -487,6 +538,7 @@ class AccountView(PeriodView):
     accountId: str
     limit: int
     limitSource: LimitSourceValue = Field(default="account", description=LIMIT_SOURCE)
+    mode: ModeValue = Field(default="enforce", description=MODE_READ)
     plan: str | None = Field(
         default=None, description="The account's plan (docs/plans.md); absent when it is on none (never null)."
     )
@@ -510,6 +562,7 @@ class AccountView(PeriodView):
             accountId=usage.account_id,
             limit=usage.limit,
             limitSource=_source(usage),
+            mode=_mode(usage.mode),
             plan=usage.plan,
             bestEffort=usage.best_effort,
             eventual=usage.eventual,
@@ -531,6 +584,11 @@ class PlanQuotaView(QuotaAnswer):
     )
     period: Literal["day", "month"] | None = Field(default=None, description="The period the plan gives, if any.")
     anchor: str | None = Field(default=None, description="Its anchor, if it has one.")
+    mode: Literal["shadow"] | None = Field(
+        default=None,
+        description='`shadow` for a quota the plan gives in shadow mode (docs/plans.md, "Shadow mode"); absent: '
+        "`enforce`, which its accounts' types are given.",
+    )
 
     @classmethod
     def of(cls, quota: PlanQuota) -> PlanQuotaView:
@@ -540,6 +598,7 @@ class PlanQuotaView(QuotaAnswer):
             thresholds=_listed(quota.thresholds),
             period=None if period is None else period.kind.value,
             anchor=None if period is None or period.anchor is None else format_instant(period.anchor),
+            mode="shadow" if quota.mode == "shadow" else None,
         )
 
 

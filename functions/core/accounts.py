@@ -38,6 +38,7 @@ from typing import Protocol
 
 from functions.core import leases
 from functions.core.admission import (
+    AccountFull,
     AdmissionStore,
     Directory,
     Reserved,
@@ -54,6 +55,7 @@ from functions.core.errors import (
     GrantRefused,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
+    LimitExceeded,
     PeriodChangeRefused,
     PeriodClosed,
     PreconditionFailed,
@@ -61,6 +63,7 @@ from functions.core.errors import (
     ResourceAlreadyExists,
     ResourceChanged,
     ResourceNotFound,
+    ShadowRefused,
     StoreUnavailable,
     TooManyResourceTypes,
 )
@@ -86,6 +89,7 @@ from functions.core.model import (
     Page,
     PageBudget,
     Quota,
+    QuotaMode,
     Resource,
     TenantRate,
     Usage,
@@ -202,6 +206,9 @@ class ApiStore(AdmissionStore, Protocol):
 class Created:
     resource: Resource
     replayed: bool  # True when an Idempotency-Key retry returned the earlier resource
+    # A shadow quota's create admitted past its limit: the refusal enforcement would have made
+    # (the API logs it as a shadow refusal, docs/plans.md "Shadow mode"); None for any other.
+    shadowed: LimitExceeded | None = None
 
 
 Clock = Callable[[], str]
@@ -266,6 +273,9 @@ class LimitChange:
     # the plan's limit (functions/core/grants.py). Only an override may carry one; None: it does
     # not expire (and any grant the quota had ends with this change).
     grant_ends: int | None = None
+    # The quota's mode (model.QuotaMode, docs/plans.md "Shadow mode"); None: it keeps the one it
+    # has (enforce for a quota the change creates).
+    mode: str | None = None
 
     def fingerprint(self) -> str:
         """What the PUT's body asks for: a key sent again with another one is another request. A
@@ -276,12 +286,24 @@ class LimitChange:
             asked["period"] = self.period.to_json()
         if self.grant_ends is not None:
             asked["expiresAt"] = self.grant_ends
+        if self.mode is not None:
+            asked["mode"] = self.mode
         return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
     def announced(self, account: ShardState) -> bool:
         """Whether this change, applied to `account` as read, is one subscribers are told of (and
-        the consumer decides again): its limit, or its effective thresholds, differ."""
-        return self.limit != account.limit or self.new_thresholds(account) != thresholds_or_default(account.thresholds)
+        the consumer decides again): its limit, its effective thresholds, or its mode differ."""
+        return (
+            self.limit != account.limit
+            or self.new_thresholds(account) != thresholds_or_default(account.thresholds)
+            or self.new_mode(account) != account.mode
+        )
+
+    def new_mode(self, account: ShardState | None) -> str:
+        """The quota's mode after this change: the one it gives, else the one `account` has."""
+        if self.mode is not None:
+            return self.mode
+        return QuotaMode.ENFORCE if account is None else account.mode
 
     def new_thresholds(self, account: ShardState) -> tuple[int, ...]:
         """The quota's effective thresholds after this change: the ones it gives, else the ones
@@ -304,6 +326,7 @@ class LimitChange:
             and self.limit == account.limit
             and (self.thresholds is None or self.thresholds == account.thresholds)
             and (self.period is None or self.period == account.period)
+            and (self.mode is None or self.mode == account.mode)
         )
 
     def check(self, quota: Quota, account: ShardState | None) -> None:
@@ -354,6 +377,9 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
     a PUT that landed finds its own token."""
     if not in_time():
         raise CallerGaveUp()
+    if quota.is_default and change.mode == QuotaMode.SHADOW:  # before a keyed PUT's record is written
+        found = store.read_shards(quota, [0])
+        _check_mode(quota, found[0] if found else None, change)
     now = clock()
     change = _as_first_attempt(store, quota, change, now)
     for _ in range(PUT_ACCOUNT_ATTEMPTS):
@@ -363,6 +389,7 @@ def put_account(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock
             return get_usage(store, quota, now)  # our own write landed (an SDK retry was refused)
         change.check(quota, account)
         _check_grant(quota, account, change)
+        _check_mode(quota, account, change)
         if account is None:
             if store.create_account(quota, change, now):
                 return get_usage(store, quota, now)
@@ -394,6 +421,16 @@ def _check_grant(quota: Quota, account: ShardState | None, change: LimitChange) 
         raise GrantRefused(quota, "only an override of the account's plan can expire; its plan does not give this type")
     if account.period is not None or change.period is not None:
         raise GrantRefused(quota, "a periodic quota's limit cannot expire")
+
+
+def _check_mode(quota: Quota, account: ShardState | None, change: LimitChange) -> None:
+    """Only a holding quota can be in shadow mode: a periodic one's periods admit on items of their
+    own, which do not carry the mode. ShadowRefused, nothing written, for a change that would leave
+    a periodic quota in shadow mode."""
+    shadow = change.new_mode(account) == QuotaMode.SHADOW
+    periodic = change.period is not None or (account is not None and account.period is not None)
+    if shadow and periodic:
+        raise ShadowRefused(quota, "a periodic quota cannot be in shadow mode")
 
 
 def _check_period_change(quota: Quota, account: ShardState, change: LimitChange) -> None:
@@ -464,6 +501,7 @@ def put_limit(store: ApiStore, quota: Quota, change: LimitChange, clock: Clock, 
     found = store.read_shards(quota, [0])
     if change.grant_ends is not None:
         _check_grant(quota, found[0] if found else None, change)  # before a keyed PUT's record is written
+    _check_mode(quota, found[0] if found else None, change)  # before the type is registered
     if not found:
         change.check(quota, None)  # If-Match on a type without a limit: refused before any write
         _register(store, quota, clock())
@@ -593,7 +631,7 @@ def create_resource(
         # The resource exists and the stream will count it; the lease is resolved by a heal.
         logger.warning("best-effort count failed; resource %s stays undercounted", resource_id)
     _settle_dead_on_sight(store, directory, admitting, reserved.leases, now, in_time)
-    return Created(resource=resource, replayed=False)
+    return Created(resource=resource, replayed=False, shadowed=reserved.shadowed)
 
 
 # Attempts of a create to find where it admits: a periodic quota learnt on the way, its period opened.
@@ -723,14 +761,16 @@ def _replay(earlier: Resource, fingerprint: str) -> Created:
 @dataclass(frozen=True)
 class Admission:
     """Whether a create of `amount` units would be admitted now: `free`, the units the quota's
-    admission shards could still admit when read."""
+    admission shards could still admit when read; `shadow`: the quota is in shadow mode, which
+    admits past its limit (docs/plans.md, "Shadow mode")."""
 
     amount: int
     free: int
+    shadow: bool = False
 
     @property
     def admitted(self) -> bool:
-        return self.free >= self.amount
+        return self.shadow or self.free >= self.amount
 
 
 def would_admit(store: ApiStore, quota: Quota, amount: int, now: str | None = None) -> Admission:
@@ -749,7 +789,8 @@ def would_admit(store: ApiStore, quota: Quota, amount: int, now: str | None = No
             return Admission(amount, max(0, account.limit))
         quota, account = period, opened[0]
     others = store.read_shards(quota, range(1, account.span)) if account.span > 1 else []
-    return Admission(amount, max(0, account.room + sum(shard.room for shard in others)))
+    free = max(0, account.room + sum(shard.room for shard in others))
+    return Admission(amount, free, shadow=account.mode == QuotaMode.SHADOW)
 
 
 def get_resource(store: ApiStore, quota: Quota, resource_id: str) -> Resource:
@@ -894,6 +935,7 @@ def resize_resource(
     token: TokenSource = leases.new_token,
     in_time: Deadline = _always,
     directory: Directory | None = None,
+    on_shadow: Callable[[LimitExceeded], None] | None = None,
 ) -> Resource:
     """Set a live resource's amount, reserve-then-settle style: growing takes the added units as a
     create takes its amount (LimitExceeded, with the resource unchanged, when fewer are free), on
@@ -906,7 +948,9 @@ def resize_resource(
     loser gives its lease back and reads again. `if_match`: only at those versions (ResourceChanged
     otherwise). A retry with the same `idempotency_key` after that resize landed answers the
     resource as it is (IdempotencyKeyMismatch if the key came with another amount); with If-Match
-    too, a retry after another resize is ResourceChanged, never applied twice."""
+    too, a retry after another resize is ResourceChanged, never applied twice. A growth past a
+    shadow quota's limit on shard 0 is made, and `on_shadow` told of the refusal enforcement would
+    have made (docs/plans.md, "Shadow mode")."""
     directory = directory or Directory()
     key = "" if idempotency_key is None else resize_key(quota, resource_id, idempotency_key)
     for _ in range(RESIZE_ATTEMPTS):
@@ -925,8 +969,11 @@ def resize_resource(
             raise CallerGaveUp()
         now = clock()
         admitting = _in_its_period(store, directory, current, now)
-        resized = _resize_once(store, directory, admitting, current, amount, key, now, token(), in_time)
+        shadowed: list[LimitExceeded] = []
+        resized = _resize_once(store, directory, admitting, current, amount, key, now, token(), in_time, shadowed)
         if resized is not None:
+            if shadowed and on_shadow is not None:
+                on_shadow(shadowed[0])
             return resized
     raise StoreUnavailable(f"resize {resource_id}: the resource kept changing", may_have_landed=False)
 
@@ -941,13 +988,17 @@ def _resize_once(
     now: str,
     token: str,
     in_time: Deadline,
+    shadowed: list[LimitExceeded] | None = None,
 ) -> Resource | None:
-    """One resize of `current` as read; None when it changed first (this resize's lease given back)."""
+    """One resize of `current` as read; None when it changed first (this resize's lease given back).
+    A growth admitted past a shadow quota's limit adds the refusal it was spared to `shadowed`."""
     units = amount - current.amount
     kind = LeaseKind.GROWTH if units > 0 else LeaseKind.SHRINK
     lease = Lease(kind, token, current.resource_id, now, current.shard, abs(units), from_version=current.version)
     if kind is LeaseKind.GROWTH:
         reserved = _reserve_growth(store, directory, quota, lease)
+        if reserved.shadowed is not None and shadowed is not None:
+            shadowed.append(reserved.shadowed)
         undo, done = in_units(RELEASE_RESERVATION, lease.units), in_units(COMMIT_RESERVATION, lease.units)
         done = replace(done, expected_heal_epoch=reserved.heal_epoch)
     else:
@@ -979,12 +1030,21 @@ def _resize_once(
 
 def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: Lease) -> Reserved:
     """Reserve a growth's units on its resource's shard, moving room there when it lacks them;
-    LimitExceeded when the account's free units at one instant are fewer."""
+    LimitExceeded when the account's free units at one instant are fewer. A shadow quota's growth
+    on shard 0 is reserved past the limit instead (`Reserved.shadowed`); one on another shard is
+    refused as enforcement refuses it (no shard but shard 0 goes below zero room)."""
     for _ in range(directory.settings.attempts):
         reserved = store.reserve_on(quota, lease)
         if reserved is not None:
             return reserved
-        bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
+        try:
+            bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
+        except AccountFull as full:
+            if not full.shadow or lease.shard != 0:
+                raise
+            past = store.reserve_shadow(quota, lease)
+            if past is not None:
+                return replace(past, shadowed=full)
     raise StoreUnavailable(f"resize on {quota}: the room found was taken first", may_have_landed=False)
 
 

@@ -60,7 +60,7 @@ from functions.core.leases import (
     settle_dead_leases,
     taken_before,
 )
-from functions.core.model import Quota
+from functions.core.model import Quota, QuotaMode
 from functions.core.periods import Period
 
 logger = logging.getLogger(__name__)
@@ -95,6 +95,7 @@ class ShardState:
     # Shard 0 only: when its override ends (epoch ms), for an expiring grant (docs/plans.md); no
     # create admits at or after it, and while it stands the account admits on shard 0 alone.
     grant_ends: int | None = None
+    mode: str = QuotaMode.ENFORCE  # shard 0 only: a shadow quota admits past its limit (reserve_shadow)
 
 
 @dataclass(frozen=True)
@@ -106,14 +107,19 @@ class Reserved:
     version: int
     layout: tuple[int, int] | None = None
     leases: tuple[Lease, ...] = ()
+    # A shadow quota's reservation past its limit: the refusal enforcement would have made, which
+    # the API announces as a shadow refusal (docs/plans.md, "Shadow mode"); None for any other.
+    shadowed: LimitExceeded | None = None
 
 
 class AccountFull(LimitExceeded):
-    """No room on any shard, at one instant; `leases`: those the shards held then."""
+    """No room on any shard, at one instant; `leases`: those the shards held then; `shadow`: shard 0
+    (as read then) said the quota is in shadow mode, so the create is admitted past the limit."""
 
     def __init__(self, quota: Quota, limit: int, shards: Sequence[ShardState], units: int = 1) -> None:
         super().__init__(quota, limit, units)
         self.leases = tuple(lease for shard in shards for lease in shard.leases)
+        self.shadow = bool(shards) and shards[0].shard == 0 and shards[0].mode == QuotaMode.SHADOW
 
 
 class AdmissionStore(DeadLeaseStore, Protocol):
@@ -121,6 +127,12 @@ class AdmissionStore(DeadLeaseStore, Protocol):
         """`room - 1, admitted + 1` and take `lease` on the shard `lease.shard`, if it has room and
         is not retired; None otherwise (no room, retired, or no such shard item yet). Raises
         AccountNotFound when shard 0 is missing."""
+        ...
+
+    def reserve_shadow(self, quota: Quota, lease: Lease) -> Reserved | None:
+        """`room - units, admitted + units` and take `lease` on shard 0 whatever its room, if the
+        quota is still in shadow mode (its room may go negative: `room + admitted` stays the
+        limit); None if it is not (a change to enforce landed first). Raises as `reserve_on`."""
         ...
 
     def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:
@@ -271,10 +283,20 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
             # Full, perhaps of slots held by requests that died (which the sweeper frees within six
             # minutes): settle those and look again, once, where the oldest was.
             freed = None if looked_again else settle_dead_seen(store, directory, quota, full.leases, lease.taken_at)
-            if freed is None:
+            if freed is not None:
+                shard, looked_again = freed.shard, True
+                continue
+            if not full.shadow:
                 raise
-            shard, looked_again = freed.shard, True
-            continue
+            # A shadow quota: the refusal enforcement would make now is announced, and the create
+            # admitted on shard 0 past the limit (unless the quota went back to enforce meanwhile).
+            shadowed = _reserve_past_limit(store, quota, lease, full)
+            if shadowed is None:
+                shard = 0
+                continue
+            if shadowed[1].layout is not None:
+                directory.learn(quota, *shadowed[1].layout)
+            return shadowed
         except StoreUnavailable as failure:
             if not failure.throttled:
                 raise
@@ -307,6 +329,21 @@ def reserve(store: AdmissionStore, directory: Directory, quota: Quota, lease: Le
     if throttled is not None:
         raise throttled
     raise StoreUnavailable(f"admission on {quota}: the room found was taken first", may_have_landed=False)
+
+
+def _reserve_past_limit(
+    store: AdmissionStore, quota: Quota, lease: Lease, full: AccountFull
+) -> tuple[Lease, Reserved] | None:
+    """A shadow quota's create past its limit: its units taken on shard 0 whatever its room, so shard
+    0's room goes negative by what is admitted past the limit, exactly as a lowered limit leaves it
+    (`room + admitted` over the shards stays the limit). None when the quota is in enforce mode by
+    the time of the write: the create then looks for room as any other, and is refused."""
+    placed = replace(lease, shard=0)
+    reserved = store.reserve_shadow(quota, placed)
+    if reserved is None:
+        return None
+    logger.info("%s: shadow quota admitted %d units past its limit %d", quota, lease.units, full.limit)
+    return placed, replace(reserved, shadowed=full)
 
 
 def find_room(store: AdmissionStore, directory: Directory, quota: Quota, dry: int, units: int = 1) -> int:

@@ -193,6 +193,16 @@ class GrantRefused(DomainError):
         super().__init__(f"expiresAt: {why} ({quota.account_id!r}, type {quota.resource_type!r})")
 
 
+class ShadowRefused(DomainError):
+    """A quota that cannot be put in shadow mode: a periodic one (its periods admit on items of
+    their own, which do not carry the mode; docs/plans.md, "Shadow mode"). A 400, nothing written."""
+
+    code = "ValidationError"
+
+    def __init__(self, quota: Quota, why: str) -> None:
+        super().__init__(f"mode: {why} ({quota.account_id!r}, type {quota.resource_type!r})")
+
+
 class PlanNotFound(DomainError):
     """No plan of that name (docs/plans.md)."""
 

@@ -49,6 +49,15 @@ class LimitSource:
     OVERRIDE = "override"
 
 
+class QuotaMode:
+    """How a quota applies its limit (docs/plans.md, "Shadow mode"): `enforce` refuses a create
+    past it with 409 LimitExceeded (every quota before shadow mode); `shadow` admits it anyway,
+    counts it as any other, and announces the refusal enforcement would have made."""
+
+    ENFORCE = "enforce"
+    SHADOW = "shadow"
+
+
 @dataclass(frozen=True, order=True)
 class Quota:
     """One limit of an account: the account and the resource type it limits. Every flow's limit,
@@ -109,6 +118,7 @@ class Usage:
     # for every other limit.
     grant_ends: int | None = None
     plan_set_at: int = 0  # and when the PUT that put it on the plan was received (epoch ms)
+    mode: str = QuotaMode.ENFORCE  # QuotaMode: a shadow quota admits past its limit
 
     @property
     def account_id(self) -> str:

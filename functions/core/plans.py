@@ -30,7 +30,7 @@ from functions.core.errors import (
     PlanPreconditionFailed,
     StoreUnavailable,
 )
-from functions.core.model import AccountUsage, LimitSource, Quota, Usage
+from functions.core.model import AccountUsage, LimitSource, Quota, QuotaMode, Usage
 from functions.core.periods import Period
 
 
@@ -42,6 +42,7 @@ class PlanQuota:
     limit: int
     thresholds: tuple[int, ...] | None = None
     period: Period | None = None
+    mode: str = QuotaMode.ENFORCE  # given to the accounts' types as it is (model.QuotaMode)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def plan_change(plan: Plan, quota: Quota, received_ms: int, changed_by: str, kee
         period=given.period,
         source=LimitSource.PLAN,
         keeps_override=keeps_override,
+        mode=given.mode,
     )
 
 

@@ -30,6 +30,9 @@ ACCOUNT_FIELD = "account_id"
 TYPE_FIELD = "resource_type"
 LIMIT_FIELD = "limit"
 UNITS_FIELD = "units"  # what the refused request asked for; absent for 1 (every line before amounts)
+# `true` on a shadow quota's line (admitted past its limit: the refusal enforcement would have
+# made, docs/plans.md "Shadow mode"); absent for an enforced refusal (every line before shadow mode).
+SHADOW_FIELD = "shadow"
 
 WINDOW = timedelta(minutes=1)
 # How long after its minute a window is announced: CloudWatch Logs delivers a subscription's lines
@@ -44,12 +47,14 @@ MAX_DELAY = timedelta(seconds=900)
 _EVENT_ID_NAMESPACE = uuid.UUID("5d3e9a0c-7b41-4c2e-8f6a-1e9b0d2c4a77")
 
 
-def refusal_log_fields(quota: Quota, limit: int, units: int = 1) -> dict[str, Any]:
-    """What the API's refusal line carries beside its message: the marker, the quota, its limit and
-    the units asked for when not 1 (no tenant data: ids and numbers)."""
+def refusal_log_fields(quota: Quota, limit: int, units: int = 1, shadow: bool = False) -> dict[str, Any]:
+    """What the API's refusal line carries beside its message: the marker, the quota, its limit,
+    the units asked for when not 1, and `shadow` for a shadow quota's (no tenant data: ids and
+    numbers)."""
     quota_fields = {ACCOUNT_FIELD: quota.account_id, TYPE_FIELD: quota.resource_type}
     asked = {} if units == 1 else {UNITS_FIELD: units}
-    return {MARK_FIELD: MARK_VALUE, **quota_fields, LIMIT_FIELD: limit, **asked}
+    marked = {SHADOW_FIELD: True} if shadow else {}
+    return {MARK_FIELD: MARK_VALUE, **quota_fields, LIMIT_FIELD: limit, **asked, **marked}
 
 
 def filter_pattern() -> str:
@@ -66,6 +71,7 @@ class Refusal:
     at: datetime
     log_id: str
     units: int = 1  # what it asked for
+    shadow: bool = False  # a shadow quota's: admitted, the refusal is what enforcement would have made
 
 
 def parse_refusal(message: str, at: datetime, log_id: str) -> Refusal | None:
@@ -82,20 +88,25 @@ def parse_refusal(message: str, at: datetime, log_id: str) -> Refusal | None:
         return None
     if not isinstance(units, int) or isinstance(units, bool) or units < 1:
         return None
-    return Refusal(Quota(account, resource_type), limit, at, log_id, units)
+    shadow = fields.get(SHADOW_FIELD, False)
+    if not isinstance(shadow, bool):
+        return None
+    return Refusal(Quota(account, resource_type), limit, at, log_id, units, shadow)
 
 
 @dataclass(frozen=True)
 class Window:
-    """A quota's refusals in one minute, [start, start + WINDOW)."""
+    """A quota's refusals in one minute, [start, start + WINDOW): its enforced refusals, or (`shadow`)
+    its shadow ones, each announced by an event of its own (docs/events.md)."""
 
     quota: Quota
     start: datetime
+    shadow: bool = False
 
     @classmethod
-    def of(cls, quota: Quota, at: datetime) -> Window:
+    def of(cls, quota: Quota, at: datetime, shadow: bool = False) -> Window:
         moment = at.astimezone(UTC)
-        return cls(quota, moment.replace(second=0, microsecond=0))
+        return cls(quota, moment.replace(second=0, microsecond=0), shadow)
 
     @property
     def end(self) -> datetime:
@@ -107,9 +118,15 @@ class Window:
         return self.start.strftime("%Y-%m-%dT%H:%MZ")
 
     @property
+    def key_name(self) -> str:
+        """The window as its items' keys name it: the minute, and `#shadow` for a shadow window."""
+        return f"{self.name}#shadow" if self.shadow else self.name
+
+    @property
     def event_id(self) -> str:
         """Stable: every copy of this window's event carries it, and no other window's does."""
-        name = "\n".join((self.quota.account_id, self.quota.resource_type, "refused", self.name))
+        kind = "shadow-refused" if self.shadow else "refused"
+        name = "\n".join((self.quota.account_id, self.quota.resource_type, kind, self.name))
         return str(uuid.uuid5(_EVENT_ID_NAMESPACE, name))
 
 
@@ -134,7 +151,7 @@ def windows_of(refusals: Iterable[Refusal]) -> list[WindowCount]:
     """A batch's refusals grouped by quota and minute, in the order the windows first appear."""
     grouped: dict[Window, list[Refusal]] = {}
     for refusal in refusals:
-        grouped.setdefault(Window.of(refusal.quota, refusal.at), []).append(refusal)
+        grouped.setdefault(Window.of(refusal.quota, refusal.at, refusal.shadow), []).append(refusal)
     counts = []
     for window, members in grouped.items():
         ids = "\n".join(sorted(member.log_id for member in members))
@@ -152,16 +169,21 @@ def announce_delay(window: Window, now: datetime, grace: timedelta) -> timedelta
 
 
 def window_message(window: Window) -> str:
-    """The emitter's message naming a window."""
-    return json.dumps(
-        {"accountId": window.quota.account_id, "resourceType": window.quota.resource_type, "start": window.name}
-    )
+    """The emitter's message naming a window (`shadow` only on a shadow window's)."""
+    fields: dict[str, Any] = {
+        "accountId": window.quota.account_id,
+        "resourceType": window.quota.resource_type,
+        "start": window.name,
+    }
+    if window.shadow:
+        fields["shadow"] = True
+    return json.dumps(fields)
 
 
 def parse_window_message(body: str) -> Window:
     fields: Mapping[str, Any] = json.loads(body)
     start = datetime.strptime(fields["start"], "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
-    return Window(Quota(fields["accountId"], fields["resourceType"]), start)
+    return Window(Quota(fields["accountId"], fields["resourceType"]), start, fields.get("shadow") is True)
 
 
 class Counted(enum.Enum):

@@ -26,11 +26,12 @@ def announce_message(record: SQSRecord, wiring: Wiring) -> None:
     window = parse_window_message(record.body)
     state = announce(window, wiring.refused_windows, wiring.clock.now())
     if state is None:
-        logger.info("refused window announced already", extra={"quota": str(window.quota), "window": window.name})
+        logger.info("refused window announced already", extra={"quota": str(window.quota), "window": window.key_name})
         return
     metrics.add_metric(name="LimitRefusedAnnounced", unit=MetricUnit.Count, value=1)
     logger.info(
-        "refused window announced", extra={"quota": str(window.quota), "window": window.name, "refused": state.refused}
+        "refused window announced",
+        extra={"quota": str(window.quota), "window": window.key_name, "refused": state.refused},
     )
 
 

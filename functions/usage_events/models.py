@@ -95,6 +95,14 @@ class LimitChanged(BaseModel):
     limitVersion: int = Field(
         ge=2, description="The quota's limit version (its ETag) after the change: a quota's changes in order."
     )
+    oldMode: Literal["enforce", "shadow"] | None = Field(
+        default=None,
+        description='The quota\'s mode before the change (docs/plans.md, "Shadow mode"); with newMode, present '
+        "only when either is `shadow` (absent for a quota that was and stays enforced).",
+    )
+    newMode: Literal["enforce", "shadow"] | None = Field(
+        default=None, description="The quota's mode after the change; present exactly when oldMode is."
+    )
 
 
 class LimitRefused(BaseModel):
@@ -122,6 +130,12 @@ class LimitRefused(BaseModel):
     limit: int = Field(ge=0, description="The limit the refusals of the last batch counted met.")
     windowStart: str = Field(description="The minute's start: ISO 8601, UTC.")
     windowEnd: str = Field(description="The minute's end (exclusive): ISO 8601, UTC.")
+    shadow: Literal[True] | None = Field(
+        default=None,
+        description='`true` for a quota in shadow mode (docs/plans.md, "Shadow mode"): its creates were admitted, '
+        "and these are the refusals enforcement would have made; a minute's shadow and enforced refusals of one "
+        "quota are two events. Absent for enforced refusals (never false).",
+    )
 
 
 # Every event type, by the detail-type it is put with.

@@ -19,6 +19,7 @@ def test_account_is_created_updated_and_read(harness: Harness) -> None:
         "accountId": "acme",
         "limit": 3,
         "limitSource": "account",  # set by its own PUT (docs/plans.md)
+        "mode": "enforce",  # not in shadow mode (docs/plans.md)
         "bestEffort": 0,
         "eventual": 0,
         "used": 0,

@@ -41,9 +41,10 @@ def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_
     answers = replay_previous_release(harness)
     api = harness.api
     # Read: the same answers, byte for byte, no `types` field and no registry written by a read;
-    # the account's only with the field plans added after its limit (docs/plans.md).
+    # the account's only with the fields plans added after its limit (docs/plans.md): its limit's
+    # source and its mode.
     account = api.request("GET", "/accounts/old")
-    with_source = answers["account"].replace('"limit":3,', '"limit":3,"limitSource":"account",', 1)
+    with_source = answers["account"].replace('"limit":3,', '"limit":3,"limitSource":"account","mode":"enforce",', 1)
     assert (account.text, account.headers["ETag"]) == (with_source, answers["etag"])
     assert api.request("GET", "/accounts/old/resources").text == answers["list"]
     kept = json.loads(answers["kept"])
@@ -78,7 +79,7 @@ def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_
     assert (truth.live, truth.eventual, truth.admitted, truth.best_effort_net) == (2, 2, 2, 2)
     harness.check_invariants()
     assert set(api.account("old")) == {
-        *("accountId", "limit", "limitSource", "bestEffort", "eventual", "used", "available", "rateLimit")
+        *("accountId", "limit", "limitSource", "mode", "bestEffort", "eventual", "used", "available", "rateLimit")
     }
 
 
@@ -92,4 +93,4 @@ def test_the_previous_releases_account_takes_a_type_beside_its_default_type(harn
     assert harness.truth(OLD) == before
     body = harness.api.account("old")
     assert [view["type"] for view in body.pop("types")] == ["seats"]
-    assert body == {**json.loads(answers["account"]), "eventual": 1, "limitSource": "account"}
+    assert body == {**json.loads(answers["account"]), "eventual": 1, "limitSource": "account", "mode": "enforce"}

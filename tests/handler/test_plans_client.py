@@ -93,6 +93,29 @@ def test_an_expiring_grant_through_the_client(client: LimitsClient, harness: Har
         client.put_type_limit("acme", "extra", limit=4, expires_at=ends)
 
 
+def test_shadow_mode_through_the_client(client: LimitsClient) -> None:
+    """`mode=` on `put_account` and `put_type_limit`, and a plan's quota's `"mode"`: every read says
+    the quota's mode; a shadow quota admits past its limit, an enforced one is LimitExceeded."""
+    from hybrid_counter_client import LimitExceeded
+
+    account = client.put_account("acme", limit=1, mode="shadow")
+    assert (account.mode, client.put_account("other", limit=1).mode) == ("shadow", "enforce")
+    client.create_resource("acme", "a")
+    assert client.create_resource("acme", "b").name == "b"  # past the limit, admitted
+    client.create_resource("other", "a")
+    with pytest.raises(LimitExceeded):
+        client.create_resource("other", "b")
+    plan = client.put_plan("pro", quotas={"seats": {"limit": 1, "mode": "shadow"}})
+    assert plan.quotas["seats"] == {"limit": 1, "mode": "shadow"}
+    joined = client.put_account("acme", plan="pro")
+    assert [(t.type, t.mode) for t in joined.types or []] == [("seats", "shadow")]
+    enforced = client.put_type_limit("acme", "seats", limit=1, mode="enforce")
+    assert (enforced.limit_source, enforced.mode) == ("override", "enforce")
+    assert [t.mode for t in client.list_types("acme").items] == ["shadow", "enforce"]
+    with pytest.raises(ValidationError):
+        client.put_type_limit("acme", "seats", limit=1, mode="loud")
+
+
 def test_accounts_are_listed_by_the_client_sync_and_async(client: LimitsClient, bridge: Bridge) -> None:
     import asyncio
 

@@ -19,6 +19,7 @@ def type_view(resource_type: str, limit: int, best_effort: int = 0, eventual: in
         "type": resource_type,
         "limit": limit,
         "limitSource": "account",  # set by its own PUT, on an account without a plan (docs/plans.md)
+        "mode": "enforce",  # as every quota before shadow mode (docs/plans.md)
         "bestEffort": best_effort,
         "eventual": eventual,
         "used": used,
@@ -61,7 +62,8 @@ def test_an_account_without_other_types_answers_exactly_as_before(harness: Harne
     assert api.account("acme") == {
         "accountId": "acme",
         "limit": 3,
-        "limitSource": "account",  # the one field plans added (docs/plans.md)
+        "limitSource": "account",  # the two fields plans added (docs/plans.md)
+        "mode": "enforce",
         "bestEffort": 0,
         "eventual": 0,
         "used": 0,

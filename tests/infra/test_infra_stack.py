@@ -835,6 +835,7 @@ def test_a_dashboard_shows_the_counters_at_work(template_json: dict[str, Any]) -
         "ResourcesCreated",
         "ResourcesDeleted",
         "AdmissionsRefused",
+        "ShadowRefusals",
         "IteratorAge",
         "HealHealed",
         "CountingLag",

@@ -54,3 +54,22 @@ def test_a_window_s_event_id_is_stable_and_its_own() -> None:
     assert window.event_id != Window(ACME, MINUTE + timedelta(minutes=1)).event_id
     assert window.event_id != Window(Quota("acme", "seats"), MINUTE).event_id
     assert parse_window_message(window_message(window)) == window
+
+
+def test_a_shadow_refusal_is_marked_and_counted_in_a_window_of_its_own() -> None:
+    """A shadow quota's line says `"shadow": true` (an enforced one says nothing, as before); its
+    refusals group into the shadow window of the minute, with its own key, event id and message."""
+    enforced = json.loads(json.dumps(refusal_log_fields(ACME, 3)))
+    assert "shadow" not in enforced
+    line = json.dumps({"message": "create admitted in shadow mode", **refusal_log_fields(ACME, 3, shadow=True)})
+    shadow = parse_refusal(line, MINUTE, "2")
+    assert shadow == Refusal(ACME, 3, MINUTE, "2", shadow=True)
+    marked = json.dumps({**json.loads(line), "shadow": "yes"})
+    assert parse_refusal(marked, MINUTE, "3") is None  # a field not as the API writes it: not a refusal
+    counts = windows_of([Refusal(ACME, 3, MINUTE, "1"), shadow])
+    assert [(c.window.shadow, c.refused) for c in counts] == [(False, 1), (True, 1)]
+    window = counts[1].window
+    assert (window.name, window.key_name) == ("2026-11-25T13:37Z", "2026-11-25T13:37Z#shadow")
+    assert window.event_id != Window(ACME, MINUTE).event_id
+    assert parse_window_message(window_message(window)) == window
+    assert "shadow" not in json.loads(window_message(Window(ACME, MINUTE)))  # the message before shadow mode

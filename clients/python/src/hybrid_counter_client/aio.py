@@ -100,6 +100,7 @@ class AsyncLimitsClient(ClientBase):
         period: str | None = None,
         anchor: str | None = None,
         plan: str | None = None,
+        mode: str | None = None,
     ) -> Account:
         return await self._call(
             operations.put_account(
@@ -112,6 +113,7 @@ class AsyncLimitsClient(ClientBase):
                 period=period,
                 anchor=anchor,
                 plan=plan,
+                mode=mode,
             )
         )
 
@@ -194,6 +196,7 @@ class AsyncLimitsClient(ClientBase):
         period: str | None = None,
         anchor: str | None = None,
         expires_at: str | None = None,
+        mode: str | None = None,
     ) -> ResourceType:
         return await self._call(
             operations.put_type_limit(
@@ -206,6 +209,7 @@ class AsyncLimitsClient(ClientBase):
                 period=period,
                 anchor=anchor,
                 expires_at=expires_at,
+                mode=mode,
             )
         )
 

@@ -152,6 +152,7 @@ class LimitsClient(ClientBase):
         period: str | None = None,
         anchor: str | None = None,
         plan: str | None = None,
+        mode: str | None = None,
     ) -> Account:
         """Create the account or set its limit (an admin session only). `rate_limit`: its own rate
         limit; `thresholds`: its own usage thresholds, 1 to 10 percentages 1..100 (docs/events.md;
@@ -168,7 +169,12 @@ class LimitsClient(ClientBase):
         `plan` (alone: with no `limit` or other setting, else ValidationError) puts the account on
         that plan (docs/plans.md): each of its quotas on the account's type of that name, but the
         account's overrides; the answer lists every type. PlanNotFound, nothing written, for a plan
-        that does not exist. A retry gives nothing twice."""
+        that does not exist. A retry gives nothing twice.
+
+        `mode`: "shadow" admits creates past the limit and announces the refusals enforcement would
+        have made (docs/plans.md, "Shadow mode"); "enforce" refuses them (LimitExceeded, as every
+        quota before shadow mode). Omitted, the quota keeps its mode.
+        ValidationError for a periodic quota in shadow mode."""
         return self._call(
             operations.put_account(
                 account_id,
@@ -180,6 +186,7 @@ class LimitsClient(ClientBase):
                 period=period,
                 anchor=anchor,
                 plan=plan,
+                mode=mode,
             )
         )
 
@@ -284,6 +291,7 @@ class LimitsClient(ClientBase):
         period: str | None = None,
         anchor: str | None = None,
         expires_at: str | None = None,
+        mode: str | None = None,
     ) -> ResourceType:
         """Set a type's limit (an admin session only), adding the type to the account (and the
         account, at a default-type limit of 0, if it has none yet; TooManyResourceTypes past the
@@ -293,7 +301,8 @@ class LimitsClient(ClientBase):
         `put_account`. `expires_at` (RFC 3339, UTC, whole seconds, e.g. "2026-12-31T00:00:00Z"): an
         expiring grant on a type the account's plan gives, which returns to the plan's limit then
         (docs/plans.md, "Expiring grants"); ValidationError for a type without a plan behind it, a
-        periodic one, a time not in the future or more than 366 days ahead."""
+        periodic one, a time not in the future or more than 366 days ahead. `mode`: "enforce" or
+        "shadow", as in `put_account` (on a type the plan gives, an override of the plan's mode)."""
         return self._call(
             operations.put_type_limit(
                 account_id,
@@ -305,6 +314,7 @@ class LimitsClient(ClientBase):
                 period=period,
                 anchor=anchor,
                 expires_at=expires_at,
+                mode=mode,
             )
         )
 

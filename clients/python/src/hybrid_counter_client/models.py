@@ -54,6 +54,7 @@ class TypeUsage:
     used: int  # max(best_effort, eventual)
     available: int
     limit_source: str = "account"  # or "plan", "override" (docs/plans.md); an API before plans sends none
+    mode: str = "enforce"  # or "shadow" (docs/plans.md, "Shadow mode"); an API before it sends none
     thresholds: list[int] | None = None
     period: str | None = None  # "day" or "month"
     anchor: str | None = None  # RFC 3339, as the PUT gave it
@@ -96,6 +97,7 @@ class Account:
     rate_limit: RateLimit  # its own, or the API's default
     etag: str = field(metadata={"header": "ETag"})
     limit_source: str = "account"  # its default type's: always "account" (a plan gives named types only)
+    mode: str = "enforce"  # its default type's: or "shadow" (docs/plans.md, "Shadow mode")
     plan: str | None = None  # its plan, if it is on one (docs/plans.md)
     thresholds: list[int] | None = None
     types: list[TypeUsage] | None = None
@@ -108,8 +110,8 @@ class Account:
 @dataclass(frozen=True)
 class Plan:
     """A plan (docs/plans.md): its quotas by type name, each as a type's PUT gave it (`{"limit":
-    50}`, with `thresholds`, `period` and `anchor` when the plan gives them). `etag` is its version,
-    for `put_plan(if_match=)`."""
+    50}`, with `thresholds`, `period` and `anchor` when the plan gives them, and `"mode": "shadow"`
+    for a quota the plan gives in shadow mode). `etag` is its version, for `put_plan(if_match=)`."""
 
     plan: str
     version: int

@@ -255,10 +255,11 @@ def put_account(
     period: str | None = None,
     anchor: str | None = None,
     plan: str | None = None,
+    mode: str | None = None,
 ) -> Call[Account]:
     """The account's own limit, or (`plan`, which the API takes alone: ValidationError with any
     other setting) the plan it is put on. Each is sent as given, so the API judges the body."""
-    given = {"limit": limit, "plan": plan}
+    given = {"limit": limit, "plan": plan, "mode": mode}
     body: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
     if rate_limit is not None:
         body["rateLimit"] = rate_limit.to_json()
@@ -335,12 +336,15 @@ def put_type_limit(
     period: str | None = None,
     anchor: str | None = None,
     expires_at: str | None = None,
+    mode: str | None = None,
 ) -> Call[ResourceType]:
     headers = _put_headers(if_match, idempotency_key)
     where = {"accountId": account_id, "resourceType": resource_type}
     body: dict[str, Any] = {"limit": limit, **_quota_settings(thresholds, period, anchor)}
     if expires_at is not None:
         body["expiresAt"] = expires_at
+    if mode is not None:  # omitted, the body is the one a client before shadow mode sent
+        body["mode"] = mode
     return Call(PUT_TYPE, where, _decoder(ResourceType), headers=headers, body=_json_body(body))
 
 
