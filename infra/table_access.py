@@ -18,10 +18,13 @@ from functions.adapters.table_layout import ACCOUNTS_INDEX, ACTIVITY_INDEX, PEND
 
 # The API: admission (conditional updates, room moves in transactions, a limit changed with its
 # event's outbox item put and, lowered, condition checks), resources (put, get, list), usage (batch
-# reads), and a snapshot (TransactGetItems).
+# reads), and a snapshot (TransactGetItems); a type's removal (functions/core/lifecycle.py): its
+# partition's other items deleted in batches, its shards and counters in a transaction's Deletes.
 API = (
     "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",

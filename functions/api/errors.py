@@ -17,6 +17,7 @@ from functions.api.models import ErrorDetail, ErrorResponse
 from functions.core.errors import (
     AccountNotFound,
     CallerGaveUp,
+    DefaultTypeNotDeletable,
     DomainError,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
@@ -26,11 +27,13 @@ from functions.core.errors import (
     PeriodChangeRefused,
     PeriodClosed,
     PlanNotFound,
+    PlanType,
     PreconditionFailed,
     QuotaNotPeriodic,
     ResourceNotFound,
     StoreUnavailable,
     TooManyResourceTypes,
+    TypeNotEmpty,
 )
 from functions.core.refusals import refusal_log_fields
 from functions.shared.observability import logger, metrics
@@ -50,6 +53,9 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
     PlanNotFound: HTTPStatus.NOT_FOUND,
     OverrideNotFound: HTTPStatus.NOT_FOUND,
+    TypeNotEmpty: HTTPStatus.CONFLICT,
+    PlanType: HTTPStatus.CONFLICT,
+    DefaultTypeNotDeletable: HTTPStatus.BAD_REQUEST,
 }
 
 RETRY_AFTER_SECONDS = "1"

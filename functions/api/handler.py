@@ -29,6 +29,7 @@ from functions.api.contract import (
     AccountId,
     AskedAmount,
     Cursor,
+    DeleteResources,
     HistoryPeriods,
     IdempotencyKey,
     PageSize,
@@ -53,6 +54,7 @@ from functions.api.models import (
     PutTypeRequest,
     QuotaAnswer,
     ResizeResourceRequest,
+    TypeDeletionView,
     TypeList,
     TypeView,
 )
@@ -73,7 +75,7 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, grants, history, leases, plans, rollout
+from functions.core import accounts, grants, history, leases, lifecycle, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
@@ -204,6 +206,26 @@ def remove_override(accountId: AccountId, resourceType: ResourceType) -> Respons
     quota = Quota(accountId, resourceType)
     usage = plans.remove_override(wired().api_store, quota, received_ms(), now, caller_waiting, caller())
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
+
+
+@gate.exempt_from_tenant_rate  # as a type's PUT
+def delete_type(
+    accountId: AccountId, resourceType: ResourceType, deleteResources: DeleteResources = False
+) -> Response[str]:
+    deleted = lifecycle.delete_type(
+        wired().api_store,
+        Quota(accountId, resourceType),
+        deleteResources,
+        received_ms(),
+        now,
+        caller_waiting,
+        wired().shard_directory,
+        caller(),
+    )
+    removed = deleted is lifecycle.TypeDeletion.REMOVED
+    return json_response(
+        HTTPStatus.OK, TypeDeletionView(accountId=accountId, resourceType=resourceType, removed=removed)
+    )
 
 
 def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_match: PlanIfMatch = None) -> Response[str]:
@@ -372,6 +394,7 @@ ROUTES: tuple[router.Route, ...] = (
     ("GET", ACCOUNT_PATH, contract.GET_ACCOUNT_OPERATION, get_account),
     ("PUT", TYPE_PATH, contract.PUT_TYPE_OPERATION, put_type),
     ("GET", TYPE_PATH, contract.GET_TYPE_OPERATION, get_type),
+    ("DELETE", TYPE_PATH, contract.DELETE_TYPE_OPERATION, delete_type),
     ("GET", TYPES_PATH, contract.LIST_TYPES_OPERATION, list_types),
     ("POST", RESOURCES_PATH, contract.CREATE_RESOURCE_OPERATION, create_resource),
     ("GET", RESOURCES_PATH, contract.LIST_RESOURCES_OPERATION, list_resources),

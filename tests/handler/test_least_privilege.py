@@ -80,6 +80,10 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     api.request("GET", "/accounts?limit=5")  # the account registry: the accounts index
     api.request("GET", f"/accounts/busy/resources/{created['resourceId']}")
     api.delete("busy", created["resourceId"])
+    # A type removed: its limit change's outbox item in a batch, its items in a transaction.
+    assert api.put_type("busy", "gone", 1).status == 200
+    assert api.put_type("busy", "gone", 2).status == 200
+    assert api.request("DELETE", "/accounts/busy/types/gone").json()["removed"] is True
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
     # below its usage (the other shards retired, the change checked against each of them).
     assert harness.wiring.api_store.set_active(Quota("busy"), 1, 1, 4)

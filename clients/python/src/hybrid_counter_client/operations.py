@@ -27,6 +27,7 @@ from hybrid_counter_client.models import (
     Resource,
     ResourcePage,
     ResourceType,
+    TypeDeletion,
     TypedResource,
     TypedResourcePage,
     TypeList,
@@ -100,6 +101,7 @@ TYPE_PATH = "/accounts/{accountId}/types/{resourceType}"
 LIST_TYPES = Operation("listResourceTypes", "GET", "/accounts/{accountId}/types", frozenset({200}), "list_types")
 GET_TYPE = Operation("getResourceType", "GET", TYPE_PATH, frozenset({200}), "get_type")
 PUT_TYPE = Operation("putResourceType", "PUT", TYPE_PATH, frozenset({200}), "put_type_limit")
+DELETE_TYPE = Operation("deleteResourceType", "DELETE", TYPE_PATH, frozenset({200}), "delete_type")
 LIST_TYPED_RESOURCES = Operation(
     "listTypedResources", "GET", f"{TYPE_PATH}/resources", frozenset({200}), "list_typed_resources_page"
 )
@@ -143,6 +145,7 @@ OPERATIONS = (
     LIST_TYPES,
     GET_TYPE,
     PUT_TYPE,
+    DELETE_TYPE,
     LIST_TYPED_RESOURCES,
     CREATE_TYPED_RESOURCE,
     GET_TYPED_RESOURCE,
@@ -410,6 +413,12 @@ def period_history(account_id: str, periods: int | None) -> Call[PeriodHistory]:
 def typed_period_history(account_id: str, resource_type: str, periods: int | None) -> Call[PeriodHistory]:
     where = {"accountId": account_id, "resourceType": resource_type}
     return Call(GET_TYPED_HISTORY, where, _decoder(PeriodHistory), query=_periods(periods))
+
+
+def delete_type(account_id: str, resource_type: str, delete_resources: bool | None) -> Call[TypeDeletion]:
+    where = {"accountId": account_id, "resourceType": resource_type}
+    query = {} if delete_resources is None else {"deleteResources": str(delete_resources).lower()}
+    return Call(DELETE_TYPE, where, _decoder(TypeDeletion), query=query)
 
 
 def remove_override(account_id: str, resource_type: str) -> Call[ResourceType]:
