@@ -116,8 +116,8 @@ def _read(store: TypeRemovalStore, quota: Quota) -> TypeContents:
     contents = store.read_type_contents(quota)
     if contents is None:
         raise AccountNotFound(quota)
-    if contents.shards[0].limit_source == LimitSource.PLAN:
-        raise PlanType(quota)
+    if contents.shards[0].limit_source in (LimitSource.PLAN, LimitSource.OVERRIDE):
+        raise PlanType(quota)  # the plan's type (overridden or not): its next rollout would give it back
     return contents
 
 

@@ -137,6 +137,10 @@ def test_a_type_its_plan_gives_is_409_plan_type(harness: Harness) -> None:
     before = table_items(harness)
     response = api.request("DELETE", TYPE_URL)
     assert (response.status, response.json()["error"]["code"]) == (409, "PlanType")
+    assert api.request("PUT", TYPE_URL, {"limit": 4}).status == 200  # an override of the plan's type
+    before = table_items(harness)
+    overridden = api.request("DELETE", f"{TYPE_URL}?deleteResources=true")
+    assert (overridden.status, overridden.json()["error"]["code"]) == (409, "PlanType")
     assert table_items(harness) == before
 
 
