@@ -42,9 +42,11 @@ COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 # reads (the account's items, its partition, the resources of dead leases, all batched) and writes
 # (updates, transactions of them); the expiring grants' index (a Query per hour, each handled entry
 # deleted) and a grant's ending as `DELETE .../override` makes it (its plan read, the limit changed
-# with its event's outbox item put and, lowered below shard 0's room, condition checks).
+# with its event's outbox item put and, lowered below shard 0's room, condition checks); deleted
+# accounts' erasure (the deletions' partition queried, every item of an account deleted in batches).
 SWEEPER = (
     "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",

@@ -57,7 +57,13 @@ from functions.adapters.table_layout import (
 )
 from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
-from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.errors import (
+    AccountBeingDeleted,
+    AmountDiffers,
+    InvalidCursor,
+    ResourceAlreadyExists,
+    StoreUnavailable,
+)
 from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
@@ -82,6 +88,9 @@ class DynamoApiStore(ShardStore):
     # accounts ------------------------------------------------------------------------------
 
     def create_account(self, quota: Quota, change: LimitChange, now: str, resource_types: Sequence[str] = ()) -> bool:
+        # An account being deleted is not created again until it is erased (its entry gone).
+        if self._table.read_keys("read an account's deletion", [item_key(keys.DELETIONS_PK, quota.account_id)]):
+            raise AccountBeingDeleted(quota.account_id)
         values: dict[str, Any] = {
             ":limit": change.limit,
             ":zero": 0,

@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 
 from functions.api.models import (
+    AccountDeletionView,
     AccountPageView,
     AccountView,
     AdmissionView,
@@ -134,6 +135,7 @@ PUT_PLAN, GET_PLAN, LIST_PLANS = "putPlan", "getPlan", "listPlans"
 LIST_ACCOUNTS = "listAccounts"
 REMOVE_OVERRIDE = "removeOverride"
 DELETE_TYPE = "deleteResourceType"
+DELETE_ACCOUNT = "deleteAccount"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -259,7 +261,8 @@ ERRORS = {
     "only while it holds nothing, a periodic one keeps its period), PeriodClosed (a delete or resize of a usage "
     "record whose period is over), QuotaNotPeriodic (a periods' history of a holding quota, which has no periods), "
     "TypeNotEmpty (a delete of a type that holds resources, without deleteResources=true), PlanType (a delete of a "
-    "type its account's plan gives)",
+    "type its account's plan gives), AccountBeingDeleted (a PUT that would create an account whose deletion is "
+    "under way)",
     412: "PreconditionFailed: If-Match names another version of the limit (or the account, or its type, does not "
     "exist; on a plan's route, of the plan)",
     413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
@@ -656,4 +659,20 @@ DELETE_TYPE_OPERATION = Operation(
     description="A type that holds resources is refused (409 TypeNotEmpty) unless deleteResources=true. The default "
     "type is not deletable (400 DefaultTypeNotDeletable: it goes with its account), nor a type the account's plan "
     'gives (409 PlanType: move the account to a plan without it). docs/api.md, "Delete a type".',
+)
+DELETE_ACCOUNT_OPERATION = Operation(
+    DELETE_ACCOUNT,
+    "Delete an account: every quota, resource, record and event of it (admin only)",
+    answers(
+        {
+            202: (
+                "Accepted: every create of the account is refused from now on (404 AccountNotFound, a replay of an "
+                "Idempotency-Key too), and an Account Deleted event is announced once; its items are erased by the "
+                'sweeper within the documented bound (docs/plans.md, "Lifecycle"). A repeat answers the same '
+                "deletion",
+                AccountDeletionView,
+            )
+        },
+        404,
+    ),
 )

@@ -15,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.api.json_body import BodyRefused, render
 from functions.api.models import ErrorDetail, ErrorResponse
 from functions.core.errors import (
+    AccountBeingDeleted,
     AccountNotFound,
     CallerGaveUp,
     DefaultTypeNotDeletable,
@@ -54,6 +55,7 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     PlanNotFound: HTTPStatus.NOT_FOUND,
     OverrideNotFound: HTTPStatus.NOT_FOUND,
     TypeNotEmpty: HTTPStatus.CONFLICT,
+    AccountBeingDeleted: HTTPStatus.CONFLICT,
     PlanType: HTTPStatus.CONFLICT,
     DefaultTypeNotDeletable: HTTPStatus.BAD_REQUEST,
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -41,6 +42,7 @@ from functions.api.contract import (
 )
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
+    AccountDeletionView,
     AccountEntryView,
     AccountPageView,
     AccountView,
@@ -75,8 +77,9 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, grants, history, leases, lifecycle, plans, rollout
+from functions.core import accounts, grants, history, leases, lifecycle, offboarding, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
+from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource, Quota, Resource, TenantRate, Usage
 from functions.core.periods import Period
 from functions.shared.observability import logger, metrics, tracer
@@ -140,6 +143,15 @@ def put_account(
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
+
+
+@gate.exempt_from_tenant_rate  # as the account's PUT
+def delete_account(accountId: AccountId) -> Response[str]:
+    deletion = offboarding.delete_account(
+        wired().offboarding_store, accountId, received_ms(), caller(), wired().clock.now()
+    )
+    requested = iso_timestamp(datetime.fromtimestamp(deletion.requested_ms / 1000, UTC))
+    return json_response(HTTPStatus.ACCEPTED, AccountDeletionView(accountId=accountId, requestedAt=requested))
 
 
 def get_account(accountId: AccountId) -> Response[str]:
@@ -392,6 +404,7 @@ def get_history(
 ROUTES: tuple[router.Route, ...] = (
     ("PUT", ACCOUNT_PATH, contract.PUT_ACCOUNT_OPERATION, put_account),
     ("GET", ACCOUNT_PATH, contract.GET_ACCOUNT_OPERATION, get_account),
+    ("DELETE", ACCOUNT_PATH, contract.DELETE_ACCOUNT_OPERATION, delete_account),
     ("PUT", TYPE_PATH, contract.PUT_TYPE_OPERATION, put_type),
     ("GET", TYPE_PATH, contract.GET_TYPE_OPERATION, get_type),
     ("DELETE", TYPE_PATH, contract.DELETE_TYPE_OPERATION, delete_type),

@@ -391,6 +391,13 @@ class TypeDeletionView(BaseModel):
     )
 
 
+class AccountDeletionView(BaseModel):
+    accountId: str
+    requestedAt: str = Field(
+        description="When the deletion was first asked (ISO 8601, UTC): a repeated DELETE answers the same deletion."
+    )
+
+
 class QuotaAnswer(BaseModel):
     """An answer whose optional fields are left out when absent (never null), so a quota without
     them answers byte for byte what a client that knows none of them reads."""

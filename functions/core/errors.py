@@ -258,6 +258,16 @@ class DefaultTypeNotDeletable(DomainError):
         super().__init__(f"the default type of account {quota.account_id!r} goes only with the account")
 
 
+class AccountBeingDeleted(DomainError):
+    """A PUT that would create an account again while its deletion is under way (docs/plans.md,
+    "Lifecycle"). A 409, nothing written: once the account is erased, its id is free again."""
+
+    code = "AccountBeingDeleted"
+
+    def __init__(self, account_id: str) -> None:
+        super().__init__(f"account {account_id!r} is being deleted; its id is free again once it is erased")
+
+
 class StoreUnavailable(Exception):
     """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from hybrid_counter_client import (
+    AccountBeingDeleted,
     AccountNotFound,
     DefaultTypeNotDeletable,
     LimitsClient,
@@ -45,3 +46,15 @@ def test_delete_type_of_a_plans_type_is_plan_type(client: LimitsClient) -> None:
     client.put_account("globex", plan="team")
     with pytest.raises(PlanType):
         client.delete_type("globex", "seats", delete_resources=True)
+
+
+def test_delete_account_refuses_its_creates_and_a_repeat_answers_the_same_deletion(client: LimitsClient) -> None:
+    client.put_account("globex", limit=2)
+    client.create_resource("globex", "r1")
+    deletion = client.delete_account("globex")
+    assert deletion.account_id == "globex"
+    assert client.delete_account("globex") == deletion
+    with pytest.raises(AccountNotFound):
+        client.create_resource("globex", "r2")
+    with pytest.raises(AccountBeingDeleted):
+        client.put_account("globex", limit=2)

@@ -4,6 +4,7 @@ from hybrid_counter_client.aio import AsyncLimitsClient
 from hybrid_counter_client.client import LimitsClient
 from hybrid_counter_client.errors import (
     AccessDenied,
+    AccountBeingDeleted,
     AccountNotFound,
     ClientError,
     DefaultTypeNotDeletable,
@@ -46,6 +47,7 @@ from hybrid_counter_client.errors import (
 from hybrid_counter_client.local_run import LocalEndpoints, LocalSystemError, local_directory, local_endpoints
 from hybrid_counter_client.models import (
     Account,
+    AccountDeletion,
     AccountEntry,
     AccountPage,
     Admission,
@@ -69,6 +71,8 @@ from hybrid_counter_client.retries import RetryPolicy
 __all__ = [
     "AccessDenied",
     "Account",
+    "AccountBeingDeleted",
+    "AccountDeletion",
     "AccountEntry",
     "AccountNotFound",
     "AccountPage",

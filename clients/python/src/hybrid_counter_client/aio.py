@@ -21,6 +21,7 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    AccountDeletion,
     AccountEntry,
     AccountPage,
     Admission,
@@ -272,6 +273,10 @@ class AsyncLimitsClient(ClientBase):
             ),
             if_match,
         )
+
+    async def delete_account(self, account_id: str) -> AccountDeletion:
+        """As the blocking client's `delete_account`."""
+        return await self._call(operations.delete_account(account_id))
 
     async def delete_type(
         self, account_id: str, resource_type: str, delete_resources: bool | None = None

@@ -155,6 +155,11 @@ class QuotaNotPeriodic(ClientError):
     """A history of a holding quota, which has no periods (docs/periods.md)."""
 
 
+class AccountBeingDeleted(ClientError):
+    """A PUT that would create an account again while its deletion is under way: its id is free
+    again once the account is erased (docs/plans.md, "Lifecycle")."""
+
+
 class TypeNotEmpty(ClientError):
     """A delete of a type that holds resources, without `delete_resources=True` (docs/api.md)."""
 

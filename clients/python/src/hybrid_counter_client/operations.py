@@ -18,6 +18,7 @@ from urllib.parse import quote
 from hybrid_counter_client.errors import InvalidPathValue
 from hybrid_counter_client.models import (
     Account,
+    AccountDeletion,
     AccountPage,
     Admission,
     PeriodHistory,
@@ -101,6 +102,7 @@ TYPE_PATH = "/accounts/{accountId}/types/{resourceType}"
 LIST_TYPES = Operation("listResourceTypes", "GET", "/accounts/{accountId}/types", frozenset({200}), "list_types")
 GET_TYPE = Operation("getResourceType", "GET", TYPE_PATH, frozenset({200}), "get_type")
 PUT_TYPE = Operation("putResourceType", "PUT", TYPE_PATH, frozenset({200}), "put_type_limit")
+DELETE_ACCOUNT = Operation("deleteAccount", "DELETE", "/accounts/{accountId}", frozenset({202}), "delete_account")
 DELETE_TYPE = Operation("deleteResourceType", "DELETE", TYPE_PATH, frozenset({200}), "delete_type")
 LIST_TYPED_RESOURCES = Operation(
     "listTypedResources", "GET", f"{TYPE_PATH}/resources", frozenset({200}), "list_typed_resources_page"
@@ -137,6 +139,7 @@ LIST_ACCOUNTS = Operation("listAccounts", "GET", "/accounts", frozenset({200}), 
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
+    DELETE_ACCOUNT,
     LIST_RESOURCES,
     CREATE_RESOURCE,
     GET_RESOURCE,
@@ -413,6 +416,10 @@ def period_history(account_id: str, periods: int | None) -> Call[PeriodHistory]:
 def typed_period_history(account_id: str, resource_type: str, periods: int | None) -> Call[PeriodHistory]:
     where = {"accountId": account_id, "resourceType": resource_type}
     return Call(GET_TYPED_HISTORY, where, _decoder(PeriodHistory), query=_periods(periods))
+
+
+def delete_account(account_id: str) -> Call[AccountDeletion]:
+    return Call(DELETE_ACCOUNT, {"accountId": account_id}, _decoder(AccountDeletion))
 
 
 def delete_type(account_id: str, resource_type: str, delete_resources: bool | None) -> Call[TypeDeletion]:
