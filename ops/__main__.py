@@ -785,6 +785,8 @@ def format_sweep(result: commands.SweepResult) -> str:
             lines.append(f"  busy accounts  {busy}; dead leases settled {settled}")
         if "grants_ended" in summary:
             lines.append(f"  grants ended   {summary['grants_ended']}")
+        if "accounts_erased" in summary:
+            lines.append(f"  accounts erased {summary['accounts_erased']}")
     else:
         lines.append(f"  {json.dumps(summary)}")
     return "\n".join(lines)
