@@ -689,7 +689,7 @@ def lifecycle_report(emulator_url: str, resources: int = 10) -> str:
     meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
     table = DynamoTable(dynamodb, "capacity-lifecycle")
     api = DynamoApiStore(table)
-    leaving = DynamoOffboardingStore(table, timedelta(hours=24))
+    leaving = DynamoOffboardingStore(table)
 
     def limit(quota: Quota, value: int = 100) -> None:
         accounts.put_limit(api, quota, accounts.limit_change(value, WALL_CLOCK.epoch_ms()), now_text)

@@ -590,9 +590,8 @@ def run_accounts_delete(context: Context) -> int:
     from functions.adapters.offboarding_store import DynamoOffboardingStore
     from functions.core import offboarding
     from functions.core.errors import AccountNotFound
-    from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 
-    store = DynamoOffboardingStore(context.table, DEFAULT_TOMBSTONE_RETENTION)
+    store = DynamoOffboardingStore(context.table)
     account_id = context.args.account_id
     try:
         deletion = offboarding.delete_account(store, account_id, context.clock.epoch_ms(), "ops", context.clock.now())

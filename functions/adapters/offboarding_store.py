@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from functions.adapters import grant_index, keys
@@ -24,7 +24,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.outbox import account_deleted_item
 from functions.adapters.shards import ShardStore, shard_key
-from functions.adapters.table_layout import EXPIRES_AT, ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
+from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.accounts import HISTORY_RETENTION
 from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.model import Quota
@@ -40,10 +40,9 @@ def deletion_key(account_id: str) -> dict[str, Any]:
 
 
 class DynamoOffboardingStore:
-    def __init__(self, table: DynamoTable, tombstone_retention: timedelta) -> None:
+    def __init__(self, table: DynamoTable) -> None:
         self._table = table
         self._shards = ShardStore(table)
-        self._retention = tombstone_retention
 
     # the request's part ----------------------------------------------------------------------
 
@@ -73,8 +72,8 @@ class DynamoOffboardingStore:
             DELETED_BY: deletion.deleted_by,
             QUOTAS: json.dumps([_place_json(place) for place in deletion.quotas]),
             FENCED_MS: 0,
-            # A safety net only: the erasure deletes it. Kept as long as an Idempotency-Key.
-            EXPIRES_AT: int(deletion.requested_ms / 1000 + self._retention.total_seconds()),
+            # No TTL: the entry is the erasure's work, which deletes it last; a TTL that ran first
+            # (a sweeper down for a day) would leave the account's items with nothing to find them.
         }
         entry = {
             "Put": {

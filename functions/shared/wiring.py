@@ -102,9 +102,7 @@ class Wiring:
     @property
     def offboarding_store(self) -> DynamoOffboardingStore:
         """Accounts' deletions: the API's DELETE and the sweeper's erasure (functions/core/offboarding.py)."""
-        return self._once(
-            "offboarding_store", lambda: DynamoOffboardingStore(self.table, self.settings.tombstone_retention)
-        )
+        return self._once("offboarding_store", lambda: DynamoOffboardingStore(self.table))
 
     @property
     def shard_directory(self) -> Directory:
