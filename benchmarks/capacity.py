@@ -294,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the plans' report alone: a plan's PUT, GET and list, and an account put on a plan of three types",
     )
+    parser.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="the lifecycle's report alone: a type's delete, and an account's deletion and erasure",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -311,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
         rate=args.rate,
         amount=args.amount,
     )
+    if args.lifecycle:
+        print("running the lifecycle ...", flush=True)
+        with EmulatorProcess() as emulator:
+            text = lifecycle_report(emulator.url)
+        print()
+        print(text)
+        return 0
     if args.plans:
         print("running plans ...", flush=True)
         with EmulatorProcess() as emulator:
@@ -659,6 +671,87 @@ def plans_report(emulator_url: str) -> str:
         lines += [f"  {label}: {units(usage)}", *by_item(usage)]
     lines += rollout_figures(api, meter, units, by_item)
     return "\n".join(["Plans (docs/plans.md), per operation and by item:", *lines])
+
+
+def lifecycle_report(emulator_url: str, resources: int = 10) -> str:
+    """What the lifecycle costs (docs/plans.md, "Lifecycle"), in total and by partition key: an
+    empty type's delete; a type's delete with `resources` live resources (deleteResources: the
+    request's part; the stream's counting of each delete is any delete's); an account of three
+    types with `resources` resources each, deleted (the request) and erased (the sweeper)."""
+    from functions.adapters.api_store import DynamoApiStore
+    from functions.adapters.dynamo_table import DynamoTable
+    from functions.adapters.offboarding_store import DynamoOffboardingStore
+    from functions.core import accounts, lifecycle, offboarding
+    from functions.core.model import NewResource
+    from tests.support.tables import create_table
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
+    create_table(dynamodb, "capacity-lifecycle")
+    meter = CapacityMeter(dynamodb, reader=boto3.client("dynamodb", endpoint_url=emulator_url))
+    table = DynamoTable(dynamodb, "capacity-lifecycle")
+    api = DynamoApiStore(table)
+    leaving = DynamoOffboardingStore(table)
+
+    def limit(quota: Quota, value: int = 100) -> None:
+        accounts.put_limit(api, quota, accounts.limit_change(value, WALL_CLOCK.epoch_ms()), now_text)
+
+    def fill(quota: Quota) -> None:
+        for _ in range(resources):
+            accounts.create_resource(api, quota, NewResource("r"), None, now_text)
+
+    def delete_type(quota: Quota) -> object:
+        return lifecycle.delete_type(api, quota, True, WALL_CLOCK.epoch_ms(), now_text, lambda: True)
+
+    limit(Quota("acme"))
+    limit(Quota("acme", "empty"))
+    limit(Quota("acme", "full"))
+    fill(Quota("acme", "full"))
+    for resource_type in ("default", "seats", "projects"):
+        quota = Quota("leaving", resource_type)
+        limit(quota)
+        fill(quota)
+    later = WALL_CLOCK.now() + timedelta(minutes=5)
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("DELETE a type holding nothing", lambda: delete_type(Quota("acme", "empty"))),
+        (
+            f"DELETE a type with {resources} resources, deleteResources (the request)",
+            lambda: delete_type(Quota("acme", "full")),
+        ),
+        (
+            f"DELETE an account of 3 types, {resources} resources each (the request)",
+            lambda: offboarding.delete_account(leaving, "leaving", WALL_CLOCK.epoch_ms(), "", WALL_CLOCK.now()),
+        ),
+        ("its erasure (the sweeper)", lambda: offboarding.finish_deletions(leaving, later, timedelta(seconds=60))),
+        (
+            "a sweep's look for deletions, none pending",
+            lambda: offboarding.finish_deletions(leaving, later, timedelta(0)),
+        ),
+    ]
+    lines = []
+    for label, action in steps:
+        with meter.operation(label) as usage:
+            action()
+        calls = ", ".join(f"{name} {count:g}" for name, count in sorted(usage.calls.items()))
+        total = f"{usage.total_wcu:g} WCU, {usage.total_rcu:g} RCU"
+        lines.append(f"  {label}: {sum(usage.calls.values()):g} calls ({calls}), {total}")
+        by_partition: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for item, units in usage.item_wcu.items():
+            by_partition[_partition_of(item)][0] += units
+        for item, units in usage.item_rcu.items():
+            by_partition[_partition_of(item)][1] += units
+        lines += [f"      {pk}: {w:g} WCU, {r:g} RCU" for pk, (w, r) in sorted(by_partition.items())]
+        indexes = sorted({place for place, _ in usage.wcu if " index " in place})
+        lines += [
+            f"      {place}: {sum(units for (p, _), units in usage.wcu.items() if p == place):g} WCU"
+            for place in indexes
+        ]
+    return "\n".join(['The lifecycle (docs/plans.md, "Lifecycle"), per operation and by partition key:', *lines])
+
+
+def _partition_of(item: Any) -> str:
+    """An item's partition key, from the meter's "table / pk / sk" name of it."""
+    parts = str(item).split(" / ")
+    return parts[1] if len(parts) > 2 else str(item)
 
 
 def grant_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:

@@ -18,10 +18,13 @@ from functions.adapters.table_layout import ACCOUNTS_INDEX, ACTIVITY_INDEX, PEND
 
 # The API: admission (conditional updates, room moves in transactions, a limit changed with its
 # event's outbox item put and, lowered, condition checks), resources (put, get, list), usage (batch
-# reads), and a snapshot (TransactGetItems).
+# reads), and a snapshot (TransactGetItems); a type's removal (functions/core/lifecycle.py): its
+# partition's other items deleted in batches, its shards and counters in a transaction's Deletes.
 API = (
     "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",
@@ -41,9 +44,11 @@ COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 # reads (the account's items, its partition, the resources of dead leases, all batched) and writes
 # (updates, transactions of them); the expiring grants' index (a Query per hour, each handled entry
 # deleted) and a grant's ending as `DELETE .../override` makes it (its plan read, the limit changed
-# with its event's outbox item put and, lowered below shard 0's room, condition checks).
+# with its event's outbox item put and, lowered below shard 0's room, condition checks); deleted
+# accounts' erasure (the deletions' partition queried, every item of an account deleted in batches).
 SWEEPER = (
     "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",

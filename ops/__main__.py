@@ -44,6 +44,7 @@ from ops import commands, refusals, usage_events
 from ops.stack import (
     EXIT_DRIFT,
     EXIT_ERROR,
+    EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_TRY_LATER,
     Connection,
@@ -285,6 +286,22 @@ def build_parser() -> argparse.ArgumentParser:
         'lack the key, each conditionally: a rerun writes nothing (docs/plans.md, "The account registry").',
     )
     registry.set_defaults(run=run_registry_backfill)
+
+    accounts_parser = commands_parser.add_parser("accounts", help='accounts (docs/plans.md, "Lifecycle")')
+    accounts_commands = accounts_parser.add_subparsers(
+        dest="accounts_command", required=True, metavar="ACCOUNTS_COMMAND"
+    )
+    delete = accounts_commands.add_parser(
+        "delete",
+        parents=[connection],
+        help="delete an account: refuse its creates now, announce Account Deleted, let the sweeper erase it",
+        description="What DELETE /accounts/{id} does, from this process: records the deletion with its Account "
+        "Deleted event (once), and deletes the account's admission shards, so every create is refused from now on; "
+        'the sweeper erases the rest (docs/plans.md, "Lifecycle"). Exit 0: accepted (again, if it was already); '
+        "4: no such account.",
+    )
+    delete.add_argument("account_id")
+    delete.set_defaults(run=run_accounts_delete)
 
     plans_parser = commands_parser.add_parser("plans", help="plans (docs/plans.md)")
     plans_commands = plans_parser.add_subparsers(dest="plans_command", required=True, metavar="PLANS_COMMAND")
@@ -569,6 +586,26 @@ def run_registry_backfill(context: Context) -> int:
     return EXIT_OK
 
 
+def run_accounts_delete(context: Context) -> int:
+    from functions.adapters.offboarding_store import DynamoOffboardingStore
+    from functions.core import offboarding
+    from functions.core.errors import AccountNotFound
+
+    store = DynamoOffboardingStore(context.table)
+    account_id = context.args.account_id
+    try:
+        deletion = offboarding.delete_account(store, account_id, context.clock.epoch_ms(), "ops", context.clock.now())
+    except AccountNotFound:
+        print(f"error: account {account_id} not found in table {context.outputs.table_name}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    types = [place.resource_type for place in deletion.quotas]
+    if context.args.json:
+        emit_json({"accountId": account_id, "requestedMs": deletion.requested_ms, "resourceTypes": types})
+    else:
+        print(f"account {account_id} deleted ({_many(len(types), 'type')}): the sweeper erases it")
+    return EXIT_OK
+
+
 def run_plans_status(context: Context) -> int:
     from functions.adapters.api_store import DynamoApiStore
     from functions.core import rollout
@@ -785,6 +822,8 @@ def format_sweep(result: commands.SweepResult) -> str:
             lines.append(f"  busy accounts  {busy}; dead leases settled {settled}")
         if "grants_ended" in summary:
             lines.append(f"  grants ended   {summary['grants_ended']}")
+        if "accounts_erased" in summary:
+            lines.append(f"  accounts erased {summary['accounts_erased']}")
     else:
         lines.append(f"  {json.dumps(summary)}")
     return "\n".join(lines)

@@ -562,7 +562,7 @@ def sweep_in_process(
     """
     from functions.shared.config import ConfigurationError, FunctionEnvironment, Settings
     from functions.shared.wiring import Wiring
-    from functions.sweeper.handler import run_sweep, summary
+    from functions.sweeper.handler import erase_deleted_accounts, run_sweep, summary
 
     names = [FunctionEnvironment.variable(setting) for setting in SWEEP_SETTINGS]
     environment = {name: function_environment[name] for name in names if name in function_environment}
@@ -571,10 +571,12 @@ def sweep_in_process(
         settings = Settings.from_env(environment)
     except ConfigurationError as error:
         raise OpsError(f"the sweeper's deployed settings are invalid: {error}") from error
-    report = run_sweep(Wiring(settings, connection.session, connection.endpoint_url, clock))
+    wiring = Wiring(settings, connection.session, connection.endpoint_url, clock)
+    report = run_sweep(wiring)
+    erased = erase_deleted_accounts(wiring)
     return SweepResult(
         "in-process",
-        summary(report),
+        {**summary(report), "accounts_erased": erased},
         {
             "pending_older_than_seconds": int(settings.sweep.pending_older_than.total_seconds()),
             "quiet_seconds": int(settings.sweep.quiet.total_seconds()),

@@ -17,9 +17,11 @@ from functions.adapters.account_item import (
     heal_epoch_of,
     held_leases,
     resource_types_of,
+    shard_index,
     shard_state,
 )
-from functions.adapters.attributes import to_attributes
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.counters import COUNT
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.plan_item import PlanItems
@@ -51,13 +53,21 @@ from functions.adapters.table_layout import (
     PENDING_BUCKET,
     PENDING_SINCE,
     SORT_KEY,
+    item_key,
 )
 from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
-from functions.core.errors import AmountDiffers, InvalidCursor, ResourceAlreadyExists, StoreUnavailable
+from functions.core.errors import (
+    AccountBeingDeleted,
+    AmountDiffers,
+    InvalidCursor,
+    ResourceAlreadyExists,
+    StoreUnavailable,
+)
 from functions.core.healing import last_write_stamp
 from functions.core.history import PeriodCounts
 from functions.core.leases import Lease
+from functions.core.lifecycle import TypeContents
 from functions.core.model import AccountUsage, LimitSource, Page, PageBudget, Quota, QuotaMode, Resource, Usage
 from functions.core.plans import AccountEntry, AccountPage, Plan, PlanPage
 
@@ -78,6 +88,9 @@ class DynamoApiStore(ShardStore):
     # accounts ------------------------------------------------------------------------------
 
     def create_account(self, quota: Quota, change: LimitChange, now: str, resource_types: Sequence[str] = ()) -> bool:
+        # An account being deleted is not created again until it is erased (its entry gone).
+        if self._table.read_keys("read an account's deletion", [item_key(keys.DELETIONS_PK, quota.account_id)]):
+            raise AccountBeingDeleted(quota.account_id)
         values: dict[str, Any] = {
             ":limit": change.limit,
             ":zero": 0,
@@ -432,6 +445,88 @@ class DynamoApiStore(ShardStore):
     def get_resources(self, quota: Quota, resource_ids: Iterable[str]) -> dict[str, Resource]:
         return read_resources(self._table, quota, resource_ids)
 
+    # a type's removal (functions/core/lifecycle.py) --------------------------------------------
+
+    def read_type_contents(self, quota: Quota) -> TypeContents | None:
+        read = self.read_quota_items(quota)
+        if read is None:
+            return None
+        resource_items = sum(1 for item in self._partition(quota) if _is_resource(item))
+        return TypeContents(
+            shards=tuple(shard_state(item) for item in read.shards),
+            eventual=read.eventual,
+            resource_items=resource_items,
+            read=read,
+        )
+
+    def remove_type(self, quota: Quota, contents: TypeContents) -> bool:
+        read = contents.read
+        if not isinstance(read, AccountItems):
+            raise TypeError("contents not read by this store")
+        own = {(item[PARTITION_KEY], item[SORT_KEY]) for item in [*read.shards, *read.counters]}
+        partition = self._partition(quota)
+        if any(_is_resource(item) for item in partition):
+            return False  # a create landed since the read: nothing written, the caller reads again
+        rest = [
+            item_key(str(item[PARTITION_KEY]), str(item[SORT_KEY]))
+            for item in partition
+            if (item[PARTITION_KEY], item[SORT_KEY]) not in own
+        ]
+        self._table.delete_keys("delete a type's items", rest)
+        actions: list[dict[str, Any]] = []
+        for item in read.shards:
+            actions.append(self._delete_if_as_read(shard_key(quota, shard_index(item)), schema.VERSION, item))
+        for item in read.counters:
+            key = item_key(str(item[PARTITION_KEY]), str(item[SORT_KEY]))
+            actions.append(self._delete_if_as_read(key, COUNT, item))
+        actions.append(
+            {
+                "Update": {
+                    "TableName": self._table.name,
+                    "Key": account_key(quota.default_quota),
+                    "UpdateExpression": "DELETE #types :type",
+                    "ConditionExpression": "attribute_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#types": schema.TYPES_NAME},
+                    "ExpressionAttributeValues": to_attributes({":type": {quota.resource_type}}),
+                }
+            }
+        )
+        return self.transact("remove a type", actions)
+
+    def _delete_if_as_read(self, key: dict[str, Any], name: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        """A transaction's Delete of the item at `key`, conditional on its `name` being as read."""
+        if name in item:
+            condition, values = "#n = :n", {"ExpressionAttributeValues": to_attributes({":n": item[name]})}
+        else:
+            condition, values = "attribute_exists(#pk) AND attribute_not_exists(#n)", {}
+        return {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": key,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#n": name, **({"#pk": PARTITION_KEY} if "#pk" in condition else {})},
+                **values,
+            }
+        }
+
+    def _partition(self, quota: Quota) -> list[dict[str, Any]]:
+        """Every item of the quota's partition (its account item, counter shard 0, resources and
+        tombstones, outbox items, keyed PUTs' records, refusal windows), decoded, key attributes and
+        item type only."""
+        request = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "#pk = :pk",
+            "ProjectionExpression": "#pk, #sk, #type",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#type": ITEM_TYPE},
+            "ExpressionAttributeValues": to_attributes({":pk": keys.account_pk(quota)}),
+            "ConsistentRead": True,
+        }
+        return [
+            from_attributes(item)
+            for page in self._table.pages("read a type's items", request)
+            for item in page.get("Items", [])
+        ]
+
     # resources ------------------------------------------------------------------------------
 
     def put_resource(self, resource: Resource) -> None:
@@ -571,6 +666,11 @@ class DynamoApiStore(ShardStore):
         if len(fitting) < len(items):  # the next page starts right after the last item that fits
             return Page(items=fitting, next_cursor=_encode_cursor(resource_key(quota, fitting[-1].resource_id)))
         return Page(items=items, next_cursor=_encode_cursor(start_key) if start_key else None)
+
+
+def _is_resource(item: Mapping[str, Any]) -> bool:
+    """A resource item that is not a tombstone: live, or deleted and not yet counted."""
+    return str(item[SORT_KEY]).startswith(keys.RESOURCE_PREFIX) and item.get(ITEM_TYPE) != TOMBSTONE
 
 
 def _usage(quota: Quota, read: AccountItems) -> Usage:

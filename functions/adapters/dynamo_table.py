@@ -7,7 +7,8 @@ ShardStore, the heal's holds one, on the same table). Every call goes through `c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from functions.adapters.attributes import from_attributes
@@ -17,6 +18,11 @@ from functions.core.errors import StoreUnavailable
 # BatchGetItem takes up to 100 keys, and may leave some unprocessed under load: asked again, a few times.
 BATCH_GET_KEYS = 100
 BATCH_GET_ATTEMPTS = 8
+# BatchWriteItem takes up to 25 requests; what it leaves unprocessed (under load, or a partition at
+# its limit) is not retried by botocore: asked again here, after a backoff that doubles.
+BATCH_WRITE_KEYS = 25
+BATCH_WRITE_ATTEMPTS = 8
+BATCH_WRITE_BACKOFF_SECONDS = 0.05
 
 
 class DynamoTable:
@@ -63,3 +69,20 @@ class DynamoTable:
             else:
                 raise StoreUnavailable(f"{operation}: keys left unprocessed", may_have_landed=False)
         return found
+
+    def delete_keys(
+        self, operation: str, doomed: Sequence[dict[str, Any]], sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        """Delete the items at `doomed` (absent ones too: a delete of nothing succeeds): one
+        BatchWriteItem per 25 keys, its UnprocessedItems asked again with backoff (botocore retries
+        a failed call, never the items a successful one left unprocessed)."""
+        for start in range(0, len(doomed), BATCH_WRITE_KEYS):
+            requests = [{"DeleteRequest": {"Key": key}} for key in doomed[start : start + BATCH_WRITE_KEYS]]
+            for attempt in range(BATCH_WRITE_ATTEMPTS):
+                response = self.call(operation, "batch_write_item", RequestItems={self.name: requests})
+                requests = response.get("UnprocessedItems", {}).get(self.name, [])
+                if not requests:
+                    break
+                sleep(BATCH_WRITE_BACKOFF_SECONDS * 2**attempt)
+            else:
+                raise StoreUnavailable(f"{operation}: items left unprocessed", may_have_landed=True)

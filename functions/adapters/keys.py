@@ -51,6 +51,12 @@ PLAN_PREFIX = "PLAN#"
 # its override ends, `GRANTS#<YYYY-MM-DDTHH>`, sorted by the end (epoch ms, zero-padded) then the
 # quota's name, so the sweeper finds the grants ended by a Query per hour it looks back, never a Scan.
 GRANTS_PREFIX = "GRANTS#"
+# Accounts being deleted (functions/core/offboarding.py): an entry each in one partition,
+# `DELETIONS`, sort key the account id, so the sweeper finds them by a Query, never a Scan; the
+# entry is the account's tombstone until its erasure ends. Its Account Deleted event's outbox item
+# is `EVENT#DELETED` in the account's partition (erased with it, once the stream has published it).
+DELETIONS_PK = "DELETIONS"
+ACCOUNT_DELETED_SK = f"{EVENT_PREFIX}DELETED"
 # Per-tenant rate windows (functions/core/rate_limits.py): `RATE#<account>#<window ms>#<index>` /
 # `RATE`, a partition key per window.
 RATE_PREFIX = "RATE#"

@@ -10,7 +10,7 @@ and the events' dead-letter queue's 14 days, so an operator's replay can still f
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
@@ -33,9 +33,10 @@ from functions.core.accounts import LimitChange
 from functions.core.admission import ShardState
 from functions.core.leases import iso_timestamp, parse_timestamp
 from functions.core.model import Quota, QuotaMode
+from functions.core.offboarding import AccountDeletion
 from functions.core.publishing import BusEvent, OutboxRecord
 from functions.core.thresholds import Crossing, limit_change_id, thresholds_or_default
-from functions.usage_events.models import LimitChanged, UsageThresholdCrossed
+from functions.usage_events.models import AccountDeleted, LimitChanged, UsageThresholdCrossed
 
 USAGE_EVENT = "usage_event"  # the item type
 DETAIL_TYPE = "detail_type"
@@ -109,6 +110,36 @@ def limit_change_item(table: str, quota: Quota, account: ShardState, change: Lim
         DETAIL: event.model_dump_json(exclude_none=True),
         EXPIRES_AT: int((parse_timestamp(now) + OUTBOX_RETENTION).timestamp()),
         "account_id": quota.account_id,
+    }
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": to_attributes(values),
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+        }
+    }
+
+
+def account_deleted_item(table: str, deletion: AccountDeletion) -> dict[str, Any]:
+    """An account deletion's outbox item, a Put for the transaction that records the deletion, in
+    the account's partition (erased with it, long after the stream has published it)."""
+    received = datetime.fromtimestamp(deletion.requested_ms / 1000, UTC)
+    event = AccountDeleted(
+        eventId=f"account-deleted:{deletion.account_id}:{deletion.requested_ms}",
+        accountId=deletion.account_id,
+        resourceTypes=[place.resource_type for place in deletion.quotas],
+        deletedBy=deletion.deleted_by,
+        deletedAt=iso_timestamp(received),
+    )
+    values = {
+        PARTITION_KEY: keys.account_pk(Quota(deletion.account_id)),
+        SORT_KEY: keys.ACCOUNT_DELETED_SK,
+        ITEM_TYPE: USAGE_EVENT,
+        DETAIL_TYPE: event.DETAIL_TYPE,
+        DETAIL: event.model_dump_json(),
+        EXPIRES_AT: int((received + OUTBOX_RETENTION).timestamp()),
+        "account_id": deletion.account_id,
     }
     return {
         "Put": {

@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 
 from functions.api.models import (
+    AccountDeletionView,
     AccountPageView,
     AccountView,
     AdmissionView,
@@ -26,6 +27,7 @@ from functions.api.models import (
     PlanView,
     ResourcePage,
     ResourceView,
+    TypeDeletionView,
     TypedResourcePage,
     TypedResourceView,
     TypeList,
@@ -96,6 +98,14 @@ HistoryPeriods = Annotated[
     ),
 ]
 
+DeleteResources = Annotated[
+    bool,
+    Query(
+        description="true: delete the type's resources too, each as its DELETE does (counted as a delete); "
+        "false (the default): a type that holds resources is refused 409 TypeNotEmpty.",
+    ),
+]
+
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
 # A cursor is URL-safe base64 without padding (functions/adapters/api_store.py makes them); one of
@@ -124,6 +134,8 @@ GET_HISTORY, GET_TYPED_HISTORY = "getPeriodHistory", "getTypedPeriodHistory"
 PUT_PLAN, GET_PLAN, LIST_PLANS = "putPlan", "getPlan", "listPlans"
 LIST_ACCOUNTS = "listAccounts"
 REMOVE_OVERRIDE = "removeOverride"
+DELETE_TYPE = "deleteResourceType"
+DELETE_ACCOUNT = "deleteAccount"
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -234,7 +246,8 @@ RESOURCE_ETAG_HEADER: dict[str, OpenAPIResponseHeader] = {
 ERRORS = {
     400: "ValidationError: a path, query, header or body the contract does not allow (every body is read as JSON, "
     "whatever its Content-Type; an empty one where a body is wanted too); InvalidCursor: a cursor this API did not "
-    "return (a cursor is opaque); nothing was written",
+    "return (a cursor is opaque); DefaultTypeNotDeletable: a delete of the default type (it goes only with its "
+    "account); nothing was written",
     401: "API Gateway, with the JWT authorizer (-c authorizer=jwt): Unauthorized (no bearer token, or one that is "
     "not valid)",
     403: "API Gateway: MissingAuthenticationToken (unsigned, or a method API Gateway does not take, such as TRACE), "
@@ -246,7 +259,10 @@ ERRORS = {
     f"deleted), TooManyResourceTypes (a PUT of a new type when the account has {MAX_RESOURCE_TYPES} types besides "
     "the default), PeriodChangeRefused (a PUT asking a quota for another period: a holding quota becomes periodic "
     "only while it holds nothing, a periodic one keeps its period), PeriodClosed (a delete or resize of a usage "
-    "record whose period is over), QuotaNotPeriodic (a periods' history of a holding quota, which has no periods)",
+    "record whose period is over), QuotaNotPeriodic (a periods' history of a holding quota, which has no periods), "
+    "TypeNotEmpty (a delete of a type that holds resources, without deleteResources=true), PlanType (a delete of a "
+    "type its account's plan gives), AccountBeingDeleted (a PUT that would create an account whose deletion is "
+    "under way)",
     412: "PreconditionFailed: If-Match names another version of the limit (or the account, or its type, does not "
     "exist; on a plan's route, of the plan)",
     413: "PayloadTooLarge: a body over 64 KiB (the function), or over 10 MB (API Gateway)",
@@ -624,5 +640,39 @@ REMOVE_OVERRIDE_OPERATION = Operation(
         },
         404,
         headers=ETAG_HEADER,
+    ),
+)
+DELETE_TYPE_OPERATION = Operation(
+    DELETE_TYPE,
+    "Delete a resource type of an account, and with deleteResources=true its resources (admin only)",
+    answers(
+        {
+            200: (
+                "removed: the type is gone; or, its resources deleted and the stream yet to count the deletes, "
+                "not yet (its limit is 0 meanwhile): the same DELETE again removes it",
+                TypeDeletionView,
+            )
+        },
+        404,
+        409,
+    ),
+    description="A type that holds resources is refused (409 TypeNotEmpty) unless deleteResources=true. The default "
+    "type is not deletable (400 DefaultTypeNotDeletable: it goes with its account), nor a type the account's plan "
+    'gives (409 PlanType: move the account to a plan without it). docs/api.md, "Delete a type".',
+)
+DELETE_ACCOUNT_OPERATION = Operation(
+    DELETE_ACCOUNT,
+    "Delete an account: every quota, resource, record and event of it (admin only)",
+    answers(
+        {
+            202: (
+                "Accepted: every create of the account is refused from now on (404 AccountNotFound, a replay of an "
+                "Idempotency-Key too), and an Account Deleted event is announced once; its items are erased by the "
+                'sweeper within the documented bound (docs/plans.md, "Lifecycle"). A repeat answers the same '
+                "deletion",
+                AccountDeletionView,
+            )
+        },
+        404,
     ),
 )

@@ -15,8 +15,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.api.json_body import BodyRefused, render
 from functions.api.models import ErrorDetail, ErrorResponse
 from functions.core.errors import (
+    AccountBeingDeleted,
     AccountNotFound,
     CallerGaveUp,
+    DefaultTypeNotDeletable,
     DomainError,
     IdempotencyKeyMismatch,
     IdempotencyKeyReused,
@@ -26,11 +28,13 @@ from functions.core.errors import (
     PeriodChangeRefused,
     PeriodClosed,
     PlanNotFound,
+    PlanType,
     PreconditionFailed,
     QuotaNotPeriodic,
     ResourceNotFound,
     StoreUnavailable,
     TooManyResourceTypes,
+    TypeNotEmpty,
 )
 from functions.core.refusals import refusal_log_fields
 from functions.shared.observability import logger, metrics
@@ -50,6 +54,10 @@ STATUS_OF: dict[type[DomainError], HTTPStatus] = {
     CallerGaveUp: HTTPStatus.GATEWAY_TIMEOUT,
     PlanNotFound: HTTPStatus.NOT_FOUND,
     OverrideNotFound: HTTPStatus.NOT_FOUND,
+    TypeNotEmpty: HTTPStatus.CONFLICT,
+    AccountBeingDeleted: HTTPStatus.CONFLICT,
+    PlanType: HTTPStatus.CONFLICT,
+    DefaultTypeNotDeletable: HTTPStatus.BAD_REQUEST,
 }
 
 RETRY_AFTER_SECONDS = "1"

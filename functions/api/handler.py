@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -29,6 +30,7 @@ from functions.api.contract import (
     AccountId,
     AskedAmount,
     Cursor,
+    DeleteResources,
     HistoryPeriods,
     IdempotencyKey,
     PageSize,
@@ -40,6 +42,7 @@ from functions.api.contract import (
 )
 from functions.api.json_body import page_budget, parse_body, render
 from functions.api.models import (
+    AccountDeletionView,
     AccountEntryView,
     AccountPageView,
     AccountView,
@@ -53,6 +56,7 @@ from functions.api.models import (
     PutTypeRequest,
     QuotaAnswer,
     ResizeResourceRequest,
+    TypeDeletionView,
     TypeList,
     TypeView,
 )
@@ -73,8 +77,9 @@ from functions.api.router import (
     TYPES_PATH,
     Family,
 )
-from functions.core import accounts, grants, history, leases, plans, rollout
+from functions.core import accounts, grants, history, leases, lifecycle, offboarding, plans, rollout
 from functions.core.history import DEFAULT_HISTORY_PERIODS
+from functions.core.leases import iso_timestamp
 from functions.core.model import NewResource, Quota, QuotaMode, Resource, TenantRate, Usage
 from functions.core.periods import Period
 from functions.shared.observability import logger, metrics, tracer
@@ -138,6 +143,15 @@ def put_account(
     usage = accounts.put_account(wired().api_store, Quota(accountId), change, now, caller_waiting)
     wired().tenant_limiter.learn(accountId, usage.rate)
     return account_response(usage)
+
+
+@gate.exempt_from_tenant_rate  # as the account's PUT
+def delete_account(accountId: AccountId) -> Response[str]:
+    deletion = offboarding.delete_account(
+        wired().offboarding_store, accountId, received_ms(), caller(), wired().clock.now()
+    )
+    requested = iso_timestamp(datetime.fromtimestamp(deletion.requested_ms / 1000, UTC))
+    return json_response(HTTPStatus.ACCEPTED, AccountDeletionView(accountId=accountId, requestedAt=requested))
 
 
 def get_account(accountId: AccountId) -> Response[str]:
@@ -208,6 +222,26 @@ def remove_override(accountId: AccountId, resourceType: ResourceType) -> Respons
     quota = Quota(accountId, resourceType)
     usage = plans.remove_override(wired().api_store, quota, received_ms(), now, caller_waiting, caller())
     return json_response(HTTPStatus.OK, TypeView.of(usage), etag(usage))
+
+
+@gate.exempt_from_tenant_rate  # as a type's PUT
+def delete_type(
+    accountId: AccountId, resourceType: ResourceType, deleteResources: DeleteResources = False
+) -> Response[str]:
+    deleted = lifecycle.delete_type(
+        wired().api_store,
+        Quota(accountId, resourceType),
+        deleteResources,
+        received_ms(),
+        now,
+        caller_waiting,
+        wired().shard_directory,
+        caller(),
+    )
+    removed = deleted is lifecycle.TypeDeletion.REMOVED
+    return json_response(
+        HTTPStatus.OK, TypeDeletionView(accountId=accountId, resourceType=resourceType, removed=removed)
+    )
 
 
 def put_plan(planId: PlanId, request: Annotated[PutPlanRequest, Body()], if_match: PlanIfMatch = None) -> Response[str]:
@@ -378,8 +412,10 @@ def get_history(
 ROUTES: tuple[router.Route, ...] = (
     ("PUT", ACCOUNT_PATH, contract.PUT_ACCOUNT_OPERATION, put_account),
     ("GET", ACCOUNT_PATH, contract.GET_ACCOUNT_OPERATION, get_account),
+    ("DELETE", ACCOUNT_PATH, contract.DELETE_ACCOUNT_OPERATION, delete_account),
     ("PUT", TYPE_PATH, contract.PUT_TYPE_OPERATION, put_type),
     ("GET", TYPE_PATH, contract.GET_TYPE_OPERATION, get_type),
+    ("DELETE", TYPE_PATH, contract.DELETE_TYPE_OPERATION, delete_type),
     ("GET", TYPES_PATH, contract.LIST_TYPES_OPERATION, list_types),
     ("POST", RESOURCES_PATH, contract.CREATE_RESOURCE_OPERATION, create_resource),
     ("GET", RESOURCES_PATH, contract.LIST_RESOURCES_OPERATION, list_resources),

@@ -425,6 +425,24 @@ class AdmissionView(BaseModel):
     free: int = Field(description="The units a create could take now (0 or more).")
 
 
+class TypeDeletionView(BaseModel):
+    accountId: str
+    resourceType: str
+    removed: bool = Field(
+        description="true: the type is gone (its limit, counters, records and events, and its name from the "
+        "account). false: its resources are deleted (each counted as a delete) and its limit is 0, so every create "
+        "of it is refused; the stream has yet to count the deletes: the same DELETE again removes the type once it "
+        'has (docs/api.md, "Delete a type").'
+    )
+
+
+class AccountDeletionView(BaseModel):
+    accountId: str
+    requestedAt: str = Field(
+        description="When the deletion was first asked (ISO 8601, UTC): a repeated DELETE answers the same deletion."
+    )
+
+
 class QuotaAnswer(BaseModel):
     """An answer whose optional fields are left out when absent (never null), so a quota without
     them answers byte for byte what a client that knows none of them reads."""

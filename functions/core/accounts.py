@@ -581,7 +581,10 @@ def create_resource(
         resource_id = idempotent_resource_id(quota, idempotency_key)
         earlier = store.get_resource(quota, resource_id)
         if earlier is not None and not earlier.expired(epoch_seconds(now)):
-            # A replay answers as the first call did, even if the account is now at its limit.
+            # A replay answers as the first call did, even if the account is now at its limit;
+            # not once its quota is gone (a deleted account's or type's, docs/plans.md "Lifecycle").
+            if not store.read_shards(quota, [0]):
+                raise AccountNotFound(quota)
             return _replay(earlier, fingerprint)
 
     if not in_time():

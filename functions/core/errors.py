@@ -232,6 +232,52 @@ class OverrideNotFound(DomainError):
         )
 
 
+class TypeNotEmpty(DomainError):
+    """A delete of a type that still holds resources (or whose deletes the stream has not counted
+    yet), without `deleteResources` (docs/api.md, "Delete a type"). A 409, nothing written."""
+
+    code = "TypeNotEmpty"
+
+    def __init__(self, quota: Quota) -> None:
+        super().__init__(
+            f"type {quota.resource_type!r} of account {quota.account_id!r} holds resources: delete them first, "
+            "or ask for deleteResources=true"
+        )
+
+
+class PlanType(DomainError):
+    """A delete of a type its account's plan gives: the plan's type is the plan's (docs/plans.md,
+    "Lifecycle"). A 409, nothing written: remove the override, or move the account to another plan."""
+
+    code = "PlanType"
+
+    def __init__(self, quota: Quota) -> None:
+        super().__init__(
+            f"type {quota.resource_type!r} of account {quota.account_id!r} is given by its plan: put the account "
+            "on a plan without it instead"
+        )
+
+
+class DefaultTypeNotDeletable(DomainError):
+    """A delete of the default type: it is the account's (its item holds the account's rate limit and
+    types), and goes only with the account. A 400, nothing written."""
+
+    code = "DefaultTypeNotDeletable"
+
+    def __init__(self, quota: Quota) -> None:
+        super().__init__(f"the default type of account {quota.account_id!r} goes only with the account")
+
+
+class AccountBeingDeleted(DomainError):
+    """A PUT that would create an account again while its deletion is under way (docs/plans.md,
+    "Lifecycle"). A 409, nothing written: once the account is erased, its id is free again."""
+
+    code = "AccountBeingDeleted"
+
+    def __init__(self, account_id: str) -> None:
+        super().__init__(f"account {account_id!r} is being deleted; its id is free again once it is erased")
+
+
 class StoreUnavailable(Exception):
     """DynamoDB did not complete a call after the SDK's retries (throttling, 5xx, network).
 

@@ -27,6 +27,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import watch_attempts
 from functions.adapters.event_bus import EventBridgeBus
 from functions.adapters.healing_store import DynamoHealingStore
+from functions.adapters.offboarding_store import DynamoOffboardingStore
 from functions.adapters.rate_windows import DynamoWindowStore
 from functions.adapters.refused_windows import DynamoRefusedWindows, SqsAnnouncementQueue
 from functions.adapters.rollout_queue import SqsRolloutQueue
@@ -97,6 +98,11 @@ class Wiring:
     @property
     def api_store(self) -> DynamoApiStore:
         return self._once("api_store", lambda: DynamoApiStore(self.table))
+
+    @property
+    def offboarding_store(self) -> DynamoOffboardingStore:
+        """Accounts' deletions: the API's DELETE and the sweeper's erasure (functions/core/offboarding.py)."""
+        return self._once("offboarding_store", lambda: DynamoOffboardingStore(self.table))
 
     @property
     def shard_directory(self) -> Directory:

@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.adapters.grant_index import DynamoGrantIndex
 from functions.core.grants import sweep_grants
+from functions.core.offboarding import finish_deletions
 from functions.core.sweeper import SweepReport, sweep
 from functions.shared.observability import logger, metrics, tracer
 from functions.shared.wiring import Wiring
@@ -35,6 +36,12 @@ def run_sweep(wiring: Wiring) -> SweepReport:
     )
 
 
+def erase_deleted_accounts(wiring: Wiring) -> int:
+    """Erase the accounts whose deletion's fence is older than the heal's quiet time (six times the
+    API function's timeout): no create that reserved before the fence can still land."""
+    return finish_deletions(wiring.offboarding_store, wiring.clock.now(), wiring.settings.sweep.quiet)
+
+
 def summary(report: SweepReport) -> dict[str, Any]:
     return {
         "pending": {outcome.value: count for outcome, count in report.pending.outcomes.items()},
@@ -51,7 +58,10 @@ def summary(report: SweepReport) -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext, wiring: Wiring | None = None) -> dict[str, Any]:
-    report = run_sweep(wiring or default_wiring())
+    wiring = wiring or default_wiring()
+    report = run_sweep(wiring)
+    erased = erase_deleted_accounts(wiring)
+    metrics.add_metric(name="AccountsErased", unit=MetricUnit.Count, value=erased)
     found = sum(report.pending.outcomes.values())
     metrics.add_metric(name="SweepPendingFound", unit=MetricUnit.Count, value=found)
     metrics.add_metric(name="SweepPendingFailed", unit=MetricUnit.Count, value=len(report.pending.failed))
@@ -70,6 +80,6 @@ def handler(event: dict[str, Any], context: LambdaContext, wiring: Wiring | None
         )
     for outcome, count in report.heals.items():
         metrics.add_metric(name=f"Heal{outcome.name.title().replace('_', '')}", unit=MetricUnit.Count, value=count)
-    result = summary(report)
+    result = {**summary(report), "accounts_erased": erased}
     logger.info("sweep finished", extra=result)
     return result

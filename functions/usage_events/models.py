@@ -138,9 +138,30 @@ class LimitRefused(BaseModel):
     )
 
 
+class AccountDeleted(BaseModel):
+    """An admin deleted an account (`DELETE /accounts/{id}`): from then on every create of it is
+    refused, and its items are erased within the documented bound (docs/plans.md, "Lifecycle").
+    Announced once per deletion."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    DETAIL_TYPE: ClassVar[str] = "Account Deleted"
+
+    eventId: str = Field(description="Stable: every copy of this deletion's event carries it, and no other event does.")
+    accountId: str
+    resourceTypes: list[str] = Field(
+        description="The account's types when it was deleted: `default` first, then the others by name."
+    )
+    deletedBy: str = Field(
+        description="The caller as API Gateway identified it: the IAM principal's ARN (`userArn`), or a token "
+        "authorizer's principal id; empty when neither is known."
+    )
+    deletedAt: str = Field(description="When the DELETE was received: ISO 8601, UTC.")
+
+
 # Every event type, by the detail-type it is put with.
 EVENT_TYPES: dict[str, type[BaseModel]] = {
     UsageThresholdCrossed.DETAIL_TYPE: UsageThresholdCrossed,
     LimitChanged.DETAIL_TYPE: LimitChanged,
     LimitRefused.DETAIL_TYPE: LimitRefused,
+    AccountDeleted.DETAIL_TYPE: AccountDeleted,
 }

@@ -93,6 +93,15 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     api.request("GET", "/accounts?limit=5")  # the account registry: the accounts index
     api.request("GET", f"/accounts/busy/resources/{created['resourceId']}")
     api.delete("busy", created["resourceId"])
+    # A type removed: its limit change's outbox item in a batch, its items in a transaction.
+    assert api.put_type("busy", "gone", 1).status == 200
+    assert api.put_type("busy", "gone", 2).status == 200
+    assert api.request("DELETE", "/accounts/busy/types/gone").json()["removed"] is True
+    # An account deleted (its deletion recorded with its event, its shards fenced in a batch); the
+    # sweeper below erases it.
+    assert api.put_account("leaving", 1).status == 200
+    assert api.create("leaving", "r").status == 201
+    assert api.request("DELETE", "/accounts/leaving").status == 202
     # A busy account: room moved between shards, a refusal proved by a snapshot, a limit lowered
     # below its usage (the other shards retired, the change checked against each of them).
     assert harness.wiring.api_store.set_active(Quota("busy"), 1, 1, 4)
@@ -139,7 +148,8 @@ def test_each_function_is_allowed_exactly_the_calls_it_makes(
     sweeper_wiring = Wiring(settings, harness.wiring.session, harness.wiring.endpoint_url, harness.clock)
     recorder.install(sweeper_wiring)
     harness.clock.advance(timedelta(seconds=3))  # past the grant's end
-    assert sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)["grants_ended"] == 1
+    swept = sweeper({}, FakeLambdaContext(function_name="sweeper"), wiring=sweeper_wiring)
+    assert (swept["grants_ended"], swept["accounts_erased"]) == (1, 1)
     # A plan's new version: the pager reads its accounts from the registry, the worker gives it to
     # each, and pages on (pages of one account: the worker's own paging too).
     for other in ("team-1", "team-2"):

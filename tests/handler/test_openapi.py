@@ -57,7 +57,7 @@ def test_document_describes_the_contract() -> None:
     assert set(paths["/accounts/{accountId}/resources/{resourceId}"]) == {"get", "patch", "delete"}
     assert set(paths["/accounts/{accountId}/admission"]) == {"get"}
     assert set(paths["/accounts/{accountId}/types/{resourceType}/history"]) == {"get"}
-    assert set(paths["/accounts/{accountId}/types/{resourceType}"]) == {"get", "put"}
+    assert set(paths["/accounts/{accountId}/types/{resourceType}"]) == {"get", "put", "delete"}
     parameters = {p["name"] for p in paths["/accounts/{accountId}/resources"]["post"]["parameters"]}
     assert "idempotency-key" in {name.lower() for name in parameters}
 

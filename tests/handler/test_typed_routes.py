@@ -194,7 +194,7 @@ def test_too_many_types_is_a_conflict_naming_the_most(harness: Harness) -> None:
     ("method", "path", "allow"),
     [
         ("DELETE", "/accounts/acme/types", "GET"),
-        ("POST", ACME_SEATS, "GET, PUT"),
+        ("POST", ACME_SEATS, "DELETE, GET, PUT"),
         ("PUT", f"{ACME_SEATS}/resources", "GET, POST"),
         ("POST", f"{ACME_SEATS}/resources/r1", "DELETE, GET, PATCH"),
     ],

@@ -147,10 +147,9 @@ def test_unknown_routes_and_bad_ids_get_a_4xx_in_the_envelope(
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        ("DELETE", "/accounts/acme", "GET, PUT"),
-        ("POST", "/accounts/acme", "GET, PUT"),
-        ("PATCH", "/accounts/acme", "GET, PUT"),
-        ("OPTIONS", "/accounts/acme", "GET, PUT"),
+        ("POST", "/accounts/acme", "DELETE, GET, PUT"),
+        ("PATCH", "/accounts/acme", "DELETE, GET, PUT"),
+        ("OPTIONS", "/accounts/acme", "DELETE, GET, PUT"),
         ("PUT", "/accounts/acme/resources", "GET, POST"),
         ("DELETE", "/accounts/acme/resources", "GET, POST"),
         ("POST", "/accounts/acme/resources/r1", "DELETE, GET, PATCH"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from functions.adapters.shards import account_key
 from functions.adapters.table_layout import REGISTRY
 from functions.core.model import Quota
@@ -40,3 +42,19 @@ def test_plans_status_says_how_many_accounts_have_the_plans_version(cli_harness:
     assert running.code == 3
     assert running.json() == {"plan": "pro", "version": 2, "accounts": 2, "updated": 0}
     assert cli("plans", "status", "nope").code == 1
+
+
+def test_accounts_delete_refuses_the_accounts_creates_and_the_sweeper_erases_it(cli_harness: Harness, cli: Cli) -> None:
+    api = cli_harness.api
+    api.put_account("acme", 3)
+    assert api.create("acme").status == 201
+    deleted = cli("accounts", "delete", "acme", "--json")
+    assert (deleted.code, deleted.json()["resourceTypes"]) == (0, ["default"])
+    assert api.create("acme").status == 404
+    assert cli("accounts", "delete", "acme").code == 0  # accepted again: the same deletion
+    assert cli("accounts", "delete", "nobody").code == 4
+    cli_harness.clock.advance(timedelta(seconds=61))
+    from functions.core.offboarding import finish_deletions
+
+    erased = finish_deletions(cli_harness.wiring.offboarding_store, cli_harness.clock.now(), timedelta(seconds=60))
+    assert erased == 1

@@ -42,6 +42,7 @@ def test_in_process_applies_pending_work_and_heals(
         "busy_accounts": 0,
         "dead_leases_settled": 0,
         "grants_ended": 0,
+        "accounts_erased": 0,
         "audits": result.summary["audits"],  # this sweep's slice: whichever bucket the clock picks
     }
     assert set(result.summary["audits"]) <= {"exact", "inconclusive"}
@@ -83,6 +84,7 @@ def test_the_cli_sweeps_in_process_by_default_against_an_endpoint(cli_harness: H
         "  heals          healed 1",
         "  busy accounts  0; dead leases settled 0",
         "  grants ended   0",
+        "  accounts erased 0",
     ]
     assert cli_harness.api.account("acme")["eventual"] == 2
 

@@ -423,6 +423,7 @@ def test_a_tenant_reaching_for_another_tenant_or_for_a_limit_is_denied(
     refused(acme.request("POST", "/accounts/globex/resources", {"name": "x"}), function, 403, "is not authorized")
     refused(acme.request("PUT", "/accounts/acme", {"limit": 1000}), function, 403, "is not authorized")
     refused(acme.request("PUT", "/accounts/acme/types/seats", {"limit": 1000}), function, 403, "is not authorized")
+    refused(acme.request("DELETE", "/accounts/acme/types/seats"), function, 403, "is not authorized")
     refused(acme.request("GET", "/accounts/globex/types/seats"), function, 403, "is not authorized")
     denied = acme.request("GET", "/accounts/globex")
     assert set(denied.body) == {"Message"}  # API Gateway's ACCESS_DENIED body says "Message"

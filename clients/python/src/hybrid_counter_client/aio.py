@@ -21,6 +21,7 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    AccountDeletion,
     AccountEntry,
     AccountPage,
     Admission,
@@ -31,6 +32,7 @@ from hybrid_counter_client.models import (
     Resource,
     ResourcePage,
     ResourceType,
+    TypeDeletion,
     TypedResource,
     TypedResourcePage,
     TypeList,
@@ -275,6 +277,16 @@ class AsyncLimitsClient(ClientBase):
             ),
             if_match,
         )
+
+    async def delete_account(self, account_id: str) -> AccountDeletion:
+        """As the blocking client's `delete_account`."""
+        return await self._call(operations.delete_account(account_id))
+
+    async def delete_type(
+        self, account_id: str, resource_type: str, delete_resources: bool | None = None
+    ) -> TypeDeletion:
+        """As the blocking client's `delete_type`."""
+        return await self._call(operations.delete_type(account_id, resource_type, delete_resources))
 
     async def delete_typed_resource(self, account_id: str, resource_type: str, resource_id: str) -> None:
         await self._call(operations.delete_typed_resource(account_id, resource_type, resource_id))

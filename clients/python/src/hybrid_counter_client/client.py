@@ -16,6 +16,7 @@ from hybrid_counter_client.errors import HybridCounterError, PreconditionFailed
 from hybrid_counter_client.local_run import local_system
 from hybrid_counter_client.models import (
     Account,
+    AccountDeletion,
     AccountEntry,
     AccountPage,
     Admission,
@@ -26,6 +27,7 @@ from hybrid_counter_client.models import (
     Resource,
     ResourcePage,
     ResourceType,
+    TypeDeletion,
     TypedResource,
     TypedResourcePage,
     TypeList,
@@ -406,6 +408,25 @@ class LimitsClient(ClientBase):
             cursor = page.next_cursor
 
     # -- plans (docs/plans.md): admin sessions only --------------------------------------------
+
+    def delete_account(self, account_id: str) -> AccountDeletion:
+        """Delete the account (admin only): every create of it is refused from now on (404
+        AccountNotFound, a replay of an Idempotency-Key too), an Account Deleted event is announced
+        once, and every quota, resource, record and event of it is erased within the documented
+        bound (docs/plans.md, "Lifecycle"). A repeat answers the same deletion; AccountNotFound if
+        there is no such account (after a retry of a call that may have landed: one that was
+        erased already)."""
+        return self._call(operations.delete_account(account_id))
+
+    def delete_type(self, account_id: str, resource_type: str, delete_resources: bool | None = None) -> TypeDeletion:
+        """Delete the type (admin only): `removed` when it is gone. With `delete_resources=True`,
+        its resources are deleted first, each as `delete_typed_resource` does; `removed` False then
+        says the stream has yet to count those deletes (every create of the type is refused
+        meanwhile): call again to remove it, within the stream's lag. TypeNotEmpty when it holds
+        resources and `delete_resources` is not True; PlanType for a type the account's plan gives;
+        DefaultTypeNotDeletable for the default type; AccountNotFound for a type the account does
+        not have (after a retry of a call that may have landed: that call removed it)."""
+        return self._call(operations.delete_type(account_id, resource_type, delete_resources))
 
     def remove_override(self, account_id: str, resource_type: str) -> ResourceType:
         """Give the type its account's plan's limit again (its override removed). OverrideNotFound

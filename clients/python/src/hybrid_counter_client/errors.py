@@ -155,6 +155,23 @@ class QuotaNotPeriodic(ClientError):
     """A history of a holding quota, which has no periods (docs/periods.md)."""
 
 
+class AccountBeingDeleted(ClientError):
+    """A PUT that would create an account again while its deletion is under way: its id is free
+    again once the account is erased (docs/plans.md, "Lifecycle")."""
+
+
+class TypeNotEmpty(ClientError):
+    """A delete of a type that holds resources, without `delete_resources=True` (docs/api.md)."""
+
+
+class PlanType(ClientError):
+    """A delete of a type the account's plan gives: move the account to a plan without it."""
+
+
+class DefaultTypeNotDeletable(ClientError):
+    """A delete of the default type: it goes only with its account."""
+
+
 class PreconditionFailed(ClientError):
     """`If-Match` names another version of the limit (or of the resource, for a resize): read it
     again for its new `etag`."""

@@ -206,6 +206,27 @@ class Admission:
 
 
 @dataclass(frozen=True)
+class AccountDeletion:
+    """An account's deletion, accepted: every create of it is refused from now on, and its items
+    are erased within the documented bound (docs/plans.md, "Lifecycle"). `requested_at`: when
+    the deletion was first asked (a repeat answers the same)."""
+
+    account_id: str
+    requested_at: str
+
+
+@dataclass(frozen=True)
+class TypeDeletion:
+    """A type's delete: `removed` True when the type is gone; False when its resources are deleted
+    (each counted as a delete, every create of it refused meanwhile) and the stream has yet to
+    count the deletes: the same call again removes it once it has."""
+
+    account_id: str
+    resource_type: str
+    removed: bool
+
+
+@dataclass(frozen=True)
 class PeriodTotal:
     """One period of a periodic quota's history: its window (RFC 3339, UTC; `period_end`
     exclusive), its limit, its counts, and whether they are final (`settled`: bill from its

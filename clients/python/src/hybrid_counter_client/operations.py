@@ -18,6 +18,7 @@ from urllib.parse import quote
 from hybrid_counter_client.errors import InvalidPathValue
 from hybrid_counter_client.models import (
     Account,
+    AccountDeletion,
     AccountPage,
     Admission,
     PeriodHistory,
@@ -27,6 +28,7 @@ from hybrid_counter_client.models import (
     Resource,
     ResourcePage,
     ResourceType,
+    TypeDeletion,
     TypedResource,
     TypedResourcePage,
     TypeList,
@@ -100,6 +102,8 @@ TYPE_PATH = "/accounts/{accountId}/types/{resourceType}"
 LIST_TYPES = Operation("listResourceTypes", "GET", "/accounts/{accountId}/types", frozenset({200}), "list_types")
 GET_TYPE = Operation("getResourceType", "GET", TYPE_PATH, frozenset({200}), "get_type")
 PUT_TYPE = Operation("putResourceType", "PUT", TYPE_PATH, frozenset({200}), "put_type_limit")
+DELETE_ACCOUNT = Operation("deleteAccount", "DELETE", "/accounts/{accountId}", frozenset({202}), "delete_account")
+DELETE_TYPE = Operation("deleteResourceType", "DELETE", TYPE_PATH, frozenset({200}), "delete_type")
 LIST_TYPED_RESOURCES = Operation(
     "listTypedResources", "GET", f"{TYPE_PATH}/resources", frozenset({200}), "list_typed_resources_page"
 )
@@ -135,6 +139,7 @@ LIST_ACCOUNTS = Operation("listAccounts", "GET", "/accounts", frozenset({200}), 
 OPERATIONS = (
     GET_ACCOUNT,
     PUT_ACCOUNT,
+    DELETE_ACCOUNT,
     LIST_RESOURCES,
     CREATE_RESOURCE,
     GET_RESOURCE,
@@ -143,6 +148,7 @@ OPERATIONS = (
     LIST_TYPES,
     GET_TYPE,
     PUT_TYPE,
+    DELETE_TYPE,
     LIST_TYPED_RESOURCES,
     CREATE_TYPED_RESOURCE,
     GET_TYPED_RESOURCE,
@@ -414,6 +420,16 @@ def period_history(account_id: str, periods: int | None) -> Call[PeriodHistory]:
 def typed_period_history(account_id: str, resource_type: str, periods: int | None) -> Call[PeriodHistory]:
     where = {"accountId": account_id, "resourceType": resource_type}
     return Call(GET_TYPED_HISTORY, where, _decoder(PeriodHistory), query=_periods(periods))
+
+
+def delete_account(account_id: str) -> Call[AccountDeletion]:
+    return Call(DELETE_ACCOUNT, {"accountId": account_id}, _decoder(AccountDeletion))
+
+
+def delete_type(account_id: str, resource_type: str, delete_resources: bool | None) -> Call[TypeDeletion]:
+    where = {"accountId": account_id, "resourceType": resource_type}
+    query = {} if delete_resources is None else {"deleteResources": str(delete_resources).lower()}
+    return Call(DELETE_TYPE, where, _decoder(TypeDeletion), query=query)
 
 
 def remove_override(account_id: str, resource_type: str) -> Call[ResourceType]:

@@ -1,0 +1,215 @@
+"""The offboarding port on DynamoDB (functions/core/offboarding.py): the deletions' entries, the
+fence and the erasure. No Scan: every item of an account is found from its entry, by key or by a
+Query of one of its partitions.
+
+A deletion's entry (`DELETIONS` / `<account id>`) names the account's quotas, each with its shard
+span, its period and its grant's end, so that the erasure finds every partition the account wrote
+after its account items are gone. Deletes are BatchWriteItem calls of 25 keys
+(DynamoTable.delete_keys asks again for the items one leaves unprocessed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from functions.adapters import grant_index, keys
+from functions.adapters.account_item import resource_types_of, shard_state
+from functions.adapters.attributes import from_attributes, to_attributes
+from functions.adapters.counters import counter_key
+from functions.adapters.dynamo_table import DynamoTable
+from functions.adapters.errors import ConditionFailed, TransactionCancelled
+from functions.adapters.outbox import account_deleted_item
+from functions.adapters.shards import ShardStore, shard_key
+from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
+from functions.core.accounts import HISTORY_RETENTION
+from functions.core.counting import EVENTUAL_COUNTER_SHARDS
+from functions.core.model import Quota
+from functions.core.offboarding import AccountDeletion, QuotaPlace
+from functions.core.periods import Period, format_instant, parse_period
+
+DELETION = "account_deletion"  # the entry's item type
+REQUESTED_MS, DELETED_BY, QUOTAS, FENCED_MS = "requested_ms", "deleted_by", "quotas", "fenced_ms"
+
+
+def deletion_key(account_id: str) -> dict[str, Any]:
+    return item_key(keys.DELETIONS_PK, account_id)
+
+
+class DynamoOffboardingStore:
+    def __init__(self, table: DynamoTable) -> None:
+        self._table = table
+        self._shards = ShardStore(table)
+
+    # the request's part ----------------------------------------------------------------------
+
+    def read_places(self, account_id: str) -> tuple[QuotaPlace, ...] | None:
+        account = Quota(account_id)
+        read = self._shards.read_quota_items(account)
+        if read is None:
+            return None
+        names = sorted(resource_types_of(read.shards[0]))
+        found = self._shards.read_quotas_items([Quota(account_id, name) for name in names]) if names else {}
+        places = [_place(account, read.shards[0])]
+        for name in names:
+            items = found.get(Quota(account_id, name))
+            places.append(_place(Quota(account_id, name), items.shards[0]) if items else QuotaPlace(name))
+        return tuple(places)
+
+    def read_deletion(self, account_id: str) -> AccountDeletion | None:
+        found = self._table.read_keys("read an account's deletion", [deletion_key(account_id)])
+        return _deletion_of(found[0]) if found else None
+
+    def begin_deletion(self, deletion: AccountDeletion) -> bool:
+        values = {
+            PARTITION_KEY: keys.DELETIONS_PK,
+            SORT_KEY: deletion.account_id,
+            ITEM_TYPE: DELETION,
+            REQUESTED_MS: deletion.requested_ms,
+            DELETED_BY: deletion.deleted_by,
+            QUOTAS: json.dumps([_place_json(place) for place in deletion.quotas]),
+            FENCED_MS: 0,
+            # No TTL: the entry is the erasure's work, which deletes it last; a TTL that ran first
+            # (a sweeper down for a day) would leave the account's items with nothing to find them.
+        }
+        entry = {
+            "Put": {
+                "TableName": self._table.name,
+                "Item": to_attributes(values),
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+            }
+        }
+        try:
+            self._table.call(
+                "record an account's deletion",
+                "transact_write_items",
+                TransactItems=[entry, account_deleted_item(self._table.name, deletion)],
+            )
+        except TransactionCancelled:
+            return False  # being deleted already (or its event's item is there: the same deletion)
+        return True
+
+    def fence(self, deletion: AccountDeletion, now: datetime) -> AccountDeletion:
+        doomed: list[dict[str, Any]] = []
+        for quota, place in _quotas(deletion):
+            doomed += [shard_key(quota, shard) for shard in range(place.span)]
+            if place.period is not None:
+                window = place.period.window_at(now)
+                for opened in (window, place.period.following(window)):
+                    period = quota.in_period(opened.id)
+                    doomed += [shard_key(period, shard) for shard in range(place.span)]
+        self._table.delete_keys("fence an account", doomed)
+        fenced_ms = int(now.timestamp() * 1000)
+        with contextlib.suppress(ConditionFailed):  # erased meanwhile: nothing left to fence
+            self._table.call(
+                "record an account's fence",
+                "update_item",
+                TableName=self._table.name,
+                Key=deletion_key(deletion.account_id),
+                UpdateExpression="SET #fenced = :fenced",
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={"#fenced": FENCED_MS, "#pk": PARTITION_KEY},
+                ExpressionAttributeValues=to_attributes({":fenced": fenced_ms}),
+            )
+        return AccountDeletion(
+            deletion.account_id, deletion.requested_ms, deletion.deleted_by, deletion.quotas, fenced_ms
+        )
+
+    # the sweeper's part ----------------------------------------------------------------------
+
+    def pending_deletions(self) -> list[AccountDeletion]:
+        request = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+            "ExpressionAttributeValues": to_attributes({":pk": keys.DELETIONS_PK}),
+            "ConsistentRead": True,
+        }
+        pages = self._table.pages("read the deletions", request)
+        return [_deletion_of(from_attributes(item)) for page in pages for item in page.get("Items", [])]
+
+    def erase(self, deletion: AccountDeletion, now: datetime) -> None:
+        # An account created again by a PUT that raced the deletion's start is erased with the rest.
+        again = self.read_places(deletion.account_id) or ()
+        known = {place.resource_type for place in deletion.quotas}
+        places = [*deletion.quotas, *(place for place in again if place.resource_type not in known)]
+        widest = AccountDeletion(deletion.account_id, deletion.requested_ms, deletion.deleted_by, tuple(places))
+        doomed: list[dict[str, Any]] = []
+        for quota, place in _quotas(widest):
+            partitions = [quota]
+            if place.period is not None:
+                partitions += [quota.in_period(window.id) for window in _kept_windows(place.period, now)]
+            for partition in partitions:
+                doomed += self._partition_keys(keys.account_pk(partition))
+                doomed += [shard_key(partition, shard) for shard in range(1, place.span)]
+                if place.span > 1:
+                    doomed += [counter_key(partition, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
+            if place.grant_ends is not None:
+                doomed.append(grant_index.entry_key(quota, place.grant_ends))
+        self._table.delete_keys("erase an account", doomed)
+        self._table.delete_keys("erase an account's entry", [deletion_key(deletion.account_id)])
+
+    def _partition_keys(self, pk: str) -> list[dict[str, Any]]:
+        request = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "#pk = :pk",
+            "ProjectionExpression": "#pk, #sk",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+            "ExpressionAttributeValues": to_attributes({":pk": pk}),
+            "ConsistentRead": True,
+        }
+        return [
+            {PARTITION_KEY: item[PARTITION_KEY], SORT_KEY: item[SORT_KEY]}
+            for page in self._table.pages("read an account's partition", request)
+            for item in page.get("Items", [])
+        ]
+
+
+def _place(quota: Quota, account_item: Mapping[str, Any]) -> QuotaPlace:
+    state = shard_state(account_item)
+    return QuotaPlace(quota.resource_type, state.span, state.period, state.grant_ends)
+
+
+def _quotas(deletion: AccountDeletion) -> Iterator[tuple[Quota, QuotaPlace]]:
+    for place in deletion.quotas:
+        yield Quota(deletion.account_id, place.resource_type), place
+
+
+def _kept_windows(period: Period, now: datetime) -> Iterable[Any]:
+    """Every window whose items may still be in the table: those that ended within the history's
+    retention (TTL removes older ones), the current one and the next."""
+    window = period.window_at(now)
+    yield period.following(window)
+    while window.end + HISTORY_RETENTION > now:
+        yield window
+        window = period.preceding(window)
+
+
+def _place_json(place: QuotaPlace) -> dict[str, Any]:
+    period = place.period
+    return {
+        "type": place.resource_type,
+        "span": place.span,
+        "every": None if period is None else period.kind.value,
+        "anchor": None if period is None or period.anchor is None else format_instant(period.anchor),
+        "grantEnds": place.grant_ends,
+    }
+
+
+def _deletion_of(item: Mapping[str, Any]) -> AccountDeletion:
+    places = tuple(
+        QuotaPlace(
+            entry["type"],
+            int(entry["span"]),
+            None if entry["every"] is None else parse_period(entry["every"], entry["anchor"]),
+            entry["grantEnds"],
+        )
+        for entry in json.loads(str(item[QUOTAS]))
+    )
+    return AccountDeletion(
+        str(item[SORT_KEY]), int(item[REQUESTED_MS]), str(item[DELETED_BY]), places, int(item.get(FENCED_MS, 0))
+    )
