@@ -33,10 +33,16 @@ API = (
 # The account registry's pages (`GET /accounts`): Queries of the accounts index.
 API_INDEXES = {ACCOUNTS_INDEX.name: ("dynamodb:Query",)}
 # The plan rollout's pager: the plan (GetItem) and its accounts' registry page (the accounts index).
-# Its worker applies a plan as a PUT of an account on it does (the API's calls but the resources'
-# Query), and pages on as the pager does.
+# Its worker applies a plan as a PUT of an account on it does (the limit's calls of the API), and
+# pages on as the pager does.
 ROLLOUT_PAGER = ("dynamodb:GetItem",)
-ROLLOUT_WORKER = tuple(action for action in API if action != "dynamodb:Query")
+ROLLOUT_WORKER = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
 # Counting a batch: one conditional update, or one transaction of updates; a usage-threshold
 # decision also reads the account item and the counter shards (batched).
 COUNTING = ("dynamodb:BatchGetItem", "dynamodb:UpdateItem")

@@ -116,7 +116,13 @@ def checks_for(case: schemathesis.Case, checks: list[Any]) -> list[Any]:
     refused as documented, 400 ValidationError). Nor is a grant's end (`expiresAt`): its pattern
     says the same form, and whether an end is taken is state, not form: it must be after the API's
     clock and within 366 days of it, on a type its account's plan gives (400 ValidationError
-    otherwise: docs/plans.md, "Expiring grants")."""
+    otherwise: docs/plans.md, "Expiring grants"). Nor is a shadow quota (a body, or a plan's
+    quota, with `"mode": "shadow"`): a periodic quota cannot be one, and whether a quota is periodic
+    is its body's or, when the body leaves the period out, its state (400 ValidationError:
+    docs/plans.md, "Shadow mode"). Nor is a DELETE of the type named `default`: the type routes
+    share one path parameter, which names the account's own type as `default` on every other
+    route, and its DELETE is refused as documented (400 DefaultTypeNotDeletable: it goes only with
+    its account)."""
     carries_cursor = bool(case.query) and "cursor" in case.query
     history = {"if-match", "idempotency-key"}
     carries_history = any(name.lower() in history for name in case.headers or {})
@@ -124,7 +130,19 @@ def checks_for(case: schemathesis.Case, checks: list[Any]) -> list[Any]:
         "anchor" in case.body or any(isinstance(quota, dict) and "anchor" in quota for quota in plan_quotas(case.body))
     )
     carries_grant = isinstance(case.body, dict) and "expiresAt" in case.body
-    if carries_cursor or carries_history or carries_anchor or carries_grant or outside_json_rules(case):
+    carries_shadow = isinstance(case.body, dict) and any(
+        isinstance(quota, dict) and quota.get("mode") == "shadow" for quota in [case.body, *plan_quotas(case.body)]
+    )
+    deletes_default = case.method.upper() == "DELETE" and (case.path_parameters or {}).get("resourceType") == "default"
+    if (
+        carries_cursor
+        or carries_history
+        or carries_anchor
+        or carries_grant
+        or carries_shadow
+        or deletes_default
+        or outside_json_rules(case)
+    ):
         return [check for check in checks if check.__name__ != "positive_data_acceptance"]
     return checks
 
