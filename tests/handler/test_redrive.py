@@ -48,13 +48,8 @@ def shard_of(harness: Harness) -> str:
     return str(shards[0]["ShardId"])
 
 
-@pytest.fixture
-def failed_range(harness: Harness) -> str:
-    """Three creates whose stream batch 'exhausted its retries': only its metadata survives."""
-    harness.api.put_account("acme", 10)
-    for index in range(3):
-        harness.api.create("acme", f"r{index}")
-    records = harness.tap.drain()
+def exhausted(harness: Harness, records: list[dict[str, Any]]) -> str:
+    """The on-failure message of a batch of these records that exhausted its retries."""
     return on_failure_message(
         harness.backend.stream_arn,
         shard_of(harness),
@@ -62,6 +57,22 @@ def failed_range(harness: Harness) -> str:
         records[-1]["dynamodb"]["SequenceNumber"],
         len(records),
     )
+
+
+def records_gone(faults: Faults, code: str = "TrimmedDataAccessException") -> None:
+    """The stream answers every GetShardIterator as it does once the range cannot be read."""
+    faults.answer_instead(
+        "GetShardIterator", lambda _: True, {"__type": code, "message": "gone"}, service="dynamodb-streams", times=99
+    )
+
+
+@pytest.fixture
+def failed_range(harness: Harness) -> str:
+    """Three creates whose stream batch 'exhausted its retries': only its metadata survives."""
+    harness.api.put_account("acme", 10)
+    for index in range(3):
+        harness.api.create("acme", f"r{index}")
+    return exhausted(harness, harness.tap.drain())
 
 
 def test_redrive_rereads_the_range_and_counts_each_record_once(harness: Harness, failed_range: str) -> None:
@@ -110,9 +121,7 @@ def test_redrive_reads_only_the_failed_range(harness: Harness, failed_range: str
 def test_when_the_records_are_gone_the_sweep_counts_them(
     harness: Harness, failed_range: str, code: str, faults: Faults
 ) -> None:
-    faults.answer_instead(
-        "GetShardIterator", lambda _: True, {"__type": code, "message": "gone"}, service="dynamodb-streams", times=99
-    )
+    records_gone(faults, code)
     assert redrive(harness, failed_range) == []
     assert harness.api.account("acme")["eventual"] == 3
     harness.check_invariants()
@@ -122,13 +131,7 @@ def test_the_sweep_also_finishes_pending_deletes(harness: Harness, failed_range:
     assert redrive(harness, failed_range) == []
     page = harness.api.request("GET", "/accounts/acme/resources").json()
     harness.api.delete("acme", page["items"][0]["resourceId"])
-    faults.answer_instead(
-        "GetShardIterator",
-        lambda _: True,
-        {"__type": "TrimmedDataAccessException"},
-        service="dynamodb-streams",
-        times=99,
-    )
+    records_gone(faults)
     assert redrive(harness, failed_range) == []
     truth = harness.truth("acme")
     assert (truth.eventual, truth.live, truth.existing) == (2, 2, 2)
@@ -157,21 +160,8 @@ def test_a_limit_change_whose_records_are_gone_is_still_decided(harness: Harness
     harness.pump()
     assert crossings(harness) == [(80, "up", 4)]
     harness.api.put_account("acme", 3)  # 133%: crosses 100 up
-    records = harness.tap.drain()
-    message = on_failure_message(
-        harness.backend.stream_arn,
-        shard_of(harness),
-        records[0]["dynamodb"]["SequenceNumber"],
-        records[-1]["dynamodb"]["SequenceNumber"],
-        len(records),
-    )
-    faults.answer_instead(
-        "GetShardIterator",
-        lambda _: True,
-        {"__type": "TrimmedDataAccessException"},
-        service="dynamodb-streams",
-        times=99,
-    )
+    message = exhausted(harness, harness.tap.drain())
+    records_gone(faults)
     assert redrive(harness, message) == []
     harness.pump()
     assert crossings(harness) == [(80, "up", 4), (100, "up", 4)]
