@@ -146,7 +146,7 @@ def link(operation_id: str, **parameters: str) -> dict[str, Any]:
 ACCOUNT_OF_REQUEST = "$request.path.accountId"
 # What a client does next: an account just put can be read, listed and created in; one just read
 # can be changed, on the condition that it is still as read, asked whether a create would be
-# admitted, its types listed, and, when its answer names a period, its periods' history read; a
+# admitted, its types listed, deleted, and, when its answer names a period, its periods' history read; a
 # resource just created (or replayed) can be read, resized and deleted, and its account (type) read
 # again, asked about the next create, its history read and its limit changed (with no If-Match: a
 # raise after a create). Each of the account's next steps is one link from a create, so a fuzzer's
@@ -159,7 +159,7 @@ GET_ACCOUNT_LINKS = {
     PUT_ACCOUNT: link(PUT_ACCOUNT, accountId=ACCOUNT_OF_REQUEST, **{"header.If-Match": "$response.header.ETag"}),
     **{
         operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST)
-        for operation_id in (GET_ADMISSION, LIST_TYPES, GET_HISTORY)
+        for operation_id in (GET_ADMISSION, LIST_TYPES, GET_HISTORY, DELETE_ACCOUNT)
     },
 }
 CREATE_RESOURCE_LINKS = {
@@ -188,6 +188,7 @@ PUT_TYPE_LINKS = {
         for operation_id in (CREATE_TYPED_RESOURCE, REMOVE_OVERRIDE)
     },
 }
+# A type just read can also be deleted (one of the account's own, not its plan's: the read said which).
 GET_TYPE_LINKS = {
     PUT_TYPE: link(
         PUT_TYPE,
@@ -197,7 +198,7 @@ GET_TYPE_LINKS = {
     ),
     **{
         operation_id: link(operation_id, accountId=ACCOUNT_OF_REQUEST, resourceType=TYPE_OF_REQUEST)
-        for operation_id in (GET_TYPED_ADMISSION, GET_TYPED_HISTORY)
+        for operation_id in (GET_TYPED_ADMISSION, GET_TYPED_HISTORY, DELETE_TYPE)
     },
 }
 CREATE_TYPED_RESOURCE_LINKS = {

@@ -252,8 +252,9 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     a PUT of an account to its reads and to a create in it, from a read of it to a PUT on the
     condition that it is as read (and to its periods' history, a periodic quota's), from a create to
     the resource's read, resize and delete and the account's next steps, from a type's PUT to the
-    removal of its override, and between a plan's PUT, its read and the list. Each link, followed
-    against the API, reaches what it names (2xx)."""
+    removal of its override, from a read of an account (a type) to its deletion, and between a
+    plan's PUT, its read and the list. Each link, followed against the API, reaches what it names
+    (2xx)."""
     document = json.loads(render())
     by_id = {
         described["operationId"]: (method.upper(), path)
@@ -290,12 +291,18 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     # A read leads to the periods' history too, which a periodic quota answers (a holding's is 409).
     billed = {"accountId": "billed"}
     assert api.request("PUT", "/accounts/billed", {"limit": 5, "period": "month"}).status == 200
-    assert follow("GET", account, 200, billed, api.request("GET", "/accounts/billed")) == {
+    # And to its deletion: this one is read, then deleted (202), and another takes its place.
+    assert api.request("PUT", "/accounts/read-then-deleted", {"limit": 5, "period": "month"}).status == 200
+    assert follow(
+        "GET", account, 200, {"accountId": "read-then-deleted"}, api.request("GET", "/accounts/read-then-deleted")
+    ) == {
         ("PUT", account),
         ("GET", f"{account}/admission"),
         ("GET", f"{account}/types"),
         ("GET", f"{account}/history"),
+        ("DELETE", account),
     }
+    assert api.request("GET", "/accounts/read-then-deleted").status == 404
     # A create leads to the resource's read, resize and delete, and to its account's reads, its
     # admission, its history (a periodic quota's) and its PUT.
     created = api.create("billed", "r1")
@@ -324,11 +331,15 @@ def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness:
     assert follow("PUT", a_type, 200, where, override) == {*reads, ("POST", typed), ("DELETE", f"{a_type}/override")}
     builds = {"accountId": "linked", "resourceType": "builds"}
     assert api.request("PUT", "/accounts/linked/types/builds", {"limit": 5, "period": "day"}).status == 200
+    # A read leads to the type's deletion too (an empty type of the account's own answers 200).
     assert follow("GET", a_type, 200, builds, api.request("GET", "/accounts/linked/types/builds")) == {
         ("PUT", a_type),
         ("GET", f"{a_type}/admission"),
         ("GET", f"{a_type}/history"),
+        ("DELETE", a_type),
     }
+    assert api.request("GET", "/accounts/linked/types/builds").status == 404
+    assert api.request("PUT", "/accounts/linked/types/builds", {"limit": 5, "period": "day"}).status == 200
     created = api.create("linked", "b1", resource_type="builds")
     on_it = {("GET", typed_resource), ("PATCH", typed_resource), ("DELETE", typed_resource)}
     type_next = {*reads, ("GET", f"{a_type}/admission"), ("GET", f"{a_type}/history"), ("PUT", a_type)}

@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import get_state_machine_test
 from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS
@@ -45,13 +46,13 @@ TYPES = ["default", "seats", "builds"]
 # The periods the setup gives the periodic ones.
 PERIODS = {"default": "month", "builds": "day"}
 UNBOUNDED = 2**53 - 1  # the largest limit (and amount) the API takes
-# The stateful phase runs rounds of sequences, each round from a seed of its own (fixed: a red run
-# reproduces), until every operation has answered a 2xx or the rounds run out (ten:
-# which operations a round reaches follows the answers, so a change of an answer moves them). Seeds
+# The stateful phase runs sequences until every operation has answered a 2xx, then stops (a
+# sequence's teardown ends it), in rounds of at most 100 from a seed of their own each (fixed: a red
+# run reproduces), at most three: which operations a sequence reaches follows the answers, and a
+# round a running system's answers made inconsistent for hypothesis ends early (below). Seeds
 # fixed here, not derived from the test's source (hypothesis's derandomize), so that renaming a
-# name in the state machine does not draw other sequences: with derandomize, 25 sequences missed an
-# operation in a CI run, and 50 missed one after a fixture was renamed.
-SEQUENCES_PER_ROUND, STATEFUL_STEPS, STATEFUL_SEEDS = 20, 8, tuple(range(36, 46))
+# name in the state machine does not draw other sequences.
+SEQUENCES_PER_ROUND, STATEFUL_STEPS, STATEFUL_SEEDS = 100, 16, (36, 37, 38)
 
 
 @pytest.fixture(autouse=True)
@@ -206,14 +207,20 @@ def test_every_answer_to_generated_input_is_documented_and_never_a_5xx(
     check()
 
 
+class EveryOperationReached(Exception):
+    """Ends the stateful phase after the sequence that made every operation answer a 2xx at least once."""
+
+
 @pytest.mark.slow
-# Rounds of 20 sequences until the override's removal (one link among a type PUT's several) has
-# answered 2xx too: about 80 s alone, and past the suite's 300 s under make test's load (2026-11-27).
+# About 20 sequences of up to 16 steps until every operation has answered a 2xx: 18 s alone
+# (2026-11-28); a round of 100 took 60 to 150 s.
 @pytest.mark.timeout(600)
 def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> None:
     checks = CHECKS.get_all()
     workflow = loaded().as_state_machine()
+    every_operation = {operation.label for operation in operations()}
     succeeded: set[str] = set()  # the operations a sequence reached and that answered 2xx
+    broken: list[Exception] = []  # every contract failure a sequence met, however its round ended
     probes = AuthProbes()
 
     class SignedWorkflow(workflow):  # type: ignore[misc, valid-type]
@@ -253,6 +260,11 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
                 # Only the second account's `seats` can be an override (the setup makes it one; a type
                 # PUT there makes it one again): a removal reached through any link is asked of it.
                 case.path_parameters.update(accountId=self.accounts[1], resourceType="seats")
+            if case.method == "DELETE" and case.path == "/accounts/{accountId}/types/{resourceType}":
+                # A type the sequences created in is refused 409 TypeNotEmpty unless its resources go
+                # with it (that refusal is the operation's own fuzz's): here they do, so a deletion
+                # reached through a link removes the type and what follows meets it gone.
+                case.query = {**(case.query or {}), "deleteResources": "true"}
             if case.method == "PUT" and isinstance(case.body, dict) and "period" in case.body:
                 # A PUT keeps a periodic quota's period: one asking another is 409 PeriodChangeRefused
                 # (tests/handler/test_periods.py), which would leave the PUTs of these quotas rarely
@@ -264,6 +276,15 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
                 else:  # `seats` stays a holding: a plan's, so its PUT is an override that can be removed
                     case.body.pop("period", None)
                 case.body.pop("anchor", None)
+            if case.method == "PUT" and case.path == "/plans/{planId}" and isinstance(case.body, dict):
+                # A generated anchor is rarely a calendar's (400 ValidationError, the operation's own
+                # fuzz's to check), nor is a shadow quota periodic: a plan PUT a link reached keeps
+                # its quotas' periods from the start of a day, and its shadow quotas without one.
+                for quota in plan_quotas(case.body):
+                    if isinstance(quota, dict):
+                        quota.pop("anchor", None)
+                        if quota.get("mode") == "shadow":
+                            quota.pop("period", None)
             if case.method == "PUT" and isinstance(case.body, dict) and "expiresAt" in case.body:
                 # A generated end is in the past, too far ahead or no calendar's: always 400. Only the
                 # second account's `seats` can take one (a grant of its plan's type): a day ahead there,
@@ -275,24 +296,45 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
                     case.body.pop("expiresAt")
             return case.call(base_url=running_system.api.base_url, headers=signed(case, running_system), timeout=30)
 
+        def teardown(self) -> None:
+            if succeeded == every_operation:
+                raise EveryOperationReached  # hypothesis runs no more sequences
+
         def validate_response(self, response: Any, case: schemathesis.Case, **kwargs: Any) -> None:
             if 200 <= response.status_code < 300:
                 succeeded.add(case.operation.label)
-            case.validate_response(response, checks=probes.checks(case, response, checks_for(case, checks)))
+            try:
+                case.validate_response(response, checks=probes.checks(case, response, checks_for(case, checks)))
+            except Exception as failure:
+                broken.append(failure)
+                raise
 
-    every_operation = {operation.label for operation in operations()}
     for round_seed in STATEFUL_SEEDS:
         sequences = get_state_machine_test(
             SignedWorkflow,
             settings=settings(
                 max_examples=SEQUENCES_PER_ROUND,
                 stateful_step_count=STATEFUL_STEPS,
+                # No shrinking: a failing sequence replayed against a system that moved on rarely
+                # fails the same way; it is reported as it ran.
+                phases=[Phase.explicit, Phase.generate],
                 deadline=None,
                 suppress_health_check=list(HealthCheck),
                 database=None,
             ),
         )
-        seed(round_seed)(sequences)()
+        try:
+            seed(round_seed)(sequences)()
+        except EveryOperationReached:
+            pass
+        except FlakyStrategyDefinition:
+            # A running system does not answer the same calls the same way twice (the account list
+            # grows with every sequence, a replayed create meets the idempotency key it left), and
+            # schemathesis chooses the next step by what answered, so hypothesis may find a sequence
+            # it replays drawing otherwise, and ends the round. The round's contract failures were
+            # kept as they happened: they fail the test below; what the round reached counts.
+            pass
+        assert not broken, broken[0]
         if succeeded == every_operation:
             break
     # The document's links carry real ids and versions from one answer to the next call: without
