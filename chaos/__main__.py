@@ -90,8 +90,9 @@ def parse_args(argv: list[str] | None) -> tuple[ChaosSettings, str]:
         "--plans",
         action="store_true",
         help="every account's named types take their limits from plans (at least 3 types unless --types says "
-        "more): an admin changes the plans, moves accounts between them, gives expiring grants and returns "
-        "overrides while the clients work, and once quiet every account must be at its plan's current limits",
+        "more): an admin changes the plans, moves accounts between them, gives expiring grants, returns "
+        "overrides and deletes one more account while the clients work, and once quiet every account must be "
+        "at its plan's current limits and the deleted one erased once due (the runtime's clock moved past it)",
     )
     parser.add_argument(
         "--plan-changes",

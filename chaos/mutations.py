@@ -138,6 +138,22 @@ def _returned_types_leave_the_membership_as_dated() -> None:
     DynamoApiStore.follow_plan = follow_plan  # type: ignore[method-assign]
 
 
+def _erasure_keeps_the_outbox_items() -> None:
+    """An account's erasure leaves the outbox items of its partitions (`EVENT#...`: its crossings,
+    limit changes, refusals and its Account Deleted event), as if the publisher still needed them
+    once published. Only a run with `--plans` shows it: the deletion's check finds them left."""
+    from functions.adapters.keys import EVENT_PREFIX
+    from functions.adapters.offboarding_store import DynamoOffboardingStore
+    from functions.adapters.table_layout import SORT_KEY
+
+    original = DynamoOffboardingStore._partition_keys
+
+    def partition_keys(self: DynamoOffboardingStore, pk: str) -> list[dict[str, Any]]:
+        return [key for key in original(self, pk) if not key[SORT_KEY]["S"].startswith(EVENT_PREFIX)]
+
+    DynamoOffboardingStore._partition_keys = partition_keys  # type: ignore[method-assign]
+
+
 MUTATIONS = {
     "consumer-ignores-counter-processed": _consumer_ignores_counter_processed,
     "consumer-drops-downward-crossings": _consumer_drops_downward_crossings,
@@ -147,6 +163,7 @@ MUTATIONS = {
     "consumer-counts-a-record-in-the-period-it-processes-it": _consumer_counts_a_record_in_the_period_it_processes_it,
     "periods-told-by-the-wall-clock": _periods_told_by_the_wall_clock,
     "returned-types-leave-the-membership-as-dated": _returned_types_leave_the_membership_as_dated,
+    "erasure-keeps-the-outbox-items": _erasure_keeps_the_outbox_items,
 }
 
 

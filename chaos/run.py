@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
 import time
@@ -60,6 +61,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.failure_messages import InvalidFailureMessage, parse_failure_message
 from functions.adapters.healing_store import DynamoHealingStore
 from functions.adapters.resources import resource_from_item
+from functions.adapters.table_layout import PARTITION_KEY, SORT_KEY, item_key
 from functions.core.healing import HealOutcome, heal_account
 from functions.core.leases import (
     DROP,
@@ -74,6 +76,7 @@ from functions.core.leases import (
 )
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, Resource
 from functions.core.periods import parse_period
+from functions.usage_events.models import AccountDeleted
 from infra.function_settings import HEAL_QUIET_SECONDS
 from infra.outputs import OUTPUT_EVENT_BUS_NAME
 from local.clock import ShiftedClock
@@ -92,6 +95,9 @@ from ops import commands
 from ops.stack import TryLater
 
 FATAL_PREFIX = "fatal"
+# With plans: one more ordinary account, on a plan, that the plans' admin deletes while the clients
+# create in it (docs/chaos.md, "Plans").
+DOOMED_ACCOUNT = "gone-0"
 # A minute's refused creates are announced this long after it ends (the deployed default: 90 s),
 # after the local runtime's retries of a failed aggregator invocation (1 s, then 2 s).
 REFUSAL_GRACE_SECONDS = 5
@@ -288,6 +294,14 @@ class Sampler(threading.Thread):
         # much, which only the stream tells (limit_check)
         self.over_limit: list[tuple[Quota, int, int, int]] = []
         self.max_shards = 0
+        self._forgotten: set[str] = set()  # accounts being deleted: no longer sampled
+        self._looking = threading.Lock()  # held over each snapshot and its checks
+
+    def forget(self, account_id: str) -> None:
+        """Sample the account no more (it is being deleted: its fence removes its admission
+        shards, its erasure the rest); returns once no snapshot of it is being taken."""
+        with self._looking:
+            self._forgotten.add(account_id)
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -295,7 +309,9 @@ class Sampler(threading.Thread):
                 for quota in views(account, self._plan):
                     if self.stop.is_set():
                         return
-                    self.observe(snapshot(self._dynamodb, self._table, quota))
+                    with self._looking:
+                        if account.account_id not in self._forgotten:
+                            self.observe(snapshot(self._dynamodb, self._table, quota))
                 self.stop.wait(0.02)
 
     def observe(self, shot: Snapshot) -> None:
@@ -517,6 +533,8 @@ def make_accounts(settings: ChaosSettings) -> list[Account]:
     scale = AMOUNT_SCALE if settings.amounts else 1
     accounts = [Account(f"acct-{i}", limit=40 * scale) for i in range(settings.accounts)]
     accounts += [Account(f"hot-{i}", limit=5 * scale, hot=True) for i in range(settings.hot_accounts)]
+    if settings.plans:
+        accounts.append(Account(DOOMED_ACCOUNT, limit=40 * scale))
     if settings.fatal and settings.faults_on:
         accounts.append(Account(f"{FATAL_PREFIX}-0", limit=10 * scale, fatal=True))
     typed = [replace(account, resource_type=kind) for account in accounts for kind in resource_types(settings.types)]
@@ -568,8 +586,11 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
     if chaos is None and settings.mutation:
         chaos = ChaosConfig(settings.seed, ledger_path, {}, settings.mutation)
 
-    plan = PeriodPlan(ShiftedClock(f"{log_dir}/clock.offset"), settings.boundaries) if settings.periods else None
-    now: Callable[[], datetime] = partial(datetime.now, UTC) if plan is None else plan.clock.now
+    # The runtime's clock: moved over midnights (`--periods`), and past an account's erasure once
+    # the clients stopped (`--plans`).
+    clock = ShiftedClock(f"{log_dir}/clock.offset") if settings.periods or settings.plans else None
+    plan = PeriodPlan(clock, settings.boundaries) if clock is not None and settings.periods else None
+    now: Callable[[], datetime] = partial(datetime.now, UTC) if clock is None else clock.now
     with EmulatorProcess(
         partition_limits=settings.partition_limits, partition_burst_seconds=settings.partition_burst_seconds
     ) as emulator:
@@ -588,7 +609,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 retry_backoff_seconds=0.05,
                 log_dir=log_dir,
                 context=settings.context,
-                clock=None if plan is None else plan.clock,
+                clock=clock,
             )
         )
         runtime.deploy_and_start()
@@ -602,13 +623,18 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 if account not in on_plans:
                     _put_account(api, account)
             plans = _put_plans(api, on_plans) if on_plans else {}
+            # Every check but the deletion's judges the accounts that stay (the deleted one's
+            # counts are gone by design); the sampler, until its DELETE is sent.
+            doomed = [account for account in accounts if account.account_id == DOOMED_ACCOUNT]
+            staying = [account for account in accounts if account not in doomed]
+            staying_on_plans = [account for account in on_plans if account not in doomed]
 
             subscriber = Subscriber(runtime.client, runtime.outputs[OUTPUT_EVENT_BUS_NAME])
             outcomes = ClientOutcomes(clock=None if plan is None else plan.clock.now)
             gate = Gate()
             sampler = Sampler(dynamodb, table, accounts, settings.faults_on, plan)
             sampler.start()
-            holdings = [account for account in accounts if account.period is None]
+            holdings = [account for account in staying if account.period is None]
             auditor = Auditor(dynamodb, table, holdings, now) if settings.audit_repair else None
             if auditor is not None:
                 auditor.start()
@@ -621,7 +647,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             # A periodic quota's limit stays as set: the checks hold each period to it at every instant.
             changer = LimitChanger(
                 api,
-                [account for account in ordinary if account.period is None],
+                [account for account in ordinary if account.period is None and account not in doomed],
                 outcomes,
                 settings.operations,
                 settings.limit_changes,
@@ -633,7 +659,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             plan_changer = (
                 PlanChanger(
                     api,
-                    on_plans,
+                    staying_on_plans,
                     outcomes,
                     settings.operations,
                     settings.plan_changes,
@@ -641,13 +667,15 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                     plans,
                     unit,
                     gate,
+                    doomed=DOOMED_ACCOUNT if doomed else None,
+                    forget=sampler.forget,
                 )
                 if on_plans
                 else None
             )
             if plan_changer is not None:
                 plan_changer.start()
-            settle = partial(_settled, runtime, dynamodb, table, accounts, plan)
+            settle = partial(_settled, runtime, dynamodb, table, staying, plan)
             mover = (
                 None if plan is None else ClockMover(plan, gate, settings.operations, settle, runtime.run_schedules_now)
             )
@@ -658,7 +686,11 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             if mover is not None:
                 mover.finish()
             # With plans, the named types' last changes are the plans' (each then a plan's own limit).
-            changer.finish(only=[account for account in ordinary if account not in on_plans] if on_plans else None)
+            changer.finish(
+                only=[account for account in ordinary if account not in on_plans and account not in doomed]
+                if on_plans
+                else None
+            )
             report.limit_changes = changer.made
             if plan_changer is not None:
                 plan_changer.finish()
@@ -666,7 +698,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             workload_done = time.monotonic()
             phase_over("workload")
 
-            quiet = wait_for_quiescence(runtime, dynamodb, table, accounts, settings.quiescence_timeout, plan)
+            quiet = wait_for_quiescence(runtime, dynamodb, table, staying, settings.quiescence_timeout, plan)
             sampler.stop.set()
             sampler.join()
             if auditor is not None:
@@ -683,33 +715,35 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             if auditor is not None:
                 report.checks.append(auditor.check)
             report.checks.append(quiescence_check(quiet))
-            report.checks += end_state_checks(api, runtime, dynamodb, table, accounts, outcomes, plan)
+            report.checks += end_state_checks(api, runtime, dynamodb, table, staying, outcomes, plan)
             if settings.amounts:
-                report.checks.append(amounts_check(dynamodb, table, accounts, outcomes, plan))
+                report.checks.append(amounts_check(dynamodb, table, staying, outcomes, plan))
             if plan is not None and mover is not None:
                 report.periods, period_checks_made = period_checks(
-                    dynamodb, table, accounts, outcomes, plan, sampler, mover.crossed, mover.moves
+                    dynamodb, table, staying, outcomes, plan, sampler, mover.crossed, mover.moves
                 )
                 report.checks += period_checks_made
             if plan_changer is not None:
-                report.checks.append(plans_check(api, runtime, on_plans, plan_changer, settings.quiescence_timeout))
+                report.checks.append(
+                    plans_check(api, runtime, staying_on_plans, plan_changer, settings.quiescence_timeout)
+                )
                 phase_over("plans settled")
             report.checks.append(dlq2_check(runtime, accounts))
             report.checks.append(fatal_work_kept_check(dynamodb, table, accounts, outcomes))
             phase_over("end state checks")
             quotas, truth = settled_usage_events(
-                runtime, dynamodb, table, accounts, subscriber, settings.events_timeout, plan
+                runtime, dynamodb, table, staying, subscriber, settings.events_timeout, plan
             )
             phase_over("usage events settled")
             report.checks += event_checks(quotas, truth, subscriber.received)
             if settings.refusal_events and plan is None:
                 refusal_report, refusal_checks_made = announced_refusal_checks(
-                    dynamodb, table, accounts, subscriber, log_dir, outcomes
+                    dynamodb, table, staying, subscriber, log_dir, outcomes
                 )
                 report.refusals = refusal_report
                 report.checks += refusal_checks_made
                 phase_over("refusal events")
-            report.checks.append(heal_check(dynamodb, table, accounts, now(), plan))
+            report.checks.append(heal_check(dynamodb, table, staying, now(), plan))
             if settings.only_ambiguous_writes:
                 report.checks += unseen_ambiguity_checks(api, dynamodb, table, holdings, outcomes)
             report.most_admission_shards = sampler.max_shards
@@ -720,6 +754,12 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             report.checks.append(within_limits)
             if plan is not None:
                 report.checks.append(sampler.settled)
+            if plan_changer is not None and doomed and clock is not None:
+                # Last: it moves the runtime's clock past the erasure's settling time.
+                report.checks += deletion_checks(
+                    runtime, dynamodb, table, clock, doomed, plan_changer, outcomes, subscriber, settings.events_timeout
+                )
+                phase_over("account erased")
             report.lambda_traffic = lambda_traffic(runtime)
             phase_over("other checks")
         finally:
@@ -835,6 +875,106 @@ def plans_check(
                     f"{account_id}/{kind.type}: {kind.limit} from {view.plan}, whose limit is {given}"
                 )
     return check
+
+
+def deletion_checks(
+    runtime: LocalRuntime,
+    dynamodb: Any,
+    table: str,
+    clock: ShiftedClock,
+    doomed: list[Account],
+    changer: PlanChanger,
+    outcomes: ClientOutcomes,
+    subscriber: Subscriber,
+    timeout: float,
+) -> list[Check]:
+    """The account the plans' admin deleted while the clients created in it (docs/plans.md,
+    "Lifecycle"), once the run is quiet. Its erasure waits for the fence to be older than the
+    heal's quiet time: rather than a minute of the run's time, the runtime's clock moves that far
+    past the fence (the entry's `fenced_ms`), and the scheduled functions run once, as the
+    sweeper's next tick would. Then no item names the account (every partition key, the counter
+    shards', the grants' entries, the deletions' entry: a Scan of the run's small table), its
+    tenant's rate windows aside (left to their TTL, as documented); no create a client was
+    acknowledged is left behind; none first sent after the DELETE was answered was acknowledged
+    (a create racing the DELETE is refused or erased with the rest; one after it is refused); and
+    one Account Deleted event (by id) was delivered for it, naming its types. No check that no
+    usage event of it follows its Account Deleted: docs/events.md says a crossing decided from a
+    delete in the minute after it may."""
+    account_id = doomed[0].account_id
+    erased = Check(
+        "account deletion: once its erasure is due, no item names the deleted account (its rate windows aside)"
+    )
+    kept = Check("account deletion: no create of it a client was acknowledged is left behind")
+    refused = Check("account deletion: no create of it first sent after its DELETE was answered was acknowledged")
+    announced = Check("account deletion: one Account Deleted event delivered for it (by id), naming its types")
+    checks = [erased, kept, refused, announced]
+    if changer.deletion is None or changer.deleted_after is None:
+        erased.violations.append(f"{account_id} was never deleted: {changer.failed or 'no step reached'}")
+        return checks
+    entry_key = item_key(keys.DELETIONS_PK, account_id)
+    for _ in range(2):  # a deletion its request did not fence is fenced by the first sweep
+        entry = dynamodb.get_item(TableName=table, Key=entry_key, ConsistentRead=True).get("Item")
+        if entry is None:
+            break  # erased already: a sweep ran long enough after the fence
+        fenced_ms = int(entry.get("fenced_ms", {}).get("N", "0"))
+        if fenced_ms:
+            due = datetime.fromtimestamp(fenced_ms / 1000, UTC) + timedelta(seconds=HEAL_QUIET_SECONDS + 1)
+            if clock.now() < due:  # forward only
+                clock.set(due)
+        runtime.run_schedules_now()
+    left: list[str] = []
+    found_keys: set[tuple[str, str]] = set()
+    request: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": True,
+        "ProjectionExpression": "#pk, #sk",
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+    }
+    while True:
+        page = dynamodb.scan(**request)
+        for item in page.get("Items", []):
+            pk, sk = item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]
+            found_keys.add((pk, sk))
+            named = account_id in re.split(r"[#@]", pk) or account_id in re.split(r"[#@]", sk)
+            if named and not pk.startswith(keys.RATE_PREFIX):
+                left.append(f"{pk} / {sk}")
+        if "LastEvaluatedKey" not in page:
+            break
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    erased.checked = len(found_keys)
+    erased.violations += [f"left: {found}" for found in sorted(left)]
+    for account in doomed:
+        for resource_id in sorted(outcomes.created.get(account.name, set())):
+            kept.expect(
+                (keys.resources_pk(account.quota), keys.resource_sk(resource_id)) not in found_keys,
+                f"{account.name}/{resource_id} left behind",
+            )
+            sent = outcomes.first_sent.get(resource_id, 0.0)
+            refused.expect(
+                sent <= changer.deleted_after,
+                f"{account.name}/{resource_id} acknowledged, first sent "
+                f"{sent - changer.deleted_after:.3f} s after the DELETE was answered",
+            )
+    types = sorted({account.resource_type for account in doomed} - {DEFAULT_RESOURCE_TYPE})
+    deadline = time.monotonic() + timeout
+    while True:
+        events = [
+            dict(event["detail"])
+            for event in subscriber.receive()
+            if event["detail-type"] == AccountDeleted.DETAIL_TYPE
+        ]
+        ids = {str(event["eventId"]) for event in events if event["accountId"] == account_id}
+        if ids or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    announced.checked = len(events)
+    announced.expect(len(ids) == 1, f"{account_id}: {len(ids)} Account Deleted event(s): {sorted(ids)}")
+    for event in events:
+        if event["accountId"] != account_id:
+            announced.violations.append(f"an Account Deleted event for {event['accountId']}, never deleted")
+        elif event["resourceTypes"] != [DEFAULT_RESOURCE_TYPE, *types]:
+            announced.violations.append(f"{account_id}: its event names the types {event['resourceTypes']}")
+    return checks
 
 
 def _put_account(api: LimitsClient, account: Account) -> None:

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from hybrid_counter_client import Account as AccountUsage
-from hybrid_counter_client import HybridCounterError, LimitsClient, ResourceType
+from hybrid_counter_client import AccountDeletion, HybridCounterError, LimitsClient, ResourceType
 
 from functions.core.leases import DEFAULT_TOMBSTONE_RETENTION
 from functions.core.model import DEFAULT_RESOURCE_TYPE, Quota, idempotent_resource_id
@@ -121,6 +121,7 @@ class ClientOutcomes:
     type: keyed by `Account.name`), what stayed unknown, every status; shared by the client threads."""
 
     acknowledged: dict[str, set[str]] = field(default_factory=dict)  # created (201/200), not deleted
+    created: dict[str, set[str]] = field(default_factory=dict)  # created (201/200), deleted since or not
     deleted: dict[str, set[str]] = field(default_factory=dict)  # deletes acknowledged (204 or 404 on retry)
     unresolved: dict[str, set[str]] = field(default_factory=dict)  # outcome unknown after all retries
     deleting: Counter[str] = field(default_factory=Counter)  # resource ids with a delete in progress
@@ -144,6 +145,12 @@ class ClientOutcomes:
     replays_in_a_later_period: int = 0  # keyed retries answered in a period after their record's
     # The clock the periods are told by (the local runtime's, shifted over midnight); None: no periods.
     clock: Callable[[], datetime] | None = None
+    # Accounts the plans' admin deletes (`--plans`), from just before its DELETE is sent: a 404 on
+    # them is then the expected answer, not one that hid what happened.
+    deleted_accounts: set[str] = field(default_factory=set)
+    # When each create was first sent (time.monotonic()), by resource id: none sent after its
+    # account's DELETE was answered may be acknowledged.
+    first_sent: dict[str, float] = field(default_factory=dict)
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -453,6 +460,8 @@ def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcom
     with outcomes.lock:
         outcomes.asked.setdefault(resource_id, set()).add(1 if amount is None else amount)
     sent = account.window(outcomes.clock()) if account.period and outcomes.clock else ""
+    with outcomes.lock:
+        outcomes.first_sent.setdefault(resource_id, time.monotonic())
     for attempt_number in range(RETRIES):
         answer = attempt(lambda: account.create(api, key, key, amount), 201)
         # The client answers a replay (200: an earlier attempt created it) as it answers a 201; a
@@ -463,6 +472,7 @@ def create(api: LimitsClient, account: Account, key: str, outcomes: ClientOutcom
             acknowledged = account.window(outcomes.clock()) if sent and outcomes.clock else ""
             with outcomes.lock:
                 outcomes.acknowledged.setdefault(account.name, set()).add(resource_id)
+                outcomes.created.setdefault(account.name, set()).add(resource_id)
                 outcomes.unresolved.get(account.name, set()).discard(resource_id)
                 outcomes.creates_per_type[account.resource_type] += 1
                 if sent:
@@ -557,8 +567,11 @@ def _judge_404(
     outcomes: ClientOutcomes, account: Account, resource_id: str, others: bool, earlier_attempts: int
 ) -> None:
     """A 404 is legitimate when the resource was not live: another client deleted it (or was
-    deleting it), or an earlier attempt of this delete (answered 5xx or not at all) landed."""
+    deleting it), or an earlier attempt of this delete (answered 5xx or not at all) landed; or its
+    account is being deleted (every create and GET of it is 404 from its fence on: docs/plans.md)."""
     with outcomes.lock:
+        if account.account_id in outcomes.deleted_accounts:
+            return
         deleted_by_someone = resource_id in outcomes.deleted.get(account.name, set())
         racing = others or outcomes.deleting[resource_id] > 1
         if not (earlier_attempts or racing or deleted_by_someone):
@@ -579,7 +592,12 @@ class PlanChanger(threading.Thread):
     an account to the other plan, gives a type an expiring grant (an override that ends within
     seconds), and returns a type's override to its plan; once they stopped (`finish`), changes
     every plan once more, so that an account whose type returned to its plan earlier must take a
-    later version too. `plans`: each plan's quotas as last PUT; `made`: what it did."""
+    later version too. `plans`: each plan's quotas as last PUT; `made`: what it did.
+
+    With `doomed` (an account on a plan that the clients work on as on the others, which it gives
+    no other step), half-way through the clients' operations it deletes that account
+    (`DELETE /accounts/{id}`) while they still create in it: `forget(account_id)` is called just
+    before, and `deleted_after` is then when the DELETE was answered (time.monotonic())."""
 
     KINDS = ("change", "switch", "grant", "return")
 
@@ -594,11 +612,21 @@ class PlanChanger(threading.Thread):
         plans: dict[str, dict[str, int]],
         unit: int = 1,
         gate: Gate | None = None,
+        doomed: str | None = None,
+        forget: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="chaos-plan-changer", daemon=True)
         self._gate = gate or Gate()
         self._api, self._accounts, self._outcomes = api, accounts, outcomes
-        self._marks = [operations * (index + 1) // (changes + 1) for index in range(changes)]
+        steps = [
+            (operations * (index + 1) // (changes + 1), self.KINDS[index % len(self.KINDS)]) for index in range(changes)
+        ]
+        if doomed is not None:
+            steps.append((operations // 2, "delete"))
+        self._steps = sorted(steps, key=lambda step: step[0])  # stable: the delete after a step at its mark
+        self._doomed, self._forget = doomed, forget
+        self.deletion: AccountDeletion | None = None
+        self.deleted_after: float | None = None
         self._rng = random.Random(f"{seed}/plans")  # noqa: S311 - a reproducible workload
         self._unit = unit
         self.plans = plans
@@ -608,12 +636,12 @@ class PlanChanger(threading.Thread):
 
     def run(self) -> None:
         try:
-            for index, mark in enumerate(self._marks):
+            for mark, kind in self._steps:
                 while self._progress() < mark:
                     if self.stop.wait(0.05):
                         return
                 with self._gate.passage():
-                    self._act(self.KINDS[index % len(self.KINDS)])
+                    self._act(kind)
         except Exception as error:  # an answer no careful admin expects: the run's checks report it
             self.failed.append(f"{type(error).__name__}: {error}")
 
@@ -623,6 +651,8 @@ class PlanChanger(threading.Thread):
         self.stop.set()
         self.join()
         try:
+            if self._doomed is not None and self.deletion is None and not self.failed:
+                self._delete_account(self._doomed)  # the clients were done before its mark
             while self._return_an_override():
                 pass
             for plan in sorted(self.plans):
@@ -635,7 +665,9 @@ class PlanChanger(threading.Thread):
             return sum(self._outcomes.statuses.values())
 
     def _act(self, kind: str) -> None:
-        if kind == "change":
+        if kind == "delete" and self._doomed is not None:
+            self._delete_account(self._doomed)
+        elif kind == "change":
             self._change(self._rng.choice(sorted(self.plans)))
         elif kind == "switch":
             account_id = self._rng.choice(sorted({account.account_id for account in self._accounts}))
@@ -662,6 +694,17 @@ class PlanChanger(threading.Thread):
                 self.made.append(f"{account.name}: {limit} until {at}")
             else:
                 self._return_an_override()
+
+    def _delete_account(self, account_id: str) -> None:
+        """The account deleted: every create of it is 404 from its fence on (docs/plans.md,
+        "Lifecycle"); a repeat after a lost answer answers the same deletion."""
+        if self._forget is not None:
+            self._forget(account_id)
+        with self._outcomes.lock:
+            self._outcomes.deleted_accounts.add(account_id)
+        self.deletion = self._retried(partial(self._api.delete_account, account_id))
+        self.deleted_after = time.monotonic()
+        self.made.append(f"{account_id}: deleted, requested at {self.deletion.requested_at}")
 
     def _return_an_override(self) -> bool:
         """The first type (in a random order) whose limit is an override (the limit changer's PUTs

@@ -26,7 +26,8 @@ from functions.adapters.outbox import account_deleted_item
 from functions.adapters.shards import ShardStore, shard_key
 from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
 from functions.core.accounts import HISTORY_RETENTION
-from functions.core.counting import EVENTUAL_COUNTER_SHARDS
+from functions.core.counting import CONDITIONAL_CHECK_FAILED, EVENTUAL_COUNTER_SHARDS
+from functions.core.errors import StoreUnavailable
 from functions.core.model import Quota
 from functions.core.offboarding import AccountDeletion, QuotaPlace
 from functions.core.periods import Period, format_instant, parse_period
@@ -89,8 +90,19 @@ class DynamoOffboardingStore:
                 "transact_write_items",
                 TransactItems=[entry, account_deleted_item(self._table.name, deletion)],
             )
-        except TransactionCancelled:
-            return False  # being deleted already (or its event's item is there: the same deletion)
+        except TransactionCancelled as cancelled:
+            # A condition failed: being deleted already (or its event's item is there: the same
+            # deletion). Cancelled otherwise (a conflict with another transaction, throttling),
+            # nothing landed and the account is not being deleted: the request must not go on to
+            # fence it with no entry to erase it by nor event to announce it; it is retried.
+            if any(code == CONDITIONAL_CHECK_FAILED for code, _ in cancelled.reasons):
+                return False
+            codes = ", ".join(code for code, _ in cancelled.reasons)
+            raise StoreUnavailable(
+                f"record an account's deletion: cancelled ({codes})",
+                may_have_landed=False,
+                throttled=cancelled.throttled_action,
+            ) from cancelled
         return True
 
     def fence(self, deletion: AccountDeletion, now: datetime) -> AccountDeletion:

@@ -107,12 +107,14 @@ def test_the_chaos_checks_catch_a_type_returned_to_its_plan_that_misses_the_plan
     returns) that leaves the account's membership as dated never takes the plan's later versions:
     once the clients stopped the admin returns every override, then changes every plan, and the
     plans' check finds such a type at its plan's older limit. Each path to a return comes before
-    those last changes, whatever the timing."""
+    those last changes, whatever the timing. In the same run, an account's erasure that keeps its
+    outbox items: the account the admin deleted has one at least (its Account Deleted event's),
+    which the deletion's check finds left once the erasure is due."""
     settings = ChaosSettings(
         seed=2,
         operations=40,
         clients=3,
-        mutation="returned-types-leave-the-membership-as-dated",
+        mutation="returned-types-leave-the-membership-as-dated,erasure-keeps-the-outbox-items",
         limit_changes=0,
         events_timeout=5,
         types=2,
@@ -121,8 +123,10 @@ def test_the_chaos_checks_catch_a_type_returned_to_its_plan_that_misses_the_plan
     )
     report = run(settings)
     print(report.plan_changes)
-    failed = {check.name for check in report.checks if check.violations}
+    failed = {check.name: check.violations for check in report.checks if check.violations}
     assert any(name.startswith("plans: ") for name in failed), failed
+    [erased] = [name for name in failed if name.startswith("account deletion: ")]
+    assert any("/ EVENT#DELETED" in violation for violation in failed[erased]), failed[erased]
 
 
 def test_writes_that_land_and_answer_500_late_are_invisible_to_callers() -> None:
@@ -144,7 +148,9 @@ def test_a_short_chaos_run_with_three_types_per_account_on_plans_holds_every_inv
     between them, gives expiring grants and returns overrides: every check (sampled, end state, DLQ
     2, heal, usage events, Limit Refused events against the API's refusal lines, every account at
     its plan's limits once quiet) holds per (account, type), so no type's write takes, frees or
-    heals another's slot, nor counts another's refusals."""
+    heals another's slot, nor counts another's refusals. And one more account is deleted while the
+    clients create in it: once its erasure is due nothing of it is left, no acknowledged create
+    either, and one Account Deleted event announced it."""
     report = run(
         ChaosSettings(
             seed=5, operations=150, clients=6, accounts=2, hot_accounts=1, types=3, refusal_events=True, plans=True
@@ -158,6 +164,11 @@ def test_a_short_chaos_run_with_three_types_per_account_on_plans_holds_every_inv
     assert sum(report.faults.values()) > 0
     assert set(report.creates_per_type) == {"default", "type-1", "type-2"}
     assert all(count > 0 for count in report.creates_per_type.values())
+    # One account was deleted while the clients created in it, and erased once that was due.
+    assert any(": deleted, requested at" in change for change in report.plan_changes)
+    assert report.operations.get("create 404", 0) > 0  # its creates after the DELETE
+    [erased] = [check for check in report.checks if check.name.startswith("account deletion: once")]
+    assert erased.checked > 0
     # The usage events were checked per (account, type) too, and there were crossings to check.
     [sided] = [check for check in report.checks if check.name.startswith("usage events: each event's usage")]
     assert sided.checked > 0

@@ -156,3 +156,32 @@ def test_a_create_racing_the_deletion_is_deleted_with_the_rest(acme: Harness) ->
     assert sweep(acme)["accounts_erased"] == 1
     left = of(table_items(acme), "acme")
     assert all(item["pk"]["S"].startswith("RATE#") for item in left), left
+
+
+@pytest.mark.parametrize("code", ["TransactionConflict", "ThrottlingError"])
+def test_a_deletion_whose_record_lost_a_race_is_refused_retryable_not_answered_unrecorded(
+    acme: Harness, code: str
+) -> None:
+    """The transaction that records the deletion (its entry and its Account Deleted event) is
+    cancelled by a conflict with another transaction, or throttled: nothing of it landed, and the
+    account is not being deleted. The DELETE is a retryable 503 with nothing written (not a 202
+    for a deletion nobody recorded, whose fenced account no sweep would ever erase nor any event
+    announce); its retry records it, announces it once, and the erasure leaves nothing."""
+    before = table_items(acme)
+    acme.faults.answer_instead(
+        "TransactWriteItems",
+        lambda params: "DELETIONS" in str(params),
+        acme.faults.transaction_cancelled(code, "None"),
+    )
+    first = acme.api.request("DELETE", "/accounts/acme")
+    assert first.status == 503, first.text
+    assert table_items(acme) == before  # not fenced, nothing recorded
+    assert acme.api.create("acme", "still-here").status == 201
+
+    assert acme.api.request("DELETE", "/accounts/acme").status == 202
+    events = account_deleted_inserts(pump_and_see(acme))
+    assert [event["accountId"] for event in events] == ["acme"]
+    acme.clock.advance(timedelta(seconds=61))
+    assert finish_deletions(acme.wiring.offboarding_store, acme.clock.now(), timedelta(seconds=60)) == 1
+    left = of(table_items(acme), "acme")
+    assert all(item["pk"]["S"].startswith("RATE#") for item in left), left
