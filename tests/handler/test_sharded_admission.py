@@ -67,7 +67,9 @@ def create_carefully(harness: Harness, index: int, directory: Directory, store: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("limit", "creates"), [(100, 100), (75, 100)])
+# Six creates a shard at once, or four and a half slots: what the shards' routing and their race
+# for the last slots need (100 at once took 21 and 32 s under make test's load, 2026-11-28).
+@pytest.mark.parametrize(("limit", "creates"), [(48, 48), (36, 48)])
 def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     harness: Harness, limit: int, creates: int
 ) -> None:
