@@ -53,6 +53,7 @@ from chaos.workload import (
     PlanChanger,
     attempt,
     create,
+    drain,
     run_clients,
 )
 from functions.adapters import keys, resources
@@ -187,6 +188,9 @@ class ChaosSettings:
     # given, overrides returned), and once quiet every account must be at its plan's limits.
     plans: bool = False
     plan_changes: int = 8
+    # Once the clients stop, delete every resource they left (a periodic quota's records aside):
+    # every quota ends empty, so each threshold it ever crossed up it then crosses down.
+    drain: bool = False
 
     @property
     def faults_on(self) -> bool:
@@ -683,6 +687,8 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 mover.begin()
             max_amount = MAX_AMOUNT if settings.amounts else None
             run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes, max_amount, gate)
+            if settings.drain:
+                drain(api, [account for account in ordinary if account.period is None], outcomes)
             if mover is not None:
                 mover.finish()
             # With plans, the named types' last changes are the plans' (each then a plan's own limit).

@@ -533,6 +533,15 @@ def resize(
         time.sleep(0.02 * (attempt_number + 1))
 
 
+def drain(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
+    """Delete every resource the clients left live in `accounts`, one by one."""
+    for account in accounts:
+        with outcomes.lock:
+            live = sorted(outcomes.acknowledged.get(account.name, set()))
+        for resource_id in live:
+            delete(api, account, resource_id, outcomes)
+
+
 def delete(api: LimitsClient, account: Account, resource_id: str, outcomes: ClientOutcomes) -> None:
     with outcomes.lock:
         others = outcomes.deleting[resource_id] > 0  # another client may win the race: its 404 is fair
