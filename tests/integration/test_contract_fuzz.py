@@ -234,7 +234,7 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
             # The second account's `seats` is its plan's, overridden, so the override can be removed
             # (the first's is its own: removing an override there is 404).
             self.accounts = [f"flow-{uuid.uuid4().hex[:12]}" for _ in range(2)]
-            plan = f"flow-{uuid.uuid4().hex[:12]}"
+            plan = self.plan = f"flow-{uuid.uuid4().hex[:12]}"
             first, second = (f"/accounts/{account_id}" for account_id in self.accounts)
             for path, body in (
                 (f"/plans/{plan}", {"quotas": {"seats": {"limit": UNBOUNDED}}}),
@@ -250,7 +250,9 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
                 assert running_system.api.request("PUT", path, body).status == 200, (path, body)
 
         def call(self, case: schemathesis.Case, **kwargs: Any) -> Any:
-            for name, known in (("accountId", self.accounts), ("resourceType", TYPES)):
+            # The sequence's own accounts, types and plan: the running system holds other tests' too
+            # (a plan list's first item, which a link follows, is rarely this sequence's plan).
+            for name, known in (("accountId", self.accounts), ("resourceType", TYPES), ("planId", [self.plan])):
                 if name not in (case.path_parameters or {}):
                     continue
                 generated = str(case.path_parameters[name])
