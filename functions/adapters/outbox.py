@@ -111,14 +111,7 @@ def limit_change_item(table: str, quota: Quota, account: ShardState, change: Lim
         EXPIRES_AT: int((parse_timestamp(now) + OUTBOX_RETENTION).timestamp()),
         "account_id": quota.account_id,
     }
-    return {
-        "Put": {
-            "TableName": table,
-            "Item": to_attributes(values),
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
-        }
-    }
+    return _put_new(table, values)
 
 
 def account_deleted_item(table: str, deletion: AccountDeletion) -> dict[str, Any]:
@@ -141,6 +134,11 @@ def account_deleted_item(table: str, deletion: AccountDeletion) -> dict[str, Any
         EXPIRES_AT: int((received + OUTBOX_RETENTION).timestamp()),
         "account_id": deletion.account_id,
     }
+    return _put_new(table, values)
+
+
+def _put_new(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """A transaction's Put of an outbox item, on condition that its key is new: an event is written once."""
     return {
         "Put": {
             "TableName": table,
