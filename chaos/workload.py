@@ -158,6 +158,16 @@ class ClientOutcomes:
         with self.lock:
             self.statuses[f"{kind} {status}"] += 1
 
+    def reached(self, answers: int, stop: threading.Event) -> bool:
+        """Waits until the clients have been answered `answers` times (the admins beside them act
+        at marks of their progress); False if `stop` is set first."""
+        while True:
+            with self.lock:
+                if sum(self.statuses.values()) >= answers:
+                    return True
+            if stop.wait(0.05):
+                return False
+
 
 NO_ANSWER = "no-answer"
 
@@ -328,9 +338,8 @@ class LimitChanger(threading.Thread):
 
     def run(self) -> None:
         for index, mark in enumerate(self._marks):
-            while self._progress() < mark:
-                if self.stop.wait(0.05):
-                    return
+            if not self._outcomes.reached(mark, self.stop):
+                return
             with self._gate.passage():
                 self._change(self.KINDS[index % len(self.KINDS)])
 
@@ -345,10 +354,6 @@ class LimitChanger(threading.Thread):
             self._accounts = only
         if self._changes:
             self._change("lower", every=True)
-
-    def _progress(self) -> int:
-        with self._outcomes.lock:
-            return sum(self._outcomes.statuses.values())
 
     def _change(self, kind: str, every: bool = False) -> None:
         """Change the first quota (in a random order) this kind of change applies to, or `every` one."""
@@ -646,9 +651,8 @@ class PlanChanger(threading.Thread):
     def run(self) -> None:
         try:
             for mark, kind in self._steps:
-                while self._progress() < mark:
-                    if self.stop.wait(0.05):
-                        return
+                if not self._outcomes.reached(mark, self.stop):
+                    return
                 with self._gate.passage():
                     self._act(kind)
         except Exception as error:  # an answer no careful admin expects: the run's checks report it
@@ -668,10 +672,6 @@ class PlanChanger(threading.Thread):
                 self._change(plan)
         except Exception as error:  # as in `run`
             self.failed.append(f"{type(error).__name__}: {error}")
-
-    def _progress(self) -> int:
-        with self._outcomes.lock:
-            return sum(self._outcomes.statuses.values())
 
     def _act(self, kind: str) -> None:
         if kind == "delete" and self._doomed is not None:
