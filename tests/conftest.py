@@ -1,7 +1,8 @@
 """What the tiers share: the emulator processes of the session (moto's server; DynamoDB Local for
-the handler tier's `--emulator dynamodb-local`) and `fresh_backend`, a table of its own from the
-synthesized template for each test, which the handler tier's `backend` and the ops tier's
-`moto_backend` fixtures build."""
+the handler tier's `--emulator dynamodb-local` and for its tests marked `engine` with `--emulator
+mixed`), `fresh_backend`, a table of its own from the synthesized template for each test, which
+the handler tier's `backend` and the ops tier's `moto_backend` fixtures build, and the check that
+every DynamoDB request shape the handler tier sent reached AWS's engine (`--emulator mixed`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from functions.shared.wiring import Wiring
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.clock import FakeClock
+from tests.support.request_shapes import SHAPES
 from tests.support.sessions import new_session
 
 # CI explores the same examples on every run, so a red build always reproduces; on a
@@ -48,23 +50,89 @@ for _name, _value in TEST_ENVIRONMENT.items():
         os.environ.setdefault(_name, _value)
 
 
-# What serves DynamoDB to the handler tier (`--emulator`): moto's server, as in `make run`, or
-# DynamoDB Local, AWS's own engine, which refuses what moto forgives (`make test` uses it). The
-# other tiers need more than DynamoDB (queues, functions, the stack) and always use moto's server.
+# What serves DynamoDB to the handler tier (`--emulator`): moto's server, as in `make run`;
+# DynamoDB Local, AWS's own engine, which refuses what moto forgives (`make test-dynamodb-local`);
+# or `mixed` (`make test`): moto's server, and DynamoDB Local for the tests marked `engine`, with
+# the check that every request shape sent to moto reached DynamoDB Local too
+# (tests/support/request_shapes.py). The other tiers need more than DynamoDB (queues, functions,
+# the stack) and always use moto's server.
+MOTO = "moto"
 DYNAMODB_LOCAL = "dynamodb-local"
+MIXED = "mixed"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--emulator",
-        choices=("moto", DYNAMODB_LOCAL),
-        default="moto",
-        help="what serves DynamoDB to the handler tier: moto's server (default) or DynamoDB Local",
+        choices=(MOTO, DYNAMODB_LOCAL, MIXED),
+        default=MOTO,
+        help="what serves DynamoDB to the handler tier: moto's server (default), DynamoDB Local, or "
+        "moto's server and DynamoDB Local for the tests marked engine (make test)",
     )
 
 
-def on_dynamodb_local(config: pytest.Config) -> bool:
-    return bool(config.getoption("--emulator") == DYNAMODB_LOCAL)
+def on_dynamodb_local(config: pytest.Config, node: pytest.Item | pytest.Collector) -> bool:
+    """Whether this handler-tier test (or module) runs on DynamoDB Local."""
+    option = config.getoption("--emulator")
+    if option == MIXED:
+        return node.get_closest_marker("engine") is not None
+    return bool(option == DYNAMODB_LOCAL)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """The DynamoDB requests of a handler-tier test, its fixtures' included, are noted under its engine."""
+    if item.get_closest_marker("handler") is not None:
+        SHAPES.engine = DYNAMODB_LOCAL if on_dynamodb_local(item.config, item) else MOTO
+    yield
+    SHAPES.engine = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its shapes go to the controller
+        workeroutput["request_shapes"] = SHAPES.as_json()
+        return
+    if not _checks_request_shapes(session.config):
+        return
+    missing = SHAPES.only_on_moto()
+    if missing:
+        session.config.stash[_SHAPES_MISSING] = missing
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist: a worker is done; its request shapes join the session's."""
+    SHAPES.add(getattr(node, "workeroutput", {}).get("request_shapes", {}))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    missing = config.stash.get(_SHAPES_MISSING, [])
+    if missing:
+        terminalreporter.section("DynamoDB requests never sent to DynamoDB Local", red=True)
+        terminalreporter.line(
+            "These request shapes reached moto's server only; mark a test that sends each `engine` "
+            "(tests/support/request_shapes.py):"
+        )
+        for shape in missing:
+            terminalreporter.line(f"  {shape}")
+
+
+_SHAPES_MISSING = pytest.StashKey[list[str]]()
+
+
+def _checks_request_shapes(config: pytest.Config) -> bool:
+    """Only a whole run (make test's) can tell a shape no engine test sends: a narrowed one
+    (paths, -k, -m, --lf, --deselect) may have left out the engine test that sends it."""
+    narrowed = (
+        config.args_source != pytest.Config.ArgsSource.TESTPATHS
+        or config.option.keyword
+        or config.option.markexpr
+        or config.option.deselect
+        or config.getoption("lf", False)
+    )
+    return config.getoption("--emulator") == MIXED and not narrowed
 
 
 @pytest.fixture(scope="session")

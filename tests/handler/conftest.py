@@ -20,19 +20,23 @@ if TYPE_CHECKING:
     from tests.handler.client_bridge import Bridge
 
 
-@pytest.fixture(scope="session")
+def dynamodb_url_of(request: pytest.FixtureRequest) -> str:
+    """What serves DynamoDB to the asking test (or module): moto's server, or DynamoDB Local
+    (`--emulator`, tests/conftest.py)."""
+    on_engine = on_dynamodb_local(request.config, request.node)
+    return str(request.getfixturevalue("dynamodb_local_url" if on_engine else "emulator_url"))
+
+
+@pytest.fixture
 def dynamodb_url(request: pytest.FixtureRequest) -> str:
-    """What serves DynamoDB to this tier: moto's server, or DynamoDB Local with `--emulator
-    dynamodb-local` (tests/conftest.py)."""
-    fixture = "dynamodb_local_url" if on_dynamodb_local(request.config) else "emulator_url"
-    return str(request.getfixturevalue(fixture))
+    return dynamodb_url_of(request)
 
 
 @pytest.fixture
 def backend(dynamodb_url: str, request: pytest.FixtureRequest) -> Iterator[Backend]:
     """This test's table, stream and wiring, on what `dynamodb_url` serves. On moto's server the
     next test's reset empties it; DynamoDB Local keeps it, so it is dropped when the test ends."""
-    shared = on_dynamodb_local(request.config)
+    shared = on_dynamodb_local(request.config, request.node)
     made = fresh_backend(dynamodb_url, shared=shared)
     yield made
     if shared:

@@ -62,6 +62,7 @@ def test_every_account_is_listed_once_those_on_no_plan_first_then_each_plans(har
     ]
 
 
+@pytest.mark.engine
 def test_a_plans_accounts_are_listed_by_id_and_follow_a_move(harness: Harness) -> None:
     plant(harness)
     assert [item["accountId"] for item in every_page(harness, "&plan=pro", 2)] == ["p1", "p2", "p3"]
@@ -108,6 +109,7 @@ def test_hostile_parameters_are_400(harness: Harness, query: str) -> None:
     assert answer.json()["error"]["code"] == "ValidationError"
 
 
+@pytest.mark.engine
 def test_an_account_from_before_the_registry_is_listed_once_backfilled(harness: Harness) -> None:
     from ops.registry import backfill_registry
 

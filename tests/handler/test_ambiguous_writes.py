@@ -358,6 +358,7 @@ def test_a_late_delete_after_its_retry_succeeded_gives_back_its_decrement(
 # --- resizes ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize(("to", "then"), [(7, 2), (2, 6)], ids=["growth", "shrink"])
 def test_a_resize_that_landed_and_was_resized_again_before_its_retry_is_never_given_back(
     harness: Harness, kind: Kind, faults: Faults, to: int, then: int

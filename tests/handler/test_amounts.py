@@ -34,6 +34,7 @@ def create(kind: Kind, amount: Any = None, name: str = "r", key: str | None = No
     return kind.harness.api.request("POST", kind.resources_url, body, headers)
 
 
+@pytest.mark.engine
 def test_creates_admit_up_to_the_limit_in_units_and_a_delete_frees_its_amount(kind: Kind) -> None:
     kind.put(10)
     first = create(kind, 4)
@@ -202,6 +203,7 @@ def test_a_create_is_not_refused_while_the_shards_hold_its_amount_between_them(h
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_delete_on_a_busy_account_frees_exactly_its_amount(harness: Harness) -> None:
     spread_room(harness, [4, 4, 4])
     directory = busy(1)
@@ -303,6 +305,7 @@ def test_a_create_is_refused_only_when_fewer_units_than_its_amount_are_free(
         assert truth.room + truth.admitted == truth.limit
 
 
+@pytest.mark.engine
 def test_the_sweep_counts_and_removes_an_amount_the_pending_index_does_not_carry(harness: Harness) -> None:
     """The pending index projects the counting flags only: the sweep's count of a resource of
     amount 5 assumes 1, its condition refuses that, and the refusal's old item says 5."""

@@ -24,6 +24,7 @@ from functions.adapters.dynamo_table import DynamoTable
 from functions.core.accounts import get_account
 from functions.core.model import Quota
 from tests.conftest import Backend
+from tests.handler.conftest import dynamodb_url_of
 
 pytestmark = pytest.mark.shares_setup  # the benchmark results its module fixture measures
 
@@ -32,9 +33,10 @@ SMALL = argparse.Namespace(iterations=2, standing=2, workers=1, resources=4, fau
 
 
 @pytest.fixture(scope="module")
-def results(dynamodb_url: str) -> dict[str, dict[str, Any]]:
+def results(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     """Every approach, once, on a small run: one caller, every third write losing its answer."""
-    return {kind.name: run_approach(kind, dynamodb_url, SMALL) for kind in APPROACHES}
+    endpoint_url = dynamodb_url_of(request)
+    return {kind.name: run_approach(kind, endpoint_url, SMALL) for kind in APPROACHES}
 
 
 def test_the_meter_counts_what_each_approach_writes(results: dict[str, dict[str, Any]]) -> None:

@@ -136,6 +136,7 @@ def test_delete_resources_deletes_and_counts_each_then_the_type_goes(acme: Harne
     acme.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_type_its_plan_gives_is_409_plan_type(harness: Harness) -> None:
     api = harness.api
     assert api.request("PUT", "/plans/team", {"quotas": {"seats": {"limit": 2}}}).status == 200
@@ -150,6 +151,7 @@ def test_a_type_its_plan_gives_is_409_plan_type(harness: Harness) -> None:
     assert table_items(harness) == before
 
 
+@pytest.mark.engine
 def test_a_create_admitted_before_the_limit_fell_is_deleted_by_the_next_delete(acme: Harness) -> None:
     """The create reserves its slot, then the DELETE runs before its resource lands: the DELETE
     lowers the limit, deletes what is there and answers removed false (the create's slot is in flight); the

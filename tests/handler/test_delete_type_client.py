@@ -25,6 +25,7 @@ def kind(harness: Harness) -> Kind:
     return Kind(harness, None)
 
 
+@pytest.mark.engine
 def test_delete_type_refuses_a_holding_type_then_deletes_its_resources_and_removes_it(
     client: LimitsClient, harness: Harness
 ) -> None:

@@ -214,6 +214,7 @@ def test_the_default_type_never_expires(harness: Harness) -> None:
     assert (answer.status, answer.json()["error"]["code"]) == (400, "ValidationError"), answer.text
 
 
+@pytest.mark.engine
 def test_a_grant_on_a_sharded_type_admits_on_shard_0_alone_and_never_past_its_end(harness: Harness) -> None:
     """A type grown to 4 shards: the grant retires the others (their room home), growth is refused
     while it stands, and a create at the end is refused by the plan's limit."""
@@ -235,6 +236,7 @@ def test_a_grant_on_a_sharded_type_admits_on_shard_0_alone_and_never_past_its_en
     assert seats(harness)["limit"] == 2
 
 
+@pytest.mark.engine
 def test_a_growth_after_the_end_of_a_resource_admitted_on_another_shard_is_refused_by_the_plans_limit(
     harness: Harness,
 ) -> None:
@@ -268,6 +270,7 @@ _accounts = itertools.count()
     offset=st.integers(min_value=-3, max_value=3),
     made=st.integers(min_value=3, max_value=6),
 )
+@pytest.mark.engine
 def test_creates_never_exceed_the_limit_in_force_when_they_are_received(
     harness: Harness, limit: int, offset: int, made: int
 ) -> None:

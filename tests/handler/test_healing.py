@@ -100,6 +100,7 @@ def test_heal_waits_while_counting_work_is_pending(harness: Harness, kind: Kind)
     assert heal(harness, kind.quota, QUIET_NOW) is HealOutcome.EXACT
 
 
+@pytest.mark.engine
 def test_heal_waits_for_a_delete_in_flight(harness: Harness, faults: Faults) -> None:
     """Decremented, not yet soft-deleted: healing best-effort to the eventual count now would erase
     a decrement the delete may still give back (overcount) or follow with its soft delete."""
@@ -135,6 +136,7 @@ def test_a_decrement_between_the_heals_reads_and_write_makes_it_retry(harness: H
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_create_in_flight_across_a_heal_does_not_count_twice(harness: Harness, faults: Faults) -> None:
     """Reserved before the heal, put and counted by the stream, then healed: the late increment
     must be skipped (heal epoch), or best-effort would count the resource twice."""
@@ -243,6 +245,7 @@ def test_a_decided_limit_change_leaves_the_pending_index(harness: Harness) -> No
     assert list(harness.wiring.counting_store.pending_records(None)) == []
 
 
+@pytest.mark.engine
 def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(harness: Harness, faults: Faults) -> None:
     """Creates die between reserving their slot and putting their resource, on an account written
     every 100 ms, which never goes quiet. One sweep after the leases are older than `quiet` (one
@@ -290,6 +293,7 @@ def test_a_busy_account_gets_the_slots_of_crashed_creates_back_within_a_sweep(ha
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_write_that_sees_many_dead_leases_on_its_shard_settles_them(harness: Harness, faults: Faults) -> None:
     """Requests that died between their two shard writes (a throttled shard answers many such)
     leave their leases, and each makes every write of the shard larger. The next write that sees
@@ -343,6 +347,7 @@ def test_a_full_account_gets_the_slots_of_dead_creates_back_on_its_next_create(
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_dead_leases_settled_together_leave_out_those_another_writer_settled(harness: Harness, faults: Faults) -> None:
     """Two writers that saw the same dead leases: the second's condition fails on the lease the
     first settled, and it settles the others, each once."""
@@ -465,6 +470,7 @@ def test_each_sweep_audits_one_activity_bucket_and_reports_drift(
     assert "drift" not in other.audits  # the next slice is another bucket
 
 
+@pytest.mark.engine
 def test_the_sweepers_reads_follow_every_page(harness: Harness, faults: Faults) -> None:
     """DynamoDB ends a Query's page at 1 MB; here every Query is cut to one item a page. A heal
     still finds the pending resource that sorts after four counted ones, and the audit still counts

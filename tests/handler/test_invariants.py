@@ -161,6 +161,7 @@ def test_a_write_that_lands_but_times_out_never_overcounts(
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_concurrent_deletes_of_one_resource_never_overcount(harness: Harness, kind: Kind, faults: Faults) -> None:
     kind.put(5)
     resource_id = kind.create().json()["resourceId"]
@@ -220,6 +221,7 @@ def test_a_record_delivered_twice_counts_once(harness: Harness, kind: Kind) -> N
     assert kind.read()["eventual"] == 1
 
 
+@pytest.mark.engine
 def test_a_record_delivered_twice_concurrently_counts_once(harness: Harness, kind: Kind, faults: Faults) -> None:
     kind.put(5)
     kind.create()
@@ -326,6 +328,7 @@ def test_a_quiet_accounts_api_path_never_runs_a_transaction(harness: Harness, ki
 # --- Invariant 5: the limit holds under concurrency ---------------------------------------------
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize(("limit", "existing", "racers"), [(5, 3, 8), (1, 0, 6)])
 def test_concurrent_creates_never_exceed_the_limit(
     harness: Harness, kind: Kind, limit: int, existing: int, racers: int, faults: Faults
@@ -352,6 +355,7 @@ def test_concurrent_creates_never_exceed_the_limit(
     harness.check_invariants()
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("racers", [6])
 def test_concurrent_creates_of_two_types_each_fill_exactly_their_own_limit(
     harness: Harness, racers: int, faults: Faults

@@ -120,6 +120,7 @@ def run_the_api_through_its_paths(harness: Harness) -> None:
     assert [api.create("granted", f"g{index}", resource_type="seats").status for index in range(3)] == [201] * 3
 
 
+@pytest.mark.engine
 def test_each_function_is_allowed_exactly_the_calls_it_makes(
     harness: Harness,
     recorder: CallRecorder,

@@ -232,6 +232,7 @@ def test_an_event_says_the_units_refused_creates_and_growths_asked_for(
     assert (event.refused, event.refusedUnits, event.limit) == (3, 11, 10)
 
 
+@pytest.mark.engine
 def test_the_announcement_is_put_by_the_publisher_and_read_by_no_consumer(refusals: Refusals, harness: Harness) -> None:
     harness.clock.set(MINUTE + timedelta(minutes=2))
     refusals.aggregate(refusals.payload((MINUTE, refusal_line(ACME))))

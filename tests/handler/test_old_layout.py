@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from botocore import xform_name
 
 from functions.core.healing import HealOutcome, heal_account
@@ -35,6 +36,7 @@ def replay_previous_release(harness: Harness) -> dict[str, Any]:
     return answers
 
 
+@pytest.mark.engine
 def test_the_previous_releases_items_are_read_counted_healed_and_deleted_as_the_default_type(
     harness: Harness,
 ) -> None:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -247,6 +248,7 @@ def resolve(expression: str, request_path: dict[str, str], answer: ApiResponse) 
     raise AssertionError(f"unexpected link expression {expression}")
 
 
+@pytest.mark.engine
 def test_links_lead_from_what_an_answer_made_to_what_a_client_does_next(harness: Harness) -> None:
     """A client generated from the document (or a fuzzer's stateful phase) follows these links: from
     a PUT of an account to its reads and to a create in it, from a read of it to a PUT on the

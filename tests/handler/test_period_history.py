@@ -156,6 +156,7 @@ def test_a_busy_periods_total_adds_up_its_counter_shards(evening: Harness) -> No
     assert rows(history(harness))[1] == ("2026-11-27T00:00:00Z", 30, 30, 30, True)
 
 
+@pytest.mark.engine
 def test_the_account_routes_read_the_default_types_history_of_a_month_with_its_anchor(harness: Harness) -> None:
     harness.clock.set(datetime(2026, 11, 27, 12, 0, tzinfo=UTC))
     body = {"limit": 5, "period": "month", "anchor": "2026-01-15T00:00:00Z"}

@@ -130,6 +130,7 @@ def test_a_retry_in_the_next_period_with_the_same_key_is_the_same_record_counted
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_delete_within_the_period_refunds_and_after_it_is_refused_as_history(evening: Harness) -> None:
     harness = evening
     put_builds(harness, 2)
@@ -164,6 +165,7 @@ def test_a_limit_changed_mid_period_applies_to_the_current_period_at_once(evenin
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_holding_quota_becomes_periodic_only_while_empty_and_a_periodic_one_keeps_its_period(
     evening: Harness,
 ) -> None:
@@ -183,6 +185,7 @@ def test_a_holding_quota_becomes_periodic_only_while_empty_and_a_periodic_one_ke
     assert builds(harness)["period"] == "day"
 
 
+@pytest.mark.engine
 def test_a_month_anchored_on_the_31st_ends_on_the_last_day_of_a_shorter_month(harness: Harness) -> None:
     harness.clock.set(datetime(2027, 2, 27, 12, 0, tzinfo=UTC))
     assert harness.api.put_account("acme", 10).status == 200
@@ -267,6 +270,7 @@ def create_in(harness: Harness, index: int, directory: Directory, store: DynamoA
     )
 
 
+@pytest.mark.engine
 def test_a_busy_period_spreads_over_shards_and_admits_exactly_its_limit_each_period(evening: Harness) -> None:
     harness = evening
     put_builds(harness, 30)
@@ -306,6 +310,7 @@ def test_a_busy_period_spreads_over_shards_and_admits_exactly_its_limit_each_per
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_the_audit_finds_each_period_exact_and_the_quota_itself_holding_nothing(evening: Harness) -> None:
     """A periodic quota's own account item admits nothing: its records are its periods', so an
     audit of it (the sweeper's slice, `ops audit`) must not count them as its own, and a heal of it
@@ -348,6 +353,7 @@ ACCOUNTS = iter(range(1_000_000))
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     database=None,
 )
+@pytest.mark.engine
 @given(steps=STEPS, limit=st.integers(1, 6))
 def test_any_sequence_of_creates_refunds_retries_limits_and_midnights_is_exact_per_period(
     harness: Harness, steps: list[tuple[Any, ...]], limit: int
@@ -457,6 +463,7 @@ def test_the_admission_read_and_the_list_are_of_the_current_period(evening: Harn
     assert (free(), listed()) == (4, today)
 
 
+@pytest.mark.engine
 def test_a_period_opened_while_a_limit_change_is_in_flight_gets_the_new_limit(evening: Harness) -> None:
     """The PUT read the period not opened yet; the period's first create opens it (from the old
     limit) before the PUT's write lands: the PUT must not land without changing that period."""

@@ -91,6 +91,7 @@ def test_a_plan_that_does_not_exist_is_404(harness: Harness) -> None:
     assert (answer.status, answer.json()["error"]["code"]) == (404, "PlanNotFound")
 
 
+@pytest.mark.engine
 def test_plans_are_listed_by_name_a_page_at_a_time(harness: Harness) -> None:
     names = [f"p{index:02d}" for index in range(7)]
     for name in reversed(names):
@@ -146,6 +147,7 @@ def test_an_account_put_on_a_plan_gets_every_quota_of_it(harness: Harness) -> No
     assert created.status == 201, created.text
 
 
+@pytest.mark.engine
 def test_an_existing_account_keeps_its_own_default_limit_and_rate_on_a_plan(harness: Harness) -> None:
     harness.api.request("PUT", "/accounts/acme", {"limit": 7, "rateLimit": {"requestsPerSecond": 5, "burstSeconds": 2}})
     put_plan(harness, "pro", PRO)
@@ -217,6 +219,7 @@ def test_each_quota_given_announces_its_limit_change_and_a_second_application_ch
         )
 
 
+@pytest.mark.engine
 def test_a_failed_application_leaves_the_membership_and_its_retry_resumes(harness: Harness, faults: Faults) -> None:
     """The second type's write fails (nothing lands): the PUT answers 503, the account is not on
     the plan yet, the first type has its quota; the retry gives the rest, the first one not again."""
@@ -257,6 +260,7 @@ def test_a_types_own_put_on_a_plan_account_is_an_override_the_plan_leaves_standi
     assert types_of(again)["extra"] == (2, "account")
 
 
+@pytest.mark.engine
 def test_removing_an_override_gives_the_type_its_plans_limit_once(harness: Harness) -> None:
     from tests.handler.test_limit_changes import limit_changes
 
@@ -292,6 +296,7 @@ def test_only_an_override_is_removed(harness: Harness, url: str, code: str) -> N
     assert (answer.status, answer.json()["error"]["code"]) == (404, code)
 
 
+@pytest.mark.engine
 def test_moving_to_another_plan_gives_its_quotas_and_keeps_the_old_plans_others_as_the_accounts_own(
     harness: Harness,
 ) -> None:

@@ -225,11 +225,12 @@ class CounterMachine(RuleBasedStateMachine):
         self.faults = Faults(self.wiring)
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 def test_random_interleavings_keep_every_invariant(dynamodb_url: str, request: pytest.FixtureRequest) -> None:
     class OnThisEmulator(CounterMachine):
         endpoint_url = dynamodb_url
-        shared_emulator = on_dynamodb_local(request.config)
+        shared_emulator = on_dynamodb_local(request.config, request.node)
 
     run_state_machine_as_test(
         OnThisEmulator,

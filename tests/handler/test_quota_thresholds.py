@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from functions.adapters.attributes import from_attributes
 from functions.adapters.shards import account_key
 from tests.handler.conftest import Harness, Kind
@@ -40,6 +42,7 @@ def test_a_quota_never_given_thresholds_answers_without_them(harness: Harness) -
     assert all("thresholds" not in item for item in types)
 
 
+@pytest.mark.engine
 def test_a_types_thresholds_are_its_own(harness: Harness) -> None:
     put(harness, "/accounts/acme", {"limit": 10})
     seats = put(harness, "/accounts/acme/types/seats", {"limit": 4, "thresholds": [50]}).json()
@@ -62,6 +65,7 @@ def test_a_thresholds_change_takes_a_new_etag_and_honours_if_match(harness: Harn
     assert harness.api.account("acme")["thresholds"] == [50]
 
 
+@pytest.mark.engine
 def test_the_consumer_decides_crossings_against_the_quotas_own_thresholds(harness: Harness) -> None:
     put(harness, "/accounts/acme", {"limit": 10, "thresholds": [30, 60]})  # boundaries 3 and 6
     ids = create(harness, 4)
@@ -118,6 +122,7 @@ def test_a_threshold_announced_above_and_then_removed_is_crossed_down(harness: H
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_put_that_changes_neither_limit_nor_thresholds_writes_no_event(harness: Harness) -> None:
     put(harness, "/accounts/acme", {"limit": 10})
     put(harness, "/accounts/acme", {"limit": 10, "thresholds": [100, 80]})  # the defaults, given as its own
@@ -127,6 +132,7 @@ def test_a_put_that_changes_neither_limit_nor_thresholds_writes_no_event(harness
     assert outbox(harness) == []
 
 
+@pytest.mark.engine
 def test_the_defaults_given_back_return_a_quota_to_them(harness: Harness) -> None:
     put(harness, "/accounts/acme", {"limit": 10, "thresholds": [50]})
     create(harness, 6)

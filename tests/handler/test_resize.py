@@ -29,6 +29,7 @@ def resize(kind: Kind, resource_id: str, amount: Any, headers: dict[str, str] | 
     return kind.harness.api.request("PATCH", f"{kind.resources_url}/{resource_id}", {"amount": amount}, headers)
 
 
+@pytest.mark.engine
 def test_a_resource_grows_while_units_are_free_and_shrinks_at_once(kind: Kind) -> None:
     kind.put(10)
     first = create(kind, 4)
@@ -56,6 +57,7 @@ def test_a_resource_grows_while_units_are_free_and_shrinks_at_once(kind: Kind) -
     kind.check_bystander()
 
 
+@pytest.mark.engine
 def test_the_eventual_counter_applies_each_resize_once_counted_or_not(harness: Harness) -> None:
     api = harness.api
     api.put_account("acme", 100)
@@ -98,6 +100,7 @@ def test_a_resize_refused_or_of_nothing_writes_nothing(harness: Harness) -> None
     assert harness.truth("acme") == before
 
 
+@pytest.mark.engine
 def test_if_match_resizes_only_the_version_read_and_a_keyed_retry_never_applies_twice(harness: Harness) -> None:
     api = harness.api
     api.put_account("acme", 100)
@@ -122,6 +125,7 @@ def test_if_match_resizes_only_the_version_read_and_a_keyed_retry_never_applies_
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_growth_gathers_free_units_to_its_resources_shard_and_is_refused_only_when_too_few_are_free(
     harness: Harness,
 ) -> None:
@@ -225,6 +229,7 @@ def test_would_admit_adds_the_free_units_of_every_shard(harness: Harness) -> Non
     assert accounts.would_admit(store, quota, 25).admitted is False
 
 
+@pytest.mark.engine
 def test_a_resize_crosses_usage_thresholds_as_a_create_does(harness: Harness) -> None:
     from tests.handler.test_usage_thresholds import crossings
 
@@ -243,6 +248,7 @@ def test_a_resize_crosses_usage_thresholds_as_a_create_does(harness: Harness) ->
     assert crossings(harness) == [(80, "up", 9), (100, "up", 10), (100, "down", 2), (80, "down", 2)]
 
 
+@pytest.mark.engine
 def test_racing_resizes_end_in_one_outcome_and_the_loser_gives_its_units_back(harness: Harness) -> None:
     """Two resizes read the same version; the one whose write comes second finds the version moved,
     gives its lease back, reads again and applies to what the first left: no unit leaked."""

@@ -62,6 +62,7 @@ def test_reserve_then_settle(kind: Kind, client: LimitsClient, bridge: Bridge) -
     kind.harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_a_resize_that_lands_between_the_read_and_the_patch_is_read_again(
     kind: Kind, client: LimitsClient, bridge: Bridge
 ) -> None:

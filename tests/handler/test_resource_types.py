@@ -112,6 +112,7 @@ def test_an_account_holds_at_most_the_documented_number_of_types(harness: Harnes
     assert len(stored(harness, ACME)["resource_types"]) == MAX_RESOURCE_TYPES
 
 
+@pytest.mark.engine
 def test_concurrent_first_puts_of_an_accounts_types_all_register(harness: Harness) -> None:
     names = ["seats", "projects", "keys", "users", "vms", "disks"]
     with ThreadPoolExecutor(max_workers=len(names)) as pool:

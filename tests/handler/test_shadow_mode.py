@@ -111,6 +111,7 @@ def test_a_shadow_quota_at_its_limit_admits_counts_and_announces_what_enforcemen
     assert '"shadow"' not in enforced_event[0]  # old subscribers read the event they always did
 
 
+@pytest.mark.engine
 def test_concurrent_creates_past_a_busy_shadow_quotas_limit_are_all_admitted_and_counted(harness: Harness) -> None:
     """Over 4 shards, 10 creates racing for 4 units: every one admitted, those found no room for
     (at least 6) past the limit on shard 0; the counts exact, the shards holding the limit."""
@@ -130,6 +131,7 @@ def test_concurrent_creates_past_a_busy_shadow_quotas_limit_are_all_admitted_and
     assert (truth.live, truth.admitted, truth.room, truth.eventual, truth.leases) == (10, 10, -6, 10, 0)
 
 
+@pytest.mark.engine
 def test_shadow_to_enforce_refuses_until_usage_is_below_the_limit_and_back_to_shadow_admits(harness: Harness) -> None:
     api = harness.api
     first = harness.api.request("PUT", "/accounts/acme", {"limit": 2, "mode": "shadow"})
@@ -156,6 +158,7 @@ def test_shadow_to_enforce_refuses_until_usage_is_below_the_limit_and_back_to_sh
     assert [(c.oldMode, c.newMode) for c in limit_changes(harness, Quota("other"))] == [(None, None)]
 
 
+@pytest.mark.engine
 def test_a_plans_shadow_quota_reaches_its_accounts_and_an_override_can_enforce_it(harness: Harness) -> None:
     api = harness.api
     plan = put(harness, "/plans/pro", {"quotas": {"seats": {"limit": 1, "mode": "shadow"}, "projects": {"limit": 1}}})

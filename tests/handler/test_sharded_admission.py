@@ -69,6 +69,7 @@ def create_carefully(harness: Harness, index: int, directory: Directory, store: 
 @pytest.mark.slow
 # Six creates a shard at once, or four and a half slots: what the shards' routing and their race
 # for the last slots need (100 at once took 21 and 32 s under make test's load, 2026-11-28).
+@pytest.mark.engine
 @pytest.mark.parametrize(("limit", "creates"), [(48, 48), (36, 48)])
 def test_concurrent_creates_over_many_shards_fill_the_account_exactly(
     harness: Harness, limit: int, creates: int
@@ -100,6 +101,7 @@ def deliver_in_small_batches(harness: Harness) -> None:
     harness.pump()
 
 
+@pytest.mark.engine
 def test_a_hot_account_grows_its_shards_and_a_quiet_heal_folds_them_back(harness: Harness) -> None:
     clock = [0.0]
     directory = Directory(ShardingSettings(grow_at=1, min_window=1), clock=lambda: clock[0], rng=random.Random(7))
@@ -190,6 +192,7 @@ def test_an_account_item_written_before_shards_is_adopted_in_place(harness: Harn
     harness.check_invariants()
 
 
+@pytest.mark.engine
 def test_an_adoption_whose_answer_is_lost_is_a_503_and_the_retry_admits(harness: Harness, faults: Faults) -> None:
     """The adoption's write lands and its answer times out: DynamoDB failed the caller like any
     other call (503, retry), and the retry finds the room the adoption gave."""

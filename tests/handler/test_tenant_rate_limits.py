@@ -6,6 +6,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+import pytest
+
 from functions.adapters import rate_windows, table_layout
 from functions.adapters.attributes import from_attributes
 from functions.adapters.dynamo_table import DynamoTable
@@ -18,6 +20,7 @@ from tests.handler.conftest import Harness
 RATE = {"requestsPerSecond": 1, "burstSeconds": 3}  # windows of 3 s allowing 3 requests
 
 
+@pytest.mark.engine
 def test_a_lease_never_takes_the_count_past_the_allowance(backend: Backend) -> None:
     store = DynamoWindowStore(DynamoTable(backend.dynamodb, backend.table))
     window = TenantRate(requests_per_second=50, window_seconds=1).window_at(backend.clock.epoch_ms())
@@ -46,6 +49,7 @@ def test_a_busy_tenants_window_parts_are_items_of_their_own(backend: Backend) ->
         assert from_attributes(found)[rate_windows.USED] == expected
 
 
+@pytest.mark.engine
 def test_an_account_shows_its_rate_limit_the_default_until_an_admin_sets_one(harness: Harness) -> None:
     api = harness.api
     default = {

@@ -123,6 +123,7 @@ def test_a_consumer_that_dies_after_its_transaction_landed_adds_no_crossing_when
     assert crossings(harness) == [(80, "up", 4)]
 
 
+@pytest.mark.engine
 def test_a_busy_accounts_crossings_are_decided_over_every_counter_shard(harness: Harness) -> None:
     """Resources admitted above admission shard 0 are counted on counter shards 1..7: the headroom
     is spread over all 8, and a crossing is decided with every shard's count known."""
