@@ -65,8 +65,8 @@ run: install
 # code and its floor (pyproject.toml). The handler tier runs on moto's server but for its tests
 # marked `engine`, which run on DynamoDB Local, AWS's own engine, which refuses what moto
 # forgives; the run fails if a DynamoDB request shape the tier sent never reached DynamoDB Local
-# (tests/support/request_shapes.py). All of it on DynamoDB Local took 590 CPU-s against 340 on
-# moto (2 workers, 2026-11-28). The tiers that run the whole system (runtime, integration, ops,
+# (tests/support/request_shapes.py). So the tier took 326 CPU-s; all of it on DynamoDB Local, 590
+# (2 workers, 2026-11-28). The tiers that run the whole system (runtime, integration, ops,
 # chaos) run on moto's server, as `make run` does. 4 workers took 836 s against 3's 757 (more CPU
 # for the same tests, 2026-11-28).
 TEST_WORKERS ?= 3

@@ -4,8 +4,8 @@
 on DynamoDB Local, AWS's own engine (tests/conftest.py, `--emulator mixed`). Moto forgives what
 DynamoDB refuses (docs/local-runtime.md lists what DynamoDB Local found), and what it refuses is
 decided by a request's shape: its operation, its expressions, the types of the values they name,
-what it asks back. So each session sent through `tests.support.sessions.new_session` (the
-handlers' wiring, and every other execution environment a test builds) notes the shape of each
+what it asks back. So each session `tests.support.sessions.new_session` makes (the handlers'
+wiring, and every other execution environment a test builds) notes the shape of each
 DynamoDB request its clients send, filed under the engine the running test is on; the session
 fails when a shape reached moto and never DynamoDB Local. A new write path is then proved against
 AWS's engine by a test marked `engine`, or the run names it. The tests' own reads and setup (their
