@@ -23,7 +23,7 @@ from functions.shared.wiring import Wiring
 from local.dynamodb_local import DynamoDBLocalProcess
 from local.emulator import EmulatorProcess
 from tests.support.clock import FakeClock
-from tests.support.request_shapes import SHAPES
+from tests.support.request_shapes import DYNAMODB_LOCAL, MOTO, SHAPES
 from tests.support.sessions import new_session
 
 # CI explores the same examples on every run, so a red build always reproduces; on a
@@ -56,8 +56,6 @@ for _name, _value in TEST_ENVIRONMENT.items():
 # the check that every request shape sent to moto reached DynamoDB Local too
 # (tests/support/request_shapes.py). The other tiers need more than DynamoDB (queues, functions,
 # the stack) and always use moto's server.
-MOTO = "moto"
-DYNAMODB_LOCAL = "dynamodb-local"
 MIXED = "mixed"
 
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import boto3
 
+# The engines, as `--emulator` names them (tests/conftest.py).
 MOTO = "moto"
-ENGINE = "dynamodb-local"
+DYNAMODB_LOCAL = "dynamodb-local"
 
 _EXPRESSIONS = (
     "KeyConditionExpression",
@@ -71,7 +72,7 @@ class RequestShapes:
     """The shapes sent to each engine in this process, noted while `engine` names the running test's."""
 
     def __init__(self) -> None:
-        self.sent: dict[str, set[str]] = {MOTO: set(), ENGINE: set()}
+        self.sent: dict[str, set[str]] = {MOTO: set(), DYNAMODB_LOCAL: set()}
         self.engine: str | None = None  # None: not noted (no handler-tier test running)
 
     def watch(self, session: boto3.Session) -> None:
@@ -89,7 +90,7 @@ class RequestShapes:
             self.sent[engine].update(shapes)
 
     def only_on_moto(self) -> list[str]:
-        return sorted(self.sent[MOTO] - self.sent[ENGINE])
+        return sorted(self.sent[MOTO] - self.sent[DYNAMODB_LOCAL])
 
 
 SHAPES = RequestShapes()

@@ -8,7 +8,7 @@ from typing import Any
 
 import botocore.session
 
-from tests.support.request_shapes import ENGINE, MOTO, RequestShapes, shape_of
+from tests.support.request_shapes import DYNAMODB_LOCAL, MOTO, RequestShapes, shape_of
 from tests.unit.test_makefile import planned
 
 UPDATE = {
@@ -67,11 +67,11 @@ def test_a_session_notes_its_requests_under_the_running_tests_engine_and_tells_t
         session.events.emit("before-parameter-build.dynamodb.UpdateItem", params=params, model=model)
 
     send(UPDATE)  # no handler-tier test running: not noted
-    assert shapes.as_json() == {MOTO: [], ENGINE: []}
+    assert shapes.as_json() == {MOTO: [], DYNAMODB_LOCAL: []}
     shapes.engine = MOTO
     send(UPDATE)
     send({**UPDATE, "ConditionExpression": "attribute_exists(pk)"})
-    shapes.engine = ENGINE
+    shapes.engine = DYNAMODB_LOCAL
     send(UPDATE)
     assert shapes.only_on_moto() == [shape_of("UpdateItem", {**UPDATE, "ConditionExpression": "attribute_exists(pk)"})]
     other = RequestShapes()
