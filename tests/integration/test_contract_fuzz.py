@@ -278,6 +278,18 @@ def test_sequences_of_calls_keep_the_contract(running_system: RunningSystem) -> 
                 else:  # `seats` stays a holding: a plan's, so its PUT is an override that can be removed
                     case.body.pop("period", None)
                 case.body.pop("anchor", None)
+            if case.method == "PUT" and case.path == "/accounts/{accountId}" and isinstance(case.body, dict):
+                if set(case.body) == {"plan"}:
+                    # A generated plan is rarely one that exists (404 PlanNotFound): the sequence's own
+                    # plan is asked, of the account the setup put on it, whose `seats` stays the plan's.
+                    case.body["plan"] = self.plan
+                    case.path_parameters["accountId"] = self.accounts[1]
+                else:
+                    # `plan` comes alone (400 ValidationError otherwise: the operation's own fuzz's):
+                    # with the account's own limits it is left out, so the PUTs links reach land.
+                    # The sequences reach this operation rarely (a few times a minute), and it
+                    # answered 2xx first after 80 s of sequences without this (2026-11-28).
+                    case.body.pop("plan", None)
             if case.method == "PUT" and case.path == "/plans/{planId}" and isinstance(case.body, dict):
                 # A generated anchor is rarely a calendar's (400 ValidationError, the operation's own
                 # fuzz's to check), nor is a shadow quota periodic: a plan PUT a link reached keeps
