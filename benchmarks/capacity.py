@@ -675,14 +675,18 @@ def plans_report(emulator_url: str) -> str:
 
 def lifecycle_report(emulator_url: str, resources: int = 10) -> str:
     """What the lifecycle costs (docs/plans.md, "Lifecycle"), in total and by partition key: an
-    empty type's delete; a type's delete with `resources` live resources (deleteResources: the
-    request's part; the stream's counting of each delete is any delete's); an account of three
-    types with `resources` resources each, deleted (the request) and erased (the sweeper)."""
+    empty type's delete (a holding's, and a day type's, which reads each day of its history); a
+    type's delete with `resources` live resources (deleteResources: the request's part; the
+    stream's counting of each delete is any delete's); an account of three types with `resources`
+    resources each, deleted (the request) and erased (the sweeper)."""
+    from dataclasses import replace
+
     from functions.adapters.api_store import DynamoApiStore
     from functions.adapters.dynamo_table import DynamoTable
     from functions.adapters.offboarding_store import DynamoOffboardingStore
     from functions.core import accounts, lifecycle, offboarding
     from functions.core.model import NewResource
+    from functions.core.periods import parse_period
     from tests.support.tables import create_table
 
     dynamodb = boto3.client("dynamodb", endpoint_url=emulator_url)
@@ -692,8 +696,11 @@ def lifecycle_report(emulator_url: str, resources: int = 10) -> str:
     api = DynamoApiStore(table)
     leaving = DynamoOffboardingStore(table)
 
-    def limit(quota: Quota, value: int = 100) -> None:
-        accounts.put_limit(api, quota, accounts.limit_change(value, WALL_CLOCK.epoch_ms()), now_text)
+    def limit(quota: Quota, value: int = 100, period: str | None = None) -> None:
+        change = accounts.limit_change(value, WALL_CLOCK.epoch_ms())
+        if period is not None:
+            change = replace(change, period=parse_period(period, None))
+        accounts.put_limit(api, quota, change, now_text)
 
     def fill(quota: Quota) -> None:
         for _ in range(resources):
@@ -706,6 +713,7 @@ def lifecycle_report(emulator_url: str, resources: int = 10) -> str:
     limit(Quota("acme", "empty"))
     limit(Quota("acme", "full"))
     fill(Quota("acme", "full"))
+    limit(Quota("acme", "daily"), period="day")
     for resource_type in ("default", "seats", "projects"):
         quota = Quota("leaving", resource_type)
         limit(quota)
@@ -716,6 +724,10 @@ def lifecycle_report(emulator_url: str, resources: int = 10) -> str:
         (
             f"DELETE a type with {resources} resources, deleteResources (the request)",
             lambda: delete_type(Quota("acme", "full")),
+        ),
+        (
+            "DELETE a day type holding nothing (every day of its history read)",
+            lambda: delete_type(Quota("acme", "daily")),
         ),
         (
             f"DELETE an account of 3 types, {resources} resources each (the request)",

@@ -142,16 +142,16 @@ def _erasure_keeps_the_outbox_items() -> None:
     """An account's erasure leaves the outbox items of its partitions (`EVENT#...`: its crossings,
     limit changes, refusals and its Account Deleted event), as if the publisher still needed them
     once published. Only a run with `--plans` shows it: the deletion's check finds them left."""
+    from functions.adapters import offboarding_store
     from functions.adapters.keys import EVENT_PREFIX
-    from functions.adapters.offboarding_store import DynamoOffboardingStore
     from functions.adapters.table_layout import SORT_KEY
 
-    original = DynamoOffboardingStore._partition_keys
+    original = offboarding_store.quota_keys  # type: ignore[attr-defined]  # the name the erasure calls
 
-    def partition_keys(self: DynamoOffboardingStore, pk: str) -> list[dict[str, Any]]:
-        return [key for key in original(self, pk) if not key[SORT_KEY]["S"].startswith(EVENT_PREFIX)]
+    def quota_keys(table: Any, partition: Any, span: int = 1) -> list[dict[str, Any]]:
+        return [key for key in original(table, partition, span) if not key[SORT_KEY]["S"].startswith(EVENT_PREFIX)]
 
-    DynamoOffboardingStore._partition_keys = partition_keys  # type: ignore[method-assign]
+    offboarding_store.quota_keys = quota_keys  # type: ignore[attr-defined]
 
 
 MUTATIONS = {

@@ -8,6 +8,8 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from functions.adapters import account_item as schema
@@ -21,10 +23,11 @@ from functions.adapters.account_item import (
     shard_state,
 )
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.counters import COUNT
+from functions.adapters.counters import COUNT, counter_key
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.plan_item import PlanItems
+from functions.adapters.quota_partitions import period_partitions, quota_keys
 from functions.adapters.registry import AccountRegistry
 from functions.adapters.resources import (
     ADMITTED_BY,
@@ -57,6 +60,7 @@ from functions.adapters.table_layout import (
 )
 from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
+from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.errors import (
     AccountBeingDeleted,
     AmountDiffers,
@@ -447,38 +451,53 @@ class DynamoApiStore(ShardStore):
 
     # a type's removal (functions/core/lifecycle.py) --------------------------------------------
 
-    def read_type_contents(self, quota: Quota) -> TypeContents | None:
+    def read_type_contents(self, quota: Quota, now: datetime) -> TypeContents | None:
         read = self.read_quota_items(quota)
         if read is None:
             return None
-        resource_items = sum(1 for item in self._partition(quota) if _is_resource(item))
+        partition = self._partition(quota)
+        period = shard_state(read.shards[0]).period
+        current = None if period is None else quota.in_period(period.window_at(now).id)
+        opened = None if current is None else self.read_quota_items(current)
         return TypeContents(
             shards=tuple(shard_state(item) for item in read.shards),
             eventual=read.eventual,
-            resource_items=resource_items,
-            read=read,
+            resource_items=sum(1 for item in partition if _is_resource(item)),
+            period_shards=() if opened is None else tuple(shard_state(item) for item in opened.shards),
+            period_eventual=0 if opened is None else opened.eventual,
+            records_to_count=sum(1 for item in partition if _is_resource(item) and PENDING_BUCKET in item),
+            read=_TypeRead(read, now, current, opened),
         )
 
     def remove_type(self, quota: Quota, contents: TypeContents) -> bool:
         read = contents.read
-        if not isinstance(read, AccountItems):
+        if not isinstance(read, _TypeRead):
             raise TypeError("contents not read by this store")
-        own = {(item[PARTITION_KEY], item[SORT_KEY]) for item in [*read.shards, *read.counters]}
+        transacted = [*read.whole.shards, *read.whole.counters]
+        if read.opened is not None:
+            transacted += [*read.opened.shards, *read.opened.counters]
+        # The current period's shard and counter items are the transaction's, read or not: one
+        # a create opened since the read must stay, to cancel it.
+        kept = {_key_of(item) for item in transacted} | set(map(_key_of, read.current_period_keys()))
         partition = self._partition(quota)
-        if any(_is_resource(item) for item in partition):
+        if any(read.still_to_settle(item) for item in partition):
             return False  # a create landed since the read: nothing written, the caller reads again
-        rest = [
-            item_key(str(item[PARTITION_KEY]), str(item[SORT_KEY]))
-            for item in partition
-            if (item[PARTITION_KEY], item[SORT_KEY]) not in own
-        ]
-        self._table.delete_keys("delete a type's items", rest)
+        rest = [item_key(str(item[PARTITION_KEY]), str(item[SORT_KEY])) for item in partition]
+        whole = shard_state(read.whole.shards[0])
+        for period in period_partitions(quota, whole.period, read.now):  # a periodic type's history
+            rest += quota_keys(self._table, period, whole.span)
+        self._table.delete_keys("delete a type's items", [key for key in rest if _key_of(key) not in kept])
         actions: list[dict[str, Any]] = []
-        for item in read.shards:
-            actions.append(self._delete_if_as_read(shard_key(quota, shard_index(item)), schema.VERSION, item))
-        for item in read.counters:
-            key = item_key(str(item[PARTITION_KEY]), str(item[SORT_KEY]))
-            actions.append(self._delete_if_as_read(key, COUNT, item))
+        for owner, items in ((quota, read.whole), (read.current, read.opened)):
+            if owner is None or items is None:
+                continue
+            for item in items.shards:
+                actions.append(self._delete_if_as_read(shard_key(owner, shard_index(item)), schema.VERSION, item))
+            for item in items.counters:
+                key = item_key(str(item[PARTITION_KEY]), str(item[SORT_KEY]))
+                actions.append(self._delete_if_as_read(key, COUNT, item))
+        if read.current is not None and read.opened is None:
+            actions.append(self._absent(shard_key(read.current, 0)))  # not opened by a create since the read
         actions.append(
             {
                 "Update": {
@@ -492,6 +511,17 @@ class DynamoApiStore(ShardStore):
             }
         )
         return self.transact("remove a type", actions)
+
+    def _absent(self, key: dict[str, Any]) -> dict[str, Any]:
+        """A transaction's check that no item is at `key`."""
+        return {
+            "ConditionCheck": {
+                "TableName": self._table.name,
+                "Key": key,
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+            }
+        }
 
     def _delete_if_as_read(self, key: dict[str, Any], name: str, item: Mapping[str, Any]) -> dict[str, Any]:
         """A transaction's Delete of the item at `key`, conditional on its `name` being as read."""
@@ -511,13 +541,19 @@ class DynamoApiStore(ShardStore):
 
     def _partition(self, quota: Quota) -> list[dict[str, Any]]:
         """Every item of the quota's partition (its account item, counter shard 0, resources and
-        tombstones, outbox items, keyed PUTs' records, refusal windows), decoded, key attributes and
-        item type only."""
+        tombstones, outbox items, keyed PUTs' records, refusal windows), decoded: key attributes,
+        item type, and a resource's pending index key (counting work left) and period."""
         request = {
             "TableName": self._table.name,
             "KeyConditionExpression": "#pk = :pk",
-            "ProjectionExpression": "#pk, #sk, #type",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#type": ITEM_TYPE},
+            "ProjectionExpression": "#pk, #sk, #type, #pending, #period",
+            "ExpressionAttributeNames": {
+                "#pk": PARTITION_KEY,
+                "#sk": SORT_KEY,
+                "#type": ITEM_TYPE,
+                "#pending": PENDING_BUCKET,
+                "#period": PERIOD,
+            },
             "ExpressionAttributeValues": to_attributes({":pk": keys.account_pk(quota)}),
             "ConsistentRead": True,
         }
@@ -671,6 +707,40 @@ class DynamoApiStore(ShardStore):
 def _is_resource(item: Mapping[str, Any]) -> bool:
     """A resource item that is not a tombstone: live, or deleted and not yet counted."""
     return str(item[SORT_KEY]).startswith(keys.RESOURCE_PREFIX) and item.get(ITEM_TYPE) != TOMBSTONE
+
+
+def _key_of(key: Mapping[str, Any]) -> tuple[str, str]:
+    """A key's (or a decoded item's) partition and sort key, as text."""
+    pk, sk = key[PARTITION_KEY], key[SORT_KEY]
+    return (str(pk["S"] if isinstance(pk, Mapping) else pk), str(sk["S"] if isinstance(sk, Mapping) else sk))
+
+
+@dataclass(frozen=True)
+class _TypeRead:
+    """A type's items as its removal read them at `now`: its own, and for a periodic type its
+    current period (`current`) and that period's items if a create opened it (`opened`)."""
+
+    whole: AccountItems
+    now: datetime
+    current: Quota | None = None
+    opened: AccountItems | None = None
+
+    def current_period_keys(self) -> list[dict[str, Any]]:
+        if self.current is None:
+            return []
+        span = max(shard_state(self.opened.shards[0]).span if self.opened else 1, 1)
+        shards = [shard_key(self.current, shard) for shard in range(span)]
+        return [*shards, *(counter_key(self.current, shard) for shard in range(EVENTUAL_COUNTER_SHARDS))]
+
+    def still_to_settle(self, item: Mapping[str, Any]) -> bool:
+        """Whether a partition's item stops the removal: for a holding, any resource that is not a
+        tombstone; for a periodic type, a record with counting work left or live in its current
+        period (a closed period's records are history, removed with it)."""
+        if not _is_resource(item):
+            return False
+        if self.current is None:
+            return True
+        return PENDING_BUCKET in item or item.get(PERIOD) == self.current.period
 
 
 def _usage(quota: Quota, read: AccountItems) -> Usage:

@@ -12,25 +12,24 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
 from functions.adapters import grant_index, keys
 from functions.adapters.account_item import resource_types_of, shard_state
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.counters import counter_key
 from functions.adapters.dynamo_table import DynamoTable
 from functions.adapters.errors import ConditionFailed, TransactionCancelled
 from functions.adapters.outbox import account_deleted_item
+from functions.adapters.quota_partitions import period_partitions, quota_keys
 from functions.adapters.shards import ShardStore, shard_key
 from functions.adapters.table_layout import ITEM_TYPE, PARTITION_KEY, SORT_KEY, item_key
-from functions.core.accounts import HISTORY_RETENTION
-from functions.core.counting import CONDITIONAL_CHECK_FAILED, EVENTUAL_COUNTER_SHARDS
+from functions.core.counting import CONDITIONAL_CHECK_FAILED
 from functions.core.errors import StoreUnavailable
 from functions.core.model import Quota
 from functions.core.offboarding import AccountDeletion, QuotaPlace
-from functions.core.periods import Period, format_instant, parse_period
+from functions.core.periods import format_instant, parse_period
 
 DELETION = "account_deletion"  # the entry's item type
 REQUESTED_MS, DELETED_BY, QUOTAS, FENCED_MS = "requested_ms", "deleted_by", "quotas", "fenced_ms"
@@ -152,33 +151,12 @@ class DynamoOffboardingStore:
         widest = AccountDeletion(deletion.account_id, deletion.requested_ms, deletion.deleted_by, tuple(places))
         doomed: list[dict[str, Any]] = []
         for quota, place in _quotas(widest):
-            partitions = [quota]
-            if place.period is not None:
-                partitions += [quota.in_period(window.id) for window in _kept_windows(place.period, now)]
-            for partition in partitions:
-                doomed += self._partition_keys(keys.account_pk(partition))
-                doomed += [shard_key(partition, shard) for shard in range(1, place.span)]
-                if place.span > 1:
-                    doomed += [counter_key(partition, shard) for shard in range(1, EVENTUAL_COUNTER_SHARDS)]
+            for partition in [quota, *period_partitions(quota, place.period, now)]:
+                doomed += quota_keys(self._table, partition, place.span)
             if place.grant_ends is not None:
                 doomed.append(grant_index.entry_key(quota, place.grant_ends))
         self._table.delete_keys("erase an account", doomed)
         self._table.delete_keys("erase an account's entry", [deletion_key(deletion.account_id)])
-
-    def _partition_keys(self, pk: str) -> list[dict[str, Any]]:
-        request = {
-            "TableName": self._table.name,
-            "KeyConditionExpression": "#pk = :pk",
-            "ProjectionExpression": "#pk, #sk",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-            "ExpressionAttributeValues": to_attributes({":pk": pk}),
-            "ConsistentRead": True,
-        }
-        return [
-            {PARTITION_KEY: item[PARTITION_KEY], SORT_KEY: item[SORT_KEY]}
-            for page in self._table.pages("read an account's partition", request)
-            for item in page.get("Items", [])
-        ]
 
 
 def _place(quota: Quota, account_item: Mapping[str, Any]) -> QuotaPlace:
@@ -189,16 +167,6 @@ def _place(quota: Quota, account_item: Mapping[str, Any]) -> QuotaPlace:
 def _quotas(deletion: AccountDeletion) -> Iterator[tuple[Quota, QuotaPlace]]:
     for place in deletion.quotas:
         yield Quota(deletion.account_id, place.resource_type), place
-
-
-def _kept_windows(period: Period, now: datetime) -> Iterable[Any]:
-    """Every window whose items may still be in the table: those that ended within the history's
-    retention (TTL removes older ones), the current one and the next."""
-    window = period.window_at(now)
-    yield period.following(window)
-    while window.end + HISTORY_RETENTION > now:
-        yield window
-        window = period.preceding(window)
 
 
 def _place_json(place: QuotaPlace) -> dict[str, Any]:

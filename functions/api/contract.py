@@ -657,9 +657,10 @@ DELETE_TYPE_OPERATION = Operation(
         404,
         409,
     ),
-    description="A type that holds resources is refused (409 TypeNotEmpty) unless deleteResources=true. The default "
-    "type is not deletable (400 DefaultTypeNotDeletable: it goes with its account), nor a type the account's plan "
-    'gives (409 PlanType: move the account to a plan without it). docs/api.md, "Delete a type".',
+    description="A type that holds resources (a periodic type: records, of any period) is refused (409 "
+    "TypeNotEmpty) unless deleteResources=true; a periodic type then goes with its closed periods' records. "
+    "The default type is not deletable (400 DefaultTypeNotDeletable: it goes with its account), nor a type the "
+    'account\'s plan gives (409 PlanType: move the account to a plan without it). docs/api.md, "Delete a type".',
 )
 DELETE_ACCOUNT_OPERATION = Operation(
     DELETE_ACCOUNT,

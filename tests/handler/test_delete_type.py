@@ -5,6 +5,7 @@ items byte-identical. Read from the table, through the API handler and the consu
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -220,11 +221,136 @@ def test_a_create_landing_while_the_removal_reads_the_partition_is_never_deleted
     acme.check_invariants()
 
 
-def test_a_periodic_type_holding_records_is_refused_even_with_delete_resources(harness: Harness) -> None:
+BUILDS, BUILDS_URL = Quota("acme", "builds"), "/accounts/acme/types/builds"
+
+
+def of_builds(item: dict[str, Any]) -> bool:
+    quota = keys.quota_of(item["pk"]["S"])
+    return quota is not None and quota.whole == BUILDS
+
+
+def builds_items(harness: Harness) -> list[dict[str, Any]]:
+    """Every item of `builds`: its own and its periods' (their shards' and counters' keys too)."""
+    return [item for item in table_items(harness) if of_builds(item)]
+
+
+def not_of_builds(harness: Harness) -> list[dict[str, Any]]:
+    """Every other item, but the account's rate windows (see `not_of_the_type`)."""
+    return sorted(
+        (
+            item
+            for item in table_items(harness)
+            if not of_builds(item) and not item["pk"]["S"].startswith(keys.RATE_PREFIX)
+        ),
+        key=lambda item: (item["pk"]["S"], item["sk"]["S"]),
+    )
+
+
+@pytest.fixture
+def periodic(harness: Harness) -> Harness:
+    """acme: a bystander on its default type, and `builds`, 5 a day, with a record of yesterday
+    (counted: history) and two of today, counted."""
     api = harness.api
-    assert api.request("PUT", "/accounts/acme/types/builds", {"limit": 5, "period": "month"}).status == 200
-    assert api.create("acme", "b1", resource_type="builds").status == 201
-    before = table_items(harness)
-    response = api.request("DELETE", "/accounts/acme/types/builds?deleteResources=true")
+    harness.clock.set(datetime(2026, 11, 27, 15, 0, tzinfo=UTC))
+    assert api.put_account("acme", 3).status == 200
+    assert api.create("acme", "bystander").status == 201
+    assert api.request("PUT", BUILDS_URL, {"limit": 5, "period": "day", "thresholds": [50]}).status == 200
+    assert api.create("acme", "yesterday", resource_type="builds").status == 201
+    harness.pump()
+    harness.clock.advance(timedelta(days=1))
+    for name in ("b1", "b2"):
+        assert api.create("acme", name, resource_type="builds").status == 201
+    harness.pump()
+    return harness
+
+
+def test_a_periodic_type_holding_records_is_refused_without_delete_resources(periodic: Harness) -> None:
+    before = table_items(periodic)
+    response = periodic.api.request("DELETE", BUILDS_URL)
     assert (response.status, response.json()["error"]["code"]) == (409, "TypeNotEmpty"), response.text
-    assert table_items(harness) == before
+    assert table_items(periodic) == before
+
+
+@pytest.mark.engine
+def test_delete_resources_deletes_todays_records_then_the_type_goes_with_its_history(periodic: Harness) -> None:
+    """Today's records are deleted as their DELETE does (refunded, each counted); once counted the
+    type goes with every item of it, yesterday's record and every period's items among them, and
+    every other item is byte-identical."""
+    harness, api = periodic, periodic.api
+    bystanders = [item for item in not_of_builds(harness) if item["pk"]["S"] != "ACCOUNT#acme"]
+    today = Quota("acme", "builds", "20261128T000000Z")
+    assert harness.truth(today).live == 2
+    assert not deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))  # the deletes to count
+    refused = api.create("acme", "late", resource_type="builds")
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "LimitExceeded")
+    assert api.request("DELETE", BUILDS_URL).status == 409  # history left: only deleteResources removes it
+    harness.pump()
+    assert (harness.truth(today).live, harness.truth(today).eventual) == (0, 0)
+    assert deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
+    assert builds_items(harness) == []
+    assert registered_types(harness) == set()
+    assert [item for item in not_of_builds(harness) if item["pk"]["S"] != "ACCOUNT#acme"] == bystanders
+    assert api.request("GET", BUILDS_URL).status == 404
+    # The same name can start again, from nothing.
+    assert api.request("PUT", BUILDS_URL, {"limit": 1, "period": "day"}).status == 200
+    assert api.create("acme", "again", resource_type="builds").status == 201
+    harness.pump()
+    harness.check_invariants()
+
+
+def test_an_empty_periodic_type_goes_with_its_periods_items(harness: Harness) -> None:
+    """A periodic type whose records were all deleted within their period holds none: it is
+    removed without deleteResources, its period's items (its shard, its counter, its crossings)
+    with it."""
+    api = harness.api
+    assert api.put_account("acme", 3).status == 200
+    assert api.request("PUT", BUILDS_URL, {"limit": 2, "period": "month", "thresholds": [50]}).status == 200
+    created = api.create("acme", "b1", resource_type="builds")
+    assert created.status == 201
+    harness.pump()
+    assert api.request("DELETE", f"{BUILDS_URL}/resources/{created.json()['resourceId']}").status == 204
+    harness.pump()
+    assert any("@" in item["pk"]["S"] for item in builds_items(harness))  # the period's own items
+    assert deleted(api.request("DELETE", BUILDS_URL))
+    assert builds_items(harness) == []
+    harness.check_invariants()
+
+
+@pytest.mark.engine
+def test_a_record_still_to_count_keeps_the_type_until_the_stream_counts_it(periodic: Harness) -> None:
+    """Yesterday's last record, created before midnight and not yet counted, is history the
+    stream still owes its period: the DELETE answers removed false until it is counted."""
+    harness, api = periodic, periodic.api
+    harness.clock.set(datetime(2026, 11, 28, 23, 59, tzinfo=UTC))
+    assert api.create("acme", "last", resource_type="builds").status == 201
+    harness.clock.advance(timedelta(minutes=2))  # the 29th: the 28th's records are history
+    assert not deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
+    assert builds_items(harness)
+    harness.pump()
+    assert deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
+    assert builds_items(harness) == []
+    harness.check_invariants()
+
+
+def test_a_record_admitted_before_the_limit_fell_is_deleted_by_the_next_delete(periodic: Harness) -> None:
+    """The create reserves its slot in today's period, then the DELETE runs before its record
+    lands: the DELETE answers removed false (a slot in flight); the record lands; the next DELETE
+    deletes it (refunded); the one after the stream counted it removes the type with its history."""
+    harness, api = periodic, periodic.api
+    answers: list[bool] = []
+
+    def delete_the_type_first(params: dict[str, Any]) -> None:
+        if answers or "ACCOUNT#acme#builds" not in str(params.get("Item", {}).get("pk")):
+            return
+        answers.append(deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true")))
+
+    harness.faults.before_call("PutItem", delete_the_type_first)
+    assert api.create("acme", "racer", resource_type="builds").status == 201
+    assert answers == [False]
+    harness.pump()
+    assert harness.truth(Quota("acme", "builds", "20261128T000000Z")).live == 1  # the racer
+    assert not deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
+    harness.pump()
+    assert deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
+    assert builds_items(harness) == []
+    harness.check_invariants()

@@ -420,12 +420,14 @@ class LimitsClient(ClientBase):
 
     def delete_type(self, account_id: str, resource_type: str, delete_resources: bool | None = None) -> TypeDeletion:
         """Delete the type (admin only): `removed` when it is gone. With `delete_resources=True`,
-        its resources are deleted first, each as `delete_typed_resource` does; `removed` False then
-        says the stream has yet to count those deletes (every create of the type is refused
-        meanwhile): call again to remove it, within the stream's lag. TypeNotEmpty when it holds
-        resources and `delete_resources` is not True; PlanType for a type the account's plan gives;
-        DefaultTypeNotDeletable for the default type; AccountNotFound for a type the account does
-        not have (after a retry of a call that may have landed: that call removed it)."""
+        its resources are deleted first, each as `delete_typed_resource` does (a periodic type's:
+        its current period's records; its closed periods' records go with it, as its history);
+        `removed` False then says the stream has yet to count those deletes (every create of the
+        type is refused meanwhile): call again to remove it, within the stream's lag. TypeNotEmpty
+        when it holds resources (records) and `delete_resources` is not True; PlanType for a type
+        the account's plan gives; DefaultTypeNotDeletable for the default type; AccountNotFound for
+        a type the account does not have (after a retry of a call that may have landed: that call
+        removed it)."""
         return self._call(operations.delete_type(account_id, resource_type, delete_resources))
 
     def remove_override(self, account_id: str, resource_type: str) -> ResourceType:
