@@ -231,9 +231,10 @@ class FunctionPool:
         # The executor starts a process per submitted task while none is idle, up to its maximum.
         # Each task holds its sandbox a moment, so a ready one cannot take them all; a sandbox
         # counts once it has answered, its imports done.
+        hold = 0.2 if wanted > 1 else 0.0  # one sandbox needs no other task kept off it
         answered: set[int] = set()
         while len(answered) < wanted:
-            answered.update(future.result() for future in [self._pool.submit(_hold, 0.2) for _ in range(wanted)])
+            answered.update(future.result() for future in [self._pool.submit(_hold, hold) for _ in range(wanted)])
         return answered  # the sandboxes' process ids
 
     def invoke(self, event: Any, *, synchronous: bool = False, patience_seconds: float | None = None) -> Invocation:

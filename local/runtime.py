@@ -17,6 +17,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -166,8 +167,9 @@ class LocalRuntime:
             background = any(m["FunctionArn"] == arn for m in mappings) or any(t == arn for _, _, t in schedules)
             concurrency = 2 if background else self.settings.account_concurrency
             self._pools[arn] = FunctionPool(function, sandbox_env, concurrency, self.settings.sandbox_preload)
-        for pool in self._pools.values():
-            pool.warm_up()
+        # Every function's first sandbox at once: each waits on its imports, not on the others'.
+        with ThreadPoolExecutor(max_workers=max(len(self._pools), 1)) as starting:
+            list(starting.map(FunctionPool.warm_up, self._pools.values()))
         self._start_gateway(stack_resources)
         for rule_arn, every_seconds, target_arn in schedules:
             if target_arn in self._pools:
