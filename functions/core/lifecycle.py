@@ -71,8 +71,9 @@ class TypeContents:
 
     @property
     def settled(self) -> bool:
-        """Nothing admitted nor in flight on its shards (its current period's too), and every count
-        the stream owes it made."""
+        """Nothing admitted nor in flight on its shards (its current period's too) and every count
+        the stream owes it made: for a holding, no resource item but tombstones; for a periodic
+        type, no record with counting work left (its closed periods' records may stay)."""
         shards = (*self.shards, *self.period_shards)
         if any(shard.admitted or shard.leases for shard in shards) or self.eventual or self.period_eventual:
             return False
