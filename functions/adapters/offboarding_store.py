@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -105,30 +106,57 @@ class DynamoOffboardingStore:
         return True
 
     def fence(self, deletion: AccountDeletion, now: datetime) -> AccountDeletion:
+        deletion = self._with_periods_spread(deletion, now)
         doomed: list[dict[str, Any]] = []
         for quota, place in _quotas(deletion):
-            doomed += [shard_key(quota, shard) for shard in range(place.span)]
-            if place.period is not None:
-                window = place.period.window_at(now)
-                for opened in (window, place.period.following(window)):
-                    period = quota.in_period(opened.id)
-                    doomed += [shard_key(period, shard) for shard in range(place.span)]
+            for partition in [quota, *_open_periods(quota, place, now)]:
+                doomed += [shard_key(partition, shard) for shard in range(place.span)]
         self._table.delete_keys("fence an account", doomed)
         fenced_ms = int(now.timestamp() * 1000)
-        with contextlib.suppress(ConditionFailed):  # erased meanwhile: nothing left to fence
+        self._record(deletion, "SET #fenced = :fenced", {"#fenced": FENCED_MS}, {":fenced": fenced_ms})
+        return AccountDeletion(
+            deletion.account_id, deletion.requested_ms, deletion.deleted_by, deletion.quotas, fenced_ms
+        )
+
+    def _with_periods_spread(self, deletion: AccountDeletion, now: datetime) -> AccountDeletion:
+        """The deletion with each periodic quota's span widened to what its open periods' shard 0
+        record (a busy period spreads over shards of its own), recorded on its entry before the
+        fence deletes those shard 0 items: the erasure then finds every shard and counter shard."""
+        periods = {
+            period: place.resource_type
+            for quota, place in _quotas(deletion)
+            for period in _open_periods(quota, place, now)
+        }
+        if not periods:
+            return deletion
+        spans: dict[str, int] = {}
+        for item in self._table.read_keys("read an account's open periods", [shard_key(p, 0) for p in periods]):
+            period = keys.quota_of(str(item[PARTITION_KEY]))
+            if period in periods:
+                resource_type = periods[period]
+                spans[resource_type] = max(spans.get(resource_type, 1), shard_state(item).span)
+        places = tuple(
+            replace(place, span=max(place.span, spans.get(place.resource_type, 1))) for place in deletion.quotas
+        )
+        if places == deletion.quotas:
+            return deletion
+        quotas = json.dumps([_place_json(place) for place in places])
+        self._record(deletion, "SET #quotas = :quotas", {"#quotas": QUOTAS}, {":quotas": quotas})
+        return replace(deletion, quotas=places)
+
+    def _record(self, deletion: AccountDeletion, update: str, names: dict[str, str], values: dict[str, Any]) -> None:
+        """Write to the deletion's entry, if it is still there (erased meanwhile: nothing left to fence)."""
+        with contextlib.suppress(ConditionFailed):
             self._table.call(
                 "record an account's fence",
                 "update_item",
                 TableName=self._table.name,
                 Key=deletion_key(deletion.account_id),
-                UpdateExpression="SET #fenced = :fenced",
+                UpdateExpression=update,
                 ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={"#fenced": FENCED_MS, "#pk": PARTITION_KEY},
-                ExpressionAttributeValues=to_attributes({":fenced": fenced_ms}),
+                ExpressionAttributeNames={**names, "#pk": PARTITION_KEY},
+                ExpressionAttributeValues=to_attributes(values),
             )
-        return AccountDeletion(
-            deletion.account_id, deletion.requested_ms, deletion.deleted_by, deletion.quotas, fenced_ms
-        )
 
     # the sweeper's part ----------------------------------------------------------------------
 
@@ -167,6 +195,14 @@ def _place(quota: Quota, account_item: Mapping[str, Any]) -> QuotaPlace:
 def _quotas(deletion: AccountDeletion) -> Iterator[tuple[Quota, QuotaPlace]]:
     for place in deletion.quotas:
         yield Quota(deletion.account_id, place.resource_type), place
+
+
+def _open_periods(quota: Quota, place: QuotaPlace, now: datetime) -> list[Quota]:
+    """A periodic quota's periods a create may be admitted in at `now`: the current one and the next."""
+    if place.period is None:
+        return []
+    window = place.period.window_at(now)
+    return [quota.in_period(window.id), quota.in_period(place.period.following(window).id)]
 
 
 def _place_json(place: QuotaPlace) -> dict[str, Any]:

@@ -5,6 +5,7 @@ through the API handler, the consumer and the sweeper, at the harness's clock.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import timedelta
 from typing import Any
@@ -185,3 +186,39 @@ def test_a_deletion_whose_record_lost_a_race_is_refused_retryable_not_answered_u
     assert finish_deletions(acme.wiring.offboarding_store, acme.clock.now(), timedelta(seconds=60)) == 1
     left = of(table_items(acme), "acme")
     assert all(item["pk"]["S"].startswith("RATE#") for item in left), left
+
+
+@pytest.mark.engine
+def test_an_account_whose_period_spread_over_shards_is_erased_whole(harness: Harness) -> None:
+    """A busy period spreads over admission shards of its own (and counter shards), which its
+    quota's span does not say: the fence and the erasure take each period's own span."""
+    from functions.core import accounts
+    from functions.core.admission import Directory, ShardingSettings
+    from functions.core.errors import LimitExceeded
+    from functions.core.model import NewResource, Quota
+
+    api = harness.api
+    assert api.put_account("acme", 3).status == 200
+    assert api.request("PUT", "/accounts/acme/types/builds", {"limit": 30, "period": "day"}).status == 200
+    ticks = [0.0]
+    hot = Directory(ShardingSettings(grow_at=1, min_window=1), clock=lambda: ticks[0])
+    for index in range(20):
+        with contextlib.suppress(LimitExceeded):
+            accounts.create_resource(
+                harness.wiring.api_store,
+                Quota("acme", "builds"),
+                NewResource(name=f"b{index}"),
+                None,
+                harness.clock.timestamp,
+                directory=hot,
+            )
+        ticks[0] += 0.5  # two creates a second on one shard: past grow_at
+    pump_and_see(harness)
+    assert any(item["pk"]["S"].startswith("SHARD#acme#builds@") for item in table_items(harness))
+
+    assert api.request("DELETE", "/accounts/acme").status == 202
+    pump_and_see(harness)
+    harness.clock.advance(timedelta(seconds=61))
+    assert finish_deletions(harness.wiring.offboarding_store, harness.clock.now(), timedelta(seconds=60)) == 1
+    left = [item for item in of(table_items(harness), "acme") if not item["pk"]["S"].startswith("RATE#")]
+    assert left == []
