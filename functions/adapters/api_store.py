@@ -23,7 +23,7 @@ from functions.adapters.account_item import (
     shard_state,
 )
 from functions.adapters.attributes import from_attributes, to_attributes
-from functions.adapters.counters import COUNT, counter_key
+from functions.adapters.counters import COUNT
 from functions.adapters.errors import ConditionFailed
 from functions.adapters.outbox import limit_change_item
 from functions.adapters.plan_item import PlanItems
@@ -60,7 +60,6 @@ from functions.adapters.table_layout import (
 )
 from functions.core.accounts import FirstAttempt, LimitChange, PeriodLimit, Registered, epoch_seconds
 from functions.core.admission import Reserved, ShardState
-from functions.core.counting import EVENTUAL_COUNTER_SHARDS
 from functions.core.errors import (
     AccountBeingDeleted,
     AmountDiffers,
@@ -476,9 +475,7 @@ class DynamoApiStore(ShardStore):
         transacted = [*read.whole.shards, *read.whole.counters]
         if read.opened is not None:
             transacted += [*read.opened.shards, *read.opened.counters]
-        # The current period's shard and counter items are the transaction's, read or not: one
-        # a create opened since the read must stay, to cancel it.
-        kept = {_key_of(item) for item in transacted} | set(map(_key_of, read.current_period_keys()))
+        kept = {_key_of(item) for item in transacted}
         partition = self._partition(quota)
         if any(read.still_to_settle(item) for item in partition):
             return False  # a create landed since the read: nothing written, the caller reads again
@@ -486,7 +483,8 @@ class DynamoApiStore(ShardStore):
         whole = shard_state(read.whole.shards[0])
         for period in period_partitions(quota, whole.period, read.now):  # a periodic type's history
             rest += quota_keys(self._table, period, whole.span)
-        self._table.delete_keys("delete a type's items", [key for key in rest if _key_of(key) not in kept])
+        doomed = [key for key in rest if _key_of(key) not in kept and not read.in_current_period(key)]
+        self._table.delete_keys("delete a type's items", doomed)
         actions: list[dict[str, Any]] = []
         for owner, items in ((quota, read.whole), (read.current, read.opened)):
             if owner is None or items is None:
@@ -725,12 +723,12 @@ class _TypeRead:
     current: Quota | None = None
     opened: AccountItems | None = None
 
-    def current_period_keys(self) -> list[dict[str, Any]]:
-        if self.current is None:
-            return []
-        span = max(shard_state(self.opened.shards[0]).span if self.opened else 1, 1)
-        shards = [shard_key(self.current, shard) for shard in range(span)]
-        return [*shards, *(counter_key(self.current, shard) for shard in range(EVENTUAL_COUNTER_SHARDS))]
+    def in_current_period(self, key: Mapping[str, Any]) -> bool:
+        """Whether `key` is one of the current period's admission or counter shards (read or not):
+        the transaction's, so one a create opened since the read stays, to cancel it."""
+        pk, sk = _key_of(key)
+        shard_family = (keys.ACCOUNT_SORT_KEY, keys.SHARD_SORT_KEY, keys.COUNTER_SORT_KEY)
+        return self.current is not None and sk in shard_family and keys.quota_of(pk) == self.current
 
     def still_to_settle(self, item: Mapping[str, Any]) -> bool:
         """Whether a partition's item stops the removal: for a holding, any resource that is not a
