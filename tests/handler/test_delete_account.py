@@ -202,7 +202,7 @@ def test_an_account_whose_period_spread_over_shards_is_erased_whole(harness: Har
     assert api.request("PUT", "/accounts/acme/types/builds", {"limit": 30, "period": "day"}).status == 200
     ticks = [0.0]
     hot = Directory(ShardingSettings(grow_at=1, min_window=1), clock=lambda: ticks[0])
-    for index in range(20):
+    for index in range(6):
         with contextlib.suppress(LimitExceeded):
             accounts.create_resource(
                 harness.wiring.api_store,
