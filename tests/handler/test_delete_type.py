@@ -26,8 +26,14 @@ def table_items(harness: Harness) -> list[dict[str, Any]]:
     return [item for page in paginator.paginate(TableName=table, ConsistentRead=True) for item in page["Items"]]
 
 
+def of_type(item: dict[str, Any], quota: Quota) -> bool:
+    """Whether the item is the type's: its own, or one of its periods' (their shards' and counters' too)."""
+    owner = keys.quota_of(item["pk"]["S"])
+    return owner is not None and owner.whole == quota
+
+
 def type_items(harness: Harness, quota: Quota = SEATS) -> list[dict[str, Any]]:
-    return [item for item in table_items(harness) if keys.quota_of(item["pk"]["S"]) == quota]
+    return [item for item in table_items(harness) if of_type(item, quota)]
 
 
 def not_of_the_type(harness: Harness, quota: Quota = SEATS) -> list[dict[str, Any]]:
@@ -37,7 +43,7 @@ def not_of_the_type(harness: Harness, quota: Quota = SEATS) -> list[dict[str, An
         (
             item
             for item in table_items(harness)
-            if keys.quota_of(item["pk"]["S"]) != quota and not item["pk"]["S"].startswith(keys.RATE_PREFIX)
+            if not of_type(item, quota) and not item["pk"]["S"].startswith(keys.RATE_PREFIX)
         ),
         key=lambda item: (item["pk"]["S"], item["sk"]["S"]),
     )
@@ -224,28 +230,6 @@ def test_a_create_landing_while_the_removal_reads_the_partition_is_never_deleted
 BUILDS, BUILDS_URL = Quota("acme", "builds"), "/accounts/acme/types/builds"
 
 
-def of_builds(item: dict[str, Any]) -> bool:
-    quota = keys.quota_of(item["pk"]["S"])
-    return quota is not None and quota.whole == BUILDS
-
-
-def builds_items(harness: Harness) -> list[dict[str, Any]]:
-    """Every item of `builds`: its own and its periods' (their shards' and counters' keys too)."""
-    return [item for item in table_items(harness) if of_builds(item)]
-
-
-def not_of_builds(harness: Harness) -> list[dict[str, Any]]:
-    """Every other item, but the account's rate windows (see `not_of_the_type`)."""
-    return sorted(
-        (
-            item
-            for item in table_items(harness)
-            if not of_builds(item) and not item["pk"]["S"].startswith(keys.RATE_PREFIX)
-        ),
-        key=lambda item: (item["pk"]["S"], item["sk"]["S"]),
-    )
-
-
 @pytest.fixture
 def periodic(harness: Harness) -> Harness:
     """acme: a bystander on its default type, and `builds`, 5 a day, with a record of yesterday
@@ -277,7 +261,7 @@ def test_delete_resources_deletes_todays_records_then_the_type_goes_with_its_his
     type goes with every item of it, yesterday's record and every period's items among them, and
     every other item is byte-identical."""
     harness, api = periodic, periodic.api
-    bystanders = [item for item in not_of_builds(harness) if item["pk"]["S"] != "ACCOUNT#acme"]
+    bystanders = [item for item in not_of_the_type(harness, BUILDS) if item["pk"]["S"] != "ACCOUNT#acme"]
     today = Quota("acme", "builds", "20261128T000000Z")
     assert harness.truth(today).live == 2
     assert not deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))  # the deletes to count
@@ -287,9 +271,9 @@ def test_delete_resources_deletes_todays_records_then_the_type_goes_with_its_his
     harness.pump()
     assert (harness.truth(today).live, harness.truth(today).eventual) == (0, 0)
     assert deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
-    assert builds_items(harness) == []
+    assert type_items(harness, BUILDS) == []
     assert registered_types(harness) == set()
-    assert [item for item in not_of_builds(harness) if item["pk"]["S"] != "ACCOUNT#acme"] == bystanders
+    assert [item for item in not_of_the_type(harness, BUILDS) if item["pk"]["S"] != "ACCOUNT#acme"] == bystanders
     assert api.request("GET", BUILDS_URL).status == 404
     # The same name can start again, from nothing.
     assert api.request("PUT", BUILDS_URL, {"limit": 1, "period": "day"}).status == 200
@@ -310,9 +294,9 @@ def test_an_empty_periodic_type_goes_with_its_periods_items(harness: Harness) ->
     harness.pump()
     assert api.request("DELETE", f"{BUILDS_URL}/resources/{created.json()['resourceId']}").status == 204
     harness.pump()
-    assert any("@" in item["pk"]["S"] for item in builds_items(harness))  # the period's own items
+    assert any("@" in item["pk"]["S"] for item in type_items(harness, BUILDS))  # the period's own items
     assert deleted(api.request("DELETE", BUILDS_URL))
-    assert builds_items(harness) == []
+    assert type_items(harness, BUILDS) == []
     harness.check_invariants()
 
 
@@ -325,10 +309,10 @@ def test_a_record_still_to_count_keeps_the_type_until_the_stream_counts_it(perio
     assert api.create("acme", "last", resource_type="builds").status == 201
     harness.clock.advance(timedelta(minutes=2))  # the 29th: the 28th's records are history
     assert not deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
-    assert builds_items(harness)
+    assert type_items(harness, BUILDS)
     harness.pump()
     assert deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
-    assert builds_items(harness) == []
+    assert type_items(harness, BUILDS) == []
     harness.check_invariants()
 
 
@@ -352,5 +336,5 @@ def test_a_record_admitted_before_the_limit_fell_is_deleted_by_the_next_delete(p
     assert not deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
     harness.pump()
     assert deleted(api.request("DELETE", f"{BUILDS_URL}?deleteResources=true"))
-    assert builds_items(harness) == []
+    assert type_items(harness, BUILDS) == []
     harness.check_invariants()
