@@ -18,6 +18,7 @@ from __future__ import annotations
 from importlib.metadata import version
 
 from local.moto_patches import (
+    action_methods_listed_once,
     backend_per_host,
     conditions_lexed_once,
     event_bus_ref,
@@ -76,3 +77,4 @@ def apply_speed_ups() -> None:
     tree_walks_dispatched_once.apply()
     update_structure_checked_once.apply()
     queries_sort_their_matches.apply()
+    action_methods_listed_once.apply()

@@ -279,6 +279,37 @@ def test_upstream_moto_looks_a_request_s_service_up_by_host_on_every_request(
     assert len(answers) == len({host for host, _ in answers})  # one answer per host
 
 
+# --- action_methods_listed_once -----------------------------------------------------------------
+
+
+def test_an_action_is_found_or_refused_as_moto_finds_it(flavour_urls: dict[str, str]) -> None:
+    """The tuned emulator keeps each response class's list of methods: an action it has is
+    answered, one it lacks fails (moto raises NotImplementedError: a 500, each server's own page),
+    on every request."""
+    answers: dict[str, list[Any]] = {}
+    for flavour, url in flavour_urls.items():
+        dynamodb = clients(url)["dynamodb"]
+        answers[flavour] = []
+        for _ in range(2):
+            answers[flavour].append("TableNames" in dynamodb.list_tables())
+            with pytest.raises(ClientError) as lacking:
+                dynamodb.describe_contributor_insights(TableName="any")
+            answers[flavour].append(lacking.value.response["ResponseMetadata"]["HTTPStatusCode"])
+    assert answers["tuned"] == answers["plain"] == [True, 500, True, 500]
+
+
+def test_upstream_moto_lists_a_response_class_s_methods_on_every_request(
+    upstream: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.core import responses
+
+    calls = watch(monkeypatch, responses, "method_names_from_class")
+    for _ in range(3):
+        upstream["dynamodb"].list_tables()
+    assert len(calls) >= 3
+    assert len({(response_class, tuple(names)) for response_class, names in calls}) == 1  # the class's alone
+
+
 # --- stream_records_as_json ---------------------------------------------------------------------
 
 
