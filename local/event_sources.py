@@ -139,6 +139,31 @@ class StreamMapping:
         )
 
 
+class Activity:
+    """The runs of the runtime's functions, for the shard pollers that went idle (`note` after each).
+
+    A poller that read no record for `idle_after_seconds` polls every `idle_poll_seconds` instead
+    of four times a second, and at once after a function has run (its writes may have made
+    records): an idle system's three stream pollers took 5.5% of a core polling four times a
+    second, 2026-11-28. Records written from outside the runtime wait at most the idle poll."""
+
+    def __init__(self, idle_after_seconds: float = 1.0, idle_poll_seconds: float = 1.0) -> None:
+        self.idle_after_seconds = idle_after_seconds
+        self.idle_poll_seconds = idle_poll_seconds
+        self._changed = threading.Condition()
+        self.runs = 0
+
+    def note(self) -> None:
+        with self._changed:
+            self.runs += 1
+            self._changed.notify_all()
+
+    def wait_past(self, runs: int, seconds: float) -> None:
+        """Until a run after the first `runs`, or `seconds`."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.runs != runs, seconds)
+
+
 class StreamShardPoller:
     """One shard of one mapping. Records are spread over `ParallelizationFactor` lanes by their
     partition key; each round sends one batch per lane that has records, the lanes' batches at
@@ -158,9 +183,11 @@ class StreamShardPoller:
         poll_interval: float,
         retry_delay: Callable[[int], float],
         faults: DeliveryFaults | None = None,
+        activity: Activity | None = None,
     ) -> None:
         self.mapping = mapping
         self._faults = faults
+        self._activity = activity
         self._held_replays: list[list[Record]] = []
         self.shard_id = shard_id
         self._streams = streams
@@ -180,10 +207,14 @@ class StreamShardPoller:
                 ShardId=self.shard_id,
                 ShardIteratorType=self.mapping.starting_position,
             )["ShardIterator"]
+            last_read = time.monotonic()
             while not self._stop.is_set() and (iterator or self._pending):
                 if iterator and len(self._pending) < self.mapping.batch_size:
+                    runs = self._activity.runs if self._activity is not None else 0
                     response = self._streams.get_records(ShardIterator=iterator, Limit=1000)
                     iterator = response.get("NextShardIterator")
+                    if response.get("Records"):
+                        last_read = time.monotonic()
                     for raw in response.get("Records", []):
                         record = lambda_shaped(raw, self.mapping.stream_arn)
                         if matches_any(self.mapping.patterns, record):
@@ -192,7 +223,11 @@ class StreamShardPoller:
                             self._pending.append(record)
                 if not self._pending:
                     self._send_held_replays()
-                    self._stop.wait(self._poll_interval)
+                    idle = self._activity
+                    if idle is not None and time.monotonic() - last_read >= idle.idle_after_seconds:
+                        idle.wait_past(runs, idle.idle_poll_seconds)
+                    else:
+                        self._stop.wait(self._poll_interval)
                     continue
                 if iterator and self._gathering(time.monotonic()):
                     self._stop.wait(self._poll_interval)

@@ -208,8 +208,10 @@ class FunctionPool:
         base_environment: Mapping[str, str],
         account_concurrency: int,
         preload: Sequence[str] = (),
+        after_each_run: Callable[[], None] | None = None,
     ) -> None:
         self.function = function
+        self._after_each_run = after_each_run
         self.concurrency = function.reserved_concurrency or account_concurrency
         self._free = threading.BoundedSemaphore(self.concurrency)
         self._busy = 0
@@ -293,6 +295,8 @@ class FunctionPool:
     def _sandbox_freed(self) -> None:
         self._count_busy(-1)
         self._free.release()
+        if self._after_each_run is not None:
+            self._after_each_run()
 
     def close(self) -> None:
         """Stop every sandbox now, as the Lambda service would on shutdown: invocations still

@@ -30,6 +30,7 @@ from local.clock import CLOCK_OFFSET_ENV, ShiftedClock
 from local.deploy import CdkApp
 from local.event_bus import BusRouter
 from local.event_sources import (
+    Activity,
     DeliveryFaults,
     QueueMapping,
     QueuePoller,
@@ -109,6 +110,7 @@ class LocalRuntime:
     def __init__(self, settings: RuntimeSettings) -> None:
         self.settings = settings
         self._stop = threading.Event()
+        self._activity = Activity()  # wakes the idle stream pollers after a function ran, and on stop
         self._pools: dict[str, FunctionPool] = {}
         self._threads: list[threading.Thread] = []
         self.stream_stats = SourceStats()
@@ -166,7 +168,9 @@ class LocalRuntime:
         for arn, function in functions.items():
             background = any(m["FunctionArn"] == arn for m in mappings) or any(t == arn for _, _, t in schedules)
             concurrency = 2 if background else self.settings.account_concurrency
-            self._pools[arn] = FunctionPool(function, sandbox_env, concurrency, self.settings.sandbox_preload)
+            self._pools[arn] = FunctionPool(
+                function, sandbox_env, concurrency, self.settings.sandbox_preload, after_each_run=self._activity.note
+            )
         # Every function's first sandbox at once: each waits on its imports, not on the others'.
         with ThreadPoolExecutor(max_workers=max(len(self._pools), 1)) as starting:
             list(starting.map(FunctionPool.warm_up, self._pools.values()))
@@ -373,6 +377,7 @@ class LocalRuntime:
                         self.settings.stream_poll_interval_seconds,
                         backoff,
                         self._delivery_faults(shard["ShardId"]),
+                        self._activity,
                     )
                     self._spawn(f"stream-{shard['ShardId'][-8:]}", poller.run)
                 self._stop.wait(5)
@@ -451,6 +456,7 @@ class LocalRuntime:
 
     def stop(self) -> None:
         self._stop.set()
+        self._activity.note()  # an idle poller ends now, not after its second
         if self.gateway is not None:
             self.gateway.stop()
         for pool in self._pools.values():  # first, so no poller waits on a running invocation

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from local.event_sources import SourceStats, StreamMapping, StreamShardPoller, lane_of
+from local.event_sources import Activity, SourceStats, StreamMapping, StreamShardPoller, lane_of
 from local.functions import DeployedFunction, Invocation
 
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-11-22T00:00:00.000"
@@ -87,6 +87,7 @@ def poller(function: ScriptedFunction, sent: list[tuple[str, dict[str, Any]]], *
         stop=threading.Event(),
         poll_interval=settings.get("poll_interval", 0),
         retry_delay=lambda _: 0,
+        activity=settings.get("activity"),
     )
 
 
@@ -217,6 +218,34 @@ def test_without_a_batching_window_each_poll_is_invoked_at_once() -> None:
     stream = TrickleStream([[1], [2], [3]])
     run_until(poller(function, [], streams=stream, poll_interval=0.01), function, batches=3)
     assert function.batches == [["1"], ["2"], ["3"]]
+
+
+def test_an_idle_poller_stops_polling_until_a_function_has_run() -> None:
+    """A poller that read nothing for `idle_after_seconds` waits for a run of one of the runtime's
+    functions (or its idle poll, a minute here) instead of polling every interval; the run wakes it."""
+    function = ScriptedFunction(lambda _: ok())
+    stream = TrickleStream([[1]])
+    activity = Activity(idle_after_seconds=0.05, idle_poll_seconds=60)
+    poller_ = poller(function, [], streams=stream, poll_interval=0.01, activity=activity)
+    thread = threading.Thread(target=poller_.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        # Idle: no read for 0.5 s, where a poller polling every interval reads fifty times.
+        while not (function.batches and time.monotonic() - stream.read_at[-1] > 0.5):
+            assert time.monotonic() < deadline, stream.read_at
+            time.sleep(0.01)
+        stream.polls.append([2])
+        activity.note()
+        while len(function.batches) < 2:
+            assert time.monotonic() < deadline, "the run did not wake the idle poller"
+            time.sleep(0.01)
+        assert function.batches == [["1"], ["2"]]
+    finally:
+        poller_._stop.set()
+        activity.note()
+        thread.join(5)
+    assert not thread.is_alive()
 
 
 def test_a_batching_window_gathers_records_until_it_closes() -> None:
