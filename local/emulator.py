@@ -95,10 +95,14 @@ def serve(
     dispatcher = DomainDispatcherApplication(create_backend_app)
     tables = MotoTables(os.environ["MOTO_ACCOUNT_ID"])
     application: Callable[..., Iterable[bytes]] = dispatcher
+    if flavour != "plain":
+        from local.moto_patches.dynamodb_without_flask import dynamodb_without_flask
+
+        application = dynamodb_without_flask(dispatcher)
     if limits is not None:
         from local.partition_throttling import PartitionThrottling
 
-        application = PartitionThrottling(dispatcher, limits, tables)
+        application = PartitionThrottling(application, limits, tables)
     application = PartitionReads(ClientRequestTokens(application), tables)
     application = EmptyExpressionMaps(application)  # refused before anything is billed, as DynamoDB does
     application = RequestCounts(application)  # what a run really asks of the emulator (load benchmark)

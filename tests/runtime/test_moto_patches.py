@@ -622,6 +622,56 @@ def test_upstream_moto_writes_every_item_answer_with_its_serializer(
     assert len(calls) == 1
 
 
+# --- dynamodb_without_flask ---------------------------------------------------------------------
+
+# What differs between two answers: when, which request, and the HTTP server's own (the tuned
+# flavour's waitress keeps connections open, moto's development server closes each).
+PER_ANSWER_HEADERS = {"date", "server", "x-amzn-requestid", "x-amz-crc32", "content-length", "connection", "via"}
+
+
+def raw_answers(url: str, table: str) -> list[Any]:
+    """Each answer's status, header names (PER_ANSWER_HEADERS aside) and body as JSON, to
+    DynamoDB and DynamoDB Streams calls that succeed, fail in the service and fail on their input."""
+    aws = clients(url)
+    dynamodb, streams = aws["dynamodb"], aws["dynamodbstreams"]
+    stream_arn = create_table(dynamodb, table)
+    answers: list[Any] = []
+
+    def seen(response: dict[str, Any]) -> None:
+        metadata = response["ResponseMetadata"]
+        headers = sorted(set(metadata["HTTPHeaders"]) - PER_ANSWER_HEADERS)
+        body = {name: value for name, value in response.items() if name != "ResponseMetadata"}
+        answers.append((metadata["HTTPStatusCode"], headers, body))
+
+    seen(dynamodb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "1"}}))
+    seen(dynamodb.describe_table(TableName=table)["Table"] and dynamodb.list_tables())
+    described = streams.describe_stream(StreamArn=stream_arn)
+    lasting = ("StreamStatus", "StreamViewType", "TableName", "KeySchema")  # not when it was made
+    described["StreamDescription"] = {k: v for k, v in described["StreamDescription"].items() if k in lasting}
+    seen(described)
+    no_shard = "shardId-00000000000000000000-nosuch"
+    for refused in (
+        lambda: dynamodb.get_item(TableName="no-such-table", Key={"pk": {"S": "a"}, "sk": {"S": "1"}}),
+        lambda: dynamodb.query(TableName=table, KeyConditionExpression="nonsense here"),
+        lambda: streams.get_shard_iterator(StreamArn=stream_arn, ShardId=no_shard, ShardIteratorType="LATEST"),
+    ):
+        with pytest.raises(ClientError) as error:
+            refused()
+        if error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500:  # the HTTP server's own page
+            error.value.response["Error"].pop("Message")
+        seen(error.value.response)
+    return answers
+
+
+def test_dynamodb_answered_without_flask_is_answered_as_through_it(flavour_urls: dict[str, str]) -> None:
+    """The tuned emulator hands DynamoDB and DynamoDB Streams requests to moto's handler itself:
+    each answer (status, headers, body) is the one Flask gives, successes and errors alike."""
+    by_flavour = {flavour: raw_answers(url, "without-flask") for flavour, url in flavour_urls.items()}
+    tuned, plain = by_flavour["tuned"], by_flavour["plain"]
+    assert [status for status, _, _ in tuned] == [200, 200, 200, 400, 400, 500]  # moto fails on an unknown shard
+    assert tuned == plain
+
+
 # --- update_expressions_parsed_once, conditions_lexed_once, tree_walks_dispatched_once ----------
 
 
