@@ -207,7 +207,7 @@ class StreamShardPoller:
                 ShardId=self.shard_id,
                 ShardIteratorType=self.mapping.starting_position,
             )["ShardIterator"]
-            last_read = time.monotonic()
+            last_read, runs = time.monotonic(), 0
             while not self._stop.is_set() and (iterator or self._pending):
                 if iterator and len(self._pending) < self.mapping.batch_size:
                     runs = self._activity.runs if self._activity is not None else 0
