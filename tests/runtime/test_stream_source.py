@@ -220,26 +220,43 @@ def test_without_a_batching_window_each_poll_is_invoked_at_once() -> None:
     assert function.batches == [["1"], ["2"], ["3"]]
 
 
+class WatchedActivity(Activity):
+    """An Activity that tells when a poller starts waiting on it, and for how long at most."""
+
+    def __init__(self, **settings: float) -> None:
+        super().__init__(**settings)
+        self.waits: list[float] = []
+        self.waiting = threading.Event()
+
+    def wait_past(self, runs: int, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.waiting.set()
+        super().wait_past(runs, seconds)
+
+
 def test_an_idle_poller_stops_polling_until_a_function_has_run() -> None:
     """A poller that read nothing for `idle_after_seconds` waits for a run of one of the runtime's
     functions (or its idle poll, a minute here) instead of polling every interval; the run wakes it."""
-    function = ScriptedFunction(lambda _: ok())
+    second_batch = threading.Event()
+
+    def answer(sequence_numbers: list[str]) -> Invocation:
+        if sequence_numbers == ["2"]:
+            second_batch.set()
+        return ok()
+
+    function = ScriptedFunction(answer)
     stream = TrickleStream([[1]])
-    activity = Activity(idle_after_seconds=0.05, idle_poll_seconds=60)
+    activity = WatchedActivity(idle_after_seconds=0.05, idle_poll_seconds=60)
     poller_ = poller(function, [], streams=stream, poll_interval=0.01, activity=activity)
     thread = threading.Thread(target=poller_.run, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 10
-        # Idle: no read for 0.5 s, where a poller polling every interval reads fifty times.
-        while not (function.batches and time.monotonic() - stream.read_at[-1] > 0.5):
-            assert time.monotonic() < deadline, stream.read_at
-            time.sleep(0.01)
+        assert activity.waiting.wait(10), stream.read_at  # idle once record 1 is delivered
+        assert function.batches == [["1"]]
+        assert activity.waits == [60]  # not the interval's 0.01 s
         stream.polls.append([2])
-        activity.note()
-        while len(function.batches) < 2:
-            assert time.monotonic() < deadline, "the run did not wake the idle poller"
-            time.sleep(0.01)
+        activity.note()  # a function ran: a run noted before the wait began ends it too
+        assert second_batch.wait(10), "the run did not wake the idle poller"
         assert function.batches == [["1"], ["2"]]
     finally:
         poller_._stop.set()
