@@ -54,6 +54,7 @@ from chaos.workload import (
     attempt,
     create,
     drain,
+    fill,
     run_clients,
 )
 from functions.adapters import keys, resources
@@ -188,8 +189,9 @@ class ChaosSettings:
     # given, overrides returned), and once quiet every account must be at its plan's limits.
     plans: bool = False
     plan_changes: int = 8
-    # Once the clients stop, delete every resource they left (a periodic quota's records aside):
-    # every quota ends empty, so each threshold it ever crossed up it then crosses down.
+    # Once the clients stop, fill each hot quota to its limit and let it be counted, then delete
+    # every resource left (a periodic quota's records aside): every quota ends empty, so each
+    # threshold it ever crossed up it then crosses down, and the hot ones crossed every threshold.
     drain: bool = False
 
     @property
@@ -688,7 +690,12 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             max_amount = MAX_AMOUNT if settings.amounts else None
             run_clients(api, ordinary, settings.operations, settings.clients, settings.seed, outcomes, max_amount, gate)
             if settings.drain:
-                drain(api, [account for account in ordinary if account.period is None], outcomes)
+                drained = [account for account in ordinary if account.period is None]
+                # Each hot quota at its limit, and counted there before its resources go: a crossing
+                # up its counter made, whatever the clients' timing, that the drain then crosses down.
+                fill(api, [account for account in drained if account.hot], outcomes)
+                settle()
+                drain(api, drained, outcomes)
             if mover is not None:
                 mover.finish()
             # With plans, the named types' last changes are the plans' (each then a plan's own limit).

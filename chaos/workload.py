@@ -538,6 +538,16 @@ def resize(
         time.sleep(0.02 * (attempt_number + 1))
 
 
+def fill(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
+    """Create in each of `accounts`, one unit at a time, until its limit refuses a create."""
+    for account in accounts:
+        for index in range(2 * account.limit):  # bounded: a quota never refusing is for the checks to tell
+            refused = outcomes.refused[account.name]
+            create(api, account, f"fill-{index}", outcomes)
+            if outcomes.refused[account.name] > refused:
+                break
+
+
 def drain(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
     """Delete every resource the clients left live in `accounts`, one by one."""
     for account in accounts:
