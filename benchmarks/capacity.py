@@ -815,7 +815,9 @@ def grant_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
 def shadow_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
     """What shadow mode costs (docs/plans.md, "Shadow mode"): a create of an enforced quota (today's)
     and one refused at its limit; a create of a shadow quota within its limit, and one past it (the
-    refused conditional write, the read that finds no room, the reservation past the limit)."""
+    refused conditional write, the read that finds no room, the reservation past the limit); a
+    growth past the limit of a resource on shard 0, and of one on another shard (the units taken
+    from shard 0's room in one transaction with that shard's reservation)."""
     from contextlib import suppress
     from dataclasses import replace
 
@@ -823,22 +825,42 @@ def shadow_steps(api: Any) -> list[tuple[str, Callable[[], object]]]:
     from functions.core.errors import LimitExceeded
     from functions.core.model import NewResource, QuotaMode
 
-    def put(account: str, mode: str) -> None:
-        change = replace(accounts.limit_change(1, WALL_CLOCK.epoch_ms()), mode=mode)
+    def put(account: str, mode: str, limit: int = 1) -> None:
+        change = replace(accounts.limit_change(limit, WALL_CLOCK.epoch_ms()), mode=mode)
         accounts.put_account(api, Quota(account), change, now_text)
 
     def create(account: str) -> None:
         with suppress(LimitExceeded):  # the enforced quota's 409 is what is measured
             accounts.create_resource(api, Quota(account), NewResource("r"), None, now_text)
 
+    def grown_past_the_limit(account: str, shards: int) -> Callable[[], object]:
+        """A shadow quota with a limit of `shards` units over `shards` active shards, its resource
+        of 1 admitted by the last one (a create picks among the active shards but shard 0, and a
+        dry one takes half its donor's room): its growth to 1 unit past the limit, to measure."""
+        from functions.core.admission import Directory
+
+        put(account, QuotaMode.SHADOW, limit=shards)
+        directory = Directory()
+        if shards > 1:
+            api.set_active(Quota(account), 1, 1, shards)
+            directory.learn(Quota(account), shards, shards)
+        made = accounts.create_resource(api, Quota(account), NewResource("r"), None, now_text, directory=directory)
+        assert made.resource.shard == shards - 1, made.resource
+        return lambda: accounts.resize_resource(
+            api, Quota(account), made.resource.resource_id, shards + 1, now_text, directory=directory
+        )
+
     put("enforced", QuotaMode.ENFORCE)
     put("shadowed", QuotaMode.SHADOW)
+    on_shard_0, on_shard_1 = grown_past_the_limit("grown", 1), grown_past_the_limit("busy", 2)
     return [
         ("a create of an enforced quota within its limit (today's create)", lambda: create("enforced")),
         ("a create of an enforced quota at its limit (409)", lambda: create("enforced")),
         ("a create of a shadow quota within its limit", lambda: create("shadowed")),
         ("a create of a shadow quota past its limit (admitted)", lambda: create("shadowed")),
         ("another create of that shadow quota past its limit", lambda: create("shadowed")),
+        ("a growth past a shadow quota's limit, its resource on shard 0", on_shard_0),
+        ("a growth past a shadow quota's limit, its resource on shard 1 (a busy quota)", on_shard_1),
     ]
 
 

@@ -425,15 +425,18 @@ class DynamoApiStore(ShardStore):
         return Reserved(heal_epoch=heal_epoch_of(taken), version=state.version, layout=layout, leases=state.leases)
 
     def reserve_shadow(self, quota: Quota, lease: Lease) -> Reserved | None:
-        changes = schema.reserve_changes(lease.units)
-        taken = self.take_lease(quota, lease, changes, schema.SHADOW_RESERVE_CONDITION, before_grant_ends=True)
+        if lease.shard != 0:
+            taken = self.reserve_past_limit_on(quota, lease)
+        else:
+            changes = schema.reserve_changes(lease.units)
+            taken = self.take_lease(quota, lease, changes, schema.SHADOW_RESERVE_CONDITION, before_grant_ends=True)
         if taken is None:
             return None
         state = shard_state(taken)
         return Reserved(
             heal_epoch=heal_epoch_of(taken),
             version=state.version,
-            layout=(state.active, state.span),
+            layout=(state.active, state.span) if lease.shard == 0 else None,
             leases=state.leases,
         )
 

@@ -355,6 +355,58 @@ class ShardStore:
             ],
         )
 
+    def reserve_past_limit_on(self, quota: Quota, lease: Lease) -> dict[str, Any] | None:
+        """A shadow quota's reservation past its limit on shard `lease.shard` (not 0): shard 0 gives
+        the units whatever its room (only while the quota is in shadow mode and before a grant's
+        end), and the shard takes the lease and admits them, its room untouched, in one
+        transaction: so no shard but shard 0 goes below zero room. Returns the shard's item with
+        the lease held (a retry of one that landed finds it), or None."""
+        at_ms = epoch_ms(lease.taken_at)
+        conditions = [
+            schema.SHADOW_RESERVE_CONDITION,
+            schema.HOLDING_CONDITION,
+            schema.BEFORE_GRANT_ENDS_CONDITION,
+        ]
+        self.transact(
+            "reserve past a shadow quota's limit",
+            [
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": shard_key(quota, 0),
+                        "UpdateExpression": schema.ROOM_OUT_UPDATE,
+                        "ConditionExpression": " AND ".join(conditions),
+                        "ExpressionAttributeValues": to_attributes(
+                            {":minus": -lease.units, ":one": 1, ":at_ms": at_ms}
+                        ),
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": shard_key(quota, lease.shard),
+                        "UpdateExpression": schema.lease_update([schema.ADMITTED]),
+                        "ConditionExpression": "attribute_exists(#pk) AND attribute_not_exists(#lease)"
+                        + schema.OPEN_CONDITION,
+                        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#lease": lease_attribute(lease)},
+                        "ExpressionAttributeValues": to_attributes(
+                            {
+                                f":{schema.ADMITTED}": lease.units,
+                                ":one": 1,
+                                ":stamp": last_write_stamp(lease.taken_at),
+                                ":now": lease.taken_at,
+                                ":lease": lease_value(lease),
+                            }
+                        ),
+                    }
+                },
+            ],
+        )
+        # Read whether it landed or not: a cancelled retry of a transaction that landed (its
+        # answer lost) finds the lease. The shard's stamp keeps a quiet heal off it meanwhile.
+        found = self.read_items(quota, [lease.shard])
+        return found[0] if found and holds(found[0], lease) else None
+
     def gather(self, quota: Quota, shard: ShardState, retire: bool) -> bool:
         retiring = schema.RETIRING_SETS if retire else ""
         flags = {":true": True} if retire else {}

@@ -952,7 +952,7 @@ def resize_resource(
     otherwise). A retry with the same `idempotency_key` after that resize landed answers the
     resource as it is (IdempotencyKeyMismatch if the key came with another amount); with If-Match
     too, a retry after another resize is ResourceChanged, never applied twice. A growth past a
-    shadow quota's limit on shard 0 is made, and `on_shadow` told of the refusal enforcement would
+    shadow quota's limit is made, and `on_shadow` told of the refusal enforcement would
     have made (docs/plans.md, "Shadow mode")."""
     directory = directory or Directory()
     key = "" if idempotency_key is None else resize_key(quota, resource_id, idempotency_key)
@@ -1034,8 +1034,8 @@ def _resize_once(
 def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: Lease) -> Reserved:
     """Reserve a growth's units on its resource's shard, moving room there when it lacks them;
     LimitExceeded when the account's free units at one instant are fewer. A shadow quota's growth
-    on shard 0 is reserved past the limit instead (`Reserved.shadowed`); one on another shard is
-    refused as enforcement refuses it (no shard but shard 0 goes below zero room)."""
+    is reserved past the limit instead (`Reserved.shadowed`): on its resource's shard, its units
+    taken from shard 0's room, the only room that may go below zero."""
     for _ in range(directory.settings.attempts):
         reserved = store.reserve_on(quota, lease)
         if reserved is not None:
@@ -1043,7 +1043,7 @@ def _reserve_growth(store: ApiStore, directory: Directory, quota: Quota, lease: 
         try:
             bring_room_to(store, quota, lease.shard, lease.units, epoch_ms(lease.taken_at))
         except AccountFull as full:
-            if not full.shadow or lease.shard != 0:
+            if not full.shadow:
                 raise
             past = store.reserve_shadow(quota, lease)
             if past is not None:

@@ -130,9 +130,11 @@ class AdmissionStore(DeadLeaseStore, Protocol):
         ...
 
     def reserve_shadow(self, quota: Quota, lease: Lease) -> Reserved | None:
-        """`room - units, admitted + units` and take `lease` on shard 0 whatever its room, if the
-        quota is still in shadow mode (its room may go negative: `room + admitted` stays the
-        limit); None if it is not (a change to enforce landed first). Raises as `reserve_on`."""
+        """`admitted + units` and take `lease` on the shard `lease.shard`, with `room - units` on
+        shard 0 whatever its room (in one transaction when they are two items), if the quota is
+        still in shadow mode: shard 0's room may go negative, no other's does, and `room +
+        admitted` over the shards stays the limit. None if it is not in shadow mode (a change to
+        enforce landed first), or the shard is retired. Raises as `reserve_on`."""
         ...
 
     def read_shards(self, quota: Quota, shards: Sequence[int], snapshot: bool = False) -> list[ShardState]:

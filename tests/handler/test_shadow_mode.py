@@ -12,8 +12,9 @@ import pytest
 
 from functions.adapters import keys, table_layout
 from functions.core import accounts
+from functions.core.admission import Directory
 from functions.core.errors import LimitExceeded
-from functions.core.model import Quota
+from functions.core.model import NewResource, Quota, Resource
 from functions.core.refusals import Window, filter_pattern, parse_refusal
 from functions.usage_events.models import LimitChanged, LimitRefused
 from local.log_subscriptions import FilterPattern
@@ -24,6 +25,7 @@ from tests.handler.test_limit_refused import MINUTE, Refusals
 from tests.handler.test_limit_refused import api_lines as api_lines  # a fixture
 from tests.handler.test_limit_refused import refusals as refusals  # a fixture
 from tests.handler.test_sharded_admission import create_carefully, process, spread
+from tests.support.faults import Faults
 
 ACME, SEATS = Quota("acme"), Quota("acme", "seats")
 
@@ -129,6 +131,87 @@ def test_concurrent_creates_past_a_busy_shadow_quotas_limit_are_all_admitted_and
     harness.check_invariants()
     truth = harness.truth("acme")
     assert (truth.live, truth.admitted, truth.room, truth.eventual, truth.leases) == (10, 10, -6, 10, 0)
+
+
+def busy_shadow_quota_at_its_limit(harness: Harness) -> tuple[Directory, Resource]:
+    """Acme in shadow mode over 4 shards, its limit of 8 filled by 4 resources of 2 units; one of
+    them admitted by a shard other than shard 0."""
+    put(harness, "/accounts/acme", {"limit": 8, "mode": "shadow"})
+    assert harness.wiring.api_store.set_active(ACME, 1, 1, 4)
+    directory = process(4, seed=3)
+    made = [
+        accounts.create_resource(
+            harness.wiring.api_store,
+            ACME,
+            NewResource(f"r{i}", amount=2),
+            None,
+            harness.clock.timestamp,
+            directory=directory,
+        )
+        for i in range(4)
+    ]
+    return directory, next(created.resource for created in made if created.resource.shard > 0)
+
+
+def grow_past_the_limit(harness: Harness, directory: Directory, resource: Resource) -> None:
+    """Grow `resource` by 3 units past the limit: admitted on its own shard, each unit from shard
+    0's room (3 below zero), no other shard below zero, one refusal spared."""
+    spared: list[LimitExceeded] = []
+    grown = accounts.resize_resource(
+        harness.wiring.api_store,
+        ACME,
+        resource.resource_id,
+        5,
+        harness.clock.timestamp,
+        directory=directory,
+        on_shadow=spared.append,
+    )
+    assert (grown.amount, grown.shard) == (5, resource.shard)
+    assert [(refusal.limit, refusal.units) for refusal in spared] == [(8, 3)]
+    shards = {shard.shard: shard for shard in harness.wiring.api_store.read_shards(ACME, range(4))}
+    assert shards[0].room == -3
+    assert all(shard.room >= 0 for index, shard in shards.items() if index), shards
+    assert sum(shard.room + shard.admitted for shard in shards.values()) == 8
+    assert shards[resource.shard].leases == ()
+    harness.check_invariants()
+
+
+@pytest.mark.engine
+def test_a_growth_on_another_shard_goes_past_a_shadow_quotas_limit_with_only_shard_0_below_zero(
+    harness: Harness,
+) -> None:
+    """A busy shadow quota's resource admitted by shard k > 0 grows past the limit: shard k admits
+    the units and shard 0's room gives them (below zero), in one transaction, so no other shard's
+    room goes negative; switched to enforce, the next growth is refused with nothing written."""
+    directory, resource = busy_shadow_quota_at_its_limit(harness)
+    grow_past_the_limit(harness, directory, resource)
+    put(harness, "/accounts/acme", {"limit": 8, "mode": "enforce"})
+    before = harness.truth("acme")
+    with pytest.raises(LimitExceeded):
+        accounts.resize_resource(
+            harness.wiring.api_store, ACME, resource.resource_id, 6, harness.clock.timestamp, directory=directory
+        )
+    assert harness.truth("acme") == before
+    harness.pump()
+    harness.check_invariants()
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.room, truth.eventual) == (11, 11, -3, 11)
+
+
+def test_a_growth_past_a_shadow_quotas_limit_whose_transaction_landed_unanswered_is_applied_once(
+    harness: Harness, faults: Faults
+) -> None:
+    """The transaction of shard 0's room and the resource's shard lands and its answer is lost (a
+    500 the SDK retries): the retry is recognised, the units are taken once."""
+    directory, resource = busy_shadow_quota_at_its_limit(harness)
+    landed = faults.lands_then_500(
+        "TransactWriteItems", lambda params: "#lease" in str(params["TransactItems"]) and ":minus" in str(params)
+    )
+    grow_past_the_limit(harness, directory, resource)
+    assert landed == [1]
+    harness.pump()
+    truth = harness.truth("acme")
+    assert (truth.live, truth.admitted, truth.room, truth.eventual, truth.leases) == (11, 11, -3, 11, 0)
 
 
 @pytest.mark.engine
