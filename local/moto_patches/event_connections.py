@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 # `{{resolve:secretsmanager:<secret ARN>:<SecretString:json key:stage:version>}}`
@@ -48,7 +49,6 @@ def resolve_secrets(value: Any, account_id: str, region: str) -> Any:
 
 
 def apply() -> None:
-    from moto.cloudformation import parsing
     from moto.core.common_models import CloudFormationModel
     from moto.events.models import events_backends
 
@@ -111,5 +111,11 @@ def apply() -> None:
             )
             return cls(resource_name, created["ApiDestinationArn"])
 
-    for cached in (parsing.get_model_list, parsing.get_model_map, parsing.get_name_type_map):
-        cached.cache_clear()  # the model list is read once, from CloudFormationModel's subclasses
+    # CloudFormation lists its models (CloudFormationModel's subclasses) once, when it first maps a
+    # template's types: defined before that, these are among them. Its parsing is not imported
+    # here: that loads every service's models (EC2's region tables among them), 1.5 s of CPU at
+    # an emulator's start, which an emulator that deploys no stack never needs.
+    parsing = sys.modules.get("moto.cloudformation.parsing")
+    if parsing is not None:
+        for cached in (parsing.get_model_list, parsing.get_model_map, parsing.get_name_type_map):
+            cached.cache_clear()
