@@ -66,7 +66,7 @@ def test_the_chaos_checks_catch_a_consumer_that_drops_the_crossings_down() -> No
     and the fill stop short of the thresholds."""
     settings = ChaosSettings(
         seed=11,
-        operations=80,
+        operations=30,
         clients=4,
         rates={**DEFAULT_RATES, "crash_after_write": 0.0},
         mutation="consumer-drops-downward-crossings",
