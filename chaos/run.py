@@ -56,6 +56,7 @@ from chaos.workload import (
     drain,
     fill,
     run_clients,
+    shrink_one_each,
 )
 from functions.adapters import keys, resources
 from functions.adapters.attributes import to_attributes
@@ -193,6 +194,10 @@ class ChaosSettings:
     # every resource left (a periodic quota's records aside): every quota ends empty, so each
     # threshold it ever crossed up it then crosses down, and the hot ones crossed every threshold.
     drain: bool = False
+    # Once the clients stop and the run has settled, shrink one live resource of each account by a
+    # unit (amounts): a resize of a resource the consumer has counted, which it counts as a resize
+    # whatever the timing made of the clients' own (a resize counted with its create is a create).
+    resize_once_counted: bool = False
 
     @property
     def faults_on(self) -> bool:
@@ -696,6 +701,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                 fill(api, [account for account in drained if account.hot], outcomes)
                 settle()
                 drain(api, drained, outcomes)
+            if settings.resize_once_counted:
+                settle()
+                shrink_one_each(api, [account for account in ordinary if account.period is None], outcomes)
             if mover is not None:
                 mover.finish()
             # With plans, the named types' last changes are the plans' (each then a plan's own limit).

@@ -548,6 +548,18 @@ def fill(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -
                 break
 
 
+def shrink_one_each(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
+    """Shrink one live resource of two units or more by a unit in each of `accounts`."""
+    for account in accounts:
+        with outcomes.lock:
+            live = sorted(outcomes.acknowledged.get(account.name, set()))
+        for resource_id in live:
+            read = attempt(partial(account.version, api, resource_id), 200)
+            if read.ok() and read.value[1] >= 2:
+                resize(api, account, resource_id, read.value[1] - 1, f"shrink-{resource_id}", outcomes)
+                break
+
+
 def drain(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
     """Delete every resource the clients left live in `accounts`, one by one."""
     for account in accounts:
