@@ -158,6 +158,11 @@ class ClientOutcomes:
         with self.lock:
             self.statuses[f"{kind} {status}"] += 1
 
+    def live(self, account: Account) -> list[str]:
+        """The resources of `account` acknowledged and not deleted, in id order, as of now."""
+        with self.lock:
+            return sorted(self.acknowledged.get(account.name, set()))
+
     def reached(self, answers: int, stop: threading.Event) -> bool:
         """Waits until the clients have been answered `answers` times (the admins beside them act
         at marks of their progress); False if `stop` is set first."""
@@ -287,8 +292,7 @@ def run_clients(
                 if account.period is not None:
                     periodic_operation(api, account, rng, outcomes)
                     continue
-                with outcomes.lock:
-                    live = sorted(outcomes.acknowledged.get(account.name, set()))
+                live = outcomes.live(account)
                 if live and rng.random() < 0.4:
                     delete(api, account, rng.choice(live), outcomes)
                 elif max_amount is not None and live and rng.random() < 0.4:
@@ -551,9 +555,7 @@ def fill(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -
 def shrink_one_each(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
     """Shrink one live resource of two units or more by a unit in each of `accounts`."""
     for account in accounts:
-        with outcomes.lock:
-            live = sorted(outcomes.acknowledged.get(account.name, set()))
-        for resource_id in live:
+        for resource_id in outcomes.live(account):
             read = attempt(partial(account.version, api, resource_id), 200)
             if read.ok() and read.value[1] >= 2:
                 resize(api, account, resource_id, read.value[1] - 1, f"shrink-{resource_id}", outcomes)
@@ -563,9 +565,7 @@ def shrink_one_each(api: LimitsClient, accounts: list[Account], outcomes: Client
 def drain(api: LimitsClient, accounts: list[Account], outcomes: ClientOutcomes) -> None:
     """Delete every resource the clients left live in `accounts`, one by one."""
     for account in accounts:
-        with outcomes.lock:
-            live = sorted(outcomes.acknowledged.get(account.name, set()))
-        for resource_id in live:
+        for resource_id in outcomes.live(account):
             delete(api, account, resource_id, outcomes)
 
 
