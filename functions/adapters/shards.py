@@ -104,6 +104,18 @@ def _account_items(found: list[dict[str, Any]]) -> AccountItems:
     return AccountItems([account, *shards], counters)
 
 
+def _lease_values(lease: Lease, changes: Mapping[str, int]) -> dict[str, Any]:
+    """The values of `schema.lease_update(changes)`: the changes, the version's step, the write's
+    stamps and the lease."""
+    return {
+        ":one": 1,
+        ":stamp": last_write_stamp(lease.taken_at),
+        ":now": lease.taken_at,
+        ":lease": lease_value(lease),
+        **{f":{name}": delta for name, delta in changes.items()},
+    }
+
+
 class ShardStore:
     """Every read and write of an account's admission shards (functions/core/admission.py): the
     leases the API's writes take and settle on them, and the moves of room between them. The API's
@@ -199,13 +211,7 @@ class ShardStore:
         holding = not quota.period and lease.shard == 0
         if holding:
             conditions.append(schema.HOLDING_CONDITION)
-        values: dict[str, Any] = {
-            ":one": 1,
-            ":stamp": last_write_stamp(lease.taken_at),
-            ":now": lease.taken_at,
-            ":lease": lease_value(lease),
-            **{f":{name}": delta for name, delta in changes.items()},
-        }
+        values = _lease_values(lease, changes)
         at_ms = epoch_ms(lease.taken_at)
         if before_grant_ends:
             conditions.append(schema.BEFORE_GRANT_ENDS_CONDITION)
@@ -362,6 +368,7 @@ class ShardStore:
         transaction: so no shard but shard 0 goes below zero room. Returns the shard's item with
         the lease held (a retry of one that landed finds it), or None."""
         at_ms = epoch_ms(lease.taken_at)
+        admitted = {schema.ADMITTED: lease.units}
         conditions = [
             schema.SHADOW_RESERVE_CONDITION,
             schema.HOLDING_CONDITION,
@@ -385,19 +392,11 @@ class ShardStore:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": shard_key(quota, lease.shard),
-                        "UpdateExpression": schema.lease_update([schema.ADMITTED]),
+                        "UpdateExpression": schema.lease_update(admitted),
                         "ConditionExpression": "attribute_exists(#pk) AND attribute_not_exists(#lease)"
                         + schema.OPEN_CONDITION,
                         "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#lease": lease_attribute(lease)},
-                        "ExpressionAttributeValues": to_attributes(
-                            {
-                                f":{schema.ADMITTED}": lease.units,
-                                ":one": 1,
-                                ":stamp": last_write_stamp(lease.taken_at),
-                                ":now": lease.taken_at,
-                                ":lease": lease_value(lease),
-                            }
-                        ),
+                        "ExpressionAttributeValues": to_attributes(_lease_values(lease, admitted)),
                     }
                 },
             ],
