@@ -47,6 +47,7 @@ from chaos.workload import (
     GRANT_SECONDS,
     PLANS,
     Account,
+    AccountDeleter,
     ClientOutcomes,
     Gate,
     LimitChanger,
@@ -678,14 +679,17 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
                     plans,
                     unit,
                     gate,
-                    doomed=DOOMED_ACCOUNT if doomed else None,
-                    forget=sampler.forget,
                 )
                 if on_plans
                 else None
             )
             if plan_changer is not None:
                 plan_changer.start()
+            deleter = (
+                AccountDeleter(api, doomed, outcomes, settings.operations, sampler.forget, gate) if doomed else None
+            )
+            if deleter is not None:
+                deleter.start()
             settle = partial(_settled, runtime, dynamodb, table, staying, plan)
             mover = (
                 None if plan is None else ClockMover(plan, gate, settings.operations, settle, runtime.run_schedules_now)
@@ -716,6 +720,9 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             if plan_changer is not None:
                 plan_changer.finish()
                 report.plan_changes = plan_changer.made
+            if deleter is not None:
+                deleter.finish()
+                report.plan_changes += deleter.made
             workload_done = time.monotonic()
             phase_over("workload")
 
@@ -775,10 +782,10 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             report.checks.append(within_limits)
             if plan is not None:
                 report.checks.append(sampler.settled)
-            if plan_changer is not None and doomed and clock is not None:
+            if deleter is not None and clock is not None:
                 # Last: it moves the runtime's clock past the erasure's settling time.
                 report.checks += deletion_checks(
-                    runtime, dynamodb, table, clock, doomed, plan_changer, outcomes, subscriber, settings.events_timeout
+                    runtime, dynamodb, table, clock, doomed, deleter, outcomes, subscriber, settings.events_timeout
                 )
                 phase_over("account erased")
             report.lambda_traffic = lambda_traffic(runtime)
@@ -904,7 +911,7 @@ def deletion_checks(
     table: str,
     clock: ShiftedClock,
     doomed: list[Account],
-    changer: PlanChanger,
+    deleter: AccountDeleter,
     outcomes: ClientOutcomes,
     subscriber: Subscriber,
     timeout: float,
@@ -929,8 +936,8 @@ def deletion_checks(
     refused = Check("account deletion: no create of it first sent after its DELETE was answered was acknowledged")
     announced = Check("account deletion: one Account Deleted event delivered for it (by id), naming its types")
     checks = [erased, kept, refused, announced]
-    if changer.deletion is None or changer.deleted_after is None:
-        erased.violations.append(f"{account_id} was never deleted: {changer.failed or 'no step reached'}")
+    if deleter.deletion is None or deleter.deleted_after is None:
+        erased.violations.append(f"{account_id} was never deleted: {deleter.failed or 'no step reached'}")
         return checks
     entry_key = item_key(keys.DELETIONS_PK, account_id)
     for _ in range(2):  # a deletion its request did not fence is fenced by the first sweep
@@ -972,9 +979,9 @@ def deletion_checks(
             )
             sent = outcomes.first_sent.get(resource_id, 0.0)
             refused.expect(
-                sent <= changer.deleted_after,
+                sent <= deleter.deleted_after,
                 f"{account.name}/{resource_id} acknowledged, first sent "
-                f"{sent - changer.deleted_after:.3f} s after the DELETE was answered",
+                f"{sent - deleter.deleted_after:.3f} s after the DELETE was answered",
             )
     types = sorted({account.resource_type for account in doomed} - {DEFAULT_RESOURCE_TYPE})
     deadline = time.monotonic() + timeout

@@ -628,12 +628,7 @@ class PlanChanger(threading.Thread):
     an account to the other plan, gives a type an expiring grant (an override that ends within
     seconds), and returns a type's override to its plan; once they stopped (`finish`), changes
     every plan once more, so that an account whose type returned to its plan earlier must take a
-    later version too. `plans`: each plan's quotas as last PUT; `made`: what it did.
-
-    With `doomed` (an account on a plan that the clients work on as on the others, which it gives
-    no other step), half-way through the clients' operations it deletes that account
-    (`DELETE /accounts/{id}`) while they still create in it: `forget(account_id)` is called just
-    before, and `deleted_after` is then when the DELETE was answered (time.monotonic())."""
+    later version too. `plans`: each plan's quotas as last PUT; `made`: what it did."""
 
     KINDS = ("change", "switch", "grant", "return")
 
@@ -648,21 +643,13 @@ class PlanChanger(threading.Thread):
         plans: dict[str, dict[str, int]],
         unit: int = 1,
         gate: Gate | None = None,
-        doomed: str | None = None,
-        forget: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="chaos-plan-changer", daemon=True)
         self._gate = gate or Gate()
         self._api, self._accounts, self._outcomes = api, accounts, outcomes
-        steps = [
+        self._steps = [
             (operations * (index + 1) // (changes + 1), self.KINDS[index % len(self.KINDS)]) for index in range(changes)
         ]
-        if doomed is not None:
-            steps.append((operations // 2, "delete"))
-        self._steps = sorted(steps, key=lambda step: step[0])  # stable: the delete after a step at its mark
-        self._doomed, self._forget = doomed, forget
-        self.deletion: AccountDeletion | None = None
-        self.deleted_after: float | None = None
         self._rng = random.Random(f"{seed}/plans")  # noqa: S311 - a reproducible workload
         self._unit = unit
         self.plans = plans
@@ -698,28 +685,26 @@ class PlanChanger(threading.Thread):
             self.failed.append(f"{type(error).__name__}: {error}")
 
     def _act(self, kind: str) -> None:
-        if kind == "delete" and self._doomed is not None:
-            self._delete_account(self._doomed)
-        elif kind == "change":
+        if kind == "change":
             self._change(self._rng.choice(sorted(self.plans)))
         elif kind == "switch":
             account_id = self._rng.choice(sorted({account.account_id for account in self._accounts}))
-            on = self._retried(lambda: self._api.get_account(account_id)).plan
+            on = retried(lambda: self._api.get_account(account_id)).plan
             to = next(plan for plan in sorted(self.plans) if plan != on)
             key = str(uuid.uuid4())  # one over its attempts
-            self._retried(lambda: self._api.put_account(account_id, plan=to, idempotency_key=key))
+            retried(lambda: self._api.put_account(account_id, plan=to, idempotency_key=key))
             self.made.append(f"{account_id}: {on} -> {to}")
         else:
             account = self._rng.choice(self._accounts)
             if kind == "grant":
-                view = self._retried(lambda: self._api.get_type(account.account_id, account.resource_type))
+                view = retried(lambda: self._api.get_type(account.account_id, account.resource_type))
                 if view.limit_source == "account":
                     return  # its plan does not give the type: only an override may expire
                 ends = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=GRANT_SECONDS + 1)
                 limit = view.limit + self._rng.randint(1, 5) * self._unit
                 at = ends.isoformat().replace("+00:00", "Z")  # whole seconds, as the API takes it
                 key = str(uuid.uuid4())  # one over its attempts
-                self._retried(
+                retried(
                     lambda: self._api.put_type_limit(
                         account.account_id, account.resource_type, limit=limit, expires_at=at, idempotency_key=key
                     )
@@ -728,26 +713,15 @@ class PlanChanger(threading.Thread):
             else:
                 self._return_an_override()
 
-    def _delete_account(self, account_id: str) -> None:
-        """The account deleted: every create of it is 404 from its fence on (docs/plans.md,
-        "Lifecycle"); a repeat after a lost answer answers the same deletion."""
-        if self._forget is not None:
-            self._forget(account_id)
-        with self._outcomes.lock:
-            self._outcomes.deleted_accounts.add(account_id)
-        self.deletion = self._retried(partial(self._api.delete_account, account_id))
-        self.deleted_after = time.monotonic()
-        self.made.append(f"{account_id}: deleted, requested at {self.deletion.requested_at}")
-
     def _return_an_override(self) -> bool:
         """The first type (in a random order) whose limit is an override (the limit changer's PUTs
         make them) returned to its plan; False when none is."""
         for account in self._rng.sample(self._accounts, len(self._accounts)):
-            view = self._retried(partial(self._api.get_type, account.account_id, account.resource_type))
+            view = retried(partial(self._api.get_type, account.account_id, account.resource_type))
             if view.limit_source != "override":
                 continue
             try:
-                self._retried(partial(self._api.remove_override, account.account_id, account.resource_type))
+                retried(partial(self._api.remove_override, account.account_id, account.resource_type))
             except HybridCounterError as error:
                 if error.status != 404:  # OverrideNotFound: a retry of a removal that landed
                     raise
@@ -765,18 +739,78 @@ class PlanChanger(threading.Thread):
             self._rng.randint(1, 3) if lowered else old // self._unit + self._rng.randint(4, 20)
         ) * self._unit
         body = {name: {"limit": limit} for name, limit in quotas.items()}
-        self._retried(lambda: self._api.put_plan(plan, quotas=body))
+        retried(lambda: self._api.put_plan(plan, quotas=body))
         self.plans[plan] = quotas
         self.made.append(f"{plan}/{kind}: {old} -> {quotas[kind]}")
 
-    def _retried(self, call: Callable[[], Any]) -> Any:
-        """A 5xx or no answer is retried (each call here lands once however often it is made: a
-        plan's PUT by its quotas, a membership by its plan, a grant by its key); a 4xx is raised."""
-        for attempt_number in range(RETRIES):
-            try:
-                return call()
-            except HybridCounterError as error:
-                if (error.status is not None and error.status < 500) or attempt_number == RETRIES - 1:
-                    raise
-            time.sleep(0.05)
-        raise AssertionError("unreachable")
+
+def retried(call: Callable[[], Any]) -> Any:
+    """An admin's call, a 5xx or no answer retried (each such call lands once however often it is
+    made: a plan's PUT by its quotas, a membership by its plan, a grant by its key, an account's
+    deletion by its account); a 4xx is raised."""
+    for attempt_number in range(RETRIES):
+        try:
+            return call()
+        except HybridCounterError as error:
+            if (error.status is not None and error.status < 500) or attempt_number == RETRIES - 1:
+                raise
+        time.sleep(0.05)
+    raise AssertionError("unreachable")
+
+
+class AccountDeleter(threading.Thread):
+    """An admin who deletes an account (`DELETE /accounts/{id}`) half-way through the clients'
+    operations, while they still create in it, on its own thread so that no other admin's slower
+    steps hold it back (docs/chaos.md, "Deleting an account"). `forget(account_id)` is called just
+    before; `deleted_after` is then when the DELETE was answered (time.monotonic()). Once answered,
+    it sends one create of its own to each of the account's quotas, as a client arriving late would:
+    each must be refused, whether or not a client created in the account after the DELETE."""
+
+    def __init__(
+        self,
+        api: LimitsClient,
+        doomed: list[Account],
+        outcomes: ClientOutcomes,
+        operations: int,
+        forget: Callable[[str], None],
+        gate: Gate | None = None,
+    ) -> None:
+        super().__init__(name="chaos-account-deleter", daemon=True)
+        self._api, self._doomed, self._outcomes, self._forget = api, doomed, outcomes, forget
+        self._gate = gate or Gate()
+        self._mark = operations // 2
+        self.account_id = doomed[0].account_id
+        self.deletion: AccountDeletion | None = None
+        self.deleted_after: float | None = None
+        self.stop = threading.Event()
+        self.made: list[str] = []
+        self.failed: list[str] = []
+
+    def run(self) -> None:
+        if self._outcomes.reached(self._mark, self.stop):
+            with self._gate.passage():
+                self._take_the_deletion()
+
+    def finish(self) -> None:
+        """Once the clients stopped: the deletion, if a client that met faults kept them short of
+        its mark (they answer fewer times)."""
+        self.stop.set()
+        self.join()
+        if self.deletion is None and not self.failed:
+            self._take_the_deletion()
+
+    def _take_the_deletion(self) -> None:
+        """Every create of the account is 404 from its fence on (docs/plans.md, "Lifecycle"); a
+        repeat after a lost answer answers the same deletion."""
+        self._forget(self.account_id)
+        with self._outcomes.lock:
+            self._outcomes.deleted_accounts.add(self.account_id)
+        try:
+            self.deletion = retried(partial(self._api.delete_account, self.account_id))
+        except Exception as error:  # an answer no careful admin expects: the deletion's checks report it
+            self.failed.append(f"{type(error).__name__}: {error}")
+            return
+        self.deleted_after = time.monotonic()
+        self.made.append(f"{self.account_id}: deleted, requested at {self.deletion.requested_at}")
+        for account in self._doomed:
+            create(self._api, account, f"late-{uuid.uuid4()}", self._outcomes)

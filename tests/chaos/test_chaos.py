@@ -182,7 +182,7 @@ def test_a_short_chaos_run_with_three_types_per_account_on_plans_holds_every_inv
     assert all(count > 0 for count in report.creates_per_type.values())
     # One account was deleted while the clients created in it, and erased once that was due.
     assert any(": deleted, requested at" in change for change in report.plan_changes)
-    assert report.operations.get("create 404", 0) > 0  # its creates after the DELETE
+    assert report.operations.get("create 404", 0) > 0  # its creates after the DELETE, the deleter's own among them
     [erased] = [check for check in report.checks if check.name.startswith("account deletion: once")]
     assert erased.checked > 0
     # The usage events were checked per (account, type) too, and there were crossings to check.
