@@ -494,8 +494,11 @@ class LosingProxy:
     def __init__(self, upstream: str, method: str, drop: bool) -> None:
         target = urlsplit(upstream)
         self.upstream = (target.hostname or "127.0.0.1", target.port or 80)
+        self.drop = drop
         self.statuses: list[tuple[str, int, str | None]] = []
         self.retried = threading.Event()
+        arrived: list[str] = []  # the methods of the requests, in the order they came in
+        arrivals = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -506,12 +509,14 @@ class LosingProxy:
 
             def forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with arrivals:  # first by arrival, whichever answer comes back first
+                    first = self.command == method and method not in arrived
+                    arrived.append(self.command)
                 connection = http.client.HTTPConnection(*proxy.upstream, timeout=30)
                 connection.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
                 answer = connection.getresponse()
                 content = answer.read()
                 connection.close()
-                first = self.command == method and not any(seen[0] == method for seen in proxy.statuses)
                 proxy.statuses.append((self.command, answer.status, self.headers.get("Idempotency-Key")))
                 if first and drop:
                     self.close_connection = True
@@ -559,7 +564,11 @@ def test_a_create_whose_answer_is_lost_is_retried_into_one_resource_and_one_coun
     running_system: RunningSystem, admin: LimitsClient, losing_proxy: LosingProxy
 ) -> None:
     account_id = new_account(admin, limit=5)
-    tenant = tenant_of(running_system, account_id, api_url=losing_proxy.url, timeout=1, sleep=Sleeps())
+    # A held answer is lost at the client's read timeout: one well past a create's answer on a
+    # loaded machine (a retry sent while the first POST is still at the API would race it), and
+    # short of the proxy's 30 s hold. A dropped one is lost at once, at the default timeout.
+    options = {} if losing_proxy.drop else {"timeout": 3}
+    tenant = tenant_of(running_system, account_id, api_url=losing_proxy.url, sleep=Sleeps(), **options)
     created = tenant.create_resource(account_id, "vm-1", attributes={"size": 1})
 
     posts = [entry for entry in losing_proxy.statuses if entry[0] == "POST"]
