@@ -785,7 +785,7 @@ def run(settings: ChaosSettings, log_dir: str | None = None) -> Report:
             if deleter is not None and clock is not None:
                 # Last: it moves the runtime's clock past the erasure's settling time.
                 report.checks += deletion_checks(
-                    runtime, dynamodb, table, clock, doomed, deleter, outcomes, subscriber, settings.events_timeout
+                    runtime, dynamodb, table, clock, deleter, outcomes, subscriber, settings.events_timeout
                 )
                 phase_over("account erased")
             report.lambda_traffic = lambda_traffic(runtime)
@@ -910,7 +910,6 @@ def deletion_checks(
     dynamodb: Any,
     table: str,
     clock: ShiftedClock,
-    doomed: list[Account],
     deleter: AccountDeleter,
     outcomes: ClientOutcomes,
     subscriber: Subscriber,
@@ -928,7 +927,7 @@ def deletion_checks(
     one Account Deleted event (by id) was delivered for it, naming its types. No check that no
     usage event of it follows its Account Deleted: docs/events.md says a crossing decided from a
     delete in the minute after it may."""
-    account_id = doomed[0].account_id
+    account_id, doomed = deleter.account_id, deleter.doomed
     erased = Check(
         "account deletion: once its erasure is due, no item names the deleted account (its rate windows aside)"
     )

@@ -764,7 +764,8 @@ class AccountDeleter(threading.Thread):
     steps hold it back (docs/chaos.md, "Deleting an account"). `forget(account_id)` is called just
     before; `deleted_after` is then when the DELETE was answered (time.monotonic()). Once answered,
     it sends one create of its own to each of the account's quotas, as a client arriving late would:
-    each must be refused, whether or not a client created in the account after the DELETE."""
+    each must be refused, whether or not a client created in the account after the DELETE.
+    `doomed`: the account's quotas (one per type), which the deletion's checks read too."""
 
     def __init__(
         self,
@@ -776,7 +777,7 @@ class AccountDeleter(threading.Thread):
         gate: Gate | None = None,
     ) -> None:
         super().__init__(name="chaos-account-deleter", daemon=True)
-        self._api, self._doomed, self._outcomes, self._forget = api, doomed, outcomes, forget
+        self._api, self.doomed, self._outcomes, self._forget = api, doomed, outcomes, forget
         self._gate = gate or Gate()
         self._mark = operations // 2
         self.account_id = doomed[0].account_id
@@ -812,5 +813,5 @@ class AccountDeleter(threading.Thread):
             return
         self.deleted_after = time.monotonic()
         self.made.append(f"{self.account_id}: deleted, requested at {self.deletion.requested_at}")
-        for account in self._doomed:
+        for account in self.doomed:
             create(self._api, account, f"late-{uuid.uuid4()}", self._outcomes)
